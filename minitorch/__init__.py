@@ -1,0 +1,28 @@
+"""minitorch: a small NumPy autograd engine and the attention-sink experiments.
+
+The book's chapters introduce each module in turn; the most used names are
+re-exported here:
+
+    >>> import minitorch
+    >>> x = minitorch.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    array([2., 4.])
+"""
+
+from minitorch.tensor import Tensor, tensor, no_grad, is_grad_enabled, topological_order, unbroadcast
+from minitorch.ops import (
+    add, sub, mul, div, neg, pow, exp, log, relu, matmul, sum, mean, max,
+    reshape, permute, transpose, getitem, where, masked_fill, concatenate, stack,
+)
+from minitorch.softmax import softmax
+from minitorch.gradcheck import gradcheck, GradcheckError
+from minitorch.seeding import manual_seed, default_generator
+from minitorch import nn, optim
+
+__all__ = [
+    "Tensor", "tensor", "no_grad", "is_grad_enabled", "topological_order", "unbroadcast",
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "relu", "matmul", "sum", "mean", "max",
+    "reshape", "permute", "transpose", "getitem", "where", "masked_fill", "concatenate", "stack",
+    "softmax", "gradcheck", "GradcheckError", "manual_seed", "default_generator", "nn", "optim",
+]

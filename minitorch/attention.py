@@ -1,0 +1,82 @@
+"""Causal attention with a choice of normaliser (chapter 03).
+
+For queries ``q_i`` and keys ``k_k`` the scores are ``s_ik = q_i · k_k``. A
+*normaliser* turns the score matrix into attention weights ``a_ik``, with
+``a_ik = 0`` for future keys ``k > i`` (the causal mask):
+
+- ``"softmax"``: ``a_ik = exp(s_ik) / Σ_{k' ≤ i} exp(s_ik')``. Every row lies
+  on the probability simplex: it sums to 1.
+- ``"relu"``: ``a_ik = max(s_ik, 0) / max(i, 1)`` (0-based query ``i``). The
+  divisor is fixed, the number of visible non-BOS tokens; a row may sum to
+  anything, including 0.
+
+A normaliser is one function ``(scores, causal_mask) -> weights`` registered
+with `register_normaliser`; models pick it by name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch import ops
+from minitorch.softmax import softmax
+from minitorch.tensor import Tensor
+
+NORMALISERS: dict = {}
+
+
+def register_normaliser(name: str):
+    """Decorator: make a normaliser available to models under `name`."""
+    def register(function):
+        NORMALISERS[name] = function
+        return function
+    return register
+
+
+def get_normaliser(name: str):
+    """The normaliser registered under `name` (ValueError listing the known ones)."""
+    if name not in NORMALISERS:
+        raise ValueError(f"unknown attention normaliser {name!r}; known: {sorted(NORMALISERS)}")
+    return NORMALISERS[name]
+
+
+def causal_mask(length: int) -> np.ndarray:
+    """Boolean (L, L) mask, True where key k lies in the future of query i (k > i)."""
+    # BEGIN EXERCISE 3.1
+    return np.triu(np.ones((length, length), dtype=bool), k=1)
+    # END EXERCISE 3.1
+
+
+@register_normaliser("softmax")
+def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
+    """Softmax over the visible keys: future keys get score -inf, hence weight 0."""
+    # BEGIN EXERCISE 3.2
+    return softmax(scores.masked_fill(future, -np.inf), axis=-1)
+    # END EXERCISE 3.2
+
+
+@register_normaliser("relu")
+def relu_attention(scores: Tensor, future: np.ndarray) -> Tensor:
+    """``max(s_ik, 0) / max(i, 1)`` on visible keys, 0 on future keys."""
+    # BEGIN EXERCISE 3.3
+    length = scores.shape[-1]
+    row_divisor = np.maximum(np.arange(length), 1).reshape(length, 1)  # (L, 1): max(i, 1)
+    return ops.relu(scores.masked_fill(future, 0.0)) / row_divisor
+    # END EXERCISE 3.3
+
+
+def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax") -> tuple[Tensor, Tensor]:
+    """Causal attention for any leading batch/head axes.
+
+    queries, keys, values: (..., L, d). Returns ``(output, weights)`` with
+    output ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and weights (..., L, L).
+    """
+    if not (queries.shape == keys.shape and keys.shape[:-1] == values.shape[:-1]):
+        raise ValueError(
+            f"attend: queries {queries.shape}, keys {keys.shape} and values {values.shape} "
+            f"must agree on every axis but the values' last"
+        )
+    length = queries.shape[-2]
+    scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L)
+    weights = get_normaliser(normaliser)(scores, causal_mask(length))
+    return weights @ values, weights  # (..., L, L) @ (..., L, d) -> (..., L, d)

@@ -1,0 +1,77 @@
+"""Checking gradients against finite differences (chapter 01).
+
+For a function ``f`` of tensors, `gradcheck` compares the gradient from
+`Tensor.backward` ("analytic") with the central difference
+
+    ∂ℓ/∂x_e ≈ (ℓ(x + h e) - ℓ(x - h e)) / (2h),
+
+element by element, in float64. If ``f`` returns more than one number, the
+scalar checked is ``ℓ = Σ w ⊙ f(x)`` for a fixed random ``w``, which tests
+every output at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.tensor import Tensor, no_grad
+
+
+class GradcheckError(AssertionError):
+    """The analytic and numeric gradients disagree."""
+
+
+def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: float = 1e-5, seed: int = 0) -> bool:
+    """Check the gradient of ``function(*inputs)`` with respect to every input.
+
+    Parameters
+    ----------
+    function : callable
+        Takes the tensors of `inputs` and returns a Tensor.
+    inputs : sequence of Tensor or array
+        The point at which to check. They are copied to float64 leaves with
+        ``requires_grad=True``; the originals are not touched.
+    step : float
+        The finite-difference step ``h``.
+    atol, rtol : float
+        An element passes if ``|analytic - numeric| <= atol + rtol * |numeric|``.
+
+    Returns True, or raises GradcheckError naming the function, the argument,
+    the element, and both values.
+    """
+    leaves = [Tensor(np.array(_data(x), dtype=np.float64), requires_grad=True) for x in inputs]
+    name = getattr(function, "__name__", repr(function))
+
+    output = function(*leaves)
+    if not isinstance(output, Tensor):
+        raise TypeError(f"gradcheck: {name} must return a Tensor, got {type(output).__name__}")
+    weights = np.random.default_rng(seed).standard_normal(output.shape)
+
+    def scalar_objective() -> float:
+        with no_grad():
+            return float((function(*leaves).data * weights).sum())
+
+    (output * weights).sum().backward()
+
+    for position, leaf in enumerate(leaves):
+        analytic = np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad
+        for element in np.ndindex(leaf.shape):
+            original = leaf.data[element]
+            leaf.data[element] = original + step
+            above = scalar_objective()
+            leaf.data[element] = original - step
+            below = scalar_objective()
+            leaf.data[element] = original
+            numeric = (above - below) / (2 * step)
+            if not abs(analytic[element] - numeric) <= atol + rtol * abs(numeric):
+                raise GradcheckError(
+                    f"gradcheck failed for {name}: argument {position} (shape {leaf.shape}), "
+                    f"element {element}: analytic gradient {analytic[element]:.8g}, "
+                    f"numeric (central difference) {numeric:.8g}, "
+                    f"difference {analytic[element] - numeric:.3g}"
+                )
+    return True
+
+
+def _data(x):
+    return x.data if isinstance(x, Tensor) else x

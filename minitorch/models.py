@@ -1,0 +1,123 @@
+"""The paper's models: attention only, no MLP, no LayerNorm, no biases (chapter 03).
+
+- `AttentionLayer`: H heads, each of full width n. For head h,
+  ``q_i = W_Q^h x_i``, ``k_i = W_K^h x_i``, ``v_i = W_V^h x_i``, weights
+  ``a^h_ik`` from the chosen normaliser, head output ``Σ_k a^h_ik v_k``; the H
+  head outputs are concatenated and mapped back to width n by ``W_O``.
+- `SingleLayerModel`: one layer, no residual: ``ŷ = Attention(x)``.
+- `ResidualModel`: ``x ← x + Attention_l(x)`` for each layer l; ``ŷ`` is the
+  final residual stream.
+
+Weights start as N(0, 0.02²). ``forward(x, return_attention=True)`` also
+returns, for each layer, the attention weights as an array (B, H, L, L).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from minitorch.attention import attend, get_normaliser
+from minitorch.nn import Linear, Module
+from minitorch.tensor import Tensor, as_tensor
+
+INIT_STD = 0.02
+
+
+class AttentionLayer(Module):
+    """Multi-head causal self-attention with full-width heads."""
+
+    def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
+        get_normaliser(normaliser)  # fail now, not at the first forward pass
+        if heads < 1:
+            raise ValueError(f"AttentionLayer: heads must be >= 1, got {heads}")
+        self.width, self.heads, self.normaliser = width, heads, normaliser
+        linear = dict(bias=False, init_std=INIT_STD, rng=rng, dtype=dtype)
+        self.W_Q = Linear(width, heads * width, **linear)
+        self.W_K = Linear(width, heads * width, **linear)
+        self.W_V = Linear(width, heads * width, **linear)
+        self.W_O = Linear(heads * width, width, **linear)
+
+    def split_heads(self, projected: Tensor) -> Tensor:
+        batch, length, _ = projected.shape
+        per_head = projected.reshape(batch, length, self.heads, self.width)  # (B, L, H*n) -> (B, L, H, n)
+        return per_head.permute(0, 2, 1, 3)  # (B, L, H, n) -> (B, H, L, n)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
+        batch, length, _ = x.shape
+        queries = self.split_heads(self.W_Q(x))
+        keys = self.split_heads(self.W_K(x))
+        values = self.split_heads(self.W_V(x))
+        heads_out, weights = attend(queries, keys, values, self.normaliser)  # (B, H, L, n)
+        joined = heads_out.permute(0, 2, 1, 3).reshape(batch, length, self.heads * self.width)  # -> (B, L, H*n)
+        return self.W_O(joined), weights
+
+
+class AttentionModel(Module):
+    """A stack of attention layers; subclasses say whether it is residual."""
+
+    residual = False
+
+    def __init__(self, width: int = 16, heads: int = 1, layers: int = 1, normaliser: str = "softmax",
+                 seed: int = 0, dtype=np.float64):
+        rng = np.random.default_rng(seed)
+        self.config = dict(width=width, heads=heads, layers=layers, normaliser=normaliser,
+                           residual=self.residual, dtype=np.dtype(dtype).name)
+        self.layers = [AttentionLayer(width, heads, normaliser, rng, dtype) for _ in range(layers)]
+
+    def forward(self, x, return_attention: bool = False):
+        """x: (B, L, n) -> prediction (B, L, n) [, list of per-layer weights (B, H, L, L)]."""
+        x = as_tensor(x, like=self.layers[0].W_Q.weight)
+        if x.ndim != 3 or x.shape[-1] != self.config["width"]:
+            raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}), got {x.shape}")
+        attention = []
+        for layer in self.layers:
+            update, weights = layer(x)
+            x = x + update if self.residual else update
+            attention.append(weights.data)
+        return (x, attention) if return_attention else x
+
+    @property
+    def name(self) -> str:
+        c = self.config
+        return f"{c['normaliser']}_{c['layers']}x{c['heads']}"
+
+
+class SingleLayerModel(AttentionModel):
+    """One attention layer and no residual: the setting of Theorems 1 and 3."""
+
+    def __init__(self, width: int = 16, heads: int = 1, normaliser: str = "softmax", seed: int = 0, dtype=np.float64):
+        super().__init__(width, heads, 1, normaliser, seed, dtype)
+
+
+class ResidualModel(AttentionModel):
+    """``x ← x + Attention_l(x)`` for each layer: the setting of Theorem 2."""
+
+    residual = True
+
+
+def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
+                dtype=np.float64) -> AttentionModel:
+    """The model a configuration describes (as stored in ``model.config``)."""
+    if residual:
+        return ResidualModel(width, heads, layers, normaliser, seed, dtype)
+    if layers != 1:
+        raise ValueError(f"build_model: a non-residual model has exactly 1 layer, got layers={layers}")
+    return SingleLayerModel(width, heads, normaliser, seed, dtype)
+
+
+def save_model(model: AttentionModel, path) -> None:
+    """Write the weights and the configuration to a NumPy ``.npz`` file (no pickle)."""
+    np.savez(path, __config__=np.array(json.dumps(model.config)), **model.state_dict())
+
+
+def load_model(path) -> AttentionModel:
+    """Rebuild a model saved by `save_model`."""
+    with np.load(path, allow_pickle=False) as archive:
+        config = json.loads(str(archive["__config__"]))
+        state = {name: archive[name] for name in archive.files if name != "__config__"}
+    model = build_model(**config)
+    model.load_state_dict(state)
+    return model

@@ -1,0 +1,104 @@
+"""Modules and parameters: the pieces models are built from (chapter 03).
+
+A `Module` finds its `Parameter`s by looking at its attributes: parameters,
+sub-modules, and lists or tuples of sub-modules. `state_dict` and
+`load_state_dict` turn a model into named arrays and back (used to save
+trained models as ``.npz`` files).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.seeding import default_generator
+from minitorch.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A tensor a module learns: always a leaf with ``requires_grad=True``."""
+
+    def __init__(self, data, dtype=None):
+        super().__init__(data, requires_grad=True, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return "Parameter" + super().__repr__()[len("Tensor"):]
+
+
+class Module:
+    """Base class: subclasses set attributes in ``__init__`` and define ``forward``."""
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def named_parameters(self, prefix: str = ""):
+        """Yield ``(dotted_name, parameter)`` in the order attributes were set."""
+        for name, value in vars(self).items():
+            if isinstance(value, Parameter):
+                yield prefix + name, value
+            elif isinstance(value, Module):
+                yield from value.named_parameters(f"{prefix}{name}.")
+            elif isinstance(value, (list, tuple)):
+                for index, item in enumerate(value):
+                    if isinstance(item, Module):
+                        yield from item.named_parameters(f"{prefix}{name}.{index}.")
+
+    def parameters(self) -> list[Parameter]:
+        """Every parameter, once."""
+        return [parameter for _, parameter in self.named_parameters()]
+
+    def zero_grad(self) -> None:
+        """Forget every parameter's accumulated gradient."""
+        for parameter in self.parameters():
+            parameter.zero_grad()
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """A copy of every parameter's values, by dotted name."""
+        return {name: parameter.data.copy() for name, parameter in self.named_parameters()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Copy values from `state` into the parameters (names and shapes must match)."""
+        own = dict(self.named_parameters())
+        missing = sorted(set(own) - set(state))
+        unexpected = sorted(set(state) - set(own))
+        if missing or unexpected:
+            raise ValueError(
+                f"load_state_dict for {type(self).__name__}: missing keys {missing}, unexpected keys {unexpected}"
+            )
+        for name, parameter in own.items():
+            values = np.asarray(state[name])
+            if values.shape != parameter.shape:
+                raise ValueError(
+                    f"load_state_dict for {type(self).__name__}: parameter '{name}' has shape "
+                    f"{parameter.shape} but the state holds shape {values.shape}"
+                )
+        for name, parameter in own.items():
+            parameter.data[...] = state[name]
+
+
+class Linear(Module):
+    """``y = x W^T + b`` with W of shape (out_features, in_features).
+
+    Weights are drawn from N(0, init_std^2) with `rng` (minitorch's seeded
+    default generator if None); the bias, if any, starts at zero.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 init_std: float = 0.02, rng: np.random.Generator | None = None, dtype=np.float64):
+        if in_features < 1 or out_features < 1:
+            raise ValueError(f"Linear: sizes must be positive, got in_features={in_features}, out_features={out_features}")
+        rng = default_generator() if rng is None else rng
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(rng.normal(0.0, init_std, size=(out_features, in_features)), dtype=dtype)
+        self.bias = Parameter(np.zeros(out_features), dtype=dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(
+                f"Linear({self.in_features}, {self.out_features}): input has last axis "
+                f"{x.shape[-1]} (shape {x.shape}), expected {self.in_features}"
+            )
+        out = x @ self.weight.T  # (..., in) @ (in, out) -> (..., out)
+        return out if self.bias is None else out + self.bias

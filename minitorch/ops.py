@@ -1,0 +1,376 @@
+"""Differentiable operations on Tensors (chapters 01 and 02).
+
+Each primitive computes its result on raw arrays and, right beside it,
+defines ``backward(grad)``: given ``g = ∂ℓ/∂out`` it returns ``∂ℓ/∂input`` for
+each input, in order. A backward may return a gradient at the *broadcast*
+shape; `Tensor.backward` folds it back with `unbroadcast`, in one place.
+
+Derived operations (sub, div, mean, masked_fill, ...) are one line each on
+top of the primitives, with the identity they use in a comment.
+
+The softmax, which deserves a module of its own, is in `minitorch.softmax`.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from minitorch.tensor import Tensor, as_tensor
+
+
+def _broadcast_shape(op: str, a: Tensor, b: Tensor) -> tuple:
+    """The shape `a` and `b` broadcast to, or a ValueError naming `op`."""
+    try:
+        return np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(
+            f"{op}: shapes {a.shape} and {b.shape} cannot be broadcast together "
+            f"(aligned from the right, each pair of sizes must be equal or one of them 1)"
+        ) from None
+
+
+def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
+    """Turn numbers and arrays into Tensors, matching the other side's dtype."""
+    like = a if isinstance(a, Tensor) else b
+    a, b = as_tensor(a, like), as_tensor(b, like)
+    _broadcast_shape(op, a, b)
+    return a, b
+
+
+# ----------------------------------------------------------------------
+# elementwise arithmetic
+
+
+def add(a, b) -> Tensor:
+    """a + b, with broadcasting."""
+    a, b = _binary_inputs("add", a, b)
+
+    def backward(grad):
+        return grad, grad  # ∂(a+b)/∂a = ∂(a+b)/∂b = 1
+
+    return Tensor.from_op(a.data + b.data, (a, b), backward, "add")
+
+
+def mul(a, b) -> Tensor:
+    """a * b (elementwise), with broadcasting."""
+    a, b = _binary_inputs("mul", a, b)
+
+    def backward(grad):
+        # BEGIN EXERCISE 1.1
+        return grad * b.data, grad * a.data  # ∂(ab)/∂a = b, ∂(ab)/∂b = a
+        # END EXERCISE 1.1
+
+    return Tensor.from_op(a.data * b.data, (a, b), backward, "mul")
+
+
+def neg(a) -> Tensor:
+    """-a."""
+    a = as_tensor(a)
+    return Tensor.from_op(-a.data, (a,), lambda grad: (-grad,), "neg")
+
+
+def pow(a, exponent) -> Tensor:
+    """a ** exponent, for a constant (Python number) exponent."""
+    a = as_tensor(a)
+    if isinstance(exponent, Tensor) or not np.isscalar(exponent):
+        raise TypeError(
+            f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
+            f"for a tensor exponent write exp(b * log(a))"
+        )
+
+    def backward(grad):
+        return (grad * exponent * a.data ** (exponent - 1),)  # d(a^p)/da = p a^(p-1)
+
+    return Tensor.from_op(a.data**exponent, (a,), backward, "pow")
+
+
+def sub(a, b) -> Tensor:
+    """a - b = a + (-b)."""
+    a, b = _binary_inputs("sub", a, b)
+    return add(a, neg(b))
+
+
+def div(a, b) -> Tensor:
+    """a / b = a * b^(-1)."""
+    a, b = _binary_inputs("div", a, b)
+    return mul(a, pow(b, -1.0))
+
+
+def exp(a) -> Tensor:
+    """e ** a (elementwise)."""
+    a = as_tensor(a)
+    out = np.exp(a.data)
+
+    def backward(grad):
+        # BEGIN EXERCISE 1.3
+        return (grad * out,)  # d(e^a)/da = e^a, which we already computed
+        # END EXERCISE 1.3
+
+    return Tensor.from_op(out, (a,), backward, "exp")
+
+
+def log(a) -> Tensor:
+    """Natural logarithm (elementwise)."""
+    a = as_tensor(a)
+
+    def backward(grad):
+        # BEGIN EXERCISE 1.4
+        return (grad / a.data,)  # d(log a)/da = 1/a
+        # END EXERCISE 1.4
+
+    return Tensor.from_op(np.log(a.data), (a,), backward, "log")
+
+
+def relu(a) -> Tensor:
+    """max(a, 0) (elementwise). Its derivative at 0 is taken to be 0."""
+    a = as_tensor(a)
+
+    def backward(grad):
+        return (grad * (a.data > 0),)
+
+    return Tensor.from_op(np.maximum(a.data, 0), (a,), backward, "relu")
+
+
+# ----------------------------------------------------------------------
+# matrix product
+
+
+def _matmul_arrays(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x @ y`` on arrays, same result as np.matmul.
+
+    Why not just ``x @ y``: when y is a matrix (a weight) and x a stack
+    (B, L, p), NumPy runs one small product per batch element; folding the
+    stack into the rows of one (B*L, p) matrix is one product and ~3x faster.
+    """
+    if y.ndim == 2 and x.ndim > 2:
+        rows = x.reshape(-1, x.shape[-1])  # (..., m, p) -> (.. * m, p)
+        return (rows @ y).reshape(*x.shape[:-1], y.shape[-1])  # -> (..., m, n)
+    return x @ y
+
+
+def matmul(a, b) -> Tensor:
+    """a @ b: matrix product over the last two axes, batch axes broadcast.
+
+    Shapes follow NumPy: (..., m, p) @ (..., p, n) -> (..., m, n); a 1-D
+    operand is a vector (a row vector on the left, a column on the right).
+    """
+    like = a if isinstance(a, Tensor) else b
+    a, b = as_tensor(a, like), as_tensor(b, like)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must have at least 1 dimension, got shapes {a.shape} and {b.shape}")
+    inner_a = a.shape[-1]
+    inner_b = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if inner_a != inner_b:
+        raise ValueError(
+            f"matmul: shapes {a.shape} and {b.shape} are not aligned: the last axis "
+            f"of the first ({inner_a}) must equal the "
+            f"{'second-to-last' if b.ndim > 1 else 'only'} axis of the second ({inner_b})"
+        )
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
+        ) from None
+
+    def backward(grad):
+        # BEGIN EXERCISE 2.2
+        # Treat vectors as matrices: (p,) on the left is (1, p), on the right (p, 1).
+        a_mat = a.data[None, :] if a.ndim == 1 else a.data
+        b_mat = b.data[:, None] if b.ndim == 1 else b.data
+        if a.ndim == 1:
+            grad = np.expand_dims(grad, -2)  # (..., n) -> (..., 1, n)
+        if b.ndim == 1:
+            grad = np.expand_dims(grad, -1)  # (..., m) -> (..., m, 1)
+        grad_a = _matmul_arrays(grad, np.swapaxes(b_mat, -1, -2))  # (..., m, n) @ (..., n, p) -> (..., m, p)
+        grad_b = _matmul_arrays(np.swapaxes(a_mat, -1, -2), grad)  # (..., p, m) @ (..., m, n) -> (..., p, n)
+        if a.ndim == 1:
+            grad_a = grad_a[..., 0, :]  # (..., 1, p) -> (..., p)
+        if b.ndim == 1:
+            grad_b = grad_b[..., 0]  # (..., p, 1) -> (..., p)
+        return grad_a, grad_b  # batch axes are summed away by unbroadcast
+        # END EXERCISE 2.2
+
+    return Tensor.from_op(_matmul_arrays(a.data, b.data), (a, b), backward, "matmul")
+
+
+# ----------------------------------------------------------------------
+# reductions
+
+
+def _normalise_axes(axis, ndim: int) -> tuple[int, ...]:
+    """`axis` (None, int or tuple, negatives allowed) as a sorted tuple."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    for ax in axes:
+        if not -ndim <= ax < builtins.max(ndim, 1):
+            raise ValueError(f"axis {ax} is out of range for a tensor with {ndim} dimensions")
+    return tuple(sorted(ax % builtins.max(ndim, 1) for ax in axes))
+
+
+def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
+    """Put back the axes a reduction removed, as size 1, ready to broadcast."""
+    return grad if keepdims else np.expand_dims(grad, axes)
+
+
+def sum(a, axis=None, keepdims: bool = False) -> Tensor:
+    """Sum over `axis` (all axes by default)."""
+    a = as_tensor(a)
+    axes = _normalise_axes(axis, a.ndim)
+
+    def backward(grad):
+        # BEGIN EXERCISE 2.4
+        # every summed element receives the gradient of the sum it went into
+        grad = _restore_reduced_axes(grad, axes, keepdims)
+        return (np.broadcast_to(grad, a.shape),)
+        # END EXERCISE 2.4
+
+    return Tensor.from_op(a.data.sum(axis=axes, keepdims=keepdims), (a,), backward, "sum")
+
+
+def mean(a, axis=None, keepdims: bool = False) -> Tensor:
+    """Mean over `axis` = sum / (number of elements summed)."""
+    a = as_tensor(a)
+    axes = _normalise_axes(axis, a.ndim)
+    count = int(np.prod([a.shape[ax] for ax in axes]))
+    return mul(sum(a, axes, keepdims), 1.0 / count)
+
+
+def max(a, axis=None, keepdims: bool = False) -> Tensor:
+    """Maximum over `axis`. Ties share the gradient equally."""
+    a = as_tensor(a)
+    axes = _normalise_axes(axis, a.ndim)
+    out = a.data.max(axis=axes, keepdims=True)
+
+    def backward(grad):
+        winners = a.data == out  # (..., 1, ...) broadcasts against a
+        share = winners / winners.sum(axis=axes, keepdims=True)
+        return (share * _restore_reduced_axes(grad, axes, keepdims),)
+
+    result = out if keepdims else np.squeeze(out, axis=axes)
+    return Tensor.from_op(result, (a,), backward, "max")
+
+
+# ----------------------------------------------------------------------
+# shape operations
+
+
+def reshape(a, *shape) -> Tensor:
+    """The same elements in a new shape; ``reshape(a, 2, -1)`` or ``reshape(a, (2, -1))``."""
+    a = as_tensor(a)
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    try:
+        out = a.data.reshape(shape)
+    except ValueError:
+        raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) into {shape}") from None
+    return Tensor.from_op(out, (a,), lambda grad: (grad.reshape(a.shape),), "reshape")
+
+
+def permute(a, *axes) -> Tensor:
+    """Reorder the axes: output axis i is input axis ``axes[i]``."""
+    a = as_tensor(a)
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    if sorted(ax % builtins.max(a.ndim, 1) for ax in axes) != list(range(a.ndim)):
+        raise ValueError(f"permute: {axes} is not a permutation of the {a.ndim} axes of a tensor of shape {a.shape}")
+    inverse = np.argsort([ax % a.ndim for ax in axes])  # undoes the permutation
+    return Tensor.from_op(a.data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
+
+
+def transpose(a, axis1: int = -2, axis2: int = -1) -> Tensor:
+    """Swap two axes (by default the last two: the matrix transpose)."""
+    a = as_tensor(a)
+    axes = list(range(a.ndim))
+    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    return permute(a, *axes)
+
+
+def _is_basic_index(index) -> bool:
+    """Ints, slices, None and Ellipsis select each element at most once."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(p, (int, np.integer, slice, type(None), type(Ellipsis))) for p in parts)
+
+
+def getitem(a, index) -> Tensor:
+    """``a[index]``: basic slicing and NumPy advanced (integer/boolean) indexing."""
+    a = as_tensor(a)
+    if isinstance(index, Tensor):
+        index = index.data.astype(np.int64)
+    elif isinstance(index, tuple):
+        index = tuple(i.data.astype(np.int64) if isinstance(i, Tensor) else i for i in index)
+
+    def backward(grad):
+        full = np.zeros_like(a.data)
+        if _is_basic_index(index):
+            full[index] = grad
+        else:
+            np.add.at(full, index, grad)  # an element picked twice gets both gradients
+        return (full,)
+
+    return Tensor.from_op(a.data[index], (a,), backward, "getitem")
+
+
+# ----------------------------------------------------------------------
+# selection and joining
+
+
+def where(condition, a, b) -> Tensor:
+    """Elementwise `a` where `condition` is true, else `b` (all broadcast)."""
+    condition = np.asarray(condition.data if isinstance(condition, Tensor) else condition)
+    if condition.dtype != bool:
+        raise TypeError(f"where: the condition must be a boolean mask, got dtype {condition.dtype}")
+    like = a if isinstance(a, Tensor) else b
+    a, b = as_tensor(a, like), as_tensor(b, like)
+    try:
+        np.broadcast_shapes(condition.shape, a.shape, b.shape)
+    except ValueError:
+        raise ValueError(
+            f"where: condition {condition.shape}, a {a.shape} and b {b.shape} cannot be broadcast together"
+        ) from None
+
+    def backward(grad):
+        return np.where(condition, grad, 0.0), np.where(condition, 0.0, grad)
+
+    return Tensor.from_op(np.where(condition, a.data, b.data), (a, b), backward, "where")
+
+
+def masked_fill(a, mask, value: float) -> Tensor:
+    """`a` with the entries where `mask` is true replaced by `value` = where(mask, value, a).
+
+    The filled entries get exactly zero gradient.
+    """
+    a = as_tensor(a)
+    return where(mask, Tensor(value, dtype=a.dtype), a)
+
+
+def concatenate(tensors, axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis."""
+    tensors = [as_tensor(t) for t in tensors]
+    try:
+        out = np.concatenate([t.data for t in tensors], axis=axis)
+    except ValueError as error:
+        raise ValueError(f"concatenate: shapes {[t.shape for t in tensors]} along axis {axis}: {error}") from None
+    boundaries = np.cumsum([t.shape[axis] for t in tensors])[:-1]
+
+    def backward(grad):
+        return tuple(np.split(grad, boundaries, axis=axis))  # each input gets its own slab
+
+    return Tensor.from_op(out, tuple(tensors), backward, "concatenate")
+
+
+def stack(tensors, axis: int = 0) -> Tensor:
+    """Join same-shape tensors along a new axis."""
+    tensors = [as_tensor(t) for t in tensors]
+    shapes = {t.shape for t in tensors}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
+    out = np.stack([t.data for t in tensors], axis=axis)
+
+    def backward(grad):
+        return tuple(np.moveaxis(grad, axis, 0))  # one slice per input
+
+    return Tensor.from_op(out, tuple(tensors), backward, "stack")

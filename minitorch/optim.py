@@ -1,0 +1,94 @@
+"""Optimisers: SGD and Adam with PyTorch's semantics (chapter 07).
+
+An optimiser holds a list of parameters and, at each `step`, updates them
+in place from their ``.grad``. Parameters whose ``.grad`` is None are left
+alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Optimizer:
+    """Shared plumbing: the parameter list and `zero_grad`."""
+
+    def __init__(self, parameters, lr: float):
+        self.parameters = list(parameters)
+        if not self.parameters:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        if lr <= 0:
+            raise ValueError(f"{type(self).__name__}: the learning rate must be positive, got {lr}")
+        self.lr = lr
+
+    def zero_grad(self) -> None:
+        for parameter in self.parameters:
+            parameter.grad = None
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent, optionally with momentum and weight decay.
+
+    With ``g = grad + weight_decay * θ``: ``b ← momentum * b + g`` (b = g at
+    the first step), then ``θ ← θ - lr * b`` (or ``- lr * g`` without momentum).
+    """
+
+    def __init__(self, parameters, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
+        super().__init__(parameters, lr)
+        self.momentum, self.weight_decay = momentum, weight_decay
+        self.buffers = [None] * len(self.parameters)
+
+    def step(self) -> None:
+        for index, parameter in enumerate(self.parameters):
+            if parameter.grad is None:
+                continue
+            grad = parameter.grad + self.weight_decay * parameter.data
+            if self.momentum:
+                previous = self.buffers[index]
+                grad = grad if previous is None else self.momentum * previous + grad
+                self.buffers[index] = grad
+            parameter.data -= self.lr * grad
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), as ``torch.optim.Adam`` computes it.
+
+    With ``g = grad + weight_decay * θ`` and step count t = 1, 2, ...::
+
+        m ← β1 m + (1 - β1) g          (first moment)
+        v ← β2 v + (1 - β2) g²         (second moment)
+        θ ← θ - lr / (1 - β1^t) · m / (sqrt(v) / sqrt(1 - β2^t) + eps)
+
+    The two divisions by ``1 - β^t`` (bias correction) undo the pull of the
+    zero initial moments towards 0 during the first steps.
+    """
+
+    def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
+        super().__init__(parameters, lr)
+        beta1, beta2 = betas
+        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+            raise ValueError(f"Adam: betas must lie in [0, 1), got {betas}")
+        self.betas, self.eps, self.weight_decay = (beta1, beta2), eps, weight_decay
+        self.first_moments = [np.zeros_like(p.data) for p in self.parameters]
+        self.second_moments = [np.zeros_like(p.data) for p in self.parameters]
+        self.steps = 0
+
+    def step(self) -> None:
+        self.steps += 1
+        beta1, beta2 = self.betas
+        for parameter, m, v in zip(self.parameters, self.first_moments, self.second_moments):
+            if parameter.grad is None:
+                continue
+            # BEGIN EXERCISE 7.1
+            grad = parameter.grad + self.weight_decay * parameter.data if self.weight_decay else parameter.grad
+            m *= beta1
+            m += (1 - beta1) * grad
+            v *= beta2
+            v += (1 - beta2) * grad * grad
+            step_size = self.lr / (1 - beta1**self.steps)
+            denominator = np.sqrt(v) / np.sqrt(1 - beta2**self.steps) + self.eps
+            parameter.data -= step_size * m / denominator
+            # END EXERCISE 7.1

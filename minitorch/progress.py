@@ -1,0 +1,69 @@
+"""A dependency-free progress bar for the terminal and for Jupyter (chapter 07).
+
+In a terminal it redraws one line with a carriage return; in a Jupyter
+notebook it updates one display area in place. Both show the step count,
+the elapsed time, the rate and whatever metrics the caller passes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (where IPython's display can update in place)."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    shell = ipython.get_ipython() if hasattr(ipython, "get_ipython") else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+class ProgressBar:
+    """``bar = ProgressBar(total, "label"); bar.update(step, loss=...); bar.close()``.
+
+    Redraws at most every `min_interval` seconds, so it costs nothing
+    measurable inside a training loop. `enabled=False` makes it silent.
+    """
+
+    def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float = 0.2,
+                 stream=None, width: int = 24):
+        self.total, self.label, self.enabled = total, label, enabled
+        self.min_interval, self.width = min_interval, width
+        self.stream = sys.stderr if stream is None else stream
+        self.start = time.perf_counter()
+        self.last_draw = -float("inf")
+        self.handle = None
+        if enabled and _in_notebook():
+            from IPython.display import display
+            self.handle = display(self._text(0, {}), display_id=True)
+
+    def _text(self, step: int, metrics: dict) -> str:
+        elapsed = time.perf_counter() - self.start
+        filled = int(self.width * step / max(self.total, 1))
+        bar = "#" * filled + "-" * (self.width - filled)
+        rate = step / elapsed if elapsed > 0 else 0.0
+        shown = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
+        return f"{self.label} [{bar}] {step}/{self.total} {elapsed:.1f}s {rate:.0f} step/s {shown}".strip()
+
+    def update(self, step: int, force: bool = False, **metrics) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if not force and now - self.last_draw < self.min_interval:
+            return
+        self.last_draw = now
+        text = self._text(step, metrics)
+        if self.handle is not None:
+            self.handle.update(text)
+        else:
+            self.stream.write("\r" + text + "\033[K")  # \033[K clears the rest of the line
+            self.stream.flush()
+
+    def close(self, step: int, **metrics) -> None:
+        """Draw the final state and end the line."""
+        self.update(step, force=True, **metrics)
+        if self.enabled and self.handle is None:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,51 @@
+"""The softmax and its backward, fused into one operation (chapter 02).
+
+Forward, along an axis: ``a_k = exp(s_k - m) / Σ_k' exp(s_k' - m)`` with
+``m = max_k s_k``. Subtracting ``m`` changes nothing mathematically (the
+softmax is shift invariant) but keeps every exponent ≤ 0, so nothing
+overflows. An entry equal to ``-inf`` (a masked key) gets ``exp(-inf) = 0``:
+exactly zero weight.
+
+Backward: the Jacobian is ``∂a_k/∂s_l = a_k (δ_kl - a_l)``, so for an
+incoming gradient ``g = ∂ℓ/∂a``
+
+    ∂ℓ/∂s_l = Σ_k g_k a_k (δ_kl - a_l) = a_l (g_l - Σ_k g_k a_k).
+
+A masked entry has ``a_l = 0`` and therefore exactly zero gradient. Writing
+the backward in this fused form costs two elementwise products and one sum,
+instead of building exp, sum and division nodes separately.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.tensor import Tensor, as_tensor
+
+
+def softmax(scores, axis: int = -1) -> Tensor:
+    """Numerically stable softmax of `scores` along `axis`.
+
+    Entries equal to ``-inf`` are masked: they get weight exactly 0 and
+    gradient exactly 0. A slice whose every entry is ``-inf`` has no softmax
+    and raises ValueError.
+    """
+    scores = as_tensor(scores)
+    if scores.ndim == 0:
+        raise ValueError("softmax: needs at least one axis, got a 0-dimensional tensor")
+    # BEGIN EXERCISE 2.3
+    shift = scores.data.max(axis=axis, keepdims=True)
+    if np.isneginf(shift).any():
+        raise ValueError(
+            "softmax: a slice along the softmax axis has every entry masked (-inf); "
+            "at least one entry per slice must be finite"
+        )
+    exponentials = np.exp(scores.data - shift)  # every exponent <= 0: no overflow
+    weights = exponentials / exponentials.sum(axis=axis, keepdims=True)
+
+    def backward(grad):
+        # ∂ℓ/∂s = a ⊙ (g - Σ_k g_k a_k)
+        return (weights * (grad - (grad * weights).sum(axis=axis, keepdims=True)),)
+    # END EXERCISE 2.3
+
+    return Tensor.from_op(weights, (scores,), backward, "softmax")

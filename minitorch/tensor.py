@@ -1,0 +1,416 @@
+"""The Tensor and reverse-mode automatic differentiation (chapters 01 and 02).
+
+A `Tensor` wraps a NumPy array. Every operation on tensors that need gradients
+records, in the result, its inputs (`parents`) and a small function that turns
+the gradient of the result into gradients of the inputs (`backward_fn`). The
+operations themselves live in `minitorch.ops` and `minitorch.softmax`; this
+module holds what they share:
+
+- `Tensor`, with the Python operators wired to those operations;
+- `topological_order`, the order in which `Tensor.backward` visits the graph;
+- `unbroadcast`, the single place where broadcasting is undone in backward;
+- `no_grad`, a context in which no graph is recorded.
+
+Notation (chapter 01): for a scalar loss ``ℓ`` and a tensor ``x``, ``x.grad``
+holds ``∂ℓ/∂x``, an array of the same shape as ``x``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numpy as np
+
+DEFAULT_DTYPE = np.float64
+FLOAT_DTYPES = (np.float32, np.float64)
+
+_grad_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    """True unless we are inside a `no_grad()` block."""
+    return _grad_enabled
+
+
+@contextlib.contextmanager
+def no_grad():
+    """A context (also usable as a decorator) in which no graph is recorded.
+
+    Results computed inside have ``requires_grad=False``: use it for
+    evaluation, where gradients are not needed and the graph would only cost
+    memory.
+    """
+    global _grad_enabled
+    previous = _grad_enabled
+    _grad_enabled = False
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+def _as_float_array(data, dtype) -> np.ndarray:
+    """Convert `data` to a floating-point ndarray (float64 unless told)."""
+    if isinstance(data, Tensor):
+        data = data.data
+    array = np.asarray(data)
+    if dtype is None:
+        dtype = array.dtype if array.dtype in FLOAT_DTYPES else DEFAULT_DTYPE
+    dtype = np.dtype(dtype)
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"cannot make a Tensor from data of dtype {array.dtype}")
+    return array.astype(dtype, copy=False)
+
+
+class Tensor:
+    """An n-dimensional array that can record how it was computed.
+
+    Parameters
+    ----------
+    data : array-like
+        The values. Integers and booleans are converted to float64; float32
+        data stays float32 (float32 is supported end to end).
+    requires_grad : bool
+        If True, `backward` will fill in ``self.grad``.
+    dtype : numpy dtype, optional
+        float32 or float64.
+
+    Gradients accumulate: every call to `backward` *adds* to ``.grad`` of the
+    leaves it reaches, as in PyTorch. Call `zero_grad` (or the optimizer's
+    ``zero_grad``) between steps.
+    """
+
+    __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None):
+        self.data = _as_float_array(data, dtype)
+        self.requires_grad = bool(requires_grad)
+        self.grad: np.ndarray | None = None
+        self.parents: tuple[Tensor, ...] = ()
+        self.backward_fn = None  # grad of output -> tuple of grads of parents
+        self.op = "leaf"
+        self._retains_grad = False
+
+    # ------------------------------------------------------------------
+    # building the graph
+    @staticmethod
+    def from_op(data: np.ndarray, parents: tuple, backward_fn, op: str) -> "Tensor":
+        """The result of operation `op` on `parents`.
+
+        The graph edge (parents and backward_fn) is recorded only when a
+        parent requires a gradient and we are not inside `no_grad()`.
+        """
+        out = Tensor.__new__(Tensor)
+        out.data = data
+        out.grad = None
+        out.op = op
+        out._retains_grad = False
+        out.requires_grad = _grad_enabled and any(p.requires_grad for p in parents)
+        if out.requires_grad:
+            out.parents = parents
+            out.backward_fn = backward_fn
+        else:
+            out.parents = ()
+            out.backward_fn = None
+        return out
+
+    @property
+    def is_leaf(self) -> bool:
+        """A tensor not produced by a recorded operation (e.g. a parameter)."""
+        return self.backward_fn is None
+
+    # ------------------------------------------------------------------
+    # reverse mode
+    def backward(self, grad=None) -> None:
+        """Compute ``∂self/∂x`` for every leaf ``x`` with ``requires_grad``.
+
+        `grad` is the gradient flowing into ``self`` (``∂ℓ/∂self``); it may be
+        omitted only when ``self`` holds a single number, where it is 1.
+        Gradients are *added* to each leaf's ``.grad``.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward() on a tensor that does not require grad: it was built "
+                "inside no_grad(), or from inputs none of which has "
+                "requires_grad=True. Create the leaves with requires_grad=True "
+                "and compute outside no_grad()."
+            )
+        if grad is None:
+            if self.data.size != 1:
+                raise RuntimeError(
+                    f"backward() without a gradient needs a single-number tensor, "
+                    f"but this one has shape {self.shape}. Reduce it first "
+                    f"(e.g. loss = out.sum() or out.mean()), or pass "
+                    f"grad=<array of shape {self.shape}>."
+                )
+            grad = np.ones_like(self.data)
+        grad = _as_float_array(grad, self.data.dtype)
+        if grad.shape != self.shape:
+            raise ValueError(
+                f"backward(grad): grad has shape {grad.shape} but the tensor has shape {self.shape}"
+            )
+
+        grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
+        for node in reversed(topological_order(self)):
+            node_grad = grads.pop(id(node), None)
+            if node_grad is None:
+                continue
+            if node.is_leaf or node._retains_grad:
+                node.grad = node_grad.copy() if node.grad is None else node.grad + node_grad
+            if node.is_leaf:
+                continue
+            parent_grads = node.backward_fn(node_grad)
+            for parent, parent_grad in zip(node.parents, parent_grads):
+                if parent_grad is None or not parent.requires_grad:
+                    continue
+                parent_grad = unbroadcast(np.asarray(parent_grad), parent.shape, node.op)
+                parent_grad = parent_grad.astype(parent.dtype, copy=False)
+                previous = grads.get(id(parent))
+                grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
+
+    def retain_grad(self) -> "Tensor":
+        """Also store ``.grad`` on this intermediate (non-leaf) tensor."""
+        self._retains_grad = True
+        return self
+
+    def zero_grad(self) -> None:
+        """Forget the accumulated gradient."""
+        self.grad = None
+
+    def detach(self) -> "Tensor":
+        """The same values, cut from the graph (shares memory)."""
+        return Tensor(self.data)
+
+    def numpy(self) -> np.ndarray:
+        """The underlying ndarray (shares memory; do not modify in place)."""
+        return self.data
+
+    def item(self) -> float:
+        """The single number held by a one-element tensor."""
+        return self.data.item()
+
+    # ------------------------------------------------------------------
+    # array attributes
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        body = np.array2string(self.data, precision=4, separator=", ", prefix="Tensor(")
+        return f"Tensor({body}{grad})"
+
+    def astype(self, dtype) -> "Tensor":
+        """A copy converted to `dtype` (not differentiable)."""
+        return Tensor(self.data, dtype=dtype)
+
+    # ------------------------------------------------------------------
+    # Python operators: thin wrappers around minitorch.ops
+    def __add__(self, other):
+        return ops.add(self, other)
+
+    def __radd__(self, other):
+        return ops.add(other, self)
+
+    def __sub__(self, other):
+        return ops.sub(self, other)
+
+    def __rsub__(self, other):
+        return ops.sub(other, self)
+
+    def __mul__(self, other):
+        return ops.mul(self, other)
+
+    def __rmul__(self, other):
+        return ops.mul(other, self)
+
+    def __truediv__(self, other):
+        return ops.div(self, other)
+
+    def __rtruediv__(self, other):
+        return ops.div(other, self)
+
+    def __matmul__(self, other):
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return ops.matmul(other, self)
+
+    def __pow__(self, exponent):
+        return ops.pow(self, exponent)
+
+    def __neg__(self):
+        return ops.neg(self)
+
+    def __getitem__(self, index):
+        return ops.getitem(self, index)
+
+    # Comparisons give boolean ndarrays: masks, not differentiable.
+    def __lt__(self, other):
+        return self.data < _raw(other)
+
+    def __le__(self, other):
+        return self.data <= _raw(other)
+
+    def __gt__(self, other):
+        return self.data > _raw(other)
+
+    def __ge__(self, other):
+        return self.data >= _raw(other)
+
+    def __eq__(self, other):
+        return self.data == _raw(other)
+
+    def __ne__(self, other):
+        return self.data != _raw(other)
+
+    __hash__ = object.__hash__  # tensors are graph nodes, hashed by identity
+
+    def __bool__(self):
+        raise TypeError(
+            "the truth value of a Tensor is ambiguous; compare .item() or use "
+            "(t > 0).all() on the boolean mask"
+        )
+
+    # methods mirroring the functions in ops
+    def sum(self, axis=None, keepdims=False):
+        return ops.sum(self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return ops.mean(self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return ops.max(self, axis, keepdims)
+
+    def exp(self):
+        return ops.exp(self)
+
+    def log(self):
+        return ops.log(self)
+
+    def relu(self):
+        return ops.relu(self)
+
+    def reshape(self, *shape):
+        return ops.reshape(self, *shape)
+
+    def permute(self, *axes):
+        return ops.permute(self, *axes)
+
+    def transpose(self, axis1=-2, axis2=-1):
+        return ops.transpose(self, axis1, axis2)
+
+    @property
+    def T(self):
+        return ops.permute(self, *reversed(range(self.ndim)))
+
+    def masked_fill(self, mask, value):
+        return ops.masked_fill(self, mask, value)
+
+    def softmax(self, axis=-1):
+        return softmax_module.softmax(self, axis)
+
+
+def _raw(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+def as_tensor(x, like: Tensor | None = None) -> Tensor:
+    """`x` itself if it is a Tensor, else a constant Tensor.
+
+    Python numbers and ndarrays take the dtype of `like`, so that
+    ``float32_tensor * 2.0`` stays float32.
+    """
+    if isinstance(x, Tensor):
+        return x
+    if not isinstance(x, (numbers.Number, np.ndarray, np.generic, list, tuple)):
+        raise TypeError(f"cannot combine a Tensor with an object of type {type(x).__name__}")
+    return Tensor(x, dtype=None if like is None else like.dtype)
+
+
+def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
+    """Shorthand for ``Tensor(data, requires_grad, dtype)``."""
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def topological_order(root: Tensor) -> list[Tensor]:
+    """Every tensor that `root` depends on (requiring grad), parents first.
+
+    Iterative depth-first search with an explicit stack, so a graph of any
+    depth works (a recursive version hits Python's recursion limit near 1,000
+    nodes). A node is appended only after all of its parents, so reading the
+    list backwards visits every node before any of its parents: the order
+    reverse mode needs.
+    """
+    # BEGIN EXERCISE 1.2
+    order: list[Tensor] = []
+    visited: set[int] = set()
+    stack = [(root, False)]  # (node, are its parents already in `order`?)
+    while stack:
+        node, parents_done = stack.pop()
+        if parents_done:
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        stack.append((node, True))
+        for parent in node.parents:
+            if parent.requires_grad and id(parent) not in visited:
+                stack.append((parent, False))
+    return order
+    # END EXERCISE 1.2
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
+    """Fold a gradient computed at a broadcast shape back to `shape`.
+
+    If ``x`` of shape `shape` was broadcast up to ``grad.shape`` in the
+    forward pass, each element of ``x`` was used once per copy, so its
+    gradient is the *sum* over the copies: sum away the leading axes that
+    broadcasting added, then every axis where ``x`` had size 1.
+
+    This is the only place where broadcasting is undone; a gradient that no
+    broadcast could explain is an error of the operation `op`.
+    """
+    # BEGIN EXERCISE 2.1
+    if grad.shape == tuple(shape):
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra > 0:
+        grad = grad.sum(axis=tuple(range(extra)))  # (extra..., *shape') -> shape'
+    size_one_axes = tuple(
+        axis for axis, size in enumerate(shape) if size == 1 and grad.shape[axis] != 1
+    ) if grad.ndim == len(shape) else ()
+    if size_one_axes:
+        grad = grad.sum(axis=size_one_axes, keepdims=True)
+    # END EXERCISE 2.1
+    if grad.shape != tuple(shape):
+        raise ValueError(
+            f"backward of '{op}' gave a gradient of shape {grad.shape} for an "
+            f"input of shape {tuple(shape)}: a gradient must have its tensor's shape"
+        )
+    return grad
+
+
+# The operations import Tensor from this module, so import them last.
+from minitorch import ops  # noqa: E402
+from minitorch import softmax as softmax_module  # noqa: E402
