@@ -36,10 +36,12 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
     """
     if length < 3 or width < 4:
         raise ValueError(f"make_inputs: need length >= 3 and width >= 4, got length={length}, width={width}")
+    if not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"make_inputs: batch must be a positive integer, got {batch!r}")
     if trigger is None:
         triggers = rng.integers(2, length, size=batch)  # (B,)
     else:
-        if not 1 <= trigger < length:
+        if not isinstance(trigger, (int, np.integer)) or not 1 <= trigger < length:
             raise ValueError(f"make_inputs: trigger must lie in 1..{length - 1}, got {trigger}")
         triggers = np.full(batch, trigger)
     x = np.zeros((batch, length, width))
@@ -54,6 +56,14 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
 
 def make_targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) -> np.ndarray:
     """The targets y (B, L, n) for inputs x (B, L, n) with triggers j (B,)."""
+    x, triggers = np.asarray(x), np.asarray(triggers)
+    if x.ndim != 3:
+        raise ValueError(f"make_targets: x must have shape (B, L, n), got {x.shape}")
+    if triggers.shape != x.shape[:1] or not np.issubdtype(triggers.dtype, np.integer):
+        raise ValueError(f"make_targets: triggers must be integers of shape (B,) = ({x.shape[0]},), "
+                         f"got {triggers.dtype} of shape {triggers.shape}")
+    if not ((1 <= triggers) & (triggers < x.shape[1])).all():
+        raise ValueError(f"make_targets: every trigger position must lie in 1..{x.shape[1] - 1}, got {triggers}")
     # BEGIN EXERCISE 4.1
     batch, length, _ = x.shape
     positions = np.arange(length)
