@@ -62,6 +62,8 @@ class AttentionModel(Module):
 
     def __init__(self, width: int = 16, heads: int = 1, layers: int = 1, normaliser: str = "softmax",
                  seed: int = 0, dtype=np.float64):
+        if layers < 1:
+            raise ValueError(f"{type(self).__name__}: layers must be >= 1, got {layers}")
         rng = np.random.default_rng(seed)
         self.config = dict(width=width, heads=heads, layers=layers, normaliser=normaliser,
                            residual=self.residual, dtype=np.dtype(dtype).name)
