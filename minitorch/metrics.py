@@ -112,6 +112,6 @@ def head_table(per_layer_weights, triggers) -> list[dict]:
                 row_mass_max=float(mass[:, head].max()),
                 trigger_bos=float(at_trigger[:, head, 0].mean()),
                 gu_alpha_bos=float(alpha[head, 0]),
-                sinks=bool(alpha[head, 0] > SINK_THRESHOLD),
+                gu_sinks=bool(alpha[head, 0] > SINK_THRESHOLD),
             ))
     return table

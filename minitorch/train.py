@@ -89,12 +89,12 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     history: dict = {"step": []}
     snapshots = []
 
-    def record(step: int) -> None:
+    def record(step: int, last: bool = False) -> None:
         measures, attention = probe(model, probe_x.astype(dtype), probe_y, probe_triggers)
         history["step"].append(step)
         for name, value in measures.items():
             history.setdefault(name, []).append(value)
-        if snapshot_every and step % snapshot_every == 0:
+        if snapshot_every and (step % snapshot_every == 0 or last):
             snapshots.append((step, np.stack([w.mean(axis=0) for w in attention])))  # (layers, H, L, L)
 
     bar = ProgressBar(max_steps, label or model.name, enabled=progress)
@@ -111,8 +111,8 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         step += 1
         max_error = float(np.abs(prediction.data - y).max())
         converged = max_error < stop_error
-        if step % record_every == 0 or converged:
-            record(step)
+        if step % record_every == 0 or converged or step == max_steps:
+            record(step, last=converged or step == max_steps)
         bar.update(step, loss=loss.item(), max_error=max_error)
         if converged:
             break

@@ -1,0 +1,48 @@
+"""The command line: ``python -m minitorch <command>``.
+
+    python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out figures]
+    python -m minitorch bench [--steps 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minitorch", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    reproduce = commands.add_parser("reproduce", help="train the paper's six models; write figures and results")
+    reproduce.add_argument("--quick", action="store_true", help="small step budgets: under a minute, not the paper's numbers")
+    reproduce.add_argument("--only", default="", help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
+    reproduce.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0, as in the paper)")
+    reproduce.add_argument("--out", default="figures", help="output folder (default: figures)")
+    reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    bench = commands.add_parser("bench", help="time the engine and a training step of each model")
+    bench.add_argument("--steps", type=int, default=50, help="training steps timed per model")
+
+    args = parser.parse_args(argv)
+    if args.command == "reproduce":
+        from minitorch.reproduce import ARCHITECTURES, reproduce as run
+
+        only = [name.strip() for name in args.only.split(",") if name.strip()]
+        unknown = [name for name in only if name not in ARCHITECTURES]
+        if unknown:
+            parser.error(f"--only: unknown architecture(s) {unknown}; choose from {', '.join(ARCHITECTURES)}")
+        if args.seed < 0:
+            parser.error(f"--seed must be a non-negative integer, got {args.seed}")
+        run(args.out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress)
+    elif args.command == "bench":
+        from minitorch.bench import run_benchmarks
+
+        if args.steps < 1:
+            parser.error(f"--steps must be >= 1, got {args.steps}")
+        run_benchmarks(args.steps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

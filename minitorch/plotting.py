@@ -1,0 +1,147 @@
+"""Figures: attention heat maps, head grids, the sink forming (chapters 07-09).
+
+Conventions follow the paper's figures: keys on the x axis, queries on the
+y axis, positions labelled 1-based (BOS is position 1, the test trigger is
+position 8), colour scale fixed to [0, 1] (ReLU weights above 1 saturate).
+Every function returns a matplotlib Figure; `save` writes it to disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+COLOUR_MAP = "viridis"
+
+
+def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool = True):
+    """Draw one (L, L) attention map on `ax`; returns the image."""
+    weights = np.asarray(weights)
+    if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
+        raise ValueError(f"attention_heatmap: expected an (L, L) map, got shape {weights.shape}")
+    length = weights.shape[0]
+    image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap=COLOUR_MAP)
+    ticks = np.arange(0, length, 2 if length > 10 else 1)
+    ax.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
+    ax.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
+    ax.set_xlabel("key position k (1-based)", fontsize=8)
+    ax.set_ylabel("query position i (1-based)", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    if colour_bar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return image
+
+
+def single_layer_figure(softmax_weights: np.ndarray, relu_weights: np.ndarray) -> plt.Figure:
+    """The paper's Fig. 3: mean and std of the attention over the test set.
+
+    Each argument: (B, L, L) or (B, 1, L, L), one single-head model's
+    attention on the same B test sequences.
+    """
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2), constrained_layout=True)
+    panels = [("softmax", softmax_weights), ("ReLU", relu_weights)]
+    for column, (name, weights) in enumerate(panels):
+        weights = np.asarray(weights).reshape(-1, *np.shape(weights)[-2:])  # (B, L, L)
+        attention_heatmap(axes[2 * column], weights.mean(axis=0), f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
+        attention_heatmap(axes[2 * column + 1], weights.std(axis=0), f"({'bd'[column]}) {name}: standard deviation")
+    fig.suptitle("1 layer x 1 head, trigger at position 8", fontsize=11)
+    return fig
+
+
+def head_grid_figure(per_layer_weights, title: str) -> plt.Figure:
+    """One heat map per (layer, head) for one sequence: Figs. 4-8.
+
+    per_layer_weights: list over layers of (H, L, L) arrays.
+    """
+    layers, heads = len(per_layer_weights), np.shape(per_layer_weights[0])[0]
+    fig, axes = plt.subplots(layers, heads, figsize=(3.3 * heads, 3.0 * layers), squeeze=False,
+                             constrained_layout=True)
+    for layer, weights in enumerate(per_layer_weights):
+        for head in range(heads):
+            image = attention_heatmap(axes[layer, head], weights[head], f"layer {layer + 1}, head {head + 1}",
+                                      colour_bar=False)
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dict | None = None,
+                        snapshot_count: int = 5) -> plt.Figure:
+    """BOS mass against training step, with attention snapshots beneath.
+
+    history: `TrainingResult.history`; snapshots: `TrainingResult.snapshots`
+    (their first layer and head is shown). `compare`: another history (e.g.
+    the ReLU model's) drawn dashed for contrast.
+    """
+    picks = _spread(len(snapshots), snapshot_count)
+    fig = plt.figure(figsize=(3.2 * max(len(picks), 3), 7.2), constrained_layout=True)
+    grid = fig.add_gridspec(2, max(len(picks), 1), height_ratios=[1.1, 1])
+    curve = fig.add_subplot(grid[0, :])
+    curve.plot(history["step"], history["bos_mass_mean"], label="BOS mass at non-trigger rows (mean)")
+    curve.plot(history["step"], history["bos_mass_min"], label="BOS mass at non-trigger rows (min)")
+    curve.plot(history["step"], history["trigger_content"], label="trigger row: mean weight on keys 2..8")
+    if compare is not None:
+        curve.plot(compare["step"], compare["bos_mass_mean"], "--", color="grey", label="ReLU model: BOS mass (mean)")
+    for index in picks:
+        curve.axvline(snapshots[index][0], color="black", alpha=0.15)
+    curve.set_xlabel("training step")
+    curve.set_ylabel("attention weight")
+    curve.set_ylim(-0.03, 1.03)
+    curve.legend(fontsize=8, loc="center right")
+    curve.set_title(title)
+    for column, index in enumerate(picks):
+        step, weights = snapshots[index]
+        attention_heatmap(fig.add_subplot(grid[1, column]), weights[0, 0], f"step {step}", colour_bar=False)
+    return fig
+
+
+def _spread(count: int, wanted: int) -> list[int]:
+    """Up to `wanted` indices spread evenly over range(count), first and last included."""
+    if count == 0:
+        return []
+    return sorted(set(np.linspace(0, count - 1, min(wanted, count)).round().astype(int).tolist()))
+
+
+def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
+    """An animated GIF of attention maps through training (Pillow writer).
+
+    snapshot_sets: {panel title: snapshots}; each panel shows its model's
+    first layer and head. A model that stopped training earlier than the
+    others keeps showing its last snapshot.
+    """
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    titles = list(snapshot_sets)
+    frames = max(len(s) for s in snapshot_sets.values())
+    if min(len(s) for s in snapshot_sets.values()) == 0:
+        raise ValueError("attention_animation: no snapshots to animate")
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 4.2), squeeze=False,
+                             constrained_layout=True)
+    images = [attention_heatmap(ax, snapshot_sets[t][0][1][0, 0], t, colour_bar=False)
+              for ax, t in zip(axes[0], titles)]
+    fig.colorbar(images[-1], ax=axes[0].tolist(), fraction=0.03, pad=0.02)
+
+    def draw(frame):
+        for ax, image, title in zip(axes[0], images, titles):
+            snapshots = snapshot_sets[title]
+            step, weights = snapshots[min(frame, len(snapshots) - 1)]
+            image.set_data(weights[0, 0])
+            ax.set_title(f"{title}, step {step}" + (" (stopped)" if frame >= len(snapshots) - 1 else ""), fontsize=9)
+        return images
+
+    animation = FuncAnimation(fig, draw, frames=frames, blit=False)
+    path = Path(path)
+    animation.save(path, writer=PillowWriter(fps=fps))
+    plt.close(fig)
+    return path
+
+
+def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
+    """Write `fig` to `path` (parent folders created) and close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
