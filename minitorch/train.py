@@ -81,10 +81,10 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     if max_steps < 1 or batch_size < 1 or record_every < 1:
         raise ValueError(f"train: max_steps, batch_size and record_every must be >= 1, "
                          f"got {max_steps}, {batch_size}, {record_every}")
-    residual = model.residual
+    residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
-    probe_x, probe_y, probe_triggers = make_test_set(residual, size=probe_size, seed=seed + 1)
+    probe_x, probe_y, probe_triggers = make_test_set(residual, size=probe_size, seed=seed + 1, width=width)
     optimizer = Adam(model.parameters(), lr=lr, betas=BETAS)
     history: dict = {"step": []}
     snapshots = []
@@ -102,7 +102,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     record(0)
     step, max_error = 0, float("inf")
     while step < max_steps:
-        x, y, _ = make_batch(batch_size, rng, residual)
+        x, y, _ = make_batch(batch_size, rng, residual, width=width)
         prediction = model(x.astype(dtype))
         loss = mse_loss(prediction, y.astype(dtype))
         optimizer.zero_grad()
