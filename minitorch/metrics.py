@@ -91,8 +91,10 @@ def zero_row_share(weights) -> float:
 
 def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD) -> float:
     """Gu et al.'s ``Sink_k^ε``: the share of all heads (all layers) with ``α_k > ε``."""
-    scores = np.concatenate([gu_sink_scores(weights)[:, key] for weights in per_layer_weights])
+    # BEGIN EXERCISE 9.1
+    scores = np.concatenate([gu_sink_scores(weights)[:, key] for weights in per_layer_weights])  # (layers*H,)
     return float((scores > threshold).mean())
+    # END EXERCISE 9.1
 
 
 def head_table(per_layer_weights, triggers) -> list[dict]:
