@@ -14,6 +14,11 @@ from minitorch import attention
 from minitorch.attention import attend, causal_mask, relu_attention, softmax_attention
 
 
+def future_keys(length: int) -> np.ndarray:
+    """The causal mask, built here so that exercises 3.2 and 3.3 can be graded before 3.1 is done."""
+    return np.triu(np.ones((length, length), dtype=bool), k=1)
+
+
 def random_scores(rng: np.random.Generator, batch: int = 3, heads: int = 2, length: int = 6) -> np.ndarray:
     """Scores (B, H, L, L) of both signs, large enough that ReLU cuts some of them."""
     return rng.normal(0.0, 2.0, size=(batch, heads, length, length))
@@ -51,7 +56,7 @@ def test_causal_mask_is_true_exactly_at_future_keys(length):
 @pytest.mark.exercise("3.2")
 def test_softmax_attention_rows_sum_to_one(exercise_seed):
     scores = random_scores(np.random.default_rng(exercise_seed))
-    weights = softmax_attention(minitorch.tensor(scores), causal_mask(scores.shape[-1]))
+    weights = softmax_attention(minitorch.tensor(scores), future_keys(scores.shape[-1]))
     assert weights.shape == scores.shape, f"weights should have the scores' shape {scores.shape}, got {weights.shape}"
     row_sums = weights.data.sum(axis=-1)
     assert np.allclose(row_sums, 1.0), (
@@ -64,7 +69,7 @@ def test_softmax_attention_rows_sum_to_one(exercise_seed):
 @pytest.mark.exercise("3.2")
 def test_softmax_attention_puts_exactly_zero_on_future_keys(exercise_seed):
     scores = random_scores(np.random.default_rng(exercise_seed))
-    future = causal_mask(scores.shape[-1])
+    future = future_keys(scores.shape[-1])
     weights = softmax_attention(minitorch.tensor(scores), future).data
     leaked = np.abs(weights[..., future]).max()
     assert leaked == 0.0, (
@@ -81,7 +86,7 @@ def test_softmax_attention_matches_an_explicit_loop(exercise_seed):
     for b, h, i in np.ndindex(*scores.shape[:-1]):
         visible = scores[b, h, i, : i + 1]  # keys 0..i
         expected[b, h, i, : i + 1] = np.exp(visible) / np.exp(visible).sum()
-    weights = softmax_attention(minitorch.tensor(scores), causal_mask(length)).data
+    weights = softmax_attention(minitorch.tensor(scores), future_keys(length)).data
     assert np.allclose(weights, expected), (
         f"softmax attention differs from exp(s_ik) / sum_(k'<=i) exp(s_ik') by up to "
         f"{np.abs(weights - expected).max():.3g}"
@@ -92,7 +97,7 @@ def test_softmax_attention_matches_an_explicit_loop(exercise_seed):
 def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed):
     rng = np.random.default_rng(exercise_seed)
     scores = random_scores(rng)
-    future = causal_mask(scores.shape[-1])
+    future = future_keys(scores.shape[-1])
     changed = scores.copy()
     changed[..., future] = rng.normal(0.0, 50.0, size=changed[..., future].shape)
     before = softmax_attention(minitorch.tensor(scores), future).data
@@ -103,7 +108,7 @@ def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed):
 @pytest.mark.exercise("3.2")
 def test_softmax_attention_gradient_matches_finite_differences(exercise_seed):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
-    future = causal_mask(4)
+    future = future_keys(4)
 
     def softmax_attention_of_scores(scores):
         return softmax_attention(scores, future)
@@ -127,7 +132,7 @@ def relu_attention_by_loop(scores: np.ndarray) -> np.ndarray:
 @pytest.mark.exercise("3.3")
 def test_relu_attention_matches_an_explicit_loop(exercise_seed):
     scores = random_scores(np.random.default_rng(exercise_seed))
-    weights = relu_attention(minitorch.tensor(scores), causal_mask(scores.shape[-1]))
+    weights = relu_attention(minitorch.tensor(scores), future_keys(scores.shape[-1]))
     assert weights.shape == scores.shape, f"weights should have the scores' shape {scores.shape}, got {weights.shape}"
     expected = relu_attention_by_loop(scores)
     worst = np.unravel_index(np.abs(weights.data - expected).argmax(), scores.shape)
@@ -140,7 +145,7 @@ def test_relu_attention_matches_an_explicit_loop(exercise_seed):
 @pytest.mark.exercise("3.3")
 def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scores():
     scores = np.full((1, 1, 5, 5), 3.0)  # every score positive, the future ones too
-    weights = relu_attention(minitorch.tensor(scores), causal_mask(5)).data[0, 0]
+    weights = relu_attention(minitorch.tensor(scores), future_keys(5)).data[0, 0]
     assert (weights[np.triu_indices(5, k=1)] == 0).all(), (
         f"future keys got weight; the masked weights are\n{np.triu(weights, k=1)}"
     )
@@ -149,7 +154,7 @@ def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scor
 @pytest.mark.exercise("3.3")
 def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum():
     scores = np.full((1, 1, 5, 5), 3.0)
-    weights = relu_attention(minitorch.tensor(scores), causal_mask(5)).data[0, 0]
+    weights = relu_attention(minitorch.tensor(scores), future_keys(5)).data[0, 0]
     expected_row_sums = [3.0 * (i + 1) / max(i, 1) for i in range(5)]  # i+1 visible keys, each 3 / max(i, 1)
     assert np.allclose(weights.sum(axis=-1), expected_row_sums), (
         f"with every score 3, row i should sum to 3 (i+1) / max(i, 1) = {expected_row_sums}, got "
@@ -160,7 +165,7 @@ def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum():
 @pytest.mark.exercise("3.3")
 def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative():
     scores = -np.abs(np.random.default_rng(0).normal(size=(1, 1, 4, 4)))
-    weights = relu_attention(minitorch.tensor(scores), causal_mask(4)).data
+    weights = relu_attention(minitorch.tensor(scores), future_keys(4)).data
     assert (weights == 0).all(), f"negative scores must give weight 0 (ReLU attention may attend to nothing), got\n{weights[0, 0]}"
 
 
@@ -168,7 +173,7 @@ def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative():
 def test_relu_attention_gradient_matches_finite_differences(exercise_seed):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
     scores[np.abs(scores) < 1e-3] = 0.5  # keep away from the kink of max(s, 0)
-    future = causal_mask(4)
+    future = future_keys(4)
 
     def relu_attention_of_scores(scores):
         return relu_attention(scores, future)
