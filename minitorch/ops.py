@@ -180,10 +180,11 @@ def matmul(a, b) -> Tensor:
         # Treat vectors as matrices: (p,) on the left is (1, p), on the right (p, 1).
         a_mat = a.data[None, :] if a.ndim == 1 else a.data
         b_mat = b.data[:, None] if b.ndim == 1 else b.data
-        if a.ndim == 1:
-            grad = np.expand_dims(grad, -2)  # (..., n) -> (..., 1, n)
+        # b's axis goes back first: for (p,) @ (p,) the gradient is 0-d, () -> (1,) -> (1, 1)
         if b.ndim == 1:
             grad = np.expand_dims(grad, -1)  # (..., m) -> (..., m, 1)
+        if a.ndim == 1:
+            grad = np.expand_dims(grad, -2)  # (..., n) -> (..., 1, n)
         grad_a = _matmul_arrays(grad, np.swapaxes(b_mat, -1, -2))  # (..., m, n) @ (..., n, p) -> (..., m, p)
         grad_b = _matmul_arrays(np.swapaxes(a_mat, -1, -2), grad)  # (..., p, m) @ (..., m, n) -> (..., p, n)
         if a.ndim == 1:
@@ -208,7 +209,9 @@ def _normalise_axes(axis, ndim: int) -> tuple[int, ...]:
     for ax in axes:
         if not -ndim <= ax < builtins.max(ndim, 1):
             raise ValueError(f"axis {ax} is out of range for a tensor with {ndim} dimensions")
-    return tuple(sorted(ax % builtins.max(ndim, 1) for ax in axes))
+    if ndim == 0:
+        return ()  # a 0-d tensor accepts axis=0, as in PyTorch, and has nothing to reduce
+    return tuple(sorted(ax % ndim for ax in axes))
 
 
 def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
