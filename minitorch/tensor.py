@@ -104,7 +104,7 @@ class Tensor:
         parent requires a gradient and we are not inside `no_grad()`.
         """
         out = Tensor.__new__(Tensor)
-        out.data = data
+        out.data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
         out.grad = None
         out.op = op
         out._retains_grad = False
@@ -163,6 +163,13 @@ class Tensor:
             if node.is_leaf:
                 continue
             parent_grads = node.backward_fn(node_grad)
+            if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
+                returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
+                            else f"a {type(parent_grads).__name__}")
+                raise ValueError(
+                    f"backward of '{node.op}' must return a tuple of {len(node.parents)} "
+                    f"gradient(s), one per input; it returned {returned}"
+                )
             for parent, parent_grad in zip(node.parents, parent_grads):
                 if parent_grad is None or not parent.requires_grad:
                     continue
@@ -256,6 +263,9 @@ class Tensor:
 
     def __pow__(self, exponent):
         return ops.pow(self, exponent)
+
+    def __rpow__(self, base):
+        return ops.pow(base, self)  # raises: pow takes only constant exponents
 
     def __neg__(self):
         return ops.neg(self)
@@ -391,9 +401,10 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     This is the only place where broadcasting is undone; a gradient that no
     broadcast could explain is an error of the operation `op`.
     """
-    # BEGIN EXERCISE 2.1
     if grad.shape == tuple(shape):
-        return grad
+        return grad  # nothing was broadcast (kept outside the exercise so chapter 01 runs without it)
+    incoming_shape = grad.shape
+    # BEGIN EXERCISE 2.1
     extra = grad.ndim - len(shape)
     if extra > 0:
         grad = grad.sum(axis=tuple(range(extra)))  # (extra..., *shape') -> shape'
@@ -405,8 +416,8 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     # END EXERCISE 2.1
     if grad.shape != tuple(shape):
         raise ValueError(
-            f"backward of '{op}' gave a gradient of shape {grad.shape} for an "
-            f"input of shape {tuple(shape)}: a gradient must have its tensor's shape"
+            f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "
+            f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape"
         )
     return grad
 
