@@ -46,8 +46,9 @@ class Module:
                         yield from item.named_parameters(f"{prefix}{name}.{index}.")
 
     def parameters(self) -> list[Parameter]:
-        """Every parameter, once."""
-        return [parameter for _, parameter in self.named_parameters()]
+        """Every parameter, once (one shared by two sub-modules is listed once)."""
+        unique = {id(parameter): parameter for _, parameter in self.named_parameters()}
+        return list(unique.values())  # an optimiser given a duplicate would update it twice
 
     def zero_grad(self) -> None:
         """Forget every parameter's accumulated gradient."""
