@@ -56,7 +56,8 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma & Ba), as ``torch.optim.Adam`` computes it.
 
-    With ``g = grad + weight_decay * θ`` and step count t = 1, 2, ...::
+    With ``g = grad + weight_decay * θ`` and t = 1, 2, ... counting the steps
+    that updated this parameter::
 
         m ← β1 m + (1 - β1) g          (first moment)
         v ← β2 v + (1 - β2) g²         (second moment)
@@ -74,21 +75,24 @@ class Adam(Optimizer):
         self.betas, self.eps, self.weight_decay = (beta1, beta2), eps, weight_decay
         self.first_moments = [np.zeros_like(p.data) for p in self.parameters]
         self.second_moments = [np.zeros_like(p.data) for p in self.parameters]
-        self.steps = 0
+        # t counts each parameter's own updates, as in PyTorch: a parameter skipped
+        # (grad None) at some steps must not have its bias correction advanced
+        self.step_counts = [0] * len(self.parameters)
 
     def step(self) -> None:
-        self.steps += 1
         beta1, beta2 = self.betas
-        for parameter, m, v in zip(self.parameters, self.first_moments, self.second_moments):
+        for index, (parameter, m, v) in enumerate(zip(self.parameters, self.first_moments, self.second_moments)):
             if parameter.grad is None:
                 continue
+            self.step_counts[index] += 1
+            t = self.step_counts[index]
             # BEGIN EXERCISE 7.1
             grad = parameter.grad + self.weight_decay * parameter.data if self.weight_decay else parameter.grad
             m *= beta1
             m += (1 - beta1) * grad
             v *= beta2
             v += (1 - beta2) * grad * grad
-            step_size = self.lr / (1 - beta1**self.steps)
-            denominator = np.sqrt(v) / np.sqrt(1 - beta2**self.steps) + self.eps
+            step_size = self.lr / (1 - beta1**t)
+            denominator = np.sqrt(v) / np.sqrt(1 - beta2**t) + self.eps
             parameter.data -= step_size * m / denominator
             # END EXERCISE 7.1
