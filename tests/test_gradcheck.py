@@ -1,0 +1,131 @@
+"""Specification of minitorch.gradcheck: the tool every other gradient test relies on (chapter 01).
+
+A checker that cannot fail is worse than none, so most of these tests feed it a deliberately
+wrong backward (built with `Tensor.from_op`) and check that it says exactly what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import minitorch
+from minitorch import GradcheckError, Tensor, gradcheck
+
+
+def square_with_doubled_gradient(x: Tensor) -> Tensor:
+    """x² whose backward claims 4x instead of 2x: off by a factor 2."""
+    return Tensor.from_op(x.data**2, (x,), lambda grad: (grad * 4 * x.data,), "bad_square")
+
+
+def product_with_wrong_second_gradient(a: Tensor, b: Tensor) -> Tensor:
+    """a * b whose backward is right for a and twice too large for b."""
+    return Tensor.from_op(a.data * b.data, (a, b), lambda grad: (grad * b.data, 2 * grad * a.data), "bad_product")
+
+
+def reported_values(message: str) -> tuple[float, float]:
+    analytic = re.search(r"analytic gradient (\S+),", message)
+    numeric = re.search(r"numeric \(central difference\) (\S+),", message)
+    assert analytic and numeric, f"the message should state the analytic and the numeric value: {message}"
+    return float(analytic.group(1)), float(numeric.group(1))
+
+
+@pytest.mark.parametrize("function,shapes", [
+    (lambda x: x * x, [(3,)]),
+    (lambda x, y: (x @ y).exp(), [(2, 3), (3, 2)]),
+    (lambda x: x.sum(), [(2, 2)]),
+    (lambda x: (x * 2.0).mean(axis=0), [()]),
+], ids=["square", "matmul-exp", "sum", "0-d"])
+def test_gradcheck_passes_on_correct_functions(function, shapes):
+    rng = np.random.default_rng(0)
+    assert gradcheck(function, [rng.standard_normal(shape) for shape in shapes]) is True
+
+
+def test_gradcheck_detects_a_backward_off_by_a_factor_two():
+    with pytest.raises(GradcheckError):
+        gradcheck(square_with_doubled_gradient, [np.array([0.5, -1.0, 2.0])])
+
+
+def test_gradcheck_error_names_the_function_argument_element_and_both_values():
+    with pytest.raises(GradcheckError) as error:
+        gradcheck(square_with_doubled_gradient, [np.array([[0.5, -1.0], [2.0, 1.5]])])
+    message = str(error.value)
+    assert "square_with_doubled_gradient" in message, f"the message should name the function: {message}"
+    assert "argument 0" in message, f"the message should name the argument: {message}"
+    assert "element (0, 0)" in message, f"the first element checked, (0, 0), is already wrong: {message}"
+    analytic, numeric = reported_values(message)
+    assert analytic == pytest.approx(2 * numeric, rel=1e-5), (
+        f"the doubled backward should report twice the numeric value, got {analytic} vs {numeric}")
+
+
+def test_gradcheck_error_points_at_the_argument_with_the_wrong_gradient():
+    with pytest.raises(GradcheckError) as error:
+        gradcheck(product_with_wrong_second_gradient, [np.array([1.0, 2.0]), np.array([3.0, -1.0])])
+    message = str(error.value)
+    assert "product_with_wrong_second_gradient" in message
+    assert "argument 1" in message, f"argument 0 is right and argument 1 is wrong: {message}"
+    assert "element (0,)" in message
+
+
+def test_gradcheck_catches_an_error_in_a_single_element():
+    def gradient_wrong_at_last_element(x):
+        def backward(grad):
+            wrong = grad * 2 * x.data
+            wrong[-1] *= 1.01
+            return (wrong,)
+        return Tensor.from_op(x.data**2, (x,), backward, "almost_square")
+
+    with pytest.raises(GradcheckError, match=r"element \(3,\)"):
+        gradcheck(gradient_wrong_at_last_element, [np.array([1.0, 2.0, 3.0, 4.0])])
+
+
+def test_gradcheck_does_not_modify_the_callers_inputs():
+    array = np.array([0.5, -1.0, 2.0])
+    tensor = Tensor([[1.0, 2.0]], requires_grad=True)
+    float32_tensor = Tensor(np.array([1.5, 2.5], dtype=np.float32))
+    saved = array.copy(), tensor.data.copy(), float32_tensor.data.copy()
+    gradcheck(lambda a, t, f: (a * a).sum() + (t * t).sum() + f.exp().sum(), [array, tensor, float32_tensor])
+    for original, before in zip((array, tensor.data, float32_tensor.data), saved):
+        np.testing.assert_array_equal(original, before, err_msg="gradcheck changed an input's values")
+    assert tensor.grad is None, "gradcheck should compute gradients on its own copies, not on the caller's tensors"
+    assert float32_tensor.dtype == np.float32 and not float32_tensor.requires_grad
+    with pytest.raises(GradcheckError):
+        gradcheck(square_with_doubled_gradient, [array])
+    np.testing.assert_array_equal(array, saved[0], err_msg="a failing gradcheck must leave the input as it found it")
+
+
+def test_gradcheck_relies_on_no_operation_outside_the_function_it_checks(monkeypatch):
+    # so that a student's broken mul or sum cannot make the check of exp fail (or pass)
+    def unavailable(*args, **kwargs):
+        raise AssertionError("gradcheck used an operation that is not part of the function under test")
+
+    for name in ("mul", "sum", "add", "mean"):
+        monkeypatch.setattr(minitorch.ops, name, unavailable)
+    assert gradcheck(minitorch.exp, [np.array([[0.5, -1.0], [2.0, 1.5]])])
+
+
+def test_gradcheck_works_in_float64_even_for_float32_inputs():
+    seen = []
+
+    def record_dtype(x):
+        seen.append(x.dtype)
+        return x * x
+
+    gradcheck(record_dtype, [np.array([1.0, 2.0], dtype=np.float32)])
+    assert set(seen) == {np.dtype(np.float64)}, f"finite differences need float64, the function saw {set(seen)}"
+
+
+def test_gradcheck_gives_zero_gradient_to_an_unused_input():
+    assert gradcheck(lambda x, unused: x * 3.0, [np.array([1.0, 2.0]), np.array([5.0])])
+
+
+def test_gradcheck_refuses_a_function_that_does_not_return_a_tensor():
+    with pytest.raises(TypeError, match="must return a Tensor"):
+        gradcheck(lambda x: x.data * 2, [np.array([1.0])])
+
+
+def test_gradcheck_error_is_an_assertion_error_so_pytest_reports_it_as_a_failure():
+    assert issubclass(GradcheckError, AssertionError)
+    assert minitorch.GradcheckError is GradcheckError
