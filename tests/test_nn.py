@@ -1,0 +1,233 @@
+"""Specification of minitorch.nn: Parameter, Module (finding parameters, state dicts) and Linear (chapter 03)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch
+from minitorch import Tensor, gradcheck
+from minitorch.nn import Linear, Module, Parameter
+
+
+@pytest.fixture(autouse=True)
+def fresh_default_generator():
+    """Tests here reseed minitorch's generator; leave it as a fresh import would."""
+    yield
+    minitorch.manual_seed(0)
+
+
+class Block(Module):
+    def __init__(self):
+        self.first = Linear(3, 4)
+        self.second = Linear(4, 3, bias=False)
+        self.scale = Parameter(np.ones(3))
+
+    def forward(self, x):
+        return self.second(self.first(x).relu()) * self.scale
+
+
+class Network(Module):
+    def __init__(self):
+        self.embedding = Parameter(np.zeros((5, 3)))
+        self.blocks = [Block(), Block()]
+        self.head = Linear(3, 1)
+        self.description = "not a parameter"
+        self.constant = Tensor(np.ones(3))  # a plain tensor is not learned
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+EXPECTED_NAMES = [
+    "embedding",
+    "blocks.0.first.weight", "blocks.0.first.bias", "blocks.0.second.weight", "blocks.0.scale",
+    "blocks.1.first.weight", "blocks.1.first.bias", "blocks.1.second.weight", "blocks.1.scale",
+    "head.weight", "head.bias",
+]
+
+
+def test_module_finds_parameters_in_attributes_nested_modules_and_lists_with_dotted_names():
+    names = [name for name, _ in Network().named_parameters()]
+    assert names == EXPECTED_NAMES, (
+        f"expected every Parameter, named by its path of attributes, in the order they were set;\n"
+        f"got {names}")
+
+
+def test_module_ignores_plain_tensors_and_other_attributes():
+    parameters = Network().parameters()
+    assert all(isinstance(p, Parameter) for p in parameters)
+    assert len(parameters) == len(EXPECTED_NAMES)
+
+
+def test_parameters_lists_a_shared_parameter_once():
+    class Tied(Module):
+        def __init__(self):
+            self.encoder = Linear(3, 3)
+            self.decoder = self.encoder  # the same layer twice (weight tying)
+            self.blocks = [self.encoder, Linear(3, 3)]
+            self.extra = self.encoder.weight
+
+    model = Tied()
+    parameters = model.parameters()
+    assert len({id(p) for p in parameters}) == len(parameters) == 4, (
+        f"parameters() returned {len(parameters)} entries for 4 distinct parameters: an optimiser "
+        f"would update a shared parameter several times per step")
+
+
+def test_zero_grad_clears_every_parameter():
+    model = Network()
+    model(Tensor(np.ones((2, 3)))).sum().backward()
+    assert all(p.grad is not None for p in model.parameters() if p is not model.embedding)
+    model.zero_grad()
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_state_dict_maps_every_dotted_name_to_a_copy_of_the_values():
+    model = Network()
+    state = model.state_dict()
+    assert list(state) == EXPECTED_NAMES
+    before = model.head.weight.data.copy()
+    state["head.weight"][...] = 99.0
+    np.testing.assert_array_equal(model.head.weight.data, before,
+                                  err_msg="changing the state dict changed the model: state_dict must copy")
+
+
+def test_load_state_dict_round_trip_reproduces_the_model():
+    minitorch.manual_seed(1)
+    source = Network()
+    minitorch.manual_seed(2)
+    target = Network()
+    x = Tensor(np.random.default_rng(0).standard_normal((4, 3)))
+    assert not np.allclose(source(x).data, target(x).data), "two seeds should give two different models"
+    state = source.state_dict()
+    target.load_state_dict(state)
+    np.testing.assert_array_equal(target(x).data, source(x).data)
+    state["head.bias"][...] = 5.0
+    assert np.all(target.head.bias.data != 5.0), "load_state_dict must copy the values, not keep the arrays"
+
+
+def test_load_state_dict_with_a_wrong_shape_names_the_parameter_and_both_shapes():
+    model = Network()
+    state = model.state_dict()
+    state["blocks.1.first.weight"] = np.zeros((2, 2))
+    with pytest.raises(ValueError) as error:
+        model.load_state_dict(state)
+    message = str(error.value)
+    assert "blocks.1.first.weight" in message and "(4, 3)" in message and "(2, 2)" in message, message
+
+
+def test_load_state_dict_changes_nothing_when_it_fails():
+    model = Network()
+    state = {name: values + 1.0 for name, values in model.state_dict().items()}
+    state["head.bias"] = np.zeros(7)  # the last parameter is wrong
+    before = model.state_dict()
+    with pytest.raises(ValueError):
+        model.load_state_dict(state)
+    for name, values in model.state_dict().items():
+        np.testing.assert_array_equal(values, before[name], err_msg=f"{name} was overwritten by a failed load")
+
+
+@pytest.mark.parametrize("change,key", [
+    (lambda state: state.pop("head.bias"), "head.bias"),
+    (lambda state: state.update({"head.gain": np.ones(1)}), "head.gain"),
+], ids=["missing", "unexpected"])
+def test_load_state_dict_with_a_missing_or_unexpected_key_names_it(change, key):
+    model = Network()
+    state = model.state_dict()
+    change(state)
+    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+        model.load_state_dict(state)
+
+
+def test_parameter_is_a_leaf_that_requires_grad():
+    parameter = Parameter([1.0, 2.0])
+    assert parameter.requires_grad and parameter.is_leaf
+    assert repr(parameter).startswith("Parameter(")
+
+
+# ----------------------------------------------------------------------
+# Linear
+
+
+@pytest.mark.parametrize("input_shape,output_shape", [
+    ((5, 3), (5, 4)),
+    ((2, 5, 3), (2, 5, 4)),  # (B, L, n_in) -> (B, L, n_out)
+    ((3,), (4,)),
+], ids=str)
+def test_linear_maps_the_last_axis_from_in_features_to_out_features(input_shape, output_shape):
+    layer = Linear(3, 4, rng=np.random.default_rng(0))
+    layer.bias.data[...] = [1.0, 2.0, 3.0, 4.0]
+    x = np.random.default_rng(1).standard_normal(input_shape)
+    out = layer(Tensor(x))
+    assert out.shape == output_shape
+    np.testing.assert_allclose(out.data, x @ layer.weight.data.T + layer.bias.data, rtol=1e-12,
+                               err_msg="Linear should compute y = x Wᵀ + b")
+
+
+def test_linear_weight_has_shape_out_by_in_and_the_bias_starts_at_zero():
+    layer = Linear(3, 4)
+    assert layer.weight.shape == (4, 3) and layer.bias.shape == (4,)
+    np.testing.assert_array_equal(layer.bias.data, 0.0)
+
+
+def test_linear_without_bias_has_only_a_weight():
+    layer = Linear(3, 4, bias=False)
+    assert [name for name, _ in layer.named_parameters()] == ["weight"]
+    x = np.ones((2, 3))
+    np.testing.assert_allclose(layer(Tensor(x)).data, x @ layer.weight.data.T)
+
+
+def test_linear_gradient_matches_finite_differences():
+    def linear_layer(x, weight, bias):
+        layer = Linear(3, 4)
+        layer.weight, layer.bias = weight, bias
+        return layer(x)
+
+    rng = np.random.default_rng(2)
+    assert gradcheck(linear_layer, [rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 3)),
+                                    rng.standard_normal(4)])
+
+
+def test_linear_initial_weights_have_the_requested_standard_deviation():
+    layer = Linear(400, 250, init_std=0.05, rng=np.random.default_rng(3))  # 100,000 draws
+    weights = layer.weight.data
+    assert abs(weights.std() - 0.05) < 0.05 * 0.02, f"weight std {weights.std():.5f}, asked for 0.05"
+    assert abs(weights.mean()) < 0.05 * 0.02, f"weight mean {weights.mean():.5f}, expected about 0"
+
+
+def test_linear_with_a_wrong_input_width_raises_naming_both_widths():
+    layer = Linear(3, 4)
+    with pytest.raises(ValueError) as error:
+        layer(Tensor(np.ones((2, 5))))
+    message = str(error.value)
+    assert "5" in message and "3" in message and "(2, 5)" in message, message
+
+
+def test_linear_refuses_non_positive_sizes():
+    with pytest.raises(ValueError, match="positive"):
+        Linear(0, 4)
+
+
+def test_manual_seed_makes_linear_initialisation_reproducible():
+    minitorch.manual_seed(3)
+    first = Linear(5, 6).weight.data.copy()
+    minitorch.manual_seed(3)
+    again = Linear(5, 6).weight.data.copy()
+    minitorch.manual_seed(4)
+    other = Linear(5, 6).weight.data.copy()
+    np.testing.assert_array_equal(first, again, err_msg="same seed, same initial weights")
+    assert not np.array_equal(first, other), "a different seed should give different weights"
+
+
+def test_linear_draws_from_the_generator_it_is_given():
+    layer = Linear(5, 6, init_std=0.1, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(layer.weight.data, np.random.default_rng(7).normal(0.0, 0.1, size=(6, 5)))
+
+
+def test_linear_can_hold_float32_parameters():
+    layer = Linear(3, 2, dtype=np.float32)
+    out = layer(Tensor(np.ones((4, 3), dtype=np.float32)))
+    assert layer.weight.dtype == layer.bias.dtype == out.dtype == np.float32
