@@ -194,12 +194,30 @@ def test_zero_row_share_counts_rows_with_no_weight():
     assert zero_row_share(weights) == 2 / (2 * L), f"expected 2/{2 * L}, got {zero_row_share(weights)}"
 
 
+@pytest.mark.exercise("9.1")
 def test_sink_share_is_the_share_of_heads_over_all_layers_whose_bos_alpha_exceeds_0_3():
     layer_0 = np.concatenate([perfect_sink(), running_average()], axis=1)  # head 0 sinks, head 1 averages
     layer_1 = np.concatenate([perfect_sink(), perfect_sink()], axis=1)  # both heads sink
     assert sink_share([layer_0, layer_1]) == 3 / 4, f"3 of 4 heads sink, got {sink_share([layer_0, layer_1])}"
     assert sink_share([running_average()]) == 0.0
     assert sink_share([layer_0], threshold=0.0) == 1.0, "with eps = 0 every head with some BOS weight counts"
+
+
+@pytest.mark.exercise("9.1")
+def test_sink_share_counts_only_alpha_strictly_above_the_threshold():
+    alpha_0 = gu_sink_scores(running_average())[0, 0]
+    assert sink_share([running_average()], threshold=alpha_0) == 0.0, "a head with alpha_0 equal to eps does not sink (alpha_0 > eps)"
+    assert sink_share([running_average()], threshold=alpha_0 - 1e-9) == 1.0
+
+
+@pytest.mark.exercise("9.1")
+def test_sink_share_looks_at_the_requested_key():
+    on_key_1 = np.zeros((4, 1, L, L))
+    on_key_1[:, :, 0, 0] = 1.0  # row 0 can only see BOS
+    on_key_1[:, :, 1:, 1] = 1.0  # every other row on key 1
+    heads = [np.concatenate([on_key_1, perfect_sink()], axis=1)]  # one layer: (key-1 head, BOS sink)
+    assert sink_share(heads, key=1) == 0.5, f"one of two heads sinks at key 1, got {sink_share(heads, key=1)}"
+    assert sink_share(heads, key=0) == 0.5, f"one of two heads sinks at key 0 (BOS), got {sink_share(heads, key=0)}"
 
 
 def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
