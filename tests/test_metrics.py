@@ -215,9 +215,9 @@ def test_sink_share_looks_at_the_requested_key():
     on_key_1 = np.zeros((4, 1, L, L))
     on_key_1[:, :, 0, 0] = 1.0  # row 0 can only see BOS
     on_key_1[:, :, 1:, 1] = 1.0  # every other row on key 1
-    heads = [np.concatenate([on_key_1, perfect_sink()], axis=1)]  # one layer: (key-1 head, BOS sink)
-    assert sink_share(heads, key=1) == 0.5, f"one of two heads sinks at key 1, got {sink_share(heads, key=1)}"
-    assert sink_share(heads, key=0) == 0.5, f"one of two heads sinks at key 0 (BOS), got {sink_share(heads, key=0)}"
+    heads = [np.concatenate([on_key_1, on_key_1, perfect_sink()], axis=1)]  # one layer, 3 heads
+    assert sink_share(heads, key=1) == 2 / 3, f"two of three heads sink at key 1, got {sink_share(heads, key=1)}"
+    assert sink_share(heads, key=0) == 1 / 3, f"one of three heads sinks at key 0 (BOS), got {sink_share(heads, key=0)}"
 
 
 def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
