@@ -107,11 +107,14 @@ def test_adam_follows_the_textbook_update_step_by_step(settings, exercise_seed):
 @pytest.mark.exercise("7.1")
 def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_gradient(exercise_seed):
     # after one step m̂ = g and v̂ = g², so the update is lr * g / (|g| + eps) ≈ lr * sign(g)
-    gradient = np.random.default_rng(exercise_seed).standard_normal(6) * np.array([1e-3, 1e-2, 1, 10, 100, 1e3])
+    rng = np.random.default_rng(exercise_seed)
+    magnitudes = np.array([1e-3, 1e-2, 1, 10, 100, 1e3]) * rng.uniform(0.5, 2.0, size=6)  # all >= 5e-4
+    gradient = rng.choice([-1.0, 1.0], size=6) * magnitudes
     parameter = Parameter(np.zeros(6))
     parameter.grad = gradient.copy()
-    Adam([parameter], lr=0.01).step()
-    np.testing.assert_allclose(parameter.data, -0.01 * np.sign(gradient), rtol=0, atol=0.01 * 1e-8 / 1e-5,
+    Adam([parameter], lr=0.01, eps=1e-8).step()
+    # lr * |g| / (|g| + eps) differs from lr by less than lr * eps / |g| <= 0.01 * 1e-8 / 5e-4 = 2e-7
+    np.testing.assert_allclose(parameter.data, -0.01 * np.sign(gradient), rtol=0, atol=2e-7,
                                err_msg="Adam's first step should have size lr whatever the gradient's scale")
 
 
