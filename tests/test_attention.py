@@ -163,8 +163,8 @@ def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum():
 
 
 @pytest.mark.exercise("3.3")
-def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative():
-    scores = -np.abs(np.random.default_rng(0).normal(size=(1, 1, 4, 4)))
+def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exercise_seed):
+    scores = -np.abs(np.random.default_rng(exercise_seed).normal(size=(1, 1, 4, 4)))
     weights = relu_attention(minitorch.tensor(scores), future_keys(4)).data
     assert (weights == 0).all(), f"negative scores must give weight 0 (ReLU attention may attend to nothing), got\n{weights[0, 0]}"
 

@@ -43,11 +43,11 @@ def some_models():
 # --- Theorem 3: the ReLU construction --------------------------------------------------------
 
 @pytest.mark.exercise("6.1")
-def test_relu_construction_is_exact_on_10000_random_sequences():
+def test_relu_construction_is_exact_on_10000_random_sequences(exercise_seed):
     model = theory.relu_construction()
     assert isinstance(model, SingleLayerModel) and model.config["normaliser"] == "relu", \
         "relu_construction must return a SingleLayerModel with the 'relu' normaliser"
-    x, y, triggers = make_batch(10_000, np.random.default_rng(0))
+    x, y, triggers = make_batch(10_000, np.random.default_rng(exercise_seed))
     assert set(triggers.tolist()) == set(range(2, L)), "the sample should contain every trigger position 2..L-1"
     prediction, attention = theory.run(model, x)
     error = np.abs(prediction - y).max()
@@ -74,10 +74,10 @@ def test_relu_construction_also_solves_the_residual_task():
 # --- The softmax family ------------------------------------------------------------------------
 
 @pytest.mark.exercise("5.1")
-def test_softmax_construction_attention_matches_its_closed_form():
+def test_softmax_construction_attention_matches_its_closed_form(exercise_seed):
     for scale in (0.0, 2.0, 7.5):
         model = theory.softmax_construction(scale)
-        x, y, triggers = make_batch(200, np.random.default_rng(2))
+        x, y, triggers = make_batch(200, np.random.default_rng(exercise_seed))
         prediction, attention = theory.run(model, x)
         bos = attention[0][:, 0, :, 0]  # (B, L)
         rows = np.arange(L)[None, :].repeat(len(x), axis=0)
