@@ -1,0 +1,453 @@
+"""The graded exercises: where they are, and the student edition with holes (chapter 00).
+
+An exercise is a region of library code between two marker lines (X = its chapter)::
+
+    # BEGIN EXERCISE X.Y
+    ...the reference solution...
+    # END EXERCISE X.Y
+
+The region must be a block of statements at one indentation level, so that it can be replaced
+wholesale. The student edition replaces it by one line, at the BEGIN line's indentation::
+
+    raise NotImplementedError("Exercise X.Y (chapter 0X): <title>. Write it in minitorch/<file>.py
+                               between the BEGIN/END EXERCISE X.Y markers; check with: ...")
+
+and keeps both markers, so the student knows where to write and the edition can be made again
+from a copy. The same ID names the chapter's exercise, the test marker (``pytest -m exX_Y``) and
+the stub's error; tests/conftest.py reads the table `EXERCISES` below for titles and points.
+
+Command line::
+
+    python -m minitorch.exercises list
+    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
+
+This module uses only the standard library (and pytest, to count the tests in `list`): the tests'
+conftest loads it by path, without importing the minitorch under test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the project this file belongs to
+
+# Exercise ID -> (title, points). Every region in minitorch/ needs an entry, and every entry a region.
+EXERCISES = {
+    "1.1": ("the backward rule of mul", 1),
+    "1.2": ("topological_order, the order in which backward visits the graph", 3),
+    "1.3": ("the backward rule of exp", 1),
+    "1.4": ("the backward rule of log", 1),
+    "2.1": ("unbroadcast, the gradient of broadcasting", 3),
+    "2.2": ("the backward rule of matmul", 3),
+    "2.3": ("the softmax, forward and fused backward", 3),
+    "2.4": ("the backward rule of sum", 2),
+    "3.1": ("the causal mask", 1),
+    "3.2": ("softmax attention", 2),
+    "3.3": ("ReLU attention", 2),
+    "3.4": ("the BOS mass at non-trigger rows", 2),
+    "4.1": ("the task's targets", 2),
+    "5.1": ("the softmax construction: a sink of strength c", 2),
+    "6.1": ("the ReLU construction of Theorem 3", 2),
+    "7.1": ("the Adam step", 3),
+    "8.1": ("Gu et al.'s sink score alpha_k", 2),
+    "9.1": ("the share of heads that sink, Sink_k^eps", 1),
+}
+
+# What a copy of the project holds (the repository's fixed top level); missing entries are skipped.
+PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci",
+                 "chapters", "minitorch", "tests", "figures")
+NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache", "*.npz")
+SOLUTION_TAG = "solution"  # notebook cells with this tag are answers; the student edition drops them
+
+_ID = re.compile(r"[1-9]\.[1-9][0-9]*")
+_MARKER_LIKE = re.compile(r"^\s*#\s*(BEGIN|END)\s+EXERCISE\b", re.IGNORECASE)
+_MARKER = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) EXERCISE (?P<id>\S+)[ \t]*$")
+
+
+class ExerciseError(ValueError):
+    """A marker, a region or the metadata table is malformed; the message says where."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One graded region: its ID, metadata, and where it lives (1-based marker lines)."""
+
+    id: str
+    title: str
+    points: int
+    path: Path
+    begin_line: int
+    end_line: int
+    indent: str
+
+    @property
+    def chapter(self) -> int:
+        return int(self.id.split(".")[0])
+
+    @property
+    def marker(self) -> str:
+        """The pytest marker selecting its tests: 2.3 -> ex2_3."""
+        return "ex" + self.id.replace(".", "_")
+
+    def location(self, root: Path = ROOT) -> str:
+        """'minitorch/softmax.py:36', the BEGIN line."""
+        return f"{_relative(self.path, root)}:{self.begin_line}"
+
+    def stub_message(self, root: Path = ROOT) -> str:
+        return stub_message(self.id, self.title, _relative(self.path, root))
+
+
+def sort_key(exercise_id: str) -> tuple[int, ...]:
+    """'2.10' after '2.9': compare IDs as numbers."""
+    return tuple(int(part) for part in exercise_id.split("."))
+
+
+def stub_message(exercise_id: str, title: str, relative_path: str) -> str:
+    """The error a stub raises. tests/conftest.py recognises it by this exact wording."""
+    return (f"Exercise {exercise_id} (chapter {int(exercise_id.split('.')[0]):02d}): {title}. "
+            f"Write it in {relative_path} between the BEGIN/END EXERCISE {exercise_id} markers; "
+            f"check with: python -m pytest -m ex{exercise_id.replace('.', '_')}")
+
+
+# The stub's error as it appears in any text (a traceback, a notebook's CellExecutionError):
+STUB_ERROR = re.compile(r"Exercise (\d+\.\d+) \(chapter \d+\): [^\n]*? between the BEGIN/END EXERCISE \1 markers"
+                        r"(?:; check with: python -m pytest -m ex\d+_\d+)?")
+
+
+_ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # notebook tracebacks come coloured
+
+
+def stub_error(exception: BaseException | None) -> tuple[str, str] | None:
+    """(exercise ID, message) of the exercise stub that raised `exception`, also when the stub's
+    error is quoted in the text of another error (a notebook's CellExecutionError, a pytest.fail)
+    or is its cause; None if no stub is involved."""
+    seen = set()
+    while exception is not None and id(exception) not in seen:
+        seen.add(id(exception))
+        found = list(STUB_ERROR.finditer(_ANSI_COLOUR.sub("", str(exception))))
+        if found:
+            return found[-1][1], found[-1][0]  # in a quoted traceback the error raised comes last
+        exception = exception.__cause__ or exception.__context__
+    return None
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+# ----------------------------------------------------------------------
+# finding and checking the regions
+
+
+@dataclass(frozen=True)
+class _Region:
+    id: str
+    path: Path
+    begin_line: int
+    end_line: int
+    indent: str
+
+
+def _indentation(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def scan_file(path: Path) -> list[_Region]:
+    """The exercise regions of one source file, checked for well-formed, paired markers."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    regions, open_region = [], None  # open_region: (id, BEGIN line number, indent)
+    for number, line in enumerate(lines, start=1):
+        if not _MARKER_LIKE.match(line):
+            continue
+        where = f"{path}:{number}"
+        marker = _MARKER.match(line)
+        if not marker:
+            raise ExerciseError(f"{where}: malformed exercise marker {line.strip()!r}; "
+                                f"write exactly '# BEGIN EXERCISE X.Y' or '# END EXERCISE X.Y'")
+        kind, exercise_id, indent = marker["kind"], marker["id"], marker["indent"]
+        if not _ID.fullmatch(exercise_id):
+            raise ExerciseError(f"{where}: exercise ID {exercise_id!r} is not of the form X.Y "
+                                f"with X a chapter in 1..9 (e.g. 3.2)")
+        if kind == "BEGIN":
+            if open_region:
+                raise ExerciseError(f"{where}: BEGIN EXERCISE {exercise_id} inside exercise {open_region[0]} "
+                                    f"(opened at line {open_region[1]}); regions cannot nest")
+            open_region = (exercise_id, number, indent)
+            continue
+        if not open_region:
+            raise ExerciseError(f"{where}: END EXERCISE {exercise_id} without a BEGIN EXERCISE {exercise_id} before it")
+        opened_id, begin, begin_indent = open_region
+        if exercise_id != opened_id:
+            raise ExerciseError(f"{where}: END EXERCISE {exercise_id} closes BEGIN EXERCISE {opened_id} "
+                                f"(line {begin}); the IDs must match")
+        if indent != begin_indent:
+            raise ExerciseError(f"{where}: END EXERCISE {exercise_id} is not indented like its BEGIN (line {begin})")
+        _check_block(path, lines, exercise_id, begin, number, begin_indent)
+        regions.append(_Region(exercise_id, Path(path), begin, number, begin_indent))
+        open_region = None
+    if open_region:
+        raise ExerciseError(f"{path}:{open_region[1]}: BEGIN EXERCISE {open_region[0]} has no END EXERCISE "
+                            f"{open_region[0]}")
+    return regions
+
+
+def _check_block(path, lines, exercise_id, begin, end, indent) -> None:
+    """A region must be statements at the BEGIN line's indentation (deeper only inside them)."""
+    body = [(number, line) for number, line in enumerate(lines[begin:end - 1], start=begin + 1) if line.strip()]
+    code = [(number, line) for number, line in body if not line.lstrip().startswith("#")]
+    if not code:
+        raise ExerciseError(f"{path}:{begin}: exercise {exercise_id} has no code between its markers")
+    for number, line in body:
+        if not _indentation(line).startswith(indent):
+            raise ExerciseError(f"{path}:{number}: line of exercise {exercise_id} is indented less than its "
+                                f"BEGIN line; a region must be one block at one indentation level")
+    if _indentation(code[0][1]) != indent:
+        raise ExerciseError(f"{path}:{code[0][0]}: exercise {exercise_id} starts deeper than its BEGIN line; "
+                            f"the first statement must be at the BEGIN line's indentation")
+
+
+def find_regions(root: Path = ROOT) -> list[_Region]:
+    """Every region in root/minitorch/*.py (this file holds none), with unique IDs."""
+    package = Path(root) / "minitorch"
+    if not (package / "__init__.py").is_file():
+        raise ExerciseError(f"{root} is not a minitorch project: {package / '__init__.py'} does not exist")
+    regions, first_seen = [], {}
+    for path in sorted(package.glob("*.py")):
+        if path.name == "exercises.py":
+            continue
+        for region in scan_file(path):
+            if region.id in first_seen:
+                other = first_seen[region.id]
+                raise ExerciseError(f"exercise {region.id} is marked twice: {other.path}:{other.begin_line} "
+                                    f"and {region.path}:{region.begin_line}; IDs must be unique")
+            first_seen[region.id] = region
+            regions.append(region)
+    return regions
+
+
+def load_exercises(root: Path = ROOT, metadata: dict | None = None) -> list[Exercise]:
+    """The regions joined with their metadata, in ID order; ExerciseError if they disagree."""
+    metadata = EXERCISES if metadata is None else metadata
+    regions = {region.id: region for region in find_regions(root)}
+    for exercise_id, (title, points) in metadata.items():
+        if not _ID.fullmatch(exercise_id):
+            raise ExerciseError(f"EXERCISES in minitorch/exercises.py: ID {exercise_id!r} is not of the form X.Y "
+                                f"with X a chapter in 1..9")
+        if not isinstance(title, str) or not title.strip() or "\n" in title:
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a one-line title, got {title!r}")
+        if not isinstance(points, int) or points <= 0:
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a positive whole number of points, got {points!r}")
+    unlisted = sorted(set(regions) - set(metadata), key=sort_key)
+    if unlisted:
+        where = ", ".join(f"{regions[i].id} ({regions[i].path.name}:{regions[i].begin_line})" for i in unlisted)
+        raise ExerciseError(f"exercise region(s) {where} have no entry in EXERCISES in minitorch/exercises.py; "
+                            f"add a (title, points) for each")
+    without_region = sorted(set(metadata) - set(regions), key=sort_key)
+    if without_region:
+        raise ExerciseError(f"EXERCISES in minitorch/exercises.py lists {', '.join(without_region)}, but no "
+                            f"'# BEGIN EXERCISE' region in {Path(root) / 'minitorch'} has that ID")
+    exercises = [Exercise(region.id, *metadata[region.id], region.path, region.begin_line, region.end_line,
+                          region.indent) for region in regions.values()]
+    for exercise in exercises:
+        _check_stub_compiles(exercise, root)
+    return sorted(exercises, key=lambda exercise: sort_key(exercise.id))
+
+
+def _check_stub_compiles(exercise: Exercise, root: Path) -> None:
+    text = exercise.path.read_text(encoding="utf-8")
+    try:
+        compile(stub_source(text, [exercise], root), str(exercise.path), "exec")
+    except SyntaxError as error:
+        raise ExerciseError(f"{exercise.location(root)}: replacing exercise {exercise.id} by its stub breaks the "
+                            f"file ({error.msg}, line {error.lineno}); a region must be a whole block of "
+                            f"statements") from None
+
+
+# ----------------------------------------------------------------------
+# making the student edition
+
+
+def stub_source(text: str, exercises: list[Exercise], root: Path = ROOT) -> str:
+    """`text` (one file's source) with the regions of `exercises` replaced by their stubs."""
+    lines = text.splitlines(keepends=True)
+    for exercise in sorted(exercises, key=lambda e: e.begin_line, reverse=True):  # bottom up: numbers stay valid
+        raise_line = f"{exercise.indent}raise NotImplementedError({json.dumps(exercise.stub_message(root), ensure_ascii=False)})\n"
+        lines[exercise.begin_line:exercise.end_line - 1] = [raise_line]
+    return "".join(lines)
+
+
+def strip_solutions(notebook: dict) -> tuple[dict, int]:
+    """The notebook without its solution cells and with every output cleared; and how many cells went."""
+    kept = [cell for cell in notebook.get("cells", [])
+            if SOLUTION_TAG not in cell.get("metadata", {}).get("tags", [])]
+    for cell in kept:
+        if cell.get("cell_type") == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    removed = len(notebook.get("cells", [])) - len(kept)
+    return {**notebook, "cells": kept}, removed
+
+
+def select(exercises: list[Exercise], only=(), chapters=()) -> list[Exercise]:
+    """The exercises named in `only` plus those of `chapters`; all of them if both are empty."""
+    known = {exercise.id for exercise in exercises}
+    unknown = [exercise_id for exercise_id in only if exercise_id not in known]
+    if unknown:
+        raise ExerciseError(f"unknown exercise ID(s) {', '.join(unknown)}; the exercises are "
+                            f"{', '.join(sorted(known, key=sort_key))}")
+    with_exercises = sorted({exercise.chapter for exercise in exercises})
+    empty = [chapter for chapter in chapters if chapter not in with_exercises]
+    if empty:
+        raise ExerciseError(f"chapter(s) {', '.join(map(str, empty))} have no exercises; chapters with exercises: "
+                            f"{', '.join(map(str, with_exercises))}")
+    if not only and not chapters:
+        return list(exercises)
+    return [exercise for exercise in exercises if exercise.id in only or exercise.chapter in chapters]
+
+
+def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
+    """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
+
+    Also drops notebook cells tagged "solution" and clears outputs. `dest` must not exist or be an
+    empty folder. Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
+    """
+    root, dest = Path(root).resolve(), Path(dest).resolve()
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise ExerciseError(f"{dest} already exists and is not an empty folder; choose a new folder "
+                            f"(nothing was written)")
+    if dest == root or any(dest.is_relative_to(root / name) for name in PROJECT_PATHS):
+        raise ExerciseError(f"{dest} lies inside the part of the project being copied; choose a folder elsewhere")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PROJECT_PATHS:
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns(*NOT_COPIED))
+        elif source.is_file():
+            shutil.copy2(source, dest / name)
+
+    by_file: dict[Path, list[Exercise]] = {}
+    for exercise in selected:
+        by_file.setdefault(exercise.path.resolve(), []).append(exercise)
+    for path, exercises in by_file.items():
+        target = dest / path.relative_to(root)
+        target.write_text(stub_source(path.read_text(encoding="utf-8"), exercises, root), encoding="utf-8")
+
+    removed = 0
+    for path in sorted((dest / "chapters").glob("*.ipynb")):
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        stripped, count = strip_solutions(notebook)
+        removed += count
+        if stripped != notebook or count:
+            path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"stubbed": [exercise.id for exercise in selected], "solution_cells_removed": removed}
+
+
+# ----------------------------------------------------------------------
+# counting tests
+
+
+def count_tests(root: Path = ROOT) -> dict[str, int] | None:
+    """Tests collected per exercise ID (collection only: nothing runs); None if collection fails."""
+    try:
+        import pytest
+    except ImportError:
+        return None
+
+    class CountMarkers:
+        def __init__(self):
+            self.counts: dict[str, int] = {}
+
+        def pytest_collection_modifyitems(self, items):
+            for item in items:
+                for mark in item.iter_markers("exercise"):
+                    exercise_id = str(mark.args[0])
+                    self.counts[exercise_id] = self.counts.get(exercise_id, 0) + 1
+
+    counter = CountMarkers()
+    arguments = ["--collect-only", "-qq", "-p", "no:cacheprovider", "--minitorch-root", str(root),
+                 str(Path(root) / "tests")]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        status = pytest.main(arguments, plugins=[counter])
+    return counter.counts if status == 0 else None
+
+
+# ----------------------------------------------------------------------
+# command line
+
+
+def _print_list(root: Path) -> None:
+    exercises = load_exercises(root)
+    counts = count_tests(root)
+    rows = [("ID", "chapter", "title", "where", "points", "tests")]
+    for exercise in exercises:
+        tests = "?" if counts is None else str(counts.get(exercise.id, 0))
+        rows.append((exercise.id, f"{exercise.chapter:02d}", exercise.title, exercise.location(root),
+                     str(exercise.points), tests))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    for row in rows:
+        cells = [cell.ljust(width) if column < 4 else cell.rjust(width)
+                 for column, (cell, width) in enumerate(zip(row, widths))]
+        print("  ".join(cells).rstrip())
+    total_points = sum(exercise.points for exercise in exercises)
+    print(f"\n{len(exercises)} exercises, {total_points} points, in chapters "
+          f"{', '.join(sorted({f'{e.chapter:02d}' for e in exercises}))}.")
+    if counts is None:
+        print("(test counts unknown: collecting the tests failed; run python -m pytest --collect-only to see why)")
+    print("Run one exercise's tests with: python -m pytest -m ex3_2 (or a chapter's: -m ch03)")
+
+
+def _split_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minitorch.exercises",
+                                     description="The book's graded exercises and the student edition.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="every exercise: ID, chapter, title, where, points, number of tests")
+    edition = commands.add_parser(
+        "student-edition", help="copy the project to DEST with exercise regions replaced by stubs",
+        description="Copy the project to DEST with the chosen exercise regions replaced by "
+                    "raise NotImplementedError(...) and notebook cells tagged 'solution' removed. "
+                    "--only and --chapter together select the union; neither selects every exercise.")
+    edition.add_argument("dest", help="a new (or empty) folder")
+    edition.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
+    edition.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
+    args = parser.parse_args(argv)
+    root = ROOT
+
+    try:
+        if args.command == "list":
+            _print_list(root)
+            return 0
+        exercises = load_exercises(root)
+        try:
+            chapters = [int(part) for part in _split_list(args.chapter)]
+        except ValueError:
+            raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {args.chapter!r}") from None
+        selected = select(exercises, only=_split_list(args.only), chapters=chapters)
+        summary = make_student_edition(args.dest, selected, root)
+    except ExerciseError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    print(f"Student edition written to {Path(args.dest).resolve()}")
+    print(f"  exercises replaced by stubs: {', '.join(summary['stubbed'])}")
+    print(f"  solution cells removed from the chapters: {summary['solution_cells_removed']}")
+    print(f"Students run: python -m pytest -m ex{summary['stubbed'][0].replace('.', '_')}  (one exercise), "
+          f"python -m pytest -m \"not slow\"  (everything)")
+    print(f"To grade a copy that comes back, from this repository: "
+          f"python -m pytest -m \"not slow\" --minitorch-root PATH/TO/THEIR/COPY")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
