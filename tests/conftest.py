@@ -1,34 +1,252 @@
-"""Shared pytest set-up: markers for exercises, chapters and slow tests.
+"""Shared pytest set-up: which minitorch is tested, exercise markers, seeds, and the scoreboard.
 
 Markers (registered here, since the repository keeps no pytest.ini):
-- ``@pytest.mark.exercise("2.3")``: the test grades exercise 2.3; it also gets
-  the markers ``ex2_3`` and ``ch02`` so that ``pytest -m ex2_3`` or
-  ``pytest -m ch02`` selects it.
+- ``@pytest.mark.exercise("2.3")``: the test grades exercise 2.3; it also gets the markers
+  ``ex2_3`` and ``ch02``, so ``pytest -m ex2_3`` or ``pytest -m ch02`` selects it. Every exercise
+  and chapter marker is registered (from minitorch/exercises.py), so ``--strict-markers`` works.
 - ``@pytest.mark.slow``: takes more than a few seconds; skip with ``-m "not slow"``.
+
+Options (each also has an environment variable):
+- ``--minitorch-root PATH`` (MINITORCH_ROOT): test the minitorch in PATH, e.g. a student's copy,
+  instead of the one next to these tests. It goes first on sys.path before any test imports
+  minitorch, and the run stops if the minitorch imported is not the one in PATH. Chapter tests run
+  that copy's chapters.
+- ``--exercise-seed N`` (MINITORCH_EXERCISE_SEED, default 0): the seed of the random inputs of the
+  graded tests (fixture ``exercise_seed``); an instructor grades with a seed the students never saw.
+- ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON.
+
+Outcomes. A test that fails with the NotImplementedError of an exercise stub is
+- *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
+- *blocked* if the stub belongs to another exercise: it is reported as skipped, "blocked: needs
+  exercise X.Y (chapter NN) first", and earns nothing.
+The end of the output is a per-exercise scoreboard (passed, failed, not attempted, blocked,
+points = points x passed / tests), printed when graded tests ran.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import re
+import sys
+from pathlib import Path
 
 import pytest
+
+REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests belong to
+_ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped")
+
+
+def _load_registry():
+    """minitorch/exercises.py of this repository, loaded by path: titles and points come from the
+    grader's copy, and loading it imports nothing from the minitorch under test."""
+    name = "_minitorch_exercise_registry"
+    spec = importlib.util.spec_from_file_location(name, REPOSITORY / "minitorch" / "exercises.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+registry = _load_registry()
+
+
+def pytest_addoption(parser):
+    try:
+        _add_options(parser.getgroup("minitorch", "minitorch exercises and grading"))
+    except ValueError:  # another project's copy of this file added them first; Scoreboard stops the run
+        pass
+
+
+def _add_options(group):
+    group.addoption("--minitorch-root", default=os.environ.get("MINITORCH_ROOT") or None,
+                    help="folder holding the minitorch to test, e.g. a student's copy "
+                         "(default: $MINITORCH_ROOT, else the repository of these tests)")
+    group.addoption("--exercise-seed", type=int, default=None,
+                    help="seed of the graded tests' random inputs (default: $MINITORCH_EXERCISE_SEED, else 0)")
+    group.addoption("--scoreboard-json", default=None,
+                    help="also write the per-test outcomes and the scoreboard to this JSON file")
+
+
+def _exercise_seed(config) -> int:
+    seed = config.getoption("--exercise-seed")
+    if seed is None:
+        text = os.environ.get("MINITORCH_EXERCISE_SEED", "0")
+        try:
+            seed = int(text)
+        except ValueError:
+            raise pytest.UsageError(f"MINITORCH_EXERCISE_SEED must be a whole number, got {text!r}") from None
+    if seed < 0:
+        raise pytest.UsageError(f"the exercise seed must be a non-negative whole number, got {seed}")
+    return seed
+
+
+def _use_minitorch_from(root: Path) -> None:
+    """Put `root` first on sys.path, import minitorch, and stop if it came from anywhere else."""
+    if not (root / "minitorch" / "__init__.py").is_file():
+        pytest.exit(f"--minitorch-root / MINITORCH_ROOT: {root} holds no minitorch/__init__.py; "
+                    f"point it at the top folder of a copy of the project", returncode=pytest.ExitCode.USAGE_ERROR)
+    sys.path.insert(0, str(root))
+    os.environ["MINITORCH_ROOT"] = str(root)  # test_chapters.py and subprocesses read it
+    try:
+        import minitorch
+    except Exception as error:  # a student's syntax error, say: one clear message instead of many
+        pytest.exit(f"could not import minitorch from {root}: {type(error).__name__}: {error}",
+                    returncode=pytest.ExitCode.USAGE_ERROR)
+    imported = Path(minitorch.__file__).resolve()
+    if not imported.is_relative_to(root):
+        pytest.exit(f"the minitorch under test is {root / 'minitorch'}, but the one imported is {imported.parent} "
+                    f"(it was imported before the tests could choose); run python -m pytest from a folder "
+                    f"without another minitorch, or uninstall that one", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "exercise(id): the test grades exercise `id`, e.g. '2.3'")
     config.addinivalue_line("markers", "slow: takes more than a few seconds (deselect with -m 'not slow')")
+    for exercise_id, (title, _) in sorted(registry.EXERCISES.items(), key=lambda item: registry.sort_key(item[0])):
+        config.addinivalue_line("markers", f"ex{exercise_id.replace('.', '_')}: tests of exercise {exercise_id}, {title}")
+    for chapter in range(1, 10):
+        config.addinivalue_line("markers", f"ch{chapter:02d}: tests of the exercises of chapter {chapter:02d}")
+
+    root = Path(config.getoption("--minitorch-root") or REPOSITORY).expanduser().resolve()
+    _use_minitorch_from(root)
+    config.pluginmanager.register(Scoreboard(config, root, _exercise_seed(config)))
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for mark in item.iter_markers("exercise"):
+@pytest.fixture(scope="session")
+def exercise_seed(pytestconfig) -> int:
+    """The seed of randomised graded tests (--exercise-seed, else MINITORCH_EXERCISE_SEED, else 0)."""
+    return _exercise_seed(pytestconfig)
+
+
+def _chapter_of(exercise_id: str) -> str:
+    return f"{int(exercise_id.split('.')[0]):02d}"
+
+
+class Scoreboard:
+    """Classifies outcomes (passed, failed, not attempted, blocked, skipped) and prints the scoreboard."""
+
+    def __init__(self, config, root: Path, seed: int):
+        self.config, self.root, self.seed = config, root, seed
+        self.exercise_of: dict[str, str] = {}  # test id -> exercise it grades
+        self.results: dict[str, dict] = {}  # test id -> {"status", "blocked_by", "message"}
+
+    def pytest_collection_finish(self, session):
+        """Stop if a conftest.py from outside this repository was loaded: it could change the grades."""
+        here = Path(__file__).resolve()
+        foreign = sorted({str(Path(plugin.__file__).resolve()) for plugin in session.config.pluginmanager.get_plugins()
+                          if getattr(plugin, "__name__", "").split(".")[-1] == "conftest"
+                          and not Path(plugin.__file__).resolve().is_relative_to(REPOSITORY)})
+        if foreign:
+            pytest.exit(f"pytest loaded {', '.join(foreign)} besides {here}, probably because it read the folder "
+                        f"after --minitorch-root as a folder of tests. Write --minitorch-root={self.root} (with '='), "
+                        f"or MINITORCH_ROOT={self.root} python -m pytest ...", returncode=pytest.ExitCode.USAGE_ERROR)
+
+    def pytest_report_header(self, config):
+        return f"minitorch under test: {self.root / 'minitorch'} (exercise seed {self.seed})"
+
+    @pytest.hookimpl(tryfirst=True)  # before -m deselects anything: it must see exX_Y and chNN
+    def pytest_collection_modifyitems(self, config, items):
+        registered = {line.split(":")[0].split("(")[0] for line in config.getini("markers")}
+        for item in items:
+            mark = item.get_closest_marker("exercise")
+            if mark is None:
+                continue
             exercise_id = str(mark.args[0])
-            chapter = int(exercise_id.split(".")[0])
-            item.add_marker(getattr(pytest.mark, "ex" + exercise_id.replace(".", "_")))
-            item.add_marker(getattr(pytest.mark, f"ch{chapter:02d}"))
+            for name in ("ex" + exercise_id.replace(".", "_"), "ch" + _chapter_of(exercise_id)):
+                if name not in registered:  # an ID missing from minitorch/exercises.py: the registry test says so
+                    config.addinivalue_line("markers", f"{name}: (not in minitorch/exercises.py)")
+                    registered.add(name)
+                item.add_marker(name)
+            self.exercise_of[item.nodeid] = exercise_id
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = (yield).get_result()
+        result = self.results.setdefault(item.nodeid, {"status": None, "blocked_by": None, "message": ""})
+        if report.failed and call.excinfo is not None:
+            stub, stub_message = registry.stub_error(call.excinfo.value) or (None, "")
+            if stub is not None and stub == self.exercise_of.get(item.nodeid):
+                report.longrepr = f"not attempted: {stub_message}"
+                result.update(status="not attempted", message=stub_message)
+            elif stub is not None:
+                reason = f"blocked: needs exercise {stub} (chapter {_chapter_of(stub)}) first"
+                path, line, _ = item.location
+                report.outcome, report.longrepr = "skipped", (path, (line or 0) + 1, reason)
+                result.update(status="blocked", blocked_by=stub, message=reason)
+            else:
+                result.update(status="failed", message=_first_line(call.excinfo))
+        elif report.failed:
+            result.update(status="failed", message=str(report.longrepr)[-500:])
+        elif report.skipped and result["status"] is None:
+            result.update(status="skipped", message=str(report.longrepr)[-500:])
+        elif report.when == "call" and report.passed and result["status"] is None:
+            result["status"] = "passed"
+
+    def exercise_table(self) -> dict[str, dict]:
+        table: dict[str, dict] = {}
+        for nodeid, exercise_id in self.exercise_of.items():
+            status = self.results.get(nodeid, {}).get("status")
+            if status is None:
+                continue  # deselected or never run
+            title, points = registry.EXERCISES.get(exercise_id, ("(not in minitorch/exercises.py)", 0))
+            row = table.setdefault(exercise_id, {"chapter": int(exercise_id.split(".")[0]), "title": title,
+                                                 "points": points, "tests": 0, **{s: 0 for s in _STATUSES}})
+            row["tests"] += 1
+            row[status] += 1
+        for row in table.values():
+            row["earned"] = row["points"] * row["passed"] / row["tests"]
+        return dict(sorted(table.items(), key=lambda item: registry.sort_key(item[0])))
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: write after pytest's short summary
+    def pytest_terminal_summary(self, terminalreporter):
+        result = yield
+        self.write_scoreboard(terminalreporter)
+        return result
+
+    def write_scoreboard(self, terminalreporter) -> None:
+        table = self.exercise_table()
+        if not table:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section(f"exercise scoreboard (seed {self.seed})", sep="=")
+        width = max(len(row["title"]) for row in table.values()) + 2
+
+        def line(name, title, counts, earned, points):
+            return (f"{name:<9}{title:<{width}}" + "".join(f"{count:>{len(status) + 2}}" for status, count
+                                                          in zip(_STATUSES[:4], counts)) + f"{earned:>10}{points}")
+
+        write(line("exercise", "title", _STATUSES[:4], "points", ""))
+        for exercise_id, row in table.items():
+            write(line(exercise_id, row["title"], [row[s] for s in _STATUSES[:4]], f"{row['earned']:.2f}",
+                       f" / {row['points']}"))
+        totals = {key: sum(row[key] for row in table.values()) for key in (*_STATUSES, "earned", "points")}
+        write(line("total", "", [totals[s] for s in _STATUSES[:4]], f"{totals['earned']:.2f}", f" / {totals['points']}"))
+        if totals["skipped"]:
+            write(f"({totals['skipped']} graded test(s) skipped for other reasons; they earn nothing)")
+        blockers = sorted({r["blocked_by"] for r in self.results.values() if r["blocked_by"]}, key=registry.sort_key)
+        if blockers:
+            write(f"blocked tests wait for exercise(s) {', '.join(blockers)}: finish those first")
+
+    def pytest_sessionfinish(self, session):
+        path = self.config.getoption("--scoreboard-json")
+        if not path:
+            return
+        table = self.exercise_table()
+        report = {
+            "minitorch_root": str(self.root),
+            "exercise_seed": self.seed,
+            "tests": {nodeid: {**result, "exercise": self.exercise_of.get(nodeid)}
+                      for nodeid, result in self.results.items()},
+            "exercises": table,
+            "total": {"points": sum(row["points"] for row in table.values()),
+                      "earned": sum(row["earned"] for row in table.values())},
+        }
+        Path(path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
-@pytest.fixture
-def exercise_seed() -> int:
-    """The seed of randomised graded tests (MINITORCH_EXERCISE_SEED, default 0)."""
-    return int(os.environ.get("MINITORCH_EXERCISE_SEED", "0"))
+def _first_line(excinfo) -> str:
+    text = _ANSI_COLOUR.sub("", f"{excinfo.typename}: {excinfo.value}")
+    return text.strip().splitlines()[0][:300] if text.strip() else excinfo.typename
