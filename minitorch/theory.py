@@ -682,7 +682,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     for scale, error, mass in zip(family["scale"], errors, bos):
         if float(scale).is_integer() and int(scale) in (2, 5, 10, 20):
             left.annotate(f"c={int(scale)}", (error, mass), textcoords="offset points", xytext=(4, -12), fontsize=8)
-            right.annotate(f"c={int(scale)}", (error, 1 - mass), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            right.annotate(f"c={int(scale)}", (error, 1 - mass), textcoords="offset points", xytext=(6, -10), fontsize=8)
     markers = iter(["*", "D", "s", "^", "v", "P", "X", "h"])
     for point in trained:
         marker = next(markers, "o")
@@ -693,7 +693,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
              ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")
     right.set(xscale="log", yscale="log", ylim=(max(low, 1e-17), 2.0), xlabel=left.get_xlabel(),
               ylabel=r"$1 - \min a_{i0}$ (mass off BOS)")
-    left.legend(fontsize=7, loc="lower left")
+    left.legend(fontsize=7, loc="center left")
     right.legend(fontsize=7, loc="lower right")
     figure.suptitle(rf"Theorem 1: small error forces a sink ($J = \{{{min(triggers)},\dots,{max(triggers)}\}}$, "
                     rf"$\varepsilon_0 = {epsilon0:.3f}$)", fontsize=10)
