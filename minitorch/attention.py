@@ -28,6 +28,11 @@ NORMALISERS: dict = {}
 def register_normaliser(name: str):
     """Decorator: make a normaliser available to models under `name`."""
     def register(function):
+        taken = NORMALISERS.get(name)
+        redefined = taken is not None and (taken.__module__, taken.__qualname__) == (function.__module__, function.__qualname__)
+        if taken is not None and not redefined:  # re-running the cell that defines it is fine
+            raise ValueError(f"register_normaliser: the name {name!r} is taken by {taken.__qualname__}; "
+                             f"known: {sorted(NORMALISERS)}")
         NORMALISERS[name] = function
         return function
     return register

@@ -112,7 +112,8 @@ def build_model(width: int, heads: int, layers: int, normaliser: str, residual: 
 
 def save_model(model: AttentionModel, path) -> None:
     """Write the weights and the configuration to a NumPy ``.npz`` file (no pickle)."""
-    np.savez(path, __config__=np.array(json.dumps(model.config)), **model.state_dict())
+    with open(path, "wb") as file:  # a file handle: np.savez would append ".npz" to a bare path
+        np.savez(file, __config__=np.array(json.dumps(model.config)), **model.state_dict())
 
 
 def load_model(path) -> AttentionModel:

@@ -25,7 +25,11 @@ class Parameter(Tensor):
 
 
 class Module:
-    """Base class: subclasses set attributes in ``__init__`` and define ``forward``."""
+    """Base class: subclasses set attributes in ``__init__`` and define ``forward``.
+
+    Parameters are found in attributes that are a `Parameter`, a `Module`, or
+    a list or tuple of those.
+    """
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
@@ -42,7 +46,9 @@ class Module:
                 yield from value.named_parameters(f"{prefix}{name}.")
             elif isinstance(value, (list, tuple)):
                 for index, item in enumerate(value):
-                    if isinstance(item, Module):
+                    if isinstance(item, Parameter):
+                        yield f"{prefix}{name}.{index}", item
+                    elif isinstance(item, Module):
                         yield from item.named_parameters(f"{prefix}{name}.{index}.")
 
     def parameters(self) -> list[Parameter]:

@@ -14,6 +14,7 @@ The softmax, which deserves a module of its own, is in `minitorch.softmax`.
 from __future__ import annotations
 
 import builtins
+import numbers
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def neg(a) -> Tensor:
 def pow(a, exponent) -> Tensor:
     """a ** exponent, for a constant (Python number) exponent."""
     a = as_tensor(a)
-    if isinstance(exponent, Tensor) or not np.isscalar(exponent):
+    if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (numbers.Real, np.floating, np.integer)):
         raise TypeError(
             f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
             f"for a tensor exponent write exp(b * log(a))"
@@ -278,7 +279,8 @@ def permute(a, *axes) -> Tensor:
     a = as_tensor(a)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
-    if sorted(ax % builtins.max(a.ndim, 1) for ax in axes) != list(range(a.ndim)):
+    in_range = all(-a.ndim <= ax < a.ndim for ax in axes)
+    if not in_range or sorted(ax % a.ndim for ax in axes) != list(range(a.ndim)):
         raise ValueError(f"permute: {axes} is not a permutation of the {a.ndim} axes of a tensor of shape {a.shape}")
     inverse = np.argsort([ax % a.ndim for ax in axes])  # undoes the permutation
     return Tensor.from_op(a.data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
@@ -301,10 +303,12 @@ def _is_basic_index(index) -> bool:
 def getitem(a, index) -> Tensor:
     """``a[index]``: basic slicing and NumPy advanced (integer/boolean) indexing."""
     a = as_tensor(a)
-    if isinstance(index, Tensor):
-        index = index.data.astype(np.int64)
-    elif isinstance(index, tuple):
-        index = tuple(i.data.astype(np.int64) if isinstance(i, Tensor) else i for i in index)
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(part, Tensor) for part in parts):
+        raise TypeError(
+            "getitem: index with ints, slices, or NumPy arrays of ints or booleans, not a Tensor "
+            "(a Tensor holds floats, so a boolean mask inside it would be read as the indices 0 and 1)"
+        )
 
     def backward(grad):
         full = np.zeros_like(a.data)

@@ -35,11 +35,8 @@ def softmax(scores, axis: int = -1) -> Tensor:
         raise ValueError("softmax: needs at least one axis, got a 0-dimensional tensor")
     # BEGIN EXERCISE 2.3
     shift = scores.data.max(axis=axis, keepdims=True)
-    if np.isneginf(shift).any():
-        raise ValueError(
-            "softmax: a slice along the softmax axis has every entry masked (-inf); "
-            "at least one entry per slice must be finite"
-        )
+    if not np.isfinite(shift).all():
+        _explain_non_finite(shift)
     exponentials = np.exp(scores.data - shift)  # every exponent <= 0: no overflow
     weights = exponentials / exponentials.sum(axis=axis, keepdims=True)
 
@@ -49,3 +46,13 @@ def softmax(scores, axis: int = -1) -> Tensor:
     # END EXERCISE 2.3
 
     return Tensor.from_op(weights, (scores,), backward, "softmax")
+
+
+def _explain_non_finite(shift: np.ndarray) -> None:
+    """Raise the right error for a slice whose maximum is not a finite number."""
+    if np.isneginf(shift).any():
+        raise ValueError(
+            "softmax: a slice along the softmax axis has every entry masked (-inf); "
+            "at least one entry per slice must be finite"
+        )
+    raise ValueError("softmax: the scores contain +inf or NaN; only -inf (a masked entry) is allowed")

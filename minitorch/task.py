@@ -41,7 +41,7 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
     if trigger is None:
         triggers = rng.integers(2, length, size=batch)  # (B,)
     else:
-        if not isinstance(trigger, (int, np.integer)) or not 1 <= trigger < length:
+        if isinstance(trigger, bool) or not isinstance(trigger, (int, np.integer)) or not 1 <= trigger < length:
             raise ValueError(f"make_inputs: trigger must lie in 1..{length - 1}, got {trigger}")
         triggers = np.full(batch, trigger)
     x = np.zeros((batch, length, width))

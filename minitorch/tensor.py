@@ -71,8 +71,9 @@ class Tensor:
     Parameters
     ----------
     data : array-like
-        The values. Integers and booleans are converted to float64; float32
-        data stays float32 (float32 is supported end to end).
+        The values, copied (as ``torch.tensor`` does). Integers and booleans
+        are converted to float64; float32 data stays float32 (float32 is
+        supported end to end).
     requires_grad : bool
         If True, `backward` will fill in ``self.grad``.
     dtype : numpy dtype, optional
@@ -86,7 +87,7 @@ class Tensor:
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
-        self.data = _as_float_array(data, dtype)
+        self.data = np.array(_as_float_array(data, dtype))  # a copy: updating the tensor never changes `data`
         self.requires_grad = bool(requires_grad)
         self.grad: np.ndarray | None = None
         self.parents: tuple[Tensor, ...] = ()
@@ -189,7 +190,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same values, cut from the graph (shares memory)."""
-        return Tensor(self.data)
+        return Tensor.from_op(self.data, (), None, "detach")
 
     def numpy(self) -> np.ndarray:
         """The underlying ndarray (shares memory; do not modify in place)."""

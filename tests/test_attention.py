@@ -251,3 +251,11 @@ def test_a_registered_normaliser_is_usable_by_a_model_by_name(monkeypatch):
     _, (weights,) = model(x, return_attention=True)
     expected = np.tril(np.ones((5, 5))) / np.arange(1, 6)[:, None]
     assert np.allclose(weights, expected), "a model built with normaliser='running_average' did not use it"
+
+
+def test_a_taken_normaliser_name_cannot_be_silently_replaced():
+    with pytest.raises(ValueError, match="taken"):
+        @attention.register_normaliser("softmax")
+        def not_the_softmax(scores, future):
+            return scores
+    assert attention.NORMALISERS["softmax"] is attention.softmax_attention

@@ -236,3 +236,11 @@ def test_build_model_rejects_a_multi_layer_model_without_residual():
 def test_model_name_says_normaliser_layers_and_heads():
     assert ResidualModel(heads=4, layers=4, normaliser="relu").name == "relu_4x4"
     assert SingleLayerModel(normaliser="softmax").name == "softmax_1x1"
+
+
+def test_save_model_writes_exactly_the_path_it_is_given(tmp_path):
+    model = build_model(5, 1, 1, "softmax", residual=False)
+    path = tmp_path / "weights.bin"  # no .npz suffix: numpy would otherwise add one
+    save_model(model, path)
+    assert path.is_file()
+    np.testing.assert_array_equal(load_model(path).layers[0].W_Q.weight.data, model.layers[0].W_Q.weight.data)

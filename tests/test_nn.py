@@ -231,3 +231,11 @@ def test_linear_can_hold_float32_parameters():
     layer = Linear(3, 2, dtype=np.float32)
     out = layer(Tensor(np.ones((4, 3), dtype=np.float32)))
     assert layer.weight.dtype == layer.bias.dtype == out.dtype == np.float32
+
+
+def test_parameters_in_a_plain_list_are_found():
+    class Bag(Module):
+        def __init__(self):
+            self.items = [Parameter(np.zeros(2)), Parameter(np.ones(3))]
+
+    assert [name for name, _ in Bag().named_parameters()] == ["items.0", "items.1"]

@@ -477,3 +477,20 @@ def test_shape_operation_errors_name_the_shapes():
         minitorch.stack([x, Tensor(np.ones((3, 2)))])
     with pytest.raises(ValueError, match="concatenate"):
         minitorch.concatenate([x, Tensor(np.ones((2, 4)))], axis=0)
+
+
+def test_indexing_with_a_tensor_is_refused_because_tensors_hold_floats():
+    x = Tensor([10.0, 20.0, 30.0])
+    with pytest.raises(TypeError, match="not a Tensor"):
+        x[Tensor([False, True, True])]
+
+
+@pytest.mark.parametrize("exponent", ["2", None, True])
+def test_pow_refuses_an_exponent_that_is_not_a_number(exponent):
+    with pytest.raises(TypeError, match="exponent"):
+        Tensor([1.0, 2.0]) ** exponent
+
+
+def test_permute_refuses_an_axis_out_of_range():
+    with pytest.raises(ValueError, match="permute"):
+        Tensor(np.zeros((2, 3))).permute(0, 5)

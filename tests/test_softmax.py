@@ -127,3 +127,9 @@ def test_softmax_keeps_float32():
     assert weights.dtype == np.float32
     (weights * 2.0).sum().backward()
     assert scores.grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_plus_infinity_or_nan_scores_raise_instead_of_returning_nan(bad):
+    with pytest.raises(ValueError, match=r"\+inf or NaN"):
+        minitorch.softmax(Tensor([0.0, bad, 1.0]))

@@ -256,3 +256,8 @@ def test_test_set_is_the_same_every_time_and_shared_by_both_target_kinds():
     assert np.array_equal(x_single, x_residual), "single-layer and residual models are tested on the same inputs"
     x_other, _, _ = make_test_set(seed=1)
     assert not np.array_equal(x_single, x_other), "another seed should give another test set"
+
+
+def test_a_boolean_trigger_is_refused():
+    with pytest.raises(ValueError, match="trigger"):
+        make_inputs(2, np.random.default_rng(0), trigger=True)

@@ -514,3 +514,17 @@ def test_a_float32_graph_end_to_end_matches_float64_to_float32_precision():
         assert single.dtype == np.float32, f"{name} is {single.dtype} in a float32 graph"
         np.testing.assert_allclose(single, results[np.float64][name], rtol=1e-4, atol=1e-6,
                                    err_msg=f"{name} in float32 differs from float64 by more than rounding")
+
+
+def test_a_tensor_copies_its_data_so_updates_never_reach_the_callers_array():
+    values = np.array([1.0, 2.0])
+    t = Tensor(values, requires_grad=True)
+    t.data -= 0.5  # what an optimiser step does
+    np.testing.assert_array_equal(values, [1.0, 2.0], err_msg="Tensor(values) must copy values, like torch.tensor")
+
+
+def test_detach_shares_memory_but_not_the_graph():
+    t = Tensor([1.0, 2.0], requires_grad=True)
+    detached = (t * 2.0).detach()
+    assert not detached.requires_grad and detached.is_leaf
+    assert np.shares_memory(t.detach().data, t.data), "detach() shares memory with the original"
