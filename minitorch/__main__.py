@@ -1,12 +1,13 @@
 """The command line: ``python -m minitorch <command>``.
 
-    python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out figures]
+    python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out figures] [--jobs 2]
     python -m minitorch bench [--steps 50]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -19,6 +20,8 @@ def main(argv=None) -> int:
     reproduce.add_argument("--only", default="", help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
     reproduce.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0, as in the paper)")
     reproduce.add_argument("--out", default="figures", help="output folder (default: figures)")
+    reproduce.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                           help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
     reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     bench = commands.add_parser("bench", help="time the engine and a training step of each model")
@@ -34,7 +37,9 @@ def main(argv=None) -> int:
             parser.error(f"--only: unknown architecture(s) {unknown}; choose from {', '.join(ARCHITECTURES)}")
         if args.seed < 0:
             parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-        run(args.out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress)
+        if args.jobs < 1:
+            parser.error(f"--jobs must be >= 1, got {args.jobs}")
+        run(args.out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
     elif args.command == "bench":
         from minitorch.bench import run_benchmarks
 

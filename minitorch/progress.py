@@ -21,21 +21,24 @@ def _in_notebook() -> bool:
 
 
 class ProgressBar:
-    """``bar = ProgressBar(total, "label"); bar.update(step, loss=...); bar.close()``.
+    """``bar = ProgressBar(total, "label"); bar.update(step, loss=...); bar.close(step)``.
 
     Redraws at most every `min_interval` seconds, so it costs nothing
     measurable inside a training loop. `enabled=False` makes it silent.
+    `lines=True` prints a new line at each draw instead of redrawing one
+    (for several processes sharing a terminal); it draws every 10 s by default.
     """
 
-    def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float = 0.2,
-                 stream=None, width: int = 24):
-        self.total, self.label, self.enabled = total, label, enabled
-        self.min_interval, self.width = min_interval, width
+    def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float | None = None,
+                 stream=None, width: int = 24, lines: bool = False):
+        self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
+        self.min_interval = (10.0 if lines else 0.2) if min_interval is None else min_interval
+        self.width = width
         self.stream = sys.stderr if stream is None else stream
         self.start = time.perf_counter()
         self.last_draw = -float("inf")
         self.handle = None
-        if enabled and _in_notebook():
+        if enabled and not lines and _in_notebook():
             from IPython.display import display
             self.handle = display(self._text(0, {}), display_id=True)
 
@@ -57,6 +60,9 @@ class ProgressBar:
         text = self._text(step, metrics)
         if self.handle is not None:
             self.handle.update(text)
+        elif self.lines:
+            self.stream.write(text + "\n")
+            self.stream.flush()
         else:
             self.stream.write("\r" + text + "\033[K")  # \033[K clears the rest of the line
             self.stream.flush()
@@ -64,6 +70,6 @@ class ProgressBar:
     def close(self, step: int, **metrics) -> None:
         """Draw the final state and end the line."""
         self.update(step, force=True, **metrics)
-        if self.enabled and self.handle is None:
+        if self.enabled and self.handle is None and not self.lines:
             self.stream.write("\n")
             self.stream.flush()

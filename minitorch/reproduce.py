@@ -77,20 +77,60 @@ def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
     ), attention, triggers
 
 
-def run_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress: bool) -> tuple:
-    """Build, train and evaluate one model. Returns (result, evaluation, test attention)."""
+def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress) -> TrainingResult:
+    """Build one of the paper's models and train it with the paper's recipe."""
     model = build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual, seed=seed)
-    result = train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
-                   seed=seed, record_every=architecture.record_every,
-                   snapshot_every=architecture.snapshot_every, progress=progress,
-                   label=f"{normaliser:7s} {architecture.name}")
-    evaluation, attention, triggers = evaluate(model)
-    return result, evaluation, attention, triggers
+    return train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
+                 seed=seed, record_every=architecture.record_every,
+                 snapshot_every=architecture.snapshot_every, progress=progress,
+                 label=f"{normaliser:7s} {architecture.name}")
+
+
+def run_one(architecture: Architecture, normaliser: str, seed: int = 0, quick: bool = False,
+            progress=True) -> tuple:
+    """Train and evaluate one model: (result, evaluation, test attention per layer, test triggers)."""
+    result = train_one(architecture, normaliser, seed, quick, progress)
+    return (result, *evaluate(result.model))
+
+
+def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -> list[TrainingResult]:
+    """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once.
+
+    The models are independent and each is seeded, so training them side by
+    side changes no number; it only uses the machine's other cores. Each
+    process gets one BLAS thread (the matrices are small; more threads would
+    fight over the cores), and reports progress as a line every few seconds.
+    """
+    if jobs <= 1:
+        return [train_one(ARCHITECTURES[name], normaliser, seed, quick, progress) for name, normaliser in tasks]
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+    import os
+
+    previous = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
+    os.environ.update({name: "1" for name in _THREAD_VARIABLES})  # read by numpy as each worker starts
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(train_one, ARCHITECTURES[name], normaliser, seed, quick,
+                                   "lines" if progress else False) for name, normaliser in tasks]
+            return [future.result() for future in futures]
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] | None = None, seed: int = 0,
-              progress: bool = True, log=print) -> dict:
-    """Train the selected models, write figures and results into `out`; return the results."""
+              progress: bool = True, jobs: int = 1, log=print) -> dict:
+    """Train the selected models, write figures and results into `out`; return the results.
+
+    `jobs` > 1 trains that many models at once, in separate processes.
+    """
     only = list(ARCHITECTURES) if not only else only
     unknown = [name for name in only if name not in ARCHITECTURES]
     if unknown:
@@ -98,18 +138,20 @@ def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] 
     out = Path(out)
     (out / "models").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    tasks = [(name, normaliser) for name in only for normaliser in NORMALISERS]
+    longest_first = sorted(tasks, key=lambda task: -list(ARCHITECTURES).index(task[0]))  # packs the processes best
+    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs)))
     runs: dict[str, dict] = {}
-    for name in only:
-        architecture = ARCHITECTURES[name]
-        for normaliser in NORMALISERS:
-            result, evaluation, attention, triggers = run_one(architecture, normaliser, seed, quick, progress)
-            key = f"{normaliser}_{name}"
-            runs[key] = dict(result=result, evaluation=evaluation, attention=attention, triggers=triggers)
-            save_model(result.model, out / "models" / f"{key}.npz")
-            (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history))
-            log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
-                f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
-                f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
+    for name, normaliser in tasks:
+        result = trained[name, normaliser]
+        evaluation, attention, triggers = evaluate(result.model)
+        key = f"{normaliser}_{name}"
+        runs[key] = dict(result=result, evaluation=evaluation, attention=attention, triggers=triggers)
+        save_model(result.model, out / "models" / f"{key}.npz")
+        (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history))
+        log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
+            f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
+            f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
     written = write_figures(runs, out)
     results = _results_document(runs, quick, seed, time.perf_counter() - started)
     (out / "results.json").write_text(json.dumps(results, indent=2))

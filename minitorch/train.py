@@ -71,12 +71,14 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
 
 def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size: int = BATCH_SIZE,
           stop_error: float = STOP_ERROR, seed: int = 0, record_every: int = 50,
-          snapshot_every: int | None = None, probe_size: int = 256, progress: bool = True,
+          snapshot_every: int | None = None, probe_size: int = 256, progress: bool | str = True,
           label: str | None = None) -> TrainingResult:
     """Train `model` in place with Adam until the early stop or `max_steps`.
 
     The batches come from ``np.random.default_rng(seed)``; the model's own
-    initial weights come from the seed it was built with.
+    initial weights come from the seed it was built with. `progress`: True
+    for a bar redrawn in place, "lines" for a line every 10 s (parallel
+    runs), False for silence.
     """
     if max_steps < 1 or batch_size < 1 or record_every < 1:
         raise ValueError(f"train: max_steps, batch_size and record_every must be >= 1, "
@@ -97,7 +99,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         if snapshot_every and (step % snapshot_every == 0 or last):
             snapshots.append((step, np.stack([w.mean(axis=0) for w in attention])))  # (layers, H, L, L)
 
-    bar = ProgressBar(max_steps, label or model.name, enabled=progress)
+    bar = ProgressBar(max_steps, label or model.name, enabled=bool(progress), lines=progress == "lines")
     start = time.perf_counter()
     record(0)
     step, max_error = 0, float("inf")

@@ -1,0 +1,41 @@
+"""Specification of the command line, ``python -m minitorch``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from minitorch.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_module_runs_as_a_command():
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert completed.returncode == 0 and "reproduce" in completed.stdout, completed.stderr
+
+
+@pytest.mark.parametrize("arguments,message", [
+    (["reproduce", "--only", "3x3"], "unknown architecture"),
+    (["reproduce", "--seed", "-1"], "--seed"),
+    (["bench", "--steps", "0"], "--steps"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_bad_arguments_exit_with_a_message_naming_the_problem(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_reproduce_only_1x1_quick_from_the_command_line(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "minitorch", "reproduce", "--quick", "--only", "1x1", "--out", str(tmp_path), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / "fig3_single_layer.png").is_file()
+    assert "softmax_1x1" in (tmp_path / "results.md").read_text()
