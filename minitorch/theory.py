@@ -16,15 +16,21 @@ What is here:
   `two_layer_construction` (Theorem 2: one layer sinks, the other does not),
   `trigger_row_sink_construction` (Theorem 2: no head sinks at a non-trigger row).
 - Bounds: `trigger_separation` (ε_0 of Theorem 1), `theorem1_bos_lower_bound`
-  and its inverse `theorem1_error_lower_bound`, `theorem2_bos_lower_bound`.
-- Measuring: `stress_inputs` (random, corner and all-equal inputs at every
-  trigger position), `worst_case` (a model's largest error and smallest BOS
-  mass on them), `softmax_family`.
-- The proof steps as functions a chapter or test can check on random inputs:
-  `attention_average`, `non_bos_average`, `in_token_hull`, `non_trigger_row_sides`,
-  `trigger_row_decomposition`, `trigger_row_slack`, `determinant_lemma_sides`,
-  `value_words`, `separating_corner`.
-- `plot_error_vs_bos_mass`: the figure of chapter 05.
+  and its inverse `theorem1_error_lower_bound`, `theorem2_bos_lower_bound`
+  (with `value_norm`), `construction_worst_case` (the family's exact numbers).
+- Measuring: `run`, `row_errors`, `all_equal_inputs`, `stress_inputs` (random,
+  corner, near-corner and all-equal inputs at every trigger position),
+  `worst_case` (a model's largest error and smallest BOS mass on them),
+  `softmax_family`.
+- The proof steps as functions a chapter or test can check on random inputs.
+  Theorem 1: `attention_average`, `non_bos_average`, `in_token_hull`,
+  `non_trigger_row_sides`, `trigger_row_decomposition`, `trigger_row_slack`,
+  `determinant_lemma_sides`, `random_token_hull_points`. Theorem 2:
+  `residual_streams`, `theorem2_stream_sides`, `value_words`, `separating_corner`,
+  `theorem2_witness`.
+- `plot_error_vs_bos_mass`: the figure of chapter 05 (the reproduce job passes
+  trained models as ``trained=[dict(label=..., worst_case_error=..., bos_mass_min=...,
+  covered=...)]``, measured with `worst_case`).
 
 Every function that draws random numbers takes a seed.
 """
@@ -35,7 +41,7 @@ import numpy as np
 
 from minitorch.metrics import bos_mass_at_non_trigger_rows
 from minitorch.models import AttentionModel, ResidualModel, SingleLayerModel
-from minitorch.task import BOS, SEQUENCE_LENGTH, TRIGGER, WIDTH, make_targets
+from minitorch.task import BOS, SEQUENCE_LENGTH, TRIGGER, WIDTH, make_targets, make_test_set
 from minitorch.tensor import Tensor, no_grad
 
 TRAINING_TRIGGERS = tuple(range(2, SEQUENCE_LENGTH))  # J = {2, ..., L-1}
@@ -409,7 +415,6 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
       (j = 7, seed 12345), the setting of PAPER.md's table;
     - ``exact_worst_case_error``: the formula of `construction_worst_case`.
     """
-    from minitorch.task import make_test_set
     scales = np.asarray(scales, dtype=float)
     stress = stress_inputs(size_per_trigger, seed, triggers)
     test_x, _, test_triggers = make_test_set(size=test_size)
