@@ -318,15 +318,16 @@ def select(exercises: list[Exercise], only=(), chapters=()) -> list[Exercise]:
 def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
     """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
 
-    Also drops notebook cells tagged "solution" and clears outputs. `dest` must not exist or be an
-    empty folder. Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
+    Also drops notebook cells tagged "solution" and clears outputs. `dest` must lie outside `root`
+    and must not exist or be an empty folder. Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
     """
     root, dest = Path(root).resolve(), Path(dest).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ExerciseError(f"{dest} already exists and is not an empty folder; choose a new folder "
                             f"(nothing was written)")
-    if dest == root or any(dest.is_relative_to(root / name) for name in PROJECT_PATHS):
-        raise ExerciseError(f"{dest} lies inside the part of the project being copied; choose a folder elsewhere")
+    if dest.is_relative_to(root):  # inside, pytest and the copy would find each other's files
+        raise ExerciseError(f"{dest} lies inside the project {root}; choose a folder outside it, "
+                            f"e.g. {root.parent / 'student-edition'}")
     dest.mkdir(parents=True, exist_ok=True)
     for name in PROJECT_PATHS:
         source = root / name

@@ -7,10 +7,11 @@ Markers (registered here, since the repository keeps no pytest.ini):
 - ``@pytest.mark.slow``: takes more than a few seconds; skip with ``-m "not slow"``.
 
 Options (each also has an environment variable):
-- ``--minitorch-root PATH`` (MINITORCH_ROOT): test the minitorch in PATH, e.g. a student's copy,
+- ``--minitorch-root=PATH`` (MINITORCH_ROOT): test the minitorch in PATH, e.g. a student's copy,
   instead of the one next to these tests. It goes first on sys.path before any test imports
   minitorch, and the run stops if the minitorch imported is not the one in PATH. Chapter tests run
-  that copy's chapters.
+  that copy's chapters. Write it with '=': pytest reads a folder after a space as a folder of tests
+  before it knows this option, and loads the conftest.py there (the run then stops, saying so).
 - ``--exercise-seed N`` (MINITORCH_EXERCISE_SEED, default 0): the seed of the random inputs of the
   graded tests (fixture ``exercise_seed``); an instructor grades with a seed the students never saw.
 - ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON.
@@ -134,11 +135,12 @@ class Scoreboard:
         self.results: dict[str, dict] = {}  # test id -> {"status", "blocked_by", "message"}
 
     def pytest_collection_finish(self, session):
-        """Stop if a conftest.py from outside this repository was loaded: it could change the grades."""
+        """Stop if a conftest.py from outside these tests was loaded (a student's copy's): it could change
+        the grades."""
         here = Path(__file__).resolve()
         foreign = sorted({str(Path(plugin.__file__).resolve()) for plugin in session.config.pluginmanager.get_plugins()
                           if getattr(plugin, "__name__", "").split(".")[-1] == "conftest"
-                          and not Path(plugin.__file__).resolve().is_relative_to(REPOSITORY)})
+                          and not Path(plugin.__file__).resolve().is_relative_to(here.parent)})
         if foreign:
             pytest.exit(f"pytest loaded {', '.join(foreign)} besides {here}, probably because it read the folder "
                         f"after --minitorch-root as a folder of tests. Write --minitorch-root={self.root} (with '='), "

@@ -248,8 +248,8 @@ def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_proje
     with pytest.raises(ExerciseError, match="already exists and is not an empty folder"):
         make_student_edition(occupied, [], root)
     assert (occupied / "homework.py").read_text() == "mine" and len(list(occupied.iterdir())) == 1
-    for inside in (root / "tests" / "edition", root / "minitorch" / "student"):
-        with pytest.raises(ExerciseError, match="inside the part of the project being copied"):
+    for inside in (root / "student-edition", root / "tests" / "edition"):
+        with pytest.raises(ExerciseError, match="lies inside the project .*; choose a folder outside it"):
             make_student_edition(inside, [], root)
     (tmp_path / "empty").mkdir()
     make_student_edition(tmp_path / "empty", [], root)
