@@ -6,7 +6,9 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
 (1,000 sequences, trigger at 1-based position 8). Writes to the output folder:
 
 - ``fig3_single_layer.png`` (the paper's Fig. 3), ``heads_<normaliser>_<LxH>.png``
-  (Figs. 4-8), ``sink_forming.png`` and ``sink_forming.gif`` (new);
+  (Figs. 4-8), ``sink_forming.png`` and ``sink_forming.gif`` (new), and
+  ``error_vs_bos_mass.png``: every trained model on the axes of Theorem 1
+  (chapter 05), beside the softmax family and the proved bound;
 - ``results.md`` and ``results.json``: the numbers the paper never printed;
 - ``models/<name>.npz`` (weights, loadable with `models.load_model`) and
   ``models/<name>_history.json`` (the training history).
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minitorch import metrics, plotting
+from minitorch import metrics, plotting, theory
 from minitorch.models import AttentionModel, build_model, save_model
 from minitorch.task import make_test_set
 from minitorch.tensor import no_grad
@@ -147,6 +149,8 @@ def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] 
         evaluation, attention, triggers = evaluate(result.model)
         key = f"{normaliser}_{name}"
         runs[key] = dict(result=result, evaluation=evaluation, attention=attention, triggers=triggers)
+        runs[key]["worst_case"] = {name: value for name, value in theory.worst_case(result.model).items()
+                                   if name != "head_bos_mass_min"}  # on stress inputs, every trigger in 2..L-1
         save_model(result.model, out / "models" / f"{key}.npz")
         (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history))
         log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
@@ -181,6 +185,9 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
             normaliser, shape = key.split("_")
             title = f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: one test sequence"
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
+    trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
+    family = theory.softmax_family(np.arange(0.0, 31.0))
+    written.append(plotting.save(theory.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
     return written
 
 
@@ -191,7 +198,7 @@ def _results_document(runs: dict, quick: bool, seed: int, total_time: float) -> 
         models[key] = dict(
             config=result.model.config, steps=result.steps, converged=result.converged,
             final_batch_max_error=result.final_max_error, wall_time_seconds=round(result.wall_time, 2),
-            **run["evaluation"],
+            worst_case=run["worst_case"], **run["evaluation"],
         )
     return dict(quick=quick, seed=seed, total_wall_time_seconds=round(total_time, 1),
                 numpy=np.__version__, python=platform.python_version(), models=models)
@@ -217,6 +224,14 @@ def results_markdown(results: dict) -> str:
             f"| {model['heads_sinking']}/{model['heads_total']} | {model['gu_sink_share']:.2f} "
             f"| {model['wall_time_seconds']:.1f} |"
         )
+    if "softmax_1x1" in results["models"]:
+        worst = results["models"]["softmax_1x1"]["worst_case"]
+        required = float(theory.theorem1_bos_lower_bound(worst["worst_case_error"]))
+        lines += ["", "## Theorem 1 on the trained softmax 1x1 model (chapter 05)", "",
+                  f"On stress inputs (random, corner and all-equal contents, every trigger position 2..15) its "
+                  f"largest error is δ̂ = {worst['worst_case_error']:.3g} and its smallest BOS mass at a "
+                  f"non-trigger row is {worst['bos_mass_min']:.4f}; Theorem 1 at δ̂ requires at least "
+                  f"{required:.4f}: the bound {'holds' if worst['bos_mass_min'] >= required else 'is VIOLATED'}."]
     for key, model in results["models"].items():
         if model["heads_total"] > 1:
             lines += ["", f"## {key}: per head", "",

@@ -23,7 +23,8 @@ def quick_run(tmp_path_factory):
 @pytest.mark.slow
 def test_quick_run_writes_every_figure_and_table(quick_run):
     out, _ = quick_run
-    expected = ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif", "results.md", "results.json"]
+    expected = ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif", "error_vs_bos_mass.png",
+                "results.md", "results.json"]
     expected += [f"heads_{n}_{a}.png" for n in NORMALISERS for a in ARCHITECTURES if a != "1x1"]
     missing = [name for name in expected if not (out / name).is_file() or (out / name).stat().st_size == 0]
     assert not missing, f"reproduce --quick did not write {missing}"
@@ -79,3 +80,15 @@ def test_results_markdown_has_a_row_per_model_and_a_table_per_multi_head_model()
                                  models={"softmax_1x1": model, "softmax_2x2": two_heads}))
     assert "| softmax_1x1 | 10 |" in text and "| softmax_2x2 | 10 |" in text
     assert "## softmax_2x2: per head" in text and "## softmax_1x1: per head" not in text
+
+
+@pytest.mark.slow
+def test_trained_softmax_1x1_respects_theorem_1(quick_run):
+    from minitorch import theory
+
+    worst = quick_run[1]["models"]["softmax_1x1"]["worst_case"]
+    required = theory.theorem1_bos_lower_bound(worst["worst_case_error"])
+    assert worst["bos_mass_min"] >= required, (
+        f"Theorem 1 violated by the trained model: error {worst['worst_case_error']:.3g} needs BOS mass "
+        f">= {required:.4f}, measured {worst['bos_mass_min']:.4f}")
+    assert (quick_run[0] / "error_vs_bos_mass.png").is_file()
