@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import io
 import json
 import re
@@ -289,7 +290,7 @@ def stub_source(text: str, exercises: list[Exercise], root: Path = ROOT) -> str:
 
 def strip_solutions(notebook: dict) -> tuple[dict, int]:
     """The notebook without its solution cells and with every output cleared; and how many cells went."""
-    kept = [cell for cell in notebook.get("cells", [])
+    kept = [copy.deepcopy(cell) for cell in notebook.get("cells", [])
             if SOLUTION_TAG not in cell.get("metadata", {}).get("tags", [])]
     for cell in kept:
         if cell.get("cell_type") == "code":
@@ -348,7 +349,7 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
         notebook = json.loads(path.read_text(encoding="utf-8"))
         stripped, count = strip_solutions(notebook)
         removed += count
-        if stripped != notebook or count:
+        if stripped != notebook:
             path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     return {"stubbed": [exercise.id for exercise in selected], "solution_cells_removed": removed}
 
@@ -370,9 +371,9 @@ def count_tests(root: Path = ROOT) -> dict[str, int] | None:
 
         def pytest_collection_modifyitems(self, items):
             for item in items:
-                for mark in item.iter_markers("exercise"):
-                    exercise_id = str(mark.args[0])
-                    self.counts[exercise_id] = self.counts.get(exercise_id, 0) + 1
+                mark = item.get_closest_marker("exercise")  # as tests/conftest.py reads it
+                if mark is not None:
+                    self.counts[str(mark.args[0])] = self.counts.get(str(mark.args[0]), 0) + 1
 
     counter = CountMarkers()
     # only the files that mark exercises: collecting the others (plotting, chapters) costs seconds

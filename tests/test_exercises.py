@@ -215,9 +215,14 @@ def synthetic_book(tmp_path: Path) -> Path:
         {"cell_type": "markdown", "metadata": {}, "source": ["question"]},
         {"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": ["answer"], "outputs": [],
          "execution_count": None}]}
+    run = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": ["1 + 1"], "execution_count": 1,
+         "outputs": [{"output_type": "execute_result", "data": {"text/plain": ["2"]}, "metadata": {},
+                      "execution_count": 1}]}]}
     root = make_project(tmp_path, {
         "minitorch/ops.py": SOURCE, "README.md": "# book\n", "LICENSE": "MIT\n", ".ci/run": "pytest\n",
         "tests/test_ops.py": "def test_nothing():\n    pass\n", "chapters/01_a.ipynb": json.dumps(notebook),
+        "chapters/02_ran.ipynb": json.dumps(run),
         "figures/fig.png": "png", ".git/config": "[core]\n", "runs/model.npz": "weights", "notes.txt": "private\n",
         "minitorch/__pycache__/ops.cpython-311.pyc": "bytecode",
     })
@@ -231,12 +236,14 @@ def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp
     copied = {path.relative_to(tmp_path / "edition").as_posix() for path in (tmp_path / "edition").rglob("*")
               if path.is_file()}
     assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
-                      "tests/test_ops.py", "chapters/01_a.ipynb", "figures/fig.png"}, copied
+                      "tests/test_ops.py", "chapters/01_a.ipynb", "chapters/02_ran.ipynb", "figures/fig.png"}, copied
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
     assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
     notebook = json.loads((tmp_path / "edition" / "chapters" / "01_a.ipynb").read_text())
     assert [cell["source"] for cell in notebook["cells"]] == [["question"]]
+    ran = json.loads((tmp_path / "edition" / "chapters" / "02_ran.ipynb").read_text())["cells"][0]
+    assert (ran["outputs"], ran["execution_count"]) == ([], None), "outputs must be cleared in every chapter"
     assert summary == {"stubbed": ["2.10"], "solution_cells_removed": 1}
 
 
