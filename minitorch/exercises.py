@@ -248,7 +248,8 @@ def load_exercises(root: Path = ROOT, metadata: dict | None = None) -> list[Exer
         if not isinstance(title, str) or not title.strip() or "\n" in title:
             raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a one-line title, got {title!r}")
         if not isinstance(points, int) or points <= 0:
-            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a positive whole number of points, got {points!r}")
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a positive whole number of points, "
+                                f"got {points!r}")
     unlisted = sorted(set(regions) - set(metadata), key=sort_key)
     if unlisted:
         where = ", ".join(f"{regions[i].id} ({regions[i].path.name}:{regions[i].begin_line})" for i in unlisted)
@@ -283,7 +284,8 @@ def stub_source(text: str, exercises: list[Exercise], root: Path = ROOT) -> str:
     """`text` (one file's source) with the regions of `exercises` replaced by their stubs."""
     lines = text.splitlines(keepends=True)
     for exercise in sorted(exercises, key=lambda e: e.begin_line, reverse=True):  # bottom up: numbers stay valid
-        raise_line = f"{exercise.indent}raise NotImplementedError({json.dumps(exercise.stub_message(root), ensure_ascii=False)})\n"
+        message = json.dumps(exercise.stub_message(root), ensure_ascii=False)  # a valid Python string literal
+        raise_line = f"{exercise.indent}raise NotImplementedError({message})\n"
         lines[exercise.begin_line:exercise.end_line - 1] = [raise_line]
     return "".join(lines)
 

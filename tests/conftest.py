@@ -107,7 +107,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "exercise(id): the test grades exercise `id`, e.g. '2.3'")
     config.addinivalue_line("markers", "slow: takes more than a few seconds (deselect with -m 'not slow')")
     for exercise_id, (title, _) in sorted(registry.EXERCISES.items(), key=lambda item: registry.sort_key(item[0])):
-        config.addinivalue_line("markers", f"ex{exercise_id.replace('.', '_')}: tests of exercise {exercise_id}, {title}")
+        config.addinivalue_line("markers", f"ex{exercise_id.replace('.', '_')}: tests of exercise {exercise_id}, "
+                                           f"{title}")
     for chapter in range(1, 10):
         config.addinivalue_line("markers", f"ch{chapter:02d}: tests of the exercises of chapter {chapter:02d}")
 
@@ -225,7 +226,8 @@ class Scoreboard:
             write(line(exercise_id, row["title"], [row[s] for s in _STATUSES[:4]], f"{row['earned']:.2f}",
                        f" / {row['points']}"))
         totals = {key: sum(row[key] for row in table.values()) for key in (*_STATUSES, "earned", "points")}
-        write(line("total", "", [totals[s] for s in _STATUSES[:4]], f"{totals['earned']:.2f}", f" / {totals['points']}"))
+        write(line("total", "", [totals[s] for s in _STATUSES[:4]], f"{totals['earned']:.2f}",
+                   f" / {totals['points']}"))
         if totals["skipped"]:
             write(f"({totals['skipped']} graded test(s) skipped for other reasons; they earn nothing)")
         blockers = sorted({r["blocked_by"] for r in self.results.values() if r["blocked_by"]}, key=registry.sort_key)

@@ -79,7 +79,8 @@ def test_regions_are_found_with_their_marker_lines_and_indentation(tmp_path):
 
 
 def test_ids_sort_as_numbers_so_2_10_comes_after_2_9(tmp_path):
-    source = "".join(f"def f{i}():\n    # BEGIN EXERCISE 2.{i}\n    pass\n    # END EXERCISE 2.{i}\n" for i in (10, 9, 1))
+    source = "".join(f"def f{i}():\n    # BEGIN EXERCISE 2.{i}\n    pass\n    # END EXERCISE 2.{i}\n"
+                     for i in (10, 9, 1))
     root = make_project(tmp_path, {"minitorch/ops.py": source})
     ids = [e.id for e in load_exercises(root, {f"2.{i}": ("t", 1) for i in (1, 9, 10)})]
     assert ids == ["2.1", "2.9", "2.10"]
