@@ -76,7 +76,7 @@ def binary_cases():
             yield pytest.param(name, shapes, marks=marks, id=f"{name}-{shapes[0]}-{shapes[1]}")
 
 
-@pytest.mark.parametrize("name,shapes", binary_cases())
+@pytest.mark.parametrize("name,shapes", list(binary_cases()))
 def test_binary_op_gradient_matches_finite_differences(name, shapes, exercise_seed):
     function, values = BINARY[name]
     rng = np.random.default_rng(exercise_seed)
@@ -139,7 +139,7 @@ def unary_cases():
             yield pytest.param(function, values, shape, marks=marks, id=f"{name}-{shape}")
 
 
-@pytest.mark.parametrize("function,values,shape", unary_cases())
+@pytest.mark.parametrize("function,values,shape", list(unary_cases()))
 def test_unary_op_gradient_matches_finite_differences(function, values, shape, exercise_seed):
     x = values(np.random.default_rng(exercise_seed), shape)
     assert_gradient_matches_finite_differences(function, x, seed=exercise_seed)

@@ -74,12 +74,13 @@ def test_results_markdown_has_a_row_per_model_and_a_table_per_multi_head_model()
                 gu_alpha_bos=0.9, gu_sinks=True)
     model = dict(steps=10, converged=True, test_max_error=1e-3, bos_mass_mean=0.95, bos_mass_min=0.9,
                  row_mass_max=1.0, heads_sinking=1, heads_total=1, gu_sink_share=1.0, wall_time_seconds=1.0,
-                 heads=[head])
+                 heads=[head], worst_case=dict(worst_case_error=0.01, bos_mass_min=0.999, bos_mass_mean=0.9995))
     two_heads = dict(model, heads_total=2, heads=[head, dict(head, head=1)])
     text = results_markdown(dict(quick=False, seed=0, total_wall_time_seconds=2.0,
                                  models={"softmax_1x1": model, "softmax_2x2": two_heads}))
     assert "| softmax_1x1 | 10 |" in text and "| softmax_2x2 | 10 |" in text
     assert "## softmax_2x2: per head" in text and "## softmax_1x1: per head" not in text
+    assert "the bound holds" in text, "the softmax 1x1 model's Theorem 1 check belongs in the results"
 
 
 @pytest.mark.slow
