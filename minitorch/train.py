@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from minitorch import metrics
+from minitorch.allocator import keep_freed_memory
 from minitorch.models import AttentionModel
 from minitorch.optim import Adam
 from minitorch.progress import ProgressBar
@@ -83,6 +84,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     if max_steps < 1 or batch_size < 1 or record_every < 1:
         raise ValueError(f"train: max_steps, batch_size and record_every must be >= 1, "
                          f"got {max_steps}, {batch_size}, {record_every}")
+    keep_freed_memory()  # ~1.5x faster steps on Linux; see minitorch/allocator.py
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype

@@ -1,0 +1,15 @@
+"""Specification of minitorch.allocator: tuning glibc must be safe to call, anywhere."""
+
+from __future__ import annotations
+
+import sys
+
+from minitorch.allocator import keep_freed_memory
+
+
+def test_keep_freed_memory_is_idempotent_and_reports_whether_it_applied():
+    first = keep_freed_memory()
+    assert keep_freed_memory() == first, "a second call must report the same outcome"
+    if sys.platform.startswith("linux"):
+        assert isinstance(first, bool)
+
