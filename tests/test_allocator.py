@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import platform
 
 from minitorch.allocator import keep_freed_memory
 
@@ -10,6 +10,6 @@ from minitorch.allocator import keep_freed_memory
 def test_keep_freed_memory_is_idempotent_and_reports_whether_it_applied():
     first = keep_freed_memory()
     assert keep_freed_memory() == first, "a second call must report the same outcome"
-    if sys.platform.startswith("linux"):
-        assert isinstance(first, bool)
+    if platform.libc_ver()[0] == "glibc":
+        assert first is True, "with glibc the mallopt calls should succeed"
 
