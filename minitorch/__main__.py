@@ -1,6 +1,6 @@
 """The command line: ``python -m minitorch <command>``.
 
-    python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out figures] [--jobs 2]
+    python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch bench [--steps 50]
 """
 
@@ -19,7 +19,9 @@ def main(argv=None) -> int:
     reproduce.add_argument("--quick", action="store_true", help="small step budgets: under a minute, not the paper's numbers")
     reproduce.add_argument("--only", default="", help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
     reproduce.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0, as in the paper)")
-    reproduce.add_argument("--out", default="figures", help="output folder (default: figures)")
+    reproduce.add_argument("--out", default=None,
+                           help="output folder (default: figures; with --quick, runs/quick, so that a quick "
+                                "run never overwrites the book's figures)")
     reproduce.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                            help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
     reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -39,7 +41,8 @@ def main(argv=None) -> int:
             parser.error(f"--seed must be a non-negative integer, got {args.seed}")
         if args.jobs < 1:
             parser.error(f"--jobs must be >= 1, got {args.jobs}")
-        run(args.out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
+        out = args.out or ("runs/quick" if args.quick else "figures")
+        run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
     elif args.command == "bench":
         from minitorch.bench import run_benchmarks
 

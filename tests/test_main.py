@@ -39,3 +39,10 @@ def test_reproduce_only_1x1_quick_from_the_command_line(tmp_path):
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "fig3_single_layer.png").is_file()
     assert "softmax_1x1" in (tmp_path / "results.md").read_text()
+
+
+def test_quick_runs_never_default_to_the_books_figures(monkeypatch):
+    calls = {}
+    monkeypatch.setattr("minitorch.reproduce.reproduce", lambda out, **kwargs: calls.setdefault("out", out))
+    main(["reproduce", "--quick", "--only", "1x1"])
+    assert calls["out"] == "runs/quick", "a quick run must not overwrite figures/ unless --out says so"
