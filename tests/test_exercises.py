@@ -224,7 +224,8 @@ def synthetic_book(tmp_path: Path) -> Path:
         "minitorch/ops.py": SOURCE, "README.md": "# book\n", "LICENSE": "MIT\n", ".ci/run": "pytest\n",
         "tests/test_ops.py": "def test_nothing():\n    pass\n", "chapters/01_a.ipynb": json.dumps(notebook),
         "chapters/02_ran.ipynb": json.dumps(run),
-        "figures/fig.png": "png", ".git/config": "[core]\n", "runs/model.npz": "weights", "notes.txt": "private\n",
+        "figures/fig.png": "png", "figures/models/m.npz": "weights", ".git/config": "[core]\n",
+        "runs/model.npz": "weights", "notes.txt": "private\n",
         "minitorch/__pycache__/ops.cpython-311.pyc": "bytecode",
     })
     return root
@@ -237,7 +238,8 @@ def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp
     copied = {path.relative_to(tmp_path / "edition").as_posix() for path in (tmp_path / "edition").rglob("*")
               if path.is_file()}
     assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
-                      "tests/test_ops.py", "chapters/01_a.ipynb", "chapters/02_ran.ipynb", "figures/fig.png"}, copied
+                      "tests/test_ops.py", "chapters/01_a.ipynb", "chapters/02_ran.ipynb", "figures/fig.png",
+                      "figures/models/m.npz"}, copied
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
     assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
