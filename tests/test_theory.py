@@ -63,10 +63,11 @@ def test_relu_construction_is_exact_on_10000_random_sequences(exercise_seed):
         "the trigger row must put exactly 1/j on keys 1..j and 0 on BOS"
 
 
-def test_relu_construction_also_solves_the_residual_task():
+@pytest.mark.exercise("6.1")
+def test_relu_construction_also_solves_the_residual_task(exercise_seed):
     model = ResidualModel(n, 1, 1, "relu")
     model.load_state_dict(theory.relu_construction().state_dict())
-    x, y, _ = make_batch(2000, np.random.default_rng(1), residual=True)
+    x, y, _ = make_batch(2000, np.random.default_rng(exercise_seed + 1), residual=True)
     error = np.abs(theory.run(model, x)[0] - y).max()
     assert error < 1e-12, f"with a residual connection the same weights should give x + mean exactly, error {error:.3e}"
 
@@ -93,9 +94,10 @@ def test_softmax_construction_attention_matches_its_closed_form(exercise_seed):
             f"scale {scale}: the output should be Σ_k a_ik x_k over non-BOS keys (W = I - e_0 e_0^T)"
 
 
-def test_softmax_family_error_falls_monotonically_while_bos_mass_rises_to_one():
+@pytest.mark.exercise("5.1")
+def test_softmax_family_error_falls_monotonically_while_bos_mass_rises_to_one(exercise_seed):
     scales = np.array([0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0])
-    family = theory.softmax_family(scales, size_per_trigger=8)
+    family = theory.softmax_family(scales, size_per_trigger=8, seed=exercise_seed)
     errors, bos = family["worst_case_error"], family["bos_mass_min"]
     assert np.all(np.diff(errors) < 0), f"worst-case error should fall strictly as c grows: {errors}"
     assert np.all(np.diff(bos) > 0), f"the smallest BOS mass should rise strictly as c grows: {bos}"
