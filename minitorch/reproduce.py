@@ -17,8 +17,11 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import platform
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +60,7 @@ ARCHITECTURES = {
     "4x4": Architecture(4, 4, residual=True, lr=1e-4, quick_steps=150, record_every=100, snapshot_every=1000),
 }
 MAX_STEPS = 50_000
+_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # BLAS threads per worker
 
 
 def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
@@ -105,10 +109,6 @@ def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -
     """
     if jobs <= 1:
         return [train_one(ARCHITECTURES[name], normaliser, seed, quick, progress) for name, normaliser in tasks]
-    from concurrent.futures import ProcessPoolExecutor
-    import multiprocessing
-    import os
-
     previous = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
     os.environ.update({name: "1" for name in _THREAD_VARIABLES})  # read by numpy as each worker starts
     try:
@@ -122,9 +122,6 @@ def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] | None = None, seed: int = 0,
@@ -146,11 +143,11 @@ def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] 
     runs: dict[str, dict] = {}
     for name, normaliser in tasks:
         result = trained[name, normaliser]
-        evaluation, attention, triggers = evaluate(result.model)
+        evaluation, attention, _ = evaluate(result.model)
+        worst_case = theory.worst_case(result.model)  # on stress inputs, every trigger in 2..L-1
+        del worst_case["head_bos_mass_min"]  # an array, not a number for results.json
         key = f"{normaliser}_{name}"
-        runs[key] = dict(result=result, evaluation=evaluation, attention=attention, triggers=triggers)
-        runs[key]["worst_case"] = {name: value for name, value in theory.worst_case(result.model).items()
-                                   if name != "head_bos_mass_min"}  # on stress inputs, every trigger in 2..L-1
+        runs[key] = dict(result=result, evaluation=evaluation, attention=attention, worst_case=worst_case)
         save_model(result.model, out / "models" / f"{key}.npz")
         (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history))
         log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
