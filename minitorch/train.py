@@ -89,12 +89,13 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
     probe_x, probe_y, probe_triggers = make_test_set(residual, size=probe_size, seed=seed + 1, width=width)
+    probe_x = probe_x.astype(dtype)  # once, not at every record
     optimizer = Adam(model.parameters(), lr=lr, betas=BETAS)
     history: dict = {"step": []}
     snapshots = []
 
     def record(step: int, last: bool = False) -> None:
-        measures, attention = probe(model, probe_x.astype(dtype), probe_y, probe_triggers)
+        measures, attention = probe(model, probe_x, probe_y, probe_triggers)
         history["step"].append(step)
         for name, value in measures.items():
             history.setdefault(name, []).append(value)
