@@ -453,8 +453,8 @@ def main(argv=None) -> int:
     print(f"  solution cells removed from the chapters: {summary['solution_cells_removed']}")
     print(f"Students run: python -m pytest -m ex{summary['stubbed'][0].replace('.', '_')}  (one exercise), "
           f"python -m pytest -m \"not slow\"  (everything)")
-    print(f"To grade a copy that comes back, from this repository: "
-          f"python -m pytest -m \"not slow\" --minitorch-root PATH/TO/THEIR/COPY")
+    print("To grade a copy that comes back, from this repository: "
+          "python -m pytest -m \"not slow\" --minitorch-root PATH/TO/THEIR/COPY")
     return 0
 
 

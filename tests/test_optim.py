@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import minitorch
 from minitorch import Tensor
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.optim import SGD, Adam
