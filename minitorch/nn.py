@@ -107,5 +107,6 @@ class Linear(Module):
                 f"Linear({self.in_features}, {self.out_features}): input has last axis "
                 f"{x.shape[-1]} (shape {x.shape}), expected {self.in_features}"
             )
-        out = x @ self.weight.T  # (..., in) @ (in, out) -> (..., out)
+        rows = x.reshape(-1, self.in_features)  # (..., in) -> (N, in): one matrix product, not one per sequence
+        out = (rows @ self.weight.T).reshape(*x.shape[:-1], self.out_features)  # (N, out) -> (..., out)
         return out if self.bias is None else out + self.bias

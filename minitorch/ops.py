@@ -279,10 +279,13 @@ def permute(a, *axes) -> Tensor:
     a = as_tensor(a)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
-    in_range = all(-a.ndim <= ax < a.ndim for ax in axes)
-    if not in_range or sorted(ax % a.ndim for ax in axes) != list(range(a.ndim)):
-        raise ValueError(f"permute: {axes} is not a permutation of the {a.ndim} axes of a tensor of shape {a.shape}")
-    inverse = np.argsort([ax % a.ndim for ax in axes])  # undoes the permutation
+    ndim = a.data.ndim
+    in_range = all(-ndim <= ax < ndim for ax in axes)
+    if not in_range or sorted(ax % ndim for ax in axes) != list(range(ndim)):
+        raise ValueError(f"permute: {axes} is not a permutation of the {ndim} axes of a tensor of shape {a.shape}")
+    inverse = [0] * ndim  # undoes the permutation: input axis axes[i] comes back from output axis i
+    for position, ax in enumerate(axes):
+        inverse[ax % ndim] = position
     return Tensor.from_op(a.data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
 
 
@@ -339,8 +342,9 @@ def where(condition, a, b) -> Tensor:
             f"where: condition {condition.shape}, a {a.shape} and b {b.shape} cannot be broadcast together"
         ) from None
 
-    def backward(grad):
-        return np.where(condition, grad, 0.0), np.where(condition, 0.0, grad)
+    def backward(grad):  # a constant branch (masked_fill's fill value) needs no gradient
+        return (np.where(condition, grad, 0.0) if a.requires_grad else None,
+                np.where(condition, 0.0, grad) if b.requires_grad else None)
 
     return Tensor.from_op(np.where(condition, a.data, b.data), (a, b), backward, "where")
 

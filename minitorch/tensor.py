@@ -109,7 +109,7 @@ class Tensor:
         out.grad = None
         out.op = op
         out._retains_grad = False
-        out.requires_grad = _grad_enabled and any(p.requires_grad for p in parents)
+        out.requires_grad = _grad_enabled and any([p.requires_grad for p in parents])
         if out.requires_grad:
             out.parents = parents
             out.backward_fn = backward_fn
@@ -174,8 +174,11 @@ class Tensor:
             for parent, parent_grad in zip(node.parents, parent_grads):
                 if parent_grad is None or not parent.requires_grad:
                     continue
-                parent_grad = unbroadcast(np.asarray(parent_grad), parent.shape, node.op)
-                parent_grad = parent_grad.astype(parent.dtype, copy=False)
+                parent_grad = np.asarray(parent_grad)
+                if parent_grad.shape != parent.data.shape:
+                    parent_grad = unbroadcast(parent_grad, parent.data.shape, node.op)
+                if parent_grad.dtype != parent.data.dtype:
+                    parent_grad = parent_grad.astype(parent.data.dtype)
                 previous = grads.get(id(parent))
                 grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
 

@@ -151,7 +151,8 @@ def test_step1_output_is_value_map_applied_to_attention_average():
             f"{name}: row 0 sees only BOS, so ŷ_0 = W e_0"
         bos = attention[0][:, 0, :, 0]
         u = theory.non_bos_average(averaged, bos)[:, 1:]
-        assert np.all(theory.in_token_hull(u[bos[:, 1:] < 1 - 1e-9], tolerance=1e-7)), \
+        # ũ divides by 1 - a_i0: rows with almost all mass on BOS amplify rounding (1e-16 / (1 - a_i0))
+        assert np.all(theory.in_token_hull(u[bos[:, 1:] < 1 - 1e-6], tolerance=1e-7)), \
             f"{name}: the renormalised non-BOS average ũ_i must lie in T"
 
 
