@@ -20,7 +20,7 @@ import numpy as np
 
 from minitorch import ops
 from minitorch.softmax import softmax
-from minitorch.tensor import Tensor
+from minitorch.tensor import Tensor, is_grad_enabled
 
 NORMALISERS: dict = {}
 
@@ -71,17 +71,48 @@ def relu_attention(scores: Tensor, future: np.ndarray) -> Tensor:
 
 
 def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax") -> tuple[Tensor, Tensor]:
-    """Causal attention for any leading batch/head axes.
+    """Causal attention for any leading batch/head axes, as one fused operation.
 
     queries, keys, values: (..., L, d). Returns ``(output, weights)`` with
-    output ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and weights (..., L, L).
+    output ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and weights (..., L, L)
+    (the weights are a record for plots and metrics, not part of the graph).
+
+    Forward: ``S = Q Kᵀ``, ``A = normaliser(S)``, ``O = A V``. Backward, for
+    ``G = ∂ℓ/∂O``::
+
+        ∂ℓ/∂V = Aᵀ G      ∂ℓ/∂A = G Vᵀ      ∂ℓ/∂S from the normaliser's own backward
+        ∂ℓ/∂Q = (∂ℓ/∂S) K                  ∂ℓ/∂K = (∂ℓ/∂S)ᵀ Q
+
+    The normaliser stays an ordinary minitorch function: it runs on a leaf
+    holding S, and its backward is one call to ``backward`` on that small graph
+    (so a normaliser with learned parameters gets their gradients too). Fusing
+    the two products around it saves four graph nodes and their copies per
+    layer; `tests/test_attention.py` checks it against the unfused composition.
     """
     if not (queries.shape == keys.shape and keys.shape[:-1] == values.shape[:-1]):
         raise ValueError(
             f"attend: queries {queries.shape}, keys {keys.shape} and values {values.shape} "
             f"must agree on every axis but the values' last"
         )
+    normalise = get_normaliser(normaliser)
     length = queries.shape[-2]
-    scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L)
-    weights = get_normaliser(normaliser)(scores, causal_mask(length))
-    return weights @ values, weights  # (..., L, L) @ (..., L, d) -> (..., L, d)
+    q, k, v = queries.data, keys.data, values.data
+    scores_need_grad = is_grad_enabled() and (queries.requires_grad or keys.requires_grad)
+    scores = Tensor(q @ np.swapaxes(k, -1, -2), requires_grad=scores_need_grad, dtype=queries.dtype)  # (..., L, L)
+    weights = normalise(scores, causal_mask(length))  # (..., L, L), a small graph of its own
+    output = weights.data @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
+
+    def backward(grad):
+        grad_values = np.swapaxes(weights.data, -1, -2) @ grad  # Aᵀ G
+        if not weights.requires_grad:  # nothing upstream of the weights learns
+            return None, None, grad_values, None
+        weights.backward(grad @ np.swapaxes(v, -1, -2))  # G Vᵀ in; ∂ℓ/∂S out, into scores.grad
+        if scores.grad is None:  # only the normaliser's own parameters needed it
+            return None, None, grad_values, None
+        grad_scores, scores.grad = scores.grad, None
+        return grad_scores @ k, np.swapaxes(grad_scores, -1, -2) @ q, grad_values, None
+
+    # the weights are a parent only so that a normaliser's parameters make the output need a
+    # gradient; their gradient is delivered by the weights.backward call above, so we return None
+    output = Tensor.from_op(output, (queries, keys, values, weights), backward, "attend")
+    return output, weights.detach()

@@ -39,20 +39,27 @@ class AttentionLayer(Module):
         self.W_V = Linear(width, heads * width, **linear)
         self.W_O = Linear(heads * width, width, **linear)
 
-    def split_heads(self, projected: Tensor) -> Tensor:
-        batch, length, _ = projected.shape
-        per_head = projected.reshape(batch, length, self.heads, self.width)  # (B, L, H*n) -> (B, L, H, n)
-        return per_head.permute(0, 2, 1, 3)  # (B, L, H, n) -> (B, H, L, n)
+    def project(self, rows: Tensor, linear: Linear) -> Tensor:
+        """Apply every head's block of `linear` at once: (N, n) -> (H, N, n).
+
+        Row block h of the (H*n, n) weight is head h's matrix, so viewing the
+        weight as (H, n, n) makes the H projections one batched product with
+        the heads as the leading axis: each head's (N, n) result is contiguous.
+        """
+        per_head = linear.weight.reshape(self.heads, self.width, self.width)  # (H*n, n) -> (H, n, n)
+        return rows @ per_head.transpose(-2, -1)  # (N, n) @ (H, n, n) -> (H, N, n)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
-        batch, length, _ = x.shape
-        queries = self.split_heads(self.W_Q(x))
-        keys = self.split_heads(self.W_K(x))
-        values = self.split_heads(self.W_V(x))
-        heads_out, weights = attend(queries, keys, values, self.normaliser)  # (B, H, L, n)
-        joined = heads_out.permute(0, 2, 1, 3).reshape(batch, length, self.heads * self.width)  # -> (B, L, H*n)
-        return self.W_O(joined), weights
+        batch, length, n = x.shape
+        rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
+        queries, keys, values = (self.project(rows, linear).reshape(self.heads, batch, length, n)  # -> (H, B, L, n)
+                                 for linear in (self.W_Q, self.W_K, self.W_V))
+        heads_out, weights = attend(queries, keys, values, self.normaliser)  # (H, B, L, n), (H, B, L, L)
+        # W_O maps the concatenated heads back: ŷ_i = Σ_h W_O^h o^h_i, with W_O^h = columns h*n..(h+1)*n of W_O
+        per_head_out = self.W_O.weight.reshape(n, self.heads, n).permute(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
+        update = (heads_out.reshape(self.heads, batch * length, n) @ per_head_out).sum(axis=0)  # (H, N, n) -> (N, n)
+        return update.reshape(batch, length, n), weights.permute(1, 0, 2, 3)  # weights -> (B, H, L, L)
 
 
 class AttentionModel(Module):

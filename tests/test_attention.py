@@ -12,6 +12,7 @@ import pytest
 import minitorch
 from minitorch import attention
 from minitorch.attention import attend, causal_mask, relu_attention, softmax_attention
+from minitorch.gradcheck import gradcheck
 
 
 def future_keys(length: int) -> np.ndarray:
@@ -199,6 +200,64 @@ def test_attend_returns_the_weighted_sum_of_values_and_the_weights(normaliser):
     expected_weights = attention.NORMALISERS[normaliser](minitorch.tensor(scores), causal_mask(length)).data
     assert np.allclose(weights.data, expected_weights), "attend's weights are not the normaliser applied to s_ik = q_i · k_k"
     assert np.allclose(output.data, expected_weights @ values), "attend's output is not o_i = sum_k a_ik v_k"
+
+
+def unfused_attend(queries, keys, values, normaliser):
+    """The composition attend fuses: scores, normaliser, weighted sum, one graph node each."""
+    length = queries.shape[-2]
+    weights = attention.NORMALISERS[normaliser](queries @ keys.transpose(-2, -1), causal_mask(length))
+    return weights @ values
+
+
+@pytest.mark.parametrize("normaliser", ["softmax", "relu"])
+def test_attend_gradient_matches_finite_differences(normaliser):
+    rng = np.random.default_rng(2)
+    queries, keys, values = (rng.normal(size=(2, 2, 5, 3)) for _ in range(3))
+    gradcheck(lambda q, k, v: attend(q, k, v, normaliser)[0], [queries, keys, values])
+
+
+@pytest.mark.parametrize("normaliser", ["softmax", "relu"])
+def test_fused_attend_gives_the_values_and_gradients_of_the_unfused_composition(normaliser):
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(size=(3, 2, 6, 4)) for _ in range(3)]
+    grad_output = rng.normal(size=(3, 2, 6, 4))
+    results = []
+    for function in (lambda q, k, v: attend(q, k, v, normaliser)[0], lambda q, k, v: unfused_attend(q, k, v, normaliser)):
+        leaves = [minitorch.tensor(a, requires_grad=True) for a in arrays]
+        output = function(*leaves)
+        output.backward(grad_output)
+        results.append((output.data, [leaf.grad for leaf in leaves]))
+    (fused, fused_grads), (plain, plain_grads) = results
+    np.testing.assert_allclose(fused, plain, rtol=1e-12, atol=1e-14, err_msg="fused attend: wrong output")
+    for name, got, expected in zip("QKV", fused_grads, plain_grads):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-13, err_msg=f"fused attend: wrong dℓ/d{name}")
+
+
+def test_attend_passes_gradients_to_a_normaliser_with_its_own_parameter(monkeypatch):
+    """A normaliser may hold learned numbers (chapter 10): the fused backward must reach them."""
+    monkeypatch.setattr(attention, "NORMALISERS", dict(attention.NORMALISERS))
+    temperature = minitorch.tensor(np.array(0.7), requires_grad=True)
+
+    @attention.register_normaliser("tempered")
+    def tempered(scores, future):
+        return minitorch.softmax((scores * temperature).masked_fill(future, -np.inf), axis=-1)
+
+    rng = np.random.default_rng(4)
+    queries, keys, values = (minitorch.tensor(rng.normal(size=(2, 5, 3))) for _ in range(3))
+    attend(queries, keys, values, "tempered")[0].sum().backward()
+    fused = temperature.grad.copy()
+    temperature.zero_grad()
+    unfused_attend(queries, keys, values, "tempered").sum().backward()
+    assert fused is not None and np.isclose(fused, temperature.grad, rtol=1e-10), (
+        f"the normaliser's parameter got gradient {fused} through attend, {temperature.grad} without fusion"
+    )
+
+
+def test_attend_without_gradients_builds_no_graph():
+    queries = minitorch.tensor(np.ones((1, 4, 2)), requires_grad=True)
+    with minitorch.no_grad():
+        output, weights = attend(queries, queries, queries)
+    assert not output.requires_grad and not weights.requires_grad, "inside no_grad(), attend must record nothing"
 
 
 def test_attend_rejects_queries_and_keys_of_different_shapes():
