@@ -1,7 +1,7 @@
 """The command line: ``python -m minitorch <command>``.
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
-    python -m minitorch bench [--steps 50]
+    python -m minitorch bench [...]        (the same as python -m minitorch.bench [...])
 """
 
 from __future__ import annotations
@@ -26,10 +26,17 @@ def main(argv=None) -> int:
                            help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
     reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    bench = commands.add_parser("bench", help="time the engine and a training step of each model")
-    bench.add_argument("--steps", type=int, default=50, help="training steps timed per model")
+    commands.add_parser("bench", add_help=False,
+                        help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
+                             "see python -m minitorch.bench --help")
 
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":
+        from minitorch.bench import main as bench
+
+        return bench(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "reproduce":
         from minitorch.reproduce import ARCHITECTURES, reproduce as run
 
@@ -43,12 +50,6 @@ def main(argv=None) -> int:
             parser.error(f"--jobs must be >= 1, got {args.jobs}")
         out = args.out or ("runs/quick" if args.quick else "figures")
         run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
-    elif args.command == "bench":
-        from minitorch.bench import run_benchmarks
-
-        if args.steps < 1:
-            parser.error(f"--steps must be >= 1, got {args.steps}")
-        run_benchmarks(args.steps)
     return 0
 
 

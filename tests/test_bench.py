@@ -1,0 +1,30 @@
+"""Specification of minitorch.bench: it measures, in fresh processes, and never asserts a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from minitorch import bench
+
+
+@pytest.mark.parametrize("implementation", ["minitorch", "numpy floor"])
+def test_measure_runs_one_implementation_in_a_fresh_process(implementation):
+    result = bench.measure(implementation, "1x1", steps=2, blocks=1)
+    assert result["ms_per_step"] > 0, f"{implementation}: a training step cannot take {result['ms_per_step']} ms"
+    assert result["peak_rss_mib"] > 1, f"{implementation}: peak memory {result['peak_rss_mib']} MiB is not plausible"
+
+
+def test_the_table_compares_every_available_implementation(monkeypatch):
+    monkeypatch.setattr(bench, "CONFIGURATIONS", {"1x1": (1, 1)})
+    lines = []
+    rows = bench.run_steps(steps=2, blocks=1, print_=lines.append)
+    assert len(rows) == 1 and rows[0]["model"] == "softmax 1x1", f"expected one row for softmax 1x1, got {rows}"
+    assert rows[0]["minitorch/floor"] > 0, "the minitorch / floor ratio is missing"
+    assert any(line.startswith("| softmax 1x1 |") for line in lines), "the markdown table has no row for the model"
+    assert ("minitorch / pytorch" in "\n".join(lines)) == (bench.pytorch_version() is not None), \
+        "PyTorch must be compared exactly when it is installed"
+
+
+def test_a_failing_child_process_raises_with_its_error():
+    with pytest.raises(RuntimeError, match="no_such_implementation"):
+        bench.measure("no_such_implementation", "1x1", steps=1, blocks=1)
