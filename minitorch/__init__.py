@@ -12,7 +12,7 @@ re-exported here:
 
 from minitorch.tensor import Tensor, tensor, no_grad, is_grad_enabled, topological_order, unbroadcast
 from minitorch.ops import (
-    add, sub, mul, div, neg, pow, exp, log, relu, matmul, sum, mean, max,
+    add, sub, mul, div, neg, pow, exp, log, relu, sigmoid, matmul, sum, mean, max,
     reshape, permute, transpose, getitem, where, masked_fill, concatenate, stack,
 )
 from minitorch.softmax import softmax
@@ -22,7 +22,7 @@ from minitorch import nn, optim
 
 __all__ = [
     "Tensor", "tensor", "no_grad", "is_grad_enabled", "topological_order", "unbroadcast",
-    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "relu", "matmul", "sum", "mean", "max",
+    "add", "sub", "mul", "div", "neg", "pow", "exp", "log", "relu", "sigmoid", "matmul", "sum", "mean", "max",
     "reshape", "permute", "transpose", "getitem", "where", "masked_fill", "concatenate", "stack",
     "softmax", "gradcheck", "GradcheckError", "manual_seed", "default_generator", "nn", "optim",
 ]

@@ -134,6 +134,23 @@ def relu(a) -> Tensor:
     return Tensor.from_op(np.maximum(a.data, 0), (a,), backward, "relu")
 
 
+def sigmoid(a) -> Tensor:
+    """σ(a) = 1 / (1 + e^(-a)) (elementwise), with no overflow for any a.
+
+    Written with ``e^(-|a|) ≤ 1``, which never overflows:
+    σ(a) = 1 / (1 + e^(-|a|)) for a ≥ 0 and e^(-|a|) / (1 + e^(-|a|)) for a < 0.
+    (The textbook form overflows at a ≈ -710 in float64, a ≈ -89 in float32.)
+    """
+    a = as_tensor(a)
+    small = np.exp(-np.abs(a.data))  # e^(-|a|), in (0, 1]
+    out = np.where(a.data >= 0, 1.0, small) / (1.0 + small)
+
+    def backward(grad):
+        return (grad * out * (1.0 - out),)  # dσ/da = σ (1 - σ), which we already computed
+
+    return Tensor.from_op(out, (a,), backward, "sigmoid")
+
+
 # ----------------------------------------------------------------------
 # matrix product
 

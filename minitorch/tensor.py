@@ -323,6 +323,9 @@ class Tensor:
     def relu(self):
         return ops.relu(self)
 
+    def sigmoid(self):
+        return ops.sigmoid(self)
+
     def reshape(self, *shape):
         return ops.reshape(self, *shape)
 

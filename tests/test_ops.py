@@ -132,6 +132,7 @@ def unary_cases():
         "exp": (minitorch.exp, normal, "1.3"),
         "log": (minitorch.log, positive, "1.4"),
         "relu": (minitorch.relu, away_from_zero, None),
+        "sigmoid": (minitorch.sigmoid, normal, None),
     }
     for name, (function, values, exercise) in operations.items():
         marks = [pytest.mark.exercise(exercise)] if exercise else []
@@ -175,6 +176,30 @@ def test_relu_derivative_at_zero_is_zero():
     x = Tensor([-1.0, 0.0, 2.0], requires_grad=True)
     x.relu().sum().backward()
     np.testing.assert_array_equal(x.grad, [0.0, 0.0, 1.0])
+
+
+def test_sigmoid_is_one_over_one_plus_exp_minus_x_and_its_backward_is_sigma_times_one_minus_sigma():
+    rng = np.random.default_rng(3)
+    x, upstream = Tensor(normal(rng, (3, 4)) * 5.0, requires_grad=True), normal(rng, (3, 4))
+    out = minitorch.sigmoid(x)
+    expected = 1.0 / (1.0 + np.exp(-x.data))
+    np.testing.assert_allclose(out.data, expected, rtol=1e-14, err_msg="sigmoid(x) should be 1 / (1 + e^(-x))")
+    (grad,) = out.backward_fn(upstream)
+    np.testing.assert_allclose(grad, upstream * expected * (1.0 - expected), rtol=1e-12,
+                               err_msg="dσ/dx should be σ(x) (1 - σ(x)) times the upstream gradient")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+def test_sigmoid_of_huge_inputs_is_exactly_0_or_1_with_finite_gradients(dtype):
+    x = Tensor([-1000.0, 0.0, 1000.0], requires_grad=True, dtype=dtype)
+    with np.errstate(over="raise", invalid="raise"):  # an overflow in e^(-x) would raise here
+        out = minitorch.sigmoid(x)
+        out.sum().backward()
+    np.testing.assert_array_equal(out.data, np.array([0.0, 0.5, 1.0], dtype=dtype),
+                                  err_msg="sigmoid should saturate to exactly 0 and 1, with σ(0) = 0.5")
+    assert np.isfinite(x.grad).all() and x.grad[1] == 0.25, (
+        f"the gradient σ(1 - σ) should be finite everywhere and 1/4 at 0, got {x.grad}"
+    )
 
 
 # ----------------------------------------------------------------------

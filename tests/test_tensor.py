@@ -473,6 +473,7 @@ F32_OPERATIONS = {
     "exp": lambda x, y: x.exp(),
     "log": lambda x, y: (x * x + 1.0).log(),
     "relu": lambda x, y: x.relu(),
+    "sigmoid": lambda x, y: x.sigmoid(),
     "matmul": lambda x, y: x @ y.T,
     "matmul-vector": lambda x, y: x @ y[0],
     "float64-array": lambda x, y: x * np.full(4, 2.0),
