@@ -218,7 +218,7 @@ def test_wrong_input_shape_raises_value_error_naming_the_expected_shape(shape):
 
 def test_unknown_normaliser_fails_when_the_model_is_built():
     with pytest.raises(ValueError, match="softmax"):
-        SingleLayerModel(normaliser="sigmoid")
+        SingleLayerModel(normaliser="cosine")
 
 
 @pytest.mark.parametrize("arguments", [dict(heads=0), dict(layers=0)])
