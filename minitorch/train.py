@@ -24,7 +24,7 @@ from minitorch.allocator import keep_freed_memory
 from minitorch.models import AttentionModel
 from minitorch.optim import Adam
 from minitorch.progress import ProgressBar
-from minitorch.task import make_batch, make_test_set
+from minitorch.task import SEQUENCE_LENGTH, make_batch, make_test_set
 from minitorch.tensor import Tensor, no_grad
 
 STOP_ERROR = 5e-3
@@ -54,16 +54,19 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     """Measure `model` on a fixed set: errors, BOS mass, trigger row. Returns (measures, weights)."""
     with no_grad():
         prediction, attention = model(x, return_attention=True)
-    error = np.abs(prediction.data - y)
+    error = np.abs(prediction.data - y)  # (B, L, n)
     first = attention[0]  # (B, H, L, L) of the first layer
+    off_trigger = metrics.non_trigger_rows(triggers, error.shape[1])  # (B, L)
     bos = np.stack([metrics.bos_mass_at_non_trigger_rows(w, triggers) for w in attention])  # (layers, B, H, L-2)
     at_trigger = metrics.trigger_row(first, triggers)  # (B, H, L)
     j = int(triggers[0])
     measures = dict(
         loss=float((error**2).mean()),
         max_error=float(error.max()),
+        non_trigger_max_error=float(error[off_trigger].max()),  # where a sink-free head must output 0
         bos_mass_mean=float(bos.mean()),
         bos_mass_min=float(bos.min()),
+        row_mass_mean=float(np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in attention])),
         trigger_bos=float(at_trigger[..., 0].mean()),
         trigger_content=float(at_trigger[..., 1:j + 1].mean()),  # keys 1..j (1-based 2..j+1)
     )
@@ -73,13 +76,14 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
 def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size: int = BATCH_SIZE,
           stop_error: float = STOP_ERROR, seed: int = 0, record_every: int = 50,
           snapshot_every: int | None = None, probe_size: int = 256, progress: bool | str = True,
-          label: str | None = None) -> TrainingResult:
+          label: str | None = None, length: int = SEQUENCE_LENGTH) -> TrainingResult:
     """Train `model` in place with Adam until the early stop or `max_steps`.
 
     The batches come from ``np.random.default_rng(seed)``; the model's own
     initial weights come from the seed it was built with. `progress`: True
     for a bar redrawn in place, "lines" for a line every 10 s (parallel
-    runs), False for silence.
+    runs), False for silence. `length` is the task's sequence length L (a
+    model works at any L; chapter 10 trains at L = 8 ... 64).
     """
     if max_steps < 1 or batch_size < 1 or record_every < 1:
         raise ValueError(f"train: max_steps, batch_size and record_every must be >= 1, "
@@ -88,7 +92,8 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
-    probe_x, probe_y, probe_triggers = make_test_set(residual, size=probe_size, seed=seed + 1, width=width)
+    probe_x, probe_y, probe_triggers = make_test_set(residual, size=probe_size, seed=seed + 1, length=length,
+                                                     width=width)
     probe_x = probe_x.astype(dtype)  # once, not at every record
     optimizer = Adam(model.parameters(), lr=lr, betas=BETAS)
     history: dict = {"step": []}
@@ -107,7 +112,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     record(0)
     step, max_error = 0, float("inf")
     while step < max_steps:
-        x, y, _ = make_batch(batch_size, rng, residual, width=width)
+        x, y, _ = make_batch(batch_size, rng, residual, length=length, width=width)
         prediction = model(x.astype(dtype))
         loss = mse_loss(prediction, y.astype(dtype))
         optimizer.zero_grad()
