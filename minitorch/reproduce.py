@@ -60,6 +60,9 @@ ARCHITECTURES = {
     "4x4": Architecture(4, 4, residual=True, lr=1e-4, quick_steps=150, record_every=100, snapshot_every=1000),
 }
 MAX_STEPS = 50_000
+# Training runs in float32: the same stops and sinks as float64 (checked on every model), ~1.3x
+# faster steps. Gradient checks stay in float64 (tests/), where rounding must not hide a wrong rule.
+TRAINING_DTYPE = np.float32
 _THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # BLAS threads per worker
 
 
@@ -85,7 +88,8 @@ def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
 
 def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress) -> TrainingResult:
     """Build one of the paper's models and train it with the paper's recipe."""
-    model = build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual, seed=seed)
+    model = build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual, seed=seed,
+                        dtype=TRAINING_DTYPE)
     return train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
                  seed=seed, record_every=architecture.record_every,
                  snapshot_every=architecture.snapshot_every, progress=progress,
@@ -100,21 +104,27 @@ def run_one(architecture: Architecture, normaliser: str, seed: int = 0, quick: b
 
 
 def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -> list[TrainingResult]:
-    """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once.
+    """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once."""
+    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress if jobs <= 1 else "lines" if progress else False)
+                 for name, normaliser in tasks]
+    return run_in_processes([train_one] * len(tasks), arguments, jobs)
 
-    The models are independent and each is seeded, so training them side by
+
+def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
+    """``[f(*a) for f, a in zip(functions, arguments)]``, in `jobs` processes at once.
+
+    The runs are independent and each is seeded, so running them side by
     side changes no number; it only uses the machine's other cores. Each
     process gets one BLAS thread (the matrices are small; more threads would
-    fight over the cores), and reports progress as a line every few seconds.
+    fight over the cores).
     """
     if jobs <= 1:
-        return [train_one(ARCHITECTURES[name], normaliser, seed, quick, progress) for name, normaliser in tasks]
+        return [function(*args) for function, args in zip(functions, arguments)]
     previous = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
     os.environ.update({name: "1" for name in _THREAD_VARIABLES})  # read by numpy as each worker starts
     try:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(train_one, ARCHITECTURES[name], normaliser, seed, quick,
-                                   "lines" if progress else False) for name, normaliser in tasks]
+            futures = [pool.submit(function, *args) for function, args in zip(functions, arguments)]
             return [future.result() for future in futures]
     finally:
         for name, value in previous.items():
