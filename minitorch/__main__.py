@@ -1,6 +1,7 @@
 """The command line: ``python -m minitorch <command>``.
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
+    python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
     python -m minitorch bench [...]        (the same as python -m minitorch.bench [...])
 """
 
@@ -25,6 +26,8 @@ def main(argv=None) -> int:
     reproduce.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                            help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
     reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
+    reproduce.add_argument("--beyond", action="store_true",
+                           help="run chapter 10's experiments beyond the paper instead (default out: figures/beyond)")
 
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
@@ -48,6 +51,14 @@ def main(argv=None) -> int:
             parser.error(f"--seed must be a non-negative integer, got {args.seed}")
         if args.jobs < 1:
             parser.error(f"--jobs must be >= 1, got {args.jobs}")
+        if args.beyond:
+            if args.only or args.seed:
+                parser.error("--only and --seed apply to the paper's six models, not to --beyond")
+            from minitorch.beyond import FULL, QUICK, run_beyond
+
+            run_beyond(args.out or ("runs/quick/beyond" if args.quick else "figures/beyond"),
+                       QUICK if args.quick else FULL, jobs=args.jobs)
+            return 0
         out = args.out or ("runs/quick" if args.quick else "figures")
         run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
     return 0

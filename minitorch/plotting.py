@@ -1,4 +1,4 @@
-"""Figures: attention heat maps, head grids, the sink forming (chapters 07-09).
+"""Figures: attention heat maps, head grids, the sink forming (chapters 07-09), beyond the paper (chapter 10).
 
 Conventions follow the paper's figures: keys on the x axis, queries on the
 y axis, positions labelled 1-based (BOS is position 1, the test trigger is
@@ -136,6 +136,107 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
     animation.save(path, writer=PillowWriter(fps=fps))
     plt.close(fig)
     return path
+
+
+# ----------------------------------------------------------------------
+# beyond the paper (chapter 10); each takes the lists `minitorch.beyond` returns
+
+
+def _by_normaliser(zoo: list[dict]) -> dict:
+    grouped: dict = {}
+    for run in zoo:
+        grouped.setdefault(run["normaliser"], []).append(run)
+    return grouped
+
+
+def zoo_mass_figure(zoo: list[dict]) -> plt.Figure:
+    """Where the mass of a non-trigger row goes, per normaliser: BOS, content keys, nowhere.
+
+    Bars are means over seeds; dots are the seeds. "Nowhere" is 1 - Σ_k a_ik;
+    it is negative when rows sum to more than 1.
+    """
+    grouped = _by_normaliser(zoo)
+    names = list(grouped)
+    fig, ax = plt.subplots(figsize=(1.25 * len(names) + 2.5, 4.2), constrained_layout=True)
+    parts = [("bos", "BOS (a sink)", "tab:red"), ("content", "content keys", "tab:blue"),
+             ("nowhere", "nowhere (1 - row sum)", "tab:grey")]
+    width = 0.26
+    for offset, (key, label, colour) in zip((-width, 0.0, width), parts):
+        means = [np.mean([run[key] for run in grouped[name]]) for name in names]
+        ax.bar(np.arange(len(names)) + offset, means, width, label=label, color=colour, alpha=0.8)
+        for index, name in enumerate(names):
+            values = [run[key] for run in grouped[name]]
+            ax.plot(np.full(len(values), index + offset), values, "k.", markersize=3)
+    ax.axhline(0.0, color="black", linewidth=0.6)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_ylabel("mean attention mass at non-trigger rows")
+    ax.set_title("Where the attention goes when the right output is 0 (1 layer x 1 head, test set)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def zoo_maps_figure(zoo: list[dict]) -> plt.Figure:
+    """The mean attention map of each normaliser's first seed (test set, trigger at 8)."""
+    first = {name: runs[0] for name, runs in _by_normaliser(zoo).items()}
+    fig, axes = plt.subplots(1, len(first), figsize=(2.9 * len(first), 3.2), squeeze=False, constrained_layout=True)
+    for ax, (name, run) in zip(axes[0], first.items()):
+        image = attention_heatmap(ax, np.array(run["mean_map"]), name, colour_bar=False)
+        ax.set_xlabel("key", fontsize=8)
+        ax.set_ylabel("query", fontsize=8)
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.02, pad=0.01)
+    return fig
+
+
+def log_law_figure(law: list[dict]) -> plt.Figure:
+    """The BOS score gap against log n, one curve per sequence length, beside the bound."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    for index, run in enumerate(law):
+        n = np.array(run["content_keys"])
+        colour = f"C{index}"
+        ax.plot(np.log(n), run["gap"], "o-", color=colour, markersize=3, label=f"L = {run['length']}: gap")
+        ax.plot(np.log(n), run["bound"], ":", color=colour, label=f"L = {run['length']}: bound log n + log((1-δ)/δ)")
+    ax.set_xlabel("log n  (n = content keys visible at row i)")
+    ax.set_ylabel("s_i0 - mean_k s_ik  (mean over test sequences)")
+    ax.set_title("The log T law: the sink's score lead grows like log n")
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def seeds_figure(seed_runs: list[dict]) -> plt.Figure:
+    """Share of sinking heads per layer over seeds (left) and steps to the stop (right)."""
+    shares = np.array([run["sinking_share_per_layer"] for run in seed_runs])  # (seeds, layers)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    layers = np.arange(1, shares.shape[1] + 1)
+    left.bar(layers, shares.mean(axis=0), color="tab:red", alpha=0.6, label="mean over seeds")
+    jitter = np.linspace(-0.2, 0.2, len(seed_runs))
+    for offset, row in zip(jitter, shares):
+        left.plot(layers + offset, row, "k.", markersize=5)
+    left.set_xticks(layers, [f"layer {layer}" for layer in layers])
+    left.set_ylim(0, 1.05)
+    left.set_ylabel("share of the 4 heads that sink")
+    left.set_title(f"softmax 4x4 over {len(seed_runs)} seeds: which layers sink")
+    left.legend(fontsize=8)
+    steps = [run["steps"] for run in seed_runs]
+    right.bar([str(run["seed"]) for run in seed_runs], steps, color="tab:blue", alpha=0.7)
+    right.set_xlabel("seed")
+    right.set_ylabel("steps to the early stop")
+    right.set_title("steps to the stop, by seed")
+    return fig
+
+
+def price_of_a_sink_figure(zoo: list[dict]) -> plt.Figure:
+    """Along training: max error at non-trigger rows against BOS mass, one path per normaliser."""
+    fig, ax = plt.subplots(figsize=(6.6, 4.6), constrained_layout=True)
+    for index, (name, runs) in enumerate(_by_normaliser(zoo).items()):
+        path = runs[0]["trajectory"]
+        ax.plot(path["bos_mass_mean"], path["non_trigger_max_error"], "-", color=f"C{index}", alpha=0.8, label=name)
+        ax.plot(path["bos_mass_mean"][-1], path["non_trigger_max_error"][-1], "o", color=f"C{index}")
+    ax.set_yscale("log")
+    ax.set_xlabel("mean BOS mass at non-trigger rows")
+    ax.set_ylabel("max |error| at non-trigger rows (probe set)")
+    ax.set_title("The price of a sink: softmax reaches a small error only at BOS mass near 1")
+    ax.legend(fontsize=8)
+    return fig
 
 
 def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
