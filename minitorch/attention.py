@@ -11,10 +11,15 @@ For queries ``q_i`` and keys ``k_k`` the scores are ``s_ik = q_i · k_k``. A
   anything, including 0.
 
 A normaliser is one function ``(scores, causal_mask) -> weights`` registered
-with `register_normaliser`; models pick it by name.
+with `register_normaliser`; models pick it by name. A normaliser may also
+declare numbers it learns (its *parameters*, passed to it by keyword) and ask
+for an output gate on each head; `minitorch.sink_free` registers five that
+do without a sink.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,11 +27,33 @@ from minitorch import ops
 from minitorch.softmax import softmax
 from minitorch.tensor import Tensor, is_grad_enabled
 
-NORMALISERS: dict = {}
+NORMALISERS: dict = {}  # name -> the function (scores, future, **parameters) -> weights
 
 
-def register_normaliser(name: str):
-    """Decorator: make a normaliser available to models under `name`."""
+@dataclass(frozen=True)
+class NormaliserOptions:
+    """What a model must build for a normaliser, beyond W_Q, W_K, W_V, W_O.
+
+    parameters: parameter name -> function ``heads -> initial array``; the
+        layer holds one `Parameter` per name and passes it to the normaliser
+        by keyword.
+    output_gate: if True, the layer multiplies each head's output by a
+        sigmoid gate ``σ(W_G^h x_i)`` before W_O.
+    """
+
+    parameters: dict = field(default_factory=dict)
+    output_gate: bool = False
+
+
+NORMALISER_OPTIONS: dict = {}  # name -> NormaliserOptions, beside NORMALISERS
+
+
+def register_normaliser(name: str, parameters: dict | None = None, output_gate: bool = False):
+    """Decorator: make a normaliser available to models under `name`.
+
+    ``register_normaliser("sink_logit", parameters={"sink_logit": lambda heads: np.zeros((heads, 1, 1, 1))})``
+    declares a learned number per head, named ``sink_logit``, starting at 0.
+    """
     def register(function):
         taken = NORMALISERS.get(name)
         redefined = taken is not None and (taken.__module__, taken.__qualname__) == (function.__module__, function.__qualname__)
@@ -34,6 +61,7 @@ def register_normaliser(name: str):
             raise ValueError(f"register_normaliser: the name {name!r} is taken by {taken.__qualname__}; "
                              f"known: {sorted(NORMALISERS)}")
         NORMALISERS[name] = function
+        NORMALISER_OPTIONS[name] = NormaliserOptions(dict(parameters or {}), output_gate)
         return function
     return register
 
@@ -43,6 +71,12 @@ def get_normaliser(name: str):
     if name not in NORMALISERS:
         raise ValueError(f"unknown attention normaliser {name!r}; known: {sorted(NORMALISERS)}")
     return NORMALISERS[name]
+
+
+def normaliser_options(name: str) -> NormaliserOptions:
+    """The parameters and gate the normaliser `name` declared (none, for a plain one)."""
+    get_normaliser(name)  # an unknown name is an error here too
+    return NORMALISER_OPTIONS.get(name, NormaliserOptions())
 
 
 def causal_mask(length: int) -> np.ndarray:
@@ -70,12 +104,14 @@ def relu_attention(scores: Tensor, future: np.ndarray) -> Tensor:
     # END EXERCISE 3.3
 
 
-def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax") -> tuple[Tensor, Tensor]:
+def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax",
+           **parameters: Tensor) -> tuple[Tensor, Tensor]:
     """Causal attention for any leading batch/head axes, as one fused operation.
 
     queries, keys, values: (..., L, d). Returns ``(output, weights)`` with
     output ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and weights (..., L, L)
     (the weights are a record for plots and metrics, not part of the graph).
+    Keyword `parameters` go to the normaliser, e.g. ``sink_logit=S``.
 
     Forward: ``S = Q Kᵀ``, ``A = normaliser(S)``, ``O = A V``. Backward, for
     ``G = ∂ℓ/∂O``::
@@ -99,7 +135,7 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     q, k, v = queries.data, keys.data, values.data
     scores_need_grad = is_grad_enabled() and (queries.requires_grad or keys.requires_grad)
     scores = Tensor(q @ np.swapaxes(k, -1, -2), requires_grad=scores_need_grad, dtype=queries.dtype)  # (..., L, L)
-    weights = normalise(scores, causal_mask(length))  # (..., L, L), a small graph of its own
+    weights = normalise(scores, causal_mask(length), **parameters)  # (..., L, L), a small graph of its own
     output = weights.data @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
     def backward(grad):
@@ -116,3 +152,8 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     # gradient; their gradient is delivered by the weights.backward call above, so we return None
     output = Tensor.from_op(output, (queries, keys, values, weights), backward, "attend")
     return output, weights.detach()
+
+
+# The sink-free normalisers register themselves when their module is imported; importing it here, once
+# everything above exists, makes every normaliser known wherever attention is imported.
+from minitorch import sink_free  # noqa: E402, F401

@@ -4,6 +4,8 @@
   ``q_i = W_Q^h x_i``, ``k_i = W_K^h x_i``, ``v_i = W_V^h x_i``, weights
   ``a^h_ik`` from the chosen normaliser, head output ``Σ_k a^h_ik v_k``; the H
   head outputs are concatenated and mapped back to width n by ``W_O``.
+  A normaliser may add parameters of its own (``sink_logit``, one per head)
+  or an output gate ``o^h_i ← o^h_i ⊙ σ(W_G^h x_i)`` (`minitorch.sink_free`).
 - `SingleLayerModel`: one layer, no residual: ``ŷ = Attention(x)``.
 - `ResidualModel`: ``x ← x + Attention_l(x)`` for each layer l; ``ŷ`` is the
   final residual stream.
@@ -18,8 +20,9 @@ import json
 
 import numpy as np
 
-from minitorch.attention import attend, get_normaliser
-from minitorch.nn import Linear, Module
+from minitorch import ops
+from minitorch.attention import attend, normaliser_options
+from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
 
 INIT_STD = 0.02
@@ -29,7 +32,7 @@ class AttentionLayer(Module):
     """Multi-head causal self-attention with full-width heads."""
 
     def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
-        get_normaliser(normaliser)  # fail now, not at the first forward pass
+        options = normaliser_options(normaliser)  # an unknown name fails now, not at the first forward pass
         if heads < 1:
             raise ValueError(f"AttentionLayer: heads must be >= 1, got {heads}")
         self.width, self.heads, self.normaliser = width, heads, normaliser
@@ -38,6 +41,15 @@ class AttentionLayer(Module):
         self.W_K = Linear(width, heads * width, **linear)
         self.W_V = Linear(width, heads * width, **linear)
         self.W_O = Linear(heads * width, width, **linear)
+        # drawn after W_O, so that a one-layer model's W_Q..W_O are a softmax model's of the same seed
+        self.normaliser_parameters, self.output_gate = tuple(options.parameters), options.output_gate
+        for name, initial in options.parameters.items():
+            if hasattr(self, name):
+                raise ValueError(f"AttentionLayer: normaliser {normaliser!r} names a parameter {name!r}, "
+                                 f"which would replace the layer's attribute of that name")
+            setattr(self, name, Parameter(initial(heads), dtype=dtype))  # e.g. sink_logit: (H, 1, 1, 1)
+        if self.output_gate:
+            self.W_G = Linear(width, heads * width, **linear)
 
     def project(self, rows: Tensor, linear: Linear) -> Tensor:
         """Apply every head's block of `linear` at once: (N, n) -> (H, N, n).
@@ -55,7 +67,11 @@ class AttentionLayer(Module):
         rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
         queries, keys, values = (self.project(rows, linear).reshape(self.heads, batch, length, n)  # -> (H, B, L, n)
                                  for linear in (self.W_Q, self.W_K, self.W_V))
-        heads_out, weights = attend(queries, keys, values, self.normaliser)  # (H, B, L, n), (H, B, L, L)
+        parameters = {name: getattr(self, name) for name in self.normaliser_parameters}
+        heads_out, weights = attend(queries, keys, values, self.normaliser, **parameters)  # (H, B, L, n), (H, B, L, L)
+        if self.output_gate:  # o^h_i ← o^h_i ⊙ σ(W_G^h x_i)
+            gate = ops.sigmoid(self.project(rows, self.W_G))  # (H, N, n)
+            heads_out = heads_out * gate.reshape(self.heads, batch, length, n)  # gate (H, N, n) -> (H, B, L, n)
         # W_O maps the concatenated heads back: ŷ_i = Σ_h W_O^h o^h_i, with W_O^h = columns h*n..(h+1)*n of W_O
         per_head_out = self.W_O.weight.reshape(n, self.heads, n).permute(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
         update = (heads_out.reshape(self.heads, batch * length, n) @ per_head_out).sum(axis=0)  # (H, N, n) -> (N, n)

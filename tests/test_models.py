@@ -2,7 +2,9 @@
 
 A layer has H heads of full width n: W_Q, W_K, W_V are (H n) x n and W_O is
 n x (H n), acting on column vectors (q_i = W_Q x_i). No biases, no MLP, no
-LayerNorm; weights start as N(0, 0.02^2).
+LayerNorm; weights start as N(0, 0.02^2). The sink-free normalisers (minitorch.sink_free) may add
+a learned sink logit per head (layers.l.sink_logit, (H, 1, 1, 1)) or an output gate
+(layers.l.W_G.weight, (H n) x n, applied as o^h_i ⊙ σ(W_G^h x_i) before W_O).
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ import numpy as np
 import pytest
 
 import minitorch
-from minitorch.attention import causal_mask, relu_attention, softmax_attention
+from minitorch.attention import causal_mask, get_normaliser
 from minitorch.models import (
     AttentionLayer, ResidualModel, SingleLayerModel, build_model, load_model, save_model,
 )
-from minitorch.task import make_inputs
+from minitorch.task import make_batch, make_inputs
 
-NORMALISE = {"softmax": softmax_attention, "relu": relu_attention}
+SINK_FREE = ["softmax1", "sink_logit", "sigmoid", "softpick", "gated"]
 
 
 def inputs(batch=3, length=6, width=8, seed=0):
@@ -30,6 +32,7 @@ def layer_by_formula(layer: AttentionLayer, x: np.ndarray, normaliser: str) -> t
     n, heads = layer.width, layer.heads
     batch, length, _ = x.shape
     W_Q, W_K, W_V, W_O = (linear.weight.data for linear in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O))
+    W_G = layer.W_G.weight.data if normaliser == "gated" else None
     output = np.zeros((batch, length, n))
     weights = np.zeros((batch, heads, length, length))
     for b in range(batch):
@@ -40,9 +43,13 @@ def layer_by_formula(layer: AttentionLayer, x: np.ndarray, normaliser: str) -> t
             k = np.array([W_K[rows] @ x[b, i] for i in range(length)])
             v = np.array([W_V[rows] @ x[b, i] for i in range(length)])
             scores = np.array([[q[i] @ k[kk] for kk in range(length)] for i in range(length)])  # s_ik = q_i . k_k
-            a = NORMALISE[normaliser](minitorch.tensor(scores), causal_mask(length)).data
+            own = {"sink_logit": layer.sink_logit.data[h, 0]} if normaliser == "sink_logit" else {}  # head h's S
+            a = get_normaliser(normaliser)(minitorch.tensor(scores), causal_mask(length), **own).data
             weights[b, h] = a
-            head_outputs.append(np.array([sum(a[i, kk] * v[kk] for kk in range(length)) for i in range(length)]))
+            o = np.array([sum(a[i, kk] * v[kk] for kk in range(length)) for i in range(length)])
+            if W_G is not None:  # o^h_i ⊙ σ(W_G^h x_i)
+                o = o * np.array([1.0 / (1.0 + np.exp(-W_G[rows] @ x[b, i])) for i in range(length)])
+            head_outputs.append(o)
         joined = np.concatenate(head_outputs, axis=1)  # (L, H n): heads concatenated
         output[b] = np.array([W_O @ joined[i] for i in range(length)])
     return output, weights
@@ -98,12 +105,14 @@ def test_the_seed_fixes_the_initial_weights():
 # the forward pass
 
 
-@pytest.mark.parametrize("normaliser", ["softmax", "relu"])
+@pytest.mark.parametrize("normaliser", ["softmax", "relu", *SINK_FREE])
 @pytest.mark.parametrize("heads", [1, 2])
 def test_single_layer_model_computes_W_O_times_the_attention_weighted_values(normaliser, heads):
     model = SingleLayerModel(width=8, heads=heads, normaliser=normaliser, seed=1)
     for parameter in model.parameters():  # larger weights, so that the attention is far from uniform
         parameter.data *= 25.0
+    if normaliser == "sink_logit":  # a different S per head, so that a head given another's S would show
+        model.layers[0].sink_logit.data[...] = np.arange(heads).reshape(heads, 1, 1, 1) - 0.5
     x = inputs(width=8)
     prediction, (weights,) = model(x, return_attention=True)
     expected_output, expected_weights = layer_by_formula(model.layers[0], x, normaliser)
@@ -114,7 +123,7 @@ def test_single_layer_model_computes_W_O_times_the_attention_weighted_values(nor
     )
 
 
-@pytest.mark.parametrize("normaliser", ["softmax", "relu"])
+@pytest.mark.parametrize("normaliser", ["softmax", "relu", *SINK_FREE])
 def test_residual_model_adds_each_layer_update_to_the_stream(normaliser):
     model = ResidualModel(width=8, heads=2, layers=2, normaliser=normaliser, seed=2)
     for parameter in model.parameters():
@@ -154,6 +163,59 @@ def test_a_float32_model_computes_in_float32():
 
 
 # ----------------------------------------------------------------------
+# the sink-free normalisers' extra parameters
+
+
+EXTRA_PARAMETERS = {"sink_logit": ["sink_logit"], "gated": ["W_G.weight"]}
+
+
+@pytest.mark.parametrize("normaliser", SINK_FREE)
+def test_a_sink_free_model_has_the_parameters_its_normaliser_declares(normaliser):
+    model = ResidualModel(width=8, heads=3, layers=2, normaliser=normaliser)
+    names = [name for name, _ in model.named_parameters()]
+    per_layer = ["W_Q.weight", "W_K.weight", "W_V.weight", "W_O.weight", *EXTRA_PARAMETERS.get(normaliser, [])]
+    expected = [f"layers.{l}.{name}" for l in range(2) for name in per_layer]
+    assert names == expected, f"a {normaliser} model's parameters should be {expected}, got {names}"
+    parameters = dict(model.named_parameters())
+    if normaliser == "sink_logit":
+        S = parameters["layers.0.sink_logit"]
+        assert S.shape == (3, 1, 1, 1) and (S.data == 0).all(), (
+            f"the sink logit should be one S per head, shape (H, 1, 1, 1) = (3, 1, 1, 1), starting at 0; got {S.shape}"
+        )
+    if normaliser == "gated":
+        shape = parameters["layers.0.W_G.weight"].shape
+        assert shape == (24, 8), f"W_G should be (H n) x n = (24, 8), like W_Q; got {shape}"
+
+
+@pytest.mark.parametrize("normaliser", ["sink_logit", "gated"])
+def test_extra_parameters_come_after_W_O_so_a_one_layer_model_shares_the_softmax_models_weights(normaliser):
+    extended, plain = SingleLayerModel(heads=2, normaliser=normaliser, seed=3), SingleLayerModel(heads=2, seed=3)
+    for name, values in plain.state_dict().items():
+        assert np.array_equal(extended.state_dict()[name], values), (
+            f"{name} of a {normaliser} model differs from the softmax model's of the same seed: "
+            f"draw the normaliser's extra weights after W_O"
+        )
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("layers", [1, 2], ids=["single", "residual_2x2"])
+@pytest.mark.parametrize("normaliser", SINK_FREE)
+def test_a_sink_free_model_runs_forward_and_backward(normaliser, layers, dtype):
+    model = build_model(width=8, heads=2, layers=layers, normaliser=normaliser, residual=layers > 1, seed=0, dtype=dtype)
+    x, y, _ = make_batch(4, np.random.default_rng(0), residual=layers > 1, length=6, width=8)
+    prediction = model(x)
+    ((prediction - y) ** 2).mean().backward()
+    assert prediction.dtype == dtype, f"a {np.dtype(dtype).name} {normaliser} model predicted in {prediction.dtype}"
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None, f"{name} got no gradient: the loss does not reach it"
+        assert parameter.grad.shape == parameter.shape and parameter.grad.dtype == dtype, (
+            f"{name}: gradient of shape {parameter.grad.shape} and dtype {parameter.grad.dtype}, "
+            f"expected {parameter.shape} and {np.dtype(dtype).name}"
+        )
+        assert np.isfinite(parameter.grad).all(), f"{name}: the gradient is not finite"
+
+
+# ----------------------------------------------------------------------
 # gradients: the whole model against finite differences
 
 
@@ -162,6 +224,8 @@ MODEL_KINDS = {
     "single_layer_relu": dict(layers=1, heads=1, normaliser="relu", residual=False),
     "residual_2x2_softmax": dict(layers=2, heads=2, normaliser="softmax", residual=True),
     "residual_2x2_relu": dict(layers=2, heads=2, normaliser="relu", residual=True),
+    **{f"single_layer_{name}": dict(layers=1, heads=2, normaliser=name, residual=False) for name in SINK_FREE},
+    **{f"residual_2x2_{name}": dict(layers=2, heads=2, normaliser=name, residual=True) for name in SINK_FREE},
 }
 
 
