@@ -130,28 +130,66 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
             f"attend: queries {queries.shape}, keys {keys.shape} and values {values.shape} "
             f"must agree on every axis but the values' last"
         )
+    needs_score_grad = queries.requires_grad or keys.requires_grad
+    output, weights, gradients = _attention(queries.data, keys.data, values.data, needs_score_grad,
+                                            normaliser, parameters)
+
+    def backward(grad):
+        return (*gradients(grad), None)
+
+    # the weights are a parent only so that a normaliser's parameters make the output need a
+    # gradient; their gradient is delivered inside `gradients`, so we return None for them
+    return Tensor.from_op(output, (queries, keys, values, weights), backward, "attend"), weights.detach()
+
+
+def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters: Tensor) -> tuple[Tensor, Tensor]:
+    """`attend` for queries, keys and values stacked on a first axis of size 3.
+
+    projected: (3, ..., L, d), as one matrix product with ``[W_Q; W_K; W_V]``
+    produces them (`models.AttentionLayer`). The same as
+    ``attend(projected[0], projected[1], projected[2])``, but the backward
+    writes the three gradients into one array instead of three slices of zeros.
+    """
+    if projected.ndim < 3 or projected.shape[0] != 3:
+        raise ValueError(f"attend_stacked: expected queries, keys and values stacked as (3, ..., L, d), "
+                         f"got shape {projected.shape}")
+    q, k, v = projected.data
+    output, weights, gradients = _attention(q, k, v, projected.requires_grad, normaliser, parameters)
+
+    def backward(grad):
+        stacked = np.empty_like(projected.data)  # (3, ..., L, d)
+        for index, part in enumerate(gradients(grad)):
+            stacked[index] = 0.0 if part is None else part
+        return stacked, None
+
+    return Tensor.from_op(output, (projected, weights), backward, "attend"), weights.detach()
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, needs_score_grad: bool, normaliser: str,
+               parameters: dict):
+    """The fused forward; returns (output array, weights Tensor, gradients function).
+
+    ``gradients(G)`` returns ``(∂ℓ/∂Q, ∂ℓ/∂K, ∂ℓ/∂V)`` as arrays (None for Q and K
+    when nothing upstream of the scores needs a gradient).
+    """
     normalise = get_normaliser(normaliser)
-    length = queries.shape[-2]
-    q, k, v = queries.data, keys.data, values.data
-    scores_need_grad = is_grad_enabled() and (queries.requires_grad or keys.requires_grad)
-    scores = Tensor(q @ np.swapaxes(k, -1, -2), requires_grad=scores_need_grad, dtype=queries.dtype)  # (..., L, L)
+    length = q.shape[-2]
+    scores = Tensor(q @ np.swapaxes(k, -1, -2), requires_grad=is_grad_enabled() and needs_score_grad,
+                    dtype=q.dtype)  # (..., L, d) @ (..., d, L) -> (..., L, L)
     weights = normalise(scores, causal_mask(length), **parameters)  # (..., L, L), a small graph of its own
     output = weights.data @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
-    def backward(grad):
+    def gradients(grad):
         grad_values = np.swapaxes(weights.data, -1, -2) @ grad  # Aᵀ G
         if not weights.requires_grad:  # nothing upstream of the weights learns
-            return None, None, grad_values, None
+            return None, None, grad_values
         weights.backward(grad @ np.swapaxes(v, -1, -2))  # G Vᵀ in; ∂ℓ/∂S out, into scores.grad
         if scores.grad is None:  # only the normaliser's own parameters needed it
-            return None, None, grad_values, None
+            return None, None, grad_values
         grad_scores, scores.grad = scores.grad, None
-        return grad_scores @ k, np.swapaxes(grad_scores, -1, -2) @ q, grad_values, None
+        return grad_scores @ k, np.swapaxes(grad_scores, -1, -2) @ q, grad_values
 
-    # the weights are a parent only so that a normaliser's parameters make the output need a
-    # gradient; their gradient is delivered by the weights.backward call above, so we return None
-    output = Tensor.from_op(output, (queries, keys, values, weights), backward, "attend")
-    return output, weights.detach()
+    return output, weights, gradients
 
 
 # The sink-free normalisers register themselves when their module is imported; importing it here, once

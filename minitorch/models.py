@@ -21,7 +21,7 @@ import json
 import numpy as np
 
 from minitorch import ops
-from minitorch.attention import attend, normaliser_options
+from minitorch.attention import attend_stacked, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
 
@@ -65,10 +65,12 @@ class AttentionLayer(Module):
         """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
         batch, length, n = x.shape
         rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
-        queries, keys, values = (self.project(rows, linear).reshape(self.heads, batch, length, n)  # -> (H, B, L, n)
-                                 for linear in (self.W_Q, self.W_K, self.W_V))
+        # one product for all three projections of all heads: [W_Q; W_K; W_V] is (3*H*n, n)
+        stacked = ops.concatenate([self.W_Q.weight, self.W_K.weight, self.W_V.weight])
+        projected = rows @ stacked.reshape(3 * self.heads, n, n).transpose(-2, -1)  # (N, n) @ (3H, n, n) -> (3H, N, n)
+        projected = projected.reshape(3, self.heads, batch, length, n)  # -> (3, H, B, L, n): q, k, v of each head
         parameters = {name: getattr(self, name) for name in self.normaliser_parameters}
-        heads_out, weights = attend(queries, keys, values, self.normaliser, **parameters)  # (H, B, L, n), (H, B, L, L)
+        heads_out, weights = attend_stacked(projected, self.normaliser, **parameters)  # (H, B, L, n), (H, B, L, L)
         if self.output_gate:  # o^h_i ← o^h_i ⊙ σ(W_G^h x_i)
             gate = ops.sigmoid(self.project(rows, self.W_G))  # (H, N, n)
             heads_out = heads_out * gate.reshape(self.heads, batch, length, n)  # gate (H, N, n) -> (H, B, L, n)

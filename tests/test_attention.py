@@ -253,6 +253,28 @@ def test_attend_passes_gradients_to_a_normaliser_with_its_own_parameter(monkeypa
     )
 
 
+def test_attend_stacked_equals_attend_on_the_three_slices_values_and_gradients():
+    rng = np.random.default_rng(5)
+    stacked = rng.normal(size=(3, 2, 4, 6, 3))  # (3, H, B, L, d)
+    grad_output = rng.normal(size=(2, 4, 6, 3))
+    leaf = minitorch.tensor(stacked, requires_grad=True)
+    output, weights = attention.attend_stacked(leaf, "softmax")
+    output.backward(grad_output)
+    parts = [minitorch.tensor(stacked[index], requires_grad=True) for index in range(3)]
+    expected, expected_weights = attend(*parts, "softmax")
+    expected.backward(grad_output)
+    np.testing.assert_allclose(output.data, expected.data, rtol=1e-12, err_msg="attend_stacked: wrong output")
+    np.testing.assert_allclose(weights.data, expected_weights.data, rtol=1e-12, err_msg="attend_stacked: wrong weights")
+    for index, name in enumerate("QKV"):
+        np.testing.assert_allclose(leaf.grad[index], parts[index].grad, rtol=1e-10, atol=1e-14,
+                                   err_msg=f"attend_stacked: slice {index} should hold dℓ/d{name}")
+
+
+def test_attend_stacked_rejects_a_first_axis_other_than_three():
+    with pytest.raises(ValueError, match=r"\(3, \.\.\., L, d\)"):
+        attention.attend_stacked(minitorch.tensor(np.zeros((2, 4, 5, 3))))
+
+
 def test_attend_without_gradients_builds_no_graph():
     queries = minitorch.tensor(np.ones((1, 4, 2)), requires_grad=True)
     with minitorch.no_grad():
