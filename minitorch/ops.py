@@ -36,7 +36,8 @@ def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
     """Turn numbers and arrays into Tensors, matching the other side's dtype."""
     like = a if isinstance(a, Tensor) else b
     a, b = as_tensor(a, like), as_tensor(b, like)
-    _broadcast_shape(op, a, b)
+    if a.data.shape != b.data.shape and a.data.ndim and b.data.ndim:  # equal shapes and scalars always broadcast
+        _broadcast_shape(op, a, b)
     return a, b
 
 
@@ -187,7 +188,8 @@ def matmul(a, b) -> Tensor:
             f"{'second-to-last' if b.ndim > 1 else 'only'} axis of the second ({inner_b})"
         )
     try:
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        if a.ndim > 2 and b.ndim > 2:  # a matrix or vector operand broadcasts against any batch
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise ValueError(
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
