@@ -25,7 +25,7 @@ from minitorch.models import AttentionModel
 from minitorch.optim import Adam
 from minitorch.progress import ProgressBar
 from minitorch.task import SEQUENCE_LENGTH, make_batch, make_test_set
-from minitorch.tensor import Tensor, no_grad
+from minitorch.tensor import Tensor, as_tensor, no_grad
 
 STOP_ERROR = 5e-3
 BETAS = (0.9, 0.95)
@@ -46,8 +46,22 @@ class TrainingResult:
 
 
 def mse_loss(prediction: Tensor, target) -> Tensor:
-    """Mean squared error over every batch element, position and coordinate."""
-    return ((prediction - target) ** 2).mean()
+    """Mean squared error over every batch element, position and coordinate.
+
+    One fused operation: ``ℓ = (1/N) Σ (ŷ - y)²`` and ``∂ℓ/∂ŷ = 2 (ŷ - y) / N``,
+    N the number of elements. The target is data (no gradient) and must have
+    the prediction's shape: a silent broadcast would average the wrong errors.
+    """
+    prediction = as_tensor(prediction)
+    target = np.asarray(target.data if isinstance(target, Tensor) else target, dtype=prediction.dtype)
+    if target.shape != prediction.shape:
+        raise ValueError(f"mse_loss: prediction {prediction.shape} and target {target.shape} must have the same shape")
+    difference = prediction.data - target
+
+    def backward(grad):
+        return (grad * (2.0 / difference.size) * difference,)
+
+    return Tensor.from_op(np.mean(difference * difference), (prediction,), backward, "mse_loss")
 
 
 def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndarray) -> tuple[dict, list]:

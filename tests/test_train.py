@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from minitorch import metrics
+from minitorch.gradcheck import gradcheck
 from minitorch.models import build_model
 from minitorch.task import make_test_set
 from minitorch.tensor import Tensor, no_grad
@@ -40,6 +41,16 @@ def test_mse_averages_over_batch_positions_and_coordinates():
     target = np.ones((2, 3, 4))
     target[0, 0, 0] = 3.0  # one squared error of 9, the other 23 of 1
     assert mse_loss(prediction, target).item() == pytest.approx((9 + 23) / 24)
+
+
+def test_mse_gradient_matches_finite_differences():
+    target = np.random.default_rng(1).normal(size=(2, 3, 4))
+    gradcheck(lambda prediction: mse_loss(prediction, target), [np.random.default_rng(2).normal(size=(2, 3, 4))])
+
+
+def test_mse_refuses_a_target_of_another_shape():
+    with pytest.raises(ValueError, match=r"\(2, 3, 4\).*\(3, 4\)"):
+        mse_loss(Tensor(np.zeros((2, 3, 4))), np.zeros((3, 4)))
 
 
 @pytest.mark.slow
