@@ -174,8 +174,8 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, needs_score_grad: bo
     """
     normalise = get_normaliser(normaliser)
     length = q.shape[-2]
-    scores = Tensor(q @ np.swapaxes(k, -1, -2), requires_grad=is_grad_enabled() and needs_score_grad,
-                    dtype=q.dtype)  # (..., L, d) @ (..., d, L) -> (..., L, L)
+    scores = Tensor.from_op(q @ np.swapaxes(k, -1, -2), (), None, "scores")  # (..., L, d) @ (..., d, L) -> (..., L, L)
+    scores.requires_grad = is_grad_enabled() and needs_score_grad  # a leaf of the normaliser's graph (no copy)
     weights = normalise(scores, causal_mask(length), **parameters)  # (..., L, L), a small graph of its own
     output = weights.data @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
