@@ -95,8 +95,24 @@ def zoo_run(normaliser: str, seed: int, max_steps: int) -> dict:
                 non_trigger_max_error=float(error[off_trigger].max()),
                 sink_share=metrics.sink_share(attention), **mass_split(attention, triggers),
                 trajectory={name: result.history[name] for name in
-                            ("step", "bos_mass_mean", "non_trigger_max_error", "row_mass_mean")},
-                mean_map=attention[0][:, 0].mean(axis=0).tolist())
+                            ("step", "bos_mass_mean", "max_error", "non_trigger_max_error", "row_mass_mean")},
+                mean_map=attention[0][:, 0].mean(axis=0).tolist(), learned=learned_extras(model, x, triggers))
+
+
+def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
+    """What a sink-free normaliser learned besides W_Q..W_O: the sink logit S, how far the gate closes."""
+    layer, extras = model.layers[0], {}
+    if hasattr(layer, "sink_logit"):
+        extras["sink_logit"] = layer.sink_logit.data.ravel().tolist()  # one S per head
+    if getattr(layer, "output_gate", False):
+        rows = x.reshape(-1, x.shape[-1]).astype(layer.W_G.weight.dtype)  # (B*L, n)
+        gate = 1.0 / (1.0 + np.exp(-(rows @ layer.W_G.weight.data.T)))  # σ(W_G x_i): (B*L, H*n)
+        gate = gate.reshape(x.shape[0], x.shape[1], -1).mean(axis=-1)  # (B, L): mean over coordinates
+        at_trigger = np.zeros(gate.shape, dtype=bool)
+        at_trigger[np.arange(len(triggers)), triggers] = True
+        extras["gate_non_trigger_rows"] = float(gate[metrics.non_trigger_rows(triggers, x.shape[1])].mean())
+        extras["gate_trigger_row"] = float(gate[at_trigger].mean())
+    return extras
 
 
 # ----------------------------------------------------------------------
@@ -124,6 +140,8 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     mean bound, and the smallest (gap - bound) over every sequence and row
     (never negative: the bound is a theorem).
     """
+    if model.config["heads"] != 1 or model.config["layers"] != 1 or model.config["normaliser"] != "softmax":
+        raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = model.layers[0]
     xs = x.astype(np.float64)  # in float64: δ can be far below float32's resolution near 1
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
@@ -228,6 +246,13 @@ def beyond_markdown(results: dict) -> str:
         lines.append(f"| {row['normaliser']} | {row['stopped']} / {row['seeds']} | {row['steps']:,.0f} "
                      f"| {row['test_mse']:.2e} | {row['non_trigger_max_error']:.2e} | {row['bos']:.3f} "
                      f"| {row['content']:.3f} | {row['nowhere']:.3f} | {row['sink_share']:.2f} |")
+    learned = [run for run in results["zoo"] if run["learned"]]
+    if learned:
+        lines += ["", "What the sink-free heads learned besides W_Q..W_O (test set):", ""]
+        for run in learned:
+            found = ", ".join(f"{key} = {np.round(value, 3).tolist() if isinstance(value, list) else round(value, 3)}"
+                              for key, value in run["learned"].items())
+            lines.append(f"- {run['normaliser']}, seed {run['seed']}: {found}")
     lines += ["", "## The log T law (softmax 1x1; last row i = L-1, n = L-1 content keys; seed 0)", "",
               "| L | steps | δ = 1 - a_i0 | gap s_i0 - mean s_ik | bound log n + log((1-δ)/δ) | least slack, any row |",
               "|---:|---:|---:|---:|---:|---:|"]

@@ -31,6 +31,11 @@ def test_every_row_of_a_softmax_model_respects_the_gap_bound(length, std):
     assert gaps["content_keys"] == list(range(2, length)), "rows 2..L-1 should be reported, with n = i content keys"
 
 
+def test_score_gaps_refuses_a_model_it_cannot_read():
+    with pytest.raises(ValueError, match="one-layer, one-head softmax"):
+        beyond.score_gaps(build_model(16, 2, 1, "softmax", residual=False), *make_batch(4, np.random.default_rng(0))[::2])
+
+
 def test_the_mass_split_adds_up_to_one():
     weights = np.random.default_rng(0).uniform(0, 0.3, size=(5, 2, 6, 6)) * np.tril(np.ones((6, 6)))
     split = beyond.mass_split([weights], np.full(5, 3))
