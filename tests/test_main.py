@@ -22,6 +22,8 @@ def test_module_runs_as_a_command():
     (["reproduce", "--only", "3x3"], "unknown architecture"),
     (["reproduce", "--seed", "-1"], "--seed"),
     (["bench", "--steps", "0"], "--steps"),
+    (["reproduce", "--beyond", "--only", "1x1"], "--beyond"),
+    (["reproduce", "--bogus"], "unrecognized arguments"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_bad_arguments_exit_with_a_message_naming_the_problem(arguments, message, capsys):
@@ -46,3 +48,11 @@ def test_quick_runs_never_default_to_the_books_figures(monkeypatch):
     monkeypatch.setattr("minitorch.reproduce.reproduce", lambda out, **kwargs: calls.setdefault("out", out))
     main(["reproduce", "--quick", "--only", "1x1"])
     assert calls["out"] == "runs/quick", "a quick run must not overwrite figures/ unless --out says so"
+
+
+def test_beyond_quick_runs_never_default_to_the_books_figures(monkeypatch):
+    calls = {}
+    monkeypatch.setattr("minitorch.beyond.run_beyond", lambda out, budget, jobs: calls.update(out=out, budget=budget))
+    main(["reproduce", "--beyond", "--quick"])
+    assert calls["out"] == "runs/quick/beyond" and calls["budget"].quick, \
+        "reproduce --beyond --quick must write to runs/quick/beyond with the quick budget"
