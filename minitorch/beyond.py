@@ -207,18 +207,23 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
     for (function, _), output in zip(tasks, outputs):
         results[{seed_run: "seeds_4x4", law_run: "law", zoo_run: "zoo"}[function]].append(output)
     results["wall_time_seconds"] = time.perf_counter() - started
-    written = [
+    written = write_beyond_figures(results, out)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "results.md").write_text(beyond_markdown(results))
+    log(f"beyond: wrote {len(written)} figures, results.md and results.json to {out}/ "
+        f"in {time.perf_counter() - started:.0f} s")
+    return results
+
+
+def write_beyond_figures(results: dict, out: Path) -> list[Path]:
+    """Chapter 10's five figures from the results (redraw them from results.json without retraining)."""
+    return [
         plotting.save(plotting.zoo_mass_figure(results["zoo"]), out / "zoo_mass.png"),
         plotting.save(plotting.zoo_maps_figure(results["zoo"]), out / "zoo_maps.png"),
         plotting.save(plotting.log_law_figure(results["law"]), out / "log_t_law.png"),
         plotting.save(plotting.seeds_figure(results["seeds_4x4"]), out / "seeds_4x4.png"),
         plotting.save(plotting.price_of_a_sink_figure(results["zoo"]), out / "price_of_a_sink.png"),
     ]
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    (out / "results.md").write_text(beyond_markdown(results))
-    log(f"beyond: wrote {len(written)} figures, results.md and results.json to {out}/ "
-        f"in {time.perf_counter() - started:.0f} s")
-    return results
 
 
 def zoo_table(zoo: list[dict]) -> list[dict]:
