@@ -51,15 +51,16 @@ class AttentionLayer(Module):
         if self.output_gate:
             self.W_G = Linear(width, heads * width, **linear)
 
-    def project(self, rows: Tensor, linear: Linear) -> Tensor:
-        """Apply every head's block of `linear` at once: (N, n) -> (H, N, n).
+    def project(self, rows: Tensor, weight: Tensor) -> Tensor:
+        """Apply every n x n block of `weight` at once: (N, n) -> (k, N, n) for a (k*n, n) weight.
 
-        Row block h of the (H*n, n) weight is head h's matrix, so viewing the
-        weight as (H, n, n) makes the H projections one batched product with
-        the heads as the leading axis: each head's (N, n) result is contiguous.
+        Row block h of W_Q (H*n by n) is head h's matrix, so viewing a weight
+        as (k, n, n) makes the k projections one batched product with the
+        blocks as the leading axis: each block's (N, n) result is contiguous.
         """
-        per_head = linear.weight.reshape(self.heads, self.width, self.width)  # (H*n, n) -> (H, n, n)
-        return rows @ per_head.transpose(-2, -1)  # (N, n) @ (H, n, n) -> (H, N, n)
+        blocks = weight.shape[0] // self.width
+        per_block = weight.reshape(blocks, self.width, self.width)  # (k*n, n) -> (k, n, n)
+        return rows @ per_block.transpose(-2, -1)  # (N, n) @ (k, n, n) -> (k, N, n)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
@@ -67,12 +68,12 @@ class AttentionLayer(Module):
         rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
         # one product for all three projections of all heads: [W_Q; W_K; W_V] is (3*H*n, n)
         stacked = ops.concatenate([self.W_Q.weight, self.W_K.weight, self.W_V.weight])
-        projected = rows @ stacked.reshape(3 * self.heads, n, n).transpose(-2, -1)  # (N, n) @ (3H, n, n) -> (3H, N, n)
+        projected = self.project(rows, stacked)  # (3H, N, n)
         projected = projected.reshape(3, self.heads, batch, length, n)  # -> (3, H, B, L, n): q, k, v of each head
         parameters = {name: getattr(self, name) for name in self.normaliser_parameters}
         heads_out, weights = attend_stacked(projected, self.normaliser, **parameters)  # (H, B, L, n), (H, B, L, L)
         if self.output_gate:  # o^h_i ← o^h_i ⊙ σ(W_G^h x_i)
-            gate = ops.sigmoid(self.project(rows, self.W_G))  # (H, N, n)
+            gate = ops.sigmoid(self.project(rows, self.W_G.weight))  # (H, N, n)
             heads_out = heads_out * gate.reshape(self.heads, batch, length, n)  # gate (H, N, n) -> (H, B, L, n)
         # W_O maps the concatenated heads back: ŷ_i = Σ_h W_O^h o^h_i, with W_O^h = columns h*n..(h+1)*n of W_O
         per_head_out = self.W_O.weight.reshape(n, self.heads, n).permute(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
