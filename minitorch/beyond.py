@@ -30,12 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-from minitorch import metrics, plotting
-from minitorch.attention import NORMALISERS
+from minitorch import metrics, ops, plotting
+from minitorch.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.models import build_model
 from minitorch.reproduce import ARCHITECTURES, SINK_BOS_MASS, TRAINING_DTYPE, run_in_processes, train_one
 from minitorch.task import TEST_SIZE, make_batch, make_test_set
-from minitorch.tensor import no_grad
+from minitorch.tensor import Tensor, as_tensor, no_grad
 from minitorch.train import train
 
 ZOO_LR, ZOO_MAX_STEPS = 1e-3, 5_000  # the paper's 1x1 learning rate; a budget every variant can use
@@ -105,9 +105,10 @@ def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     if hasattr(layer, "sink_logit"):
         extras["sink_logit"] = layer.sink_logit.data.ravel().tolist()  # one S per head
     if getattr(layer, "output_gate", False):
-        rows = x.reshape(-1, x.shape[-1]).astype(layer.W_G.weight.dtype)  # (B*L, n)
-        gate = 1.0 / (1.0 + np.exp(-(rows @ layer.W_G.weight.data.T)))  # σ(W_G x_i): (B*L, H*n)
-        gate = gate.reshape(x.shape[0], x.shape[1], -1).mean(axis=-1)  # (B, L): mean over coordinates
+        rows = as_tensor(x.reshape(-1, x.shape[-1]), like=layer.W_G.weight)  # (B*L, n)
+        with no_grad():
+            gate = ops.sigmoid(layer.project(rows, layer.W_G.weight)).data  # σ(W_G^h x_i): (H, B*L, n), as the layer
+        gate = gate.mean(axis=(0, 2)).reshape(x.shape[:2])  # (B, L): mean over heads and coordinates
         at_trigger = np.zeros(gate.shape, dtype=bool)
         at_trigger[np.arange(len(triggers)), triggers] = True
         extras["gate_non_trigger_rows"] = float(gate[metrics.non_trigger_rows(triggers, x.shape[1])].mean())
@@ -148,10 +149,9 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
     length = x.shape[1]
     rows = np.arange(2, length)
-    visible = np.tril(np.ones((length, length), dtype=bool))
-    shifted = np.where(visible, scores - scores.max(axis=-1, keepdims=True, where=visible, initial=-np.inf), -np.inf)
-    weights = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)  # softmax over keys 0..i
-    content_mean = np.where(visible, scores, 0.0)[:, :, 1:].sum(-1) / np.maximum(np.arange(length), 1)  # (B, L)
+    future = causal_mask(length)
+    weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
+    content_mean = np.where(future, 0.0, scores)[:, :, 1:].sum(-1) / np.maximum(np.arange(length), 1)  # (B, L)
     gap = scores[:, :, 0] - content_mean  # (B, L)
     delta = weights[:, :, 1:].sum(axis=-1)  # δ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
     gap, delta, bos = gap[:, rows], delta[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
