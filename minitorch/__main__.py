@@ -2,7 +2,7 @@
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
-    python -m minitorch bench [...]        (the same as python -m minitorch.bench [...])
+    python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ def main(argv=None) -> int:
 
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
-                             "see python -m minitorch.bench --help")
+                             "see python -m minitorch.tools.bench --help")
 
     args, rest = parser.parse_known_args(argv)
     if args.command == "bench":
-        from minitorch.bench import main as bench
+        from minitorch.tools.bench import main as bench
 
         return bench(rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "reproduce":
-        from minitorch.reproduce import ARCHITECTURES, reproduce as run
+        from minitorch.paper.reproduce import ARCHITECTURES, reproduce as run
 
         only = [name.strip() for name in args.only.split(",") if name.strip()]
         unknown = [name for name in only if name not in ARCHITECTURES]
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         if args.beyond:
             if args.only or args.seed:
                 parser.error("--only and --seed apply to the paper's six models, not to --beyond")
-            from minitorch.beyond import FULL, QUICK, run_beyond
+            from minitorch.paper.beyond import FULL, QUICK, run_beyond
 
             run_beyond(args.out or ("runs/quick/beyond" if args.quick else "figures/beyond"),
                        QUICK if args.quick else FULL, jobs=args.jobs)

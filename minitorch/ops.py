@@ -156,19 +156,6 @@ def sigmoid(a) -> Tensor:
 # matrix product
 
 
-def _matmul_arrays(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``x @ y`` on arrays, same result as np.matmul.
-
-    Why not just ``x @ y``: when y is a matrix (a weight) and x a stack
-    (B, L, p), NumPy runs one small product per batch element; folding the
-    stack into the rows of one (B*L, p) matrix is one product and ~3x faster.
-    """
-    if y.ndim == 2 and x.ndim > 2:
-        rows = x.reshape(-1, x.shape[-1])  # (..., m, p) -> (.. * m, p)
-        return (rows @ y).reshape(*x.shape[:-1], y.shape[-1])  # -> (..., m, n)
-    return x @ y
-
-
 def matmul(a, b) -> Tensor:
     """a @ b: matrix product over the last two axes, batch axes broadcast.
 
@@ -205,8 +192,8 @@ def matmul(a, b) -> Tensor:
             grad = np.expand_dims(grad, -1)  # (..., m) -> (..., m, 1)
         if a.ndim == 1:
             grad = np.expand_dims(grad, -2)  # (..., n) -> (..., 1, n)
-        grad_a = _matmul_arrays(grad, np.swapaxes(b_mat, -1, -2))  # (..., m, n) @ (..., n, p) -> (..., m, p)
-        grad_b = _matmul_arrays(np.swapaxes(a_mat, -1, -2), grad)  # (..., p, m) @ (..., m, n) -> (..., p, n)
+        grad_a = grad @ np.swapaxes(b_mat, -1, -2)  # (..., m, n) @ (..., n, p) -> (..., m, p)
+        grad_b = np.swapaxes(a_mat, -1, -2) @ grad  # (..., p, m) @ (..., m, n) -> (..., p, n)
         if a.ndim == 1:
             grad_a = grad_a[..., 0, :]  # (..., 1, p) -> (..., p)
         if b.ndim == 1:
@@ -214,7 +201,7 @@ def matmul(a, b) -> Tensor:
         return grad_a, grad_b  # batch axes are summed away by unbroadcast
         # END EXERCISE 2.2
 
-    return Tensor.from_op(_matmul_arrays(a.data, b.data), (a, b), backward, "matmul")
+    return Tensor.from_op(a.data @ b.data, (a, b), backward, "matmul")
 
 
 # ----------------------------------------------------------------------
@@ -404,3 +391,21 @@ def stack(tensors, axis: int = 0) -> Tensor:
         return tuple(np.moveaxis(grad, axis, 0))  # one slice per input
 
     return Tensor.from_op(out, tuple(tensors), backward, "stack")
+
+
+# ----------------------------------------------------------------------
+# Python operators and methods. Tensor gets them here, beside the operations, so that
+# tensor.py needs nothing from this module: ``x + y`` is add(x, y), ``x.sum(0)`` is sum(x, 0).
+
+Tensor.__add__, Tensor.__sub__, Tensor.__mul__, Tensor.__truediv__ = add, sub, mul, div
+Tensor.__matmul__, Tensor.__pow__, Tensor.__neg__, Tensor.__getitem__ = matmul, pow, neg, getitem
+Tensor.__radd__ = lambda self, other: add(other, self)
+Tensor.__rsub__ = lambda self, other: sub(other, self)
+Tensor.__rmul__ = lambda self, other: mul(other, self)
+Tensor.__rtruediv__ = lambda self, other: div(other, self)
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self)
+Tensor.__rpow__ = lambda self, base: pow(base, self)  # raises: pow takes only constant exponents
+Tensor.sum, Tensor.mean, Tensor.max = sum, mean, max
+Tensor.exp, Tensor.log, Tensor.relu, Tensor.sigmoid = exp, log, relu, sigmoid
+Tensor.reshape, Tensor.permute, Tensor.transpose, Tensor.masked_fill = reshape, permute, transpose, masked_fill
+Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))), doc="all axes reversed")

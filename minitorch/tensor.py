@@ -233,49 +233,8 @@ class Tensor:
         """A copy converted to `dtype` (not differentiable)."""
         return Tensor(self.data, dtype=dtype)
 
-    # ------------------------------------------------------------------
-    # Python operators: thin wrappers around minitorch.ops
-    def __add__(self, other):
-        return ops.add(self, other)
-
-    def __radd__(self, other):
-        return ops.add(other, self)
-
-    def __sub__(self, other):
-        return ops.sub(self, other)
-
-    def __rsub__(self, other):
-        return ops.sub(other, self)
-
-    def __mul__(self, other):
-        return ops.mul(self, other)
-
-    def __rmul__(self, other):
-        return ops.mul(other, self)
-
-    def __truediv__(self, other):
-        return ops.div(self, other)
-
-    def __rtruediv__(self, other):
-        return ops.div(other, self)
-
-    def __matmul__(self, other):
-        return ops.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return ops.matmul(other, self)
-
-    def __pow__(self, exponent):
-        return ops.pow(self, exponent)
-
-    def __rpow__(self, base):
-        return ops.pow(base, self)  # raises: pow takes only constant exponents
-
-    def __neg__(self):
-        return ops.neg(self)
-
-    def __getitem__(self, index):
-        return ops.getitem(self, index)
+    # The arithmetic operators (+, *, @, ...) and methods such as .sum() are attached by
+    # minitorch/ops.py, where the operations live; softmax.py attaches .softmax().
 
     # Comparisons give boolean ndarrays: masks, not differentiable.
     def __lt__(self, other):
@@ -303,47 +262,6 @@ class Tensor:
             "the truth value of a Tensor is ambiguous; compare .item() or use "
             "(t > 0).all() on the boolean mask"
         )
-
-    # methods mirroring the functions in ops
-    def sum(self, axis=None, keepdims=False):
-        return ops.sum(self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return ops.mean(self, axis, keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        return ops.max(self, axis, keepdims)
-
-    def exp(self):
-        return ops.exp(self)
-
-    def log(self):
-        return ops.log(self)
-
-    def relu(self):
-        return ops.relu(self)
-
-    def sigmoid(self):
-        return ops.sigmoid(self)
-
-    def reshape(self, *shape):
-        return ops.reshape(self, *shape)
-
-    def permute(self, *axes):
-        return ops.permute(self, *axes)
-
-    def transpose(self, axis1=-2, axis2=-1):
-        return ops.transpose(self, axis1, axis2)
-
-    @property
-    def T(self):
-        return ops.permute(self, *reversed(range(self.ndim)))
-
-    def masked_fill(self, mask, value):
-        return ops.masked_fill(self, mask, value)
-
-    def softmax(self, axis=-1):
-        return softmax_module.softmax(self, axis)
 
 
 def _raw(x):
@@ -427,8 +345,3 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
             f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape"
         )
     return grad
-
-
-# The operations import Tensor from this module, so import them last.
-from minitorch import ops  # noqa: E402
-from minitorch import softmax as softmax_module  # noqa: E402

@@ -3,7 +3,7 @@
 Markers (registered here, since the repository keeps no pytest.ini):
 - ``@pytest.mark.exercise("2.3")``: the test grades exercise 2.3; it also gets the markers
   ``ex2_3`` and ``ch02``, so ``pytest -m ex2_3`` or ``pytest -m ch02`` selects it. Every exercise
-  and chapter marker is registered (from minitorch/exercises.py), so ``--strict-markers`` works.
+  and chapter marker is registered (from minitorch/exercises/registry.py), so ``--strict-markers`` works.
 - ``@pytest.mark.slow``: takes more than a few seconds; skip with ``-m "not slow"``.
 
 Options (each also has an environment variable):
@@ -41,10 +41,10 @@ _STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped")
 
 
 def _load_registry():
-    """minitorch/exercises.py of this repository, loaded by path: titles and points come from the
+    """minitorch/exercises/registry.py of this repository, loaded by path: titles and points come from the
     grader's copy, and loading it imports nothing from the minitorch under test."""
     name = "_minitorch_exercise_registry"
-    spec = importlib.util.spec_from_file_location(name, REPOSITORY / "minitorch" / "exercises.py")
+    spec = importlib.util.spec_from_file_location(name, REPOSITORY / "minitorch" / "exercises" / "registry.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -159,8 +159,8 @@ class Scoreboard:
                 continue
             exercise_id = str(mark.args[0])
             for name in ("ex" + exercise_id.replace(".", "_"), "ch" + _chapter_of(exercise_id)):
-                if name not in registered:  # an ID missing from minitorch/exercises.py: the registry test says so
-                    config.addinivalue_line("markers", f"{name}: (not in minitorch/exercises.py)")
+                if name not in registered:  # an ID missing from minitorch/exercises/registry.py: the registry test says so
+                    config.addinivalue_line("markers", f"{name}: (not in minitorch/exercises/registry.py)")
                     registered.add(name)
                 item.add_marker(name)
             self.exercise_of[item.nodeid] = exercise_id
@@ -194,7 +194,7 @@ class Scoreboard:
             status = self.results.get(nodeid, {}).get("status")
             if status is None:
                 continue  # deselected or never run
-            title, points = registry.EXERCISES.get(exercise_id, ("(not in minitorch/exercises.py)", 0))
+            title, points = registry.EXERCISES.get(exercise_id, ("(not in minitorch/exercises/registry.py)", 0))
             row = table.setdefault(exercise_id, {"chapter": int(exercise_id.split(".")[0]), "title": title,
                                                  "points": points, "tests": 0, **{s: 0 for s in _STATUSES}})
             row["tests"] += 1

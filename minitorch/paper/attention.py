@@ -1,0 +1,130 @@
+"""Causal attention with a choice of normaliser (chapter 03).
+
+For queries ``q_i`` and keys ``k_k`` the scores are ``s_ik = q_i · k_k``. A
+*normaliser* turns the score matrix into attention weights ``a_ik``, with
+``a_ik = 0`` for future keys ``k > i`` (the causal mask):
+
+- ``"softmax"``: ``a_ik = exp(s_ik) / Σ_{k' ≤ i} exp(s_ik')``. Every row lies
+  on the probability simplex: it sums to 1.
+- ``"relu"``: ``a_ik = max(s_ik, 0) / max(i, 1)`` (0-based query ``i``). The
+  divisor is fixed, the number of visible non-BOS tokens; a row may sum to
+  anything, including 0.
+
+A normaliser is one function ``(scores, causal_mask) -> weights`` registered
+with `register_normaliser`; models pick it by name. A normaliser may also
+declare numbers it learns (its *parameters*, passed to it by keyword) and ask
+for an output gate on each head; `minitorch.paper.sink_free` registers five that
+do without a sink.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from minitorch import ops
+from minitorch.softmax import softmax
+from minitorch.tensor import Tensor
+
+NORMALISERS: dict = {}  # name -> the function (scores, future, **parameters) -> weights
+
+
+@dataclass(frozen=True)
+class NormaliserOptions:
+    """What a model must build for a normaliser, beyond W_Q, W_K, W_V, W_O.
+
+    parameters: parameter name -> function ``heads -> initial array``; the
+        layer holds one `Parameter` per name and passes it to the normaliser
+        by keyword.
+    output_gate: if True, the layer multiplies each head's output by a
+        sigmoid gate ``σ(W_G^h x_i)`` before W_O.
+    """
+
+    parameters: dict = field(default_factory=dict)
+    output_gate: bool = False
+
+
+NORMALISER_OPTIONS: dict = {}  # name -> NormaliserOptions, beside NORMALISERS
+
+
+def register_normaliser(name: str, parameters: dict | None = None, output_gate: bool = False):
+    """Decorator: make a normaliser available to models under `name`.
+
+    ``register_normaliser("sink_logit", parameters={"sink_logit": lambda heads: np.zeros((heads, 1, 1, 1))})``
+    declares a learned number per head, named ``sink_logit``, starting at 0.
+    """
+    def register(function):
+        taken = NORMALISERS.get(name)
+        redefined = taken is not None and (taken.__module__, taken.__qualname__) == (function.__module__, function.__qualname__)
+        if taken is not None and not redefined:  # re-running the cell that defines it is fine
+            raise ValueError(f"register_normaliser: the name {name!r} is taken by {taken.__qualname__}; "
+                             f"known: {sorted(NORMALISERS)}")
+        NORMALISERS[name] = function
+        NORMALISER_OPTIONS[name] = NormaliserOptions(dict(parameters or {}), output_gate)
+        return function
+    return register
+
+
+def get_normaliser(name: str):
+    """The normaliser registered under `name` (ValueError listing the known ones)."""
+    if name not in NORMALISERS:
+        raise ValueError(f"unknown attention normaliser {name!r}; known: {sorted(NORMALISERS)}")
+    return NORMALISERS[name]
+
+
+def normaliser_options(name: str) -> NormaliserOptions:
+    """The parameters and gate the normaliser `name` declared (none, for a plain one)."""
+    get_normaliser(name)  # an unknown name is an error here too
+    return NORMALISER_OPTIONS.get(name, NormaliserOptions())
+
+
+def causal_mask(length: int) -> np.ndarray:
+    """Boolean (L, L) mask, True where key k lies in the future of query i (k > i)."""
+    # BEGIN EXERCISE 3.1
+    return np.triu(np.ones((length, length), dtype=bool), k=1)
+    # END EXERCISE 3.1
+
+
+@register_normaliser("softmax")
+def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
+    """Softmax over the visible keys: future keys get score -inf, hence weight 0."""
+    # BEGIN EXERCISE 3.2
+    return softmax(scores.masked_fill(future, -np.inf), axis=-1)
+    # END EXERCISE 3.2
+
+
+@register_normaliser("relu")
+def relu_attention(scores: Tensor, future: np.ndarray) -> Tensor:
+    """``max(s_ik, 0) / max(i, 1)`` on visible keys, 0 on future keys."""
+    # BEGIN EXERCISE 3.3
+    length = scores.shape[-1]
+    row_divisor = np.maximum(np.arange(length), 1).reshape(length, 1)  # (L, 1): max(i, 1)
+    return ops.relu(scores.masked_fill(future, 0.0)) / row_divisor
+    # END EXERCISE 3.3
+
+
+def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax",
+           **parameters: Tensor) -> tuple[Tensor, Tensor]:
+    """Causal attention for any leading batch/head axes: ``O = normaliser(Q Kᵀ) V``.
+
+    queries, keys, values: (..., L, d). Returns ``(output, weights)``: the output
+    ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and the weights (..., L, L), detached
+    (a record for plots and metrics). Keyword `parameters` go to the normaliser,
+    e.g. ``sink_logit=S``. Every step is an ordinary minitorch operation, so the
+    backward comes for free; `minitorch.paper.fast_attention` computes the same
+    numbers as one fused operation, and training uses that.
+    """
+    check_attention_shapes(queries, keys, values)
+    scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L): s_ik = q_i · k_k
+    weights = get_normaliser(normaliser)(scores, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
+    return weights @ values, weights.detach()  # (..., L, L) @ (..., L, d) -> (..., L, d)
+
+
+def check_attention_shapes(queries: Tensor, keys: Tensor, values: Tensor) -> None:
+    """ValueError unless queries and keys have one shape (..., L, d) and values (..., L, d_v)."""
+    if not (queries.shape == keys.shape and keys.shape[:-1] == values.shape[:-1]):
+        raise ValueError(
+            f"attend: queries {queries.shape}, keys {keys.shape} and values {values.shape} "
+            f"must agree on every axis but the values' last"
+        )

@@ -1,0 +1,279 @@
+"""Beyond the paper (chapter 10): ``python -m minitorch reproduce --beyond``.
+
+Four experiments the paper did not run, each written to ``figures/beyond/``:
+
+1. **The zoo.** Every normaliser (`minitorch.paper.attention.NORMALISERS`: softmax,
+   ReLU and the sink-free family of `minitorch.paper.sink_free`) trained on the task
+   as a 1 layer x 1 head model, several seeds. At the non-trigger rows, where
+   the right output is 0, where does the attention mass go: to BOS (a sink),
+   to the content keys, or *nowhere* (rows that sum to less than 1)?
+2. **The log T law.** Softmax 1x1 models trained at L = 8, 16, 32, 64. To put
+   mass ``1 - δ`` on BOS against n content keys, the BOS score must beat the
+   content scores' mean by at least ``log n + log((1 - δ)/δ)`` (chapter 10
+   derives it from Jensen's inequality). We measure that gap row by row.
+3. **Seeds.** The 4 layer x 4 head softmax model over 10 seeds: the share of
+   heads that sink, layer by layer, and the spread of steps to the stop.
+4. **The price of a sink.** Along training, the error left at non-trigger
+   rows against the BOS mass: softmax can only reach a small error by
+   sinking, the sink-free normalisers need not.
+
+Every run is seeded; the runs are independent, so `jobs` > 1 trains them
+side by side in separate processes without changing a number.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from minitorch import ops
+from minitorch.paper import metrics, plotting
+from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
+from minitorch.paper.metrics import SINK_BOS_MASS
+from minitorch.paper.models import build_model
+from minitorch.paper.reproduce import ARCHITECTURES, TRAINING_DTYPE, run_in_processes, train_one
+from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
+from minitorch.paper.train import train
+from minitorch.tensor import Tensor, as_tensor, no_grad
+
+ZOO_LR, ZOO_MAX_STEPS = 1e-3, 5_000  # the paper's 1x1 learning rate; a budget every variant can use
+LAW_LENGTHS = (8, 16, 32, 64)
+LAW_MAX_STEPS = 20_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of each experiment to run: the full one, or a quick check."""
+
+    zoo_seeds: tuple
+    zoo_max_steps: int
+    law_lengths: tuple
+    law_max_steps: int
+    seeds_4x4: tuple
+    quick: bool
+
+
+FULL = Budget(zoo_seeds=(0, 1, 2), zoo_max_steps=ZOO_MAX_STEPS, law_lengths=LAW_LENGTHS,
+              law_max_steps=LAW_MAX_STEPS, seeds_4x4=tuple(range(10)), quick=False)
+QUICK = Budget(zoo_seeds=(0,), zoo_max_steps=150, law_lengths=(8, 16), law_max_steps=150,
+               seeds_4x4=(0, 1), quick=True)
+
+
+def zoo_normalisers() -> list[str]:
+    """Every registered normaliser, the paper's two first."""
+    return ["softmax", "relu"] + sorted(name for name in NORMALISERS if name not in ("softmax", "relu"))
+
+
+# ----------------------------------------------------------------------
+# where the mass goes
+
+
+def mass_split(per_layer_weights, triggers) -> dict:
+    """Mean attention mass at non-trigger rows, split three ways (each a number).
+
+    ``bos`` = a_i0, ``content`` = Σ_{k≥1} a_ik, ``nowhere`` = 1 - Σ_k a_ik
+    (negative when a row sums to more than 1, as sigmoid and ReLU rows may).
+    """
+    bos = np.mean([metrics.bos_mass_at_non_trigger_rows(w, triggers).mean() for w in per_layer_weights])
+    total = np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in per_layer_weights])
+    return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
+
+
+def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int) -> dict:
+    """Train one 1x1 model of `normaliser`; measure it on the test set."""
+    model = build_model(16, 1, 1, normaliser, residual=False, seed=seed, dtype=TRAINING_DTYPE)
+    result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=10, progress=False)
+    x, y, triggers = make_test_set()
+    with no_grad():
+        prediction, attention = model(x, return_attention=True)
+    error = np.abs(prediction.data - y)
+    off_trigger = metrics.non_trigger_rows(triggers, x.shape[1])
+    return dict(normaliser=normaliser, seed=seed, steps=result.steps, converged=result.converged,
+                test_mse=float((error ** 2).mean()), test_max_error=float(error.max()),
+                non_trigger_max_error=float(error[off_trigger].max()),
+                sink_share=metrics.sink_share(attention), **mass_split(attention, triggers),
+                trajectory={name: result.history[name] for name in
+                            ("step", "bos_mass_mean", "max_error", "non_trigger_max_error", "row_mass_mean")},
+                mean_map=attention[0][:, 0].mean(axis=0).tolist(), learned=learned_extras(model, x, triggers))
+
+
+def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
+    """What a sink-free normaliser learned besides W_Q..W_O: the sink logit S, how far the gate closes."""
+    layer, extras = model.layers[0], {}
+    if hasattr(layer, "sink_logit"):
+        extras["sink_logit"] = layer.sink_logit.data.ravel().tolist()  # one S per head
+    if getattr(layer, "output_gate", False):
+        rows = as_tensor(x.reshape(-1, x.shape[-1]), like=layer.W_G.weight)  # (B*L, n)
+        with no_grad():
+            gate = ops.sigmoid(layer.project(rows, layer.W_G.weight)).data  # σ(W_G^h x_i): (H, B*L, n), as the layer
+        gate = gate.mean(axis=(0, 2)).reshape(x.shape[:2])  # (B, L): mean over heads and coordinates
+        at_trigger = np.zeros(gate.shape, dtype=bool)
+        at_trigger[np.arange(len(triggers)), triggers] = True
+        extras["gate_non_trigger_rows"] = float(gate[metrics.non_trigger_rows(triggers, x.shape[1])].mean())
+        extras["gate_trigger_row"] = float(gate[at_trigger].mean())
+    return extras
+
+
+# ----------------------------------------------------------------------
+# the log T law
+
+
+def gap_bound(content_keys, delta, bos_mass=None):
+    """The least BOS-minus-mean-content score gap that puts mass 1 - δ on BOS against n keys.
+
+    ``a_0 = 1 / (1 + Σ_k e^{s_k - s_0}) ≥ 1 - δ`` and, by Jensen,
+    ``Σ_k e^{s_k - s_0} ≥ n e^{mean_k s_k - s_0}``, so
+    ``s_0 - mean_k s_k ≥ log n + log((1 - δ)/δ)``. Pass `bos_mass` = 1 - δ when
+    it is known more accurately than by subtracting δ from 1 (δ near 1).
+    """
+    delta = np.asarray(delta, dtype=float)
+    bos_mass = 1.0 - delta if bos_mass is None else np.asarray(bos_mass, dtype=float)
+    with np.errstate(divide="ignore"):  # a_0 = 0 gives the (true) bound -inf
+        return np.log(content_keys) + np.log(bos_mass) - np.log(delta)
+
+
+def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
+    """Row by row, at non-trigger rows i ≥ 2: the gap s_i0 - mean_{1≤k≤i} s_ik and δ_i = 1 - a_i0.
+
+    Returns per-row arrays (sequences averaged): n = i content keys, mean gap,
+    mean bound, and the smallest (gap - bound) over every sequence and row
+    (never negative: the bound is a theorem).
+    """
+    if model.config["heads"] != 1 or model.config["layers"] != 1 or model.config["normaliser"] != "softmax":
+        raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
+    layer = model.layers[0]
+    xs = x.astype(np.float64)  # in float64: δ can be far below float32's resolution near 1
+    queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
+    scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
+    length = x.shape[1]
+    rows = np.arange(2, length)
+    future = causal_mask(length)
+    weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
+    content_mean = np.where(future, 0.0, scores)[:, :, 1:].sum(-1) / np.maximum(np.arange(length), 1)  # (B, L)
+    gap = scores[:, :, 0] - content_mean  # (B, L)
+    delta = weights[:, :, 1:].sum(axis=-1)  # δ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
+    gap, delta, bos = gap[:, rows], delta[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
+    bound = gap_bound(rows, delta, bos)
+    keep = metrics.non_trigger_rows(triggers, length)[:, rows]  # (B, L-2)
+    mean_of = lambda values: [float(values[keep[:, r], r].mean()) for r in range(len(rows))]  # noqa: E731
+    return dict(content_keys=rows.tolist(), gap=mean_of(gap), bound=mean_of(bound), delta=mean_of(delta),
+                slack_min=float((gap - bound)[keep].min()))
+
+
+def train_at_length(length: int, seed: int, max_steps: int) -> dict:
+    """Train a softmax 1x1 model at sequence length `length`; measure its score gaps."""
+    model = build_model(16, 1, 1, "softmax", residual=False, seed=seed, dtype=TRAINING_DTYPE)
+    result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=50, progress=False,
+                   length=length)
+    x, _, triggers = make_batch(TEST_SIZE, np.random.default_rng(TEST_SEED), length=length)  # every trigger: no row left empty
+    return dict(length=length, seed=seed, steps=result.steps, converged=result.converged,
+                **score_gaps(model, x, triggers))
+
+
+# ----------------------------------------------------------------------
+# seeds of the 4x4 model
+
+
+def train_seed_of_4x4(seed: int, quick: bool) -> dict:
+    """Train the paper's 4x4 softmax model from `seed`; which heads sink, layer by layer."""
+    result = train_one(ARCHITECTURES["4x4"], "softmax", seed, quick, progress=False)
+    x, _, triggers = make_test_set(residual=True)
+    with no_grad():
+        _, attention = result.model(x, return_attention=True)
+    table = metrics.head_table(attention, triggers)
+    bos = np.array([head["bos_mass_mean"] for head in table]).reshape(4, 4)  # (layer, head)
+    return dict(seed=seed, steps=result.steps, converged=result.converged, bos_mass=bos.tolist(),
+                sinking_share_per_layer=(bos >= SINK_BOS_MASS).mean(axis=1).tolist(),
+                sink_share=metrics.sink_share(attention))
+
+
+# ----------------------------------------------------------------------
+# all of it
+
+
+def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: int = 1, log=print) -> dict:
+    """Run the four experiments; write figures, results.md and results.json into `out`."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    tasks = ([(train_seed_of_4x4, (seed, budget.quick)) for seed in budget.seeds_4x4]  # longest first
+             + [(train_at_length, (length, 0, budget.law_max_steps)) for length in budget.law_lengths]
+             + [(train_zoo_normaliser, (name, seed, budget.zoo_max_steps)) for name in zoo_normalisers()
+                for seed in budget.zoo_seeds])
+    outputs = run_in_processes([function for function, _ in tasks], [arguments for _, arguments in tasks], jobs)
+    results = dict(quick=budget.quick, seeds_4x4=[], law=[], zoo=[])
+    for (function, _), output in zip(tasks, outputs):
+        results[{train_seed_of_4x4: "seeds_4x4", train_at_length: "law", train_zoo_normaliser: "zoo"}[function]].append(output)
+    results["wall_time_seconds"] = time.perf_counter() - started
+    written = write_beyond_figures(results, out)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    (out / "results.md").write_text(beyond_markdown(results))
+    log(f"beyond: wrote {len(written)} figures, results.md and results.json to {out}/ "
+        f"in {time.perf_counter() - started:.0f} s")
+    return results
+
+
+def write_beyond_figures(results: dict, out: Path) -> list[Path]:
+    """Chapter 10's five figures from the results (redraw them from results.json without retraining)."""
+    return [
+        plotting.save(plotting.zoo_mass_figure(results["zoo"]), out / "zoo_mass.png"),
+        plotting.save(plotting.zoo_maps_figure(results["zoo"]), out / "zoo_maps.png"),
+        plotting.save(plotting.log_law_figure(results["law"]), out / "log_t_law.png"),
+        plotting.save(plotting.seeds_figure(results["seeds_4x4"]), out / "seeds_4x4.png"),
+        plotting.save(plotting.price_of_a_sink_figure(results["zoo"]), out / "price_of_a_sink.png"),
+    ]
+
+
+def zoo_table(zoo: list[dict]) -> list[dict]:
+    """One row per normaliser: means over seeds."""
+    rows = []
+    for name in dict.fromkeys(run["normaliser"] for run in zoo):
+        runs = [run for run in zoo if run["normaliser"] == name]
+        mean = lambda key: float(np.mean([run[key] for run in runs]))  # noqa: E731
+        rows.append(dict(normaliser=name, seeds=len(runs), stopped=sum(run["converged"] for run in runs),
+                         steps=mean("steps"), test_mse=mean("test_mse"),
+                         non_trigger_max_error=mean("non_trigger_max_error"), bos=mean("bos"),
+                         content=mean("content"), nowhere=mean("nowhere"), sink_share=mean("sink_share")))
+    return rows
+
+
+def beyond_markdown(results: dict) -> str:
+    """The tables of chapter 10."""
+    lines = ["# Beyond the paper: results", "",
+             f"Written by `python -m minitorch reproduce --beyond{' --quick' if results['quick'] else ''}` "
+             f"in {results['wall_time_seconds'] / 60:.1f} min.", "",
+             "## The zoo (1 layer x 1 head; means over seeds; masses at non-trigger rows)", "",
+             "| normaliser | stopped / seeds | steps | test MSE | max error, non-trigger rows | BOS | content "
+             "| nowhere | Sink_1^0.3 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in zoo_table(results["zoo"]):
+        lines.append(f"| {row['normaliser']} | {row['stopped']} / {row['seeds']} | {row['steps']:,.0f} "
+                     f"| {row['test_mse']:.2e} | {row['non_trigger_max_error']:.2e} | {row['bos']:.3f} "
+                     f"| {row['content']:.3f} | {row['nowhere']:.3f} | {row['sink_share']:.2f} |")
+    learned = [run for run in results["zoo"] if run["learned"]]
+    if learned:
+        lines += ["", "What the sink-free heads learned besides W_Q..W_O (test set):", ""]
+        for run in learned:
+            found = ", ".join(f"{key} = {np.round(value, 3).tolist() if isinstance(value, list) else round(value, 3)}"
+                              for key, value in run["learned"].items())
+            lines.append(f"- {run['normaliser']}, seed {run['seed']}: {found}")
+    lines += ["", "## The log T law (softmax 1x1; last row i = L-1, n = L-1 content keys; seed 0)", "",
+              "| L | steps | δ = 1 - a_i0 | gap s_i0 - mean s_ik | bound log n + log((1-δ)/δ) | least slack, any row |",
+              "|---:|---:|---:|---:|---:|---:|"]
+    for run in results["law"]:
+        lines.append(f"| {run['length']} | {run['steps']:,} | {run['delta'][-1]:.2e} | {run['gap'][-1]:.2f} "
+                     f"| {run['bound'][-1]:.2f} | {run['slack_min']:.3f} |")
+    lines += ["", "## Seeds (softmax 4 layers x 4 heads): share of heads with mean BOS mass >= "
+              f"{SINK_BOS_MASS} at non-trigger rows", "",
+              "| seed | steps | layer 1 | layer 2 | layer 3 | layer 4 | all |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for run in results["seeds_4x4"]:
+        shares = run["sinking_share_per_layer"]
+        lines.append(f"| {run['seed']} | {run['steps']:,}{'' if run['converged'] else ' (budget)'} | "
+                     + " | ".join(f"{share:.2f}" for share in shares) + f" | {np.mean(shares):.2f} |")
+    shares = np.array([run["sinking_share_per_layer"] for run in results["seeds_4x4"]])
+    lines.append("| mean | {:,.0f} | ".format(np.mean([run["steps"] for run in results["seeds_4x4"]]))
+                 + " | ".join(f"{share:.2f}" for share in shares.mean(axis=0)) + f" | {shares.mean():.2f} |")
+    return "\n".join(lines) + "\n"

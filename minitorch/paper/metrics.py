@@ -1,0 +1,121 @@
+"""Measuring sinks (chapters 03, 08 and 09).
+
+All functions take attention weights ``a`` as an array of shape (B, H, L, L)
+(sequence, head, query i, key k), as returned per layer by
+``model(x, return_attention=True)``, and the trigger positions j (B,).
+
+- *BOS mass* of row i: ``a_i0``, the weight query i puts on BOS.
+- *Non-trigger rows*: ``i ∈ {1, ..., L-1}``, ``i ≠ j``. Row 0 is left out on
+  purpose: its only visible key is BOS, so a softmax row 0 is 1 on BOS for
+  every model, sink or not.
+- *Trigger row*: row j. A perfect model puts 1/j on each of keys 1..j there.
+- Gu et al.'s sink score (ICLR 2025): ``α_k = (1/(L-k)) Σ_{i ≥ k} â_ik``
+  (0-based k; the mean weight key k receives from the queries that see it),
+  where ``â`` is ``a`` with each row divided by its sum. A head sinks at k
+  if ``α_k > ε`` (ε = 0.3); ``Sink_k^ε`` is the share of heads that sink.
+  A ReLU row can be all zero, making ``â`` 0/0: we set such a row of ``â``
+  to 0 (a row that attends to nothing puts nothing on the sink) and report
+  the share of all-zero rows separately (`zero_row_share`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Two thresholds, two definitions of "sinks":
+SINK_BOS_MASS = 0.9  # this book's: a head sinks if its mean BOS mass at non-trigger rows is at least this
+SINK_THRESHOLD = 0.3  # Gu et al.'s ε (ICLR 2025): a head sinks at key k if α_k > ε
+
+
+def _check(weights: np.ndarray, triggers: np.ndarray) -> np.ndarray:
+    weights = np.asarray(weights)
+    if weights.ndim == 3:
+        weights = weights[:, None]  # (B, L, L) -> (B, 1, L, L): one head
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"attention weights must have shape (B, H, L, L) or (B, L, L), got {weights.shape}")
+    if np.shape(triggers) != (weights.shape[0],):
+        raise ValueError(f"triggers must have shape (B,) = ({weights.shape[0]},), got {np.shape(triggers)}")
+    return weights
+
+
+def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
+    """Boolean (B, L): True at rows i >= 1 with i != j."""
+    positions = np.arange(length)
+    return (positions >= 1) & (positions != np.asarray(triggers)[:, None])
+
+
+def at_non_trigger_rows(per_row: np.ndarray, triggers) -> np.ndarray:
+    """Keep the non-trigger rows of a per-row quantity: (B, H, L) -> (B, H, L-2)."""
+    batch, heads, length = per_row.shape
+    rows = non_trigger_rows(triggers, length)  # (B, L)
+    kept = per_row.transpose(0, 2, 1)[rows]  # (B*(L-2), H), sequence by sequence
+    return kept.reshape(batch, length - 2, heads).transpose(0, 2, 1)  # -> (B, H, L-2)
+
+
+def bos_mass_at_non_trigger_rows(weights, triggers) -> np.ndarray:
+    """The BOS weights ``a_i0`` at non-trigger rows: (B, H, L-2) (sequence, head, row)."""
+    # BEGIN EXERCISE 3.4
+    weights = _check(weights, triggers)
+    return at_non_trigger_rows(weights[..., 0], triggers)  # a_i0 is column 0
+    # END EXERCISE 3.4
+
+
+def non_trigger_row_mass(weights, triggers) -> np.ndarray:
+    """Total weight ``Σ_k a_ik`` of each non-trigger row: (B, H, L-2)."""
+    weights = _check(weights, triggers)
+    return at_non_trigger_rows(weights.sum(axis=-1), triggers)
+
+
+def trigger_row(weights, triggers) -> np.ndarray:
+    """Row j of each sequence: (B, H, L)."""
+    weights = _check(weights, triggers)
+    return weights[np.arange(weights.shape[0]), :, np.asarray(triggers), :]
+
+
+def gu_sink_scores(weights, triggers=None) -> np.ndarray:
+    """Gu et al.'s ``α_k`` for every head and key, averaged over sequences: (H, L)."""
+    weights = _check(weights, np.zeros(np.shape(weights)[0]) if triggers is None else triggers)
+    # BEGIN EXERCISE 8.1
+    row_sums = weights.sum(axis=-1, keepdims=True)  # (B, H, L, 1)
+    safe_sums = np.where(row_sums > 0, row_sums, 1.0)
+    normalised = np.where(row_sums > 0, weights / safe_sums, 0.0)  # an all-zero row stays 0
+    length = weights.shape[-1]
+    queries_seeing_key = length - np.arange(length)  # key k is seen by rows k..L-1
+    return normalised.sum(axis=2).mean(axis=0) / queries_seeing_key  # (B, H, L) -> (H, L)
+    # END EXERCISE 8.1
+
+
+def zero_row_share(weights) -> float:
+    """The share of attention rows whose weights are all zero (possible only without softmax)."""
+    weights = np.asarray(weights)
+    return float((weights.sum(axis=-1) == 0).mean())
+
+
+def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD) -> float:
+    """Gu et al.'s ``Sink_k^ε``: the share of all heads (all layers) with ``α_k > ε``."""
+    # BEGIN EXERCISE 9.1
+    scores = np.concatenate([gu_sink_scores(weights)[:, key] for weights in per_layer_weights])  # (layers*H,)
+    return float((scores > threshold).mean())
+    # END EXERCISE 9.1
+
+
+def head_table(per_layer_weights, triggers) -> list[dict]:
+    """One row per (layer, head): the sink measures of chapter 09."""
+    table = []
+    for layer, weights in enumerate(per_layer_weights):
+        weights = _check(weights, triggers)
+        bos = bos_mass_at_non_trigger_rows(weights, triggers)  # (B, H, L-2)
+        mass = non_trigger_row_mass(weights, triggers)
+        at_trigger = trigger_row(weights, triggers)  # (B, H, L)
+        alpha = gu_sink_scores(weights)  # (H, L)
+        for head in range(weights.shape[1]):
+            table.append(dict(
+                layer=layer, head=head,
+                bos_mass_mean=float(bos[:, head].mean()),
+                bos_mass_min=float(bos[:, head].min()),
+                row_mass_max=float(mass[:, head].max()),
+                trigger_bos=float(at_trigger[:, head, 0].mean()),
+                gu_alpha_bos=float(alpha[head, 0]),
+                gu_sinks=bool(alpha[head, 0] > SINK_THRESHOLD),
+            ))
+    return table

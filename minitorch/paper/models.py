@@ -1,0 +1,164 @@
+"""The paper's models: attention only, no MLP, no LayerNorm, no biases (chapter 03).
+
+- `AttentionLayer`: H heads, each of full width n. For head h,
+  ``q_i = W_Q^h x_i``, ``k_i = W_K^h x_i``, ``v_i = W_V^h x_i``, weights
+  ``a^h_ik`` from the chosen normaliser, head output ``Σ_k a^h_ik v_k``; the H
+  head outputs are concatenated and mapped back to width n by ``W_O``.
+  A normaliser may add parameters of its own (``sink_logit``, one per head)
+  or an output gate ``o^h_i ← o^h_i ⊙ σ(W_G^h x_i)`` (`minitorch.paper.sink_free`).
+- `SingleLayerModel`: one layer, no residual: ``ŷ = Attention(x)``.
+- `ResidualModel`: ``x ← x + Attention_l(x)`` for each layer l; ``ŷ`` is the
+  final residual stream.
+
+Weights start as N(0, 0.02²). ``forward(x, return_attention=True)`` also
+returns, for each layer, the attention weights as an array (B, H, L, L).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from minitorch import ops
+from minitorch.paper.attention import attend, normaliser_options
+from minitorch.paper.fast_attention import attend_stacked
+from minitorch.nn import Linear, Module, Parameter
+from minitorch.tensor import Tensor, as_tensor
+
+INIT_STD = 0.02
+
+
+class AttentionLayer(Module):
+    """Multi-head causal self-attention with full-width heads."""
+
+    def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
+        options = normaliser_options(normaliser)  # an unknown name fails now, not at the first forward pass
+        if heads < 1:
+            raise ValueError(f"AttentionLayer: heads must be >= 1, got {heads}")
+        self.width, self.heads, self.normaliser = width, heads, normaliser
+        self.fused = True  # the fast path (minitorch.paper.fast_attention) or the readable attention.attend
+        linear = dict(bias=False, init_std=INIT_STD, rng=rng, dtype=dtype)
+        self.W_Q = Linear(width, heads * width, **linear)
+        self.W_K = Linear(width, heads * width, **linear)
+        self.W_V = Linear(width, heads * width, **linear)
+        self.W_O = Linear(heads * width, width, **linear)
+        # drawn after W_O, so that a one-layer model's W_Q..W_O are a softmax model's of the same seed
+        self.normaliser_parameters, self.output_gate = tuple(options.parameters), options.output_gate
+        for name, initial in options.parameters.items():
+            if hasattr(self, name):
+                raise ValueError(f"AttentionLayer: normaliser {normaliser!r} names a parameter {name!r}, "
+                                 f"which would replace the layer's attribute of that name")
+            setattr(self, name, Parameter(initial(heads), dtype=dtype))  # e.g. sink_logit: (H, 1, 1, 1)
+        if self.output_gate:
+            self.W_G = Linear(width, heads * width, **linear)
+
+    def project(self, rows: Tensor, weight: Tensor) -> Tensor:
+        """Apply every n x n block of `weight` at once: (N, n) -> (k, N, n) for a (k*n, n) weight.
+
+        Row block h of W_Q (H*n by n) is head h's matrix, so viewing a weight
+        as (k, n, n) makes the k projections one batched product with the
+        blocks as the leading axis: each block's (N, n) result is contiguous.
+        """
+        blocks = weight.shape[0] // self.width
+        per_block = weight.reshape(blocks, self.width, self.width)  # (k*n, n) -> (k, n, n)
+        return rows @ per_block.transpose(-2, -1)  # (N, n) @ (k, n, n) -> (k, N, n)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
+        batch, length, n = x.shape
+        rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
+        # one product for all three projections of all heads: [W_Q; W_K; W_V] is (3*H*n, n)
+        stacked = ops.concatenate([self.W_Q.weight, self.W_K.weight, self.W_V.weight])
+        projected = self.project(rows, stacked)  # (3H, N, n)
+        projected = projected.reshape(3, self.heads, batch, length, n)  # -> (3, H, B, L, n): q, k, v of each head
+        parameters = {name: getattr(self, name) for name in self.normaliser_parameters}
+        if self.fused:
+            heads_out, weights = attend_stacked(projected, self.normaliser, **parameters)  # (H, B, L, n), (H, B, L, L)
+        else:
+            heads_out, weights = attend(projected[0], projected[1], projected[2], self.normaliser, **parameters)
+        if self.output_gate:  # o^h_i ← o^h_i ⊙ σ(W_G^h x_i)
+            gate = ops.sigmoid(self.project(rows, self.W_G.weight))  # (H, N, n)
+            heads_out = heads_out * gate.reshape(self.heads, batch, length, n)  # gate (H, N, n) -> (H, B, L, n)
+        # W_O maps the concatenated heads back: ŷ_i = Σ_h W_O^h o^h_i, with W_O^h = columns h*n..(h+1)*n of W_O
+        per_head_out = self.W_O.weight.reshape(n, self.heads, n).permute(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
+        update = (heads_out.reshape(self.heads, batch * length, n) @ per_head_out).sum(axis=0)  # (H, N, n) -> (N, n)
+        return update.reshape(batch, length, n), weights.permute(1, 0, 2, 3)  # weights -> (B, H, L, L)
+
+
+class AttentionModel(Module):
+    """A stack of attention layers; subclasses say whether it is residual."""
+
+    residual = False
+
+    def __init__(self, width: int = 16, heads: int = 1, layers: int = 1, normaliser: str = "softmax",
+                 seed: int = 0, dtype=np.float64):
+        if layers < 1:
+            raise ValueError(f"{type(self).__name__}: layers must be >= 1, got {layers}")
+        rng = np.random.default_rng(seed)
+        self.config = dict(width=width, heads=heads, layers=layers, normaliser=normaliser,
+                           residual=self.residual, dtype=np.dtype(dtype).name)
+        self.layers = [AttentionLayer(width, heads, normaliser, rng, dtype) for _ in range(layers)]
+
+    def forward(self, x, return_attention: bool = False):
+        """x: (B, L, n) -> prediction (B, L, n) [, list of per-layer weights (B, H, L, L)]."""
+        x = as_tensor(x, like=self.layers[0].W_Q.weight)
+        if x.ndim != 3 or x.shape[-1] != self.config["width"]:
+            raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}), got {x.shape}")
+        attention = []
+        for layer in self.layers:
+            update, weights = layer(x)
+            x = x + update if self.residual else update
+            attention.append(weights.data)
+        return (x, attention) if return_attention else x
+
+    def use_fused_attention(self, fused: bool = True) -> "AttentionModel":
+        """Attend with the fused fast path (the default) or with the readable `attention.attend`,
+        one minitorch operation per step; both give the same numbers."""
+        for layer in self.layers:
+            layer.fused = fused
+        return self
+
+    @property
+    def name(self) -> str:
+        config = self.config
+        return f"{config['normaliser']}_{config['layers']}x{config['heads']}"
+
+
+class SingleLayerModel(AttentionModel):
+    """One attention layer and no residual: the setting of Theorems 1 and 3."""
+
+    def __init__(self, width: int = 16, heads: int = 1, normaliser: str = "softmax", seed: int = 0, dtype=np.float64):
+        super().__init__(width, heads, 1, normaliser, seed, dtype)
+
+
+class ResidualModel(AttentionModel):
+    """``x ← x + Attention_l(x)`` for each layer: the setting of Theorem 2."""
+
+    residual = True
+
+
+def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
+                dtype=np.float64) -> AttentionModel:
+    """The model a configuration describes (as stored in ``model.config``)."""
+    if residual:
+        return ResidualModel(width, heads, layers, normaliser, seed, dtype)
+    if layers != 1:
+        raise ValueError(f"build_model: a non-residual model has exactly 1 layer, got layers={layers}")
+    return SingleLayerModel(width, heads, normaliser, seed, dtype)
+
+
+def save_model(model: AttentionModel, path) -> None:
+    """Write the weights and the configuration to a NumPy ``.npz`` file (no pickle)."""
+    with open(path, "wb") as file:  # a file handle: np.savez would append ".npz" to a bare path
+        np.savez(file, __config__=np.array(json.dumps(model.config)), **model.state_dict())
+
+
+def load_model(path) -> AttentionModel:
+    """Rebuild a model saved by `save_model`."""
+    with np.load(path, allow_pickle=False) as archive:
+        config = json.loads(str(archive["__config__"]))
+        state = {name: archive[name] for name in archive.files if name != "__config__"}
+    model = build_model(**config)
+    model.load_state_dict(state)
+    return model

@@ -1,0 +1,269 @@
+"""Figures: attention heat maps, head grids, the sink forming (chapters 07-09), beyond the paper (chapter 10).
+
+Conventions follow the paper's figures: keys on the x axis, queries on the
+y axis, positions labelled 1-based (BOS is position 1, the test trigger is
+position 8), colour scale fixed to [0, 1] (ReLU weights above 1 saturate).
+Every function returns a matplotlib Figure; `save` writes it to disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+COLOUR_MAP = "viridis"
+
+
+def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool = True):
+    """Draw one (L, L) attention map on `ax`; returns the image."""
+    weights = np.asarray(weights)
+    if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
+        raise ValueError(f"attention_heatmap: expected an (L, L) map, got shape {weights.shape}")
+    length = weights.shape[0]
+    image = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap=COLOUR_MAP)
+    ticks = np.arange(0, length, 2 if length > 10 else 1)
+    ax.set_xticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
+    ax.set_yticks(ticks, [str(t + 1) for t in ticks], fontsize=7)
+    ax.set_xlabel("key position k (1-based)", fontsize=8)
+    ax.set_ylabel("query position i (1-based)", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    if colour_bar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return image
+
+
+def single_layer_figure(softmax_weights: np.ndarray, relu_weights: np.ndarray) -> plt.Figure:
+    """The paper's Fig. 3: mean and std of the attention over the test set.
+
+    Each argument: (B, L, L) or (B, 1, L, L), one single-head model's
+    attention on the same B test sequences.
+    """
+    fig, axes = plt.subplots(1, 4, figsize=(16, 4.2), constrained_layout=True)
+    panels = [("softmax", softmax_weights), ("ReLU", relu_weights)]
+    for column, (name, weights) in enumerate(panels):
+        weights = np.asarray(weights).reshape(-1, *np.shape(weights)[-2:])  # (B, L, L)
+        attention_heatmap(axes[2 * column], weights.mean(axis=0), f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
+        attention_heatmap(axes[2 * column + 1], weights.std(axis=0), f"({'bd'[column]}) {name}: standard deviation")
+    fig.suptitle("1 layer x 1 head, trigger at position 8", fontsize=11)
+    return fig
+
+
+def head_grid_figure(per_layer_weights, title: str) -> plt.Figure:
+    """One heat map per (layer, head) for one sequence: Figs. 4-8.
+
+    per_layer_weights: list over layers of (H, L, L) arrays.
+    """
+    layers, heads = len(per_layer_weights), np.shape(per_layer_weights[0])[0]
+    fig, axes = plt.subplots(layers, heads, figsize=(3.3 * heads, 3.0 * layers), squeeze=False,
+                             constrained_layout=True)
+    for layer, weights in enumerate(per_layer_weights):
+        for head in range(heads):
+            image = attention_heatmap(axes[layer, head], weights[head], f"layer {layer + 1}, head {head + 1}",
+                                      colour_bar=False)
+    fig.colorbar(image, ax=axes, fraction=0.02, pad=0.02)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dict | None = None,
+                        snapshot_count: int = 5) -> plt.Figure:
+    """BOS mass against training step, with attention snapshots beneath.
+
+    history: `TrainingResult.history`; snapshots: `TrainingResult.snapshots`
+    (their first layer and head is shown). `compare`: another history (e.g.
+    the ReLU model's) drawn dashed for contrast.
+    """
+    picks = _spread(len(snapshots), snapshot_count)
+    fig = plt.figure(figsize=(3.2 * max(len(picks), 3), 7.2), constrained_layout=True)
+    grid = fig.add_gridspec(2, max(len(picks), 1), height_ratios=[1.1, 1])
+    curve = fig.add_subplot(grid[0, :])
+    curve.plot(history["step"], history["bos_mass_mean"], label="BOS mass at non-trigger rows (mean)")
+    curve.plot(history["step"], history["bos_mass_min"], label="BOS mass at non-trigger rows (min)")
+    curve.plot(history["step"], history["trigger_content"], label="trigger row: mean weight on keys 2..8")
+    if compare is not None:
+        curve.plot(compare["step"], compare["bos_mass_mean"], "--", color="grey", label="ReLU model: BOS mass (mean)")
+    for index in picks:
+        curve.axvline(snapshots[index][0], color="black", alpha=0.15)
+    curve.set_xlabel("training step")
+    curve.set_ylabel("attention weight")
+    curve.set_ylim(-0.03, 1.03)
+    curve.legend(fontsize=8, loc="center right")
+    curve.set_title(title)
+    for column, index in enumerate(picks):
+        step, weights = snapshots[index]
+        attention_heatmap(fig.add_subplot(grid[1, column]), weights[0, 0], f"step {step}", colour_bar=False)
+    return fig
+
+
+def _spread(count: int, wanted: int) -> list[int]:
+    """Up to `wanted` indices spread evenly over range(count), first and last included."""
+    if count == 0:
+        return []
+    return sorted(set(np.linspace(0, count - 1, min(wanted, count)).round().astype(int).tolist()))
+
+
+def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
+    """An animated GIF of attention maps through training (Pillow writer).
+
+    snapshot_sets: {panel title: snapshots}; each panel shows its model's
+    first layer and head. A model that stopped training earlier than the
+    others keeps showing its last snapshot.
+    """
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    titles = list(snapshot_sets)
+    frames = max(len(s) for s in snapshot_sets.values())
+    if min(len(s) for s in snapshot_sets.values()) == 0:
+        raise ValueError("attention_animation: no snapshots to animate")
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 4.2), squeeze=False,
+                             constrained_layout=True)
+    images = [attention_heatmap(ax, snapshot_sets[t][0][1][0, 0], t, colour_bar=False)
+              for ax, t in zip(axes[0], titles)]
+    fig.colorbar(images[-1], ax=axes[0].tolist(), fraction=0.03, pad=0.02)
+
+    def draw(frame):
+        for ax, image, title in zip(axes[0], images, titles):
+            snapshots = snapshot_sets[title]
+            step, weights = snapshots[min(frame, len(snapshots) - 1)]
+            image.set_data(weights[0, 0])
+            ax.set_title(f"{title}, step {step}" + (" (stopped)" if frame >= len(snapshots) - 1 else ""), fontsize=9)
+        return images
+
+    animation = FuncAnimation(fig, draw, frames=frames, blit=False)
+    path = Path(path)
+    animation.save(path, writer=PillowWriter(fps=fps))
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------
+# beyond the paper (chapter 10); each takes the lists `minitorch.paper.beyond` returns
+
+
+def _by_normaliser(zoo: list[dict]) -> dict:
+    grouped: dict = {}
+    for run in zoo:
+        grouped.setdefault(run["normaliser"], []).append(run)
+    return grouped
+
+
+def zoo_mass_figure(zoo: list[dict]) -> plt.Figure:
+    """Where the mass of a non-trigger row goes, per normaliser: BOS, content keys, nowhere.
+
+    Bars are means over seeds; dots are the seeds. "Nowhere" is 1 - Σ_k a_ik;
+    it is negative when rows sum to more than 1.
+    """
+    grouped = _by_normaliser(zoo)
+    names = list(grouped)
+    fig, ax = plt.subplots(figsize=(1.25 * len(names) + 2.5, 4.2), constrained_layout=True)
+    parts = [("bos", "BOS (a sink)", "tab:red"), ("content", "content keys", "tab:blue"),
+             ("nowhere", "nowhere (1 - row sum)", "tab:grey")]
+    width = 0.26
+    for offset, (key, label, colour) in zip((-width, 0.0, width), parts):
+        means = [np.mean([run[key] for run in grouped[name]]) for name in names]
+        ax.bar(np.arange(len(names)) + offset, means, width, label=label, color=colour, alpha=0.8)
+        for index, name in enumerate(names):
+            values = [run[key] for run in grouped[name]]
+            ax.plot(np.full(len(values), index + offset), values, "k.", markersize=3)
+    ax.axhline(0.0, color="black", linewidth=0.6)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_ylabel("mean attention mass at non-trigger rows")
+    ax.set_title("Where the attention goes when the right output is 0 (1 layer x 1 head, test set)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def zoo_maps_figure(zoo: list[dict]) -> plt.Figure:
+    """The mean attention map of each normaliser's first seed (test set, trigger at 8)."""
+    first = {name: runs[0] for name, runs in _by_normaliser(zoo).items()}
+    fig, axes = plt.subplots(1, len(first), figsize=(2.9 * len(first), 3.2), squeeze=False, constrained_layout=True)
+    for ax, (name, run) in zip(axes[0], first.items()):
+        image = attention_heatmap(ax, np.array(run["mean_map"]), name, colour_bar=False)
+        ax.set_xlabel("key", fontsize=8)
+        ax.set_ylabel("query", fontsize=8)
+    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.02, pad=0.01)
+    return fig
+
+
+def log_law_figure(law: list[dict]) -> plt.Figure:
+    """The BOS score gap and its bound: row by row (left) and across sequence lengths (right)."""
+    fig, (rows, lengths) = plt.subplots(1, 2, figsize=(12, 4.4), constrained_layout=True)
+    for index, run in enumerate(law):
+        n = np.array(run["content_keys"])
+        colour = f"C{index}"
+        rows.plot(np.log(n), run["gap"], "o-", color=colour, markersize=3, label=f"L = {run['length']}: gap")
+        rows.plot(np.log(n), run["bound"], ":", color=colour, label="bound at the row's own δ")
+    rows.set_xlabel("log n  (n = i, the content keys row i sees)")
+    rows.set_ylabel("s_i0 - mean_k s_ik  (mean over test sequences)")
+    rows.set_title("Row by row: each model holds its gap and lets δ grow with n")
+    rows.legend(fontsize=7, ncol=2, loc="center", bbox_to_anchor=(0.5, 0.66))
+    last_n = np.array([run["content_keys"][-1] for run in law])  # n = L - 1 at the last row
+    lengths.plot(np.log(last_n), [run["gap"][-1] for run in law], "o-", color="black", label="gap at the last row")
+    lengths.plot(np.log(last_n), [run["bound"][-1] for run in law], "s:", color="tab:red",
+                 label="bound log n + log((1-δ)/δ) at that row's δ")
+    for run, n in zip(law, last_n):
+        lengths.annotate(f"L = {run['length']}\nδ = {run['delta'][-1]:.1e}", (np.log(n), run["gap"][-1]),
+                         textcoords="offset points", xytext=(8, -4), fontsize=7)
+    lengths.set_xlabel("log n at the last row  (n = L - 1)")
+    lengths.set_ylabel("s_i0 - mean_k s_ik")
+    lengths.set_title("Across L: the trained lead grows with log n")
+    lengths.legend(fontsize=8, loc="upper left")
+    fig.suptitle("The log T law: BOS mass 1 - δ against n keys needs a score lead of log n + log((1-δ)/δ)")
+    return fig
+
+
+def seeds_figure(seed_runs: list[dict]) -> plt.Figure:
+    """Share of sinking heads per layer over seeds (left) and steps to the stop (right)."""
+    shares = np.array([run["sinking_share_per_layer"] for run in seed_runs])  # (seeds, layers)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    layers = np.arange(1, shares.shape[1] + 1)
+    left.bar(layers, shares.mean(axis=0), color="tab:red", alpha=0.6, label="mean over seeds")
+    jitter = np.linspace(-0.2, 0.2, len(seed_runs))
+    for offset, row in zip(jitter, shares):
+        left.plot(layers + offset, row, "k.", markersize=5)
+    left.set_xticks(layers, [f"layer {layer}" for layer in layers])
+    left.set_ylim(0, 1.05)
+    left.set_ylabel("share of the 4 heads that sink")
+    left.set_title(f"softmax 4x4 over {len(seed_runs)} seeds: which layers sink")
+    left.legend(fontsize=8)
+    steps = [run["steps"] for run in seed_runs]
+    right.bar([str(run["seed"]) for run in seed_runs], steps, color="tab:blue", alpha=0.7)
+    right.set_xlabel("seed")
+    right.set_ylabel("steps to the early stop")
+    right.set_title("steps to the stop, by seed")
+    return fig
+
+
+def price_of_a_sink_figure(zoo: list[dict]) -> plt.Figure:
+    """Along training, error against BOS mass, one path per normaliser (its first seed).
+
+    Left: the largest error anywhere on the probe set (the trigger row included:
+    the error Theorem 1 is about). Right: the largest error at non-trigger rows,
+    where the right output is 0 (small at step 0 too: an untrained head outputs
+    almost nothing). A circle marks where each run stopped.
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True, sharex=True)
+    for index, (name, runs) in enumerate(_by_normaliser(zoo).items()):
+        path = runs[0]["trajectory"]
+        for ax, key in zip(axes, ("max_error", "non_trigger_max_error")):
+            ax.plot(path["bos_mass_mean"], path[key], "-", color=f"C{index}", alpha=0.8, label=name)
+            ax.plot(path["bos_mass_mean"][-1], path[key][-1], "o", color=f"C{index}")
+    for ax, what in zip(axes, ("max |error|, every row (probe set)", "max |error|, non-trigger rows (probe set)")):
+        ax.set_yscale("log")
+        ax.set_xlabel("mean BOS mass at non-trigger rows")
+        ax.set_ylabel(what)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("The price of a sink: along training, softmax-like heads lower their error only as BOS mass "
+                 "grows; sink-free ones need not")
+    return fig
+
+
+def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
+    """Write `fig` to `path` (parent folders created) and close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

@@ -1,0 +1,254 @@
+"""The paper's experiments, end to end: ``python -m minitorch reproduce`` (chapters 07-09).
+
+Six models: {softmax, ReLU} x {1 layer x 1 head (no residual), 2 layers x
+2 heads, 4 layers x 4 heads (residual)}, trained with the paper's
+hyperparameters (`train.train`), then measured on the fixed-trigger test set
+(1,000 sequences, trigger at 1-based position 8). Writes to the output folder:
+
+- ``fig3_single_layer.png`` (the paper's Fig. 3), ``heads_<normaliser>_<LxH>.png``
+  (Figs. 4-8), ``sink_forming.png`` and ``sink_forming.gif`` (new), and
+  ``error_vs_bos_mass.png``: every trained model on the axes of Theorem 1
+  (chapter 05), beside the softmax family and the proved bound;
+- ``results.md`` and ``results.json``: the numbers the paper never printed;
+- ``models/<name>.npz`` (weights, loadable with `models.load_model`) and
+  ``models/<name>_history.json`` (the training history).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from minitorch.paper import metrics, plotting, theory
+from minitorch.paper.metrics import SINK_BOS_MASS
+from minitorch.paper.models import AttentionModel, build_model, save_model
+from minitorch.paper.task import make_test_set
+from minitorch.tensor import no_grad
+from minitorch.paper.train import TrainingResult, train
+
+PAPER_NORMALISERS = ("softmax", "relu")  # the two the paper compares; every known one: attention.NORMALISERS
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One of the paper's three model shapes and its learning rate."""
+
+    layers: int
+    heads: int
+    residual: bool
+    lr: float
+    quick_steps: int  # the step budget under --quick
+    record_every: int
+    snapshot_every: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.layers}x{self.heads}"
+
+
+ARCHITECTURES = {
+    "1x1": Architecture(1, 1, residual=False, lr=1e-3, quick_steps=1500, record_every=10, snapshot_every=20),
+    "2x2": Architecture(2, 2, residual=True, lr=1e-4, quick_steps=300, record_every=100, snapshot_every=1000),
+    "4x4": Architecture(4, 4, residual=True, lr=1e-4, quick_steps=150, record_every=100, snapshot_every=1000),
+}
+MAX_STEPS = 50_000
+# Training runs in float32, ~1.3x faster steps. On all six models it gives the float64 run's sinks and
+# step counts (softmax 4x4: 27,567 against 27,715). Gradient checks stay in float64 (tests/), where
+# rounding must not hide a wrong rule.
+TRAINING_DTYPE = np.float32
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")  # BLAS threads per process
+
+
+def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
+    """Error and sink measures on the fixed-trigger test set: (measures, attention per layer, triggers)."""
+    x, y, triggers = make_test_set(residual=model.residual)
+    with no_grad():
+        prediction, attention = model(x, return_attention=True)
+    heads = metrics.head_table(attention, triggers)
+    bos_means = [head["bos_mass_mean"] for head in heads]
+    return dict(
+        test_max_error=float(np.abs(prediction.data - y).max()),
+        test_mse=float(((prediction.data - y) ** 2).mean()),
+        bos_mass_mean=float(np.mean(bos_means)),
+        bos_mass_min=float(min(head["bos_mass_min"] for head in heads)),
+        row_mass_max=float(max(head["row_mass_max"] for head in heads)),
+        heads_sinking=int(sum(mean >= SINK_BOS_MASS for mean in bos_means)),
+        heads_total=len(heads),
+        gu_sink_share=metrics.sink_share(attention),
+        heads=heads,
+    ), attention, triggers
+
+
+def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress) -> TrainingResult:
+    """Build one of the paper's models and train it with the paper's recipe."""
+    model = build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual, seed=seed,
+                        dtype=TRAINING_DTYPE)
+    return train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
+                 seed=seed, record_every=architecture.record_every,
+                 snapshot_every=architecture.snapshot_every, progress=progress,
+                 label=f"{normaliser:7s} {architecture.name}")
+
+
+def run_one(architecture: Architecture, normaliser: str, seed: int = 0, quick: bool = False,
+            progress=True) -> tuple:
+    """Train and evaluate one model: (result, evaluation, test attention per layer, test triggers)."""
+    result = train_one(architecture, normaliser, seed, quick, progress)
+    return (result, *evaluate(result.model))
+
+
+def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -> list[TrainingResult]:
+    """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once."""
+    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress if jobs <= 1 else "lines" if progress else False)
+                 for name, normaliser in tasks]
+    return run_in_processes([train_one] * len(tasks), arguments, jobs)
+
+
+def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
+    """``[f(*a) for f, a in zip(functions, arguments)]``, in `jobs` processes at once.
+
+    The runs are independent and each is seeded, so running them side by
+    side changes no number; it only uses the machine's other cores. Each
+    process gets one BLAS thread (the matrices are small; more threads would
+    fight over the cores).
+    """
+    if jobs <= 1:
+        return [function(*args) for function, args in zip(functions, arguments)]
+    previous = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    os.environ.update({name: "1" for name in THREAD_VARIABLES})  # read by numpy as each worker starts
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(function, *args) for function, args in zip(functions, arguments)]
+            return [future.result() for future in futures]
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] | None = None, seed: int = 0,
+              progress: bool = True, jobs: int = 1, log=print) -> dict:
+    """Train the selected models, write figures and results into `out`; return the results.
+
+    `jobs` > 1 trains that many models at once, in separate processes.
+    """
+    only = list(ARCHITECTURES) if not only else only
+    unknown = [name for name in only if name not in ARCHITECTURES]
+    if unknown:
+        raise ValueError(f"reproduce: unknown architecture(s) {unknown}; choose from {list(ARCHITECTURES)}")
+    out = Path(out)
+    (out / "models").mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    tasks = [(name, normaliser) for name in only for normaliser in PAPER_NORMALISERS]
+    longest_first = sorted(tasks, key=lambda task: -list(ARCHITECTURES).index(task[0]))  # packs the processes best
+    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs)))
+    runs: dict[str, dict] = {}
+    for name, normaliser in tasks:
+        result = trained[name, normaliser]
+        evaluation, attention, _ = evaluate(result.model)
+        worst_case = theory.worst_case(result.model)  # on stress inputs, every trigger in 2..L-1
+        del worst_case["head_bos_mass_min"]  # an array, not a number for results.json
+        key = f"{normaliser}_{name}"
+        runs[key] = dict(result=result, evaluation=evaluation, attention=attention, worst_case=worst_case)
+        save_model(result.model, out / "models" / f"{key}.npz")
+        (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history))
+        log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
+            f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
+            f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
+    written = write_figures(runs, out)
+    results = _results_document(runs, quick, seed, time.perf_counter() - started)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    (out / "results.md").write_text(results_markdown(results))
+    log(f"wrote {len(written)} figures, results.md and results.json to {out}/ "
+        f"in {time.perf_counter() - started:.0f} s")
+    return results
+
+
+def write_figures(runs: dict, out: Path) -> list[Path]:
+    """Every figure whose models were trained in this run."""
+    written = []
+    if "softmax_1x1" in runs and "relu_1x1" in runs:
+        softmax_run, relu_run = runs["softmax_1x1"], runs["relu_1x1"]
+        written.append(plotting.save(plotting.single_layer_figure(
+            softmax_run["attention"][0], relu_run["attention"][0]), out / "fig3_single_layer.png"))
+        written.append(plotting.save(plotting.sink_forming_figure(
+            softmax_run["result"].history, softmax_run["result"].snapshots,
+            "The sink forming: softmax, 1 layer x 1 head (probe set, trigger at position 8)",
+            compare=relu_run["result"].history), out / "sink_forming.png"))
+        written.append(plotting.attention_animation(
+            {"softmax": softmax_run["result"].snapshots, "ReLU": relu_run["result"].snapshots},
+            out / "sink_forming.gif"))
+    for key, run in runs.items():
+        if not key.endswith("1x1"):
+            first_sequence = [weights[0] for weights in run["attention"]]  # per layer (H, L, L)
+            normaliser, shape = key.split("_")
+            title = f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: one test sequence"
+            written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
+    trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
+    family = theory.softmax_family(np.arange(0.0, 31.0))
+    written.append(plotting.save(theory.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
+    return written
+
+
+def _results_document(runs: dict, quick: bool, seed: int, total_time: float) -> dict:
+    models = {}
+    for key, run in runs.items():
+        result: TrainingResult = run["result"]
+        models[key] = dict(
+            config=result.model.config, steps=result.steps, converged=result.converged,
+            final_batch_max_error=result.final_max_error, wall_time_seconds=round(result.wall_time, 2),
+            worst_case=run["worst_case"], **run["evaluation"],
+        )
+    return dict(quick=quick, seed=seed, total_wall_time_seconds=round(total_time, 1),
+                numpy=np.__version__, python=platform.python_version(), models=models)
+
+
+def results_markdown(results: dict) -> str:
+    """The results as markdown tables: one summary row per model, one table per multi-head model."""
+    lines = [
+        "# Results" + (" (quick mode: small step budgets, not the paper's)" if results["quick"] else ""),
+        "",
+        f"Seed {results['seed']}; test set: 1,000 sequences, trigger at 1-based position 8. "
+        f"A head *sinks* if its mean BOS mass at non-trigger rows is at least {SINK_BOS_MASS}. "
+        f"Total wall time {results['total_wall_time_seconds']} s.",
+        "",
+        "| model | steps | stopped early | test max error | BOS mass, non-trigger rows (mean / min) "
+        "| max row mass, non-trigger rows | heads sinking | Gu Sink₁^0.3 | wall time (s) |",
+        "|---|---:|:---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, model in results["models"].items():
+        lines.append(
+            f"| {key} | {model['steps']} | {'yes' if model['converged'] else 'no'} | {model['test_max_error']:.2e} "
+            f"| {model['bos_mass_mean']:.4f} / {model['bos_mass_min']:.4f} | {model['row_mass_max']:.3g} "
+            f"| {model['heads_sinking']}/{model['heads_total']} | {model['gu_sink_share']:.2f} "
+            f"| {model['wall_time_seconds']:.1f} |"
+        )
+    if "softmax_1x1" in results["models"]:
+        worst = results["models"]["softmax_1x1"]["worst_case"]
+        required = float(theory.theorem1_bos_lower_bound(worst["worst_case_error"]))
+        lines += ["", "## Theorem 1 on the trained softmax 1x1 model (chapter 05)", "",
+                  f"On stress inputs (random, corner and all-equal contents, every trigger position 2..15) its "
+                  f"largest error is δ̂ = {worst['worst_case_error']:.3g} and its smallest BOS mass at a "
+                  f"non-trigger row is {worst['bos_mass_min']:.4f}; Theorem 1 at δ̂ requires at least "
+                  f"{required:.4f}: the bound {'holds' if worst['bos_mass_min'] >= required else 'is VIOLATED'}."]
+    for key, model in results["models"].items():
+        if model["heads_total"] > 1:
+            lines += ["", f"## {key}: per head", "",
+                      "| layer | head | BOS mass mean | BOS mass min | trigger row on BOS | Gu α_BOS | sinks |",
+                      "|---:|---:|---:|---:|---:|---:|:---:|"]
+            for head in model["heads"]:
+                lines.append(
+                    f"| {head['layer'] + 1} | {head['head'] + 1} | {head['bos_mass_mean']:.3f} | {head['bos_mass_min']:.3f} "
+                    f"| {head['trigger_bos']:.3f} | {head['gu_alpha_bos']:.3f} "
+                    f"| {'yes' if head['bos_mass_mean'] >= SINK_BOS_MASS else 'no'} |"
+                )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,90 @@
+"""The trigger-conditional averaging task (chapter 04).
+
+A sequence holds L tokens ``x_0, ..., x_{L-1}`` in R^n (0-based positions):
+
+- coordinate 0: BOS flag, 1 only at position 0;
+- coordinate 1: trigger flag, 1 only at the trigger position j;
+- coordinates 2..n-2: content, i.i.d. Uniform(-1, 1) at every non-BOS token;
+- coordinate n-1: bias channel, 1 at content tokens, 0 at BOS and trigger.
+
+Targets: a single-layer model must output ``y_i = 0`` for ``i ≠ j`` and, at
+the trigger, ``y_j = (1/j) Σ_{k=1..j} x_k`` (the mean of the non-BOS tokens
+up to and including the trigger). A residual model must output ``x_i`` plus
+that: ``y_i = x_i`` for ``i ≠ j`` and ``y_j = x_j + (1/j) Σ_{k=1..j} x_k``.
+
+In training j is uniform on {2, ..., L-1}; the test set fixes j = 7
+(1-based position 8).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SEQUENCE_LENGTH = 16  # L
+WIDTH = 16  # n
+BOS, TRIGGER = 0, 1  # coordinates of the two flags; the bias channel is n - 1
+TEST_TRIGGER = 7  # 0-based trigger position of the test set
+TEST_SEED = 12345  # the test set's own seed, apart from every training seed
+TEST_SIZE = 1000
+
+
+def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LENGTH,
+                width: int = WIDTH, trigger=None) -> tuple[np.ndarray, np.ndarray]:
+    """Draw `batch` sequences. Returns ``(x, trigger_positions)``.
+
+    x: (B, L, n). `trigger` = None draws each j uniformly from {2, ..., L-1};
+    an int fixes j for every sequence.
+    """
+    if length < 3 or width < 4:
+        raise ValueError(f"make_inputs: need length >= 3 and width >= 4, got length={length}, width={width}")
+    if not isinstance(batch, (int, np.integer)) or batch < 1:
+        raise ValueError(f"make_inputs: batch must be a positive integer, got {batch!r}")
+    if trigger is None:
+        triggers = rng.integers(2, length, size=batch)  # (B,)
+    else:
+        if isinstance(trigger, bool) or not isinstance(trigger, (int, np.integer)) or not 1 <= trigger < length:
+            raise ValueError(f"make_inputs: trigger must lie in 1..{length - 1}, got {trigger}")
+        triggers = np.full(batch, trigger)
+    x = np.zeros((batch, length, width))
+    x[:, 1:, 2:width - 1] = rng.uniform(-1.0, 1.0, size=(batch, length - 1, width - 3))
+    x[:, 1:, width - 1] = 1.0  # bias channel at every non-BOS token ...
+    x[:, 0, BOS] = 1.0
+    rows = np.arange(batch)
+    x[rows, triggers, TRIGGER] = 1.0
+    x[rows, triggers, width - 1] = 0.0  # ... except the trigger
+    return x, triggers
+
+
+def make_targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) -> np.ndarray:
+    """The targets y (B, L, n) for inputs x (B, L, n) with triggers j (B,)."""
+    x, triggers = np.asarray(x), np.asarray(triggers)
+    if x.ndim != 3:
+        raise ValueError(f"make_targets: x must have shape (B, L, n), got {x.shape}")
+    if triggers.shape != x.shape[:1] or not np.issubdtype(triggers.dtype, np.integer):
+        raise ValueError(f"make_targets: triggers must be integers of shape (B,) = ({x.shape[0]},), "
+                         f"got {triggers.dtype} of shape {triggers.shape}")
+    if not ((1 <= triggers) & (triggers < x.shape[1])).all():
+        raise ValueError(f"make_targets: every trigger position must lie in 1..{x.shape[1] - 1}, got {triggers}")
+    # BEGIN EXERCISE 4.1
+    batch, length, _ = x.shape
+    positions = np.arange(length)
+    # up_to_trigger[b, k] = 1 for 1 <= k <= j_b: the tokens the trigger averages
+    up_to_trigger = (positions >= 1) & (positions <= triggers[:, None])  # (B, L)
+    means = (up_to_trigger[:, :, None] * x).sum(axis=1) / triggers[:, None]  # (B, n)
+    y = x.copy() if residual else np.zeros_like(x)
+    y[np.arange(batch), triggers] += means
+    return y
+    # END EXERCISE 4.1
+
+
+def make_batch(batch: int, rng: np.random.Generator, residual: bool = False, trigger=None,
+               length: int = SEQUENCE_LENGTH, width: int = WIDTH):
+    """Inputs, targets and trigger positions: ``(x, y, triggers)``."""
+    x, triggers = make_inputs(batch, rng, length, width, trigger)
+    return x, make_targets(x, triggers, residual), triggers
+
+
+def make_test_set(residual: bool = False, size: int = TEST_SIZE, seed: int = TEST_SEED,
+                  length: int = SEQUENCE_LENGTH, width: int = WIDTH):
+    """The fixed-trigger test set: `size` sequences with j = 7, from its own seed."""
+    return make_batch(size, np.random.default_rng(seed), residual, TEST_TRIGGER, length, width)

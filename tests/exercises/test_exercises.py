@@ -1,0 +1,571 @@
+"""Specification of minitorch.exercises and of the grading in tests/conftest.py (chapter 00).
+
+Fast tests: the registry on small synthetic files, the stub, the stripping of solution cells, the
+command line, the book's own registry, and the grading (not attempted, blocked, scoreboard, root,
+seed) run on a tiny project. One slow test is the self-check of the whole scheme: it builds the
+student edition into a temporary folder and runs the fast suite there.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import minitorch
+from minitorch import exercises
+from minitorch.exercises import __main__ as exercises_cli
+from minitorch.exercises import ExerciseError, load_exercises, make_student_edition, stub_error, stub_source
+
+ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
+TESTS = Path(__file__).resolve().parent.parent  # the tests that grade it
+
+SOURCE = '''\
+def double(x):
+    """Twice x."""
+    # BEGIN EXERCISE 1.1
+    result = 2 * x
+    return result
+    # END EXERCISE 1.1
+
+
+class Scaler:
+    def scale(self, x):
+        if x:
+            # BEGIN EXERCISE 2.10
+            return x * 3
+            # END EXERCISE 2.10
+        return 0
+'''
+METADATA = {"1.1": ("doubling", 2), "2.10": ("tripling", 1)}
+
+
+def make_project(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A minimal project: minitorch/__init__.py plus `files` (path -> text)."""
+    root = tmp_path / "project"
+    (root / "minitorch").mkdir(parents=True)
+    (root / "minitorch" / "__init__.py").write_text("")
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(number for number, line in enumerate(text.splitlines(), start=1) if fragment in line)
+
+
+# ----------------------------------------------------------------------
+# finding regions
+
+
+def test_regions_are_found_with_their_marker_lines_and_indentation(tmp_path):
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    found = {exercise.id: exercise for exercise in load_exercises(root, METADATA)}
+    assert list(found) == ["1.1", "2.10"]
+    assert (found["1.1"].begin_line, found["1.1"].end_line, found["1.1"].indent) == (
+        line_of(SOURCE, "BEGIN EXERCISE 1.1"), line_of(SOURCE, "END EXERCISE 1.1"), " " * 4)
+    assert (found["2.10"].begin_line, found["2.10"].indent) == (line_of(SOURCE, "BEGIN EXERCISE 2.10"), " " * 12)
+    assert found["2.10"].chapter == 2 and found["2.10"].marker == "ex2_10"
+    assert found["1.1"].location(root) == f"minitorch/ops.py:{line_of(SOURCE, 'BEGIN EXERCISE 1.1')}"
+
+
+def test_ids_sort_as_numbers_so_2_10_comes_after_2_9(tmp_path):
+    source = "".join(f"def f{i}():\n    # BEGIN EXERCISE 2.{i}\n    pass\n    # END EXERCISE 2.{i}\n"
+                     for i in (10, 9, 1))
+    root = make_project(tmp_path, {"minitorch/ops.py": source})
+    ids = [e.id for e in load_exercises(root, {f"2.{i}": ("t", 1) for i in (1, 9, 10)})]
+    assert ids == ["2.1", "2.9", "2.10"]
+
+
+def region(body: str, begin: str = "# BEGIN EXERCISE 1.1", end: str = "# END EXERCISE 1.1") -> str:
+    return f"def f(x):\n    {begin}\n{body}    {end}\n    return x\n"
+
+
+MALFORMED = {
+    "begin without end": ("def f():\n    # BEGIN EXERCISE 1.1\n    pass\n", "has no END EXERCISE 1.1"),
+    "end without begin": ("def f():\n    pass\n    # END EXERCISE 1.1\n", "without a BEGIN"),
+    "ids differ": (region("    pass\n", end="# END EXERCISE 1.2"), "closes BEGIN EXERCISE 1.1"),
+    "nested": (region("    # BEGIN EXERCISE 1.2\n    pass\n    # END EXERCISE 1.2\n"), "cannot nest"),
+    "id without a dot": (region("    pass\n", "# BEGIN EXERCISE 3", "# END EXERCISE 3"), "not of the form X.Y"),
+    "chapter 0": (region("    pass\n", "# BEGIN EXERCISE 0.1", "# END EXERCISE 0.1"), "not of the form X.Y"),
+    "chapter 10": (region("    pass\n", "# BEGIN EXERCISE 10.1", "# END EXERCISE 10.1"), "not of the form X.Y"),
+    "no space after #": (region("    pass\n", begin="#BEGIN EXERCISE 1.1"), "malformed exercise marker"),
+    "text after the id": (region("    pass\n", begin="# BEGIN EXERCISE 1.1 (mul)"), "malformed exercise marker"),
+    "end indented differently": ("def f():\n    # BEGIN EXERCISE 1.1\n    pass\n        # END EXERCISE 1.1\n",
+                                 "not indented like its BEGIN"),
+    "body less indented": ("class A:\n    def f(self):\n        # BEGIN EXERCISE 1.1\n        x = 1\n"
+                           "    y = 2\n        # END EXERCISE 1.1\n", "indented less than its BEGIN"),
+    "body starts deeper": (region("        pass\n"), "starts deeper than its BEGIN"),
+    "empty": (region("    # nothing here yet\n"), "has no code"),
+}
+
+
+@pytest.mark.parametrize("source,message", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_regions_are_refused_naming_the_file_and_line(tmp_path, source, message):
+    root = make_project(tmp_path, {"minitorch/ops.py": source})
+    with pytest.raises(ExerciseError) as error:
+        exercises.find_regions(root)
+    assert message in str(error.value), f"expected {message!r} in: {error.value}"
+    assert re.search(r"ops\.py:\d+", str(error.value)), f"the error should name file:line, got: {error.value}"
+
+
+def test_a_region_whose_stub_would_break_the_file_is_refused(tmp_path):
+    source = ("def f():\n    # BEGIN EXERCISE 1.1\n    try:\n        y = 1\n    # END EXERCISE 1.1\n"
+              "    except ValueError:\n        pass\n")
+    root = make_project(tmp_path, {"minitorch/ops.py": source})
+    with pytest.raises(ExerciseError, match="breaks the file"):
+        load_exercises(root, {"1.1": ("t", 1)})
+
+
+def test_an_id_used_twice_is_refused(tmp_path):
+    one = "def f():\n    # BEGIN EXERCISE 1.1\n    pass\n    # END EXERCISE 1.1\n"
+    root = make_project(tmp_path, {"minitorch/a.py": one, "minitorch/b.py": one})
+    with pytest.raises(ExerciseError, match=r"exercise 1\.1 is marked twice"):
+        exercises.find_regions(root)
+
+
+def test_regions_and_metadata_must_match_both_ways(tmp_path):
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    with pytest.raises(ExerciseError, match=r"2\.10 \(ops\.py:\d+\) have no entry in EXERCISES"):
+        load_exercises(root, {"1.1": ("doubling", 2)})
+    with pytest.raises(ExerciseError, match=r"lists 3\.1, but no '# BEGIN EXERCISE' region"):
+        load_exercises(root, {**METADATA, "3.1": ("masking", 1)})
+    with pytest.raises(ExerciseError, match="positive whole number of points"):
+        load_exercises(root, {**METADATA, "1.1": ("doubling", 0)})
+    with pytest.raises(ExerciseError, match="one-line title"):
+        load_exercises(root, {**METADATA, "1.1": ("", 1)})
+
+
+# ----------------------------------------------------------------------
+# the stub
+
+
+def test_the_stub_replaces_the_region_keeps_the_markers_and_raises_an_error_naming_the_exercise(tmp_path):
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    stubbed = stub_source(SOURCE, load_exercises(root, METADATA), root)
+    assert "result = 2 * x" not in stubbed and "return x * 3" not in stubbed, "the solutions must be gone"
+    assert stubbed.count("# BEGIN EXERCISE") == 2 and stubbed.count("# END EXERCISE") == 2, "markers must stay"
+    raise_line = stubbed.splitlines()[line_of(stubbed, "BEGIN EXERCISE 2.10")]
+    assert raise_line.startswith(" " * 12 + "raise NotImplementedError("), "the stub keeps the BEGIN line's indentation"
+
+    namespace: dict = {}
+    exec(compile(stubbed, "ops.py", "exec"), namespace)
+    with pytest.raises(NotImplementedError) as error:
+        namespace["double"](3)
+    assert str(error.value) == ("Exercise 1.1 (chapter 01): doubling. Write it in minitorch/ops.py between the "
+                                "BEGIN/END EXERCISE 1.1 markers; check with: python -m pytest -m ex1_1")
+    with pytest.raises(NotImplementedError, match=r"^Exercise 2\.10 \(chapter 02\): tripling\."):
+        namespace["Scaler"]().scale(1)
+    assert namespace["Scaler"]().scale(0) == 0, "code outside the region must be untouched"
+
+
+def test_making_an_edition_of_an_edition_changes_nothing(tmp_path):
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    once = stub_source(SOURCE, load_exercises(root, METADATA), root)
+    (root / "minitorch" / "ops.py").write_text(once)
+    twice = stub_source(once, load_exercises(root, METADATA), root)
+    assert twice == once
+
+
+def test_stub_error_finds_the_exercise_in_the_error_its_cause_or_a_quoted_coloured_traceback():
+    message = exercises.stub_message("1.2", "ordering", "minitorch/tensor.py")
+    assert stub_error(NotImplementedError(message)) == ("1.2", message)
+    try:
+        try:
+            raise NotImplementedError(message)
+        except NotImplementedError as cause:
+            raise RuntimeError("a chapter cell failed") from cause
+    except RuntimeError as error:
+        assert stub_error(error)[0] == "1.2"
+    other = exercises.stub_message("3.1", "mask", "minitorch/paper/attention.py")
+    quoted = AssertionError(f"cell 4 raised:\n{other}\n...\n\x1b[0;31mNotImplementedError\x1b[0m: {message}")
+    assert stub_error(quoted)[0] == "1.2", "in a quoted traceback the error raised is the last one"
+    assert stub_error(NotImplementedError("subclasses must implement step")) is None
+
+
+# ----------------------------------------------------------------------
+# the student edition
+
+
+def test_strip_solutions_drops_solution_cells_and_clears_outputs():
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3"}}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["**Exercise 1.5 (predict, then check)**"]},
+        {"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": ["print(33)"], "outputs": [],
+         "execution_count": None},
+        {"cell_type": "code", "metadata": {"tags": ["other"]}, "source": ["x = 1"],
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": ["1"]}], "execution_count": 3},
+    ]}
+    stripped, removed = exercises.strip_solutions(notebook)
+    assert removed == 1
+    assert [cell["source"] for cell in stripped["cells"]] == [["**Exercise 1.5 (predict, then check)**"], ["x = 1"]]
+    assert stripped["cells"][1]["outputs"] == [] and stripped["cells"][1]["execution_count"] is None
+    assert stripped["metadata"] == notebook["metadata"]
+
+
+def synthetic_book(tmp_path: Path) -> Path:
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["question"]},
+        {"cell_type": "code", "metadata": {"tags": ["solution"]}, "source": ["answer"], "outputs": [],
+         "execution_count": None}]}
+    run = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": ["1 + 1"], "execution_count": 1,
+         "outputs": [{"output_type": "execute_result", "data": {"text/plain": ["2"]}, "metadata": {},
+                      "execution_count": 1}]}]}
+    root = make_project(tmp_path, {
+        "minitorch/ops.py": SOURCE, "README.md": "# book\n", "LICENSE": "MIT\n", ".ci/run": "pytest\n",
+        "tests/test_ops.py": "def test_nothing():\n    pass\n", "chapters/01_a.ipynb": json.dumps(notebook),
+        "chapters/02_ran.ipynb": json.dumps(run),
+        "figures/fig.png": "png", "figures/models/m.npz": "weights", ".git/config": "[core]\n",
+        "runs/model.npz": "weights", "notes.txt": "private\n",
+        "minitorch/__pycache__/ops.cpython-311.pyc": "bytecode",
+    })
+    return root
+
+
+def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp_path):
+    root = synthetic_book(tmp_path)
+    chosen = [e for e in load_exercises(root, METADATA) if e.id == "2.10"]
+    summary = make_student_edition(tmp_path / "edition", chosen, root)
+    copied = {path.relative_to(tmp_path / "edition").as_posix() for path in (tmp_path / "edition").rglob("*")
+              if path.is_file()}
+    assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
+                      "tests/test_ops.py", "chapters/01_a.ipynb", "chapters/02_ran.ipynb", "figures/fig.png",
+                      "figures/models/m.npz"}, copied
+    ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
+    assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
+    assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
+    notebook = json.loads((tmp_path / "edition" / "chapters" / "01_a.ipynb").read_text())
+    assert [cell["source"] for cell in notebook["cells"]] == [["question"]]
+    ran = json.loads((tmp_path / "edition" / "chapters" / "02_ran.ipynb").read_text())["cells"][0]
+    assert (ran["outputs"], ran["execution_count"]) == ([], None), "outputs must be cleared in every chapter"
+    assert summary == {"stubbed": ["2.10"], "solution_cells_removed": 1}
+
+
+def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_project(tmp_path):
+    root = synthetic_book(tmp_path)
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "homework.py").write_text("mine")
+    with pytest.raises(ExerciseError, match="already exists and is not an empty folder"):
+        make_student_edition(occupied, [], root)
+    assert (occupied / "homework.py").read_text() == "mine" and len(list(occupied.iterdir())) == 1
+    for inside in (root / "student-edition", root / "tests" / "edition"):
+        with pytest.raises(ExerciseError, match="lies inside the project .*; choose a folder outside it"):
+            make_student_edition(inside, [], root)
+    (tmp_path / "empty").mkdir()
+    make_student_edition(tmp_path / "empty", [], root)
+    assert (tmp_path / "empty" / "minitorch" / "ops.py").read_text() == SOURCE, "an empty folder is fine"
+
+
+def test_select_takes_the_union_of_ids_and_chapters_and_names_the_valid_choices(tmp_path):
+    source = SOURCE + "def g():\n    # BEGIN EXERCISE 3.1\n    pass\n    # END EXERCISE 3.1\n"
+    root = make_project(tmp_path, {"minitorch/ops.py": source})
+    found = load_exercises(root, {**METADATA, "3.1": ("masking", 1)})
+    assert [e.id for e in exercises.select(found)] == ["1.1", "2.10", "3.1"], "no choice means every exercise"
+    assert [e.id for e in exercises.select(found, only=["3.1"], chapters=[1])] == ["1.1", "3.1"]
+    with pytest.raises(ExerciseError, match=r"unknown exercise ID\(s\) 9\.9; the exercises are 1\.1, 2\.10, 3\.1"):
+        exercises.select(found, only=["9.9"])
+    with pytest.raises(ExerciseError, match=r"chapter\(s\) 5 have no exercises; chapters with exercises: 1, 2, 3"):
+        exercises.select(found, chapters=[5])
+
+
+@pytest.mark.parametrize("arguments,message", [
+    (["--only", "9.9"], "unknown exercise ID(s) 9.9; the exercises are 1.1, 1.2"),
+    (["--chapter", "0"], "chapter(s) 0 have no exercises; chapters with exercises: 1, 2"),
+    (["--chapter", "three"], "--chapter takes chapter numbers such as 3 or 1,2, got 'three'"),
+], ids=["unknown-id", "chapter-without-exercises", "chapter-not-a-number"])
+def test_the_command_line_refuses_bad_choices_naming_the_valid_ones(tmp_path, capsys, arguments, message):
+    with pytest.raises(SystemExit) as exit_info:
+        exercises_cli.main(["student-edition", str(tmp_path / "edition"), *arguments])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "edition").exists(), "nothing may be written after a bad choice"
+
+
+def test_the_command_line_refuses_a_destination_that_is_not_empty(tmp_path, capsys):
+    (tmp_path / "old.txt").write_text("keep me")
+    with pytest.raises(SystemExit) as exit_info:
+        exercises_cli.main(["student-edition", str(tmp_path)])
+    assert exit_info.value.code == 2 and "already exists and is not an empty folder" in capsys.readouterr().err
+    assert [path.name for path in tmp_path.iterdir()] == ["old.txt"]
+
+
+# ----------------------------------------------------------------------
+# the book's own exercises
+
+
+def marked_exercise_ids() -> dict[str, int]:
+    """Exercise IDs written as @pytest.mark.exercise("X.Y") in the tests, with how often."""
+    counts: dict[str, int] = {}
+    for path in TESTS.rglob("test_*.py"):
+        for exercise_id in re.findall(r"\bexercise\(\s*[\"'](\d+\.\d+)[\"']\s*\)", path.read_text(encoding="utf-8")):
+            counts[exercise_id] = counts.get(exercise_id, 0) + 1
+    return counts
+
+
+def test_the_book_has_at_least_15_valid_exercises_in_chapters_1_to_9():
+    found = load_exercises(ROOT)  # raises ExerciseError naming any problem
+    assert len(found) >= 15, f"the book should assign at least 15 exercises, found {len(found)}"
+    assert {e.chapter for e in found} <= set(range(1, 10))
+    for exercise in found:
+        assert stub_error(NotImplementedError(exercise.stub_message(ROOT)))[0] == exercise.id, (
+            f"conftest.py would not recognise the stub of exercise {exercise.id}")
+
+
+def test_every_exercise_has_tests_and_every_marked_exercise_exists():
+    marked, known = marked_exercise_ids(), set(exercises.EXERCISES)
+    untested = sorted(known - set(marked), key=exercises.sort_key)
+    assert not untested, f"exercise(s) {untested} have no test marked @pytest.mark.exercise(...): nothing grades them"
+    unknown = sorted(set(marked) - known, key=exercises.sort_key)
+    assert not unknown, f"tests are marked with exercise(s) {unknown}, which minitorch/exercises/registry.py does not list"
+
+
+def test_each_chapter_names_its_graded_exercises():
+    missing = []
+    for exercise in load_exercises(ROOT):
+        chapters = sorted((ROOT / "chapters").glob(f"{exercise.chapter:02d}_*.ipynb"))
+        if chapters and f"Exercise {exercise.id} (graded)" not in chapters[0].read_text(encoding="utf-8"):
+            missing.append(f"{exercise.id} in {chapters[0].name}")
+    assert not missing, f"each chapter should state its graded exercises as 'Exercise X.Y (graded)': {missing}"
+
+
+def _draws_with_a_fixed_seed(function: ast.FunctionDef) -> list[str]:
+    return [ast.unparse(call) for call in ast.walk(function)
+            if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("default_rng")
+            and call.args and isinstance(call.args[0], ast.Constant)]
+
+
+def test_graded_tests_draw_their_random_inputs_from_the_exercise_seed():
+    offenders = []
+    for path in sorted(TESTS.rglob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and any("exercise(" in ast.unparse(d) for d in node.decorator_list):
+                offenders += [f"{path.name}::{node.name}: {call}" for call in _draws_with_a_fixed_seed(node)]
+    assert not offenders, ("graded tests should draw random inputs from np.random.default_rng(exercise_seed), so "
+                           "that --exercise-seed changes them; these use a fixed seed:\n" + "\n".join(offenders))
+
+
+def test_list_prints_every_exercise_with_chapter_place_points_and_test_count():
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120, env=_clean_environment())
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    for exercise in load_exercises(ROOT):
+        row = next((line for line in lines if line.startswith(exercise.id + " ")), None)
+        assert row is not None, f"exercise {exercise.id} is missing from the list:\n{completed.stdout}"
+        assert exercise.location(ROOT) in row and f" {exercise.chapter:02d} " in row and exercise.title in row, row
+        points, tests = row.split()[-2:]
+        assert points == str(exercise.points) and int(tests) >= 1, f"points or test count wrong in: {row}"
+
+
+# ----------------------------------------------------------------------
+# grading, on a tiny project with a copy of this conftest.py
+
+
+def _clean_environment(**overrides) -> dict:
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("MINITORCH_ROOT", "MINITORCH_EXERCISE_SEED", "PYTEST_ADDOPTS")}
+    environment.update(PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", **overrides)
+    return environment
+
+
+TINY_TESTS = '''\
+import pytest
+import minitorch
+
+QUOTED = {quoted!r}
+
+
+@pytest.mark.exercise("1.1")
+def test_double_doubles():
+    assert minitorch.double(2) == 4
+
+
+@pytest.mark.exercise("1.2")
+def test_needs_double():
+    assert minitorch.double(1) == 2
+
+
+@pytest.mark.exercise("1.2")
+def test_triple_triples():
+    assert minitorch.triple(1) == 3
+
+
+@pytest.mark.exercise("1.2")
+def test_triple_is_four():
+    assert minitorch.triple(1) == 4, "a wrong answer"
+
+
+def test_ungraded_needs_double():
+    minitorch.double(1)
+
+
+def test_a_notebook_quoting_the_stub():
+    pytest.fail("cell 3 raised:\\n\\x1b[0;31mNotImplementedError\\x1b[0m: " + QUOTED)
+
+
+def test_seed(exercise_seed):
+    assert exercise_seed == 5
+'''
+
+
+def tiny_project(folder: Path, solved: bool = False) -> Path:
+    """Exercise 1.1 (double) as a stub, or solved; triple is always there."""
+    message = exercises.stub_message("1.1", exercises.EXERCISES["1.1"][0], "minitorch/__init__.py")
+    body = "return 2 * x" if solved else f"raise NotImplementedError({json.dumps(message)})"
+    (folder / "minitorch").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "minitorch" / "__init__.py").write_text(
+        f"def double(x):\n    # BEGIN EXERCISE 1.1\n    {body}\n    # END EXERCISE 1.1\n\n\n"
+        f"def triple(x):\n    return 3 * x\n")
+    (folder / "minitorch" / "exercises").mkdir()
+    shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
+    shutil.copy(TESTS / "conftest.py", folder / "tests" / "conftest.py")
+    (folder / "tests" / "test_tiny.py").write_text(TINY_TESTS.format(quoted=message))
+    return folder
+
+
+def run_pytest(cwd: Path, *arguments: str, **environment) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *arguments], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, env=_clean_environment(**environment))
+
+
+def test_stub_failures_are_not_attempted_or_blocked_and_the_scoreboard_adds_up(tmp_path):
+    project = tiny_project(tmp_path / "tiny")
+    completed = run_pytest(project, "--exercise-seed=5", f"--scoreboard-json={tmp_path / 'board.json'}")
+    report = json.loads((tmp_path / "board.json").read_text())
+    status = {nodeid.split("::")[-1]: test["status"] for nodeid, test in report["tests"].items()}
+    assert status == {"test_double_doubles": "not attempted", "test_needs_double": "blocked",
+                      "test_triple_triples": "passed", "test_triple_is_four": "failed",
+                      "test_ungraded_needs_double": "blocked", "test_a_notebook_quoting_the_stub": "blocked",
+                      "test_seed": "passed"}, completed.stdout
+    first, second = report["exercises"]["1.1"], report["exercises"]["1.2"]
+    assert (first["not attempted"], first["earned"]) == (1, 0.0)
+    points = exercises.EXERCISES["1.2"][1]
+    assert (second["passed"], second["failed"], second["blocked"], second["tests"]) == (1, 1, 1, 3)
+    assert second["earned"] == pytest.approx(points / 3), "points x passed / tests"
+    assert report["exercise_seed"] == 5 and report["minitorch_root"] == str(project.resolve())
+    output = completed.stdout
+    assert "blocked: needs exercise 1.1 (chapter 01) first" in output
+    assert "not attempted: Exercise 1.1 (chapter 01)" in output
+    assert output.index("exercise scoreboard (seed 5)") > output.index("short test summary info"), (
+        "the scoreboard should come at the end of the output")
+    total_points = exercises.EXERCISES["1.1"][1] + points
+    assert re.search(rf"^total\s+1\s+1\s+1\s+1\s+{points / 3:.2f} / {total_points}$", output, re.MULTILINE), (
+        "the total row should read passed 1, failed 1, not attempted 1, blocked 1:\n"
+        + output[output.index("exercise scoreboard"):])
+
+
+def test_markers_select_one_exercise_or_one_chapter_with_strict_markers(tmp_path):
+    project = tiny_project(tmp_path / "tiny")
+    for expression, expected in (("ex1_2", 3), ("ch01", 4)):
+        completed = run_pytest(project, "--strict-markers", "-m", expression, "--collect-only", "-q")
+        selected = [line for line in completed.stdout.splitlines() if "::" in line]
+        assert completed.returncode in (0, 5) and len(selected) == expected, (expression, completed.stdout,
+                                                                              completed.stderr)
+
+
+def test_a_copy_is_graded_by_pointing_the_tests_at_it(tmp_path):
+    project = tiny_project(tmp_path / "tiny")
+    student = tiny_project(tmp_path / "student", solved=True)
+    for how in ({"arguments": [f"--minitorch-root={student}"]}, {"MINITORCH_ROOT": str(student)}):
+        arguments = how.pop("arguments", [])
+        completed = run_pytest(project, *arguments, "-m", "ex1_1", f"--scoreboard-json={tmp_path / 'b.json'}", **how)
+        assert completed.returncode == 0, completed.stdout
+        assert f"minitorch under test: {student.resolve() / 'minitorch'}" in completed.stdout
+        assert json.loads((tmp_path / "b.json").read_text())["exercises"]["1.1"]["passed"] == 1
+
+
+def test_grading_stops_with_a_clear_error_when_the_wrong_minitorch_is_imported(tmp_path):
+    project = tiny_project(tmp_path / "tiny")
+    student = tiny_project(tmp_path / "student", solved=True)
+    already_imported = (f"import sys; sys.path.insert(0, {str(project)!r}); import minitorch, pytest; "
+                        f"sys.exit(pytest.main(['-p', 'no:cacheprovider', '--minitorch-root={student}', 'tests']))")
+    completed = subprocess.run([sys.executable, "-c", already_imported], cwd=project, capture_output=True, text=True,
+                               timeout=120, env=_clean_environment())
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 4, output
+    assert f"the minitorch under test is {student.resolve() / 'minitorch'}" in output
+    assert f"the one imported is {project.resolve() / 'minitorch'}" in output
+
+    completed = run_pytest(project, f"--minitorch-root={tmp_path / 'nowhere'}")
+    assert completed.returncode == 4 and "holds no minitorch/__init__.py" in completed.stdout + completed.stderr
+
+    # Without '=', pytest first reads the path as a folder of tests and loads the conftest.py there.
+    completed = run_pytest(project, "--minitorch-root", str(student))
+    assert completed.returncode == 4 and "with '='" in completed.stdout + completed.stderr, completed.stdout
+
+
+# ----------------------------------------------------------------------
+# the self-check: the student edition of this book, run
+
+
+def build_edition(folder: Path, *options: str) -> None:
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(folder), *options],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120, env=_clean_environment())
+    assert completed.returncode == 0, f"student-edition {' '.join(options)} failed:\n{completed.stderr}"
+
+
+def start_fast_tests(folder: Path, seed: int) -> tuple[subprocess.Popen, Path]:
+    """Run the edition's own tests, -m "not slow", in the background; they write a JSON scoreboard."""
+    board = folder.parent / f"{folder.name}.json"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
+         f"--scoreboard-json={board}"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=_clean_environment(MINITORCH_EXERCISE_SEED=str(seed)))
+    return process, board
+
+
+def outcomes_of(process: subprocess.Popen, board: Path) -> dict[str, dict]:
+    output, _ = process.communicate(timeout=900)
+    assert board.exists(), f"the edition's test run wrote no scoreboard:\n{output[-3000:]}"
+    return json.loads(board.read_text())["tests"]
+
+
+def listing(problems: list[str]) -> str:
+    return "\n".join(problems[:25]) + (f"\n... and {len(problems) - 25} more" if len(problems) > 25 else "")
+
+
+@pytest.mark.slow
+def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(tmp_path, exercise_seed):
+    full, partial = tmp_path / "full", tmp_path / "partial"
+    build_edition(full)
+    build_edition(partial, "--only", "3.2", "--chapter", "4")
+    started = time.perf_counter()
+    runs = [start_fast_tests(full, exercise_seed), start_fast_tests(partial, exercise_seed)]  # side by side
+    full_outcomes, partial_outcomes = (outcomes_of(*run) for run in runs)
+    print(f"both editions' fast tests ran in {time.perf_counter() - started:.0f} s")
+
+    graded_wrongly = [f"{nodeid}: {test['status']}: {test['message'][:160]}" for nodeid, test in full_outcomes.items()
+                      if test["exercise"] and test["status"] not in ("not attempted", "blocked")]
+    assert not graded_wrongly, (
+        "with every exercise a stub, every graded test must fail with its own stub (not attempted) or wait for "
+        "another exercise (blocked). These do not; a test that passes here grades nothing of its exercise, and "
+        "one that fails otherwise is broken:\n" + listing(graded_wrongly))
+    reached = {test["exercise"] for test in full_outcomes.values() if test["status"] == "not attempted"}
+    unreached = sorted(set(exercises.EXERCISES) - reached, key=exercises.sort_key)
+    assert not unreached, (f"no test of exercise(s) {unreached} reaches its own stub: all of them wait for other "
+                           f"exercises; add a test that calls the exercise's code directly")
+    broken = [f"{nodeid}: {test['status']}: {test['message'][:160]}" for nodeid, test in full_outcomes.items()
+              if not test["exercise"] and test["status"] not in ("passed", "blocked", "skipped")]
+    assert not broken, ("tests that grade no exercise must pass in the student edition, or wait for a named "
+                        "exercise (blocked); these fail (if they fail in the reference too, fix them there):\n"
+                        + listing(broken))
+
+    handed_out = {"3.2"} | {exercise.id for exercise in load_exercises(ROOT) if exercise.chapter == 4}
+    wrong = []
+    for nodeid, test in partial_outcomes.items():
+        expected = ("not attempted", "blocked") if test["exercise"] in handed_out else ("passed", "blocked", "skipped")
+        if test["status"] not in expected or (test["status"] == "blocked" and test["blocked_by"] not in handed_out):
+            wrong.append(f"{nodeid} (exercise {test['exercise']}): {test['status']}: {test['message'][:160]}")
+    assert not wrong, (f"in an edition handing out only {sorted(handed_out)}, every other test must pass, and "
+                       f"the tests of those exercises must fail with their stubs:\n" + listing(wrong))

@@ -1,0 +1,60 @@
+"""Specification of minitorch.paper.beyond: chapter 10's experiments beyond the paper."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from minitorch.paper import beyond
+from minitorch.paper.models import build_model
+from minitorch.paper.task import make_batch
+
+
+def test_the_gap_bound_is_what_mass_one_minus_delta_on_bos_requires():
+    # all n content scores equal (Jensen's equality case): the bound is attained exactly
+    for n, gap in [(3, 2.0), (15, 5.0), (63, 9.0)]:
+        bos_mass = 1.0 / (1.0 + n * np.exp(-gap))
+        assert np.isclose(beyond.gap_bound(n, 1.0 - bos_mass), gap), \
+            f"n={n}: equal content scores {gap} below BOS give a_0 = {bos_mass}, and the bound must return {gap}"
+
+
+@pytest.mark.parametrize("length, std", [(8, 0.5), (16, 3.0)])
+def test_every_row_of_a_softmax_model_respects_the_gap_bound(length, std):
+    model = build_model(16, 1, 1, "softmax", residual=False, seed=1)
+    for weight in model.parameters():  # a random head, larger than at initialisation
+        weight.data[...] = np.random.default_rng(2).normal(0.0, std, weight.shape)
+    x, _, triggers = make_batch(200, np.random.default_rng(3), length=length)
+    gaps = beyond.score_gaps(model, x, triggers)
+    assert gaps["slack_min"] >= -1e-9, f"a row's score gap fell below log n + log((1-δ)/δ) by {-gaps['slack_min']:.3g}"
+    assert gaps["content_keys"] == list(range(2, length)), "rows 2..L-1 should be reported, with n = i content keys"
+
+
+def test_score_gaps_refuses_a_model_it_cannot_read():
+    with pytest.raises(ValueError, match="one-layer, one-head softmax"):
+        beyond.score_gaps(build_model(16, 2, 1, "softmax", residual=False), *make_batch(4, np.random.default_rng(0))[::2])
+
+
+def test_the_mass_split_adds_up_to_one():
+    weights = np.random.default_rng(0).uniform(0, 0.3, size=(5, 2, 6, 6)) * np.tril(np.ones((6, 6)))
+    split = beyond.mass_split([weights], np.full(5, 3))
+    assert np.isclose(split["bos"] + split["content"] + split["nowhere"], 1.0), f"BOS + content + nowhere = 1, got {split}"
+
+
+def test_the_zoo_holds_every_registered_normaliser_the_paper_pair_first():
+    names = beyond.zoo_normalisers()
+    assert names[:2] == ["softmax", "relu"], f"the zoo should start with the paper's two normalisers, got {names}"
+    for name in ("softmax1", "sink_logit", "sigmoid", "softpick", "gated"):
+        assert name in names, f"the sink-free normaliser {name!r} is missing from the zoo"
+
+
+def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path):
+    budget = beyond.Budget(zoo_seeds=(0,), zoo_max_steps=3, law_lengths=(8,), law_max_steps=3, seeds_4x4=(0,),
+                           quick=True)
+    results = beyond.run_beyond(tmp_path, budget, log=lambda message: None)
+    for name in ("zoo_mass.png", "zoo_maps.png", "log_t_law.png", "seeds_4x4.png", "price_of_a_sink.png",
+                 "results.md", "results.json"):
+        assert (tmp_path / name).stat().st_size > 0, f"run_beyond did not write {name}"
+    assert len(results["zoo"]) == len(beyond.zoo_normalisers()), "one zoo run per normaliser and seed"
+    assert json.loads((tmp_path / "results.json").read_text())["law"][0]["length"] == 8

@@ -1,0 +1,236 @@
+"""Specification of minitorch.paper.metrics: measuring sinks (chapters 03, 08 and 09).
+
+Attention weights a: (B, H, L, L) = (sequence, head, query i, key k); trigger
+positions j: (B,). BOS mass of row i: a_i0. Non-trigger rows: i >= 1, i != j.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.paper import metrics
+from minitorch.paper.metrics import (
+    bos_mass_at_non_trigger_rows, gu_sink_scores, head_table, non_trigger_row_mass, non_trigger_rows,
+    sink_share, trigger_row, zero_row_share,
+)
+
+L = 16  # as in the paper: at L = 8 even a running average has alpha_0 = H_8 / 8 > 0.3
+
+
+def random_causal_weights(rng, batch=5, heads=3, length=L) -> np.ndarray:
+    """Random softmax-like weights (B, H, L, L): rows on the simplex, zero on future keys."""
+    weights = rng.uniform(0.0, 1.0, size=(batch, heads, length, length)) * np.tril(np.ones((length, length)))
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+def perfect_sink(batch=4, heads=1, length=L) -> np.ndarray:
+    """Every row puts all its weight on BOS."""
+    weights = np.zeros((batch, heads, length, length))
+    weights[..., 0] = 1.0
+    return weights
+
+
+def running_average(batch=4, heads=1, length=L) -> np.ndarray:
+    """a_ik = 1/(i+1) on the visible keys k <= i: no sink."""
+    average = np.tril(np.ones((length, length))) / np.arange(1, length + 1)[:, None]
+    return np.broadcast_to(average, (batch, heads, length, length)).copy()
+
+
+def alpha_by_loop(weights: np.ndarray) -> np.ndarray:
+    """Gu et al.'s alpha_k, with each row divided by its sum (an all-zero row counts as 0)."""
+    batch, heads, length, _ = weights.shape
+    alpha = np.zeros((heads, length))
+    for h in range(heads):
+        for k in range(length):
+            total = 0.0
+            for b in range(batch):
+                for i in range(k, length):  # the queries that can see key k
+                    row_sum = weights[b, h, i].sum()
+                    total += weights[b, h, i, k] / row_sum if row_sum > 0 else 0.0
+            alpha[h, k] = total / (batch * (length - k))
+    return alpha
+
+
+# ----------------------------------------------------------------------
+# which rows count
+
+
+def test_non_trigger_rows_are_rows_1_to_L_minus_1_except_the_trigger():
+    triggers = np.array([2, 5, L - 1])
+    rows = non_trigger_rows(triggers, L)
+    for b, j in enumerate(triggers):
+        expected = [i for i in range(L) if i >= 1 and i != j]
+        assert np.flatnonzero(rows[b]).tolist() == expected, (
+            f"with j = {j} the non-trigger rows are {expected} (row 0 and row j left out), got {np.flatnonzero(rows[b]).tolist()}"
+        )
+
+
+# ----------------------------------------------------------------------
+# Exercise 3.4: BOS mass at the non-trigger rows
+
+
+@pytest.mark.exercise("3.4")
+def test_bos_mass_at_non_trigger_rows_matches_a_loop(exercise_seed):
+    rng = np.random.default_rng(exercise_seed)
+    weights = random_causal_weights(rng)
+    triggers = rng.integers(2, L, size=len(weights))
+    bos = bos_mass_at_non_trigger_rows(weights, triggers)
+    assert bos.shape == (5, 3, L - 2), f"BOS mass should be (B, H, L-2) = (5, 3, {L - 2}), got {np.shape(bos)}"
+    for b, h in np.ndindex(5, 3):
+        expected = [weights[b, h, i, 0] for i in range(1, L) if i != triggers[b]]  # a_i0, rows in order
+        assert np.allclose(bos[b, h], expected), (
+            f"sequence {b}, head {h} (trigger j = {triggers[b]}): expected a_i0 at rows i = 1..{L - 1} except j, "
+            f"i.e. {np.round(expected, 3).tolist()}, got {np.round(bos[b, h], 3).tolist()}"
+        )
+
+
+@pytest.mark.exercise("3.4")
+def test_bos_mass_leaves_out_row_0_and_the_trigger_row():
+    weights = np.zeros((1, 1, L, L))
+    weights[0, 0, :, 0] = 0.5  # BOS mass 0.5 at every row ...
+    weights[0, 0, 0, 0] = 1.0  # ... but 1 at row 0, whose only key is BOS
+    weights[0, 0, 3, 0] = 0.0  # ... and 0 at the trigger row j = 3
+    bos = bos_mass_at_non_trigger_rows(weights, np.array([3]))
+    assert np.allclose(bos, 0.5), (
+        f"expected BOS mass 0.5 at every non-trigger row, got {np.ravel(bos).tolist()}: "
+        f"row 0 (always 1 under softmax) and the trigger row j must be left out"
+    )
+
+
+@pytest.mark.exercise("3.4")
+def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed):
+    rng = np.random.default_rng(exercise_seed)
+    weights = random_causal_weights(rng, heads=1)
+    triggers = rng.integers(2, L, size=len(weights))
+    bos = bos_mass_at_non_trigger_rows(weights[:, 0], triggers)  # (B, L, L)
+    assert np.shape(bos) == (5, 1, L - 2), f"(B, L, L) weights are one head: expected (B, 1, L-2), got {np.shape(bos)}"
+    assert np.allclose(bos, bos_mass_at_non_trigger_rows(weights, triggers))
+
+
+def test_non_trigger_row_mass_matches_a_loop():
+    rng = np.random.default_rng(1)
+    weights = rng.uniform(0, 1, size=(3, 2, L, L)) * np.tril(np.ones((L, L)))  # ReLU-like: rows need not sum to 1
+    triggers = np.array([2, 4, 7])
+    mass = non_trigger_row_mass(weights, triggers)
+    for b, h in np.ndindex(3, 2):
+        expected = [weights[b, h, i].sum() for i in range(1, L) if i != triggers[b]]
+        assert np.allclose(mass[b, h], expected), f"sequence {b}, head {h}: row sums at non-trigger rows are wrong"
+
+
+def test_trigger_row_picks_row_j_of_each_sequence_and_head():
+    rng = np.random.default_rng(2)
+    weights = random_causal_weights(rng)
+    triggers = np.array([2, 3, 5, 7, 7])
+    rows = trigger_row(weights, triggers)
+    assert rows.shape == (5, 3, L), f"trigger_row should return (B, H, L), got {rows.shape}"
+    for b, h in np.ndindex(5, 3):
+        assert np.array_equal(rows[b, h], weights[b, h, triggers[b]]), f"sequence {b}, head {h}: not row j = {triggers[b]}"
+
+
+@pytest.mark.parametrize("weights_shape, triggers_shape", [((2, 1, L, L + 1), (2,)), ((2, L), (2,)), ((2, 1, L, L), (3,))])
+def test_metrics_reject_bad_shapes_with_value_error(weights_shape, triggers_shape):
+    with pytest.raises(ValueError):
+        bos_mass_at_non_trigger_rows(np.zeros(weights_shape), np.full(triggers_shape, 2))
+
+
+# ----------------------------------------------------------------------
+# Exercise 8.1: Gu et al.'s sink score alpha_k
+
+
+@pytest.mark.exercise("8.1")
+def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere():
+    alpha = gu_sink_scores(perfect_sink())
+    assert alpha.shape == (1, L), f"alpha should be (H, L) = (1, {L}), got {alpha.shape}"
+    assert np.isclose(alpha[0, 0], 1.0), f"a head pouring everything on BOS has alpha_0 = 1, got {alpha[0, 0]:.4f}"
+    assert np.allclose(alpha[0, 1:], 0.0), f"and alpha_k = 0 for k >= 1, got {np.round(alpha[0, 1:], 4).tolist()}"
+
+
+@pytest.mark.exercise("8.1")
+def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1():
+    alpha = gu_sink_scores(running_average())
+    expected = [np.mean([1 / (i + 1) for i in range(k, L)]) for k in range(L)]  # over the L-k queries i >= k
+    assert np.allclose(alpha[0], expected), (
+        f"for a_ik = 1/(i+1), alpha_k = (1/(L-k)) sum_(i>=k) 1/(i+1) = {np.round(expected, 4).tolist()}, "
+        f"got {np.round(alpha[0], 4).tolist()} (divide by the number of queries that see key k, not by L)"
+    )
+    assert alpha[0, 0] < metrics.SINK_THRESHOLD, "a running average must not count as a sink"
+
+
+@pytest.mark.exercise("8.1")
+def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging():
+    scale = np.arange(1, L + 1, dtype=float)[None, None, :, None] * 3.7  # ReLU rows of arbitrary sums
+    assert np.allclose(gu_sink_scores(running_average() * scale), gu_sink_scores(running_average())), (
+        "alpha must divide each row by its sum first (â_ik = a_ik / sum_k' a_ik'), so scaling a row changes nothing"
+    )
+
+
+@pytest.mark.exercise("8.1")
+def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan():
+    weights = perfect_sink(batch=1)
+    weights[0, 0, 2:] = 0.0  # rows 2..L-1 attend to nothing, as a ReLU head may
+    alpha = gu_sink_scores(weights)
+    assert np.isfinite(alpha).all(), "an all-zero row must not produce 0/0 = nan; count it as 0"
+    assert np.isclose(alpha[0, 0], 2 / L), (
+        f"only rows 0 and 1 put (all) their weight on BOS, so alpha_0 = 2/{L}; got {alpha[0, 0]:.4f}"
+    )
+
+
+@pytest.mark.exercise("8.1")
+def test_gu_alpha_matches_a_loop(exercise_seed):
+    rng = np.random.default_rng(exercise_seed)
+    weights = rng.uniform(0, 1, size=(4, 2, L, L)) * np.tril(np.ones((L, L)))
+    weights[0, 1, 3] = 0.0  # one all-zero row
+    assert np.allclose(gu_sink_scores(weights), alpha_by_loop(weights)), "alpha_k differs from its definition"
+
+
+# ----------------------------------------------------------------------
+# shares and the head table
+
+
+def test_zero_row_share_counts_rows_with_no_weight():
+    weights = perfect_sink(batch=2)
+    weights[0, 0, 2:4] = 0.0  # 2 of 2 * L rows
+    assert zero_row_share(weights) == 2 / (2 * L), f"expected 2/{2 * L}, got {zero_row_share(weights)}"
+
+
+@pytest.mark.exercise("9.1")
+def test_sink_share_is_the_share_of_heads_over_all_layers_whose_bos_alpha_exceeds_0_3():
+    layer_0 = np.concatenate([perfect_sink(), running_average()], axis=1)  # head 0 sinks, head 1 averages
+    layer_1 = np.concatenate([perfect_sink(), perfect_sink()], axis=1)  # both heads sink
+    assert sink_share([layer_0, layer_1]) == 3 / 4, f"3 of 4 heads sink, got {sink_share([layer_0, layer_1])}"
+    assert sink_share([running_average()]) == 0.0
+    assert sink_share([layer_0], threshold=0.0) == 1.0, "with eps = 0 every head with some BOS weight counts"
+
+
+@pytest.mark.exercise("9.1")
+def test_sink_share_counts_only_alpha_strictly_above_the_threshold():
+    alpha_0 = gu_sink_scores(running_average())[0, 0]
+    assert sink_share([running_average()], threshold=alpha_0) == 0.0, "a head with alpha_0 equal to eps does not sink (alpha_0 > eps)"
+    assert sink_share([running_average()], threshold=alpha_0 - 1e-9) == 1.0
+
+
+@pytest.mark.exercise("9.1")
+def test_sink_share_looks_at_the_requested_key():
+    on_key_1 = np.zeros((4, 1, L, L))
+    on_key_1[:, :, 0, 0] = 1.0  # row 0 can only see BOS
+    on_key_1[:, :, 1:, 1] = 1.0  # every other row on key 1
+    heads = [np.concatenate([on_key_1, on_key_1, perfect_sink()], axis=1)]  # one layer, 3 heads
+    assert sink_share(heads, key=1) == 2 / 3, f"two of three heads sink at key 1, got {sink_share(heads, key=1)}"
+    assert sink_share(heads, key=0) == 1 / 3, f"one of three heads sinks at key 0 (BOS), got {sink_share(heads, key=0)}"
+
+
+def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
+    triggers = np.full(4, 5)
+    layer_0 = np.concatenate([perfect_sink(), running_average()], axis=1)
+    table = head_table([layer_0, perfect_sink()], triggers)
+    assert [(row["layer"], row["head"]) for row in table] == [(0, 0), (0, 1), (1, 0)], "one row per (layer, head), in order"
+    sink, average = table[0], table[1]
+    assert sink["bos_mass_mean"] == 1.0 and sink["bos_mass_min"] == 1.0 and sink["gu_alpha_bos"] == 1.0
+    assert sink["gu_sinks"] is True and average["gu_sinks"] is False
+    expected_mean = np.mean([1 / (i + 1) for i in range(1, L) if i != 5])
+    assert np.isclose(average["bos_mass_mean"], expected_mean), (
+        f"running average: mean BOS mass over non-trigger rows should be {expected_mean:.4f}, got {average['bos_mass_mean']:.4f}"
+    )
+    assert np.isclose(average["trigger_bos"], 1 / 6), "running average: the trigger row j = 5 puts 1/6 on BOS"
+    assert np.isclose(average["row_mass_max"], 1.0)

@@ -1,0 +1,65 @@
+"""Specification of minitorch.paper.plotting: the figures' content and conventions."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
+
+from minitorch.paper import plotting  # noqa: E402
+
+
+def _causal_average(length=16):
+    weights = np.tril(np.ones((length, length)))
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def test_heatmap_uses_a_fixed_zero_to_one_scale_and_one_based_labels():
+    fig, ax = plotting.plt.subplots()
+    image = plotting.attention_heatmap(ax, _causal_average() * 3)  # values above 1 must saturate, not rescale
+    assert image.get_clim() == (0.0, 1.0)
+    assert ax.get_xticklabels()[0].get_text() == "1", "positions are labelled 1-based, like the paper"
+    plotting.plt.close(fig)
+
+
+def test_heatmap_rejects_a_non_square_map():
+    fig, ax = plotting.plt.subplots()
+    with pytest.raises(ValueError, match=r"\(L, L\)"):
+        plotting.attention_heatmap(ax, np.zeros((3, 4)))
+    plotting.plt.close(fig)
+
+
+def test_single_layer_figure_has_the_four_panels_of_fig_3(tmp_path):
+    weights = np.stack([_causal_average()] * 5)  # (B, L, L)
+    fig = plotting.single_layer_figure(weights, weights[:, None])
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 4 and "mean" in titles[0] and "standard deviation" in titles[1]
+    assert plotting.save(fig, tmp_path / "fig3.png").stat().st_size > 0
+
+
+def test_head_grid_has_one_map_per_layer_and_head():
+    fig = plotting.head_grid_figure([np.stack([_causal_average()] * 3)] * 2, "test")
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == [f"layer {l} , head {h}".replace(" ,", ",") for l in (1, 2) for h in (1, 2, 3)]
+    plotting.plt.close(fig)
+
+
+def test_animation_writes_a_gif_with_one_frame_per_snapshot_of_the_longest_run(tmp_path):
+    long_run = [(step, np.full((1, 1, 4, 4), step / 10)) for step in range(0, 10, 2)]  # 5 snapshots
+    short_run = long_run[:3]
+    path = plotting.attention_animation({"a": long_run, "b": short_run}, tmp_path / "movie.gif", fps=5)
+    with Image.open(path) as gif:
+        assert gif.n_frames == 5
+
+
+def test_sink_forming_figure_draws_the_curves_and_snapshots(tmp_path):
+    history = dict(step=[0, 10, 20], bos_mass_mean=[0.1, 0.5, 0.99], bos_mass_min=[0.0, 0.3, 0.98],
+                   trigger_content=[0.12, 0.14, 0.14])
+    snapshots = [(s, np.zeros((1, 1, 16, 16))) for s in (0, 10, 20)]
+    fig = plotting.sink_forming_figure(history, snapshots, "title", compare=history)
+    assert len(fig.axes) == 1 + 3, "one curve panel and one heat map per snapshot"
+    plotting.save(fig, tmp_path / "sink.png")

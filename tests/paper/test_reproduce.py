@@ -1,0 +1,95 @@
+"""Specification of minitorch.paper.reproduce: the main job, end to end (issue: the paper's experiments)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from minitorch.paper.models import load_model
+from minitorch.paper.reproduce import ARCHITECTURES, PAPER_NORMALISERS as NORMALISERS, reproduce, results_markdown
+from minitorch.paper.task import make_test_set
+from minitorch.tensor import no_grad
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    results = reproduce(out, quick=True, progress=False, log=lambda message: None)
+    return out, results
+
+
+@pytest.mark.slow
+def test_quick_run_writes_every_figure_and_table(quick_run):
+    out, _ = quick_run
+    expected = ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif", "error_vs_bos_mass.png",
+                "results.md", "results.json"]
+    expected += [f"heads_{n}_{a}.png" for n in NORMALISERS for a in ARCHITECTURES if a != "1x1"]
+    missing = [name for name in expected if not (out / name).is_file() or (out / name).stat().st_size == 0]
+    assert not missing, f"reproduce --quick did not write {missing}"
+
+
+@pytest.mark.slow
+def test_results_json_has_every_model_with_its_measures(quick_run):
+    out, results = quick_run
+    on_disk = json.loads((out / "results.json").read_text())
+    assert set(on_disk["models"]) == {f"{n}_{a}" for n in NORMALISERS for a in ARCHITECTURES}
+    for key, model in on_disk["models"].items():
+        for field in ("steps", "converged", "test_max_error", "bos_mass_mean", "bos_mass_min",
+                      "heads_sinking", "heads_total", "gu_sink_share", "wall_time_seconds", "heads"):
+            assert field in model, f"results.json: {key} lacks '{field}'"
+        layers, heads = model["config"]["layers"], model["config"]["heads"]
+        assert model["heads_total"] == len(model["heads"]) == layers * heads
+
+
+@pytest.mark.slow
+def test_quick_run_already_shows_the_1x1_outcomes(quick_run):
+    """The 1x1 budget under --quick is enough to reach the early stop."""
+    models = quick_run[1]["models"]
+    assert models["softmax_1x1"]["converged"] and models["relu_1x1"]["converged"]
+    assert models["softmax_1x1"]["bos_mass_min"] >= 0.99, "softmax 1x1 must sink"
+    assert models["relu_1x1"]["row_mass_max"] == 0.0, "ReLU 1x1 non-trigger rows must be exactly 0"
+
+
+@pytest.mark.slow
+def test_saved_models_load_back_to_identical_outputs(quick_run):
+    out, _ = quick_run
+    model = load_model(out / "models" / "softmax_2x2.npz")
+    x, _, _ = make_test_set(residual=True, size=8)
+    with no_grad():
+        first = model(x).data
+    reloaded = load_model(out / "models" / "softmax_2x2.npz")
+    with no_grad():
+        np.testing.assert_array_equal(first, reloaded(x).data)
+
+
+def test_unknown_architecture_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="3x3"):
+        reproduce(tmp_path, quick=True, only=["3x3"], progress=False)
+
+
+def test_results_markdown_has_a_row_per_model_and_a_table_per_multi_head_model():
+    head = dict(layer=0, head=0, bos_mass_mean=0.95, bos_mass_min=0.9, row_mass_max=1.0, trigger_bos=0.0,
+                gu_alpha_bos=0.9, gu_sinks=True)
+    model = dict(steps=10, converged=True, test_max_error=1e-3, bos_mass_mean=0.95, bos_mass_min=0.9,
+                 row_mass_max=1.0, heads_sinking=1, heads_total=1, gu_sink_share=1.0, wall_time_seconds=1.0,
+                 heads=[head], worst_case=dict(worst_case_error=0.01, bos_mass_min=0.999, bos_mass_mean=0.9995))
+    two_heads = dict(model, heads_total=2, heads=[head, dict(head, head=1)])
+    text = results_markdown(dict(quick=False, seed=0, total_wall_time_seconds=2.0,
+                                 models={"softmax_1x1": model, "softmax_2x2": two_heads}))
+    assert "| softmax_1x1 | 10 |" in text and "| softmax_2x2 | 10 |" in text
+    assert "## softmax_2x2: per head" in text and "## softmax_1x1: per head" not in text
+    assert "the bound holds" in text, "the softmax 1x1 model's Theorem 1 check belongs in the results"
+
+
+@pytest.mark.slow
+def test_trained_softmax_1x1_respects_theorem_1(quick_run):
+    from minitorch.paper import theory
+
+    worst = quick_run[1]["models"]["softmax_1x1"]["worst_case"]
+    required = theory.theorem1_bos_lower_bound(worst["worst_case_error"])
+    assert worst["bos_mass_min"] >= required, (
+        f"Theorem 1 violated by the trained model: error {worst['worst_case_error']:.3g} needs BOS mass "
+        f">= {required:.4f}, measured {worst['bos_mass_min']:.4f}")
+    assert (quick_run[0] / "error_vs_bos_mass.png").is_file()

@@ -1,0 +1,313 @@
+"""Tests for minitorch/paper/theory.py: the constructions, the bounds, and every proof step.
+
+Each proof step of chapter 05 is an inequality or identity that must hold for
+*every* model and input; we check it on random models and random inputs, and
+on the constructions, so that a wrong step cannot hide behind a good model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.paper import theory
+from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
+from minitorch.paper.models import ResidualModel, SingleLayerModel, build_model
+from minitorch.paper.task import SEQUENCE_LENGTH, WIDTH, make_batch, make_targets
+
+L, n = SEQUENCE_LENGTH, WIDTH
+
+
+def random_model(seed: int, std: float, heads: int = 1, layers: int = 1, residual: bool = False,
+                 bos_penalty: float = 0.0):
+    """A model with N(0, std^2) weights; `bos_penalty` lowers every non-BOS query's score on BOS."""
+    model = ResidualModel(n, heads, layers, "softmax", seed=seed) if residual else SingleLayerModel(n, heads, "softmax", seed=seed)
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        for linear in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O):
+            linear.weight.data[...] = rng.normal(0.0, std, size=linear.weight.shape)
+        for head in range(heads):
+            block = slice(head * n, (head + 1) * n)
+            layer.W_Q.weight.data[block][0] += bos_penalty * (np.eye(n)[n - 1] + np.eye(n)[1])
+            layer.W_K.weight.data[block][0] -= bos_penalty * np.eye(n)[0]
+    return model
+
+
+def some_models():
+    """Random models at several weight scales and the softmax family: the inequalities hold for all."""
+    models = {f"random std={std} seed={seed}": random_model(seed, std) for seed in range(2) for std in (0.02, 0.3, 1.0)}
+    models.update({f"softmax construction c={c}": theory.softmax_construction(c) for c in (0.0, 2.0, 5.0, 10.0)})
+    return models
+
+
+# --- Theorem 3: the ReLU construction --------------------------------------------------------
+
+@pytest.mark.exercise("6.1")
+def test_relu_construction_is_exact_on_10000_random_sequences(exercise_seed):
+    model = theory.relu_construction()
+    assert isinstance(model, SingleLayerModel) and model.config["normaliser"] == "relu", \
+        "relu_construction must return a SingleLayerModel with the 'relu' normaliser"
+    x, y, triggers = make_batch(10_000, np.random.default_rng(exercise_seed))
+    assert set(triggers.tolist()) == set(range(2, L)), "the sample should contain every trigger position 2..L-1"
+    prediction, attention = theory.predict_with_attention(model, x)
+    error = np.abs(prediction - y).max()
+    assert error < 1e-12, f"the ReLU construction should be exact (Theorem 3), but max |ŷ - y| = {error:.3e}"
+    weights = attention[0][:, 0]  # (B, L, L)
+    rows = np.arange(L)
+    non_trigger = rows[None, :] != triggers[:, None]  # (B, L)
+    assert np.all(weights[non_trigger] == 0.0), "every non-trigger row must be exactly 0 (no weight anywhere)"
+    assert np.all(prediction[non_trigger] == 0.0), "the output at every non-trigger row must be exactly 0"
+    trigger_rows = weights[np.arange(len(x)), triggers]  # (B, L)
+    expected = (rows[None, :] >= 1) & (rows[None, :] <= triggers[:, None])
+    assert np.allclose(trigger_rows, expected / triggers[:, None], atol=1e-15, rtol=0), \
+        "the trigger row must put exactly 1/j on keys 1..j and 0 on BOS"
+
+
+@pytest.mark.exercise("6.1")
+def test_relu_construction_also_solves_the_residual_task(exercise_seed):
+    model = ResidualModel(n, 1, 1, "relu")
+    model.load_state_dict(theory.relu_construction().state_dict())
+    x, y, _ = make_batch(2000, np.random.default_rng(exercise_seed + 1), residual=True)
+    error = np.abs(theory.predict_with_attention(model, x)[0] - y).max()
+    assert error < 1e-12, f"with a residual connection the same weights should give x + mean exactly, error {error:.3e}"
+
+
+# --- The softmax family ------------------------------------------------------------------------
+
+@pytest.mark.exercise("5.1")
+def test_softmax_construction_attention_matches_its_closed_form(exercise_seed):
+    for scale in (0.0, 2.0, 7.5):
+        model = theory.softmax_construction(scale)
+        x, y, triggers = make_batch(200, np.random.default_rng(exercise_seed))
+        prediction, attention = theory.predict_with_attention(model, x)
+        bos = attention[0][:, 0, :, 0]  # (B, L)
+        rows = np.arange(L)[None, :].repeat(len(x), axis=0)
+        is_trigger = rows == triggers[:, None]
+        expected = np.where(is_trigger, np.exp(-scale) / (np.exp(-scale) + rows),
+                            np.exp(scale) / (np.exp(scale) + np.maximum(rows, 1)))
+        expected[:, 0] = 1.0
+        assert np.allclose(bos, expected, atol=1e-12), \
+            f"scale {scale}: BOS mass should be e^c/(e^c+i) at content rows and e^-c/(e^-c+j) at the trigger"
+        weights = attention[0][:, 0]
+        values = np.where(np.arange(L)[None, :, None] == 0, 0.0, x)  # BOS's value is 0, others are themselves
+        assert np.allclose(prediction, weights @ values, atol=1e-12), \
+            f"scale {scale}: the output should be Σ_k a_ik x_k over non-BOS keys (W = I - e_0 e_0^T)"
+
+
+@pytest.mark.exercise("5.1")
+def test_softmax_family_error_falls_monotonically_while_bos_mass_rises_to_one(exercise_seed):
+    scales = np.array([0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0])
+    family = theory.softmax_family(scales, size_per_trigger=8, seed=exercise_seed)
+    errors, bos = family["worst_case_error"], family["bos_mass_min"]
+    assert np.all(np.diff(errors) < 0), f"worst-case error should fall strictly as c grows: {errors}"
+    assert np.all(np.diff(bos) > 0), f"the smallest BOS mass should rise strictly as c grows: {bos}"
+    assert bos[-1] > 1 - 1e-11 and errors[-1] < 1e-11, "at c = 30 the sink should be complete and the error ~0"
+    assert np.allclose(errors, family["exact_worst_case_error"], rtol=1e-9), \
+        "the measured worst case (all contents +1 is in the stress set) should equal (L-1)/(e^c + L-1)"
+    assert np.allclose(1 - bos, errors, rtol=1e-9, atol=1e-15), "along the family, 1 - min BOS mass = worst-case error"
+
+
+def test_softmax_family_reproduces_the_paper_table():
+    family = theory.softmax_family([2.0, 5.0, 10.0, 20.0], size_per_trigger=2)
+    error, bos = family["test_max_error"], family["test_bos_mass_min"]
+    # PAPER.md, 500 test sequences: errors 0.65, 0.086, 6.4e-4, 2.9e-8; min BOS 0.33, 0.908, 0.9993, 1.0.
+    # At c = 2 the largest error on random test inputs is the bias channel of row 15, 14 / (e^2 + 15) = 0.625.
+    assert np.allclose(error[1:], [0.086, 6.4e-4, 2.9e-8], rtol=0.02), f"test-set max errors {error[1:]}"
+    assert abs(error[0] - 14 / (np.exp(2) + 15)) < 1e-3, f"c = 2: expected 14/(e^2+15) = 0.625, got {error[0]}"
+    assert np.allclose(bos, [0.33, 0.908, 0.9993, 1.0], atol=1e-3), f"test-set min BOS masses {bos}"
+
+
+# --- The bounds ---------------------------------------------------------------------------------
+
+def test_trigger_separation_solves_its_quadratic():
+    epsilon0 = theory.trigger_separation()
+    gap = 1 / 2 - 1 / 15
+    assert abs(2 * epsilon0 * (1 + epsilon0) - gap) < 1e-14 and abs(epsilon0 - 0.18313) < 1e-5
+    assert theory.trigger_separation((7, 8)) < epsilon0, "closer trigger positions give a weaker bound"
+    with pytest.raises(ValueError, match="two distinct trigger positions"):
+        theory.trigger_separation((7,))
+
+
+def test_theorem1_bound_and_its_inverse_agree():
+    errors = np.array([0.0, 1e-6, 1e-3, 0.05])
+    bound = theory.theorem1_bos_lower_bound(errors)
+    assert bound[0] == 1.0 and np.all(np.diff(bound) < 0), "the bound is 1 at zero error and falls with the error"
+    assert np.allclose(theory.theorem1_error_lower_bound(bound), errors), "the inverse should undo the bound"
+    assert theory.theorem1_bos_lower_bound(1.0) == 0.0, "the bound is vacuous (0) once δ >= ε_0 / 2"
+    with pytest.raises(ValueError):
+        theory.theorem1_bos_lower_bound(-1.0)
+
+
+# --- Theorem 1, step by step, for every model --------------------------------------------------
+
+def test_step1_output_is_value_map_applied_to_attention_average():
+    x, _, _ = make_batch(64, np.random.default_rng(3))
+    for name, model in some_models().items():
+        prediction, attention = theory.predict_with_attention(model, x)
+        averaged = theory.attention_average(attention[0][:, 0], x)  # x̄_i
+        assert np.allclose(prediction, averaged @ theory.value_map(model).T, atol=1e-10), \
+            f"{name}: a single head must output ŷ_i = W x̄_i with W = W_O W_V"
+        assert np.allclose(prediction[:, 0], theory.value_map(model)[:, 0], atol=1e-12), \
+            f"{name}: row 0 sees only BOS, so ŷ_0 = W e_0"
+        bos = attention[0][:, 0, :, 0]
+        u = theory.non_bos_average(averaged, bos)[:, 1:]
+        # ũ divides by 1 - a_i0: rows with almost all mass on BOS amplify rounding (1e-16 / (1 - a_i0))
+        assert np.all(theory.in_token_hull(u[bos[:, 1:] < 1 - 1e-6], tolerance=1e-7)), \
+            f"{name}: the renormalised non-BOS average ũ_i must lie in T"
+
+
+def test_step2_non_trigger_row_inequality_holds_for_random_models():
+    x, triggers = theory.stress_inputs(4, seed=4)
+    for name, model in some_models().items():
+        left, right = theory.non_trigger_row_sides(model, x, triggers)
+        assert np.all(left <= right + 1e-12), \
+            f"{name}: (1 - a_i0)||W ũ_i|| <= ||ŷ_i|| + a_i0||W e_0|| fails by {np.max(left - right):.3e}"
+
+
+def test_step3_trigger_row_decomposition_is_an_identity():
+    u = theory.random_token_hull_points(300, seed=5)
+    for name, model in some_models().items():
+        for trigger in (2, 7, L - 1):
+            computed, decomposed = theory.trigger_row_decomposition(model, u, trigger)
+            assert np.allclose(computed, decomposed, atol=1e-10), \
+                f"{name}, j={trigger}: ŷ_j != a_0 W e_0 + (a+b) W u + s W(e_b - e_t)"
+
+
+def test_step4_determinant_lemma_holds_on_random_planes():
+    rng = np.random.default_rng(6)
+    P1, P2, G = (rng.normal(size=(20_000, 2)) for _ in range(3))
+    s1, s2 = rng.normal(size=20_000), rng.normal(size=20_000)
+    # also near-collinear cases, where the lemma is tight-ish
+    P2[:5000] = 0.9 * P1[:5000] + 1e-3 * rng.normal(size=(5000, 2))
+    s1[:5000] = rng.normal(size=5000)
+    determinant, bound = theory.determinant_lemma_sides(P1, P2, G, s1, s2)
+    assert np.all(determinant <= bound + 1e-12), f"|det(P1,P2)| exceeded its bound by {np.max(determinant - bound):.3e}"
+
+
+def test_step4_trigger_row_slack_is_at_least_epsilon0():
+    epsilon0 = theory.trigger_separation()
+    e_0, e_t, e_b, _ = theory.unit_vectors(n)
+    points = np.concatenate([theory.random_token_hull_points(300, seed=7),
+                             theory.random_token_hull_points(300, seed=8, corners=True),
+                             [(e_b + e_t) / 2, e_b, e_t]])  # (e_b + e_t)/2 minimises ||u||_∞ on T
+    for name, model in some_models().items():
+        slack = theory.trigger_row_slack(model, points)
+        assert np.all(slack >= epsilon0), f"{name}: ε'(u) = {slack.min():.4f} < ε_0 = {epsilon0:.4f}"
+
+
+def test_theorem1_holds_row_by_row_along_the_softmax_family():
+    x, triggers = theory.stress_inputs(4, seed=9)
+    for scale in (0.0, 2.0, 4.0, 6.0, 8.0, 12.0, 20.0):
+        measured = theory.worst_case(theory.softmax_construction(scale), inputs=(x, triggers))
+        bound = theory.theorem1_bos_lower_bound(measured["worst_case_error"])
+        assert measured["bos_mass_min"] >= bound, \
+            f"c={scale}: min BOS mass {measured['bos_mass_min']:.6f} is below Theorem 1's bound {bound:.6f}"
+
+
+def test_fixed_trigger_counterexample_shows_why_theorem1_needs_two_trigger_positions():
+    model = theory.fixed_trigger_counterexample(trigger=7)
+    fixed = theory.worst_case(model, triggers=(7,), size_per_trigger=64)
+    assert fixed["worst_case_error"] < 1e-4, f"with j fixed at 7 the error should be tiny, got {fixed['worst_case_error']:.2e}"
+    assert fixed["bos_mass_min"] < 0.1, "on all-equal corner inputs some non-trigger row should put < 0.1 on BOS"
+    moving = theory.worst_case(model, size_per_trigger=8)
+    assert moving["bos_mass_min"] >= theory.theorem1_bos_lower_bound(moving["worst_case_error"]), \
+        "once the trigger may move, Theorem 1 applies and its bound must hold"
+    assert moving["worst_case_error"] > 0.5, "a trigger value tuned to j = 7 should fail at other positions"
+
+
+@pytest.mark.slow
+def test_theorem1_bound_holds_for_a_trained_1x1_softmax_model():
+    from minitorch.paper.train import train
+    result = train(build_model(n, 1, 1, "softmax", False), lr=1e-3, max_steps=1500, progress=False)
+    assert result.converged, f"the 1x1 softmax model should reach max error < 5e-3 (stopped after {result.steps} steps)"
+    measured = theory.worst_case(result.model)
+    bound = theory.theorem1_bos_lower_bound(measured["worst_case_error"])
+    assert measured["bos_mass_min"] >= bound, \
+        f"trained model: min BOS {measured['bos_mass_min']:.5f} < bound {bound:.5f} at δ̂ = {measured['worst_case_error']:.2e}"
+    assert bound > 0.5, f"the bound should be informative for a trained model (δ̂ = {measured['worst_case_error']:.2e})"
+
+
+# --- Theorem 2 --------------------------------------------------------------------------------------
+
+def test_two_layer_construction_sinks_in_one_layer_only():
+    for heads in (1, 2):
+        model = theory.two_layer_construction(scale=20.0, heads=heads)
+        measured = theory.worst_case(model, size_per_trigger=8)
+        assert measured["worst_case_error"] < 1e-6, f"heads={heads}: error {measured['worst_case_error']:.2e}"
+        per_head = measured["head_bos_mass_min"]  # (layers, H)
+        x, triggers = theory.stress_inputs(8, seed=10)
+        _, attention = theory.predict_with_attention(model, x)
+        largest = np.array([[bos_mass_at_non_trigger_rows(w, triggers)[:, h].max() for h in range(heads)]
+                            for w in attention])
+        assert per_head[0, 0] > 1 - 1e-6, "layer 0, head 0 should sink (BOS mass ~1 at every non-trigger row)"
+        others = np.ones_like(largest, dtype=bool)
+        others[0, 0] = False
+        assert np.all(largest[others] < 1e-6), f"heads={heads}: every other head should put ~0 on BOS, got {largest}"
+
+
+def test_trigger_row_sink_construction_has_no_sink_at_any_non_trigger_row():
+    for layers in (1, 2):
+        model = theory.trigger_row_sink_construction(scale=30.0, layers=layers)
+        x, triggers = theory.stress_inputs(8, seed=11)
+        prediction, attention = theory.predict_with_attention(model, x)
+        error = np.abs(prediction - make_targets(x, triggers, residual=True)).max()
+        assert error < 1e-10, f"layers={layers}: error {error:.2e}"
+        largest = max(bos_mass_at_non_trigger_rows(w, triggers).max() for w in attention)
+        assert largest < 1e-12, f"layers={layers}: some head puts {largest:.2e} on BOS at a non-trigger row"
+        at_trigger = attention[0][np.arange(len(x)), 1, triggers, 0]
+        assert np.all(at_trigger > 1 - 1e-10), "layer 0's head 1 should sink at the trigger row instead"
+
+
+def test_separating_corner_lemma_on_random_subspaces():
+    rng = np.random.default_rng(12)
+    _, e_t, e_b, _ = theory.unit_vectors(n)
+    for dimension in (1, 3, 8, n - 2):
+        for _ in range(20):
+            words = np.concatenate([[e_t - e_b], rng.normal(size=(dimension - 1, n))])
+            z, functional = theory.separating_corner(words)
+            target = np.concatenate([[0.0, 1.0], z, [0.0]])  # z + e_t
+            assert abs(np.abs(functional).sum() - 1) < 1e-12 and np.abs(words @ functional).max() < 1e-9
+            assert functional @ target >= 0.5 - 1e-12, f"λ·(z + e_t) = {functional @ target} < 1/2"
+            members = rng.normal(size=(200, dimension)) @ words  # random points s of S
+            distance = np.abs(target - members).max(axis=1)
+            assert np.all(distance >= 0.5 - 1e-12), "z + e_t should be at ∞-distance >= 1/2 from S"
+    with pytest.raises(ValueError, match="dimension"):
+        theory.separating_corner(rng.normal(size=(n - 1, n)))
+
+
+def test_theorem2_stream_inequalities_hold_for_random_models():
+    rng = np.random.default_rng(13)
+    # small weights and a growing penalty on BOS scores: the largest BOS mass γ ranges from ~0.5 to ~1e-12
+    for seed, penalty in enumerate((0.0, 2.0, 3.0, 4.0, 6.0, 8.0)):
+        for layers, heads in ((1, 2), (2, 1), (2, 2)):
+            model = random_model(seed, std=0.1, heads=heads, layers=layers, residual=True, bos_penalty=penalty)
+            sides = theory.theorem2_stream_sides(model, rng.choice([-1.0, 1.0], size=n - 3), trigger=int(rng.integers(2, L)))
+            assert sides["spread"] <= sides["spread_bound"] + 1e-9, f"seed {seed}: {sides}"
+            assert sides["rest"] <= sides["rest_bound"] + 1e-9, f"seed {seed}: {sides}"
+
+
+def test_theorem2_bound_holds_on_the_constructions():
+    for model in (theory.two_layer_construction(), theory.trigger_row_sink_construction(),
+                  theory.trigger_row_sink_construction(layers=1)):
+        error = theory.worst_case(model, size_per_trigger=4)["worst_case_error"]
+        layers, heads = len(model.layers), model.config["heads"]
+        bound = theory.theorem2_bos_lower_bound(error, layers, heads, theory.value_norm(model))
+        witness = theory.theorem2_witness(model)
+        assert 0 < bound <= witness["bos_mass"], f"{model.name}: largest BOS mass {witness} below γ = {bound}"
+    with pytest.raises(ValueError, match="heads"):
+        theory.theorem2_bos_lower_bound(0.0, layers=4, heads=4, value_norm=1.0)
+
+
+# --- Bad input ------------------------------------------------------------------------------------
+
+def test_bad_arguments_get_clear_errors():
+    with pytest.raises(ValueError, match="width"):
+        theory.relu_construction(width=3)
+    with pytest.raises(ValueError, match="finite"):
+        theory.softmax_construction(float("nan"))
+    with pytest.raises(ValueError, match="trigger"):
+        theory.all_equal_inputs(np.zeros((1, n - 3)), trigger=L)
+    with pytest.raises(ValueError, match="T"):
+        theory.trigger_row_decomposition(theory.softmax_construction(1.0), np.zeros((1, n)), 7)
+    with pytest.raises(ValueError, match="shape"):
+        theory.load_head(theory.softmax_construction(1.0), 0, 0, np.eye(3), np.eye(n), np.eye(n), np.eye(n))

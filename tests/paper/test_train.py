@@ -1,0 +1,127 @@
+"""Specification of minitorch.paper.train: the paper's training recipe (chapters 07 and 08)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.paper import metrics
+from minitorch.gradcheck import gradcheck
+from minitorch.paper.models import build_model
+from minitorch.paper.task import make_test_set
+from minitorch.tensor import Tensor, no_grad
+from minitorch.paper.train import BETAS, STOP_ERROR, mse_loss, train
+
+
+def _trained_single_layer(normaliser: str):
+    model = build_model(16, 1, 1, normaliser, residual=False, seed=0)
+    result = train(model, lr=1e-3, max_steps=3000, seed=0, record_every=50, progress=False)
+    x, y, triggers = make_test_set(residual=False)
+    with no_grad():
+        prediction, attention = model(x, return_attention=True)
+    return result, prediction.data, y, attention[0], triggers
+
+
+@pytest.fixture(scope="module")
+def softmax_1x1():
+    return _trained_single_layer("softmax")
+
+
+@pytest.fixture(scope="module")
+def relu_1x1():
+    return _trained_single_layer("relu")
+
+
+def test_the_recipe_is_the_papers():
+    assert BETAS == (0.9, 0.95) and STOP_ERROR == 5e-3
+
+
+def test_mse_averages_over_batch_positions_and_coordinates():
+    prediction = Tensor(np.zeros((2, 3, 4)))
+    target = np.ones((2, 3, 4))
+    target[0, 0, 0] = 3.0  # one squared error of 9, the other 23 of 1
+    assert mse_loss(prediction, target).item() == pytest.approx((9 + 23) / 24)
+
+
+def test_mse_gradient_matches_finite_differences():
+    target = np.random.default_rng(1).normal(size=(2, 3, 4))
+    gradcheck(lambda prediction: mse_loss(prediction, target), [np.random.default_rng(2).normal(size=(2, 3, 4))])
+
+
+def test_mse_refuses_a_target_of_another_shape():
+    with pytest.raises(ValueError, match=r"\(2, 3, 4\).*\(3, 4\)"):
+        mse_loss(Tensor(np.zeros((2, 3, 4))), np.zeros((3, 4)))
+
+
+@pytest.mark.slow
+def test_softmax_1x1_stops_early_with_a_sink(softmax_1x1):
+    result, prediction, y, attention, triggers = softmax_1x1
+    assert result.converged, f"softmax 1x1 did not reach max error < 5e-3 in {result.steps} steps"
+    assert result.steps < 1500, f"softmax 1x1 took {result.steps} steps; the paper stops after ~600-900"
+    bos = metrics.bos_mass_at_non_trigger_rows(attention, triggers)
+    assert bos.min() >= 0.99, f"softmax 1x1 should sink: min BOS mass at non-trigger rows is {bos.min():.4f} < 0.99"
+    trigger = metrics.trigger_row(attention, triggers)[:, 0]  # (B, L)
+    assert trigger[:, 0].mean() < 0.01, "the trigger row should put ~0 on BOS"
+    np.testing.assert_allclose(trigger[:, 1:8].mean(axis=0), 1 / 7, atol=0.01,
+                               err_msg="the trigger row should put ~1/7 on each of keys 2..8 (1-based)")
+
+
+@pytest.mark.slow
+def test_relu_1x1_stops_early_without_a_sink(relu_1x1):
+    result, prediction, y, attention, triggers = relu_1x1
+    assert result.converged, f"ReLU 1x1 did not reach max error < 5e-3 in {result.steps} steps"
+    assert result.steps < 1500, f"ReLU 1x1 took {result.steps} steps; the paper stops after ~600-900"
+    rows = metrics.non_trigger_row_mass(attention, triggers)
+    assert np.all(rows == 0.0), f"ReLU 1x1 non-trigger rows should be exactly 0; largest row mass {rows.max():.3g}"
+    assert metrics.trigger_row(attention, triggers)[:, 0, 1:8].min() > 0, "the ReLU trigger row must attend to the content"
+
+
+@pytest.mark.slow
+def test_trained_1x1_models_solve_the_test_set(softmax_1x1, relu_1x1):
+    for name, (_, prediction, y, _, _) in {"softmax": softmax_1x1, "relu": relu_1x1}.items():
+        error = np.abs(prediction - y).max()
+        assert error < 0.05, f"{name} 1x1: max error {error:.3g} on the test set after the early stop"
+
+
+@pytest.mark.slow
+def test_history_records_the_sink_forming(softmax_1x1):
+    history = softmax_1x1[0].history
+    steps = history["step"]
+    assert steps[0] == 0 and steps[-1] == softmax_1x1[0].steps, "history runs from step 0 to the stopping step"
+    assert all(b > a for a, b in zip(steps, steps[1:])), "history steps must increase"
+    for name in ("loss", "max_error", "bos_mass_mean", "bos_mass_min", "trigger_bos", "trigger_content"):
+        assert len(history[name]) == len(steps), f"history['{name}'] has one value per record"
+    assert history["bos_mass_mean"][0] < 0.5 < history["bos_mass_mean"][-1], \
+        "BOS mass should start low (untrained) and end near 1 (the sink)"
+
+
+def test_snapshots_are_mean_attention_maps_at_the_requested_steps():
+    model = build_model(6, 2, 2, "softmax", residual=True, seed=0)
+    result = train(model, lr=1e-3, max_steps=20, record_every=5, snapshot_every=10, probe_size=8, progress=False)
+    assert [step for step, _ in result.snapshots] == [0, 10, 20]
+    for _, weights in result.snapshots:
+        assert weights.shape == (2, 2, 16, 16), "a snapshot is (layers, H, L, L)"
+        np.testing.assert_allclose(weights.sum(axis=-1), 1.0, err_msg="softmax snapshot rows must sum to 1")
+
+
+def test_same_seed_same_numbers():
+    weights = []
+    for _ in range(2):
+        model = build_model(8, 1, 1, "softmax", residual=False, seed=3)
+        train(model, lr=1e-3, max_steps=15, seed=7, progress=False)
+        weights.append(model.state_dict())
+    for name in weights[0]:
+        np.testing.assert_array_equal(weights[0][name], weights[1][name], err_msg=f"{name} differs between runs")
+
+
+def test_float32_models_train_in_float32():
+    model = build_model(8, 1, 1, "relu", residual=False, dtype=np.float32)
+    train(model, lr=1e-3, max_steps=5, progress=False)
+    assert all(p.dtype == np.float32 for p in model.parameters()), "training must not upcast float32 parameters"
+
+
+@pytest.mark.parametrize("argument", [dict(max_steps=0), dict(batch_size=0), dict(record_every=0)])
+def test_bad_arguments_are_rejected(argument):
+    model = build_model(8, 1, 1, "softmax", residual=False)
+    with pytest.raises(ValueError, match=next(iter(argument))):
+        train(model, lr=1e-3, progress=False, **argument)

@@ -1,0 +1,50 @@
+"""Specification of minitorch.tools.bench: it measures, in fresh processes, and never asserts a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from minitorch.tools import bench
+
+
+@pytest.mark.parametrize("implementation", ["minitorch", "numpy floor"])
+def test_measure_runs_one_implementation_in_a_fresh_process(implementation):
+    result = bench.measure(implementation, "1x1", steps=2, blocks=1)
+    assert result["ms_per_step"] > 0, f"{implementation}: a training step cannot take {result['ms_per_step']} ms"
+    assert result["peak_rss_mib"] > 1, f"{implementation}: peak memory {result['peak_rss_mib']} MiB is not plausible"
+
+
+def test_the_table_compares_every_available_implementation(monkeypatch):
+    monkeypatch.setattr(bench, "CONFIGURATIONS", {"1x1": (1, 1)})
+    lines = []
+    rows = bench.run_steps(steps=2, blocks=1, print_=lines.append)
+    assert len(rows) == 1 and rows[0]["model"] == "softmax 1x1", f"expected one row for softmax 1x1, got {rows}"
+    assert rows[0]["minitorch/floor"] > 0, "the minitorch / floor ratio is missing"
+    assert any(line.startswith("| softmax 1x1 |") for line in lines), "the markdown table has no row for the model"
+    assert ("minitorch / pytorch" in "\n".join(lines)) == (bench.pytorch_version() is not None), \
+        "PyTorch must be compared exactly when it is installed"
+
+
+def test_a_failing_child_process_raises_with_its_error():
+    with pytest.raises(RuntimeError, match="no_such_implementation"):
+        bench.measure("no_such_implementation", "1x1", steps=1, blocks=1)
+
+
+def test_the_authors_estimate_adds_their_per_step_times_over_the_models():
+    steps = {"softmax_1x1": 1000, "relu_4x4": 2000}
+    expected = (1000 * bench.AUTHORS_MS_PER_STEP["1x1"] + 2000 * bench.AUTHORS_MS_PER_STEP["4x4"]) / 1e3
+    assert bench.authors_estimate_seconds(steps) == pytest.approx(expected)
+
+
+def test_time_reproduce_reads_the_steps_the_run_wrote(monkeypatch):
+    def fake_run(command, **kwargs):  # stands in for the 7-minute reproduction
+        out = Path(command[command.index("--out") + 1])
+        (out / "results.json").write_text(json.dumps({"models": {"softmax_1x1": {"steps": 776}}}))
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    result = bench.time_reproduce(print_=lambda line: None)
+    assert result["steps"] == {"softmax_1x1": 776}, f"time_reproduce read the wrong steps: {result['steps']}"
+    assert result["authors_estimate_seconds"] == pytest.approx(776 * bench.AUTHORS_MS_PER_STEP["1x1"] / 1e3)

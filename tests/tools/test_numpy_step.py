@@ -1,0 +1,52 @@
+"""Specification of minitorch.tools.numpy_step: the hand-written NumPy floor of the benchmark.
+
+The floor is only a fair yardstick if it computes exactly the step minitorch
+computes: same forward pass, same gradients, same Adam update.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch.paper.models import build_model
+from minitorch.tools.numpy_step import NumpyStep
+from minitorch.optim import Adam
+from minitorch.paper.task import make_batch
+from minitorch.paper.train import BETAS, mse_loss
+
+
+@pytest.mark.parametrize("layers, heads, normaliser", [(1, 1, "softmax"), (1, 2, "relu"), (2, 2, "softmax"),
+                                                       (3, 2, "relu")])
+def test_the_floor_takes_the_same_steps_as_minitorch_in_float64(layers, heads, normaliser):
+    residual = layers > 1
+    model = build_model(16, heads, layers, normaliser, residual, seed=5)
+    floor = NumpyStep(model.state_dict(), model.config, lr=1e-3, betas=BETAS)
+    optimizer = Adam(model.parameters(), lr=1e-3, betas=BETAS)
+    rng = np.random.default_rng(0)
+    for step in range(3):
+        x, y, _ = make_batch(32, rng, residual)
+        loss = mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        floor_loss = floor.step(x, y)
+        assert np.isclose(floor_loss, loss.item(), rtol=1e-12), f"step {step}: loss {floor_loss} vs minitorch {loss.item()}"
+    expected = model.state_dict()
+    for name, weights in floor.state_dict().items():
+        np.testing.assert_allclose(weights, expected[name], rtol=1e-9, atol=1e-13,
+                                   err_msg=f"after 3 steps the floor's {name} differs from minitorch's")
+
+
+def test_the_floor_keeps_float32_in_float32():
+    model = build_model(16, 2, 2, "softmax", True, dtype=np.float32)
+    floor = NumpyStep(model.state_dict(), model.config)
+    x, y, _ = make_batch(8, np.random.default_rng(0), True)
+    floor.step(x.astype(np.float32), y.astype(np.float32))
+    assert {w.dtype for w in floor.state_dict().values()} == {np.dtype(np.float32)}, "float32 weights became float64"
+
+
+def test_the_floor_refuses_a_normaliser_it_does_not_implement():
+    model = build_model(16, 1, 1, "softmax", False)
+    with pytest.raises(ValueError, match="written by hand"):
+        NumpyStep(model.state_dict(), dict(model.config, normaliser="sigmoid"))
