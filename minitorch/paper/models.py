@@ -16,11 +16,16 @@ returns, for each layer, the attention weights as an array (B, H, L, L).
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
 
 import numpy as np
 
-from minitorch import ops
+from minitorch import checks, ops
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.paper.fast_attention import attend_stacked
 from minitorch.nn import Linear, Module, Parameter
@@ -34,8 +39,7 @@ class AttentionLayer(Module):
 
     def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
         options = normaliser_options(normaliser)  # an unknown name fails now, not at the first forward pass
-        if heads < 1:
-            raise ValueError(f"AttentionLayer: heads must be >= 1, got {heads}")
+        width, heads = checks.integer("AttentionLayer", "width", width), checks.integer("AttentionLayer", "heads", heads)
         self.width, self.heads, self.normaliser = width, heads, normaliser
         self.fused = True  # the fast path (minitorch.paper.fast_attention) or the readable attention.attend
         linear = dict(bias=False, init_std=INIT_STD, rng=rng, dtype=dtype)
@@ -93,8 +97,11 @@ class AttentionModel(Module):
 
     def __init__(self, width: int = 16, heads: int = 1, layers: int = 1, normaliser: str = "softmax",
                  seed: int = 0, dtype=np.float64):
-        if layers < 1:
-            raise ValueError(f"{type(self).__name__}: layers must be >= 1, got {layers}")
+        owner = type(self).__name__
+        width, heads = checks.integer(owner, "width", width), checks.integer(owner, "heads", heads)
+        layers, seed = checks.integer(owner, "layers", layers), checks.integer(owner, "seed", seed, minimum=0)
+        if not isinstance(normaliser, str):
+            raise TypeError(f"{owner}: normaliser must be a name such as 'softmax', got {normaliser!r}")
         rng = np.random.default_rng(seed)
         self.config = dict(width=width, heads=heads, layers=layers, normaliser=normaliser,
                            residual=self.residual, dtype=np.dtype(dtype).name)
@@ -141,6 +148,8 @@ class ResidualModel(AttentionModel):
 def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
                 dtype=np.float64) -> AttentionModel:
     """The model a configuration describes (as stored in ``model.config``)."""
+    if not isinstance(residual, (bool, np.bool_)):
+        raise TypeError(f"build_model: residual must be True or False, got {residual!r}")
     if residual:
         return ResidualModel(width, heads, layers, normaliser, seed, dtype)
     if layers != 1:
@@ -149,16 +158,71 @@ def build_model(width: int, heads: int, layers: int, normaliser: str, residual: 
 
 
 def save_model(model: AttentionModel, path) -> None:
-    """Write the weights and the configuration to a NumPy ``.npz`` file (no pickle)."""
-    with open(path, "wb") as file:  # a file handle: np.savez would append ".npz" to a bare path
-        np.savez(file, __config__=np.array(json.dumps(model.config)), **model.state_dict())
+    """Write the weights and the configuration to a NumPy ``.npz`` file (no pickle).
+
+    Atomic: the file is written beside `path` under a temporary name, then
+    moved over it, so a failed save never leaves a half-written model behind.
+    """
+    path = Path(path)
+    config = json.dumps(model.config, default=_plain_number)  # NumPy integers in a config are plain numbers
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:  # a file handle: np.savez would append ".npz" to a bare path
+            np.savez(file, __config__=np.array(config), **model.state_dict())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _plain_number(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"save_model: the model's config holds {value!r} ({type(value).__name__}), not JSON")
+
+
+class ModelFileError(ValueError):
+    """A file that `load_model` cannot read as a model saved by `save_model`."""
 
 
 def load_model(path) -> AttentionModel:
-    """Rebuild a model saved by `save_model`."""
-    with np.load(path, allow_pickle=False) as archive:
-        config = json.loads(str(archive["__config__"]))
-        state = {name: archive[name] for name in archive.files if name != "__config__"}
-    model = build_model(**config)
-    model.load_state_dict(state)
+    """Rebuild a model saved by `save_model`.
+
+    A file that is not such a model raises ModelFileError naming the file and
+    what is wrong with it (a missing file raises FileNotFoundError).
+    """
+    path = Path(path)
+
+    def not_a_model(reason: str) -> ModelFileError:
+        return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")
+
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise not_a_model("it holds a single NumPy array, not an .npz archive of weights and a config")
+        with archive:
+            if "__config__" not in archive.files:
+                raise not_a_model(f"an .npz archive without a model config; it holds {sorted(archive.files)}")
+            config_text = str(archive["__config__"])
+            state = {name: archive[name] for name in archive.files if name != "__config__"}
+    except (ModelFileError, FileNotFoundError, IsADirectoryError):
+        raise
+    except (EOFError, zipfile.BadZipFile, KeyError, OSError) as error:  # (never suggest allow_pickle: unsafe)
+        raise not_a_model("the file is empty" if path.stat().st_size == 0 else
+                          f"a truncated or damaged archive ({type(error).__name__}: {error})") from None
+    except ValueError:
+        raise not_a_model("neither an .npz archive nor a .npy array") from None
+    try:
+        config = json.loads(config_text)
+    except json.JSONDecodeError as error:
+        raise not_a_model(f"its config is not JSON ({error})") from None
+    known = set(inspect.signature(build_model).parameters)
+    if not isinstance(config, dict) or set(config) - known or not {"width", "heads", "layers", "normaliser"} <= set(config):
+        keys = sorted(config) if isinstance(config, dict) else type(config).__name__
+        raise not_a_model(f"its config has keys {keys}; a model's are {sorted(known)}")
+    try:
+        model = build_model(**config)
+        model.load_state_dict(state)
+    except (TypeError, ValueError, KeyError) as error:
+        raise not_a_model(f"its config or weights do not describe a model: {error}") from None
     return model
