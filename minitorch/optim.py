@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
+
 
 class Optimizer:
     """Shared plumbing: the parameter list and `zero_grad`."""
@@ -17,9 +19,7 @@ class Optimizer:
         self.parameters = list(parameters)
         if not self.parameters:
             raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        if lr <= 0:
-            raise ValueError(f"{type(self).__name__}: the learning rate must be positive, got {lr}")
-        self.lr = lr
+        self.lr = checks.positive_number(type(self).__name__, "lr (the learning rate)", lr)
 
     def zero_grad(self) -> None:
         for parameter in self.parameters:

@@ -108,3 +108,49 @@ def test_build_model_names_a_bad_argument(argument, value, error):
     changes = {argument: value, **({"residual": True} if argument == "layers" else {})}
     with pytest.raises(error, match=argument):
         tiny_model(**changes)
+
+
+# ----------------------------------------------------------------------
+# training
+
+
+@pytest.mark.parametrize("arguments,error,culprit", [
+    (dict(lr=float("nan")), ValueError, "lr"),
+    (dict(lr=float("inf")), ValueError, "lr"),
+    (dict(lr="0.001"), TypeError, "lr"),
+    (dict(lr=1e-3, max_steps=2.5), TypeError, "max_steps"),
+    (dict(lr=1e-3, stop_error=float("nan")), ValueError, "stop_error"),
+    (dict(lr=1e-3, probe_size=0), ValueError, "probe_size"),
+    (dict(lr=1e-3, length=2), ValueError, "length"),
+    (dict(lr=1e-3, batch_size=0), ValueError, "batch_size"),
+    (dict(lr=1e-3, seed=-3), ValueError, "seed"),
+    (dict(lr=1e-3, snapshot_every=0), ValueError, "snapshot_every"),
+], ids=["lr-nan", "lr-inf", "lr-string", "max-steps-float", "stop-error-nan", "probe-size-0", "length-2",
+        "batch-size-0", "seed-negative", "snapshot-every-0"])
+def test_train_names_a_bad_argument_before_training(arguments, error, culprit):
+    from minitorch.paper.train import train
+
+    model = tiny_model(normaliser="relu")
+    before = model.state_dict()
+    with pytest.raises(error, match=culprit):
+        train(model, progress=False, **arguments)
+    after = model.state_dict()
+    assert all(np.array_equal(before[name], after[name]) for name in before), "a refused run must not train"
+
+
+@pytest.mark.parametrize("normaliser", ["relu", "softmax"])
+def test_training_stops_at_the_first_non_finite_loss_and_blames_the_learning_rate(normaliser):
+    from minitorch.paper.train import train
+
+    model = tiny_model(normaliser=normaliser, dtype=np.float32)
+    with np.errstate(all="ignore"), pytest.raises(FloatingPointError, match=r"loss became (nan|inf) at step \d+.*learning rate"):
+        train(model, lr=1e10, max_steps=50, progress=False)
+
+
+def test_optimizer_refuses_a_non_finite_learning_rate():
+    from minitorch.nn import Parameter
+    from minitorch.optim import SGD, Adam
+
+    for optimizer in (SGD, Adam):
+        with pytest.raises(ValueError, match="learning rate"):
+            optimizer([Parameter(np.zeros(2))], lr=float("nan"))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.paper import metrics
 from minitorch.paper.fast_attention import keep_freed_memory
 from minitorch.paper.models import AttentionModel
@@ -99,9 +100,14 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     runs), False for silence. `length` is the task's sequence length L (a
     model works at any L; chapter 10 trains at L = 8 ... 64).
     """
-    if max_steps < 1 or batch_size < 1 or record_every < 1:
-        raise ValueError(f"train: max_steps, batch_size and record_every must be >= 1, "
-                         f"got {max_steps}, {batch_size}, {record_every}")
+    lr = checks.positive_number("train", "lr", lr)
+    stop_error = checks.positive_number("train", "stop_error", stop_error)
+    max_steps, batch_size = checks.integer("train", "max_steps", max_steps), checks.integer("train", "batch_size", batch_size)
+    record_every, probe_size = checks.integer("train", "record_every", record_every), checks.integer("train", "probe_size", probe_size)
+    seed = checks.integer("train", "seed", seed, minimum=0)
+    length = checks.integer("train", "length", length, minimum=3)  # BOS, the trigger's earliest position 1, one more
+    if snapshot_every is not None:
+        snapshot_every = checks.integer("train", "snapshot_every", snapshot_every)
     keep_freed_memory()  # faster steps on Linux; see minitorch/paper/fast_attention.py
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
@@ -129,6 +135,9 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         x, y, _ = make_batch(batch_size, rng, residual, length=length, width=width)
         prediction = model(x.astype(dtype))
         loss = mse_loss(prediction, y.astype(dtype))
+        if not np.isfinite(loss.data):
+            raise FloatingPointError(f"train: the loss became {loss.item()} at step {step + 1} (lr={lr}); "
+                                     f"the learning rate may be too high")
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
