@@ -18,11 +18,12 @@ def main(argv=None) -> int:
 
     reproduce = commands.add_parser("reproduce", help="train the paper's six models; write figures and results")
     reproduce.add_argument("--quick", action="store_true", help="small step budgets: under a minute, not the paper's numbers")
-    reproduce.add_argument("--only", default="", help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
+    reproduce.add_argument("--only", default=None, help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
     reproduce.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0, as in the paper)")
     reproduce.add_argument("--out", default=None,
-                           help="output folder (default: figures; with --quick, runs/quick, so that a quick "
-                                "run never overwrites the book's figures)")
+                           help="output folder (default: figures for the full run at seed 0; runs/quick with "
+                                "--quick; runs/<name> for --only or another --seed, e.g. runs/seed1_only-1x1: "
+                                "only the book's own run replaces the book's figures)")
     reproduce.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                            help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
     reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -41,26 +42,33 @@ def main(argv=None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "reproduce":
-        from minitorch.paper.reproduce import ARCHITECTURES, reproduce as run
+        from minitorch.paper.reproduce import ARCHITECTURES, default_out, reproduce as run
 
-        only = [name.strip() for name in args.only.split(",") if name.strip()]
-        unknown = [name for name in only if name not in ARCHITECTURES]
-        if unknown:
-            parser.error(f"--only: unknown architecture(s) {unknown}; choose from {', '.join(ARCHITECTURES)}")
+        only = None if args.only is None else [name.strip() for name in args.only.split(",")]
+        if only is not None:
+            unknown = [name for name in only if name not in ARCHITECTURES]
+            if unknown or len(set(only)) != len(only):
+                parser.error(f"--only: expected distinct architectures separated by commas, from "
+                             f"{', '.join(ARCHITECTURES)} (e.g. --only 1x1,2x2); got {args.only!r}"
+                             + (f": unknown architecture(s) {unknown}" if unknown else ": a name twice"))
         if args.seed < 0:
             parser.error(f"--seed must be a non-negative integer, got {args.seed}")
         if args.jobs < 1:
             parser.error(f"--jobs must be >= 1, got {args.jobs}")
-        if args.beyond:
-            if args.only or args.seed:
-                parser.error("--only and --seed apply to the paper's six models, not to --beyond")
-            from minitorch.paper.beyond import FULL, QUICK, run_beyond
+        try:
+            if args.beyond:
+                if args.only is not None or args.seed:
+                    parser.error("--only and --seed apply to the paper's six models, not to --beyond")
+                from minitorch.paper.beyond import FULL, QUICK, run_beyond
 
-            run_beyond(args.out or ("runs/quick/beyond" if args.quick else "figures/beyond"),
-                       QUICK if args.quick else FULL, jobs=args.jobs)
-            return 0
-        out = args.out or ("runs/quick" if args.quick else "figures")
-        run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
+                run_beyond(args.out or ("runs/quick/beyond" if args.quick else "figures/beyond"),
+                           QUICK if args.quick else FULL, jobs=args.jobs)
+                return 0
+            out = args.out or str(default_out(args.quick, only, args.seed))
+            run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
+        except KeyboardInterrupt:
+            print("reproduce: interrupted (Ctrl-C)", file=sys.stderr)
+            return 130
     return 0
 
 

@@ -154,3 +154,130 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
     for optimizer in (SGD, Adam):
         with pytest.raises(ValueError, match="learning rate"):
             optimizer([Parameter(np.zeros(2))], lr=float("nan"))
+
+
+# ----------------------------------------------------------------------
+# reproduce: what it writes, and where
+
+
+def test_only_with_nothing_selected_is_a_usage_error(capsys):
+    from minitorch.__main__ import main
+
+    for selection in (",", "", "1x1,,2x2", "1x1,1x1"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["reproduce", "--only", selection])
+        assert exit_info.value.code == 2, f"--only {selection!r} must be refused, not run"
+        assert "--only" in capsys.readouterr().err
+
+
+def test_reproduce_refuses_an_empty_selection(tmp_path):
+    from minitorch.paper.reproduce import reproduce
+
+    with pytest.raises(ValueError, match="only"):
+        reproduce(tmp_path, only=[], progress=False, log=lambda message: None)
+    assert not any(tmp_path.iterdir()), "a refused run must write nothing"
+
+
+@pytest.mark.parametrize("arguments,expected", [
+    (["reproduce"], "figures"),
+    (["reproduce", "--only", "1x1,2x2,4x4"], "figures"),
+    (["reproduce", "--only", "1x1", "--seed", "1"], "runs/seed1_only-1x1"),
+    (["reproduce", "--only", "1x1"], "runs/only-1x1"),
+    (["reproduce", "--seed", "2"], "runs/seed2"),
+    (["reproduce", "--quick", "--seed", "3"], "runs/quick"),
+    (["reproduce", "--seed", "2", "--out", "elsewhere"], "elsewhere"),
+])
+def test_only_the_books_own_run_defaults_to_the_books_figures(monkeypatch, arguments, expected):
+    from minitorch.__main__ import main
+
+    calls = {}
+    monkeypatch.setattr("minitorch.paper.reproduce.reproduce", lambda out, **kwargs: calls.setdefault("out", out))
+    main(arguments)
+    assert Path(calls["out"]) == Path(expected), f"{' '.join(arguments)} must write to {expected}/, not {calls['out']}"
+
+
+def _fake_previous_run(folder: Path) -> dict:
+    (folder / "models").mkdir(parents=True)
+    (folder / "results.json").write_text('{"models": {"six": "models"}}')
+    (folder / "results.md").write_text("# Results\n" + "| row |\n" * 70)
+    (folder / "sink_forming.gif").write_bytes(b"GIF89a" + bytes(1000))
+    (folder / "models" / "softmax_1x1.npz").write_bytes(b"previous weights")
+    return file_hashes(folder)
+
+
+def test_a_run_that_fails_midway_leaves_the_previous_results_untouched(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    before = _fake_previous_run(out)
+
+    def fail_after_writing_some(out_folder, *args):
+        (out_folder / "results.json").write_text("{}")  # a half-finished run
+        raise RuntimeError("a model failed")
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", fail_after_writing_some)
+    with pytest.raises(RuntimeError):
+        reproduce_module.reproduce(out, only=["1x1"], progress=False, log=lambda message: None)
+    assert file_hashes(out) == before, "a run that did not complete must not replace any file of the previous run"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"], "no partial folder may be left behind"
+
+
+def test_a_completed_run_replaces_the_previous_files(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    _fake_previous_run(out)
+    (out / "beyond").mkdir()
+    (out / "beyond" / "results.md").write_text("chapter 10")
+
+    def write_a_run(out_folder, *args):
+        (out_folder / "models").mkdir()
+        (out_folder / "models" / "softmax_1x1.npz").write_bytes(b"new weights")
+        (out_folder / "results.json").write_text('{"total_wall_time_seconds": 1}')
+        return {"total_wall_time_seconds": 1}, 0
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", write_a_run)
+    reproduce_module.reproduce(out, only=["1x1"], progress=False, log=lambda message: None)
+    assert (out / "models" / "softmax_1x1.npz").read_bytes() == b"new weights"
+    assert (out / "results.json").read_text() == '{"total_wall_time_seconds": 1}'
+    assert (out / "beyond" / "results.md").read_text() == "chapter 10", "a run must not touch files it does not write"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"]
+
+
+def _group_is_gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_stops_every_worker_promptly_and_keeps_the_previous_run(tmp_path):
+    out = tmp_path / "run"
+    before = _fake_previous_run(out)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minitorch", "reproduce", "--quick", "--jobs", "2", "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = []
+    for line in process.stdout:  # wait until the workers are training: a progress line names a model
+        output.append(line)
+        if "softmax" in line or "relu" in line:
+            break
+    time.sleep(1.0)
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the whole foreground group
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail("reproduce --jobs 2 did not exit within 15 s of Ctrl-C:\n" + "".join(output))
+    output.append(process.stdout.read())
+    assert process.returncode == 130, f"Ctrl-C must exit with 130, got {process.returncode}:\n{''.join(output)}"
+    deadline = time.monotonic() + 10
+    while not _group_is_gone(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _group_is_gone(process.pid), "a worker process outlived the interrupted run"
+    assert file_hashes(out) == before, "an interrupted run must leave the previous run's files byte-identical"
+    assert not (tmp_path / "run.partial").exists(), "an interrupted run must not leave a partial folder"
+    assert "nothing was written" in "".join(output), "the run must say what was kept"

@@ -35,7 +35,7 @@ from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import build_model
-from minitorch.paper.reproduce import ARCHITECTURES, TRAINING_DTYPE, run_in_processes, train_one
+from minitorch.paper.reproduce import ARCHITECTURES, TRAINING_DTYPE, run_in_processes, staged_folder, train_one
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad
@@ -196,9 +196,25 @@ def train_seed_of_4x4(seed: int, quick: bool) -> dict:
 
 
 def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: int = 1, log=print) -> dict:
-    """Run the four experiments; write figures, results.md and results.json into `out`."""
+    """Run the four experiments; write figures, results.md and results.json into `out`.
+
+    As `reproduce.reproduce` does, the run is built in ``<out>.partial/`` and moved into
+    `out` only when it completes: an interrupted run leaves the previous results as they were.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with staged_folder(out) as staging:
+            results, written = _run_beyond_into(staging, budget, jobs)
+    except KeyboardInterrupt:
+        log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
+        raise
+    log(f"beyond: wrote {written} figures, results.md and results.json to {out}/ "
+        f"in {results['wall_time_seconds']:.0f} s")
+    return results
+
+
+def _run_beyond_into(out: Path, budget: Budget, jobs: int) -> tuple[dict, int]:
+    """`run_beyond`'s work, written into `out`: (results, number of figures)."""
     started = time.perf_counter()
     tasks = ([(train_seed_of_4x4, (seed, budget.quick)) for seed in budget.seeds_4x4]  # longest first
              + [(train_at_length, (length, 0, budget.law_max_steps)) for length in budget.law_lengths]
@@ -212,9 +228,7 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
     written = write_beyond_figures(results, out)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(beyond_markdown(results))
-    log(f"beyond: wrote {len(written)} figures, results.md and results.json to {out}/ "
-        f"in {time.perf_counter() - started:.0f} s")
-    return results
+    return results, len(written)
 
 
 def write_beyond_figures(results: dict, out: Path) -> list[Path]:

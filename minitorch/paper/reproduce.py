@@ -12,14 +12,22 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
 - ``results.md`` and ``results.json``: the numbers the paper never printed;
 - ``models/<name>.npz`` (weights, loadable with `models.load_model`) and
   ``models/<name>_history.json`` (the training history).
+
+Only the full run at the book's seed writes to ``figures/`` by default; any other
+run goes to ``runs/<name>/`` (`default_out`). A run is built in ``<out>.partial/``
+and its files are moved into `out` only when it completes (`staged_folder`), so an
+interrupted or failed run leaves the previous results as they were.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
 import platform
+import shutil
+import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -124,9 +132,16 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     previous = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update({name: "1" for name in THREAD_VARIABLES})  # read by numpy as each worker starts
     try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_ignore_interrupts)
+        try:
             futures = [pool.submit(function, *args) for function, args in zip(functions, arguments)]
-            return [future.result() for future in futures]
+            results = [future.result() for future in futures]
+        except BaseException:  # Ctrl-C, or one run failed: stop the others now instead of waiting for them
+            _stop_workers(pool)
+            raise
+        pool.shutdown()
+        return results
     finally:
         for name, value in previous.items():
             if value is None:
@@ -135,17 +150,85 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
                 os.environ[name] = value
 
 
-def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] | None = None, seed: int = 0,
+def _ignore_interrupts() -> None:
+    """Run in each worker: Ctrl-C reaches the whole process group, but only the main process handles it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel the runs not started and end the running ones at once."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle on them
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)
+
+
+def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 0) -> Path:
+    """Where a run writes unless told: the book's ``figures/`` only for the full run at seed 0.
+
+    A quick run goes to ``runs/quick``; a partial run or another seed to
+    ``runs/<name>``, e.g. ``runs/seed1_only-1x1``.
+    """
+    if quick:
+        return Path("runs/quick")
+    partial = bool(only) and set(only) != set(ARCHITECTURES)
+    if not partial and seed == 0:
+        return Path("figures")
+    parts = ([f"seed{seed}"] if seed else []) + (["only-" + "-".join(only)] if partial else [])
+    return Path("runs") / "_".join(parts)
+
+
+@contextlib.contextmanager
+def staged_folder(out: Path):
+    """Yield a fresh folder ``<out>.partial`` to write a run into; when the block completes, move
+    its files into `out` (replacing files of the same name) and remove it. If the block fails or is
+    interrupted, the partial folder is deleted and `out` is left exactly as it was."""
+    out = Path(out)
+    staging = out.resolve().with_name(out.resolve().name + ".partial")  # resolved: out may be "."
+    shutil.rmtree(staging, ignore_errors=True)  # left by a run that was killed outright
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    for path in sorted(staging.rglob("*")):
+        if path.is_file():
+            target = out / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    shutil.rmtree(staging)
+
+
+def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,
               progress: bool = True, jobs: int = 1, log=print) -> dict:
     """Train the selected models, write figures and results into `out`; return the results.
 
+    `only` (default: every architecture) names the architectures, e.g. ``["1x1"]``.
+    `out` defaults to `default_out`: ``figures/`` only for the full run at seed 0.
     `jobs` > 1 trains that many models at once, in separate processes.
     """
-    only = list(ARCHITECTURES) if not only else only
+    only = list(ARCHITECTURES) if only is None else list(only)
     unknown = [name for name in only if name not in ARCHITECTURES]
-    if unknown:
-        raise ValueError(f"reproduce: unknown architecture(s) {unknown}; choose from {list(ARCHITECTURES)}")
-    out = Path(out)
+    if unknown or not only or len(set(only)) != len(only):
+        raise ValueError(f"reproduce: only must list distinct architectures from {list(ARCHITECTURES)}, got {only}")
+    out = default_out(quick, only, seed) if out is None else Path(out)
+    log(f"writing to {out}/ when the run completes (until then, into {out.name}.partial/)")
+    try:
+        with staged_folder(out) as staging:
+            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log)
+    except KeyboardInterrupt:
+        log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
+        raise
+    log(f"wrote {figures} figures, results.md and results.json to {out}/ in {results['total_wall_time_seconds']:.0f} s")
+    return results
+
+
+def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress: bool, jobs: int,
+                    log) -> tuple[dict, int]:
+    """`reproduce`'s work, written into `out`: (results, number of figures)."""
     (out / "models").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tasks = [(name, normaliser) for name in only for normaliser in PAPER_NORMALISERS]
@@ -168,9 +251,7 @@ def reproduce(out: str | Path = "figures", quick: bool = False, only: list[str] 
     results = _results_document(runs, quick, seed, time.perf_counter() - started)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     (out / "results.md").write_text(results_markdown(results))
-    log(f"wrote {len(written)} figures, results.md and results.json to {out}/ "
-        f"in {time.perf_counter() - started:.0f} s")
-    return results
+    return results, len(written)
 
 
 def write_figures(runs: dict, out: Path) -> list[Path]:
