@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch.tensor import Tensor, no_grad
+from minitorch.tensor import Tensor, no_grad, topological_order
 
 
 class GradcheckError(AssertionError):
@@ -68,9 +68,32 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
                     f"gradcheck failed for {name}: argument {position} (shape {leaf.shape}), "
                     f"element {element}: analytic gradient {analytic[element]:.8g}, "
                     f"numeric (central difference) {numeric:.8g}, "
-                    f"difference {analytic[element] - numeric:.3g}"
+                    f"difference {analytic[element] - numeric:.3g}" + _kinks_note(output, step)
                 )
     return True
+
+
+# Where an operation has no derivative: a finite difference across such a point measures
+# neither one-sided slope, so a failure there says nothing about the backward rule.
+KINKS = {
+    "relu": ("0, where relu has no derivative (it is taken to be 0)", lambda x, step: np.abs(x) < step),
+    "log": ("0 or below, where log has no derivative", lambda x, step: x < step),
+}
+
+
+def _kinks_note(output: Tensor, step: float) -> str:
+    """A sentence naming every recorded operation whose input lies within `step` of a kink."""
+    notes = []
+    for node in topological_order(output):
+        if node.op in KINKS and node.parents:
+            where, near = KINKS[node.op]
+            hits = int(near(node.parents[0].data, step).sum())
+            if hits:
+                notes.append(f"'{node.op}' has {hits} input(s) at {where}")
+    if not notes:
+        return ""
+    return (f". The point is not differentiable: {'; '.join(notes)}. Check the gradient at a point away "
+            f"from it (farther than step={step:g})")
 
 
 def _data(x):

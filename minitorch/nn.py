@@ -81,8 +81,8 @@ class Module:
                     f"load_state_dict for {type(self).__name__}: parameter '{name}' has shape "
                     f"{parameter.shape} but the state holds shape {values.shape}"
                 )
-        for name, parameter in own.items():
-            parameter.data[...] = state[name]
+        for name, parameter in own.items():  # new arrays: a graph built before still holds the old values
+            parameter.data = np.array(state[name], dtype=parameter.dtype)
 
 
 class Linear(Module):

@@ -246,13 +246,16 @@ def mean(a, axis=None, keepdims: bool = False) -> Tensor:
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim)
     count = int(np.prod([a.shape[ax] for ax in axes]))
-    return mul(sum(a, axes, keepdims), 1.0 / count)
+    return mul(sum(a, axes, keepdims), 1.0 / count if count else float("nan"))  # of nothing: NaN, as NumPy and PyTorch
 
 
 def max(a, axis=None, keepdims: bool = False) -> Tensor:
     """Maximum over `axis`. Ties share the gradient equally."""
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim)
+    if any(a.shape[ax] == 0 for ax in axes):
+        raise ValueError(f"max: a tensor of shape {a.shape} has no elements along axis {axis}, so no maximum "
+                         f"(as in NumPy and PyTorch)")
     out = a.data.max(axis=axes, keepdims=True)
 
     def backward(grad):

@@ -113,6 +113,9 @@ class Tensor:
         if out.requires_grad:
             out.parents = parents
             out.backward_fn = backward_fn
+            # backward_fn reads these arrays later: they may not change until backward has run
+            out.inputs_used = tuple([_read_only(parent.data) for parent in parents])
+            _read_only(out.data)
         else:
             out.parents = ()
             out.backward_fn = None
@@ -155,7 +158,8 @@ class Tensor:
             )
 
         grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
-        for node in reversed(topological_order(self)):
+        order = topological_order(self)
+        for node in reversed(order):
             node_grad = grads.pop(id(node), None)
             if node_grad is None:
                 continue
@@ -163,6 +167,7 @@ class Tensor:
                 node.grad = node_grad.copy() if node.grad is None else node.grad + node_grad
             if node.is_leaf:
                 continue
+            _check_inputs_unchanged(node)
             parent_grads = node.backward_fn(node_grad)
             if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
                 returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
@@ -181,6 +186,7 @@ class Tensor:
                     parent_grad = parent_grad.astype(parent.data.dtype)
                 previous = grads.get(id(parent))
                 grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
+        _release(order)
 
     def retain_grad(self) -> "Tensor":
         """Also store ``.grad`` on this intermediate (non-leaf) tensor."""
@@ -262,6 +268,45 @@ class Tensor:
             "the truth value of a Tensor is ambiguous; compare .item() or use "
             "(t > 0).all() on the boolean mask"
         )
+
+
+# ----------------------------------------------------------------------
+# values a backward needs may not change before it runs
+#
+# A backward reads its operation's inputs (mul's ∂(ab)/∂a = b) or result (exp's) when it runs, not
+# when the operation ran. Changing them in between would give a wrong gradient without a word, so a
+# recorded operation makes the arrays it read, and its result, read-only (NumPy then refuses an
+# in-place edit such as ``x.data[0] = 5``: "assignment destination is read-only"), and backward checks
+# that no input was given a new array (``x.data = ...``). Backward makes them writable again, so an
+# optimizer (or gradcheck) can update the parameters in place after it.
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _check_inputs_unchanged(node: "Tensor") -> None:
+    for position, (parent, used) in enumerate(zip(node.parents, node.inputs_used)):
+        if parent.data is not used:
+            raise RuntimeError(
+                f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
+                f"(its .data was replaced) after '{node.op}' used it, so its gradient would come from the "
+                f"wrong values. Change a tensor only after backward(), or run the forward pass again "
+                f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
+            )
+
+
+def _release(order: list) -> None:
+    """After backward: the graph's arrays may be written again (parents first, so that a view's
+    base is writable before the view)."""
+    for node in order:
+        for array in [parent.data for parent in node.parents] + [node.data]:
+            if not array.flags.writeable:
+                try:
+                    array.flags.writeable = True
+                except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
+                    pass
 
 
 def _raw(x):

@@ -281,3 +281,90 @@ def test_ctrl_c_stops_every_worker_promptly_and_keeps_the_previous_run(tmp_path)
     assert file_hashes(out) == before, "an interrupted run must leave the previous run's files byte-identical"
     assert not (tmp_path / "run.partial").exists(), "an interrupted run must not leave a partial folder"
     assert "nothing was written" in "".join(output), "the run must say what was kept"
+
+
+# ----------------------------------------------------------------------
+# the engine
+
+
+def test_editing_an_input_in_place_before_backward_is_refused():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (x * x).sum()
+    with pytest.raises(ValueError, match="read-only"):
+        x.data[0] = 5.0  # mul's backward needs the old x: editing it now would give a wrong gradient
+    loss.backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 4.0, 6.0])
+    x.data[0] = 5.0  # after backward, the values are the student's again (an optimizer step does this)
+
+
+def test_replacing_an_input_before_backward_names_the_operation():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (x * x).sum()
+    x.data = np.array([5.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match=r"input 0 of 'mul'.*after 'mul' used it.*copy"):
+        loss.backward()
+
+
+def test_editing_a_saved_result_in_place_before_backward_is_refused():
+    from minitorch import tensor
+
+    x = tensor([0.5, 1.0], requires_grad=True)
+    out = x.exp()  # exp's backward reuses its own result
+    with pytest.raises(ValueError, match="read-only"):
+        out.data *= 2
+
+
+def test_optimizer_steps_still_update_parameters_in_place():
+    from minitorch.optim import Adam
+
+    model = tiny_model()
+    optimizer = Adam(model.parameters(), lr=1e-3)
+    x = np.random.default_rng(0).normal(size=(2, 16, 16))
+    for _ in range(2):  # forward, backward, step, twice: the step must find the parameters writable
+        optimizer.zero_grad()
+        (model(x) ** 2).mean().backward()
+        optimizer.step()
+
+
+def test_load_state_dict_works_while_a_graph_holds_the_old_weights():
+    model, other = tiny_model(), tiny_model(seed=1)
+    loss = model(np.ones((1, 4, 16))).sum()
+    model.load_state_dict(other.state_dict())
+    with pytest.raises(RuntimeError, match="was given new values"):
+        loss.backward()  # the graph was built from the weights just replaced
+
+
+def test_reductions_of_an_empty_tensor_behave_as_numpy_and_pytorch():
+    from minitorch import tensor
+
+    empty = tensor(np.zeros((0, 3)), requires_grad=True)
+    assert np.isnan(empty.mean().item()), "the mean of no numbers is NaN (NumPy, PyTorch)"
+    assert empty.sum().item() == 0.0
+    assert empty.softmax(0).shape == (0, 3) and empty.softmax(1).shape == (0, 3), "a softmax of nothing is empty"
+    with pytest.raises(ValueError, match=r"max: a tensor of shape \(0, 3\) has no elements"):
+        empty.max()
+    with pytest.raises(ValueError, match="no elements along axis 0"):
+        empty.max(axis=0)
+    empty.mean().backward()
+    assert empty.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("function,point,op", [
+    (lambda t: t.relu(), [0.0, 1.0], "relu"),
+    (lambda t: t.log(), [0.0, 1.0], "log"),
+])
+def test_gradcheck_at_a_kink_says_the_point_is_not_differentiable(function, point, op):
+    from minitorch.gradcheck import GradcheckError, gradcheck
+
+    with np.errstate(all="ignore"), pytest.raises(GradcheckError, match=f"not differentiable: '{op}'"):
+        gradcheck(function, [np.array(point)])
+
+
+def test_gradcheck_away_from_kinks_passes_and_says_nothing_of_them():
+    from minitorch.gradcheck import gradcheck
+
+    assert gradcheck(lambda t: t.relu() + t.log(), [np.array([0.5, 2.0])])
