@@ -114,8 +114,10 @@ class Tensor:
             out.parents = parents
             out.backward_fn = backward_fn
             # backward_fn reads these arrays later: they may not change until backward has run
-            out.inputs_used = tuple([_read_only(parent.data) for parent in parents])
-            _read_only(out.data)
+            out.inputs_used = tuple([parent.data for parent in parents])
+            for array in out.inputs_used:
+                array.flags.writeable = False
+            out.data.flags.writeable = False
         else:
             out.parents = ()
             out.backward_fn = None
@@ -167,7 +169,9 @@ class Tensor:
                 node.grad = node_grad.copy() if node.grad is None else node.grad + node_grad
             if node.is_leaf:
                 continue
-            _check_inputs_unchanged(node)
+            for parent, used in zip(node.parents, node.inputs_used):
+                if parent.data is not used:
+                    _raise_input_replaced(node, parent)
             parent_grads = node.backward_fn(node_grad)
             if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
                 returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
@@ -187,6 +191,7 @@ class Tensor:
                 previous = grads.get(id(parent))
                 grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
         _release(order)
+        _writable(self.data)  # a root's own result was frozen for its backward, if it has one
 
     def retain_grad(self) -> "Tensor":
         """Also store ``.grad`` on this intermediate (non-leaf) tensor."""
@@ -281,32 +286,29 @@ class Tensor:
 # optimizer (or gradcheck) can update the parameters in place after it.
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
-
-
-def _check_inputs_unchanged(node: "Tensor") -> None:
-    for position, (parent, used) in enumerate(zip(node.parents, node.inputs_used)):
-        if parent.data is not used:
-            raise RuntimeError(
-                f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
-                f"(its .data was replaced) after '{node.op}' used it, so its gradient would come from the "
-                f"wrong values. Change a tensor only after backward(), or run the forward pass again "
-                f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
-            )
+def _raise_input_replaced(node: "Tensor", parent: "Tensor") -> None:
+    position = [id(p) for p in node.parents].index(id(parent))
+    raise RuntimeError(
+        f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
+        f"(its .data was replaced) after '{node.op}' used it, so its gradient would come from the "
+        f"wrong values. Change a tensor only after backward(), or run the forward pass again "
+        f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
+    )
 
 
 def _release(order: list) -> None:
-    """After backward: the graph's arrays may be written again (parents first, so that a view's
-    base is writable before the view)."""
+    """After backward: the arrays the graph read may be written again (parents first, so that a
+    view's base is writable before the view)."""
     for node in order:
-        for array in [parent.data for parent in node.parents] + [node.data]:
-            if not array.flags.writeable:
-                try:
-                    array.flags.writeable = True
-                except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
-                    pass
+        for array in node.inputs_used if node.parents else ():
+            _writable(array)
+
+
+def _writable(array: np.ndarray) -> None:
+    try:
+        array.flags.writeable = True
+    except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
+        pass
 
 
 def _raw(x):
