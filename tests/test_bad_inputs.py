@@ -244,6 +244,51 @@ def test_a_completed_run_replaces_the_previous_files(tmp_path, monkeypatch):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"]
 
 
+def test_a_partial_run_without_out_leaves_the_books_figures_untouched(tmp_path, monkeypatch):
+    from minitorch.__main__ import main
+    from minitorch.paper import reproduce as reproduce_module
+
+    monkeypatch.chdir(tmp_path)
+    before = _fake_previous_run(tmp_path / "figures")
+
+    def write_a_run(out_folder, *args):
+        (out_folder / "results.json").write_text("{}")
+        return {"total_wall_time_seconds": 1}, 0
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", write_a_run)
+    main(["reproduce", "--only", "1x1", "--seed", "1", "--no-progress"])
+    assert file_hashes(tmp_path / "figures") == before, "reproduce --only 1x1 --seed 1 must not touch figures/"
+    assert (tmp_path / "runs" / "seed1_only-1x1" / "results.json").is_file(), "it writes to runs/seed1_only-1x1/"
+
+
+def test_an_interrupted_run_says_what_was_kept_and_changes_nothing(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    before = _fake_previous_run(out)
+
+    def interrupted(out_folder, *args):
+        (out_folder / "sink_forming.gif").write_bytes(b"GIF89a")  # a shorter GIF, as the issue saw
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", interrupted)
+    said = []
+    with pytest.raises(KeyboardInterrupt):
+        reproduce_module.reproduce(out, progress=False, log=said.append)
+    assert file_hashes(out) == before and not (tmp_path / "figures.partial").exists()
+    assert any("nothing was written" in line and str(out) in line for line in said), said
+
+
+@pytest.mark.parametrize("arguments,culprit", [(dict(seed=-1), "seed"), (dict(jobs=0), "jobs"),
+                                               (dict(seed=0.5), "seed")])
+def test_reproduce_names_a_bad_seed_or_jobs_before_writing(tmp_path, arguments, culprit):
+    from minitorch.paper.reproduce import reproduce
+
+    with pytest.raises((TypeError, ValueError), match=culprit):
+        reproduce(tmp_path / "out", progress=False, log=lambda message: None, **arguments)
+    assert not any(tmp_path.iterdir()), "a refused run must write nothing"
+
+
 def _group_is_gone(group: int) -> bool:
     try:
         os.killpg(group, 0)

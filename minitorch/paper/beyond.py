@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from minitorch import ops
+from minitorch import checks, ops
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
@@ -201,7 +201,7 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
     As `reproduce.reproduce` does, the run is built in ``<out>.partial/`` and moved into
     `out` only when it completes: an interrupted run leaves the previous results as they were.
     """
-    out = Path(out)
+    out, jobs = Path(out), checks.integer("run_beyond", "jobs", jobs)
     try:
         with staged_folder(out) as staging:
             results, written = _run_beyond_into(staging, budget, jobs)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import AttentionModel, build_model, save_model
@@ -214,6 +215,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     unknown = [name for name in only if name not in ARCHITECTURES]
     if unknown or not only or len(set(only)) != len(only):
         raise ValueError(f"reproduce: only must list distinct architectures from {list(ARCHITECTURES)}, got {only}")
+    seed, jobs = checks.integer("reproduce", "seed", seed, minimum=0), checks.integer("reproduce", "jobs", jobs)
     out = default_out(quick, only, seed) if out is None else Path(out)
     log(f"writing to {out}/ when the run completes (until then, into {out.name}.partial/)")
     try:
