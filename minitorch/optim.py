@@ -38,7 +38,8 @@ class SGD(Optimizer):
 
     def __init__(self, parameters, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
         super().__init__(parameters, lr)
-        self.momentum, self.weight_decay = momentum, weight_decay
+        self.momentum = checks.positive_number("SGD", "momentum", momentum, allow_zero=True)
+        self.weight_decay = checks.positive_number("SGD", "weight_decay", weight_decay, allow_zero=True)
         self.buffers = [None] * len(self.parameters)
 
     def step(self) -> None:
@@ -72,7 +73,8 @@ class Adam(Optimizer):
         beta1, beta2 = betas
         if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
             raise ValueError(f"Adam: betas must lie in [0, 1), got {betas}")
-        self.betas, self.eps, self.weight_decay = (beta1, beta2), eps, weight_decay
+        self.betas, self.eps = (beta1, beta2), checks.positive_number("Adam", "eps", eps, allow_zero=True)
+        self.weight_decay = checks.positive_number("Adam", "weight_decay", weight_decay, allow_zero=True)
         self.first_moments = [np.zeros_like(p.data) for p in self.parameters]
         self.second_moments = [np.zeros_like(p.data) for p in self.parameters]
         # t counts each parameter's own updates, as in PyTorch: a parameter skipped

@@ -147,6 +147,19 @@ def test_training_stops_at_the_first_non_finite_loss_and_blames_the_learning_rat
         train(model, lr=1e10, max_steps=50, progress=False)
 
 
+@pytest.mark.parametrize("optimizer,arguments,culprit", [
+    ("SGD", dict(momentum=-0.5), "momentum"), ("SGD", dict(weight_decay=float("nan")), "weight_decay"),
+    ("Adam", dict(eps=float("inf")), "eps"), ("Adam", dict(weight_decay=-1.0), "weight_decay"),
+    ("Adam", dict(betas=(float("nan"), 0.9)), "betas"),
+])
+def test_optimizer_names_a_bad_hyperparameter(optimizer, arguments, culprit):
+    from minitorch import optim
+    from minitorch.nn import Parameter
+
+    with pytest.raises(ValueError, match=culprit):
+        getattr(optim, optimizer)([Parameter(np.zeros(2))], lr=0.1, **arguments)
+
+
 def test_optimizer_refuses_a_non_finite_learning_rate():
     from minitorch.nn import Parameter
     from minitorch.optim import SGD, Adam
