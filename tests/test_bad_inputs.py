@@ -426,3 +426,18 @@ def test_gradcheck_away_from_kinks_passes_and_says_nothing_of_them():
     from minitorch.gradcheck import gradcheck
 
     assert gradcheck(lambda t: t.relu() + t.log(), [np.array([0.5, 2.0])])
+
+
+def test_training_on_nan_data_says_the_data_is_to_blame(monkeypatch):
+    from minitorch.paper import train as train_module
+
+    make_batch = train_module.make_batch
+
+    def batch_with_nan(*args, **kwargs):
+        x, y, triggers = make_batch(*args, **kwargs)
+        x[0, 1, 2] = np.nan  # e.g. a student's task code that divides by zero
+        return x, y, triggers
+
+    monkeypatch.setattr(train_module, "make_batch", batch_with_nan)
+    with pytest.raises(FloatingPointError, match="at step 1 .*batch itself holds NaN"):
+        train_module.train(tiny_model(), lr=1e-3, max_steps=5, progress=False)

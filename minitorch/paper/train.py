@@ -136,8 +136,9 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         prediction = model(x.astype(dtype))
         loss = mse_loss(prediction, y.astype(dtype))
         if not np.isfinite(loss.data):
-            raise FloatingPointError(f"train: the loss became {loss.item()} at step {step + 1} (lr={lr}); "
-                                     f"the learning rate may be too high")
+            cause = ("the batch itself holds NaN or inf (see make_batch)" if not (np.isfinite(x).all() and np.isfinite(y).all())
+                     else "the learning rate may be too high")
+            raise FloatingPointError(f"train: the loss became {loss.item()} at step {step + 1} (lr={lr}); {cause}")
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
