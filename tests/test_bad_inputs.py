@@ -143,7 +143,8 @@ def test_training_stops_at_the_first_non_finite_loss_and_blames_the_learning_rat
     from minitorch.paper.train import train
 
     model = tiny_model(normaliser=normaliser, dtype=np.float32)
-    with np.errstate(all="ignore"), pytest.raises(FloatingPointError, match=r"loss became (nan|inf) at step \d+.*learning rate"):
+    blames_the_learning_rate = r"loss became (nan|inf) at step \d+.*learning rate"
+    with np.errstate(all="ignore"), pytest.raises(FloatingPointError, match=blames_the_learning_rate):
         train(model, lr=1e10, max_steps=50, progress=False)
 
 

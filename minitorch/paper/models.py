@@ -39,7 +39,8 @@ class AttentionLayer(Module):
 
     def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
         options = normaliser_options(normaliser)  # an unknown name fails now, not at the first forward pass
-        width, heads = checks.integer("AttentionLayer", "width", width), checks.integer("AttentionLayer", "heads", heads)
+        width = checks.integer("AttentionLayer", "width", width)
+        heads = checks.integer("AttentionLayer", "heads", heads)
         self.width, self.heads, self.normaliser = width, heads, normaliser
         self.fused = True  # the fast path (minitorch.paper.fast_attention) or the readable attention.attend
         linear = dict(bias=False, init_std=INIT_STD, rng=rng, dtype=dtype)
@@ -217,7 +218,8 @@ def load_model(path) -> AttentionModel:
     except json.JSONDecodeError as error:
         raise not_a_model(f"its config is not JSON ({error})") from None
     known = set(inspect.signature(build_model).parameters)
-    if not isinstance(config, dict) or set(config) - known or not {"width", "heads", "layers", "normaliser"} <= set(config):
+    required = {"width", "heads", "layers", "normaliser"}
+    if not isinstance(config, dict) or set(config) - known or not required <= set(config):
         keys = sorted(config) if isinstance(config, dict) else type(config).__name__
         raise not_a_model(f"its config has keys {keys}; a model's are {sorted(known)}")
     try:

@@ -102,8 +102,10 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     """
     lr = checks.positive_number("train", "lr", lr)
     stop_error = checks.positive_number("train", "stop_error", stop_error)
-    max_steps, batch_size = checks.integer("train", "max_steps", max_steps), checks.integer("train", "batch_size", batch_size)
-    record_every, probe_size = checks.integer("train", "record_every", record_every), checks.integer("train", "probe_size", probe_size)
+    max_steps = checks.integer("train", "max_steps", max_steps)
+    batch_size = checks.integer("train", "batch_size", batch_size)
+    record_every = checks.integer("train", "record_every", record_every)
+    probe_size = checks.integer("train", "probe_size", probe_size)
     seed = checks.integer("train", "seed", seed, minimum=0)
     length = checks.integer("train", "length", length, minimum=3)  # BOS, the trigger's earliest position 1, one more
     if snapshot_every is not None:
@@ -136,7 +138,8 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         prediction = model(x.astype(dtype))
         loss = mse_loss(prediction, y.astype(dtype))
         if not np.isfinite(loss.data):
-            cause = ("the batch itself holds NaN or inf (see make_batch)" if not (np.isfinite(x).all() and np.isfinite(y).all())
+            bad_batch = not (np.isfinite(x).all() and np.isfinite(y).all())
+            cause = ("the batch itself holds NaN or inf (see make_batch)" if bad_batch
                      else "the learning rate may be too high")
             raise FloatingPointError(f"train: the loss became {loss.item()} at step {step + 1} (lr={lr}); {cause}")
         optimizer.zero_grad()
