@@ -82,6 +82,13 @@ class Tensor:
     Gradients accumulate: every call to `backward` *adds* to ``.grad`` of the
     leaves it reaches, as in PyTorch. Call `zero_grad` (or the optimizer's
     ``zero_grad``) between steps.
+
+    Between a recorded operation and `backward`, the arrays the operation
+    used are read-only (its backward still needs them): ``x.data[0] = 5``
+    then fails with NumPy's "assignment destination is read-only". Edit after
+    `backward`, or give the tensor a copy to edit (``x.data = x.data.copy()``)
+    and run the forward pass again; a `backward` through the old graph then
+    raises, naming the operation whose input changed.
     """
 
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
@@ -207,7 +214,7 @@ class Tensor:
         return Tensor.from_op(self.data, (), None, "detach")
 
     def numpy(self) -> np.ndarray:
-        """The underlying ndarray (shares memory; do not modify in place)."""
+        """The underlying ndarray (shares memory; read-only while a recorded operation still needs it)."""
         return self.data
 
     def item(self) -> float:

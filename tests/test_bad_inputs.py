@@ -368,6 +368,19 @@ def test_replacing_an_input_before_backward_names_the_operation():
         loss.backward()
 
 
+def test_the_documented_way_to_edit_before_backward_works_and_the_old_graph_refuses():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    old_loss = (x * x).sum()
+    x.data = x.data.copy()  # as Tensor's docstring says
+    x.data[0] = 3.0
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad, [6.0, 4.0])
+    with pytest.raises(RuntimeError, match="'mul'"):
+        old_loss.backward()
+
+
 def test_editing_a_saved_result_in_place_before_backward_is_refused():
     from minitorch import tensor
 
