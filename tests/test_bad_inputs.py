@@ -258,6 +258,34 @@ def test_a_completed_run_replaces_the_previous_files(tmp_path, monkeypatch):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to oneself is POSIX")
+def test_ctrl_c_while_a_completed_run_is_moved_into_place_does_not_cut_it_in_half(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    _fake_previous_run(out)
+    replace = os.replace
+
+    def interrupted_replace(source, target):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between two files of the move
+        replace(source, target)
+
+    def write_a_run(out_folder, *args):
+        (out_folder / "results.json").write_text("new")
+        (out_folder / "results.md").write_text("new")
+        return {"total_wall_time_seconds": 1}, 0
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", write_a_run)
+    monkeypatch.setattr(reproduce_module.os, "replace", interrupted_replace)
+    try:
+        reproduce_module.reproduce(out, only=["1x1"], progress=False, log=lambda message: None)
+    except KeyboardInterrupt:  # caught, so that a failure here does not stop the whole test session
+        pytest.fail("Ctrl-C interrupted the move of a completed run into its folder")
+    monkeypatch.undo()
+    assert (out / "results.json").read_text() == (out / "results.md").read_text() == "new", \
+        "the move of a completed run must finish: results.json and results.md must come from the same run"
+
+
 def test_a_partial_run_without_out_leaves_the_books_figures_untouched(tmp_path, monkeypatch):
     from minitorch.__main__ import main
     from minitorch.paper import reproduce as reproduce_module

@@ -28,6 +28,7 @@ import os
 import platform
 import shutil
 import signal
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -195,12 +196,18 @@ def staged_folder(out: Path):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    for path in sorted(staging.rglob("*")):
-        if path.is_file():
-            target = out / path.relative_to(staging)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
-    shutil.rmtree(staging)
+    in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set signal handlers
+    previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
+    try:  # a few milliseconds that Ctrl-C must not cut in half: the run is complete
+        for path in sorted(staging.rglob("*")):
+            if path.is_file():
+                target = out / path.relative_to(staging)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, target)
+        shutil.rmtree(staging)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGINT, previous_handler)
 
 
 def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,
