@@ -2,6 +2,7 @@
 
     python -m minitorch.exercises list
     python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
+    python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N] [--timeout S]
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 from minitorch.exercises.edition import make_student_edition
+from minitorch.exercises.gradescope import build_bundle
 from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
 
 
@@ -71,6 +73,14 @@ def _print_list(root: Path) -> None:
     print("Run one exercise's tests with: python -m pytest -m ex3_2 (or a chapter's: -m ch03)")
 
 
+def _print_bundle(out: str, settings: dict) -> int:
+    print(f"Gradescope autograder written to {Path(out).resolve()}")
+    print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), "
+          f"exercise seed {settings['exercise_seed']}, timeout {settings['timeout']:g} s")
+    print("Upload it as the assignment's autograder (see README.md, For instructors).")
+    return 0
+
+
 def _split_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -88,6 +98,16 @@ def main(argv=None) -> int:
     edition.add_argument("dest", help="a new (or empty) folder")
     edition.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
     edition.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
+    bundle = commands.add_parser(
+        "gradescope-bundle", help="write a Gradescope autograder zip that grades the chosen exercises",
+        description="Write OUT.zip, a Gradescope autograder (setup.sh, run_autograder, this grader's library and "
+                    "tests). The exercises, the seed and the timeout are fixed in it; students never see them.")
+    bundle.add_argument("out", help="the zip to write, e.g. autograder.zip")
+    bundle.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
+    bundle.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
+    bundle.add_argument("--exercise-seed", type=int, default=None,
+                        help="seed of the graded tests' inputs (default: a fresh random one, kept in the bundle)")
+    bundle.add_argument("--timeout", type=float, default=60.0, help="seconds per graded test (default 60)")
     args = parser.parse_args(argv)
     root = ROOT
 
@@ -101,6 +121,9 @@ def main(argv=None) -> int:
         except ValueError:
             raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {args.chapter!r}") from None
         selected = select(exercises, only=_split_list(args.only), chapters=chapters)
+        if args.command == "gradescope-bundle":
+            return _print_bundle(args.out, build_bundle(args.out, selected, seed=args.exercise_seed,
+                                                        timeout=args.timeout, root=root))
         summary = make_student_edition(args.dest, selected, root)
     except ExerciseError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
