@@ -8,6 +8,7 @@ when grading cannot happen. The slow tests unpack a real bundle into a temporary
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -265,3 +266,134 @@ def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
     assert results["score"] == 0 and "python3 exited with status 3" in results["output"], results
     assert sorted(path.name for path in root.iterdir()) == ["results", "run_autograder", "source"], (
         "run_autograder must remove its temporary folder")
+
+
+# ----------------------------------------------------------------------
+# end to end: a real bundle in a temporary Gradescope layout, three submissions
+
+GRADER = Path(__file__).resolve().parents[2]  # the book these tests belong to: it builds the bundle
+GRADED = {"1.1": 1, "1.3": 1, "4.1": 2}  # small exercises (ID -> points), so that a run takes seconds
+HIDDEN_SEED = 918273645  # distinctive: it must never appear in what a student sees
+TIMEOUT = 5
+
+
+def grader_files() -> dict[str, str]:
+    """Every file of the grader's book that goes into a bundle, with a hash of its contents."""
+    return {path.relative_to(GRADER).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest() for path in gradescope._bundled_files(GRADER)}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    if (GRADER / gradescope.EDITION_MANIFEST).exists():
+        pytest.skip("these tests belong to a student edition; bundles are built from the full book")
+    out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out),
+                                "--only", ",".join(GRADED), "--exercise-seed", str(HIDDEN_SEED),
+                                "--timeout", str(TIMEOUT)], cwd=GRADER, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    return out
+
+
+def copy_of_the_book(dest: Path) -> Path:
+    """The grader's library and tests, solved: what a student who finished every exercise hands in."""
+    for name in ("minitorch", "tests"):
+        shutil.copytree(GRADER / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+def never_returning(copy: Path, exercise_id: str) -> None:
+    """Replace the body of one exercise region in `copy` by an endless loop."""
+    exercise = next(e for e in load_exercises(copy) if e.id == exercise_id)
+    lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[exercise.begin_line:exercise.end_line - 1] = [f"{exercise.indent}while True:\n",
+                                                        f"{exercise.indent}    pass\n"]
+    exercise.path.write_text("".join(lines), encoding="utf-8")
+
+
+def everything_under(folder: Path) -> dict[str, str]:
+    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+            for path in folder.rglob("*")}
+
+
+def run_autograder(bundle: Path, tmp_path: Path, hand_in) -> dict:
+    """Unpack `bundle` as Gradescope does, let `hand_in(submission_folder)` fill the submission, run
+    run_autograder, check that it wrote only results/results.json, and return that."""
+    root = tmp_path / "autograder"
+    unpack_like_gradescope(bundle, root / "source")
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    hand_in(root / "submission")
+    outside = tmp_path / "elsewhere"  # a sibling of the layout, to see that nothing lands beside it
+    outside.mkdir()
+    before = {name: everything_under(root / name) for name in ("source", "submission")}
+    before_grader, before_around = grader_files(), sorted(tmp_path.iterdir())
+    completed = subprocess.run([str(root / "run_autograder")], cwd=root / "source", capture_output=True, text=True,
+                               env={**os.environ, "AUTOGRADER_ROOT": str(root)}, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert sorted(tmp_path.iterdir()) == before_around and not any(outside.iterdir())
+    assert sorted(path.name for path in root.iterdir()) == ["results", "run_autograder", "source", "submission"]
+    assert {name: everything_under(root / name) for name in ("source", "submission")} == before, (
+        "grading must not change the grader's source or the submission")
+    assert sorted(path.name for path in (root / "results").iterdir()) == ["results.json"]
+    assert grader_files() == before_grader, "building and running the bundle must not touch the grader's own book"
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    check_gradescope_format(results)
+    return results
+
+
+def check_gradescope_format(results: dict) -> None:
+    assert {"score", "execution_time", "output", "tests"} <= set(results), sorted(results)
+    assert isinstance(results["execution_time"], (int, float)) and results["execution_time"] >= 0
+    assert results.get("stdout_visibility", "hidden") == "hidden", "the log may quote hidden-seed inputs"
+    for test in results["tests"]:
+        assert {"name", "score", "max_score", "status", "output"} <= set(test), test
+        assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"], test
+        assert test.get("visibility", results.get("visibility", "visible")) == "visible", test
+    assert str(HIDDEN_SEED) not in json.dumps(results), "the hidden seed must not be shown to students"
+
+
+def entries_of(results: dict, exercise_id: str) -> list[dict]:
+    entries = [test for test in results["tests"] if f"{exercise_id} " in test["name"] or
+               test.get("tags") and exercise_id in test["tags"]]
+    assert entries, f"no entry for exercise {exercise_id} in {[test['name'] for test in results['tests']]}"
+    return entries
+
+
+@pytest.mark.slow
+def test_a_solved_copy_handed_in_as_a_zip_earns_every_point(bundle, tmp_path):
+    def hand_in(submission):
+        copy = copy_of_the_book(tmp_path / "my-copy")
+        submission.mkdir()
+        zip_folder(copy, submission / "hand-in.zip", top="my-copy")
+        shutil.rmtree(copy)
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    assert results["score"] == pytest.approx(sum(GRADED.values())), results["output"]
+    assert all(test["status"] == "passed" for test in results["tests"]), results["tests"]
+    assert sum(test["max_score"] for test in results["tests"]) == pytest.approx(sum(GRADED.values()))
+
+
+@pytest.mark.slow
+def test_an_untouched_student_edition_earns_nothing_and_is_told_what_to_write(bundle, tmp_path):
+    def hand_in(submission):
+        completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(submission),
+                                    "--only", ",".join(GRADED)], cwd=GRADER, capture_output=True, text=True,
+                                   timeout=120)
+        assert completed.returncode == 0, completed.stderr
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    assert results["score"] == 0
+    for exercise_id in GRADED:
+        for test in entries_of(results, exercise_id):
+            assert test["status"] == "failed" and f"Exercise {exercise_id}" in test["output"], test
+
+
+@pytest.mark.slow
+def test_an_exercise_that_never_returns_times_out_and_the_others_still_count(bundle, tmp_path):
+    def hand_in(submission):
+        never_returning(copy_of_the_book(submission), "4.1")
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["1.3"]), results["output"]
+    for test in entries_of(results, "4.1"):
+        assert test["status"] == "failed" and test["score"] == 0, test
+        assert "time" in test["output"].lower() and f"{TIMEOUT}" in test["output"], test["output"]
