@@ -27,6 +27,7 @@ import datetime
 import fnmatch
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -216,8 +217,29 @@ def read_settings(source: Path) -> dict:
 def _grade(submission: Path, out_dir: Path, settings: dict, source: Path) -> dict:
     from minitorch.exercises.grading import grade_submission  # the grading core
 
-    return grade_submission(submission, out_dir, exercise_ids=settings["exercise_ids"],
-                            seed=settings["exercise_seed"], timeout=settings["timeout"], grader_root=Path(source))
+    results = grade_submission(submission, out_dir, exercise_ids=settings["exercise_ids"],
+                               seed=settings["exercise_seed"], timeout=settings["timeout"], grader_root=Path(source))
+    feedback = Path(out_dir) / "feedback.md"
+    if feedback.is_file():  # the log: instructors see it, students do not (stdout_visibility)
+        print(feedback.read_text(encoding="utf-8"))
+    return for_students(results, settings["exercise_seed"])
+
+
+def for_students(results: dict, seed: int) -> dict:
+    """`results` as students may see them: their feedback visible, the log hidden (it may quote the
+    hidden-seed inputs), and the seed hidden wherever a text names it ("seed 4711", "--exercise-seed=4711")."""
+    named = re.compile(rf"(seed\W{{0,3}}){seed}\b", re.IGNORECASE)
+
+    def hide(value):
+        if isinstance(value, str):
+            return named.sub(r"\1(hidden)", value)
+        if isinstance(value, list):
+            return [hide(item) for item in value]
+        if isinstance(value, dict):
+            return {key: hide(item) for key, item in value.items()}
+        return value
+
+    return {**hide(results), "visibility": "visible", "stdout_visibility": "hidden"}
 
 
 def failed_results(message: str) -> dict:

@@ -198,6 +198,16 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monk
     assert not (tmp_path / "unzipped").exists()
 
 
+def test_students_see_their_feedback_but_neither_the_log_nor_the_seed():
+    graded = {"score": 4711, "output": "exercise seed 4711: 1 of 2 tests passed", "tests": [
+        {"name": "1.1 doubling", "score": 1, "max_score": 2, "output": "ran with --exercise-seed=4711; x = 47110"}]}
+    shown = gradescope.for_students(graded, seed=4711)
+    assert (shown["visibility"], shown["stdout_visibility"]) == ("visible", "hidden")
+    assert shown["score"] == 4711 and shown["tests"][0]["score"] == 1, "numbers that are not the seed stay"
+    assert shown["output"] == "exercise seed (hidden): 1 of 2 tests passed"
+    assert shown["tests"][0]["output"] == "ran with --exercise-seed=(hidden); x = 47110"
+
+
 # ----------------------------------------------------------------------
 # results.json when grading cannot happen
 
