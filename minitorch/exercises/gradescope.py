@@ -71,7 +71,7 @@ RUN_AUTOGRADER = """\
 # Gradescope runs this for every submission (copied to /autograder/run_autograder). It grades
 # $AUTOGRADER_ROOT/submission (default /autograder/submission) with the grader in
 # $AUTOGRADER_ROOT/source and writes $AUTOGRADER_ROOT/results/results.json, using the python3 first on PATH.
-AUTOGRADER_ROOT="${AUTOGRADER_ROOT:-/autograder}"
+AUTOGRADER_ROOT="$(cd "${AUTOGRADER_ROOT:-/autograder}" && pwd)" || exit 1  # absolute: we cd below
 export AUTOGRADER_ROOT
 results="$AUTOGRADER_ROOT/results"
 scratch="$AUTOGRADER_ROOT/tmp"  # every temporary file stays inside the layout

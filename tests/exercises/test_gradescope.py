@@ -269,8 +269,10 @@ def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
     script = root / "run_autograder"
     script.write_text(gradescope.RUN_AUTOGRADER)
     script.chmod(0o755)
-    environment = {**os.environ, "AUTOGRADER_ROOT": str(root), "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}"}
-    completed = subprocess.run([str(script)], env=environment, capture_output=True, text=True, timeout=60)
+    environment = {**os.environ, "AUTOGRADER_ROOT": "autograder",  # relative, as someone trying it out may write
+                   "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}"}
+    completed = subprocess.run([str(script)], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                               timeout=60)
     assert completed.returncode == 0, completed.stderr
     results = json.loads((root / "results" / "results.json").read_text())
     assert results["score"] == 0 and "python3 exited with status 3" in results["output"], results
