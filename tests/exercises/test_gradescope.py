@@ -225,6 +225,28 @@ def layout(tmp_path: Path, settings: dict | None = None) -> tuple[Path, Path]:
 SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3}
 
 
+def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_results_to_results_json(
+        tmp_path, monkeypatch):
+    root, results_path = layout(tmp_path, SETTINGS)
+    calls = []
+
+    def grade_submission(submission, out_dir, *, exercise_ids, seed, timeout, grader_root):
+        calls.append((submission, exercise_ids, seed, timeout, grader_root))
+        (Path(out_dir) / "feedback.md").parent.mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "feedback.md").write_text("full log")
+        return {"score": 2, "output": "graded with seed 5", "tests": [
+            {"name": "1.1 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
+
+    monkeypatch.setitem(sys.modules, "minitorch.exercises.grading", type(sys)("grading"))
+    monkeypatch.setattr(sys.modules["minitorch.exercises.grading"], "grade_submission", grade_submission, raising=False)
+    results = gradescope.run(root, source=root / "source")
+    assert calls == [(root / "submission", ["1.1"], 5, 3, root / "source")]
+    assert json.loads(results_path.read_text()) == results
+    assert results["score"] == 2 and results["tests"][0]["status"] == "passed"
+    assert results["output"] == "graded with seed (hidden)" and results["stdout_visibility"] == "hidden"
+    assert isinstance(results["execution_time"], int)
+
+
 def test_a_crash_of_the_grader_gives_score_0_and_says_the_autograder_failed(tmp_path, monkeypatch, capsys):
     root, results_path = layout(tmp_path, SETTINGS)
 
