@@ -109,8 +109,9 @@ def main(argv=None) -> int:
     print(f"  solution cells removed from the chapters: {summary['solution_cells_removed']}")
     print(f"Students run: python -m pytest -m ex{summary['stubbed'][0].replace('.', '_')}  (one exercise), "
           f"python -m pytest -m \"not slow\"  (everything)")
-    print("To grade a copy that comes back, from this repository: "
-          "python -m pytest -m \"not slow\" --minitorch-root PATH/TO/THEIR/COPY")
+    print("To grade the copies that come back (one folder or .zip per student in SUBMISSIONS), from this repository:")
+    print("  python -m minitorch.exercises grade SUBMISSIONS --out GRADES --jobs 2")
+    print("or one copy in this process: python -m pytest -m \"not slow\" --minitorch-root=PATH/TO/THEIR/COPY")
     return 0
 
 
