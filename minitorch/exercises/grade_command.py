@@ -98,7 +98,7 @@ def grade_class(args, root: Path) -> int:
     print(f"Grading {len(todo)} of {len(submissions)} students on exercises {', '.join(ids)} "
           f"(seed {args.exercise_seed}, {args.timeout:g} s per test, {args.jobs} at a time)"
           + (f"; keeping {len(kept)} already graded (--force grades them again)" if kept else ""), flush=True)
-    started, done = time.monotonic(), 0
+    started, done, failed = time.monotonic(), 0, []
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
     try:
         futures = {pool.submit(grade_submission, path, out / student, exercise_ids=ids, seed=args.exercise_seed,
@@ -106,7 +106,15 @@ def grade_class(args, root: Path) -> int:
         for future in concurrent.futures.as_completed(futures):
             done += 1
             student = futures[future]
-            graded = future.result()
+            try:
+                graded = future.result()
+            except ExerciseError:  # e.g. the grader's own tests could not be collected
+                raise
+            except Exception as error:  # a bug of the grader's, or the disk: say so, go on with the others
+                failed.append(student)
+                print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {type(error).__name__}: "
+                      f"{error}", flush=True)
+                continue
             elapsed = time.monotonic() - started
             eta = elapsed / done * (len(todo) - done)
             flags = graded["extra_data"]["flags"]
@@ -125,4 +133,7 @@ def grade_class(args, root: Path) -> int:
     rows = write_gradebook(out, ids, run)
     print(f"Graded {len(rows)} students in {_minutes(time.monotonic() - started)}: {out / 'grades.csv'}, "
           f"{out / 'summary.md'}, per student STUDENT/results.json and STUDENT/feedback.md")
+    if failed:
+        print(f"NOT graded (run again to retry): {', '.join(failed)}")
+        return 1
     return 0

@@ -23,6 +23,9 @@ def write_atomically(path: Path, text: str | bytes) -> None:
     path = Path(path)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
         with os.fdopen(handle, "wb") as file:
             file.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(temporary, path)
@@ -47,23 +50,30 @@ def feedback_markdown(graded: dict) -> str:
         lines += ["", "Files you changed outside the exercise regions (not graded: the grader's own copy of "
                       "them was used):", ""]
         lines += [f"- `{name}`: {change}" for name, change in extra["edited_outside_regions"].items()]
-    brief = ("not attempted", "blocked")  # one line per exercise says it all
     failing = [test for test in graded["tests"] if test["status"] != "passed"]
     if failing:
         lines += ["", "## What failed, and why", ""]
     for exercise_id in extra["exercises"]:
-        said = {test["extra_data"]["message"] for test in failing
-                if test["number"] == exercise_id and test["extra_data"]["kind"] in brief}
-        lines += [f"- {exercise_id}: {message}" for message in sorted(said)]
-    if any(test["extra_data"]["kind"] in brief for test in failing):
-        lines.append("")
-    for test in (test for test in failing if test["extra_data"]["kind"] not in brief):
-        lines += [f"### {test['name']} ({test['extra_data']['kind']})", "",
-                  test["extra_data"]["message"] or "(no message)", ""]
-        details = test["output"][len(test["extra_data"]["message"]):].strip()
-        if details:
-            lines += ["<details><summary>full output</summary>", "", "```", details, "```", "", "</details>", ""]
+        lines += _failures_of(exercise_id, [test for test in failing if test["number"] == exercise_id])
     return "\n".join(lines) + "\n"
+
+
+def _failures_of(exercise_id: str, failing: list[dict]) -> list[str]:
+    """One paragraph per distinct reason, the tests it took, the shortest message first, and the
+    full output of its first test folded away."""
+    by_message: dict[str, list[dict]] = {}
+    for test in failing:
+        by_message.setdefault(test["extra_data"]["message"] or "(no message)", []).append(test)
+    lines = []
+    for message, tests in sorted(by_message.items(), key=lambda item: len(item[0])):
+        kind = tests[0]["extra_data"]["kind"]
+        names = ", ".join(test["name"].split(": ", 1)[-1] for test in tests[:5]) + (", ..." if len(tests) > 5 else "")
+        lines += [f"**{exercise_id}: {len(tests)} test(s) {kind}** ({names})", "", message, ""]
+        details = tests[0]["output"][len(tests[0]["extra_data"]["message"]):].strip()
+        if details and kind not in ("not attempted", "blocked"):
+            lines += ["<details><summary>full output of the first</summary>", "", "```", details, "```", "",
+                      "</details>", ""]
+    return lines
 
 
 def class_rows(out: Path) -> list[dict]:
