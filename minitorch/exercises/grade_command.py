@@ -90,7 +90,7 @@ def grade_class(args, root: Path) -> int:
     ids = chosen_exercises(args, root, submissions)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    kept = [s for s in submissions if not args.force and is_complete(out / s)]
+    kept = [s for s in submissions if not args.force and is_complete(out / s, ids, args.exercise_seed)]
     todo = {s: p for s, p in submissions.items() if s not in kept}
     run = {"exercise_seed": args.exercise_seed, "timeout": args.timeout, "grader_version": grader_version(root),
            "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -124,13 +124,13 @@ def grade_class(args, root: Path) -> int:
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         stop_grading()
-        rows = write_gradebook(out, ids, run)
+        rows = write_gradebook(out, ids, run, submissions)
         print(f"\nInterrupted: kept the {len(rows)} students graded so far in {out}; run the same command again "
               f"to grade the rest.", flush=True)
         return 130
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    rows = write_gradebook(out, ids, run)
+    rows = write_gradebook(out, ids, run, submissions)
     print(f"Graded {len(rows)} students in {_minutes(time.monotonic() - started)}: {out / 'grades.csv'}, "
           f"{out / 'summary.md'}, per student STUDENT/results.json and STUDENT/feedback.md")
     if failed:

@@ -76,10 +76,12 @@ def _failures_of(exercise_id: str, failing: list[dict]) -> list[str]:
     return lines
 
 
-def class_rows(out: Path) -> list[dict]:
-    """Every complete OUT/STUDENT/results.json, in student order."""
+def class_rows(out: Path, students=None) -> list[dict]:
+    """Every complete OUT/STUDENT/results.json (of `students`, if given), in student order."""
     rows = []
     for path in sorted(Path(out).glob("*/results.json")):
+        if students is not None and path.parent.name not in students:
+            continue
         try:
             graded = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
@@ -177,9 +179,9 @@ def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
     write_atomically(path, buffer.getvalue())
 
 
-def write_gradebook(out: Path, exercise_ids, run: dict) -> list[dict]:
-    """grades.csv, summary.md, class.png and run.json in OUT, from every student's results.json."""
-    rows = class_rows(out)
+def write_gradebook(out: Path, exercise_ids, run: dict, students=None) -> list[dict]:
+    """grades.csv, summary.md, class.png and run.json in OUT, from the students' results.json."""
+    rows = class_rows(out, students)
     write_atomically(Path(out) / "grades.csv", grades_csv(rows, exercise_ids))
     write_atomically(Path(out) / "summary.md", summary_markdown(rows, exercise_ids, run))
     write_atomically(Path(out) / "run.json", json.dumps({**run, "students": len(rows)}, indent=1) + "\n")

@@ -517,9 +517,13 @@ def expected_tests(grader_root: Path, exercise_ids, seed: int, timeout: float) -
         return _expected[key]
 
 
-def is_complete(out_dir: Path) -> bool:
-    """True if out_dir/results.json is a finished grade (resume keeps it)."""
+def is_complete(out_dir: Path, exercise_ids=None, seed: int | None = None) -> bool:
+    """True if out_dir/results.json is a finished grade (of these exercises, with this seed, if given):
+    running the class again keeps it."""
     try:
-        return bool(json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))["extra_data"]["complete"])
+        extra = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))["extra_data"]
     except (OSError, ValueError, KeyError, TypeError):
         return False
+    same_exercises = exercise_ids is None or sorted(extra.get("exercises", {})) == sorted(exercise_ids)
+    same_seed = seed is None or extra.get("exercise_seed") == seed
+    return bool(extra.get("complete")) and same_exercises and same_seed
