@@ -301,14 +301,16 @@ def _read_log(log: Path) -> list[dict]:
 
 
 def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: Path,
-              collect_only: bool = False) -> tuple[dict, dict]:
+              collect_only: bool = False, expected: dict | None = None) -> tuple[dict, dict]:
     """Run the graded tests of `exercise_ids` on `project` in child processes.
 
     Returns ({node ID: exercise ID} collected, {node ID: result}), a result being the conftest's
     {"status", "message", "output", ...}, or for a test that a child took down
-    {"status": "timed out" | "crashed", "message": ...}. Children that die are replaced."""
+    {"status": "timed out" | "crashed", "message": ...}. Children that die are replaced. If one dies
+    or hangs before running any test (at import or collection), every test left fails with the
+    reason (the `expected` tests, {node ID: exercise ID}, if none was collected)."""
     files = graded_test_files(project)
-    collected: dict[str, str] = {}
+    collected: dict[str, str] = dict(expected or {})
     results: dict[str, dict] = {}
     arguments = [*files, "-m", marker_expression(exercise_ids)]
     for attempt in range(1, 10_000):
@@ -328,8 +330,13 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
             results[running[-1]] = {"status": reason[0] if reason else CRASHED, "exercise": collected.get(running[-1]),
                                     "message": reason[1] if reason else _crash_message(returncode)}
         left = [nodeid for nodeid in collected if nodeid not in results]
-        if collect_only or not left or not running:
-            return collected, results  # done; or the child died before any test (run_tests's caller says so)
+        if collect_only or not left:
+            return collected, results
+        if not running:  # it stopped before the next test could start
+            kind, message = reason or _early_end(returncode, work)
+            results.update({nodeid: {"status": kind, "exercise": collected[nodeid], "message": message}
+                            for nodeid in left})
+            return collected, results
         arguments = left
     raise AssertionError("unreachable")
 
@@ -377,6 +384,14 @@ def _crash_message(returncode: int) -> str:
         return f"crashed: the test process died by {name}{hint} during this test"
     return (f"crashed: the test process exited with status {returncode} during this test "
             f"(os._exit or exit at the C level); the remaining tests ran in a new process")
+
+
+def _early_end(returncode: int, work: Path) -> tuple[str, str]:
+    """(kind, message) for a child that ended without running the tests left."""
+    tail = child_output(work, 1500).strip()
+    if returncode in (0, 1):  # pytest ended normally, yet these never ran
+        return "failed", f"did not run (pytest ended with status {returncode}): {tail}"
+    return CRASHED, f"{_crash_message(returncode).split(' during')[0]} before running this test: {tail}"
 
 
 def child_output(work: Path, limit: int = 2000) -> str:
@@ -481,11 +496,9 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
             report, problem = GraftReport(), f"could not be graded: {error}"
             collected, results = expected_tests(grader_root, exercise_ids, seed, timeout), {}
         else:
-            collected, results = run_tests(project, exercise_ids, seed=seed, timeout=timeout, work=work)
             expected = expected_tests(grader_root, exercise_ids, seed, timeout)
-            if not results and expected:
-                problem = f"the tests could not run: {child_output(work)[-1500:]}"
-            collected = {**expected, **collected}
+            collected, results = run_tests(project, exercise_ids, seed=seed, timeout=timeout, work=work,
+                                           expected=expected)
     graded = results_json(student, collected, results, report, exercise_ids=exercise_ids, seed=seed,
                           grader_root=grader_root, elapsed=time.monotonic() - started, problem=problem)
     out_dir.mkdir(parents=True, exist_ok=True)

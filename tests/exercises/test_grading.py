@@ -139,6 +139,38 @@ def test_grades_csv_has_one_column_per_exercise_and_the_flags():
                     ["bob", "2.00", "3", "0.00", "2.00", ""]]
 
 
+@pytest.mark.parametrize("at_import, kind, message", [
+    ("import os\nos._exit(3)\n", "crashed", "exited with status 3 before running this test"),
+    ("import time\ntime.sleep(600)\n", "timed out", "timed out after 1 s"),
+])
+def test_a_child_that_dies_or_hangs_before_any_test_fails_every_test_with_the_reason(
+        tmp_path, monkeypatch, at_import, kind, message):
+    project = tiny_project(tmp_path / "tiny", solved=True)
+    init = project / "minitorch" / "__init__.py"
+    init.write_text(at_import + init.read_text())
+    (tmp_path / "work").mkdir()
+    monkeypatch.setattr(grading, "NO_PROGRESS_MARGIN", 1.0)
+    expected = {"tests/test_tiny.py::test_double_doubles": "1.1"}
+    collected, results = grading.run_tests(project, ["1.1"], seed=5, timeout=1, work=tmp_path / "work",
+                                           expected=expected)
+    assert collected == expected
+    result = results["tests/test_tiny.py::test_double_doubles"]
+    assert result["status"] == kind and message in result["message"], result
+
+
+def test_a_child_that_crashes_mid_run_fails_that_test_and_a_new_child_runs_the_rest(tmp_path):
+    project = tiny_project(tmp_path / "tiny", solved=True)
+    tests = project / "tests" / "test_tiny.py"
+    tests.write_text(tests.read_text().replace("def test_needs_double():\n",
+                                               "def test_needs_double():\n    import os; os._exit(0)\n"))
+    (tmp_path / "work").mkdir()
+    collected, results = grading.run_tests(project, ["1.1", "1.2"], seed=5, timeout=30, work=tmp_path / "work")
+    status = {nodeid.split("::")[-1]: result["status"] for nodeid, result in results.items()}
+    assert status == {"test_double_doubles": "passed", "test_needs_double": "crashed",
+                      "test_triple_triples": "passed", "test_triple_is_four": "failed"}, results
+    assert "exited with status 0 during this test" in results["tests/test_tiny.py::test_needs_double"]["message"]
+
+
 # ----------------------------------------------------------------------
 # the conftest: per-test timeout, the manifest, --scoreboard-json's folder
 
