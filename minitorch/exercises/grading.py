@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import itertools
 import json
 import os
 import shutil
@@ -35,7 +36,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.edition import MANIFEST, git_commit
+from minitorch.exercises.edition import MANIFEST, git_commit, read_manifest
 from minitorch.exercises.registry import (EXERCISES, NOT_COPIED, ROOT, ExerciseError, load_exercises, scan_file,
                                           sort_key)
 
@@ -44,6 +45,7 @@ COMPARED = ("minitorch", "tests")  # edits outside the regions are looked for he
 MEMORY_LIMIT = 4 << 30  # bytes of address space per child
 FILE_LIMIT = 256 << 20  # bytes of the largest file a child may write
 OUTPUT_CAP = 10_000  # characters of a test's output kept in the feedback
+TIMEOUTS_PER_EXERCISE = 2  # after this many, an exercise's other tests fail as timed out without running
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
 
 # How a test ended, beyond pytest's own outcomes; a flag in the gradebook for each.
@@ -109,6 +111,9 @@ def graft_submission(submission: Path, grader_root: Path, dest: Path, exercise_i
         _copy_project(grader_root, dest)
         report = GraftReport()
         exercises = {e.id: e for e in load_exercises(grader_root)}
+        unknown = [i for i in exercise_ids if i not in exercises]
+        if unknown:
+            raise ExerciseError(f"unknown exercise ID(s) {', '.join(unknown)}; the grader's are {', '.join(exercises)}")
         by_file: dict[Path, list] = {}
         for exercise_id in sorted(exercise_ids, key=sort_key):
             by_file.setdefault(exercises[exercise_id].path, []).append(exercises[exercise_id])
@@ -118,7 +123,6 @@ def graft_submission(submission: Path, grader_root: Path, dest: Path, exercise_i
             (dest / relative).write_text(text, encoding="utf-8")
         report.edited_outside = edits_outside_regions(student, grader_root)
         try:
-            from minitorch.exercises.edition import read_manifest
             report.handed_out = read_manifest(student)
         except ExerciseError:
             report.handed_out = None
@@ -284,7 +288,8 @@ def _environment(work: Path, log: Path) -> dict:
     home.mkdir(exist_ok=True)
     environment.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
                        PYTHONHASHSEED="0", MINITORCH_GRADE_LOG=str(log), OMP_NUM_THREADS="1",
-                       OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8")
+                       OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8",
+                       MINITORCH_TIMEOUTS_PER_EXERCISE=str(TIMEOUTS_PER_EXERCISE))
     return environment
 
 
@@ -313,7 +318,7 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
     collected: dict[str, str] = dict(expected or {})
     results: dict[str, dict] = {}
     arguments = [*files, "-m", marker_expression(exercise_ids)]
-    for attempt in range(1, 10_000):
+    for attempt in itertools.count(1):
         log = work / f"log-{attempt}.jsonl"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                    f"--rootdir={project}", f"--minitorch-root={project}", f"--exercise-seed={seed}",
@@ -338,7 +343,6 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
                             for nodeid in left})
             return collected, results
         arguments = left
-    raise AssertionError("unreachable")
 
 
 def _watch(command, project: Path, work: Path, log: Path, timeout: float, attempt: int):
@@ -378,7 +382,10 @@ def _watch(command, project: Path, work: Path, log: Path, timeout: float, attemp
 
 def _crash_message(returncode: int) -> str:
     if returncode is not None and returncode < 0:
-        name = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else str(-returncode)
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
         hint = {"SIGSEGV": " (a segmentation fault)", "SIGKILL": " (killed, perhaps out of memory)",
                 "SIGXCPU": " (the CPU time limit)", "SIGXFSZ": " (a file grew past the size limit)"}.get(name, "")
         return f"crashed: the test process died by {name}{hint} during this test"
@@ -421,7 +428,7 @@ def _kind(result: dict, exercise_id: str, report: GraftReport) -> str:
         return DOES_NOT_COMPILE
     if exercise_id in report.not_found:
         return NOT_FOUND
-    if status == "failed" and message.startswith("TimeoutError: timed out after"):
+    if status == "failed" and message.startswith("TimeoutError: timed out"):
         return TIMED_OUT
     return status if status in (TIMED_OUT, CRASHED, "not attempted", "blocked") else "failed"
 

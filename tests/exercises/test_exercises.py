@@ -239,7 +239,9 @@ def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp
               if path.is_file()}
     assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
                       "tests/test_ops.py", "chapters/01_a.ipynb", "chapters/02_ran.ipynb", "figures/fig.png",
-                      "figures/models/m.npz"}, copied
+                      "figures/models/m.npz", "minitorch/exercises/edition.json"}, copied
+    manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
+    assert manifest["handed_out"] == ["2.10"], "the edition records the exercises it handed out"
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
     assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops

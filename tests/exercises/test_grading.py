@@ -174,22 +174,31 @@ def test_a_child_that_crashes_mid_run_fails_that_test_and_a_new_child_runs_the_r
 # ----------------------------------------------------------------------
 # the conftest: per-test timeout, the manifest, --scoreboard-json's folder
 
-HANGING_TEST = '''
+HANGING_TEST = """
 import pytest
 
 @pytest.mark.exercise("1.2")
-def test_hangs():
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_hangs(n):
     while True:
         pass
-'''
+"""
 
 
 def test_a_hung_test_fails_as_timed_out_and_the_scoreboard_still_prints(tmp_path):
     project = tiny_project(tmp_path / "tiny", solved=True)
     (project / "tests" / "test_hang.py").write_text(HANGING_TEST)
-    completed = run_pytest(project, "--test-timeout=1", "-m", "ex1_2", "tests/test_hang.py")
+    completed = run_pytest(project, "--test-timeout=1", "-m", "ex1_2", "tests/test_hang.py", "-k", "1")
     assert "timed out after 1 s" in completed.stdout, completed.stdout[-2000:]
     assert "exercise scoreboard" in completed.stdout and completed.returncode == 1
+
+
+def test_the_grader_stops_waiting_for_an_exercise_after_two_timeouts(tmp_path):
+    project = tiny_project(tmp_path / "tiny", solved=True)
+    (project / "tests" / "test_hang.py").write_text(HANGING_TEST)
+    completed = run_pytest(project, "--test-timeout=1", "tests/test_hang.py", MINITORCH_TIMEOUTS_PER_EXERCISE="2")
+    assert completed.stdout.count("TimeoutError: timed out after 1 s") == 2, completed.stdout[-3000:]
+    assert "not run, 2 tests of exercise 1.2 already timed out" in completed.stdout, completed.stdout[-3000:]
 
 
 def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(tmp_path):
