@@ -16,6 +16,8 @@ from pathlib import Path
 from minitorch.exercises.registry import EXERCISES, sort_key
 
 FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "region not found")
+KIND_COLOURS = dict(zip(FAILURE_KINDS, ("tab:red", "tab:gray", "silver", "tab:orange", "tab:purple", "tab:brown",
+                                        "tab:pink")))  # none is the blue or green of the other panels
 
 
 def write_atomically(path: Path, text: str | bytes) -> None:
@@ -164,7 +166,7 @@ def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
     for kind in FAILURE_KINDS:
         counts = [statistics[i]["failures"][kind] for i in ids]
         if any(counts):
-            bottom.bar(x, counts, bottom=base, label=kind)
+            bottom.bar(x, counts, bottom=base, label=kind, color=KIND_COLOURS[kind])
             base = [b + c for b, c in zip(base, counts)]
     bottom.set_ylabel("tests not passed\n(class total)")
     if any(base):

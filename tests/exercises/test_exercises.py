@@ -571,3 +571,7 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
             wrong.append(f"{nodeid} (exercise {test['exercise']}): {test['status']}: {test['message'][:160]}")
     assert not wrong, (f"in an edition handing out only {sorted(handed_out)}, every other test must pass, and "
                        f"the tests of those exercises must fail with their stubs:\n" + listing(wrong))
+    total = json.loads((tmp_path / "partial.json").read_text())["total"]
+    own_points = sum(exercises.EXERCISES[exercise_id][1] for exercise_id in handed_out)
+    assert total == {"points": own_points, "earned": 0.0}, (
+        f"the untouched partial edition should score 0 out of its own {own_points} points, not {total}")

@@ -363,3 +363,13 @@ def test_a_class_is_graded_isolated_time_limited_and_the_checkout_is_untouched(t
 
     again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=_clean_environment())
     assert "Grading 0 of 9 students" in again.stdout and "keeping 9 already graded" in again.stdout, again.stdout
+
+
+def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_equals(tmp_path, capsys):
+    from minitorch.exercises import __main__ as exercises_cli
+    assert exercises_cli.main(["student-edition", str(tmp_path / "edition"), "--only", "3.1,3.2"]) == 0
+    printed = capsys.readouterr().out
+    assert "python -m minitorch.exercises grade SUBMISSIONS --out" in printed
+    assert "--minitorch-root=PATH" in printed and "--minitorch-root PATH" not in printed
+    manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
+    assert manifest["handed_out"] == ["3.1", "3.2"]
