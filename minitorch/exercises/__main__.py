@@ -3,6 +3,8 @@
     python -m minitorch.exercises list
     python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
     python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N] [--timeout S]
+    python -m minitorch.exercises grade SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--exercise-seed N]
+                                        [--only IDS] [--chapter N] [--force]
 """
 
 from __future__ import annotations
@@ -90,6 +92,44 @@ def _split_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+GRADE_HELP = """\
+Grade a whole class. SUBMISSIONS holds one entry per student: a returned copy of the project (a
+folder) or a .zip of one; the entry's name (without .zip) is the student's ID.
+
+Each student is graded in a child process, in a scratch folder (never this checkout), on a pristine
+copy of THIS project into which only the student's exercise regions are grafted: their code outside
+the regions never runs, and the tests and their helpers are yours. A region that does not compile
+fails its own exercise with the compiler's message. A test running longer than --timeout fails
+("timed out"); a child that crashes (os._exit, a segfault, out of memory) fails the test it was
+running and a new child goes on. Children run with limits: 4 GiB of memory, CPU time, 256 MiB per
+file written; each test's output is capped at 10 kB in the feedback. This guards against mistakes,
+not against a hostile student: for that, run this command inside a container.
+
+Which exercises count: --only/--chapter if given, else those the class's student edition handed out
+(its minitorch/exercises/edition.json; the most common one in the class), else all of them.
+
+OUT receives grades.csv (student,total,max_total,<points per exercise>,flags), summary.md,
+class.png, run.json, and per student STUDENT/results.json (the Gradescope autograder format) and
+STUDENT/feedback.md. Running again resumes: graded students are kept unless --force. Ctrl-C stops,
+keeping the students already graded.
+"""
+
+
+def _add_grade_command(commands) -> None:
+    grade = commands.add_parser("grade", help="grade a folder of returned copies (isolated, time-limited) into a "
+                                              "gradebook", description=GRADE_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    grade.add_argument("submissions", help="folder with one copy (folder or .zip) per student")
+    grade.add_argument("--out", required=True, help="folder for the gradebook (created if needed)")
+    grade.add_argument("--jobs", type=int, default=1, help="students graded at once (default 1; one per core)")
+    grade.add_argument("--timeout", type=float, default=60.0, help="seconds per test (default 60)")
+    grade.add_argument("--exercise-seed", type=int, default=0,
+                       help="seed of the graded tests' random inputs (default 0; use one the students never saw)")
+    grade.add_argument("--only", default="", help="comma-separated exercise IDs to grade, e.g. 3.1,3.2")
+    grade.add_argument("--chapter", default="", help="comma-separated chapters whose exercises to grade")
+    grade.add_argument("--force", action="store_true", help="grade again students already graded in OUT")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitorch.exercises",
                                      description="The book's graded exercises and the student edition.")
@@ -113,8 +153,15 @@ def main(argv=None) -> int:
     bundle.add_argument("--exercise-seed", type=int, default=None,
                         help="seed of the graded tests' inputs (default: a fresh random one, kept in the bundle)")
     bundle.add_argument("--timeout", type=float, default=60.0, help="seconds per graded test (default 60)")
+    _add_grade_command(commands)
     args = parser.parse_args(argv)
     root = ROOT
+    if args.command == "grade":
+        from minitorch.exercises.grade_command import grade_class
+        try:
+            return grade_class(args, root)
+        except ExerciseError as error:
+            parser.exit(2, f"{parser.prog}: error: {error}\n")
 
     try:
         if args.command == "list":
@@ -137,8 +184,9 @@ def main(argv=None) -> int:
     print(f"  solution cells removed from the chapters: {summary['solution_cells_removed']}")
     print(f"Students run: python -m pytest -m ex{summary['stubbed'][0].replace('.', '_')}  (one exercise), "
           f"python -m pytest -m \"not slow\"  (everything)")
-    print("To grade a copy that comes back, from this repository: "
-          "python -m pytest -m \"not slow\" --minitorch-root PATH/TO/THEIR/COPY")
+    print("To grade the copies that come back (one folder or .zip per student in SUBMISSIONS), from this repository:")
+    print("  python -m minitorch.exercises grade SUBMISSIONS --out GRADES --jobs 2")
+    print("or one copy in this process: python -m pytest -m \"not slow\" --minitorch-root=PATH/TO/THEIR/COPY")
     return 0
 
 

@@ -60,7 +60,7 @@ ARCHITECTURES = {
     "4x4": Architecture(4, 4, residual=True, lr=1e-4, quick_steps=150, record_every=100, snapshot_every=1000),
 }
 MAX_STEPS = 50_000
-# Training runs in float32, ~1.3x faster steps. On all six models it gives the float64 run's sinks and
+# Training runs in float32, for faster steps. On all six models it gives the float64 run's sinks and
 # step counts (softmax 4x4: 27,567 against 27,715). Gradient checks stay in float64 (tests/), where
 # rounding must not hide a wrong rule.
 TRAINING_DTYPE = np.float32

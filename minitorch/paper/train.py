@@ -102,7 +102,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     if max_steps < 1 or batch_size < 1 or record_every < 1:
         raise ValueError(f"train: max_steps, batch_size and record_every must be >= 1, "
                          f"got {max_steps}, {batch_size}, {record_every}")
-    keep_freed_memory()  # ~1.5x faster steps on Linux; see minitorch/paper/fast_attention.py
+    keep_freed_memory()  # faster steps on Linux; see minitorch/paper/fast_attention.py
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
