@@ -226,8 +226,10 @@ def _grade(submission: Path, out_dir: Path, settings: dict, source: Path) -> dic
 
 
 def for_students(results: dict, seed: int) -> dict:
-    """`results` as students may see them: their feedback visible, the log hidden (it may quote the
-    hidden-seed inputs), and the seed hidden wherever a text names it ("seed 4711", "--exercise-seed=4711")."""
+    """`results` as students may see them. Every test stays visible with its score and the one-line reason
+    it failed, plus how to see the whole failure on the public inputs; the full output (it may quote the
+    hidden-seed inputs) goes to the log, which only instructors see; the seed is dropped, and hidden
+    wherever a text names it ("seed 4711", "--exercise-seed=4711")."""
     named = re.compile(rf"(seed\W{{0,3}}){seed}\b", re.IGNORECASE)
 
     def hide(value):
@@ -236,10 +238,27 @@ def for_students(results: dict, seed: int) -> dict:
         if isinstance(value, list):
             return [hide(item) for item in value]
         if isinstance(value, dict):
-            return {key: hide(item) for key, item in value.items()}
+            return {key: hide(item) for key, item in value.items() if key != "exercise_seed"}
         return value
 
-    return {**hide(results), "visibility": "visible", "stdout_visibility": "hidden"}
+    shown = hide(results)
+    for test in shown.get("tests", []):
+        test["visibility"] = "visible"
+        if test.get("status") == "failed":
+            print(f"--- {test.get('name')}\n{test.get('output', '')}")  # the log
+            test["output"] = _reason(test)
+    return {**shown, "visibility": "visible", "stdout_visibility": "hidden"}
+
+
+def _reason(test: dict) -> str:
+    """A failed test's one-line reason, and how the student sees the whole failure in their own copy."""
+    message = test.get("extra_data", {}).get("message") or test.get("output", "").split("\n\n")[0]
+    lines = message.strip().splitlines() or ["failed"]
+    exercise_id = str(test.get("number", ""))
+    if "python -m pytest -m" in lines[0] or not re.fullmatch(r"\d+\.\d+", exercise_id):
+        return lines[0][:300]  # a stub's message already says how to check
+    return (f"{lines[0][:300]}\nTo see the whole failure (on the public inputs), run in your copy: "
+            f"python -m pytest -m ex{exercise_id.replace('.', '_')}")
 
 
 def failed_results(message: str) -> dict:

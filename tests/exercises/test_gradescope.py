@@ -198,14 +198,23 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monk
     assert not (tmp_path / "unzipped").exists()
 
 
-def test_students_see_their_feedback_but_neither_the_log_nor_the_seed():
+def test_students_see_each_tests_reason_but_neither_the_full_output_nor_the_seed(capsys):
     graded = {"score": 4711, "output": "exercise seed 4711: 1 of 2 tests passed", "tests": [
-        {"name": "1.1 doubling", "score": 1, "max_score": 2, "output": "ran with --exercise-seed=4711; x = 47110"}]}
+        {"name": "1.1 doubling: test_a", "number": "1.1", "score": 0, "max_score": 2, "status": "failed",
+         "output": "AssertionError: wrong double\n\nx = [0.25, 4711.5] (inputs drawn with the exercise seed)",
+         "extra_data": {"kind": "failed", "message": "AssertionError: wrong double"}},
+        {"name": "1.1 doubling: test_b", "number": "1.1", "score": 2, "max_score": 2, "status": "passed",
+         "output": ""}], "extra_data": {"exercise_seed": 4711, "grader_version": "abc"}}
     shown = gradescope.for_students(graded, seed=4711)
     assert (shown["visibility"], shown["stdout_visibility"]) == ("visible", "hidden")
-    assert shown["score"] == 4711 and shown["tests"][0]["score"] == 1, "numbers that are not the seed stay"
+    assert all(test["visibility"] == "visible" for test in shown["tests"])
+    assert shown["score"] == 4711, "numbers that are not the seed stay"
     assert shown["output"] == "exercise seed (hidden): 1 of 2 tests passed"
-    assert shown["tests"][0]["output"] == "ran with --exercise-seed=(hidden); x = 47110"
+    assert shown["extra_data"] == {"grader_version": "abc"}
+    failed = shown["tests"][0]["output"]
+    assert failed.startswith("AssertionError: wrong double\n") and "python -m pytest -m ex1_1" in failed
+    assert "0.25" not in failed, "the inputs drawn with the hidden seed must not be shown"
+    assert "x = [0.25, 4711.5]" in capsys.readouterr().out, "the full output goes to the instructors' log"
 
 
 # ----------------------------------------------------------------------
@@ -313,7 +322,11 @@ TIMEOUT = 5
 
 def grader_files() -> dict[str, str]:
     """Every file of the grader's book that goes into a bundle, with a hash of its contents."""
-    return {path.relative_to(GRADER).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest() for path in gradescope._bundled_files(GRADER)}
+    return {path.relative_to(GRADER).as_posix(): digest(path) for path in gradescope._bundled_files(GRADER)}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -345,7 +358,7 @@ def never_returning(copy: Path, exercise_id: str) -> None:
 
 
 def everything_under(folder: Path) -> dict[str, str]:
-    return {path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "folder"
+    return {path.relative_to(folder).as_posix(): digest(path) if path.is_file() else "folder"
             for path in folder.rglob("*")}
 
 
