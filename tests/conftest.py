@@ -14,7 +14,16 @@ Options (each also has an environment variable):
   before it knows this option, and loads the conftest.py there (the run then stops, saying so).
 - ``--exercise-seed N`` (MINITORCH_EXERCISE_SEED, default 0): the seed of the random inputs of the
   graded tests (fixture ``exercise_seed``); an instructor grades with a seed the students never saw.
-- ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON.
+- ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON (its folder
+  must exist; the run refuses to start otherwise).
+- ``--test-timeout S`` (MINITORCH_TEST_TIMEOUT, default 600): a test running longer than S seconds
+  fails with "timed out after S s" and the run goes on (POSIX, main thread; 0 turns it off).
+
+Which exercises count: a student edition holds minitorch/exercises/edition.json, the exercises it
+handed out; the scoreboard counts only those (no manifest, the full repository: every exercise).
+With MINITORCH_GRADE_LOG=FILE set, every test collected, started and finished is appended to FILE
+as one JSON line, flushed at once: the class grader (minitorch/exercises/grading.py) reads it to
+know which test was running when a child process died or hung.
 
 Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
@@ -30,6 +39,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -38,6 +48,7 @@ import pytest
 REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests belong to
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 _STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped")
+OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
 def _load_registry():
@@ -69,6 +80,42 @@ def _add_options(group):
                     help="seed of the graded tests' random inputs (default: $MINITORCH_EXERCISE_SEED, else 0)")
     group.addoption("--scoreboard-json", default=None,
                     help="also write the per-test outcomes and the scoreboard to this JSON file")
+    group.addoption("--test-timeout", type=float, default=None,
+                    help="fail a test that runs longer than this many seconds "
+                         "(default: $MINITORCH_TEST_TIMEOUT, else 600; 0 = no limit)")
+
+
+def _test_timeout(config) -> float:
+    seconds = config.getoption("--test-timeout")
+    if seconds is None:
+        text = os.environ.get("MINITORCH_TEST_TIMEOUT", "600")
+        try:
+            seconds = float(text)
+        except ValueError:
+            raise pytest.UsageError(f"MINITORCH_TEST_TIMEOUT must be a number of seconds, got {text!r}") from None
+    if seconds < 0:
+        raise pytest.UsageError(f"--test-timeout must be 0 (no limit) or a positive number of seconds, got {seconds}")
+    return seconds
+
+
+def _check_scoreboard_folder(config) -> None:
+    path = config.getoption("--scoreboard-json")
+    if path and not Path(path).expanduser().resolve().parent.is_dir():
+        raise pytest.UsageError(f"--scoreboard-json={path}: the folder {Path(path).expanduser().resolve().parent} "
+                                f"does not exist; create it first (no test was run)")
+
+
+def handed_out(root: Path) -> set[str] | None:
+    """The exercise IDs that the edition at `root` handed out (its minitorch/exercises/edition.json),
+    or None for the full repository (no manifest: every exercise counts)."""
+    path = Path(root) / "minitorch" / "exercises" / "edition.json"
+    if not path.is_file():
+        return None
+    try:
+        return {str(exercise_id) for exercise_id in json.loads(path.read_text(encoding="utf-8"))["handed_out"]}
+    except (ValueError, KeyError, TypeError) as error:
+        raise pytest.UsageError(f"{path} is not a valid edition manifest ({error}); it should read "
+                                f'{{"handed_out": ["3.1", ...], ...}}') from None
 
 
 def _exercise_seed(config) -> int:
@@ -112,9 +159,14 @@ def pytest_configure(config):
     for chapter in range(1, 10):
         config.addinivalue_line("markers", f"ch{chapter:02d}: tests of the exercises of chapter {chapter:02d}")
 
+    _check_scoreboard_folder(config)
     root = Path(config.getoption("--minitorch-root") or REPOSITORY).expanduser().resolve()
     _use_minitorch_from(root)
-    config.pluginmanager.register(Scoreboard(config, root, _exercise_seed(config)))
+    scoreboard = Scoreboard(config, root, _exercise_seed(config))
+    config.pluginmanager.register(scoreboard)
+    config.pluginmanager.register(TestTimeout(_test_timeout(config)))
+    if os.environ.get("MINITORCH_GRADE_LOG"):
+        config.pluginmanager.register(GradeLog(Path(os.environ["MINITORCH_GRADE_LOG"]), scoreboard))
 
 
 @pytest.fixture(scope="session")
@@ -134,6 +186,7 @@ class Scoreboard:
         self.config, self.root, self.seed = config, root, seed
         self.exercise_of: dict[str, str] = {}  # test id -> exercise it grades
         self.results: dict[str, dict] = {}  # test id -> {"status", "blocked_by", "message"}
+        self.counted = handed_out(root)  # None: every exercise counts
 
     def pytest_collection_finish(self, session):
         """Stop if a conftest.py from outside these tests was loaded (a student's copy's): it could change
@@ -163,12 +216,17 @@ class Scoreboard:
                     config.addinivalue_line("markers", f"{name}: (not in minitorch/exercises/registry.py)")
                     registered.add(name)
                 item.add_marker(name)
-            self.exercise_of[item.nodeid] = exercise_id
+            if self.counted is None or exercise_id in self.counted:  # not handed out: it runs, ungraded
+                self.exercise_of[item.nodeid] = exercise_id
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         report = (yield).get_result()
-        result = self.results.setdefault(item.nodeid, {"status": None, "blocked_by": None, "message": ""})
+        result = self.results.setdefault(item.nodeid, {"status": None, "blocked_by": None, "message": "",
+                                                       "output": ""})
+        if report.when == "call" or report.failed:
+            captured = "".join(text for _, text in report.sections) + (report.longreprtext if report.failed else "")
+            result["output"] = (result["output"] + captured)[:OUTPUT_CAP]
         if report.failed and call.excinfo is not None:
             stub, stub_message = registry.stub_error(call.excinfo.value) or (None, "")
             if stub is not None and stub == self.exercise_of.get(item.nodeid):
@@ -249,6 +307,74 @@ class Scoreboard:
                       "earned": sum(row["earned"] for row in table.values())},
         }
         Path(path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+    def result_of(self, nodeid: str) -> dict:
+        return {**self.results.get(nodeid, {"status": None}), "exercise": self.exercise_of.get(nodeid)}
+
+
+class TestTimeout:
+    """Fails a test that runs longer than `seconds` (SIGALRM: POSIX, main thread only), so that a
+    `while True: pass` costs one test and the scoreboard still prints.
+
+    With MINITORCH_TIMEOUTS_PER_EXERCISE=K (the class grader sets it), once K tests of an exercise
+    have timed out its remaining tests fail at once, as timed out, instead of each waiting its turn."""
+
+    __test__ = False  # not a test class, despite its name
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.per_exercise = int(os.environ.get("MINITORCH_TIMEOUTS_PER_EXERCISE") or 0)
+        self.timed_out: dict[str, int] = {}  # exercise ID -> tests of it that timed out
+
+    def pytest_runtest_setup(self, item):
+        exercise_id = _exercise_of(item)
+        if self.per_exercise and self.timed_out.get(exercise_id, 0) >= self.per_exercise:
+            raise TimeoutError(f"timed out: not run, {self.timed_out[exercise_id]} tests of exercise {exercise_id} "
+                               f"already timed out after {self.seconds:g} s each")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        if not self.seconds or not hasattr(signal, "setitimer"):
+            yield
+            return
+
+        def give_up(signum, frame):
+            exercise_id = _exercise_of(item)
+            self.timed_out[exercise_id] = self.timed_out.get(exercise_id, 0) + 1
+            raise TimeoutError(f"timed out after {self.seconds:g} s (--test-timeout)")
+
+        previous = signal.signal(signal.SIGALRM, give_up)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _exercise_of(item) -> str | None:
+    mark = item.get_closest_marker("exercise")
+    return str(mark.args[0]) if mark is not None else None
+
+
+class GradeLog:
+    """Appends one JSON line per event (collected, start, finish) to a file, flushed at once."""
+
+    def __init__(self, path: Path, scoreboard: Scoreboard):
+        self.path, self.scoreboard = path, scoreboard
+
+    def write(self, **event) -> None:
+        with open(self.path, "a", encoding="utf-8") as log:
+            log.write(json.dumps(event) + "\n")
+
+    def pytest_collection_finish(self, session):
+        self.write(collected={item.nodeid: self.scoreboard.exercise_of.get(item.nodeid) for item in session.items})
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.write(start=nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self.write(finish=nodeid, **self.scoreboard.result_of(nodeid))
 
 
 def _first_line(excinfo) -> str:

@@ -3,12 +3,41 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 from minitorch.exercises.registry import (NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError,
                                           stub_source)
+
+MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in an edition: the exercises it handed out
+
+
+def read_manifest(root: Path) -> list[str] | None:
+    """The exercise IDs the edition at `root` handed out; None without a manifest (the full repository)."""
+    path = Path(root) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        return [str(exercise_id) for exercise_id in json.loads(path.read_text(encoding="utf-8"))["handed_out"]]
+    except (ValueError, KeyError, TypeError) as error:
+        raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+
+
+def git_commit(root: Path) -> str | None:
+    """The commit checked out at `root` (with '+changes' if the work tree differs), or None."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if commit.returncode != 0:
+        return None
+    return commit.stdout.strip() + ("+changes" if status.stdout.strip() else "")
 
 
 
@@ -26,8 +55,11 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
 def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
     """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
 
-    Also drops notebook cells tagged "solution" and clears outputs. `dest` must lie outside `root`
-    and must not exist or be an empty folder. Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
+    Also drops notebook cells tagged "solution" and clears outputs, and writes the manifest
+    (minitorch/exercises/edition.json: the IDs handed out). `dest` must lie outside `root` and must not
+    exist or be an empty folder. The edition is built in a temporary sibling folder and moved into place
+    only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
+    Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
     """
     root, dest = Path(root).resolve(), Path(dest).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -36,7 +68,19 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
     if dest.is_relative_to(root):  # inside, pytest and the copy would find each other's files
         raise ExerciseError(f"{dest} lies inside the project {root}; choose a folder outside it, "
                             f"e.g. {root.parent / 'student-edition'}")
-    dest.mkdir(parents=True, exist_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
+    try:
+        summary = _build(building, selected, root)
+        if dest.exists():
+            dest.rmdir()  # empty, checked above
+        building.rename(dest)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return summary
+
+
+def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
     for name in PROJECT_PATHS:
         source = root / name
         if source.is_dir():
@@ -58,4 +102,8 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
         removed += count
         if stripped != notebook:
             path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    manifest = {"handed_out": [exercise.id for exercise in selected], "made_from": git_commit(root),
+                "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return {"stubbed": [exercise.id for exercise in selected], "solution_cells_removed": removed}

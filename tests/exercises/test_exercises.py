@@ -239,7 +239,9 @@ def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp
               if path.is_file()}
     assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
                       "tests/test_ops.py", "chapters/01_a.ipynb", "chapters/02_ran.ipynb", "figures/fig.png",
-                      "figures/models/m.npz"}, copied
+                      "figures/models/m.npz", "minitorch/exercises/edition.json"}, copied
+    manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
+    assert manifest["handed_out"] == ["2.10"], "the edition records the exercises it handed out"
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
     assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
@@ -569,3 +571,7 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
             wrong.append(f"{nodeid} (exercise {test['exercise']}): {test['status']}: {test['message'][:160]}")
     assert not wrong, (f"in an edition handing out only {sorted(handed_out)}, every other test must pass, and "
                        f"the tests of those exercises must fail with their stubs:\n" + listing(wrong))
+    total = json.loads((tmp_path / "partial.json").read_text())["total"]
+    own_points = sum(exercises.EXERCISES[exercise_id][1] for exercise_id in handed_out)
+    assert total == {"points": own_points, "earned": 0.0}, (
+        f"the untouched partial edition should score 0 out of its own {own_points} points, not {total}")

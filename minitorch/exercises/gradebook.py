@@ -1,0 +1,191 @@
+"""The gradebook of a class: grades.csv, summary.md, a figure, and each student's feedback.md (chapter 00).
+
+Everything here reads the students' results.json (written by `grading.grade_submission`), so the
+gradebook can be rebuilt at any time from OUT/*/results.json. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from minitorch.exercises.registry import EXERCISES, sort_key
+
+FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "region not found")
+KIND_COLOURS = dict(zip(FAILURE_KINDS, ("tab:red", "tab:gray", "silver", "tab:orange", "tab:purple", "tab:brown",
+                                        "tab:pink")))  # none is the blue or green of the other panels
+
+
+def write_atomically(path: Path, text: str | bytes) -> None:
+    """Write aside in the same folder, then os.replace: readers see the old file or the new one."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as open() would make it, not mkstemp's 0600
+        with os.fdopen(handle, "wb") as file:
+            file.write(text.encode("utf-8") if isinstance(text, str) else text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def feedback_markdown(graded: dict) -> str:
+    """What a student reads: the score, each exercise's points, and what failed and why (shortest first)."""
+    extra = graded["extra_data"]
+    lines = [f"# Grading of {extra['student']}: {graded['score']:.2f} / {extra['max_score']}", "",
+             f"Graded {extra['graded_at']} with exercise seed {extra['exercise_seed']} "
+             f"(grader {extra['grader_version']}).", ""]
+    if graded["output"].startswith(("could not be graded", "the tests could not run")):
+        lines += ["**" + graded["output"].splitlines()[0] + "**", "", "```", graded["output"][:3000], "```", ""]
+    lines += ["| exercise | title | points | tests |", "| --- | --- | ---: | --- |"]
+    for exercise_id, row in extra["exercises"].items():
+        kinds = ", ".join(f"{count} {kind}" for kind, count in row["kinds"].items())
+        lines.append(f"| {exercise_id} | {row['title']} | {row['earned']:.2f} / {row['points']} | {kinds} |")
+    if extra["edited_outside_regions"]:
+        lines += ["", "Files you changed outside the exercise regions (not graded: the grader's own copy of "
+                      "them was used):", ""]
+        lines += [f"- `{name}`: {change}" for name, change in extra["edited_outside_regions"].items()]
+    failing = [test for test in graded["tests"] if test["status"] != "passed"]
+    if failing:
+        lines += ["", "## What failed, and why", ""]
+    for exercise_id in extra["exercises"]:
+        lines += _failures_of(exercise_id, [test for test in failing if test["number"] == exercise_id])
+    return "\n".join(lines) + "\n"
+
+
+def _failures_of(exercise_id: str, failing: list[dict]) -> list[str]:
+    """One paragraph per distinct reason, the tests it took, the shortest message first, and the
+    full output of its first test folded away."""
+    by_message: dict[str, list[dict]] = {}
+    for test in failing:
+        by_message.setdefault(test["extra_data"]["message"] or "(no message)", []).append(test)
+    lines = []
+    for message, tests in sorted(by_message.items(), key=lambda item: len(item[0])):
+        kind = tests[0]["extra_data"]["kind"]
+        names = ", ".join(test["name"].split(": ", 1)[-1] for test in tests[:5]) + (", ..." if len(tests) > 5 else "")
+        lines += [f"**{exercise_id}: {len(tests)} test(s) {kind}** ({names})", "", message, ""]
+        details = tests[0]["output"][len(tests[0]["extra_data"]["message"]):].strip()
+        if details and kind not in ("not attempted", "blocked"):
+            lines += ["<details><summary>full output of the first</summary>", "", "```", details, "```", "",
+                      "</details>", ""]
+    return lines
+
+
+def class_rows(out: Path, students=None) -> list[dict]:
+    """Every complete OUT/STUDENT/results.json (of `students`, if given), in student order."""
+    rows = []
+    for path in sorted(Path(out).glob("*/results.json")):
+        if students is not None and path.parent.name not in students:
+            continue
+        try:
+            graded = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        if graded.get("extra_data", {}).get("complete"):
+            rows.append(graded)
+    return rows
+
+
+def grades_csv(rows: list[dict], exercise_ids) -> str:
+    """student,total,max_total,<one column per exercise>,flags"""
+    ids = sorted(exercise_ids, key=sort_key)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["student", "total", "max_total", *ids, "flags"])
+    for graded in rows:
+        extra = graded["extra_data"]
+        points = [f"{extra['exercises'][i]['earned']:.2f}" if i in extra["exercises"] else "" for i in ids]
+        writer.writerow([extra["student"], f"{graded['score']:.2f}", extra["max_score"], *points,
+                         "; ".join(extra["flags"])])
+    return text.getvalue()
+
+
+def exercise_statistics(rows: list[dict], exercise_ids) -> dict[str, dict]:
+    """Per exercise: mean points, share of the class with full marks, tests failed by kind."""
+    statistics = {}
+    for exercise_id in sorted(exercise_ids, key=sort_key):
+        graded = [row["extra_data"]["exercises"][exercise_id] for row in rows
+                  if exercise_id in row["extra_data"]["exercises"]]
+        points = EXERCISES[exercise_id][1]
+        kinds = {kind: sum(row["kinds"].get(kind, 0) for row in graded) for kind in FAILURE_KINDS}
+        statistics[exercise_id] = {
+            "title": EXERCISES[exercise_id][0], "points": points,
+            "mean": sum(row["earned"] for row in graded) / len(graded) if graded else 0.0,
+            "full_marks": sum(abs(row["earned"] - points) < 1e-9 for row in graded) / len(graded) if graded else 0.0,
+            "failures": kinds}
+    return statistics
+
+
+def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
+    statistics = exercise_statistics(rows, exercise_ids)
+    totals = [row["score"] for row in rows]
+    maximum = sum(EXERCISES[i][1] for i in exercise_ids)
+    lines = [f"# Grades of {len(rows)} students", "",
+             f"Graded {run['graded_at']} with exercise seed {run['exercise_seed']}, per-test timeout "
+             f"{run['timeout']:g} s, grader {run['grader_version']}.", ""]
+    if totals:
+        lines += [f"Total: mean {sum(totals) / len(totals):.2f} / {maximum}, lowest {min(totals):.2f}, "
+                  f"highest {max(totals):.2f}.", ""]
+    lines += ["![the class per exercise](class.png)", "",
+              "| exercise | title | mean | full marks | " + " | ".join(FAILURE_KINDS) + " |",
+              "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in FAILURE_KINDS) + " |"]
+    for exercise_id, row in statistics.items():
+        lines.append(f"| {exercise_id} | {row['title']} | {row['mean']:.2f} / {row['points']} | "
+                     f"{row['full_marks']:.0%} | " + " | ".join(str(row["failures"][k]) for k in FAILURE_KINDS) + " |")
+    flagged = [row for row in rows if row["extra_data"]["flags"]]
+    if flagged:
+        lines += ["", "## Flags", ""]
+        lines += [f"- {row['extra_data']['student']}: {'; '.join(row['extra_data']['flags'])}" for row in flagged]
+    return "\n".join(lines) + "\n"
+
+
+def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
+    """Three panels per exercise: mean share of the points, share with full marks, failed tests by kind."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    statistics = exercise_statistics(rows, exercise_ids)
+    ids = list(statistics)
+    x = range(len(ids))
+    figure, (top, middle, bottom) = plt.subplots(3, 1, figsize=(max(6, 0.6 * len(ids) + 2), 8), sharex=True)
+    top.bar(x, [statistics[i]["mean"] / statistics[i]["points"] for i in ids], color="tab:blue")
+    top.set_ylabel("mean points\n(share of max)")
+    top.set_ylim(0, 1.05)
+    middle.bar(x, [statistics[i]["full_marks"] for i in ids], color="tab:green")
+    middle.set_ylabel("share with\nfull marks")
+    middle.set_ylim(0, 1.05)
+    base = [0] * len(ids)
+    for kind in FAILURE_KINDS:
+        counts = [statistics[i]["failures"][kind] for i in ids]
+        if any(counts):
+            bottom.bar(x, counts, bottom=base, label=kind, color=KIND_COLOURS[kind])
+            base = [b + c for b, c in zip(base, counts)]
+    bottom.set_ylabel("tests not passed\n(class total)")
+    if any(base):
+        bottom.legend(fontsize=8, ncol=2)
+    bottom.set_xticks(list(x), ids)
+    bottom.set_xlabel("exercise")
+    figure.suptitle(f"{len(rows)} students")
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    write_atomically(path, buffer.getvalue())
+
+
+def write_gradebook(out: Path, exercise_ids, run: dict, students=None) -> list[dict]:
+    """grades.csv, summary.md, class.png and run.json in OUT, from the students' results.json."""
+    rows = class_rows(out, students)
+    write_atomically(Path(out) / "grades.csv", grades_csv(rows, exercise_ids))
+    write_atomically(Path(out) / "summary.md", summary_markdown(rows, exercise_ids, run))
+    write_atomically(Path(out) / "run.json", json.dumps({**run, "students": len(rows)}, indent=1) + "\n")
+    class_figure(rows, exercise_ids, Path(out) / "class.png")
+    return rows

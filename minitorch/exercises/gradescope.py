@@ -1,0 +1,344 @@
+"""Grading on Gradescope: an autograder bundle built from the book (chapter 00).
+
+Gradescope grades code with an *autograder*: a zip the instructor uploads once. The platform unpacks
+it into ``/autograder/source`` and runs ``setup.sh`` there, as root, to build the image every
+submission is graded in. For each submission it puts the student's files in
+``/autograder/submission``, runs ``/autograder/run_autograder`` (a copy of the zip's) and shows the
+student ``/autograder/results/results.json``.
+
+    python -m minitorch.exercises gradescope-bundle autograder.zip --only 3.1,3.2 --timeout 60
+
+`build_bundle` writes that zip: ``setup.sh`` (Python and requirements.txt, nothing else),
+``run_autograder``, the grader's own ``minitorch/`` and ``tests/``, and ``bundle.json``, which fixes
+the exercise seed, the exercises graded and the timeout when the bundle is built (students never see
+it). ``run_autograder`` calls `run` (``python3 -m minitorch.exercises.gradescope run``), which finds
+the student's copy in the submission (a folder, or a zip of one), grades it with
+`minitorch.exercises.grading.grade_submission` and writes ``results.json`` atomically; if anything
+fails on the way, results.json says so, with score 0, rather than leave the student an empty page.
+
+``AUTOGRADER_ROOT`` (default ``/autograder``) moves the whole layout, so that the bundle can be run
+and tested on any machine: ``$AUTOGRADER_ROOT/{source,submission,results}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from pathlib import Path
+
+from minitorch.exercises.registry import NOT_COPIED, ROOT, Exercise, ExerciseError
+
+BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
+SETTINGS_NAME = "bundle.json"  # in the bundle: seed, exercises, timeout; fixed when it is built
+EDITION_MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # present only in a student edition
+DEFAULT_ROOT = "/autograder"
+MAX_UNZIPPED_BYTES = 200 * 2**20  # a zipped submission larger than this once unpacked is refused
+PUBLIC_SEED = 0  # the seed the students' own test runs use
+
+SETUP_SH = """\
+#!/bin/sh
+# Gradescope runs this once, as root, in /autograder/source, to build the image that grades every
+# submission: it installs Python 3 and the book's requirements (requirements.txt), nothing else.
+set -eu
+cd "$(dirname "$0")"
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-pip
+fi
+if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    echo "setup.sh: the book needs Python 3.10 or newer; this image has $(python3 --version 2>&1)." \\
+         "Choose a newer base image (Ubuntu 22.04 or later) in the autograder settings." >&2
+    exit 1
+fi
+# The image exists only to grade, so pip may install beside the system's Python (Ubuntu 24.04 asks first).
+PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --no-cache-dir -r requirements.txt
+python3 -c 'import numpy, pytest; print("setup.sh: numpy", numpy.__version__, "and pytest", pytest.__version__)'
+"""
+
+RUN_AUTOGRADER = """\
+#!/bin/sh
+# Gradescope runs this for every submission (copied to /autograder/run_autograder). It grades
+# $AUTOGRADER_ROOT/submission (default /autograder/submission) with the grader in
+# $AUTOGRADER_ROOT/source and writes $AUTOGRADER_ROOT/results/results.json, using the python3 first on PATH.
+AUTOGRADER_ROOT="$(cd "${AUTOGRADER_ROOT:-/autograder}" && pwd)" || exit 1  # absolute: we cd below
+export AUTOGRADER_ROOT
+results="$AUTOGRADER_ROOT/results"
+scratch="$AUTOGRADER_ROOT/tmp"  # every temporary file stays inside the layout
+mkdir -p "$results" "$scratch"
+rm -f "$results/results.json"
+cd "$AUTOGRADER_ROOT/source" || exit 1
+TMPDIR="$scratch" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$AUTOGRADER_ROOT/source${PYTHONPATH:+:$PYTHONPATH}" \\
+    python3 -m minitorch.exercises.gradescope run
+status=$?
+rm -rf "$scratch"
+if [ ! -s "$results/results.json" ]; then  # python3 itself failed: the student still gets a page that says so
+    printf '{"score": 0, "output": "The autograder failed before it could grade (python3 exited with status %s). Nothing was graded; please tell your instructor.", "tests": []}\\n' \\
+        "$status" > "$results/results.json"
+fi
+exit 0
+"""
+
+
+class SubmissionError(ValueError):
+    """The submission holds no gradable copy of the book; the message tells the student what to submit."""
+
+
+# ----------------------------------------------------------------------
+# building the bundle
+
+
+def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None, timeout: float,
+                 root: Path = ROOT) -> dict:
+    """Write the autograder zip for `exercises` to `out_zip` (atomically) and return its settings.
+
+    `seed` None draws a fresh one: the graded tests' inputs are then ones no student has seen.
+    `timeout` (seconds) is passed to grade_submission. `root` must be the full book, not a student edition.
+    """
+    root, out = Path(root).resolve(), Path(out_zip).expanduser().resolve()
+    if out.suffix != ".zip":
+        raise ExerciseError(f"the bundle is a zip file; name it something.zip, not {out.name}")
+    if not out.parent.is_dir():
+        raise ExerciseError(f"cannot write {out}: the folder {out.parent} does not exist")
+    if any(out.is_relative_to(root / name) for name in BUNDLE_PATHS):
+        raise ExerciseError(f"{out} lies inside {root / out.relative_to(root).parts[0]}, which goes into the bundle; "
+                            f"write it elsewhere, e.g. {root.parent / out.name}")
+    if (root / EDITION_MANIFEST).exists():
+        raise ExerciseError(f"{root} is a student edition ({EDITION_MANIFEST} exists); build the bundle from the "
+                            f"full book, whose library holds the reference solutions")
+    if not exercises:
+        raise ExerciseError("no exercises chosen; the bundle would grade nothing")
+    if not timeout > 0:
+        raise ExerciseError(f"--timeout must be a positive number of seconds, got {timeout}")
+    if seed is not None and seed < 0:
+        raise ExerciseError(f"--exercise-seed must be a non-negative whole number, got {seed}")
+    settings = {
+        "exercise_ids": [exercise.id for exercise in exercises],
+        "points": sum(exercise.points for exercise in exercises),
+        "exercise_seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else seed,  # never the public 0
+        "timeout": timeout,
+        "made_from": _git_commit(root),
+        "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+            _add_text(bundle, "setup.sh", SETUP_SH, executable=True)
+            _add_text(bundle, "run_autograder", RUN_AUTOGRADER, executable=True)
+            _add_text(bundle, SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
+            for path in _bundled_files(root):
+                bundle.write(path, path.relative_to(root).as_posix())
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
+    return settings
+
+
+def _bundled_files(root: Path) -> list[Path]:
+    files = []
+    for name in BUNDLE_PATHS:
+        path = root / name
+        candidates = sorted(path.rglob("*")) if path.is_dir() else [path] if path.is_file() else []
+        files += [file for file in candidates if file.is_file() and not _ignored(file.relative_to(root))]
+    return files
+
+
+def _ignored(relative: Path) -> bool:
+    return any(fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in NOT_COPIED)
+
+
+def _add_text(bundle: zipfile.ZipFile, name: str, text: str, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (0o100755 if executable else 0o100644) << 16  # unzip keeps the mode: sh can run it
+    bundle.writestr(info, text)
+
+
+def _git_commit(root: Path) -> str | None:
+    try:
+        completed = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=root,
+                                   capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if completed.returncode != 0:
+        return None
+    return completed.stdout.strip() or None
+
+
+# ----------------------------------------------------------------------
+# running in the autograder
+
+
+def run(autograder_root: Path, source: Path = ROOT) -> dict:
+    """Grade ``autograder_root/submission`` with the grader in `source`; write ``autograder_root/results/results.json``.
+
+    Always writes a results.json: a submission without the book in it, or a crash of the grader itself,
+    gives score 0 and says what happened.
+    """
+    started = time.monotonic()
+    results_path = Path(autograder_root) / "results" / "results.json"
+    try:
+        settings = read_settings(source)
+        with tempfile.TemporaryDirectory(prefix="minitorch-grading-") as scratch:
+            submission = find_submission(Path(autograder_root) / "submission", Path(scratch) / "unzipped")
+            results = _grade(submission, Path(scratch) / "graded", settings, source)
+    except SubmissionError as error:
+        results = failed_results(f"Your submission could not be graded: {error}")
+    except Exception as error:  # the grader's fault, not the student's: say so, and keep the traceback for the log
+        traceback.print_exc()
+        results = failed_results(f"The autograder failed: {type(error).__name__}: {error}. Nothing was graded; "
+                                 f"please tell your instructor.")
+    results["execution_time"] = round(time.monotonic() - started)
+    write_results(results_path, results)
+    print(results.get("output", ""))
+    return results
+
+
+def read_settings(source: Path) -> dict:
+    """bundle.json of the bundle in `source`, checked."""
+    path = Path(source) / SETTINGS_NAME
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    missing = {"exercise_ids", "exercise_seed", "timeout"} - set(settings)
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(sorted(missing))}; rebuild the bundle")
+    return settings
+
+
+def _grade(submission: Path, out_dir: Path, settings: dict, source: Path) -> dict:
+    from minitorch.exercises.grading import grade_submission  # the grading core
+
+    results = grade_submission(submission, out_dir, exercise_ids=settings["exercise_ids"],
+                               seed=settings["exercise_seed"], timeout=settings["timeout"], grader_root=Path(source))
+    feedback = Path(out_dir) / "feedback.md"
+    if feedback.is_file():  # the log: instructors see it, students do not (stdout_visibility)
+        print(feedback.read_text(encoding="utf-8"))
+    return for_students(results, settings["exercise_seed"])
+
+
+def for_students(results: dict, seed: int) -> dict:
+    """`results` as students may see them. Every test stays visible with its score and the one-line reason
+    it failed, plus how to see the whole failure on the public inputs; the full output (it may quote the
+    hidden-seed inputs) goes to the log, which only instructors see; the seed is dropped, and hidden
+    wherever a text names it ("seed 4711", "--exercise-seed=4711")."""
+    named = re.compile(rf"(seed\W{{0,3}}){seed}\b", re.IGNORECASE)
+
+    def hide(value):
+        if isinstance(value, str):
+            return named.sub(r"\1(hidden)", value)
+        if isinstance(value, list):
+            return [hide(item) for item in value]
+        if isinstance(value, dict):
+            return {key: hide(item) for key, item in value.items() if key != "exercise_seed"}
+        return value
+
+    shown = hide(results)
+    for test in shown.get("tests", []):
+        test["visibility"] = "visible"
+        if test.get("status") == "failed":
+            print(f"--- {test.get('name')}\n{test.get('output', '')}")  # the log
+            test["output"] = _reason(test)
+    return {**shown, "visibility": "visible", "stdout_visibility": "hidden"}
+
+
+def _reason(test: dict) -> str:
+    """A failed test's one-line reason, and how the student sees the whole failure in their own copy."""
+    message = test.get("extra_data", {}).get("message") or test.get("output", "").split("\n\n")[0]
+    lines = message.strip().splitlines() or ["failed"]
+    exercise_id = str(test.get("number", ""))
+    if "python -m pytest -m" in lines[0] or not re.fullmatch(r"\d+\.\d+", exercise_id):
+        return lines[0][:300]  # a stub's message already says how to check
+    return (f"{lines[0][:300]}\nTo see the whole failure (on the public inputs), run in your copy: "
+            f"python -m pytest -m ex{exercise_id.replace('.', '_')}")
+
+
+def failed_results(message: str) -> dict:
+    """A results.json for a submission that could not be graded: score 0, and why."""
+    return {"score": 0, "output": message, "output_format": "text", "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": []}
+
+
+def write_results(path: Path, results: dict) -> None:
+    """Write results.json atomically: Gradescope never reads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+# ----------------------------------------------------------------------
+# finding the student's copy
+
+
+def find_submission(folder: Path, unzip_to: Path) -> Path:
+    """The student's copy of the book in `folder`: the folder itself, the one folder inside it that holds
+    minitorch/, or the same inside the one zip file it holds (unpacked into `unzip_to`)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SubmissionError(f"the submission folder {folder} does not exist")
+    found = _project_in(folder)
+    if found is not None:
+        return found
+    zips = sorted(path for path in folder.iterdir() if path.suffix.lower() == ".zip" and path.is_file())
+    if len(zips) == 1:
+        _unzip(zips[0], unzip_to)
+        found = _project_in(unzip_to)
+        if found is not None:
+            return found
+        raise SubmissionError(f"{zips[0].name} holds no minitorch/__init__.py, neither at its top nor in one folder "
+                              f"inside; zip the folder of your copy of the book (the one with minitorch/ and tests/)")
+    listing = ", ".join(sorted(path.name + "/" * path.is_dir() for path in folder.iterdir())) or "nothing"
+    raise SubmissionError(f"it holds no minitorch/__init__.py (found: {listing}). Submit the folder of your copy of "
+                          f"the book (the one with minitorch/ and tests/), or a single zip of it")
+
+
+def _project_in(folder: Path) -> Path | None:
+    if (folder / "minitorch" / "__init__.py").is_file():
+        return folder
+    inside = [path for path in sorted(folder.iterdir()) if path.is_dir() and not path.name.startswith((".", "__"))
+              and (path / "minitorch" / "__init__.py").is_file()]
+    if len(inside) > 1:
+        raise SubmissionError(f"it holds {len(inside)} copies of the book ({', '.join(p.name for p in inside)}); "
+                              f"submit only one")
+    return inside[0] if inside else None
+
+
+def _unzip(archive: Path, dest: Path) -> None:
+    """Unpack a student's zip; zipfile keeps every member inside `dest` (it drops '..' and leading '/')."""
+    try:
+        with zipfile.ZipFile(archive) as opened:
+            size = sum(member.file_size for member in opened.infolist())
+            if size > MAX_UNZIPPED_BYTES:
+                raise SubmissionError(f"{archive.name} unpacks to {size / 2**20:.0f} MB, more than the "
+                                      f"{MAX_UNZIPPED_BYTES // 2**20} MB allowed; leave out data and caches")
+            opened.extractall(dest)
+    except zipfile.BadZipFile as error:
+        raise SubmissionError(f"{archive.name} is not a readable zip file ({error})") from None
+
+
+# ----------------------------------------------------------------------
+# command line: python -m minitorch.exercises.gradescope run (what run_autograder calls)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minitorch.exercises.gradescope",
+                                     description="Inside a Gradescope autograder: grade the submission.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("run", help="grade $AUTOGRADER_ROOT/submission (default /autograder) into "
+                                    "$AUTOGRADER_ROOT/results/results.json")
+    parser.parse_args(argv)
+    run(Path(os.environ.get("AUTOGRADER_ROOT") or DEFAULT_ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,446 @@
+"""Specification of the Gradescope autograder bundle (minitorch/exercises/gradescope.py, chapter 00).
+
+Fast tests build bundles from a tiny project and exercise their parts: what the zip holds, what it
+refuses, the shell scripts, finding the student's copy in a submission, and the results.json written
+when grading cannot happen. The slow tests unpack a real bundle into a temporary Gradescope layout
+(``autograder/{source,submission,results}``) and run ``run_autograder`` on three submissions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from minitorch.exercises import ExerciseError, load_exercises
+from minitorch.exercises import gradescope
+from minitorch.exercises.gradescope import SubmissionError, build_bundle, find_submission
+
+METADATA = {"1.1": ("doubling", 2), "1.2": ("tripling", 1)}
+LIBRARY = ("def double(x):\n    # BEGIN EXERCISE 1.1\n    return 2 * x\n    # END EXERCISE 1.1\n\n\n"
+           "def triple(x):\n    # BEGIN EXERCISE 1.2\n    return 3 * x\n    # END EXERCISE 1.2\n")
+
+
+def tiny_book(folder: Path) -> Path:
+    """A project shaped like the book: a library with two exercises, tests, requirements, and some clutter."""
+    files = {"minitorch/__init__.py": "", "minitorch/ops.py": LIBRARY, "tests/conftest.py": "",
+             "tests/test_ops.py": "def test_double():\n    pass\n", "requirements.txt": "numpy\n",
+             "README.md": "# tiny\n", "LICENSE": "MIT\n", "chapters/01.ipynb": "{}",
+             "minitorch/__pycache__/ops.cpython-311.pyc": "", ".git/config": "[core]\n"}
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def tiny_exercises(root: Path, *ids: str):
+    return [exercise for exercise in load_exercises(root, METADATA) if not ids or exercise.id in ids]
+
+
+def unpack_like_gradescope(bundle: Path, source: Path) -> None:
+    """Unzip as the platform's unzip does: members keep the file modes stored in the zip."""
+    with zipfile.ZipFile(bundle) as opened:
+        for member in opened.infolist():
+            path = Path(opened.extract(member, source))
+            mode = member.external_attr >> 16
+            if mode and not member.is_dir():
+                path.chmod(stat.S_IMODE(mode))
+
+
+# ----------------------------------------------------------------------
+# building the bundle
+
+
+def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_tests_only(tmp_path):
+    root = tiny_book(tmp_path / "book")
+    settings = build_bundle(tmp_path / "autograder.zip", tiny_exercises(root, "1.2"), seed=4711, timeout=7.5,
+                            root=root)
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as bundle:
+        names = set(bundle.namelist())
+        stored = json.loads(bundle.read("bundle.json"))
+        modes = {name: bundle.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
+    assert names == {"setup.sh", "run_autograder", "bundle.json", "minitorch/__init__.py", "minitorch/ops.py",
+                     "tests/conftest.py", "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
+        "the bundle must hold the scripts at its top, the grader's minitorch/ and tests/, requirements, README, "
+        "LICENSE, and no chapters, caches or git history")
+    assert all(mode & 0o111 for mode in modes.values()), f"setup.sh and run_autograder must be executable: {modes}"
+    assert stored == settings
+    assert (stored["exercise_ids"], stored["points"], stored["exercise_seed"], stored["timeout"]) == (
+        ["1.2"], 1, 4711, 7.5)
+    assert not list(tmp_path.glob(".*partial")), "the partial zip must be renamed into place, not left beside it"
+
+
+def test_without_a_seed_each_bundle_draws_a_fresh_one_that_is_never_the_public_seed(tmp_path):
+    root = tiny_book(tmp_path / "book")
+    seeds = {build_bundle(tmp_path / f"{n}.zip", tiny_exercises(root), timeout=5, root=root)["exercise_seed"]
+             for n in range(3)}
+    assert len(seeds) == 3 and gradescope.PUBLIC_SEED not in seeds, seeds
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("autograder.tar", None, "zip file"),
+    ("minitorch/autograder.zip", None, "goes into the bundle"),
+    ("missing/autograder.zip", None, "does not exist"),
+    ("autograder.zip", "edition", "student edition"),
+    ("autograder.zip", "no exercises", "no exercises"),
+    ("autograder.zip", "timeout", "--timeout"),
+    ("autograder.zip", "seed", "--exercise-seed"),
+])
+def test_the_bundle_refuses_bad_requests_and_writes_nothing(tmp_path, name, change, message):
+    root = tiny_book(tmp_path / "book")
+    exercises, timeout, seed = tiny_exercises(root), 5.0, 1
+    if change == "edition":
+        (root / gradescope.EDITION_MANIFEST).parent.mkdir(parents=True)
+        (root / gradescope.EDITION_MANIFEST).write_text('{"handed_out": ["1.1"]}')
+    exercises = [] if change == "no exercises" else exercises
+    timeout = 0.0 if change == "timeout" else timeout
+    seed = -1 if change == "seed" else seed
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(ExerciseError, match=message):
+        build_bundle(root / name if name.startswith("minitorch/") else tmp_path / name, exercises, seed=seed,
+                     timeout=timeout, root=root)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_the_command_line_writes_a_bundle_for_the_chosen_exercises(tmp_path):
+    out = tmp_path / "autograder.zip"
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out),
+                                "--only", "1.1", "--chapter", "4", "--exercise-seed", "99", "--timeout", "9"],
+                               capture_output=True, text=True, timeout=120)
+    if completed.returncode != 0 and "student edition" in completed.stderr:
+        pytest.skip("the minitorch under test is a student edition; bundles are built from the full book")
+    assert completed.returncode == 0, completed.stderr
+    with zipfile.ZipFile(out) as bundle:
+        settings = json.loads(bundle.read("bundle.json"))
+    assert settings["exercise_ids"] == ["1.1", "4.1"] and settings["exercise_seed"] == 99 and settings["timeout"] == 9
+    assert "exercise seed 99" in completed.stdout
+
+
+@pytest.mark.parametrize("script", ["setup.sh", "run_autograder"])
+def test_the_scripts_are_valid_posix_shell(tmp_path, script):
+    shell = shutil.which("dash") or shutil.which("sh")
+    if shell is None:
+        pytest.skip("no POSIX shell to check the scripts with")
+    path = tmp_path / script
+    path.write_text(gradescope.SETUP_SH if script == "setup.sh" else gradescope.RUN_AUTOGRADER)
+    completed = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
+    assert completed.returncode == 0, f"{script} does not parse: {completed.stderr}"
+
+
+def test_setup_installs_python_and_the_books_requirements_only():
+    installs = [line.strip() for line in gradescope.SETUP_SH.splitlines() if "install" in line and
+                not line.strip().startswith("#")]
+    assert len(installs) == 2, installs
+    assert installs[0].endswith("apt-get install -y --no-install-recommends python3 python3-pip"), installs[0]
+    assert installs[1].endswith("pip install --no-cache-dir -r requirements.txt"), installs[1]
+
+
+# ----------------------------------------------------------------------
+# finding the student's copy in the submission
+
+
+def zip_folder(folder: Path, archive: Path, top: str = "") -> Path:
+    with zipfile.ZipFile(archive, "w") as opened:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                opened.write(path, (Path(top) / path.relative_to(folder)).as_posix())
+    return archive
+
+
+def test_the_copy_is_found_at_the_top_in_one_folder_or_in_a_single_zip(tmp_path):
+    book = tiny_book(tmp_path / "book")
+    assert find_submission(book, tmp_path / "unzip1") == book
+
+    nested = tmp_path / "nested"
+    shutil.copytree(book, nested / "student-edition")
+    assert find_submission(nested, tmp_path / "unzip2") == nested / "student-edition"
+
+    for top in ("", "my-copy"):
+        submission = tmp_path / f"zipped-{top or 'flat'}"
+        submission.mkdir()
+        zip_folder(book, submission / "hand-in.zip", top)
+        unzip_to = tmp_path / f"unzip-{top or 'flat'}"
+        found = find_submission(submission, unzip_to)
+        assert found == unzip_to / top and (found / "minitorch" / "ops.py").read_text() == LIBRARY
+
+
+@pytest.mark.parametrize("contents, message", [
+    ({"answers.py": "x = 1"}, r"no minitorch/__init__\.py \(found: answers\.py\)"),
+    ({}, r"found: nothing"),
+    ({"a/minitorch/__init__.py": "", "b/minitorch/__init__.py": ""}, "2 copies of the book"),
+    ({"hand-in.zip": "not a zip"}, "not a readable zip file"),
+])
+def test_a_submission_without_exactly_one_copy_gets_a_message_saying_what_to_submit(tmp_path, contents, message):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    for name, text in contents.items():
+        (submission / name).parent.mkdir(parents=True, exist_ok=True)
+        (submission / name).write_text(text)
+    with pytest.raises(SubmissionError, match=message):
+        find_submission(submission, tmp_path / "unzipped")
+
+
+def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    zip_folder(tiny_book(tmp_path / "book"), submission / "hand-in.zip")
+    monkeypatch.setattr(gradescope, "MAX_UNZIPPED_BYTES", 10)
+    with pytest.raises(SubmissionError, match="MB allowed"):
+        find_submission(submission, tmp_path / "unzipped")
+    assert not (tmp_path / "unzipped").exists()
+
+
+def test_students_see_each_tests_reason_but_neither_the_full_output_nor_the_seed(capsys):
+    graded = {"score": 4711, "output": "exercise seed 4711: 1 of 2 tests passed", "tests": [
+        {"name": "1.1 doubling: test_a", "number": "1.1", "score": 0, "max_score": 2, "status": "failed",
+         "output": "AssertionError: wrong double\n\nx = [0.25, 4711.5] (inputs drawn with the exercise seed)",
+         "extra_data": {"kind": "failed", "message": "AssertionError: wrong double"}},
+        {"name": "1.1 doubling: test_b", "number": "1.1", "score": 2, "max_score": 2, "status": "passed",
+         "output": ""}], "extra_data": {"exercise_seed": 4711, "grader_version": "abc"}}
+    shown = gradescope.for_students(graded, seed=4711)
+    assert (shown["visibility"], shown["stdout_visibility"]) == ("visible", "hidden")
+    assert all(test["visibility"] == "visible" for test in shown["tests"])
+    assert shown["score"] == 4711, "numbers that are not the seed stay"
+    assert shown["output"] == "exercise seed (hidden): 1 of 2 tests passed"
+    assert shown["extra_data"] == {"grader_version": "abc"}
+    failed = shown["tests"][0]["output"]
+    assert failed.startswith("AssertionError: wrong double\n") and "python -m pytest -m ex1_1" in failed
+    assert "0.25" not in failed, "the inputs drawn with the hidden seed must not be shown"
+    assert "x = [0.25, 4711.5]" in capsys.readouterr().out, "the full output goes to the instructors' log"
+
+
+# ----------------------------------------------------------------------
+# results.json when grading cannot happen
+
+
+def layout(tmp_path: Path, settings: dict | None = None) -> tuple[Path, Path]:
+    """An autograder root with a submission (the tiny book) and a source holding bundle.json."""
+    root = tmp_path / "autograder"
+    tiny_book(root / "submission")
+    (root / "source").mkdir(parents=True)
+    if settings is not None:
+        (root / "source" / "bundle.json").write_text(json.dumps(settings))
+    return root, root / "results" / "results.json"
+
+
+SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3}
+
+
+def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_results_to_results_json(
+        tmp_path, monkeypatch):
+    root, results_path = layout(tmp_path, SETTINGS)
+    calls = []
+
+    def grade_submission(submission, out_dir, *, exercise_ids, seed, timeout, grader_root):
+        calls.append((submission, exercise_ids, seed, timeout, grader_root))
+        (Path(out_dir) / "feedback.md").parent.mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "feedback.md").write_text("full log")
+        return {"score": 2, "output": "graded with seed 5", "tests": [
+            {"name": "1.1 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
+
+    monkeypatch.setitem(sys.modules, "minitorch.exercises.grading", type(sys)("grading"))
+    monkeypatch.setattr(sys.modules["minitorch.exercises.grading"], "grade_submission", grade_submission, raising=False)
+    results = gradescope.run(root, source=root / "source")
+    assert calls == [(root / "submission", ["1.1"], 5, 3, root / "source")]
+    assert json.loads(results_path.read_text()) == results
+    assert results["score"] == 2 and results["tests"][0]["status"] == "passed"
+    assert results["output"] == "graded with seed (hidden)" and results["stdout_visibility"] == "hidden"
+    assert isinstance(results["execution_time"], int)
+
+
+def test_a_crash_of_the_grader_gives_score_0_and_says_the_autograder_failed(tmp_path, monkeypatch, capsys):
+    root, results_path = layout(tmp_path, SETTINGS)
+
+    def crash(*arguments):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(gradescope, "_grade", crash)
+    results = gradescope.run(root, source=root / "source")
+    assert json.loads(results_path.read_text()) == results
+    assert results["score"] == 0 and results["tests"] == []
+    assert results["output"].startswith("The autograder failed: RuntimeError: disk full"), results["output"]
+    assert "Traceback" in capsys.readouterr().err, "the traceback goes to the log for the instructor"
+    assert sorted(path.name for path in results_path.parent.iterdir()) == ["results.json"]
+
+
+def test_a_submission_without_the_book_gives_score_0_and_tells_the_student_what_to_submit(tmp_path):
+    root, results_path = layout(tmp_path, SETTINGS)
+    shutil.rmtree(root / "submission")
+    (root / "submission").mkdir()
+    (root / "submission" / "notes.txt").write_text("I did it")
+    results = gradescope.run(root, source=root / "source")
+    assert results["score"] == 0
+    assert results["output"].startswith("Your submission could not be graded: it holds no minitorch/__init__.py "
+                                        "(found: notes.txt)"), results["output"]
+    assert json.loads(results_path.read_text())["output"] == results["output"]
+
+
+def test_a_bundle_without_its_settings_says_so_instead_of_grading(tmp_path):
+    root, results_path = layout(tmp_path, settings=None)
+    results = gradescope.run(root, source=root / "source")
+    assert results["score"] == 0 and "bundle.json" in results["output"], results["output"]
+
+
+def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
+    """A python3 that cannot even start the grader: the shell script writes the page itself."""
+    root = tmp_path / "autograder"
+    (root / "source").mkdir(parents=True)
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "python3").write_text("#!/bin/sh\nexit 3\n")
+    (fake_bin / "python3").chmod(0o755)
+    script = root / "run_autograder"
+    script.write_text(gradescope.RUN_AUTOGRADER)
+    script.chmod(0o755)
+    environment = {**os.environ, "AUTOGRADER_ROOT": "autograder",  # relative, as someone trying it out may write
+                   "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}"}
+    completed = subprocess.run([str(script)], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                               timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 0 and "python3 exited with status 3" in results["output"], results
+    assert sorted(path.name for path in root.iterdir()) == ["results", "run_autograder", "source"], (
+        "run_autograder must remove its temporary folder")
+
+
+# ----------------------------------------------------------------------
+# end to end: a real bundle in a temporary Gradescope layout, three submissions
+
+GRADER = Path(__file__).resolve().parents[2]  # the book these tests belong to: it builds the bundle
+GRADED = {"1.1": 1, "1.3": 1, "4.1": 2}  # small exercises (ID -> points), so that a run takes seconds
+HIDDEN_SEED = 918273645  # distinctive: it must never appear in what a student sees
+TIMEOUT = 5
+
+
+def grader_files() -> dict[str, str]:
+    """Every file of the grader's book that goes into a bundle, with a hash of its contents."""
+    return {path.relative_to(GRADER).as_posix(): digest(path) for path in gradescope._bundled_files(GRADER)}
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    if (GRADER / gradescope.EDITION_MANIFEST).exists():
+        pytest.skip("these tests belong to a student edition; bundles are built from the full book")
+    out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out),
+                                "--only", ",".join(GRADED), "--exercise-seed", str(HIDDEN_SEED),
+                                "--timeout", str(TIMEOUT)], cwd=GRADER, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    return out
+
+
+def copy_of_the_book(dest: Path) -> Path:
+    """The grader's library and tests, solved: what a student who finished every exercise hands in."""
+    for name in ("minitorch", "tests"):
+        shutil.copytree(GRADER / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+def never_returning(copy: Path, exercise_id: str) -> None:
+    """Replace the body of one exercise region in `copy` by an endless loop."""
+    exercise = next(e for e in load_exercises(copy) if e.id == exercise_id)
+    lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[exercise.begin_line:exercise.end_line - 1] = [f"{exercise.indent}while True:\n",
+                                                        f"{exercise.indent}    pass\n"]
+    exercise.path.write_text("".join(lines), encoding="utf-8")
+
+
+def everything_under(folder: Path) -> dict[str, str]:
+    return {path.relative_to(folder).as_posix(): digest(path) if path.is_file() else "folder"
+            for path in folder.rglob("*")}
+
+
+def run_autograder(bundle: Path, tmp_path: Path, hand_in) -> dict:
+    """Unpack `bundle` as Gradescope does, let `hand_in(submission_folder)` fill the submission, run
+    run_autograder, check that it wrote only results/results.json, and return that."""
+    root = tmp_path / "autograder"
+    unpack_like_gradescope(bundle, root / "source")
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    hand_in(root / "submission")
+    outside = tmp_path / "elsewhere"  # a sibling of the layout, to see that nothing lands beside it
+    outside.mkdir()
+    before = {name: everything_under(root / name) for name in ("source", "submission")}
+    before_grader, before_around = grader_files(), sorted(tmp_path.iterdir())
+    completed = subprocess.run([str(root / "run_autograder")], cwd=root / "source", capture_output=True, text=True,
+                               env={**os.environ, "AUTOGRADER_ROOT": str(root)}, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    assert sorted(tmp_path.iterdir()) == before_around and not any(outside.iterdir())
+    assert sorted(path.name for path in root.iterdir()) == ["results", "run_autograder", "source", "submission"]
+    assert {name: everything_under(root / name) for name in ("source", "submission")} == before, (
+        "grading must not change the grader's source or the submission")
+    assert sorted(path.name for path in (root / "results").iterdir()) == ["results.json"]
+    assert grader_files() == before_grader, "building and running the bundle must not touch the grader's own book"
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    check_gradescope_format(results)
+    return results
+
+
+def check_gradescope_format(results: dict) -> None:
+    assert {"score", "execution_time", "output", "tests"} <= set(results), sorted(results)
+    assert isinstance(results["execution_time"], (int, float)) and results["execution_time"] >= 0
+    assert results.get("stdout_visibility", "hidden") == "hidden", "the log may quote hidden-seed inputs"
+    for test in results["tests"]:
+        assert {"name", "score", "max_score", "status", "output"} <= set(test), test
+        assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"], test
+        assert test.get("visibility", results.get("visibility", "visible")) == "visible", test
+    assert str(HIDDEN_SEED) not in json.dumps(results), "the hidden seed must not be shown to students"
+
+
+def entries_of(results: dict, exercise_id: str) -> list[dict]:
+    entries = [test for test in results["tests"] if f"{exercise_id} " in test["name"] or
+               test.get("tags") and exercise_id in test["tags"]]
+    assert entries, f"no entry for exercise {exercise_id} in {[test['name'] for test in results['tests']]}"
+    return entries
+
+
+@pytest.mark.slow
+def test_a_solved_copy_handed_in_as_a_zip_earns_every_point(bundle, tmp_path):
+    def hand_in(submission):
+        copy = copy_of_the_book(tmp_path / "my-copy")
+        submission.mkdir()
+        zip_folder(copy, submission / "hand-in.zip", top="my-copy")
+        shutil.rmtree(copy)
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    assert results["score"] == pytest.approx(sum(GRADED.values())), results["output"]
+    assert all(test["status"] == "passed" for test in results["tests"]), results["tests"]
+    assert sum(test["max_score"] for test in results["tests"]) == pytest.approx(sum(GRADED.values()))
+
+
+@pytest.mark.slow
+def test_an_untouched_student_edition_earns_nothing_and_is_told_what_to_write(bundle, tmp_path):
+    def hand_in(submission):
+        completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(submission),
+                                    "--only", ",".join(GRADED)], cwd=GRADER, capture_output=True, text=True,
+                                   timeout=120)
+        assert completed.returncode == 0, completed.stderr
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    assert results["score"] == 0
+    for exercise_id in GRADED:
+        for test in entries_of(results, exercise_id):
+            assert test["status"] == "failed" and f"Exercise {exercise_id}" in test["output"], test
+
+
+@pytest.mark.slow
+def test_an_exercise_that_never_returns_times_out_and_the_others_still_count(bundle, tmp_path):
+    def hand_in(submission):
+        never_returning(copy_of_the_book(submission), "4.1")
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["1.3"]), results["output"]
+    for test in entries_of(results, "4.1"):
+        assert test["status"] == "failed" and test["score"] == 0, test
+        assert "time" in test["output"].lower() and f"{TIMEOUT}" in test["output"], test["output"]
