@@ -13,7 +13,8 @@ from minitorch.exercises.registry import (NOT_COPIED, PROJECT_PATHS, ROOT, SOLUT
 
 
 def strip_solutions(notebook: dict) -> tuple[dict, int]:
-    """The notebook without its solution cells and with every output cleared; and how many cells went."""
+    """The notebook without its solution cells (answers to graded exercises) and with every output cleared;
+    and how many cells went. Self-check cells (answers to predict-then-check questions) stay."""
     kept = [copy.deepcopy(cell) for cell in notebook.get("cells", [])
             if SOLUTION_TAG not in cell.get("metadata", {}).get("tags", [])]
     for cell in kept:
@@ -26,7 +27,8 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
 def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
     """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
 
-    Also drops notebook cells tagged "solution" and clears outputs. `dest` must lie outside `root`
+    Also drops notebook cells tagged "solution" (answers to graded exercises; cells tagged "self-check",
+    the answers to predict-then-check questions, stay) and clears outputs. `dest` must lie outside `root`
     and must not exist or be an empty folder. Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
     """
     root, dest = Path(root).resolve(), Path(dest).resolve()

@@ -57,7 +57,8 @@ PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci"
                  "chapters", "minitorch", "tests", "figures")
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
 # chapter 09 loads them instead of training for a quarter of an hour
-SOLUTION_TAG = "solution"  # notebook cells with this tag are answers; the student edition drops them
+SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
+SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
 
 _ID = re.compile(r"[1-9]\.[1-9][0-9]*")
 _MARKER_LIKE = re.compile(r"^\s*#\s*(BEGIN|END)\s+EXERCISE\b", re.IGNORECASE)
