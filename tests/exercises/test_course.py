@@ -9,14 +9,20 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import subprocess
+import sys
+import textwrap
+import tokenize
 from pathlib import Path
 
 import pytest
 
 import minitorch
-from minitorch.exercises import edition, load_exercises, make_student_edition
+from minitorch.exercises import ExerciseError, edition, load_exercises, make_student_edition, stub_source
 from minitorch.exercises.registry import SELF_CHECK_TAG, SOLUTION_TAG
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
@@ -56,3 +62,109 @@ def test_each_predict_then_check_answer_is_a_self_check_cell(chapter):
     assert not wrong, (f"{chapter.name}: the code cell after each predict-then-check question is its answer and "
                        f"must be tagged {SELF_CHECK_TAG!r} (kept for students), not {SOLUTION_TAG!r} (removed with "
                        f"graded answers): {wrong}")
+
+
+# ----------------------------------------------------------------------
+# no answer outside its region
+
+# What gives each exercise's answer away, however it is spelled (NumPy, minitorch or PyTorch), as regular
+# expressions over code with comments and whitespace removed. The first must match the reference answer; the
+# others are the same answer as other code spells it (the NumPy floor, PyTorch, the fast attention).
+ANSWER_SIGNATURES = {
+    "1.1": [r"grad\*b\.data,grad\*a\.data"],
+    "1.2": [r"stack\.append\(\(node,True\)\)"],
+    "1.3": [r"return\(grad\*out,\)"],
+    "1.4": [r"return\(grad/a\.data,\)"],
+    "2.1": [r"\.sum\(axis=tuple\(range\(", r"size==1andgrad\.shape\[axis\]!=1"],
+    "2.2": [r"a\.data\[None,:\]ifa\.ndim==1", r"np\.swapaxes\(a_mat,-1,-2\)@grad"],
+    "2.3": [r"\*\(grad-", r"grad-=sum_along\(grad\*weights", r"-=?max_along\(|\.data-shift\)"],
+    "2.4": [r"broadcast_to\(grad,a\.shape\)"],
+    "2.5": [r"\(1-beta2\)\*grad\*grad", r"1-beta1\*\*"],
+    "3.1": [r"\.triu\(|np\.triu\(|\.tril\(|np\.tril\("],
+    "3.2": [r"masked_fill\(future,-np\.inf\)", r"where\(future,-np\.inf", r"float\(\"-inf\"\)", r"visible>0,0\.0,-np\.inf"],
+    "3.3": [r"relu\(scores\)\*visible", r"relu\(scores\.masked_fill\(future,0\.0\)\)",
+            r"maximum\(scores,0\.0,out=scores\)"],
+    "3.4": [r"at_non_trigger_rows\(weights\[\.\.\.,0\]"],
+    "3.5": [r"length-np\.arange\(length\)", r"where\(row_sums>0"],
+    "4.1": [r"positions<=triggers\[:,None\]", r"y\[np\.arange\(batch\),triggers\]\+="],
+    "5.1": [r"np\.outer\(u,e_b-e_t\)"],
+    "6.1": [r"np\.outer\(u,e_b\+e_t\)"],
+    "9.1": [r"gu_sink_scores\(weights\)\[:,key\]"],
+}
+
+
+def code_only(text: str) -> str:
+    """Python source without comments and without any whitespace."""
+    tokens = tokenize.generate_tokens(io.StringIO(textwrap.dedent(text)).readline)
+    return "".join(token.string for token in tokens if token.type not in (tokenize.COMMENT, tokenize.NL,
+                                                                           tokenize.NEWLINE, tokenize.INDENT,
+                                                                           tokenize.DEDENT))
+
+
+def region_source(exercise) -> str:
+    lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(lines[exercise.begin_line:exercise.end_line - 1])
+
+
+def library_files() -> list[Path]:
+    """minitorch/'s modules, without the course's own code (minitorch/exercises/ describes answers, holds none)."""
+    package = ROOT / "minitorch"
+    return [path for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != "exercises"]
+
+
+def test_every_exercise_has_answer_signatures_that_match_its_reference_answer():
+    for exercise in load_exercises(ROOT):
+        assert exercise.id in ANSWER_SIGNATURES, f"add exercise {exercise.id} to ANSWER_SIGNATURES"
+        answer, signature = code_only(region_source(exercise)), ANSWER_SIGNATURES[exercise.id][0]
+        assert re.search(signature, answer), (f"the first signature {signature!r} of exercise {exercise.id} no "
+                                              f"longer matches its reference answer; update it:\n{answer}")
+
+
+@pytest.mark.parametrize("exercise", load_exercises(ROOT), ids=lambda exercise: exercise.id)
+def test_an_edition_handing_out_an_exercise_holds_its_answer_nowhere(exercise):
+    """The edition's text of every module, with only `exercise` handed out, is searched for its answer.
+    Handing out more exercises only removes more, so this is the strictest edition for it."""
+    leaks = []
+    for path in library_files():
+        text = path.read_text(encoding="utf-8")
+        if path == exercise.path:
+            text = stub_source(text, [exercise], ROOT)
+        relative = path.relative_to(ROOT).as_posix()
+        code = code_only(edition.remove_speed_copies(text, {exercise.id}, relative))
+        leaks += [f"{relative}: {signature!r}" for signature in ANSWER_SIGNATURES[exercise.id]
+                  if re.search(signature, code)]
+    assert not leaks, (f"an edition handing out exercise {exercise.id} still holds its answer outside its region; "
+                       f"move that code into the region, or mark it '# BEGIN SPEED COPY OF EXERCISES "
+                       f"{exercise.id} ...' so that the edition removes it:\n" + "\n".join(leaks))
+
+
+def test_a_speed_copy_is_replaced_by_its_statement_or_an_error_and_kept_otherwise():
+    source = ("def fast(name):\n    if name:\n        # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)\n"
+              "        return lambda s: s * (g - 1)\n        # END SPEED COPY OF EXERCISES 2.3 3.2\n    return 0\n\n\n"
+              "def floor():\n    # BEGIN SPEED COPY OF EXERCISES 2.5\n    return 'adam'\n    # END SPEED COPY OF EXERCISES 2.5\n")
+    assert edition.remove_speed_copies(source, {"4.1"}, "m.py") == source, "nothing handed out is named: no change"
+    namespace: dict = {}
+    exec(edition.remove_speed_copies(source, {"3.2", "2.5"}, "m.py"), namespace)
+    assert namespace["fast"](True) is None
+    with pytest.raises(RuntimeError, match=r"m\.py:\d+: .*removed from the student edition .*exercise\(s\) 2\.5"):
+        namespace["floor"]()
+    for broken in ("    # BEGIN SPEED COPY OF EXERCISES 2.3\n    x = 1\n",
+                   "    # BEGIN SPEED COPY OF EXERCISES 2.3\n    x = 1\n    # END SPEED COPY OF EXERCISES 3.2\n",
+                   "    # BEGIN SPEED COPY OF EXERCISE 2.3\n"):
+        with pytest.raises(ExerciseError, match=r"m\.py:\d+"):
+            edition.remove_speed_copies(broken, {"2.3"}, "m.py")
+
+
+def test_an_edition_handing_out_softmax_attention_trains_with_the_students_own_normaliser(tmp_path):
+    make_student_edition(tmp_path / "edition", [e for e in load_exercises(ROOT) if e.id == "3.2"], ROOT)
+    check = ("from minitorch.paper import fast_attention, attention\n"
+             "print(fast_attention.fast_normaliser('softmax') is None)\n"
+             "from minitorch.tools import numpy_step\n"
+             "step = numpy_step.NumpyStep.__new__(numpy_step.NumpyStep); step.normaliser = 'softmax'\n"
+             "try:\n    step._normalise(__import__('numpy').zeros((1, 1, 3, 3)))\n"
+             "except RuntimeError as error:\n    print(error)\n")
+    completed = subprocess.run([sys.executable, "-c", check], cwd=tmp_path / "edition", capture_output=True,
+                               text=True, timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    lines = completed.stdout.splitlines()
+    assert completed.returncode == 0 and lines and lines[0] == "True", completed.stdout + completed.stderr
+    assert "removed from the student edition" in completed.stdout and "3.2" in completed.stdout, completed.stdout
