@@ -2,6 +2,7 @@
 
 - The answers to predict-then-check questions are tagged "self-check" and stay in the student edition;
   only cells tagged "solution" (answers to graded exercises) are removed.
+- A graded test that fails says what is wrong in a few lines, pointing at a common mistake where one is known.
 - No exercise's answer appears outside its region in an edition that hands it out: the library's fast
   copies of exercises ("speed copies") are replaced too, and the NumPy floor of the benchmark, which
   spells out answers, is withheld.
@@ -13,6 +14,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -168,3 +170,29 @@ def test_an_edition_handing_out_softmax_attention_trains_with_the_students_own_n
     lines = completed.stdout.splitlines()
     assert completed.returncode == 0 and lines and lines[0] == "True", completed.stdout + completed.stderr
     assert "removed from the student edition" in completed.stdout and "3.2" in completed.stdout, completed.stdout
+
+
+# ----------------------------------------------------------------------
+# a graded test's failure fits on a screen
+
+
+@pytest.mark.slow
+def test_a_softmax_backward_summing_without_its_axis_fails_briefly_naming_the_likely_mistake(tmp_path):
+    copy = tmp_path / "copy"
+    for name in ("minitorch", "tests"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    softmax = copy / "minitorch" / "softmax.py"
+    right = "(grad * weights).sum(axis=axis, keepdims=True)"
+    assert right in softmax.read_text(encoding="utf-8"), "the reference softmax changed; update this test"
+    softmax.write_text(softmax.read_text(encoding="utf-8").replace(right, "(grad * weights).sum()"), encoding="utf-8")
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-m", "ex2_3", "-p", "no:cacheprovider", "--color=no",
+                                "tests/test_softmax.py"], cwd=copy, capture_output=True, text=True, timeout=300,
+                               env={key: value for key, value in os.environ.items()
+                                    if key not in ("MINITORCH_ROOT", "PYTEST_ADDOPTS")})
+    output = completed.stdout
+    failures = re.split(r"\n_{3,} test_\S+ _{3,}\n", output.split("= FAILURES =")[-1].split("short test summary")[0])[1:]
+    assert failures, f"the wrong backward should fail the gradient tests:\n{output[-2000:]}"
+    too_long = [failure for failure in failures if len(failure.strip().splitlines()) > 12]
+    assert not too_long, f"a failure should fit on a screen (12 lines at most); this one does not:\n{too_long[0]}"
+    assert all("along `axis`" in failure for failure in failures), (
+        f"each failure should point at the sum along `axis`:\n{failures[0]}")
