@@ -19,6 +19,7 @@ do without a sink.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +28,9 @@ from minitorch import ops
 from minitorch.softmax import softmax
 from minitorch.tensor import Tensor
 
-NORMALISERS: dict = {}  # name -> the function (scores, future, **parameters) -> weights
+# name -> the function (scores, future, **parameters) -> weights. The dict lives on the package, so a re-import of
+# this file (the chapters' autoreload after an edit, chapter 00) keeps what other modules and cells registered.
+NORMALISERS: dict = sys.modules[__name__.rpartition(".")[0]].__dict__.setdefault("_normalisers", {})
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,8 @@ class NormaliserOptions:
     output_gate: bool = False
 
 
-NORMALISER_OPTIONS: dict = {}  # name -> NormaliserOptions, beside NORMALISERS
+NORMALISER_OPTIONS: dict = sys.modules[__name__.rpartition(".")[0]].__dict__.setdefault(
+    "_normaliser_options", {})  # name -> NormaliserOptions, beside NORMALISERS, kept likewise
 
 
 def register_normaliser(name: str, parameters: dict | None = None, output_gate: bool = False):

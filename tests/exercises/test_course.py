@@ -196,3 +196,41 @@ def test_a_softmax_backward_summing_without_its_axis_fails_briefly_naming_the_li
     assert not too_long, f"a failure should fit on a screen (12 lines at most); this one does not:\n{too_long[0]}"
     assert all("along `axis`" in failure for failure in failures), (
         f"each failure should point at the sum along `axis`:\n{failures[0]}")
+
+
+# ----------------------------------------------------------------------
+# a solved exercise is picked up without restarting the kernel
+
+
+@pytest.mark.slow
+def test_a_chapter_kernel_picks_up_a_solved_exercise_without_a_restart(tmp_path):
+    """With the set-up cell's autoreload, solving 1.2 (in tensor.py, beside the Tensor class), 2.5 and 3.2 makes
+    the next cell run the student's code, and what other modules registered (softmax1) stays registered."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    shutil.copytree(ROOT / "minitorch", tmp_path / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
+    chosen = [exercise for exercise in load_exercises(tmp_path) if exercise.id in ("1.2", "2.5", "3.2")]
+    solved = {exercise.path: exercise.path.read_text(encoding="utf-8") for exercise in chosen}
+    for path, text in solved.items():
+        path.write_text(stub_source(text, [e for e in chosen if e.path == path], tmp_path), encoding="utf-8")
+    (tmp_path / "solve.py").write_text(
+        "import os, time\n" + "".join(
+            f"open({str(path)!r}, 'w', encoding='utf-8').write({text!r})\n"
+            f"os.utime({str(path)!r}, (time.time() + 5, time.time() + 5))\n" for path, text in solved.items()),
+        encoding="utf-8")
+    setup = json.loads((ROOT / "chapters" / CHAPTERS[1].name).read_text(encoding="utf-8"))["cells"][1]
+    assert "%autoreload 2" in "".join(setup["source"]), "the set-up cell should turn autoreload on"
+    train_one_step = ("x, y, _ = task.make_batch(4, np.random.default_rng(0))\n"
+                      "model = models.SingleLayerModel(normaliser='softmax1', seed=0)\n"
+                      "optimizer = minitorch.optim.Adam(model.parameters(), lr=1e-3)\n"
+                      "loss = ((model(x) - minitorch.tensor(y)) ** 2).mean()\nloss.backward()\noptimizer.step()\n"
+                      "print('trained', loss.item())")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in (
+        "".join(setup["source"]) + "\nfrom minitorch.paper import models, task", train_one_step,
+        f"exec(open({str(tmp_path / 'solve.py')!r}).read())", train_one_step)])
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    before, after = notebook.cells[1].outputs, notebook.cells[3].outputs
+    assert before and before[0].get("ename") == "NotImplementedError", f"the stub should stop the cell: {before}"
+    assert after and "trained" in after[0].get("text", ""), (
+        f"after solving the exercises the same kernel should run the student's code, got: {after}")
