@@ -140,6 +140,27 @@ def test_an_edition_handing_out_an_exercise_holds_its_answer_nowhere(exercise):
                        f"{exercise.id} ...' so that the edition removes it:\n" + "\n".join(leaks))
 
 
+# The constructions of 5.1 and 6.1 are matrices the chapters state and build by hand (chapter 03, section 11)
+# before the exercises ask for them in the library: their answers are in the text by design.
+STATED_IN_THE_TEXT = {"5.1", "6.1"}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem)
+def test_no_chapter_cell_spells_out_a_graded_answer(chapter):
+    cells = json.loads(chapter.read_text(encoding="utf-8"))["cells"]
+    found = []
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        python = "\n".join(line for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith("%"))
+        code = code_only(python)
+        found += [f"cell {index}: exercise {exercise_id}, {signature!r}" for exercise_id, signatures
+                  in ANSWER_SIGNATURES.items() if exercise_id not in STATED_IN_THE_TEXT
+                  for signature in signatures if re.search(signature, code)]
+    assert not found, (f"{chapter.name}: code cells spell out answers to graded exercises, which every student "
+                       f"edition keeps; call the library instead:\n" + "\n".join(found))
+
+
 def test_a_speed_copy_is_replaced_by_its_statement_or_an_error_and_kept_otherwise():
     source = ("def fast(name):\n    if name:\n        # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)\n"
               "        return lambda s: s * (g - 1)\n        # END SPEED COPY OF EXERCISES 2.3 3.2\n    return 0\n\n\n"
