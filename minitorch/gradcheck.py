@@ -39,6 +39,7 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     Returns True, or raises GradcheckError naming the function, the argument,
     the element, and both values.
     """
+    __tracebackhide__ = True  # pytest: a failing check shows the caller's line and this message, not this loop
     leaves = [Tensor(np.array(_data(x), dtype=np.float64), requires_grad=True) for x in inputs]
     name = getattr(function, "__name__", repr(function))
 
@@ -55,6 +56,7 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
 
     for position, leaf in enumerate(leaves):
         analytic = np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad
+        numeric = np.empty_like(leaf.data)
         for element in np.ndindex(leaf.shape):
             original = leaf.data[element]
             leaf.data[element] = original + step
@@ -62,14 +64,17 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
             leaf.data[element] = original - step
             below = scalar_objective()
             leaf.data[element] = original
-            numeric = (above - below) / (2 * step)
-            if not abs(analytic[element] - numeric) <= atol + rtol * abs(numeric):
-                raise GradcheckError(
-                    f"gradcheck failed for {name}: argument {position} (shape {leaf.shape}), "
-                    f"element {element}: analytic gradient {analytic[element]:.8g}, "
-                    f"numeric (central difference) {numeric:.8g}, "
-                    f"difference {analytic[element] - numeric:.3g}" + _kinks_note(output, step)
-                )
+            numeric[element] = (above - below) / (2 * step)
+        wrong = ~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric))  # NaN counts as wrong
+        if wrong.any():
+            element = tuple(int(index) for index in np.argwhere(wrong)[0])
+            raise GradcheckError(
+                f"gradcheck failed for {name}: argument {position} (shape {leaf.shape}), "
+                f"element {element}: analytic gradient {analytic[element]:.8g}, "
+                f"numeric (central difference) {numeric[element]:.8g}, "
+                f"difference {analytic[element] - numeric[element]:.3g}; "
+                f"{int(wrong.sum())} of {wrong.size} elements of this argument disagree" + _kinks_note(output, step)
+            )
     return True
 
 

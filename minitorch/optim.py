@@ -1,4 +1,4 @@
-"""Optimisers: SGD and Adam with PyTorch's semantics (chapter 07).
+"""Optimisers: SGD and Adam with PyTorch's semantics (chapter 02 writes the Adam step, chapter 07 explains it).
 
 An optimiser holds a list of parameters and, at each `step`, updates them
 in place from their ``.grad``. Parameters whose ``.grad`` is None are left
@@ -88,7 +88,7 @@ class Adam(Optimizer):
                 continue
             self.step_counts[index] += 1
             t = self.step_counts[index]
-            # BEGIN EXERCISE 7.1
+            # BEGIN EXERCISE 2.5
             grad = parameter.grad + self.weight_decay * parameter.data if self.weight_decay else parameter.grad
             m *= beta1
             m += (1 - beta1) * grad
@@ -97,4 +97,4 @@ class Adam(Optimizer):
             step_size = self.lr / (1 - beta1**t)
             denominator = np.sqrt(v) / np.sqrt(1 - beta2**t) + self.eps
             parameter.data -= step_size * m / denominator
-            # END EXERCISE 7.1
+            # END EXERCISE 2.5

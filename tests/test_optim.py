@@ -2,7 +2,7 @@
 
 PyTorch is not a dependency, so each optimiser is compared with a plain re-derivation written
 below from the textbook formulas (a loop over steps), and with a few numbers worked out by hand.
-Graded here: exercise 7.1 (the Adam step).
+Graded here: exercise 2.5 (the Adam step).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ ADAM_SETTINGS = [
 ]
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 @pytest.mark.parametrize("settings", ADAM_SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
 def test_adam_follows_the_textbook_update_step_by_step(settings, exercise_seed):
     initial, sequences = random_problem(exercise_seed)
@@ -103,7 +103,7 @@ def test_adam_follows_the_textbook_update_step_by_step(settings, exercise_seed):
                 f"(m, v moving averages; bias correction by 1 - β^t; eps outside the square root)"))
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_gradient(exercise_seed):
     # after one step m̂ = g and v̂ = g², so the update is lr * g / (|g| + eps) ≈ lr * sign(g)
     rng = np.random.default_rng(exercise_seed)
@@ -117,7 +117,7 @@ def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_grad
                                err_msg="Adam's first step should have size lr whatever the gradient's scale")
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 def test_adam_with_a_constant_gradient_moves_lr_every_step():
     parameter = Parameter([0.0, 0.0])
     optimizer = Adam([parameter], lr=0.1, eps=0.0)
@@ -128,7 +128,7 @@ def test_adam_with_a_constant_gradient_moves_lr_every_step():
                                err_msg="bias correction makes m̂ = g and v̂ = g² for a constant g: steps of size lr")
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 def test_adam_two_steps_match_numbers_worked_out_by_hand():
     # lr = 0.1, β = (0.9, 0.999), eps = 0, θ0 = 0, gradients 1 then 3.
     # step 1: m = 0.1, v = 0.001, m̂ = 1, v̂ = 1               -> θ1 = -0.1
@@ -144,7 +144,7 @@ def test_adam_two_steps_match_numbers_worked_out_by_hand():
     assert parameter.item() == pytest.approx(-0.1917781119, rel=1e-9)
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 def test_adam_weight_decay_is_added_to_the_gradient():
     parameter = Parameter([2.0, -3.0])
     parameter.grad = np.zeros(2)  # all the pull comes from the decay term weight_decay * θ
@@ -152,7 +152,7 @@ def test_adam_weight_decay_is_added_to_the_gradient():
     np.testing.assert_allclose(parameter.data, [1.9, -2.9], rtol=1e-6)
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 def test_adam_skips_a_parameter_without_gradient_and_starts_its_count_when_it_gets_one():
     used, unused = Parameter([1.0]), Parameter([1.0])
     optimizer = Adam([used, unused], lr=0.1)
@@ -167,7 +167,7 @@ def test_adam_skips_a_parameter_without_gradient_and_starts_its_count_when_it_ge
         "updated before: PyTorch keeps the step count per parameter"))
 
 
-@pytest.mark.exercise("7.1")
+@pytest.mark.exercise("2.5")
 def test_adam_keeps_float32_parameters_float32():
     parameter = Parameter(np.ones(3, dtype=np.float32))
     optimizer = Adam([parameter], lr=0.1)

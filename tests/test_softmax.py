@@ -15,6 +15,27 @@ from minitorch import Tensor, gradcheck
 SHAPES_AND_AXES = [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((2, 3, 4), 0)]
 
 
+def check_gradient(function, scores: np.ndarray, seed: int, what: str) -> None:
+    """gradcheck `function` at `scores`; on failure, a few lines that point at the likely mistake."""
+    __tracebackhide__ = True
+    try:
+        gradcheck(function, [scores], seed=seed)
+    except minitorch.GradcheckError as error:
+        failure = error
+    else:
+        return
+    hint = ""
+    try:
+        right_on_a_vector = gradcheck(lambda s: minitorch.softmax(s, axis=0), [scores.reshape(-1)[:4]], seed=seed)
+    except minitorch.GradcheckError:
+        right_on_a_vector = False
+    if right_on_a_vector and scores.ndim > 1:
+        hint = ("\nThe gradient is right for a single vector of scores and wrong here, so the likely mistake is the "
+                "sum in the backward: Σ_k g_k a_k is one number per slice along `axis`, "
+                "(grad * weights).sum(axis=axis, keepdims=True), not one sum over the whole array.")
+    pytest.fail(f"the softmax's backward is wrong for {what}:\n{failure}{hint}", pytrace=False)
+
+
 def causal_mask(length: int) -> np.ndarray:
     """True above the diagonal: query i may not look at keys k > i."""
     return np.triu(np.ones((length, length), dtype=bool), k=1)
@@ -25,8 +46,12 @@ def causal_mask(length: int) -> np.ndarray:
 def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape) * 3
     weights = minitorch.softmax(Tensor(scores), axis=axis).data
-    np.testing.assert_allclose(weights.sum(axis=axis), 1.0, rtol=1e-12,
-                               err_msg=f"attention weights along axis {axis} must sum to 1")
+    sums = weights.sum(axis=axis)
+    if not np.allclose(sums, 1.0, rtol=1e-12, atol=0.0):
+        whole = " (they sum to 1 over the whole array: the forward's sum ignores `axis`)" if np.isclose(
+            weights.sum(), 1.0) and weights.ndim > 1 else ""
+        pytest.fail(f"softmax weights of shape {shape} must sum to 1 along axis {axis}; they sum to "
+                    f"{np.round(sums, 4).tolist()}{whole}", pytrace=False)
     assert np.all(weights > 0), "with finite scores every weight is positive"
 
 
@@ -95,7 +120,8 @@ def test_softmax_of_a_0d_tensor_raises_value_error():
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
 def test_softmax_gradient_matches_finite_differences(shape, axis, exercise_seed):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape)
-    assert gradcheck(lambda s: minitorch.softmax(s, axis=axis), [scores], seed=exercise_seed)
+    check_gradient(lambda s: minitorch.softmax(s, axis=axis), scores, exercise_seed,
+                   f"scores of shape {shape} along axis {axis}")
 
 
 @pytest.mark.exercise("2.3")
@@ -103,8 +129,8 @@ def test_softmax_gradient_matches_finite_differences(shape, axis, exercise_seed)
 def test_softmax_with_masked_entries_gradient_matches_finite_differences(axis, exercise_seed):
     scores = np.random.default_rng(exercise_seed).standard_normal((4, 4))
     mask = causal_mask(4)  # every row and every column keeps at least one finite entry
-    assert gradcheck(lambda s: minitorch.softmax(s.masked_fill(mask, -np.inf), axis=axis), [scores],
-                     seed=exercise_seed)
+    check_gradient(lambda s: minitorch.softmax(s.masked_fill(mask, -np.inf), axis=axis), scores, exercise_seed,
+                   f"causally masked (4, 4) scores along axis {axis}")
 
 
 @pytest.mark.exercise("2.3")
@@ -129,6 +155,7 @@ def test_softmax_keeps_float32():
     assert scores.grad.dtype == np.float32
 
 
+@pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
 def test_plus_infinity_or_nan_scores_raise_instead_of_returning_nan(bad):
     with pytest.raises(ValueError, match=r"\+inf or NaN"):

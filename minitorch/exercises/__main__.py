@@ -136,7 +136,8 @@ def main(argv=None) -> int:
     edition = commands.add_parser(
         "student-edition", help="copy the project to DEST with exercise regions replaced by stubs",
         description="Copy the project to DEST with the chosen exercise regions replaced by "
-                    "raise NotImplementedError(...) and notebook cells tagged 'solution' removed. "
+                    "raise NotImplementedError(...) and notebook cells tagged 'solution' (answers to graded "
+                    "exercises) removed; 'self-check' cells (predict-then-check answers) stay. "
                     "--only and --chapter together select the union; neither selects every exercise.")
     edition.add_argument("dest", help="a new (or empty) folder")
     edition.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")

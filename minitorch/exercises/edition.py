@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import datetime
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -42,7 +43,8 @@ def git_commit(root: Path) -> str | None:
 
 
 def strip_solutions(notebook: dict) -> tuple[dict, int]:
-    """The notebook without its solution cells and with every output cleared; and how many cells went."""
+    """The notebook without its solution cells (answers to graded exercises) and with every output cleared;
+    and how many cells went. Self-check cells (answers to predict-then-check questions) stay."""
     kept = [copy.deepcopy(cell) for cell in notebook.get("cells", [])
             if SOLUTION_TAG not in cell.get("metadata", {}).get("tags", [])]
     for cell in kept:
@@ -52,10 +54,70 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
     return {**notebook, "cells": kept}, removed
 
 
+# A speed copy: a faster (or differently written) copy of exercise answers outside their regions, e.g.
+#     # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)
+#     ...
+#     # END SPEED COPY OF EXERCISES 2.3 3.2
+# An edition handing out any exercise it names replaces its body by the statement after "student edition:",
+# or, without one, by an error saying that the code is gone and why.
+_SPEED_COPY = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) SPEED COPY OF EXERCISES (?P<ids>\d+\.\d+(?: \d+\.\d+)*)"
+                         r"(?: \(student edition: (?P<replacement>.+)\))?[ \t]*$")
+
+
+def remove_speed_copies(text: str, handed_out, where: str) -> str:
+    """`text` (the source of file `where`) with the body of every speed copy that names a handed-out
+    exercise replaced by one line at the BEGIN marker's indentation; the markers stay."""
+    handed_out, kept, open_copy = set(handed_out), [], None  # open_copy: (ids, BEGIN line, dropping?)
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if "SPEED COPY" not in line:
+            if open_copy is None or not open_copy[2]:
+                kept.append(line)
+            continue
+        marker = _SPEED_COPY.match(line.rstrip("\r\n"))
+        if not marker:
+            raise ExerciseError(f"{where}:{number}: malformed speed-copy marker {line.strip()!r}; write '# BEGIN SPEED "
+                                f"COPY OF EXERCISES 2.3 3.2' (optionally ' (student edition: <statement>)') and "
+                                f"'# END SPEED COPY OF EXERCISES 2.3 3.2'")
+        ids = marker["ids"].split()
+        if marker["kind"] == "BEGIN":
+            if open_copy:
+                raise ExerciseError(f"{where}:{number}: speed copy inside the one opened at line {open_copy[1]}")
+            open_copy = (ids, number, bool(handed_out & set(ids)))
+            kept.append(line)
+            if open_copy[2]:
+                message = (f"{where}:{number}: this code was removed from the student edition because it holds a "
+                           f"copy of the answer to exercise(s) {', '.join(ids)}; it runs in the full repository")
+                replacement = marker["replacement"] or f"raise RuntimeError({json.dumps(message, ensure_ascii=False)})"
+                kept.append(f"{marker['indent']}{replacement}\n")
+            continue
+        if not open_copy or open_copy[0] != ids:
+            raise ExerciseError(f"{where}:{number}: END SPEED COPY OF EXERCISES {' '.join(ids)} does not close a "
+                                f"BEGIN with the same exercises")
+        open_copy = None
+        kept.append(line)
+    if open_copy:
+        raise ExerciseError(f"{where}:{open_copy[1]}: BEGIN SPEED COPY has no END")
+    return "".join(kept)
+
+
+def remove_speed_copies_in(dest: Path, handed_out) -> None:
+    """Apply `remove_speed_copies` to every module of the edition's minitorch/ but the course's own code."""
+    for path in sorted((dest / "minitorch").rglob("*.py")):
+        if path.relative_to(dest / "minitorch").parts[0] == "exercises":
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "SPEED COPY" in text:
+            edited = remove_speed_copies(text, handed_out, path.relative_to(dest).as_posix())
+            if edited != text:
+                path.write_text(edited, encoding="utf-8")
+
+
 def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
     """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
 
-    Also drops notebook cells tagged "solution" and clears outputs, and writes the manifest
+    Speed copies of the selected exercises (see `remove_speed_copies`) go too. Also drops notebook cells
+    tagged "solution" (answers to graded exercises; cells tagged "self-check", the answers to
+    predict-then-check questions, stay), clears outputs, and writes the manifest
     (minitorch/exercises/edition.json: the IDs handed out). `dest` must lie outside `root` and must not
     exist or be an empty folder. The edition is built in a temporary sibling folder and moved into place
     only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
@@ -94,6 +156,7 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
     for path, exercises in by_file.items():
         target = dest / path.relative_to(root)
         target.write_text(stub_source(path.read_text(encoding="utf-8"), exercises, root), encoding="utf-8")
+    remove_speed_copies_in(dest, {exercise.id for exercise in selected})
 
     removed = 0
     for path in sorted((dest / "chapters").glob("*.ipynb")):

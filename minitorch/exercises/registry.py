@@ -40,15 +40,15 @@ EXERCISES = {
     "2.2": ("the backward rule of matmul", 3),
     "2.3": ("the softmax, forward and fused backward", 3),
     "2.4": ("the backward rule of sum", 2),
+    "2.5": ("the Adam step", 3),
     "3.1": ("the causal mask", 1),
     "3.2": ("softmax attention", 2),
     "3.3": ("ReLU attention", 2),
     "3.4": ("the BOS mass at non-trigger rows", 2),
+    "3.5": ("Gu et al.'s sink score alpha_k", 2),
     "4.1": ("the task's targets", 2),
     "5.1": ("the softmax construction: a sink of strength c", 2),
     "6.1": ("the ReLU construction of Theorem 3", 2),
-    "7.1": ("the Adam step", 3),
-    "8.1": ("Gu et al.'s sink score alpha_k", 2),
     "9.1": ("the share of heads that sink, Sink_k^eps", 1),
 }
 
@@ -57,7 +57,8 @@ PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci"
                  "chapters", "minitorch", "tests", "figures")
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
 # chapter 09 loads them instead of training for a quarter of an hour
-SOLUTION_TAG = "solution"  # notebook cells with this tag are answers; the student edition drops them
+SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
+SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
 
 _ID = re.compile(r"[1-9]\.[1-9][0-9]*")
 _MARKER_LIKE = re.compile(r"^\s*#\s*(BEGIN|END)\s+EXERCISE\b", re.IGNORECASE)

@@ -75,14 +75,14 @@ def trigger_row(weights, triggers) -> np.ndarray:
 def gu_sink_scores(weights, triggers=None) -> np.ndarray:
     """Gu et al.'s ``α_k`` for every head and key, averaged over sequences: (H, L)."""
     weights = _check(weights, np.zeros(np.shape(weights)[0]) if triggers is None else triggers)
-    # BEGIN EXERCISE 8.1
+    # BEGIN EXERCISE 3.5
     row_sums = weights.sum(axis=-1, keepdims=True)  # (B, H, L, 1)
     safe_sums = np.where(row_sums > 0, row_sums, 1.0)
     normalised = np.where(row_sums > 0, weights / safe_sums, 0.0)  # an all-zero row stays 0
     length = weights.shape[-1]
     queries_seeing_key = length - np.arange(length)  # key k is seen by rows k..L-1
     return normalised.sum(axis=2).mean(axis=0) / queries_seeing_key  # (B, H, L) -> (H, L)
-    # END EXERCISE 8.1
+    # END EXERCISE 3.5
 
 
 def zero_row_share(weights) -> float:

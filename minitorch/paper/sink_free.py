@@ -37,7 +37,6 @@ import numpy as np
 
 from minitorch import ops
 from minitorch.paper.attention import register_normaliser, softmax_attention
-from minitorch.softmax import softmax
 from minitorch.tensor import Tensor, as_tensor
 
 SOFTPICK_EPS = 1e-6  # ε in softpick's denominator: an all-zero row gives 0, not 0/0
@@ -52,10 +51,11 @@ def softmax_with_sink(scores: Tensor, future: np.ndarray, sink_score) -> Tensor:
     sink's own weight is then dropped: its value is zero, so that weight
     goes nowhere.
     """
-    masked = scores.masked_fill(future, -np.inf)  # future keys: e^(-inf) = 0
     column = np.zeros(scores.shape[:-1] + (1,), dtype=scores.dtype)  # (..., L, 1)
     sink_column = as_tensor(sink_score, like=scores) + column  # S broadcast to (..., L, 1); its gradient is summed back
-    weights = softmax(ops.concatenate([masked, sink_column], axis=-1), axis=-1)  # (..., L, L + 1)
+    sink_visible = np.concatenate([future, np.zeros(future.shape[:-1] + (1,), dtype=bool)], axis=-1)  # (L, L + 1)
+    with_sink = ops.concatenate([scores, sink_column], axis=-1)  # (..., L, L + 1)
+    weights = softmax_attention(with_sink, sink_visible)  # (..., L, L + 1): every row sees the sink
     return weights[..., :-1]  # (..., L, L + 1) -> (..., L, L): drop the sink
 
 

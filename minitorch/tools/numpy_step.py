@@ -1,5 +1,8 @@
 """The floor: one training step written by hand in NumPy, no autograd (chapter 00).
 
+Its normalisers and its Adam are answers to exercises (2.3, 2.5, 3.1-3.3), marked as "speed copies":
+the student edition replaces them by an error, so the floor runs only in the full repository.
+
 `python -m minitorch.tools.bench` times minitorch against this. Every gradient
 below is derived on paper and written out, with no graph, no Tensor objects
 and as few temporary arrays as we could manage, so it is as fast as NumPy
@@ -52,6 +55,7 @@ class NumpyStep:
 
     def _normalise(self, scores: np.ndarray) -> np.ndarray:
         """Scores (H, B, L, L) -> weights, in place. Future keys get weight 0."""
+        # BEGIN SPEED COPY OF EXERCISES 2.3 3.1 3.2 3.3
         length = scores.shape[-1]
         visible = np.tril(np.ones((length, length), dtype=scores.dtype))
         if self.normaliser == "softmax":
@@ -63,9 +67,11 @@ class NumpyStep:
         np.maximum(scores, 0.0, out=scores)  # relu: max(s, 0) / max(i, 1) on visible keys
         scores *= visible / np.maximum(np.arange(length), 1)[:, None].astype(scores.dtype)
         return scores
+        # END SPEED COPY OF EXERCISES 2.3 3.1 3.2 3.3
 
     def _normalise_backward(self, weights: np.ndarray, grad: np.ndarray) -> np.ndarray:
         """dℓ/da -> dℓ/ds, in place in `grad`."""
+        # BEGIN SPEED COPY OF EXERCISES 2.3 3.3
         if self.normaliser == "softmax":  # a ⊙ (g - Σ_k g_k a_k)
             grad -= sum_along(grad * weights, -1)
             grad *= weights
@@ -73,6 +79,7 @@ class NumpyStep:
         length = weights.shape[-1]  # relu: ∂a/∂s = 1/max(i, 1) where a > 0, else 0
         grad *= (weights > 0) / np.maximum(np.arange(length), 1)[:, None].astype(grad.dtype)
         return grad
+        # END SPEED COPY OF EXERCISES 2.3 3.3
 
     # -- one layer ------------------------------------------------------------------------
 
@@ -135,6 +142,7 @@ class NumpyStep:
         return loss
 
     def _adam(self, grads) -> None:
+        # BEGIN SPEED COPY OF EXERCISES 2.5
         beta1, beta2 = self.betas
         self.t += 1
         step_size = self.lr / (1 - beta1 ** self.t)
@@ -148,6 +156,7 @@ class NumpyStep:
             denominator /= root_correction
             denominator += self.eps
             param -= step_size * m / denominator
+        # END SPEED COPY OF EXERCISES 2.5
 
     def state_dict(self) -> dict:
         """The weights under the names `minitorch.paper.models` uses."""

@@ -135,10 +135,10 @@ def test_metrics_reject_bad_shapes_with_value_error(weights_shape, triggers_shap
 
 
 # ----------------------------------------------------------------------
-# Exercise 8.1: Gu et al.'s sink score alpha_k
+# Exercise 3.5: Gu et al.'s sink score alpha_k
 
 
-@pytest.mark.exercise("8.1")
+@pytest.mark.exercise("3.5")
 def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere():
     alpha = gu_sink_scores(perfect_sink())
     assert alpha.shape == (1, L), f"alpha should be (H, L) = (1, {L}), got {alpha.shape}"
@@ -146,7 +146,7 @@ def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere():
     assert np.allclose(alpha[0, 1:], 0.0), f"and alpha_k = 0 for k >= 1, got {np.round(alpha[0, 1:], 4).tolist()}"
 
 
-@pytest.mark.exercise("8.1")
+@pytest.mark.exercise("3.5")
 def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1():
     alpha = gu_sink_scores(running_average())
     expected = [np.mean([1 / (i + 1) for i in range(k, L)]) for k in range(L)]  # over the L-k queries i >= k
@@ -157,7 +157,7 @@ def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1():
     assert alpha[0, 0] < metrics.SINK_THRESHOLD, "a running average must not count as a sink"
 
 
-@pytest.mark.exercise("8.1")
+@pytest.mark.exercise("3.5")
 def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging():
     scale = np.arange(1, L + 1, dtype=float)[None, None, :, None] * 3.7  # ReLU rows of arbitrary sums
     assert np.allclose(gu_sink_scores(running_average() * scale), gu_sink_scores(running_average())), (
@@ -165,7 +165,7 @@ def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging():
     )
 
 
-@pytest.mark.exercise("8.1")
+@pytest.mark.exercise("3.5")
 def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan():
     weights = perfect_sink(batch=1)
     weights[0, 0, 2:] = 0.0  # rows 2..L-1 attend to nothing, as a ReLU head may
@@ -176,7 +176,7 @@ def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan():
     )
 
 
-@pytest.mark.exercise("8.1")
+@pytest.mark.exercise("3.5")
 def test_gu_alpha_matches_a_loop(exercise_seed):
     rng = np.random.default_rng(exercise_seed)
     weights = rng.uniform(0, 1, size=(4, 2, L, L)) * np.tril(np.ones((L, L)))

@@ -7,16 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.tools import bench
+from minitorch.tools import bench, numpy_step
 
+# A student edition that hands out the exercises the floor copies (2.3, 2.5, 3.1-3.3) removes those copies.
+needs_the_floor = pytest.mark.skipif(
+    "removed from the student edition" in Path(numpy_step.__file__).read_text(encoding="utf-8"),
+    reason="this student edition removed the NumPy floor: it holds answers to exercises")
 
-@pytest.mark.parametrize("implementation", ["minitorch", "numpy floor"])
+@pytest.mark.parametrize("implementation", ["minitorch", pytest.param("numpy floor", marks=needs_the_floor)])
 def test_measure_runs_one_implementation_in_a_fresh_process(implementation):
     result = bench.measure(implementation, "1x1", steps=2, blocks=1)
     assert result["ms_per_step"] > 0, f"{implementation}: a training step cannot take {result['ms_per_step']} ms"
     assert result["peak_rss_mib"] > 1, f"{implementation}: peak memory {result['peak_rss_mib']} MiB is not plausible"
 
 
+@needs_the_floor
 def test_the_table_compares_every_available_implementation(monkeypatch):
     monkeypatch.setattr(bench, "CONFIGURATIONS", {"1x1": (1, 1)})
     lines = []

@@ -6,6 +6,8 @@ computes: same forward pass, same gradients, same Adam update.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,12 @@ from minitorch.tools.numpy_step import NumpyStep
 from minitorch.optim import Adam
 from minitorch.paper.task import make_batch
 from minitorch.paper.train import BETAS, mse_loss
+from minitorch.tools import numpy_step
+
+# A student edition that hands out the exercises the floor copies (2.3, 2.5, 3.1-3.3) removes those copies.
+pytestmark = pytest.mark.skipif(
+    "removed from the student edition" in Path(numpy_step.__file__).read_text(encoding="utf-8"),
+    reason="this student edition removed the NumPy floor: it holds answers to exercises")
 
 
 @pytest.mark.parametrize("layers, heads, normaliser", [(1, 1, "softmax"), (1, 2, "relu"), (2, 2, "softmax"),

@@ -1,0 +1,140 @@
+"""A student reading in order can run every chapter (chapter 00).
+
+For each chapter N, a student edition in which the exercises of chapters after N are stubs (and those of
+chapters up to N are solved, as in the reference) must run chapter N top to bottom in quick mode. In the
+same run, each region of chapter N's own exercises records which cell reached it, and no cell may reach an
+exercise before the chapter has named it ("exercise X.Y", in the text or in a comment of that cell): a
+student who reads in order is told about an exercise before a cell needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import minitorch
+from minitorch.exercises import load_exercises, make_student_edition
+from minitorch.exercises.registry import STUB_ERROR
+
+ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+PROBE = "__import__('builtins').__dict__.setdefault('_minitorch_regions_reached', [])"
+_NAMED = re.compile(r"[Ee]xercises?\s+(\d+\.\d+(?:\s*(?:,|and|or|-|–)\s*\d+\.\d+)*)")
+
+
+def exercises_named(text: str) -> set[str]:
+    """The exercise IDs a text names: 'exercise 3.5', 'exercises 1.1, 1.3 and 1.4', 'Exercises 2.1-2.5'."""
+    named = set()
+    for listing in _NAMED.findall(text):
+        for first, dash, last in re.findall(r"(\d+\.\d+)(?:\s*([-–])\s*(\d+\.\d+))?", listing):
+            named.add(first)
+            if dash and first.split(".")[0] == last.split(".")[0]:
+                chapter, start, stop = first.split(".")[0], int(first.split(".")[1]), int(last.split(".")[1])
+                named.update(f"{chapter}.{number}" for number in range(start, stop + 1))
+    return named
+
+
+def first_naming_cell(cells: list[dict]) -> dict[str, int]:
+    """Exercise ID -> index of the first cell that names it, in its markdown or in a code cell's comments."""
+    first: dict[str, int] = {}
+    for index, cell in enumerate(cells):
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "code":
+            text = "\n".join(line for line in text.splitlines() if line.lstrip().startswith("#"))
+        for exercise_id in exercises_named(text):
+            first.setdefault(exercise_id, index)
+    return first
+
+
+def unquote_stubs(text: str) -> str:
+    """`text` with each stub's error replaced by a paraphrase, so that the scoreboard (tests/conftest.py)
+    reports this test as failed rather than as blocked by the exercise whose stub it quotes."""
+    return STUB_ERROR.sub(lambda found: f"<the stub of exercise {found[1]} raised>", text)
+
+
+def test_exercises_named_reads_single_ids_lists_and_ranges():
+    assert exercises_named("needs exercise 1.2, `topological_order`") == {"1.2"}
+    assert exercises_named("are exercises 1.1, 1.3 and 1.4 at the end") == {"1.1", "1.3", "1.4"}
+    assert exercises_named("Exercises 2.1-2.5 are **graded**") == {"2.1", "2.2", "2.3", "2.4", "2.5"}
+    assert exercises_named("**Exercise 3.5 (graded): Gu") == {"3.5"}
+    assert exercises_named("at 2.5 times the exercise") == set()
+
+
+def record_reaching(edition: Path, exercises) -> None:
+    """Make each region of `exercises` in the edition append its ID to a list in builtins when it runs."""
+    for exercise in exercises:
+        path = edition / exercise.path.relative_to(ROOT)
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        begin = next(number for number, line in enumerate(lines) if line.strip() == f"# BEGIN EXERCISE {exercise.id}")
+        lines.insert(begin + 1, f"{exercise.indent}{PROBE}.append({exercise.id!r})\n")
+        path.write_text("".join(lines), encoding="utf-8")
+
+
+def with_probes(notebook):
+    """The notebook with a probe cell after every code cell, printing (and clearing) the regions reached;
+    and for each probe, the index of the chapter's cell it follows."""
+    nbformat = pytest.importorskip("nbformat")
+    probed, follows = nbformat.v4.new_notebook(metadata=notebook.metadata), {}
+    for index, cell in enumerate(notebook.cells):
+        probed.cells.append(cell)
+        if cell.cell_type == "code":
+            follows[len(probed.cells)] = index
+            probed.cells.append(nbformat.v4.new_code_cell(
+                f"print('REACHED', sorted(set({PROBE})))\n{PROBE}.clear()"))
+    return probed, follows
+
+
+def reached_by_cell(probed, follows) -> dict[int, set[str]]:
+    reached = {}
+    for position, index in follows.items():
+        for output in probed.cells[position].get("outputs", []):
+            found = re.search(r"REACHED (\[.*\])", output.get("text", ""))
+            if found:
+                reached[index] = set(json.loads(found[1].replace("'", '"')))
+    return reached
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem)
+def test_a_student_who_has_solved_the_exercises_so_far_can_run_the_chapter(chapter, tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    number = int(chapter.name[:2])
+    exercises = load_exercises(ROOT)
+    edition = tmp_path / "edition"
+    make_student_edition(edition, [exercise for exercise in exercises if exercise.chapter > number], ROOT)
+    own = [exercise for exercise in exercises if exercise.chapter == number]
+    record_reaching(edition, own)
+
+    monkeypatch.setenv("MINITORCH_QUICK", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("MINITORCH_ROOT", str(edition))  # chapter 00 runs the tests of the copy it sits in
+    notebook = nbformat.read(edition / "chapters" / chapter.name, as_version=4)
+    probed, follows = with_probes(notebook)
+    client = nbclient.NotebookClient(probed, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(edition / "chapters")}})
+    failure = None
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as error:
+        failure = str(error)
+    if failure is not None:  # raised outside the except: conftest would call a quoted stub error "blocked"
+        later = ", ".join(exercise.id for exercise in exercises if exercise.chapter > number) or "none"
+        pytest.fail(f"{chapter.name} fails in a student edition where the exercises of chapters up to {number:02d} "
+                    f"are solved and those of later chapters ({later}) are stubs; a student reading in order "
+                    f"cannot run it:\n{unquote_stubs(failure)[-3000:]}", pytrace=False)
+
+    named = first_naming_cell(notebook.cells)
+    early = []
+    for index, reached in sorted(reached_by_cell(probed, follows).items()):
+        for exercise_id in sorted(reached):
+            if named.get(exercise_id, len(notebook.cells)) > index:  # named in the cell itself is in time
+                where = (f"the first cell that names it is cell {named[exercise_id]}" if exercise_id in named
+                         else "no markdown cell names it")
+                early.append(f"cell {index} runs exercise {exercise_id}, but {where}")
+    assert not early, (f"{chapter.name}: cells need an exercise before the text sets it; name it ('exercise X.Y') "
+                       f"before the first cell that needs it, or rewrite the cell:\n" + "\n".join(early))
