@@ -17,7 +17,8 @@ What is here:
   `trigger_row_sink_construction` (Theorem 2: no head sinks at a non-trigger row).
 - Bounds: `trigger_separation` (ε_0 of Theorem 1), `theorem1_bos_lower_bound`
   and its inverse `theorem1_error_lower_bound`, `theorem2_bos_lower_bound`
-  (with `value_norm`), `construction_worst_case` (the family's exact numbers).
+  (with `value_norm`), `construction_worst_case` (the family's exact numbers),
+  `affine_fit_of_reciprocal` (chapter 10's error floor for sigmoid attention).
 - Measuring: `run`, `row_errors`, `all_equal_inputs`, `stress_inputs` (random,
   corner, near-corner and all-equal inputs at every trigger position),
   `worst_case` (a model's largest error and smallest BOS mass on them),
@@ -292,6 +293,42 @@ def theorem1_error_lower_bound(bos_mass, triggers=TRAINING_TRIGGERS):
     return float(bound) if bound.ndim == 0 else bound
 
 
+def affine_fit_of_reciprocal(triggers=TRAINING_TRIGGERS) -> tuple[float, float, float]:
+    """The best affine fit of ``1/j`` over ``j`` in J, in the max norm (Chebyshev fit).
+
+    Returns ``(error, slope, intercept)``: ``error = min over (s, t) of max_{j in J}
+    |1/j - (t + s j)|`` and a line attaining it. Chapter 10's floor for sigmoid
+    attention: the trigger row's trigger-flag output on all-equal inputs is affine
+    in j, the target there is 1/j, so every sigmoid head errs by at least ``error``.
+    For J = {2, ..., 15}: error = 1/10, line 7/15 - j/30.
+
+    Method: on a finite set the best affine fit is decided by three points
+    (Chebyshev's alternation theorem for the two functions 1, j). For
+    ``j_1 < j_2 < j_3`` the weights ``λ = (j_3 - j_2, -(j_3 - j_1), j_2 - j_1)``
+    annihilate every affine function, so ``|Σ λ_r / j_r| / Σ |λ_r|`` is a lower
+    bound for that triple; the largest over all triples is the error.
+    """
+    points = np.array(sorted(set(_trigger_set(triggers))), dtype=float)
+    if len(points) < 3:
+        raise ValueError(f"affine_fit_of_reciprocal: need at least 3 trigger positions, got {len(points)}; "
+                         "a line fits 1 or 2 points exactly")
+    best, best_triple = -1.0, None
+    for first in range(len(points)):
+        for second in range(first + 1, len(points)):
+            for third in range(second + 1, len(points)):
+                j1, j2, j3 = points[[first, second, third]]
+                weights = np.array([j3 - j2, -(j3 - j1), j2 - j1])  # Σ λ_r (t + s j_r) = 0 for every t, s
+                value = abs(weights @ (1.0 / np.array([j1, j2, j3]))) / np.abs(weights).sum()
+                if value > best:
+                    best, best_triple = value, (j1, j2, j3)
+    # The line that errs by exactly ±best, alternating, at the deciding triple: 1/j_r - (t + s j_r) = σ_r best.
+    j1, j2, j3 = best_triple
+    signs = np.sign(np.array([j3 - j2, -(j3 - j1), j2 - j1]) @ (1.0 / np.array(best_triple))) * np.array([1.0, -1.0, 1.0])
+    system = np.array([[1.0, j, sign] for j, sign in zip(best_triple, signs)])  # unknowns t, s, e: t + s j + σ e = 1/j
+    intercept, slope, _ = np.linalg.solve(system, 1.0 / np.array(best_triple))
+    return float(best), float(slope), float(intercept)
+
+
 def value_norm(model: AttentionModel) -> float:
     """R of Theorem 2: the largest ``||W||_∞`` (largest absolute row sum) of any head's value map."""
     return max(float(np.abs(value_map(model, layer, head)).sum(axis=1).max())
@@ -412,7 +449,7 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     - ``worst_case_error``, ``bos_mass_min``, ``bos_mass_mean``: on `stress_inputs`
       (every trigger in J, corners included);
     - ``test_max_error``, ``test_bos_mass_min``: on `test_size` test sequences
-      (j = 7, seed 12345), the setting of PAPER.md's table;
+      (j = 7, seed 12345), the setting of our earlier 500-sequence check (chapter 05);
     - ``exact_worst_case_error``: the formula of `construction_worst_case`.
     """
     scales = np.asarray(scales, dtype=float)

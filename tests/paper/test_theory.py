@@ -107,10 +107,11 @@ def test_softmax_family_error_falls_monotonically_while_bos_mass_rises_to_one(ex
     assert np.allclose(1 - bos, errors, rtol=1e-9, atol=1e-15), "along the family, 1 - min BOS mass = worst-case error"
 
 
-def test_softmax_family_reproduces_the_paper_table():
+def test_softmax_family_reproduces_our_earlier_500_sequence_check():
     family = theory.softmax_family([2.0, 5.0, 10.0, 20.0], size_per_trigger=2)
     error, bos = family["test_max_error"], family["test_bos_mass_min"]
-    # PAPER.md, 500 test sequences: errors 0.65, 0.086, 6.4e-4, 2.9e-8; min BOS 0.33, 0.908, 0.9993, 1.0.
+    # Our earlier check of this construction (chapter 05, section 4), 500 test sequences:
+    # errors 0.65, 0.086, 6.4e-4, 2.9e-8; min BOS 0.33, 0.908, 0.9993, 1.0.
     # At c = 2 the largest error on random test inputs is the bias channel of row 15, 14 / (e^2 + 15) = 0.625.
     assert np.allclose(error[1:], [0.086, 6.4e-4, 2.9e-8], rtol=0.02), f"test-set max errors {error[1:]}"
     assert abs(error[0] - 14 / (np.exp(2) + 15)) < 1e-3, f"c = 2: expected 14/(e^2+15) = 0.625, got {error[0]}"
@@ -136,6 +137,46 @@ def test_theorem1_bound_and_its_inverse_agree():
     assert theory.theorem1_bos_lower_bound(1.0) == 0.0, "the bound is vacuous (0) once δ >= ε_0 / 2"
     with pytest.raises(ValueError):
         theory.theorem1_bos_lower_bound(-1.0)
+
+
+def _minimax_error_by_slope_search(points) -> float:
+    """An independent computation of the best affine fit of 1/j: for a slope s the best intercept
+    centres the residuals, leaving (max - min)/2; that is convex in s, so a ternary search finds it."""
+    points = np.asarray(points, dtype=float)
+    spread = lambda slope: np.ptp(1 / points - slope * points) / 2  # noqa: E731
+    low, high = -1.0, 1.0
+    for _ in range(200):
+        a, b = low + (high - low) / 3, high - (high - low) / 3
+        low, high = (low, b) if spread(a) <= spread(b) else (a, high)
+    return spread((low + high) / 2)
+
+
+def test_affine_fit_of_reciprocal_is_one_tenth_for_the_training_triggers():
+    error, slope, intercept = theory.affine_fit_of_reciprocal()
+    assert abs(error - 0.1) < 1e-12, f"best affine fit of 1/j over j = 2..15 should err by exactly 1/10, got {error}"
+    assert abs(slope + 1 / 30) < 1e-12 and abs(intercept - 7 / 15) < 1e-12, \
+        f"the best line should be 7/15 - j/30, got {intercept} + {slope} j"
+
+
+@pytest.mark.parametrize("triggers", [tuple(range(2, 16)), (2, 3, 4), (2, 7, 15), tuple(range(3, 12)), (2, 5, 6, 15)])
+def test_affine_fit_of_reciprocal_matches_a_slope_search_and_equioscillates(triggers):
+    error, slope, intercept = theory.affine_fit_of_reciprocal(triggers)
+    searched = _minimax_error_by_slope_search(triggers)
+    assert abs(error - searched) < 1e-9, f"J = {triggers}: triple formula gives {error}, slope search {searched}"
+    j = np.array(triggers, dtype=float)
+    residual = 1 / j - (intercept + slope * j)  # (|J|,)
+    assert np.abs(residual).max() <= error + 1e-12, "the returned line should stay within the error everywhere"
+    # Chebyshev's alternation: three points, left to right, where the residual is +E, -E, +E (or the reverse).
+    at_plus = j[np.isclose(residual, error, atol=1e-12)]
+    at_minus = j[np.isclose(residual, -error, atol=1e-12)]
+    alternates = any(a < b < c for a in at_plus for b in at_minus for c in at_plus) or \
+        any(a < b < c for a in at_minus for b in at_plus for c in at_minus)
+    assert alternates, f"J = {triggers}: the residual {residual} should reach ±{error} alternately at three points"
+
+
+def test_affine_fit_of_reciprocal_needs_three_points():
+    with pytest.raises(ValueError, match="at least 3 trigger positions"):
+        theory.affine_fit_of_reciprocal((2, 15))
 
 
 # --- Theorem 1, step by step, for every model --------------------------------------------------
