@@ -217,7 +217,7 @@ def chapter_page(run: Run, chapters: list[Chapter], position: int) -> str:
     resources = {"metadata": {"path": str(run.chapter.path.parent), "name": run.chapter.path.stem},
                  "book": {"nav": navigation(chapters, position), "banner": banner}}
     body, _ = exporter.from_notebook_node(nbformat.reads(run.notebook_json, as_version=4), resources=resources)
-    return body
+    return embed_local_images(body, run.chapter.path.parent)  # images the exporter's embed_images missed
 
 
 def embed_local_images(page: str, base: Path) -> str:
