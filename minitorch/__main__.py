@@ -2,6 +2,7 @@
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
+    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going]
     python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
 """
 
@@ -30,6 +31,16 @@ def main(argv=None) -> int:
     reproduce.add_argument("--beyond", action="store_true",
                            help="run chapter 10's experiments beyond the paper instead (default out: figures/beyond)")
 
+    book = commands.add_parser("book", help="execute every chapter and write a static HTML book")
+    book.add_argument("--out", default="book", help="output folder (default: book)")
+    book.add_argument("--quick", action="store_true", help="run the chapters in quick mode (MINITORCH_QUICK=1)")
+    book.add_argument("--only", default="", help="comma-separated chapter numbers to build, e.g. 03,07")
+    book.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                      help="chapters executed at once, one kernel each (default: 2, or 1 on a 1-core machine)")
+    book.add_argument("--keep-going", action="store_true",
+                      help="build every chapter even after one fails; list all failures at the end")
+    book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
+
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
                              "see python -m minitorch.tools.bench --help")
@@ -41,6 +52,17 @@ def main(argv=None) -> int:
         return bench(rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command == "book":
+        from minitorch.tools.html_book import ROOT, BookError, find_chapters, main as book
+
+        if args.jobs < 1:
+            parser.error(f"--jobs must be >= 1, got {args.jobs}")
+        args.chapters = args.chapters or str(ROOT / "chapters")
+        try:
+            find_chapters(args.chapters, [number.strip() for number in args.only.split(",") if number.strip()])
+        except BookError as error:
+            parser.error(str(error))
+        return book(args)
     if args.command == "reproduce":
         from minitorch.paper.reproduce import ARCHITECTURES, default_out, reproduce as run
 
