@@ -45,7 +45,7 @@ COMPARED = ("minitorch", "tests")  # edits outside the regions are looked for he
 MEMORY_LIMIT = 4 << 30  # bytes of address space per child
 FILE_LIMIT = 256 << 20  # bytes of the largest file a child may write
 OUTPUT_CAP = 10_000  # characters of a test's output kept in the feedback
-TIMEOUTS_PER_EXERCISE = 2  # after this many, an exercise's other tests fail as timed out without running
+TIMEOUTS_PER_EXERCISE = 2  # after this many timeouts or crashes, an exercise's other tests fail unrun
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
 
 # How a test ended, beyond pytest's own outcomes; a flag in the gradebook for each.
@@ -334,6 +334,7 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
         if running:
             results[running[-1]] = {"status": reason[0] if reason else CRASHED, "exercise": collected.get(running[-1]),
                                     "message": reason[1] if reason else _crash_message(returncode)}
+            _give_up_on_exercise(collected.get(running[-1]), collected, results)
         left = [nodeid for nodeid in collected if nodeid not in results]
         if collect_only or not left:
             return collected, results
@@ -343,6 +344,20 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
                             for nodeid in left})
             return collected, results
         arguments = left
+
+
+def _give_up_on_exercise(exercise_id: str | None, collected: dict, results: dict) -> None:
+    """Once TIMEOUTS_PER_EXERCISE tests of an exercise took their child down, fail its other tests
+    with the same reason without running them (each would cost a new child, or a full timeout)."""
+    down = [n for n, r in results.items() if collected.get(n) == exercise_id and r["status"] in (CRASHED, TIMED_OUT)]
+    if exercise_id is None or len(down) < TIMEOUTS_PER_EXERCISE:
+        return
+    last = results[down[-1]]
+    for nodeid, owner in collected.items():
+        if owner == exercise_id and nodeid not in results:
+            results[nodeid] = {"status": last["status"], "exercise": exercise_id,
+                               "message": f"{last['status']}: not run, {len(down)} tests of exercise {exercise_id} "
+                                          f"already took the test process down ({last['message']})"}
 
 
 def _watch(command, project: Path, work: Path, log: Path, timeout: float, attempt: int):

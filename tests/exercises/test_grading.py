@@ -171,6 +171,20 @@ def test_a_child_that_crashes_mid_run_fails_that_test_and_a_new_child_runs_the_r
     assert "exited with status 0 during this test" in results["tests/test_tiny.py::test_needs_double"]["message"]
 
 
+def test_after_two_crashes_in_one_exercise_its_other_tests_fail_unrun(tmp_path):
+    project = tiny_project(tmp_path / "tiny", solved=True)
+    tests = project / "tests" / "test_tiny.py"
+    tests.write_text(tests.read_text() + '\n\n@pytest.mark.exercise("1.2")\n@pytest.mark.parametrize("n", range(5))\n'
+                                         'def test_exits(n):\n    import os; os._exit(0)\n')
+    (tmp_path / "work").mkdir()
+    collected, results = grading.run_tests(project, ["1.2"], seed=5, timeout=30, work=tmp_path / "work")
+    exits = [results[f"tests/test_tiny.py::test_exits[{n}]"] for n in range(5)]
+    assert [result["status"] for result in exits] == ["crashed"] * 5
+    assert ["not run" in result["message"] for result in exits] == [False, False, True, True, True]
+    assert len(list((tmp_path / "work").glob("output-*.txt"))) == 2, "no third child for the tests given up on"
+    assert results["tests/test_tiny.py::test_triple_triples"]["status"] == "passed"
+
+
 # ----------------------------------------------------------------------
 # the conftest: per-test timeout, the manifest, --scoreboard-json's folder
 
