@@ -89,6 +89,17 @@ def test_grafting_takes_only_the_students_regions_and_reports_edits_outside_them
     assert not (tmp_path / "graded" / "minitorch" / "extra.py").exists()
 
 
+def test_only_the_students_edits_are_flagged_not_the_graders_changes_since_the_edition(grader, tmp_path):
+    import minitorch.exercises.registry as registry
+    edition_module.make_student_edition(tmp_path / "student", registry.load_exercises(grader)[:1], grader)
+    student = tmp_path / "student"
+    ops = grader / "minitorch" / "ops.py"
+    ops.write_text(ops.read_text() + "\n\ndef added_by_the_grader_later():\n    pass\n")
+    (student / "tests" / "test_ops.py").write_text("def test_nothing():\n    assert True\n")
+    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
+    assert report.edited_outside == {"tests/test_ops.py": "+1 -1 lines"}, report.edited_outside
+
+
 def test_a_region_that_does_not_compile_fails_alone_with_the_compilers_message(grader, tmp_path):
     ops = GRADER_OPS.replace("return 2 * x", "return (2 * x").replace("return 3 * x", "return 4 * x")
     student = student_copy(grader, tmp_path / "student", ops)
