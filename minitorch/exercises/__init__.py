@@ -2,6 +2,9 @@
 
 - `registry`: the exercises (IDs, titles, points), their regions in the library, the stubs' errors.
 - `edition`: the student edition, a copy of the project with the chosen regions replaced by stubs.
+- `grading`: one returned copy graded in isolation (its regions grafted into the grader's project,
+  child processes with limits and time limits); `gradebook`: grades.csv, summary, figure, feedback;
+  `grade_command`: ``python -m minitorch.exercises grade``, a whole class in parallel.
 - ``python -m minitorch.exercises``: the command line (`__main__`).
 """
 

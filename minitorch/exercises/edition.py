@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import hashlib
 import json
 import re
 import shutil
@@ -26,6 +27,38 @@ def read_manifest(root: Path) -> list[str] | None:
         return [str(exercise_id) for exercise_id in json.loads(path.read_text(encoding="utf-8"))["handed_out"]]
     except (ValueError, KeyError, TypeError) as error:
         raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+
+
+COMPARED = ("minitorch", "tests")  # the folders whose files the manifest fingerprints
+
+
+def outside_regions(text: str) -> list[str]:
+    """The lines of `text` outside exercise regions (the marker lines kept, trailing spaces dropped)."""
+    kept, inside = [], False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# END EXERCISE"):
+            inside = False
+        if not inside:
+            kept.append(line.rstrip())
+        if stripped.startswith("# BEGIN EXERCISE"):
+            inside = True
+    return kept
+
+
+def project_files(root: Path) -> list[str]:
+    """The files of minitorch/ and tests/ (relative paths), caches and the manifest left out."""
+    return sorted(path.relative_to(root).as_posix() for folder in COMPARED for path in (Path(root) / folder).rglob("*")
+                  if path.is_file() and not {"__pycache__", ".pytest_cache"} & set(path.parts)
+                  and path.suffix != ".pyc" and path.relative_to(root) != MANIFEST)
+
+
+def fingerprint(path: Path) -> str:
+    """sha256 of a file's content outside the exercise regions (all of it, for a file that is not Python)."""
+    data = Path(path).read_bytes()
+    if path.suffix == ".py":
+        data = "\n".join(outside_regions(data.decode("utf-8", "replace"))).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
 
 
 def git_commit(root: Path) -> str | None:
@@ -166,7 +199,9 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
         if stripped != notebook:
             path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     manifest = {"handed_out": [exercise.id for exercise in selected], "made_from": git_commit(root),
-                "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+                "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                # what the edition held outside the regions: the grader tells the students' edits from its own
+                "files": {name: fingerprint(dest / name) for name in project_files(dest)}}
     (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return {"stubbed": [exercise.id for exercise in selected], "solution_cells_removed": removed}

@@ -36,16 +36,16 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.edition import MANIFEST, git_commit, read_manifest
+from minitorch.exercises.edition import (MANIFEST, fingerprint, git_commit, outside_regions, project_files,
+                                         read_manifest)
 from minitorch.exercises.registry import (EXERCISES, NOT_COPIED, ROOT, ExerciseError, load_exercises, scan_file,
                                           sort_key)
 
 GRADER_PATHS = ("README.md", "requirements.txt", "LICENSE", "minitorch", "tests")  # what a graded copy holds
-COMPARED = ("minitorch", "tests")  # edits outside the regions are looked for here
 MEMORY_LIMIT = 4 << 30  # bytes of address space per child
 FILE_LIMIT = 256 << 20  # bytes of the largest file a child may write
 OUTPUT_CAP = 10_000  # characters of a test's output kept in the feedback
-TIMEOUTS_PER_EXERCISE = 2  # after this many, an exercise's other tests fail as timed out without running
+TIMEOUTS_PER_EXERCISE = 2  # after this many timeouts or crashes, an exercise's other tests fail unrun
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
 
 # How a test ended, beyond pytest's own outcomes; a flag in the gradebook for each.
@@ -186,45 +186,42 @@ def _student_bodies(student_file: Path, exercises: list, report: GraftReport) ->
     return bodies
 
 
-def _outside_regions(text: str) -> list[str]:
-    """The lines of `text` outside exercise regions (the marker lines kept)."""
-    kept, inside = [], False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("# END EXERCISE"):
-            inside = False
-        if not inside:
-            kept.append(line.rstrip())
-        if stripped.startswith("# BEGIN EXERCISE"):
-            inside = True
-    return kept
-
-
 def edits_outside_regions(student: Path, grader_root: Path) -> dict[str, str]:
     """Relative path -> '+A -D lines', 'added', 'deleted' or 'changed' for each file of minitorch/ and
-    tests/ whose content outside the exercise regions differs from the grader's."""
-    def files(root):
-        return {p.relative_to(root).as_posix() for folder in COMPARED for p in (root / folder).rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc",)
-                and ".pytest_cache" not in p.parts}
-    ours, theirs = files(grader_root), files(student) - {MANIFEST.as_posix()}
-    edits = {name: "added" for name in sorted(theirs - ours)}
-    edits.update({name: "deleted" for name in sorted(ours - theirs)})
-    for name in sorted(ours & theirs):
-        mine, yours = (grader_root / name).read_bytes(), (student / name).read_bytes()
-        if mine == yours:
-            continue
-        if not name.endswith(".py"):
-            edits[name] = "changed"
-            continue
-        before = _outside_regions(mine.decode("utf-8", "replace"))
-        after = _outside_regions(yours.decode("utf-8", "replace"))
-        if before != after:
-            diff = list(difflib.unified_diff(before, after, lineterm="", n=0))
-            added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
-            removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
-            edits[name] = f"+{added} -{removed} lines"
+    tests/ that the student changed outside the exercise regions.
+
+    What the student received is known from the fingerprints in their edition's manifest (so that the
+    grader's own changes since, or the edition's, are not taken for the student's); without them, the
+    grader's files stand in. The line counts compare with the grader's file."""
+    theirs = set(project_files(student))
+    received = _manifest_files(student)
+    if received is None:
+        received = {name: fingerprint(grader_root / name) for name in project_files(grader_root)}
+    edits = {name: "added" for name in sorted(theirs - set(received))}
+    edits.update({name: "deleted" for name in sorted(set(received) - theirs)})
+    for name in sorted(theirs & set(received)):
+        if fingerprint(student / name) != received[name]:
+            edits[name] = _diff_stat(grader_root / name, student / name)
     return edits
+
+
+def _manifest_files(student: Path) -> dict[str, str] | None:
+    try:
+        files = json.loads((student / MANIFEST).read_text(encoding="utf-8"))["files"]
+        return dict(files) if isinstance(files, dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _diff_stat(ours: Path, theirs: Path) -> str:
+    if theirs.suffix != ".py" or not ours.is_file():
+        return "changed"
+    before = outside_regions(ours.read_text(encoding="utf-8", errors="replace"))
+    after = outside_regions(theirs.read_text(encoding="utf-8", errors="replace"))
+    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))
+    added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+    return f"+{added} -{removed} lines"
 
 
 # ----------------------------------------------------------------------
@@ -334,6 +331,7 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
         if running:
             results[running[-1]] = {"status": reason[0] if reason else CRASHED, "exercise": collected.get(running[-1]),
                                     "message": reason[1] if reason else _crash_message(returncode)}
+            _give_up_on_exercise(collected.get(running[-1]), collected, results)
         left = [nodeid for nodeid in collected if nodeid not in results]
         if collect_only or not left:
             return collected, results
@@ -343,6 +341,20 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
                             for nodeid in left})
             return collected, results
         arguments = left
+
+
+def _give_up_on_exercise(exercise_id: str | None, collected: dict, results: dict) -> None:
+    """Once TIMEOUTS_PER_EXERCISE tests of an exercise took their child down, fail its other tests
+    with the same reason without running them (each would cost a new child, or a full timeout)."""
+    down = [n for n, r in results.items() if collected.get(n) == exercise_id and r["status"] in (CRASHED, TIMED_OUT)]
+    if exercise_id is None or len(down) < TIMEOUTS_PER_EXERCISE:
+        return
+    last = results[down[-1]]
+    for nodeid, owner in collected.items():
+        if owner == exercise_id and nodeid not in results:
+            results[nodeid] = {"status": last["status"], "exercise": exercise_id,
+                               "message": f"{last['status']}: not run, {len(down)} tests of exercise {exercise_id} "
+                                          f"already took the test process down ({last['message']})"}
 
 
 def _watch(command, project: Path, work: Path, log: Path, timeout: float, attempt: int):

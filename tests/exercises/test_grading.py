@@ -89,6 +89,17 @@ def test_grafting_takes_only_the_students_regions_and_reports_edits_outside_them
     assert not (tmp_path / "graded" / "minitorch" / "extra.py").exists()
 
 
+def test_only_the_students_edits_are_flagged_not_the_graders_changes_since_the_edition(grader, tmp_path):
+    import minitorch.exercises.registry as registry
+    edition_module.make_student_edition(tmp_path / "student", registry.load_exercises(grader)[:1], grader)
+    student = tmp_path / "student"
+    ops = grader / "minitorch" / "ops.py"
+    ops.write_text(ops.read_text() + "\n\ndef added_by_the_grader_later():\n    pass\n")
+    (student / "tests" / "test_ops.py").write_text("def test_nothing():\n    assert True\n")
+    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
+    assert report.edited_outside == {"tests/test_ops.py": "+1 -1 lines"}, report.edited_outside
+
+
 def test_a_region_that_does_not_compile_fails_alone_with_the_compilers_message(grader, tmp_path):
     ops = GRADER_OPS.replace("return 2 * x", "return (2 * x").replace("return 3 * x", "return 4 * x")
     student = student_copy(grader, tmp_path / "student", ops)
@@ -169,6 +180,20 @@ def test_a_child_that_crashes_mid_run_fails_that_test_and_a_new_child_runs_the_r
     assert status == {"test_double_doubles": "passed", "test_needs_double": "crashed",
                       "test_triple_triples": "passed", "test_triple_is_four": "failed"}, results
     assert "exited with status 0 during this test" in results["tests/test_tiny.py::test_needs_double"]["message"]
+
+
+def test_after_two_crashes_in_one_exercise_its_other_tests_fail_unrun(tmp_path):
+    project = tiny_project(tmp_path / "tiny", solved=True)
+    tests = project / "tests" / "test_tiny.py"
+    tests.write_text(tests.read_text() + '\n\n@pytest.mark.exercise("1.2")\n@pytest.mark.parametrize("n", range(5))\n'
+                                         'def test_exits(n):\n    import os; os._exit(0)\n')
+    (tmp_path / "work").mkdir()
+    collected, results = grading.run_tests(project, ["1.2"], seed=5, timeout=30, work=tmp_path / "work")
+    exits = [results[f"tests/test_tiny.py::test_exits[{n}]"] for n in range(5)]
+    assert [result["status"] for result in exits] == ["crashed"] * 5
+    assert ["not run" in result["message"] for result in exits] == [False, False, True, True, True]
+    assert len(list((tmp_path / "work").glob("output-*.txt"))) == 2, "no third child for the tests given up on"
+    assert results["tests/test_tiny.py::test_triple_triples"]["status"] == "passed"
 
 
 # ----------------------------------------------------------------------
