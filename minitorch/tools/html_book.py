@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIR = Path(__file__).resolve().parent / "book_template"
 CELL_TIMEOUT = 1800  # seconds one cell may run before the build gives up on it
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]  # the kernel's own errors still show; its start-up warnings do not
 CHAPTER_NAME = re.compile(r"^(\d\d)_.+\.ipynb$")
 
 
@@ -112,6 +113,7 @@ def execute_chapter(path: Path, quick: bool) -> Run:
     chapter = Chapter(Path(path))
     notebook = nbformat.read(chapter.path, as_version=4)
     client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
+                                     extra_arguments=KERNEL_ARGUMENTS,
                                      resources={"metadata": {"path": str(chapter.path.parent)}})
     start = time.perf_counter()
     previous_handler = signal.signal(signal.SIGTERM, _stop_on_sigterm)
