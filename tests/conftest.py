@@ -85,17 +85,25 @@ def _add_options(group):
                          "(default: $MINITORCH_TEST_TIMEOUT, else 600; 0 = no limit)")
 
 
-def _test_timeout(config) -> float:
-    seconds = config.getoption("--test-timeout")
-    if seconds is None:
-        text = os.environ.get("MINITORCH_TEST_TIMEOUT", "600")
+def _option_or_environment(config, option: str, variable: str, default: str, parse, kind: str):
+    """The value of `option`, else of the environment variable `variable`, else `default`, parsed by
+    `parse`; a usage error naming the option and variable when it is not `kind`."""
+    value = config.getoption(option)
+    if value is None:
+        text = os.environ.get(variable, default)
         try:
-            seconds = float(text)
+            value = parse(text)
         except ValueError:
-            raise pytest.UsageError(f"MINITORCH_TEST_TIMEOUT must be a number of seconds, got {text!r}") from None
-    if seconds < 0:
-        raise pytest.UsageError(f"--test-timeout must be 0 (no limit) or a positive number of seconds, got {seconds}")
-    return seconds
+            raise pytest.UsageError(f"{variable} must be {kind}, got {text!r}") from None
+    if value < 0:
+        raise pytest.UsageError(f"{option} / {variable} must be {kind}, got {value}")
+    return value
+
+
+def _test_timeout(config) -> float:
+    """Seconds a test may run (0: no limit)."""
+    return _option_or_environment(config, "--test-timeout", "MINITORCH_TEST_TIMEOUT", "600", float,
+                                  "a number of seconds, 0 or more (0 = no limit)")
 
 
 def _check_scoreboard_folder(config) -> None:
@@ -119,16 +127,8 @@ def handed_out(root: Path) -> set[str] | None:
 
 
 def _exercise_seed(config) -> int:
-    seed = config.getoption("--exercise-seed")
-    if seed is None:
-        text = os.environ.get("MINITORCH_EXERCISE_SEED", "0")
-        try:
-            seed = int(text)
-        except ValueError:
-            raise pytest.UsageError(f"MINITORCH_EXERCISE_SEED must be a whole number, got {text!r}") from None
-    if seed < 0:
-        raise pytest.UsageError(f"the exercise seed must be a non-negative whole number, got {seed}")
-    return seed
+    return _option_or_environment(config, "--exercise-seed", "MINITORCH_EXERCISE_SEED", "0", int,
+                                  "a whole number, 0 or more")
 
 
 def _use_minitorch_from(root: Path) -> None:

@@ -53,11 +53,15 @@ def test_mse_refuses_a_target_of_another_shape():
         mse_loss(Tensor(np.zeros((2, 3, 4))), np.zeros((3, 4)))
 
 
+def _assert_stopped_early(name: str, result) -> None:
+    assert result.converged, f"{name} did not reach max error < {STOP_ERROR:g} in {result.steps} steps"
+    assert result.steps < 1500, f"{name} took {result.steps} steps; runs of the author's code stop after ~600-900"
+
+
 @pytest.mark.slow
 def test_softmax_1x1_stops_early_with_a_sink(softmax_1x1):
     result, prediction, y, attention, triggers = softmax_1x1
-    assert result.converged, f"softmax 1x1 did not reach max error < 5e-3 in {result.steps} steps"
-    assert result.steps < 1500, f"softmax 1x1 took {result.steps} steps; runs of the authors' code stop after ~600-900"
+    _assert_stopped_early("softmax 1x1", result)
     bos = metrics.bos_mass_at_non_trigger_rows(attention, triggers)
     assert bos.min() >= 0.99, f"softmax 1x1 should sink: min BOS mass at non-trigger rows is {bos.min():.4f} < 0.99"
     trigger = metrics.trigger_row(attention, triggers)[:, 0]  # (B, L)
@@ -69,8 +73,7 @@ def test_softmax_1x1_stops_early_with_a_sink(softmax_1x1):
 @pytest.mark.slow
 def test_relu_1x1_stops_early_without_a_sink(relu_1x1):
     result, prediction, y, attention, triggers = relu_1x1
-    assert result.converged, f"ReLU 1x1 did not reach max error < 5e-3 in {result.steps} steps"
-    assert result.steps < 1500, f"ReLU 1x1 took {result.steps} steps; runs of the authors' code stop after ~600-900"
+    _assert_stopped_early("ReLU 1x1", result)
     rows = metrics.non_trigger_row_mass(attention, triggers)
     assert np.all(rows == 0.0), f"ReLU 1x1 non-trigger rows should be exactly 0; largest row mass {rows.max():.3g}"
     assert metrics.trigger_row(attention, triggers)[:, 0, 1:8].min() > 0, "the ReLU trigger row must attend to the content"
