@@ -4,7 +4,7 @@
 error over batch x positions x coordinates, a fresh batch of 128 sequences
 each step, and an early stop as soon as a batch's worst absolute error
 ``max |ŷ - y|`` falls below 5e-3 (measured on the forward pass of that step,
-before its update, as the authors do).
+before its update, as the author's code does).
 
 Every `record_every` steps it measures the model on a fixed probe set (test
 sequences, trigger at 1-based position 8) and appends to `history`; every

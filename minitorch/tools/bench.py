@@ -21,7 +21,7 @@ with an error saying so: their normalisers and Adam are copies of those answers 
 which `minitorch.exercises.edition` removes).
 
 ``--reproduce`` also times ``python -m minitorch reproduce`` end to end and
-compares it with the authors' scripts, estimated from their per-step times.
+compares it with the author's scripts, estimated from their per-step times.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduc
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
 IMPLEMENTATIONS = ("minitorch", "numpy floor", "pytorch")
 BATCH_SIZE, LR = 128, 1e-4
-# The authors' PyTorch scripts, ms per step, measured once on a 2-core machine when this project set its
+# The author's PyTorch scripts, ms per step, measured once on a 2-core machine when this project set its
 # speed targets (not rerun by the tests): their
 # per-sample data loading dominates, so these hardly depend on the machine's BLAS.
 AUTHORS_MS_PER_STEP = {"1x1": 12.0, "2x2": 13.0, "4x4": 22.0}
@@ -268,14 +268,14 @@ def machine_description(threads: int) -> str:
 
 
 def authors_estimate_seconds(steps: dict) -> float:
-    """The authors' scripts' time for these steps, e.g. {"softmax_4x4": 27567}, one model after another."""
+    """The author's scripts' time for these steps, e.g. {"softmax_4x4": 27567}, one model after another."""
     return sum(AUTHORS_MS_PER_STEP[name.split("_")[-1]] * count for name, count in steps.items()) / 1e3
 
 
 def time_reproduce(jobs: int = 2, print_=print) -> dict:
-    """Run ``python -m minitorch reproduce`` into a scratch folder; compare with the authors' scripts.
+    """Run ``python -m minitorch reproduce`` into a scratch folder; compare with the author's scripts.
 
-    The authors' time is estimated for the same numbers of steps our run took, at their
+    The author's time is estimated for the same numbers of steps our run took, at their
     per-step times (`AUTHORS_MS_PER_STEP`), one model after another as their scripts run.
     """
     with tempfile.TemporaryDirectory() as scratch:
@@ -288,7 +288,7 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
     authors = authors_estimate_seconds(steps)
     result = dict(wall_seconds=wall, steps=steps, authors_estimate_seconds=authors, speedup=authors / wall, jobs=jobs)
     print_(f"\n`python -m minitorch reproduce --jobs {jobs}`: {wall / 60:.1f} min for "
-           f"{sum(steps.values()):,} steps ({', '.join(f'{k} {v:,}' for k, v in steps.items())}); the authors' "
+           f"{sum(steps.values()):,} steps ({', '.join(f'{k} {v:,}' for k, v in steps.items())}); the author's "
            f"scripts at {AUTHORS_MS_PER_STEP} ms/step: {authors / 60:.1f} min; speed-up {authors / wall:.1f}x")
     return result
 
