@@ -14,7 +14,8 @@ A submission is a returned copy of the project (a folder or a .zip of one). It i
    (the Gradescope autograder's format) and feedback.md.
 
 This guards against mistakes (an infinite loop, os._exit, a deleted file, a huge print, a syntax
-error, an edited helper), not against a hostile student: the student's code runs as the grader's
+error, an edited helper) and refuses a copy that holds symbolic links or a .zip that would unpack to
+more than a GiB, but it does not guard against a hostile student: the student's code runs as the grader's
 user. For that, run the grader inside a container. Nothing of the student's is imported here.
 """
 
@@ -45,6 +46,8 @@ GRADER_PATHS = ("README.md", "requirements.txt", "LICENSE", "minitorch", "tests"
 MEMORY_LIMIT = 4 << 30  # bytes of address space per child
 FILE_LIMIT = 256 << 20  # bytes of the largest file a child may write
 OUTPUT_CAP = 10_000  # characters of a test's output kept in the feedback
+MAX_UNPACKED_BYTES = 1 << 30  # a .zip that would unpack to more is refused (the project is a few MiB)
+MAX_ZIP_MEMBERS = 100_000  # ... or to more files than this
 TIMEOUTS_PER_EXERCISE = 2  # after this many timeouts or crashes, an exercise's other tests fail unrun
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
 
@@ -80,14 +83,32 @@ def project_in(submission: Path, scratch: Path) -> Path:
         raise ExerciseError(f"{submission} is neither a folder nor a .zip of a copy of the project")
     for candidate in (folder, *sorted(p for p in folder.iterdir() if p.is_dir())):
         if (candidate / "minitorch").is_dir():
+            _refuse_links(candidate)
             return candidate
     raise ExerciseError(f"{submission} holds no minitorch/ folder (looked at its top and one level down)")
+
+
+def _refuse_links(project: Path) -> None:
+    """Stop if the copy's minitorch/ or tests/ holds a symbolic link: the grader reads only the files
+    the student wrote, never a file that a link points to elsewhere on the grader's machine."""
+    links = [path for folder in ("minitorch", "tests") for path in (project / folder, *(project / folder).rglob("*"))
+             if path.is_symlink()]
+    if links:
+        shown = ", ".join(f"{path.relative_to(project)} -> {os.readlink(path)}" for path in links[:3])
+        raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({shown}{', ...' if len(links) > 3 else ''}); "
+                            f"the grader reads only regular files: submit the files themselves")
 
 
 def _unzip(archive: Path, folder: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as opened:
-            for member in opened.infolist():
+            members = opened.infolist()
+            unpacked = sum(member.file_size for member in members)
+            if len(members) > MAX_ZIP_MEMBERS or unpacked > MAX_UNPACKED_BYTES:
+                raise ExerciseError(f"{archive} would unpack to {len(members):,} files and {unpacked / 2**20:,.0f} MiB; "
+                                    f"a copy of the project is a few MiB (the grader unpacks at most "
+                                    f"{MAX_ZIP_MEMBERS:,} files and {MAX_UNPACKED_BYTES >> 20:,} MiB)")
+            for member in members:
                 target = (folder / member.filename).resolve()
                 if not target.is_relative_to(folder.resolve()):
                     raise ExerciseError(f"{archive}: member {member.filename!r} would unpack outside its folder")

@@ -135,6 +135,25 @@ def test_a_zip_with_one_top_folder_is_unpacked_and_found(grader, tmp_path):
     assert report.grafted == ["1.1"] and report.edited_outside == {}
 
 
+
+def test_a_copy_holding_a_symbolic_link_is_refused_not_followed(grader, tmp_path):
+    student = student_copy(grader, tmp_path / "mallory", GRADER_OPS.replace("return 2 * x", "return 0"))
+    (student / "minitorch" / "ops.py").unlink()
+    (student / "minitorch" / "ops.py").symlink_to(grader / "minitorch" / "ops.py")  # the grader's own solutions
+    with pytest.raises(grading.ExerciseError, match=r"symbolic link.*minitorch/ops\.py ->"):
+        grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
+
+
+def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(grader, tmp_path, monkeypatch):
+    archive = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        zipped.writestr("bomb/minitorch/ops.py", GRADER_OPS)
+        zipped.writestr("bomb/zeros.bin", bytes(2 << 20))  # 2 MiB that compress to a few KiB
+    monkeypatch.setattr(grading, "MAX_UNPACKED_BYTES", 1 << 20)
+    with pytest.raises(grading.ExerciseError, match=r"would unpack to 2 files and 2 MiB"):
+        grading.graft_submission(archive, grader, tmp_path / "graded", ["1.1"])
+    assert not (tmp_path / "graded").exists(), "nothing may be unpacked or copied for a refused .zip"
+
 def fake_results(student: str, earned: dict, flags=()) -> dict:
     return {"score": sum(earned.values()), "tests": [],
             "extra_data": {"student": student, "max_score": 3, "flags": list(flags), "complete": True,
