@@ -101,7 +101,7 @@ fails its own exercise with the compiler's message. A test running longer than -
 ("timed out"); a child that crashes (os._exit, a segfault, out of memory) fails the test it was
 running and a new child goes on. Children run with limits: 4 GiB of memory, CPU time, 256 MiB per
 file written; each test's output is capped at 10 kB in the feedback. A copy holding a symbolic link,
-or a .zip that would unpack to more than 1 GiB, is refused. This guards against mistakes, not against
+or a .zip that would unpack to more than 200 MiB, is refused. This guards against mistakes, not against
 a hostile student: for that, run this command inside a container.
 
 Which exercises count: --only/--chapter if given, else those the class's student edition handed out

@@ -29,7 +29,6 @@ import json
 import os
 import re
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
+from minitorch.exercises.edition import git_commit
 from minitorch.exercises.registry import NOT_COPIED, ROOT, Exercise, ExerciseError
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
@@ -127,7 +127,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         "points": sum(exercise.points for exercise in exercises),
         "exercise_seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else seed,  # never the public 0
         "timeout": timeout,
-        "made_from": _git_commit(root),
+        "made_from": git_commit(root),
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     partial = out.with_name(f".{out.name}.partial")
@@ -162,17 +162,6 @@ def _add_text(bundle: zipfile.ZipFile, name: str, text: str, executable: bool = 
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = (0o100755 if executable else 0o100644) << 16  # unzip keeps the mode: sh can run it
     bundle.writestr(info, text)
-
-
-def _git_commit(root: Path) -> str | None:
-    try:
-        completed = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=root,
-                                   capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if completed.returncode != 0:
-        return None
-    return completed.stdout.strip() or None
 
 
 # ----------------------------------------------------------------------
@@ -218,7 +207,8 @@ def _grade(submission: Path, out_dir: Path, settings: dict, source: Path) -> dic
     from minitorch.exercises.grading import grade_submission  # the grading core
 
     results = grade_submission(submission, out_dir, exercise_ids=settings["exercise_ids"],
-                               seed=settings["exercise_seed"], timeout=settings["timeout"], grader_root=Path(source))
+                               seed=settings["exercise_seed"], timeout=settings["timeout"], grader_root=Path(source),
+                               version=settings.get("made_from"))
     feedback = Path(out_dir) / "feedback.md"
     if feedback.is_file():  # the log: instructors see it, students do not (stdout_visibility)
         print(feedback.read_text(encoding="utf-8"))

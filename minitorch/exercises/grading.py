@@ -15,7 +15,7 @@ A submission is a returned copy of the project (a folder or a .zip of one). It i
 
 This guards against mistakes (an infinite loop, os._exit, a deleted file, a huge print, a syntax
 error, an edited helper) and refuses a copy that holds symbolic links or a .zip that would unpack to
-more than a GiB, but it does not guard against a hostile student: the student's code runs as the grader's
+more than 200 MiB, but it does not guard against a hostile student: the student's code runs as the grader's
 user. For that, run the grader inside a container. Nothing of the student's is imported here.
 """
 
@@ -46,7 +46,7 @@ GRADER_PATHS = ("README.md", "requirements.txt", "LICENSE", "minitorch", "tests"
 MEMORY_LIMIT = 4 << 30  # bytes of address space per child
 FILE_LIMIT = 256 << 20  # bytes of the largest file a child may write
 OUTPUT_CAP = 10_000  # characters of a test's output kept in the feedback
-MAX_UNPACKED_BYTES = 1 << 30  # a .zip that would unpack to more is refused (the project is a few MiB)
+MAX_UNPACKED_BYTES = 200 << 20  # a .zip that would unpack to more is refused (the project is a few MiB)
 MAX_ZIP_MEMBERS = 100_000  # ... or to more files than this
 TIMEOUTS_PER_EXERCISE = 2  # after this many timeouts or crashes, an exercise's other tests fail unrun
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
@@ -467,8 +467,9 @@ def _kind(result: dict, exercise_id: str, report: GraftReport) -> str:
 
 
 def results_json(student: str, collected: dict, results: dict, report: GraftReport, *, exercise_ids, seed: int,
-                 grader_root: Path, elapsed: float, problem: str = "") -> dict:
-    """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output)."""
+                 version: str, elapsed: float, problem: str = "") -> dict:
+    """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output);
+    `version` names the grader's commit."""
     per_exercise = {i: [n for n, e in collected.items() if e == i] for i in sorted(exercise_ids, key=sort_key)}
     tests, exercises = [], {}
     for exercise_id, nodeids in per_exercise.items():
@@ -497,7 +498,7 @@ def results_json(student: str, collected: dict, results: dict, report: GraftRepo
         "tests": tests,
         "extra_data": {"student": student, "max_score": sum(e["points"] for e in exercises.values()),
                        "exercises": exercises, "flags": flags, "exercise_seed": seed,
-                       "grader_version": grader_version(grader_root),
+                       "grader_version": version,
                        "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                        "edited_outside_regions": report.edited_outside, "handed_out": report.handed_out,
                        "complete": True},
@@ -517,9 +518,10 @@ def flags_of(tests: list[dict], report: GraftReport) -> list[str]:
 
 
 def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int, timeout: float,
-                     grader_root: Path = ROOT) -> dict:
+                     grader_root: Path = ROOT, version: str | None = None) -> dict:
     """Grade one student's copy (folder or .zip) in child processes; write out_dir/results.json and
-    out_dir/feedback.md (atomically) and return the results."""
+    out_dir/feedback.md (atomically) and return the results. `version` names the grader's commit
+    (default: the git commit of `grader_root`, e.g. when it is not a checkout but a bundle)."""
     from minitorch.exercises.gradebook import feedback_markdown, write_atomically
 
     submission, out_dir = Path(submission), Path(out_dir)
@@ -540,7 +542,8 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
             collected, results = run_tests(project, exercise_ids, seed=seed, timeout=timeout, work=work,
                                            expected=expected)
     graded = results_json(student, collected, results, report, exercise_ids=exercise_ids, seed=seed,
-                          grader_root=grader_root, elapsed=time.monotonic() - started, problem=problem)
+                          version=version or grader_version(grader_root), elapsed=time.monotonic() - started,
+                          problem=problem)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / "feedback.md", feedback_markdown(graded))
     write_atomically(out_dir / "results.json", json.dumps(graded, indent=1) + "\n")

@@ -231,7 +231,7 @@ def layout(tmp_path: Path, settings: dict | None = None) -> tuple[Path, Path]:
     return root, root / "results" / "results.json"
 
 
-SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3}
+SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3, "made_from": "abc123"}
 
 
 def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_results_to_results_json(
@@ -239,8 +239,8 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
     root, results_path = layout(tmp_path, SETTINGS)
     calls = []
 
-    def grade_submission(submission, out_dir, *, exercise_ids, seed, timeout, grader_root):
-        calls.append((submission, exercise_ids, seed, timeout, grader_root))
+    def grade_submission(submission, out_dir, *, exercise_ids, seed, timeout, grader_root, version):
+        calls.append((submission, exercise_ids, seed, timeout, grader_root, version))
         (Path(out_dir) / "feedback.md").parent.mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "feedback.md").write_text("full log")
         return {"score": 2, "output": "graded with seed 5", "tests": [
@@ -249,7 +249,8 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
     monkeypatch.setitem(sys.modules, "minitorch.exercises.grading", type(sys)("grading"))
     monkeypatch.setattr(sys.modules["minitorch.exercises.grading"], "grade_submission", grade_submission, raising=False)
     results = gradescope.run(root, source=root / "source")
-    assert calls == [(root / "submission", ["1.1"], 5, 3, root / "source")]
+    assert calls == [(root / "submission", ["1.1"], 5, 3, root / "source", "abc123")], (
+        "the bundle's settings, and the commit it was made from as the grader's version, go to grade_submission")
     assert json.loads(results_path.read_text()) == results
     assert results["score"] == 2 and results["tests"][0]["status"] == "passed"
     assert results["output"] == "graded with seed (hidden)" and results["stdout_visibility"] == "hidden"
