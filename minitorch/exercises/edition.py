@@ -6,6 +6,7 @@ import copy
 import datetime
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -175,11 +176,24 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
     return summary
 
 
+def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) -> None:
+    """Copy the folder `source` to `dest` without caches (NOT_COPIED), names matching `also_ignored`, or
+    anything that is neither a file nor a folder (a socket a kernel left behind, a broken link)."""
+    patterns = shutil.ignore_patterns(*NOT_COPIED, *also_ignored)
+
+    def ignored(folder: str, names: list[str]) -> set[str]:
+        special = {name for name in names if not (os.path.isfile(os.path.join(folder, name))
+                                                  or os.path.isdir(os.path.join(folder, name)))}
+        return set(patterns(folder, names)) | special
+
+    shutil.copytree(source, dest, ignore=ignored)
+
+
 def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
     for name in PROJECT_PATHS:
         source = root / name
         if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns(*NOT_COPIED))
+            copy_folder(source, dest / name)
         elif source.is_file():
             shutil.copy2(source, dest / name)
 

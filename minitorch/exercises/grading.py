@@ -37,9 +37,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.edition import (MANIFEST, fingerprint, git_commit, outside_regions, project_files,
+from minitorch.exercises.edition import (MANIFEST, copy_folder, fingerprint, git_commit, outside_regions, project_files,
                                          read_manifest)
-from minitorch.exercises.registry import (EXERCISES, NOT_COPIED, ROOT, ExerciseError, load_exercises, scan_file,
+from minitorch.exercises.registry import (EXERCISES, ROOT, ExerciseError, load_exercises, scan_file,
                                           sort_key)
 
 GRADER_PATHS = ("README.md", "requirements.txt", "LICENSE", "minitorch", "tests")  # what a graded copy holds
@@ -155,7 +155,7 @@ def _copy_project(grader_root: Path, dest: Path) -> None:
     for name in GRADER_PATHS:
         source = grader_root / name
         if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns(*NOT_COPIED, "edition.json"))
+            copy_folder(source, dest / name, also_ignored=("edition.json",))
         elif source.is_file():
             shutil.copy2(source, dest / name)
 

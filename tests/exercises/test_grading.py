@@ -280,6 +280,22 @@ def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edition", "grader"], "nothing left aside"
 
 
+def test_copies_of_the_project_leave_out_sockets(grader, tmp_path):
+    import socket
+    left_behind = socket.socket(socket.AF_UNIX)  # as a Jupyter kernel on IPC transport leaves in the cwd
+    left_behind.bind(str(grader / "tests" / "kernel-ipc-1"))
+    try:
+        import minitorch.exercises.registry as registry
+        edition_module.make_student_edition(tmp_path / "edition", registry.load_exercises(grader)[:1], grader)
+        grading.graft_submission(tmp_path / "edition", grader, tmp_path / "graded", ["1.1"])
+    finally:
+        left_behind.close()
+    for copy in ("edition", "graded"):
+        names = {path.name for path in (tmp_path / copy).rglob("*")}
+        assert "ops.py" in names and "kernel-ipc-1" not in names, (
+            f"the {copy} copy should hold the project's files but not the socket: {names}")
+
+
 # ----------------------------------------------------------------------
 # a class of 9, from this book's student edition
 
