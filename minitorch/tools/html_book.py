@@ -28,7 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIR = Path(__file__).resolve().parent / "book_template"
 CELL_TIMEOUT = 1800  # seconds one cell may run before the build gives up on it
-KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=ERROR"]  # the kernel's own errors still show; its start-up warnings do not
+# A cell's error reaches the build through the notebook; the kernel's own log (a warning at every start,
+# a traceback when Ctrl-C closes its sockets mid-reply) would only bury the progress lines.
+KERNEL_ARGUMENTS = ["--IPKernelApp.log_level=CRITICAL"]
 CHAPTER_NAME = re.compile(r"^(\d\d)_.+\.ipynb$")
 
 
@@ -136,6 +138,8 @@ def _execute_cells(client, notebook) -> tuple[int | None, str]:
                 return index + 1, f"{raised.ename}: {raised.evalue}"
             except nbclient.exceptions.CellTimeoutError:
                 return index + 1, f"timed out after {CELL_TIMEOUT} s"
+            except nbclient.exceptions.DeadKernelError:
+                return index + 1, "DeadKernelError: the kernel died (the cell crashed Python or ran out of memory)"
     return None, ""
 
 

@@ -102,15 +102,20 @@ def test_a_raising_cell_fails_the_build_naming_chapter_cell_and_error(tiny_book,
     assert run.returncode != 0, "a raising cell must fail the build"
     assert "01_first.ipynb: cell 2 raised ValueError: broken on purpose" in run.stderr, run.stderr
     assert "03_third" not in run.stderr, "without --keep-going the build stops at the first failure"
+    assert "WARNING" not in run.stderr and "Traceback" not in run.stderr, (
+        f"the build's errors should be its own lines, not the kernels' logs or a traceback:\n{run.stderr}")
     assert (out / "01_first.html").is_file() and (out / "index.html").is_file()
+
+    _notebook(tiny_book / "04_fourth.ipynb", "Four", "import os\nos._exit(3)")
 
     run = subprocess.run([sys.executable, "-m", "minitorch", "book", "--chapters", str(tiny_book),
                           "--out", str(out), "--jobs", "2", "--keep-going"], capture_output=True, text=True,
                          cwd=ROOT)
     assert run.returncode != 0
-    assert "2 chapter(s) failed" in run.stderr, run.stderr
+    assert "3 chapter(s) failed" in run.stderr, run.stderr
     assert "01_first.ipynb: cell 2 raised ValueError" in run.stderr
     assert "03_third.ipynb: cell 2 raised ZeroDivisionError" in run.stderr
+    assert "04_fourth.ipynb: cell 2 raised DeadKernelError: the kernel died" in run.stderr, run.stderr
     _check_pages(out, ["02_second.ipynb"])  # the good chapter still built, between the failures
 
 
