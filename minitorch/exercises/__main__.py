@@ -17,6 +17,7 @@ from pathlib import Path
 
 from minitorch.exercises.edition import make_student_edition
 from minitorch.exercises.gradescope import build_bundle
+from minitorch.exercises.grading import HUNG_TEST_MARGIN, NO_PROGRESS_MARGIN
 from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
 
 
@@ -79,7 +80,8 @@ def _print_bundle(out: str, settings: dict) -> int:
     print(f"Gradescope autograder written to {Path(out).resolve()}")
     print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), "
           f"exercise seed {settings['exercise_seed']}, timeout {settings['timeout']:g} s")
-    worst = 2 * len(settings["exercise_ids"]) * settings["timeout"]  # a hung exercise costs two timeouts
+    # a hung exercise costs two timeouts, each up to HUNG_TEST_MARGIN longer for a hang in C; then starting up
+    worst = 2 * len(settings["exercise_ids"]) * (settings["timeout"] + HUNG_TEST_MARGIN) + NO_PROGRESS_MARGIN
     print(f"  if every graded exercise hung, grading would take about {worst:g} s: set the platform's timeout "
           f"above that")
     print("Upload it as the assignment's autograder (see README.md, For instructors).")

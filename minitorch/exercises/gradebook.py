@@ -52,7 +52,7 @@ def feedback_markdown(graded: dict) -> str:
         lines += ["", "Files you changed outside the exercise regions (not graded: the grader's own copy of "
                       "them was used):", ""]
         lines += [f"- `{name}`: {change}" for name, change in extra["edited_outside_regions"].items()]
-    failing = [test for test in graded["tests"] if test["status"] != "passed"]
+    failing = [test for test in graded["tests"] if test["status"] != "passed" and _was_graded(graded)]
     if failing:
         lines += ["", "## What failed, and why", ""]
     for exercise_id in extra["exercises"]:
@@ -69,13 +69,19 @@ def _failures_of(exercise_id: str, failing: list[dict]) -> list[str]:
     lines = []
     for message, tests in sorted(by_message.items(), key=lambda item: len(item[0])):
         kind = tests[0]["extra_data"]["kind"]
-        names = ", ".join(test["name"].split(": ", 1)[-1] for test in tests[:5]) + (", ..." if len(tests) > 5 else "")
-        lines += [f"**{exercise_id}: {len(tests)} test(s) {kind}** ({names})", "", message, ""]
+        names = ", ".join(test["extra_data"]["nodeid"].split("::", 1)[-1] for test in tests[:5]) + (
+            ", ..." if len(tests) > 5 else "")
+        lines += [f"**{exercise_id}, {kind}: {len(tests)} test(s)** ({names})", "", message, ""]
         details = tests[0]["output"][len(tests[0]["extra_data"]["message"]):].strip()
         if details and kind not in ("not attempted", "blocked"):
             lines += ["<details><summary>full output of the first</summary>", "", "```", details, "```", "",
                       "</details>", ""]
     return lines
+
+
+def _was_graded(graded: dict) -> bool:
+    """False for a copy that could not be graded at all (not a project, a refused .zip, ...)."""
+    return graded["extra_data"].get("graded", True)
 
 
 def class_rows(out: Path, students=None) -> list[dict]:
@@ -108,7 +114,9 @@ def grades_csv(rows: list[dict], exercise_ids) -> str:
 
 
 def exercise_statistics(rows: list[dict], exercise_ids) -> dict[str, dict]:
-    """Per exercise: mean points, share of the class with full marks, tests failed by kind."""
+    """Per exercise, over the copies that could be graded: mean points, share with full marks, tests
+    failed by kind."""
+    rows = [row for row in rows if _was_graded(row)]
     statistics = {}
     for exercise_id in sorted(exercise_ids, key=sort_key):
         graded = [row["extra_data"]["exercises"][exercise_id] for row in rows
@@ -139,6 +147,11 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
     for exercise_id, row in statistics.items():
         lines.append(f"| {exercise_id} | {row['title']} | {row['mean']:.2f} / {row['points']} | "
                      f"{row['full_marks']:.0%} | " + " | ".join(str(row["failures"][k]) for k in FAILURE_KINDS) + " |")
+    not_graded = [row["extra_data"]["student"] for row in rows if not _was_graded(row)]
+    if not_graded:
+        lines += ["", f"{len(not_graded)} cop{'y' if len(not_graded) == 1 else 'ies'} could not be graded "
+                      f"({', '.join(not_graded)}; why: under Flags). They score 0 in grades.csv and are left out "
+                      f"of the table and the figure."]
     flagged = [row for row in rows if row["extra_data"]["flags"]]
     if flagged:
         lines += ["", "## Flags", ""]
@@ -173,7 +186,8 @@ def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
         bottom.legend(fontsize=8, ncol=2)
     bottom.set_xticks(list(x), ids)
     bottom.set_xlabel("exercise")
-    figure.suptitle(f"{len(rows)} students")
+    graded = sum(_was_graded(row) for row in rows)
+    figure.suptitle(f"{graded} students" + (f" ({len(rows) - graded} more could not be graded)" if graded < len(rows) else ""))
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)

@@ -50,6 +50,7 @@ MAX_UNPACKED_BYTES = 200 << 20  # a .zip that would unpack to more is refused (t
 MAX_ZIP_MEMBERS = 100_000  # ... or to more files than this
 TIMEOUTS_PER_EXERCISE = 2  # after this many timeouts or crashes, an exercise's other tests fail unrun
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
+HUNG_TEST_MARGIN = 10.0  # seconds beyond --timeout for a running test whose alarm could not stop it (a hang in C)
 
 # How a test ended, beyond pytest's own outcomes; a flag in the gradebook for each.
 TIMED_OUT, CRASHED, DOES_NOT_COMPILE, NOT_FOUND = "timed out", "crashed", "does not compile", "region not found"
@@ -83,18 +84,21 @@ def project_in(submission: Path, scratch: Path) -> Path:
         raise ExerciseError(f"{submission} is neither a folder nor a .zip of a copy of the project")
     for candidate in (folder, *sorted(p for p in folder.iterdir() if p.is_dir())):
         if (candidate / "minitorch").is_dir():
-            _refuse_links(candidate)
+            _refuse_links(candidate, top=folder)
             return candidate
     raise ExerciseError(f"{submission} holds no minitorch/ folder (looked at its top and one level down)")
 
 
-def _refuse_links(project: Path) -> None:
-    """Stop if the copy's minitorch/ or tests/ holds a symbolic link: the grader reads only the files
-    the student wrote, never a file that a link points to elsewhere on the grader's machine."""
-    links = [path for folder in ("minitorch", "tests") for path in (project / folder, *(project / folder).rglob("*"))
-             if path.is_symlink()]
+def _refuse_links(project: Path, top: Path) -> None:
+    """Stop if the copy (the folders from the submission `top` down to the project), or its minitorch/
+    or tests/, is or holds a symbolic link: the grader reads only the files the student wrote, never
+    one that a link points to elsewhere on the grader's machine."""
+    links = [path for path in dict.fromkeys((top, project)) if path.is_symlink()]
+    links += [path for folder in ("minitorch", "tests") for path in (project / folder, *(project / folder).rglob("*"))
+              if path.is_symlink()]
     if links:
-        shown = ", ".join(f"{path.relative_to(project)} -> {os.readlink(path)}" for path in links[:3])
+        shown = ", ".join(f"{path.relative_to(project) if path != project and path.is_relative_to(project) else path.name}"
+                          f" -> {os.readlink(path)}" for path in links[:3])
         raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({shown}{', ...' if len(links) > 3 else ''}); "
                             f"the grader reads only regular files: submit the files themselves")
 
@@ -165,14 +169,17 @@ def _graft_file(text: str, student_file: Path, exercises: list, report: GraftRep
     lines = text.splitlines(keepends=True)
     bodies = _student_bodies(student_file, exercises, report)
     for exercise in sorted(exercises, key=lambda e: e.begin_line, reverse=True):  # bottom up: numbers stay valid
-        body = bodies.get(exercise.id)
+        body, student_begin = bodies.get(exercise.id, (None, 0))
         if body is not None:
             alone = lines[:exercise.begin_line] + body + lines[exercise.end_line - 1:]
             try:
                 compile("".join(alone), str(student_file), "exec")
                 report.grafted.append(exercise.id)
             except SyntaxError as error:
-                message = f"does not compile: {error.msg} (line {error.lineno} of {student_file.name})"
+                # line numbers of `alone` are the grader's; the student's file has its own above the region
+                in_body = min(max((error.lineno or 0) - exercise.begin_line, 1), len(body) + 1)
+                message = (f"does not compile: {error.msg} (line {student_begin + in_body} of "
+                           f"{student_file.name})")
                 report.not_compiling[exercise.id] = message
                 body = [f"{exercise.indent}raise SyntaxError({json.dumps(message)})\n"]
         else:
@@ -181,9 +188,9 @@ def _graft_file(text: str, student_file: Path, exercises: list, report: GraftRep
     return "".join(lines)
 
 
-def _student_bodies(student_file: Path, exercises: list, report: GraftReport) -> dict[str, list[str]]:
-    """Exercise ID -> the lines of the student's region, re-indented to the grader's; the missing
-    ones go to report.not_found with the reason."""
+def _student_bodies(student_file: Path, exercises: list, report: GraftReport) -> dict[str, tuple[list[str], int]]:
+    """Exercise ID -> (the lines of the student's region, re-indented to the grader's; the line number
+    of its BEGIN marker in the student's file); the missing ones go to report.not_found with the reason."""
     found = {}
     if student_file.is_file():
         try:
@@ -202,8 +209,8 @@ def _student_bodies(student_file: Path, exercises: list, report: GraftReport) ->
             report.not_found[exercise.id] = f"{NOT_FOUND}: exercise {exercise.id} was not graded: {reason}"
             continue
         body = lines[region.begin_line:region.end_line - 1]
-        bodies[exercise.id] = [exercise.indent + line[len(region.indent):] if line.startswith(region.indent)
-                               else line for line in body]
+        bodies[exercise.id] = ([exercise.indent + line[len(region.indent):] if line.startswith(region.indent)
+                                else line for line in body], region.begin_line)
     return bodies
 
 
@@ -397,11 +404,13 @@ def _watch(command, project: Path, work: Path, log: Path, timeout: float, attemp
             events = _read_log(log)
             if len(events) != seen:
                 seen, last_progress = len(events), time.monotonic()
-            if time.monotonic() - last_progress > timeout + NO_PROGRESS_MARGIN:
+            test_running = bool(events) and "start" in events[-1]
+            allowed = timeout + (HUNG_TEST_MARGIN if test_running else NO_PROGRESS_MARGIN)
+            if time.monotonic() - last_progress > allowed:
                 _kill(child)
                 child.wait()
                 reason = (TIMED_OUT, f"timed out after {timeout:g} s (the test process made no progress for "
-                                     f"{timeout + NO_PROGRESS_MARGIN:g} s and was stopped)")
+                                     f"{allowed:g} s and was stopped)")
     finally:
         with _children_lock:
             _children.discard(child)
@@ -490,7 +499,7 @@ def results_json(student: str, collected: dict, results: dict, report: GraftRepo
         earned = share * kinds.count("passed")
         exercises[exercise_id] = {"title": title, "points": points, "earned": round(earned, 6), "tests": len(nodeids),
                                   "kinds": {kind: kinds.count(kind) for kind in sorted(set(kinds))}}
-    flags = flags_of(tests, report)
+    flags = [problem] if problem else flags_of(tests, report)
     return {
         "score": round(sum(e["earned"] for e in exercises.values()), 6),
         "execution_time": round(elapsed, 1),
@@ -501,7 +510,7 @@ def results_json(student: str, collected: dict, results: dict, report: GraftRepo
                        "grader_version": version,
                        "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                        "edited_outside_regions": report.edited_outside, "handed_out": report.handed_out,
-                       "complete": True},
+                       "graded": not problem, "complete": True},
     }
 
 
@@ -514,6 +523,8 @@ def flags_of(tests: list[dict], report: GraftReport) -> list[str]:
         flags.append(f"{NOT_FOUND}: {' '.join(report.not_found)}")
     if report.edited_outside:
         flags.append(f"edited outside the regions: {' '.join(report.edited_outside)}")
+    if report.handed_out is None:
+        flags.append(f"not a student edition (no {MANIFEST.as_posix()}): a copy of the full book holds every answer")
     return flags
 
 
@@ -534,8 +545,9 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
         problem = ""
         try:
             report = graft_submission(submission, grader_root, project, exercise_ids)
-        except ExerciseError as error:
-            report, problem = GraftReport(), f"could not be graded: {error}"
+        except ExerciseError as error:  # named by the submission's own name: the student reads it too
+            reason = str(error).replace(str(submission), submission.name).replace(str(scratch) + os.sep, "")
+            report, problem = GraftReport(), f"could not be graded: {reason}"
             collected, results = expected_tests(grader_root, exercise_ids, seed, timeout), {}
         else:
             expected = expected_tests(grader_root, exercise_ids, seed, timeout)

@@ -24,6 +24,7 @@ import pytest
 import minitorch
 from minitorch.exercises import edition as edition_module
 from minitorch.exercises import grading
+from minitorch.exercises import gradebook
 from minitorch.exercises.gradebook import grades_csv
 from minitorch.exercises.registry import EXERCISES
 
@@ -154,6 +155,51 @@ def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(grader, t
         grading.graft_submission(archive, grader, tmp_path / "graded", ["1.1"])
     assert not (tmp_path / "graded").exists(), "nothing may be unpacked or copied for a refused .zip"
 
+
+def test_a_copy_that_is_itself_a_link_is_refused(grader, tmp_path):
+    (tmp_path / "mallory").mkdir()
+    (tmp_path / "mallory" / "my-copy").symlink_to(grader, target_is_directory=True)  # the grader's own book
+    with pytest.raises(grading.ExerciseError, match=r"symbolic link.*my-copy ->"):
+        grading.graft_submission(tmp_path / "mallory", grader, tmp_path / "graded", ["1.1"])
+    (tmp_path / "eve").symlink_to(grader, target_is_directory=True)
+    with pytest.raises(grading.ExerciseError, match=r"symbolic link.*eve ->"):
+        grading.graft_submission(tmp_path / "eve", grader, tmp_path / "graded", ["1.1"])
+
+
+def test_a_syntax_error_is_reported_at_the_line_of_the_students_file(grader, tmp_path):
+    ops = "# my notes\n" * 10 + GRADER_OPS.replace("return 2 * x", "x = 1\n    return (2 * x")
+    student = student_copy(grader, tmp_path / "student", ops)
+    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
+    wrong_line = 1 + ops.splitlines().index("    return (2 * x")
+    assert f"line {wrong_line} of ops.py" in report.not_compiling["1.1"], (
+        f"the student's unclosed bracket is on line {wrong_line} of their ops.py: {report.not_compiling['1.1']}")
+
+
+def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_the_class_statistics():
+    problem = "could not be graded: lee.zip is not a valid .zip: File is not a zip file"
+    lee = grading.results_json("lee", {"tests/test_ops.py::test_a": "1.1"}, {}, grading.GraftReport(),
+                               exercise_ids=["1.1"], seed=0, version="v", elapsed=0.0, problem=problem)
+    ann = grading.results_json("ann", {"tests/test_ops.py::test_a": "1.1"},
+                               {"tests/test_ops.py::test_a": {"status": "passed"}}, grading.GraftReport(handed_out=["1.1"]),
+                               exercise_ids=["1.1"], seed=0, version="v", elapsed=0.0)
+    assert lee["extra_data"]["flags"] == [problem] and ann["extra_data"]["flags"] == []
+    assert problem in grades_csv([lee], ["1.1"]), "the gradebook must say why a copy scored 0 without running"
+    statistics = gradebook.exercise_statistics([ann, lee], ["1.1"])["1.1"]
+    assert statistics["full_marks"] == 1.0 and sum(statistics["failures"].values()) == 0, (
+        f"a copy that never ran must not count as failed tests: {statistics}")
+    summary = gradebook.summary_markdown([ann, lee], ["1.1"], {"graded_at": "now", "exercise_seed": 0, "timeout": 1,
+                                                               "grader_version": "v"})
+    assert "1 copy could not be graded (lee" in summary and problem in summary, summary
+    feedback = gradebook.feedback_markdown(lee)
+    assert problem in feedback and "What failed" not in feedback, feedback
+
+
+def test_a_copy_without_the_editions_manifest_is_flagged():
+    graded = grading.results_json("max", {}, {}, grading.GraftReport(handed_out=None), exercise_ids=[], seed=0,
+                                  version="v", elapsed=0.0)
+    assert any("not a student edition" in flag for flag in graded["extra_data"]["flags"]), graded["extra_data"]
+
+
 def fake_results(student: str, earned: dict, flags=()) -> dict:
     return {"score": sum(earned.values()), "tests": [],
             "extra_data": {"student": student, "max_score": 3, "flags": list(flags), "complete": True,
@@ -186,6 +232,20 @@ def test_a_child_that_dies_or_hangs_before_any_test_fails_every_test_with_the_re
     assert collected == expected
     result = results["tests/test_tiny.py::test_double_doubles"]
     assert result["status"] == kind and message in result["message"], result
+
+
+def test_a_test_hung_where_the_alarm_cannot_reach_is_stopped_soon_after_its_timeout(tmp_path, monkeypatch):
+    project = tiny_project(tmp_path / "tiny", solved=True)
+    tests = project / "tests" / "test_tiny.py"
+    hang = "    import signal, time; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM}); time.sleep(600)\n"
+    tests.write_text(tests.read_text().replace("def test_needs_double():\n", "def test_needs_double():\n" + hang))
+    (tmp_path / "work").mkdir()
+    monkeypatch.setattr(grading, "HUNG_TEST_MARGIN", 0.5)  # the start-up margin stays a minute
+    collected, results = grading.run_tests(project, ["1.1", "1.2"], seed=5, timeout=1, work=tmp_path / "work")
+    result = results["tests/test_tiny.py::test_needs_double"]
+    assert result["status"] == "timed out" and "no progress for 1.5 s" in result["message"], (
+        f"a running test that ignores its alarm must be stopped after timeout + HUNG_TEST_MARGIN, not after "
+        f"the minute allowed for starting up: {result}")
 
 
 def test_a_child_that_crashes_mid_run_fails_that_test_and_a_new_child_runs_the_rest(tmp_path):
