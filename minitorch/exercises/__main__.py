@@ -99,7 +99,9 @@ folder) or a .zip of one; the entry's name (without .zip) is the student's ID.
 Each student is graded in a child process, in a scratch folder (never this checkout), on a pristine
 copy of THIS project into which only the student's exercise regions are grafted: their code outside
 the regions never runs, and the tests and their helpers are yours. A region that does not compile
-fails its own exercise with the compiler's message. A test running longer than --timeout fails
+fails its own exercise with the compiler's message. A test that fails with all of the student's
+regions runs again with only its own exercise's region (your solutions for the rest), so a bug in
+one exercise does not cost the points of another that calls it. A test running longer than --timeout fails
 ("timed out"); a child that crashes (os._exit, a segfault, out of memory) fails the test it was
 running and a new child goes on. Children run with limits: 4 GiB of memory, CPU time, 256 MiB per
 file written; each test's output is capped at 10 kB in the feedback. A copy holding a symbolic link,

@@ -57,6 +57,14 @@ def feedback_markdown(graded: dict) -> str:
         lines += ["", "## What failed, and why", ""]
     for exercise_id in extra["exercises"]:
         lines += _failures_of(exercise_id, [test for test in failing if test["number"] == exercise_id])
+    alone = [test for test in graded["tests"] if test["status"] == "passed" and test["extra_data"]["message"]]
+    if alone:
+        lines += ["", "## Passed on their own", "",
+                  f"These {len(alone)} test(s) failed with your code for every exercise and passed when run with "
+                  f"the grader's solutions of the other exercises: they earn their points, but another exercise of "
+                  f"yours breaks them.", ""]
+        lines += [f"- {test['number']}: {test['extra_data']['nodeid'].split('::', 1)[-1]}: "
+                  f"{test['extra_data']['message'].split('; ', 1)[-1][:200]}" for test in alone]
     return "\n".join(lines) + "\n"
 
 

@@ -331,18 +331,19 @@ def _read_log(log: Path) -> list[dict]:
 
 
 def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: Path,
-              collect_only: bool = False, expected: dict | None = None) -> tuple[dict, dict]:
+              collect_only: bool = False, expected: dict | None = None,
+              only: list[str] | None = None) -> tuple[dict, dict]:
     """Run the graded tests of `exercise_ids` on `project` in child processes.
 
     Returns ({node ID: exercise ID} collected, {node ID: result}), a result being the conftest's
     {"status", "message", "output", ...}, or for a test that a child took down
     {"status": "timed out" | "crashed", "message": ...}. Children that die are replaced. If one dies
     or hangs before running any test (at import or collection), every test left fails with the
-    reason (the `expected` tests, {node ID: exercise ID}, if none was collected)."""
-    files = graded_test_files(project)
+    reason (the `expected` tests, {node ID: exercise ID}, if none was collected). With `only` (node
+    IDs), just those tests run."""
     collected: dict[str, str] = dict(expected or {})
     results: dict[str, dict] = {}
-    arguments = [*files, "-m", marker_expression(exercise_ids)]
+    arguments = list(only) if only else [*graded_test_files(project), "-m", marker_expression(exercise_ids)]
     for attempt in itertools.count(1):
         log = work / f"log-{attempt}.jsonl"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
@@ -491,6 +492,8 @@ def results_json(student: str, collected: dict, results: dict, report: GraftRepo
             kinds.append(kind)
             message = (report.not_compiling.get(exercise_id) or report.not_found.get(exercise_id)
                        if kind in (DOES_NOT_COMPILE, NOT_FOUND) else result.get("message") or "")
+            if kind == "passed" and result.get("note"):
+                message = result["note"]
             output = (message + ("\n\n" + result["output"] if result.get("output") else ""))[:OUTPUT_CAP]
             tests.append({"name": f"{exercise_id} {title}: {_test_name(nodeid)}", "number": exercise_id,
                           "score": round(share if kind == "passed" else 0.0, 6), "max_score": round(share, 6),
@@ -553,6 +556,9 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
             expected = expected_tests(grader_root, exercise_ids, seed, timeout)
             collected, results = run_tests(project, exercise_ids, seed=seed, timeout=timeout, work=work,
                                            expected=expected)
+            for exercise_id, nodeids in to_regrade_alone(collected, results, report).items():
+                regrade_alone(submission, grader_root, scratch / f"alone-{exercise_id}", exercise_id, nodeids,
+                              results, seed=seed, timeout=timeout)
     graded = results_json(student, collected, results, report, exercise_ids=exercise_ids, seed=seed,
                           version=version or grader_version(grader_root), elapsed=time.monotonic() - started,
                           problem=problem)
@@ -560,6 +566,49 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
     write_atomically(out_dir / "feedback.md", feedback_markdown(graded))
     write_atomically(out_dir / "results.json", json.dumps(graded, indent=1) + "\n")
     return graded
+
+
+def to_regrade_alone(collected: dict, results: dict, report: GraftReport) -> dict[str, list[str]]:
+    """{exercise ID: its tests to run again with only its own region grafted}: an exercise is graded on
+    its own code, so a bug in another exercise it calls must not cost its points.
+
+    Not run again: tests that passed; an exercise whose own stub raised (not attempted), or whose
+    region is missing or does not compile; and a test that hung or crashed when no other exercise's
+    did (the cause is then its own code, and a hang would only cost two more timeouts)."""
+    if len(report.grafted) < 2:
+        return {}  # the other regions are already the grader's
+    status = {nodeid: (results.get(nodeid) or {}).get("status") for nodeid in collected}
+    took_down = {collected[n] for n, s in status.items() if s in (TIMED_OUT, CRASHED)}
+    again: dict[str, list[str]] = {}
+    for exercise_id in report.grafted:
+        tests = [n for n in collected if collected[n] == exercise_id]
+        if any(status[n] == "not attempted" for n in tests):
+            continue
+        failing = [n for n in tests if status[n] != "passed"
+                   and (status[n] not in (TIMED_OUT, CRASHED) or took_down - {exercise_id})]
+        if failing:
+            again[exercise_id] = failing
+    return again
+
+
+def regrade_alone(submission: Path, grader_root: Path, folder: Path, exercise_id: str, nodeids: list[str],
+                  results: dict, *, seed: int, timeout: float) -> None:
+    """Run `nodeids` again on a copy with only `exercise_id` grafted (the grader's solutions for the
+    rest); a test that passes now counts as passed, with a note of how it failed with all the
+    student's code; one that fails again keeps this run's reason, which is about this exercise alone."""
+    (folder / "work").mkdir(parents=True)
+    graft_submission(submission, grader_root, folder / "project", [exercise_id])
+    _, alone = run_tests(folder / "project", [exercise_id], seed=seed, timeout=timeout, work=folder / "work",
+                         expected=dict.fromkeys(nodeids, exercise_id), only=nodeids)
+    for nodeid in nodeids:
+        before, after = results.get(nodeid) or {}, alone.get(nodeid)
+        if after is None:
+            continue
+        if after.get("status") == "passed":
+            after = {**after, "note": f"passed when run with the grader's solutions of the other exercises; with "
+                                      f"all of your code it {before.get('status', 'failed')}: "
+                                      f"{before.get('message', '')}"}
+        results[nodeid] = after
 
 
 _expected: dict[tuple, dict] = {}

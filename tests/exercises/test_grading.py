@@ -200,6 +200,62 @@ def test_a_copy_without_the_editions_manifest_is_flagged():
     assert any("not a student edition" in flag for flag in graded["extra_data"]["flags"]), graded["extra_data"]
 
 
+CHAINED_OPS = GRADER_OPS.replace("return 3 * x", "return double(double(x))")  # 1.2 calls 1.1's code
+CHAINED_TESTS = """\
+import pytest
+import minitorch
+
+
+@pytest.mark.exercise("1.1")
+def test_double_doubles():
+    assert minitorch.double(2) == 4, "double(2) should be 4"
+
+
+@pytest.mark.exercise("1.2")
+@pytest.mark.parametrize("x", [1, 2])
+def test_quadruple_quadruples(x):
+    assert minitorch.quadruple(x) == 4 * x, "quadruple is wrong"
+"""
+
+
+def test_an_exercise_is_graded_on_its_own_code_not_on_a_bug_in_another_it_calls(grader, tmp_path):
+    (grader / "minitorch" / "ops.py").write_text(CHAINED_OPS.replace("def triple", "def quadruple"))
+    (grader / "minitorch" / "__init__.py").write_text("from minitorch.ops import double, quadruple\n")
+    (grader / "tests" / "test_ops.py").write_text(CHAINED_TESTS)
+    shutil.copy(Path(__file__).parents[1] / "conftest.py", grader / "tests" / "conftest.py")
+    wrong_double = (grader / "minitorch" / "ops.py").read_text().replace("return 2 * x", "return 3 * x")
+    student = student_copy(grader, tmp_path / "student", wrong_double)
+    graded = grading.grade_submission(student, tmp_path / "out", exercise_ids=["1.1", "1.2"], seed=0, timeout=30,
+                                      grader_root=grader)
+    earned = {i: row["earned"] for i, row in graded["extra_data"]["exercises"].items()}
+    assert earned == {"1.1": 0.0, "1.2": grading.EXERCISES["1.2"][1]}, (
+        f"a correct 1.2 must earn its points although the student's own 1.1, which it calls, is wrong: {earned}")
+    notes = [test["output"] for test in graded["tests"] if test["number"] == "1.2"]
+    assert all("with the grader's solutions of the other exercises" in note and "quadruple is wrong" in note
+               for note in notes), f"each such test should say how it failed with all of the student's code: {notes}"
+    feedback = (tmp_path / "out" / "feedback.md").read_text()
+    assert "## Passed on their own" in feedback and "test_quadruple_quadruples[1]" in feedback, feedback
+
+
+def test_what_is_run_again_alone_failures_that_another_exercise_may_have_caused():
+    collected = {"a1": "1.1", "a2": "1.1", "b1": "1.2", "b2": "1.2", "c1": "1.3"}
+
+    def again(statuses: dict, grafted=("1.1", "1.2", "1.3")) -> dict:
+        report = grading.GraftReport(grafted=list(grafted))
+        return grading.to_regrade_alone(collected, {n: {"status": s} for n, s in statuses.items()}, report)
+
+    assert again({"a1": "failed", "a2": "passed", "b1": "blocked", "b2": "passed", "c1": "passed"}) == {
+        "1.1": ["a1"], "1.2": ["b1"]}, "failed and blocked tests of attempted exercises are run again"
+    assert again({"a1": "not attempted", "a2": "blocked", "b1": "passed", "b2": "passed", "c1": "passed"}) == {}, (
+        "an exercise whose own stub raised is not run again: it cannot earn anything alone")
+    assert again({"a1": "timed out", "a2": "timed out", "b1": "passed", "b2": "passed", "c1": "passed"}) == {}, (
+        "a hang in one exercise only is its own: running it again would cost two more timeouts")
+    assert again({"a1": "crashed", "a2": "passed", "b1": "crashed", "b2": "passed", "c1": "passed"}) == {
+        "1.1": ["a1"], "1.2": ["b1"]}, "crashes in two exercises: either may be the other's fault"
+    assert again({"a1": "failed", "a2": "failed", "b1": "failed", "b2": "failed", "c1": "failed"},
+                 grafted=["1.1"]) == {}, "with one region grafted, the others are already the grader's"
+
+
 def fake_results(student: str, earned: dict, flags=()) -> dict:
     return {"score": sum(earned.values()), "tests": [],
             "extra_data": {"student": student, "max_score": 3, "flags": list(flags), "complete": True,
