@@ -135,7 +135,7 @@ def exercise_statistics(rows: list[dict], exercise_ids) -> dict[str, dict]:
             "title": EXERCISES[exercise_id][0], "points": points,
             "mean": sum(row["earned"] for row in graded) / len(graded) if graded else 0.0,
             "full_marks": sum(abs(row["earned"] - points) < 1e-9 for row in graded) / len(graded) if graded else 0.0,
-            "failures": kinds}
+            "tests": sum(row["tests"] for row in graded), "failures": kinds}
     return statistics
 
 
@@ -168,7 +168,8 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
 
 
 def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
-    """Three panels per exercise: mean share of the points, share with full marks, failed tests by kind."""
+    """Three panels per exercise: mean share of the points, share with full marks, and the share of its
+    tests (over the class) not passed, by kind: exercises with many tests do not dominate."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -185,20 +186,21 @@ def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
     middle.set_ylim(0, 1.05)
     base = [0] * len(ids)
     for kind in FAILURE_KINDS:
-        counts = [statistics[i]["failures"][kind] for i in ids]
+        counts = [statistics[i]["failures"][kind] / max(statistics[i]["tests"], 1) for i in ids]
         if any(counts):
             bottom.bar(x, counts, bottom=base, label=kind, color=KIND_COLOURS[kind])
             base = [b + c for b, c in zip(base, counts)]
-    bottom.set_ylabel("tests not passed\n(class total)")
+    bottom.set_ylabel("share of tests\nnot passed")
+    bottom.set_ylim(0, 1.05)
     if any(base):
-        bottom.legend(fontsize=8, ncol=2)
+        bottom.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the bars, never on them
     bottom.set_xticks(list(x), ids)
     bottom.set_xlabel("exercise")
     graded = sum(_was_graded(row) for row in rows)
     figure.suptitle(f"{graded} students" + (f" ({len(rows) - graded} more could not be graded)" if graded < len(rows) else ""))
     figure.tight_layout()
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
+    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)
     write_atomically(path, buffer.getvalue())
 
