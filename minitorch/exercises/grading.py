@@ -39,7 +39,7 @@ from pathlib import Path
 
 from minitorch.exercises.edition import (MANIFEST, copy_folder, fingerprint, git_commit, outside_regions, project_files,
                                          read_manifest)
-from minitorch.exercises.registry import (EXERCISES, ROOT, ExerciseError, load_exercises, scan_file,
+from minitorch.exercises.registry import (EXERCISES, ROOT, STUB_ERROR, ExerciseError, load_exercises, scan_file,
                                           sort_key)
 
 GRADER_PATHS = ("README.md", "requirements.txt", "LICENSE", "minitorch", "tests")  # what a graded copy holds
@@ -62,6 +62,7 @@ class GraftReport:
     files edited outside the regions (relative path -> short diff stat), the manifest's IDs."""
 
     grafted: list[str] = field(default_factory=list)
+    stubs: list[str] = field(default_factory=list)  # grafted regions that are still the edition's stub
     not_compiling: dict[str, str] = field(default_factory=dict)
     not_found: dict[str, str] = field(default_factory=dict)
     edited_outside: dict[str, str] = field(default_factory=dict)
@@ -175,6 +176,8 @@ def _graft_file(text: str, student_file: Path, exercises: list, report: GraftRep
             try:
                 compile("".join(alone), str(student_file), "exec")
                 report.grafted.append(exercise.id)
+                if _is_stub(body, exercise.id):
+                    report.stubs.append(exercise.id)
             except SyntaxError as error:
                 # line numbers of `alone` are the grader's; the student's file has its own above the region
                 in_body = min(max((error.lineno or 0) - exercise.begin_line, 1), len(body) + 1)
@@ -186,6 +189,14 @@ def _graft_file(text: str, student_file: Path, exercises: list, report: GraftRep
             body = [f"{exercise.indent}raise RuntimeError({json.dumps(report.not_found[exercise.id])})\n"]
         lines[exercise.begin_line:exercise.end_line - 1] = body
     return "".join(lines)
+
+
+def _is_stub(body: list[str], exercise_id: str) -> bool:
+    """True if the region's only code is the edition's `raise NotImplementedError(<stub message>)`."""
+    code = [line for line in body if line.strip() and not line.strip().startswith("#")]
+    found = STUB_ERROR.search("".join(code))
+    return len(code) == 1 and code[0].strip().startswith("raise NotImplementedError(") and bool(found) \
+        and found[1] == exercise_id
 
 
 def _student_bodies(student_file: Path, exercises: list, report: GraftReport) -> dict[str, tuple[list[str], int]]:
@@ -572,8 +583,8 @@ def to_regrade_alone(collected: dict, results: dict, report: GraftReport) -> dic
     """{exercise ID: its tests to run again with only its own region grafted}: an exercise is graded on
     its own code, so a bug in another exercise it calls must not cost its points.
 
-    Not run again: tests that passed; an exercise whose own stub raised (not attempted), or whose
-    region is missing or does not compile; and a test that hung or crashed when no other exercise's
+    Not run again: tests that passed; an exercise still a stub, or whose own stub raised (not
+    attempted), or whose region is missing or does not compile; and a test that hung or crashed when no other exercise's
     did (the cause is then its own code, and a hang would only cost two more timeouts)."""
     if len(report.grafted) < 2:
         return {}  # the other regions are already the grader's
@@ -582,7 +593,7 @@ def to_regrade_alone(collected: dict, results: dict, report: GraftReport) -> dic
     again: dict[str, list[str]] = {}
     for exercise_id in report.grafted:
         tests = [n for n in collected if collected[n] == exercise_id]
-        if any(status[n] == "not attempted" for n in tests):
+        if exercise_id in report.stubs or any(status[n] == "not attempted" for n in tests):
             continue
         failing = [n for n in tests if status[n] != "passed"
                    and (status[n] not in (TIMED_OUT, CRASHED) or took_down - {exercise_id})]

@@ -254,6 +254,23 @@ def test_what_is_run_again_alone_failures_that_another_exercise_may_have_caused(
         "1.1": ["a1"], "1.2": ["b1"]}, "crashes in two exercises: either may be the other's fault"
     assert again({"a1": "failed", "a2": "failed", "b1": "failed", "b2": "failed", "c1": "failed"},
                  grafted=["1.1"]) == {}, "with one region grafted, the others are already the grader's"
+    report = grading.GraftReport(grafted=["1.1", "1.2", "1.3"], stubs=["1.1"])
+    statuses = {"a1": {"status": "blocked"}, "a2": {"status": "blocked"}, "b1": {"status": "failed"},
+                "c1": {"status": "passed"}}
+    assert list(grading.to_regrade_alone(collected, statuses, report)) == ["1.2"], (
+        "a region still holding the edition's stub is not run again, even when its tests were all blocked")
+
+
+def test_a_region_left_as_the_editions_stub_is_recognised(grader, tmp_path):
+    import minitorch.exercises.registry as registry
+    edition_module.make_student_edition(tmp_path / "edition", registry.load_exercises(grader), grader)
+    ops = tmp_path / "edition" / "minitorch" / "ops.py"
+    ops.write_text(ops.read_text().replace("    # END EXERCISE 1.2", "    # my first try:\n    # END EXERCISE 1.2"))
+    report = grading.graft_submission(tmp_path / "edition", grader, tmp_path / "graded", ["1.1", "1.2"])
+    assert sorted(report.stubs) == ["1.1", "1.2"], f"both regions still raise the edition's stub: {report}"
+    ops.write_text(ops.read_text().replace("    # my first try:\n", "    y = 2\n"))
+    report = grading.graft_submission(tmp_path / "edition", grader, tmp_path / "graded-2", ["1.1", "1.2"])
+    assert report.stubs == ["1.1"], f"code added to region 1.2 makes it an attempt: {report}"
 
 
 def fake_results(student: str, earned: dict, flags=()) -> dict:
