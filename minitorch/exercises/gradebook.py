@@ -197,7 +197,8 @@ def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
     bottom.set_xticks(list(x), ids)
     bottom.set_xlabel("exercise")
     graded = sum(_was_graded(row) for row in rows)
-    figure.suptitle(f"{graded} students" + (f" ({len(rows) - graded} more could not be graded)" if graded < len(rows) else ""))
+    not_graded = f" ({len(rows) - graded} more could not be graded)" if graded < len(rows) else ""
+    figure.suptitle(f"{graded} students{not_graded}")
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")

@@ -98,10 +98,13 @@ def _refuse_links(project: Path, top: Path) -> None:
     links += [path for folder in ("minitorch", "tests") for path in (project / folder, *(project / folder).rglob("*"))
               if path.is_symlink()]
     if links:
-        shown = ", ".join(f"{path.relative_to(project) if path != project and path.is_relative_to(project) else path.name}"
-                          f" -> {os.readlink(path)}" for path in links[:3])
-        raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({shown}{', ...' if len(links) > 3 else ''}); "
-                            f"the grader reads only regular files: submit the files themselves")
+        def named(path: Path) -> str:
+            inside = path != project and path.is_relative_to(project)
+            return f"{path.relative_to(project) if inside else path.name} -> {os.readlink(path)}"
+
+        shown = ", ".join(named(path) for path in links[:3]) + (", ..." if len(links) > 3 else "")
+        raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({shown}); the grader reads only "
+                            f"regular files: submit the files themselves")
 
 
 def _unzip(archive: Path, folder: Path) -> None:
@@ -110,9 +113,9 @@ def _unzip(archive: Path, folder: Path) -> None:
             members = opened.infolist()
             unpacked = sum(member.file_size for member in members)
             if len(members) > MAX_ZIP_MEMBERS or unpacked > MAX_UNPACKED_BYTES:
-                raise ExerciseError(f"{archive} would unpack to {len(members):,} files and {unpacked / 2**20:,.0f} MiB; "
-                                    f"a copy of the project is a few MiB (the grader unpacks at most "
-                                    f"{MAX_ZIP_MEMBERS:,} files and {MAX_UNPACKED_BYTES >> 20:,} MiB)")
+                raise ExerciseError(f"{archive} would unpack to {len(members):,} files and "
+                                    f"{unpacked / 2**20:,.0f} MiB; a copy of the project is a few MiB (the grader "
+                                    f"unpacks at most {MAX_ZIP_MEMBERS:,} files and {MAX_UNPACKED_BYTES >> 20:,} MiB)")
             for member in members:
                 target = (folder / member.filename).resolve()
                 if not target.is_relative_to(folder.resolve()):

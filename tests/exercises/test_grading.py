@@ -180,8 +180,9 @@ def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_th
     lee = grading.results_json("lee", {"tests/test_ops.py::test_a": "1.1"}, {}, grading.GraftReport(),
                                exercise_ids=["1.1"], seed=0, version="v", elapsed=0.0, problem=problem)
     ann = grading.results_json("ann", {"tests/test_ops.py::test_a": "1.1"},
-                               {"tests/test_ops.py::test_a": {"status": "passed"}}, grading.GraftReport(handed_out=["1.1"]),
-                               exercise_ids=["1.1"], seed=0, version="v", elapsed=0.0)
+                               {"tests/test_ops.py::test_a": {"status": "passed"}},
+                               grading.GraftReport(handed_out=["1.1"]), exercise_ids=["1.1"], seed=0, version="v",
+                               elapsed=0.0)
     assert lee["extra_data"]["flags"] == [problem] and ann["extra_data"]["flags"] == []
     assert problem in grades_csv([lee], ["1.1"]), "the gradebook must say why a copy scored 0 without running"
     statistics = gradebook.exercise_statistics([ann, lee], ["1.1"])["1.1"]
