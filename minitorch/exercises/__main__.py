@@ -80,8 +80,10 @@ def _print_bundle(out: str, settings: dict) -> int:
     print(f"Gradescope autograder written to {Path(out).resolve()}")
     print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), "
           f"exercise seed {settings['exercise_seed']}, timeout {settings['timeout']:g} s")
-    # a hung exercise costs two timeouts, each up to HUNG_TEST_MARGIN longer for a hang in C; then starting up
-    worst = 2 * len(settings["exercise_ids"]) * (settings["timeout"] + HUNG_TEST_MARGIN) + NO_PROGRESS_MARGIN
+    # a hung exercise costs two timeouts, and one more when run again alone below an earlier hang; each up to
+    # HUNG_TEST_MARGIN longer for a hang in C; then starting up
+    hangs = 3 * len(settings["exercise_ids"]) - 1
+    worst = hangs * (settings["timeout"] + HUNG_TEST_MARGIN) + NO_PROGRESS_MARGIN
     print(f"  if every graded exercise hung, grading would take about {worst:g} s: set the platform's timeout "
           f"above that")
     print("Upload it as the assignment's autograder (see README.md, For instructors).")

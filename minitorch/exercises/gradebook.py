@@ -42,8 +42,8 @@ def feedback_markdown(graded: dict) -> str:
     lines = [f"# Grading of {extra['student']}: {graded['score']:.2f} / {extra['max_score']}", "",
              f"Graded {extra['graded_at']} with exercise seed {extra['exercise_seed']} "
              f"(grader {extra['grader_version']}).", ""]
-    if graded["output"].startswith(("could not be graded", "the tests could not run")):
-        lines += ["**" + graded["output"].splitlines()[0] + "**", "", "```", graded["output"][:3000], "```", ""]
+    if not _was_graded(graded):  # nothing ran: the reason is all there is to say
+        return "\n".join(lines + ["**" + graded["output"][:3000] + "**"]) + "\n"
     lines += ["| exercise | title | points | tests |", "| --- | --- | ---: | --- |"]
     for exercise_id, row in extra["exercises"].items():
         kinds = ", ".join(f"{count} {kind}" for kind, count in row["kinds"].items())
@@ -141,14 +141,14 @@ def exercise_statistics(rows: list[dict], exercise_ids) -> dict[str, dict]:
 
 def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
     statistics = exercise_statistics(rows, exercise_ids)
-    totals = [row["score"] for row in rows]
+    totals = [row["score"] for row in rows if _was_graded(row)]
     maximum = sum(EXERCISES[i][1] for i in exercise_ids)
     lines = [f"# Grades of {len(rows)} students", "",
              f"Graded {run['graded_at']} with exercise seed {run['exercise_seed']}, per-test timeout "
              f"{run['timeout']:g} s, grader {run['grader_version']}.", ""]
     if totals:
-        lines += [f"Total: mean {sum(totals) / len(totals):.2f} / {maximum}, lowest {min(totals):.2f}, "
-                  f"highest {max(totals):.2f}.", ""]
+        lines += [f"Total over the {len(totals)} cop{'y' if len(totals) == 1 else 'ies'} graded: mean {sum(totals) / len(totals):.2f} / {maximum}, "
+                  f"lowest {min(totals):.2f}, highest {max(totals):.2f}.", ""]
     lines += ["![the class per exercise](class.png)", "",
               "| exercise | title | mean | full marks | " + " | ".join(FAILURE_KINDS) + " |",
               "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in FAILURE_KINDS) + " |"]

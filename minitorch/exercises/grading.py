@@ -98,9 +98,8 @@ def _refuse_links(project: Path, top: Path) -> None:
     links += [path for folder in ("minitorch", "tests") for path in (project / folder, *(project / folder).rglob("*"))
               if path.is_symlink()]
     if links:
-        def named(path: Path) -> str:
-            inside = path != project and path.is_relative_to(project)
-            return f"{path.relative_to(project) if inside else path.name} -> {os.readlink(path)}"
+        def named(path: Path) -> str:  # not where it points: that may be the grader's own files
+            return str(path.relative_to(project) if path != project and path.is_relative_to(project) else path.name)
 
         shown = ", ".join(named(path) for path in links[:3]) + (", ..." if len(links) > 3 else "")
         raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({shown}); the grader reads only "
@@ -320,7 +319,7 @@ def _kill(child: subprocess.Popen) -> None:
         pass
 
 
-def _environment(work: Path, log: Path) -> dict:
+def _environment(work: Path, log: Path, downs_per_exercise: int) -> dict:
     keep = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "VIRTUAL_ENV", "CONDA_PREFIX")
     environment = {key: os.environ[key] for key in keep if key in os.environ}
     home = work / "home"
@@ -328,7 +327,7 @@ def _environment(work: Path, log: Path) -> dict:
     environment.update(HOME=str(home), TMPDIR=str(home), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
                        PYTHONHASHSEED="0", MINITORCH_GRADE_LOG=str(log), OMP_NUM_THREADS="1",
                        OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8",
-                       MINITORCH_TIMEOUTS_PER_EXERCISE=str(TIMEOUTS_PER_EXERCISE))
+                       MINITORCH_TIMEOUTS_PER_EXERCISE=str(downs_per_exercise))
     return environment
 
 
@@ -346,7 +345,7 @@ def _read_log(log: Path) -> list[dict]:
 
 def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: Path,
               collect_only: bool = False, expected: dict | None = None,
-              only: list[str] | None = None) -> tuple[dict, dict]:
+              only: list[str] | None = None, downs_per_exercise: int = TIMEOUTS_PER_EXERCISE) -> tuple[dict, dict]:
     """Run the graded tests of `exercise_ids` on `project` in child processes.
 
     Returns ({node ID: exercise ID} collected, {node ID: result}), a result being the conftest's
@@ -354,7 +353,8 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
     {"status": "timed out" | "crashed", "message": ...}. Children that die are replaced. If one dies
     or hangs before running any test (at import or collection), every test left fails with the
     reason (the `expected` tests, {node ID: exercise ID}, if none was collected). With `only` (node
-    IDs), just those tests run."""
+    IDs), just those tests run. After `downs_per_exercise` tests of an exercise timed out or crashed,
+    its other tests fail unrun."""
     collected: dict[str, str] = dict(expected or {})
     results: dict[str, dict] = {}
     arguments = list(only) if only else [*graded_test_files(project), "-m", marker_expression(exercise_ids)]
@@ -364,7 +364,7 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
                    f"--rootdir={project}", f"--minitorch-root={project}", f"--exercise-seed={seed}",
                    f"--test-timeout={timeout:g}", "--color=no", "-o", "console_output_style=classic",
                    *(["--collect-only"] if collect_only else []), *arguments]
-        events, returncode, reason = _watch(command, project, work, log, timeout, attempt)
+        events, returncode, reason = _watch(command, project, work, log, timeout, attempt, downs_per_exercise)
         for event in events:
             if "collected" in event:
                 collected.update({k: v for k, v in event["collected"].items() if v is not None})
@@ -374,7 +374,7 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
         if running:
             results[running[-1]] = {"status": reason[0] if reason else CRASHED, "exercise": collected.get(running[-1]),
                                     "message": reason[1] if reason else _crash_message(returncode)}
-            _give_up_on_exercise(collected.get(running[-1]), collected, results)
+            _give_up_on_exercise(collected.get(running[-1]), collected, results, downs_per_exercise)
         left = [nodeid for nodeid in collected if nodeid not in results]
         if collect_only or not left:
             return collected, results
@@ -386,11 +386,11 @@ def run_tests(project: Path, exercise_ids, *, seed: int, timeout: float, work: P
         arguments = left
 
 
-def _give_up_on_exercise(exercise_id: str | None, collected: dict, results: dict) -> None:
-    """Once TIMEOUTS_PER_EXERCISE tests of an exercise took their child down, fail its other tests
+def _give_up_on_exercise(exercise_id: str | None, collected: dict, results: dict, downs_per_exercise: int) -> None:
+    """Once `downs_per_exercise` tests of an exercise took their child down, fail its other tests
     with the same reason without running them (each would cost a new child, or a full timeout)."""
     down = [n for n, r in results.items() if collected.get(n) == exercise_id and r["status"] in (CRASHED, TIMED_OUT)]
-    if exercise_id is None or len(down) < TIMEOUTS_PER_EXERCISE:
+    if exercise_id is None or len(down) < downs_per_exercise:
         return
     last = results[down[-1]]
     for nodeid, owner in collected.items():
@@ -400,13 +400,14 @@ def _give_up_on_exercise(exercise_id: str | None, collected: dict, results: dict
                                           f"already took the test process down ({last['message']})"}
 
 
-def _watch(command, project: Path, work: Path, log: Path, timeout: float, attempt: int):
+def _watch(command, project: Path, work: Path, log: Path, timeout: float, attempt: int, downs_per_exercise: int):
     """Run one child; kill it when it makes no progress for timeout + margin seconds.
     Returns (events logged, return code, (kind, message) if the watchdog killed it)."""
     cpu_seconds = int(max(600, 20 * timeout))
     output = work / f"output-{attempt}.txt"
     with open(output, "wb") as sink:
-        child = subprocess.Popen(command, cwd=project, env=_environment(work, log), stdin=subprocess.DEVNULL,
+        child = subprocess.Popen(command, cwd=project, env=_environment(work, log, downs_per_exercise),
+                                 stdin=subprocess.DEVNULL,
                                  stdout=sink, stderr=subprocess.STDOUT, preexec_fn=_limits(cpu_seconds))
     with _children_lock:
         _children.add(child)
@@ -586,20 +587,25 @@ def to_regrade_alone(collected: dict, results: dict, report: GraftReport) -> dic
     """{exercise ID: its tests to run again with only its own region grafted}: an exercise is graded on
     its own code, so a bug in another exercise it calls must not cost its points.
 
-    Not run again: tests that passed; an exercise still a stub, or whose own stub raised (not
-    attempted), or whose region is missing or does not compile; and a test that hung or crashed when no other exercise's
-    did (the cause is then its own code, and a hang would only cost two more timeouts)."""
+    Exercises call only exercises before them in the book, so only the tests of an exercise with an
+    earlier one not fully passed are run again: failures with every earlier exercise passing are its
+    own. Neither are tests that hung or crashed unless an earlier exercise's did too (the earliest
+    hang is its own code; running it again would cost more timeouts); an exercise still a stub, or
+    whose own stub raised (not attempted); nor tests that passed."""
     if len(report.grafted) < 2:
         return {}  # the other regions are already the grader's
-    status = {nodeid: (results.get(nodeid) or {}).get("status") for nodeid in collected}
-    took_down = {collected[n] for n, s in status.items() if s in (TIMED_OUT, CRASHED)}
+    kind = {nodeid: _kind(results.get(nodeid) or {}, collected[nodeid], report) for nodeid in collected}
+    not_passed = {collected[n] for n, k in kind.items() if k != "passed"}
+    took_down = {collected[n] for n, k in kind.items() if k in (TIMED_OUT, CRASHED)}
     again: dict[str, list[str]] = {}
     for exercise_id in report.grafted:
         tests = [n for n in collected if collected[n] == exercise_id]
-        if exercise_id in report.stubs or any(status[n] == "not attempted" for n in tests):
+        if exercise_id in report.stubs or any(kind[n] == "not attempted" for n in tests):
             continue
-        failing = [n for n in tests if status[n] != "passed"
-                   and (status[n] not in (TIMED_OUT, CRASHED) or took_down - {exercise_id})]
+        earlier = {other for other in not_passed if sort_key(other) < sort_key(exercise_id)}
+        earlier_down = {other for other in took_down if sort_key(other) < sort_key(exercise_id)}
+        failing = [n for n in tests if kind[n] != "passed" and earlier
+                   and (kind[n] not in (TIMED_OUT, CRASHED) or earlier_down)]
         if failing:
             again[exercise_id] = failing
     return again
@@ -613,15 +619,14 @@ def regrade_alone(submission: Path, grader_root: Path, folder: Path, exercise_id
     (folder / "work").mkdir(parents=True)
     graft_submission(submission, grader_root, folder / "project", [exercise_id])
     _, alone = run_tests(folder / "project", [exercise_id], seed=seed, timeout=timeout, work=folder / "work",
-                         expected=dict.fromkeys(nodeids, exercise_id), only=nodeids)
+                         expected=dict.fromkeys(nodeids, exercise_id), only=nodeids, downs_per_exercise=1)
     for nodeid in nodeids:
         before, after = results.get(nodeid) or {}, alone.get(nodeid)
         if after is None:
             continue
         if after.get("status") == "passed":
             after = {**after, "note": f"passed when run with the grader's solutions of the other exercises; with "
-                                      f"all of your code it {before.get('status', 'failed')}: "
-                                      f"{before.get('message', '')}"}
+                                      f"all of your code: {before.get('message') or before.get('status', 'failed')}"}
         results[nodeid] = after
 
 
