@@ -147,7 +147,8 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
              f"Graded {run['graded_at']} with exercise seed {run['exercise_seed']}, per-test timeout "
              f"{run['timeout']:g} s, grader {run['grader_version']}.", ""]
     if totals:
-        lines += [f"Total over the {len(totals)} cop{'y' if len(totals) == 1 else 'ies'} graded: mean {sum(totals) / len(totals):.2f} / {maximum}, "
+        copies = f"{len(totals)} cop{'y' if len(totals) == 1 else 'ies'}"
+        lines += [f"Total over the {copies} graded: mean {sum(totals) / len(totals):.2f} / {maximum}, "
                   f"lowest {min(totals):.2f}, highest {max(totals):.2f}.", ""]
     lines += ["![the class per exercise](class.png)", "",
               "| exercise | title | mean | full marks | " + " | ".join(FAILURE_KINDS) + " |",

@@ -143,7 +143,8 @@ def test_a_copy_holding_a_symbolic_link_is_refused_not_followed(grader, tmp_path
     (student / "minitorch" / "ops.py").symlink_to(grader / "minitorch" / "ops.py")  # the grader's own solutions
     with pytest.raises(grading.ExerciseError, match=r"symbolic link.*\(minitorch/ops\.py\)") as refused:
         grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
-    assert str(grader) not in str(refused.value), "the reason, which the student reads, must not show the grader's files"
+    assert str(grader) not in str(refused.value), (
+        "the reason, which the student reads, must not show the grader's files")
 
 
 def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(grader, tmp_path, monkeypatch):
