@@ -52,7 +52,7 @@ def feedback_markdown(graded: dict) -> str:
         lines += ["", "Files you changed outside the exercise regions (not graded: the grader's own copy of "
                       "them was used):", ""]
         lines += [f"- `{name}`: {change}" for name, change in extra["edited_outside_regions"].items()]
-    failing = [test for test in graded["tests"] if test["status"] != "passed" and _was_graded(graded)]
+    failing = [test for test in graded["tests"] if test["status"] != "passed"]
     if failing:
         lines += ["", "## What failed, and why", ""]
     for exercise_id in extra["exercises"]:
@@ -90,6 +90,10 @@ def _failures_of(exercise_id: str, failing: list[dict]) -> list[str]:
 def _was_graded(graded: dict) -> bool:
     """False for a copy that could not be graded at all (not a project, a refused .zip, ...)."""
     return graded["extra_data"].get("graded", True)
+
+
+def _copies(count: int) -> str:
+    return f"{count} cop{'y' if count == 1 else 'ies'}"
 
 
 def class_rows(out: Path, students=None) -> list[dict]:
@@ -147,8 +151,7 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
              f"Graded {run['graded_at']} with exercise seed {run['exercise_seed']}, per-test timeout "
              f"{run['timeout']:g} s, grader {run['grader_version']}.", ""]
     if totals:
-        copies = f"{len(totals)} cop{'y' if len(totals) == 1 else 'ies'}"
-        lines += [f"Total over the {copies} graded: mean {sum(totals) / len(totals):.2f} / {maximum}, "
+        lines += [f"Total over the {_copies(len(totals))} graded: mean {sum(totals) / len(totals):.2f} / {maximum}, "
                   f"lowest {min(totals):.2f}, highest {max(totals):.2f}.", ""]
     lines += ["![the class per exercise](class.png)", "",
               "| exercise | title | mean | full marks | " + " | ".join(FAILURE_KINDS) + " |",
@@ -158,7 +161,7 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
                      f"{row['full_marks']:.0%} | " + " | ".join(str(row["failures"][k]) for k in FAILURE_KINDS) + " |")
     not_graded = [row["extra_data"]["student"] for row in rows if not _was_graded(row)]
     if not_graded:
-        lines += ["", f"{len(not_graded)} cop{'y' if len(not_graded) == 1 else 'ies'} could not be graded "
+        lines += ["", f"{_copies(len(not_graded))} could not be graded "
                       f"({', '.join(not_graded)}; why: under Flags). They score 0 in grades.csv and are left out "
                       f"of the table and the figure."]
     flagged = [row for row in rows if row["extra_data"]["flags"]]
