@@ -37,13 +37,12 @@ import zipfile
 from pathlib import Path
 
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.registry import NOT_COPIED, ROOT, Exercise, ExerciseError
+from minitorch.exercises.registry import MAX_UNPACKED_BYTES, NOT_COPIED, ROOT, Exercise, ExerciseError
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
 SETTINGS_NAME = "bundle.json"  # in the bundle: seed, exercises, timeout; fixed when it is built
 EDITION_MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # present only in a student edition
 DEFAULT_ROOT = "/autograder"
-MAX_UNZIPPED_BYTES = 200 * 2**20  # a zipped submission larger than this once unpacked is refused
 PUBLIC_SEED = 0  # the seed the students' own test runs use
 
 SETUP_SH = """\
@@ -307,9 +306,9 @@ def _unzip(archive: Path, dest: Path) -> None:
     try:
         with zipfile.ZipFile(archive) as opened:
             size = sum(member.file_size for member in opened.infolist())
-            if size > MAX_UNZIPPED_BYTES:
+            if size > MAX_UNPACKED_BYTES:
                 raise SubmissionError(f"{archive.name} unpacks to {size / 2**20:.0f} MB, more than the "
-                                      f"{MAX_UNZIPPED_BYTES // 2**20} MB allowed; leave out data and caches")
+                                      f"{MAX_UNPACKED_BYTES // 2**20} MB allowed; leave out data and caches")
             opened.extractall(dest)
     except zipfile.BadZipFile as error:
         raise SubmissionError(f"{archive.name} is not a readable zip file ({error})") from None

@@ -39,15 +39,14 @@ from pathlib import Path
 
 from minitorch.exercises.edition import (MANIFEST, copy_folder, fingerprint, git_commit, outside_regions, project_files,
                                          read_manifest)
-from minitorch.exercises.registry import (EXERCISES, ROOT, STUB_ERROR, ExerciseError, load_exercises, scan_file,
-                                          sort_key)
+from minitorch.exercises.registry import (EXERCISES, MAX_UNPACKED_BYTES, ROOT, STUB_ERROR, ExerciseError,
+                                          load_exercises, scan_file, sort_key)
 
 GRADER_PATHS = ("README.md", "requirements.txt", "LICENSE", "minitorch", "tests")  # what a graded copy holds
 MEMORY_LIMIT = 4 << 30  # bytes of address space per child
 FILE_LIMIT = 256 << 20  # bytes of the largest file a child may write
 OUTPUT_CAP = 10_000  # characters of a test's output kept in the feedback
-MAX_UNPACKED_BYTES = 200 << 20  # a .zip that would unpack to more is refused (the project is a few MiB)
-MAX_ZIP_MEMBERS = 100_000  # ... or to more files than this
+MAX_ZIP_MEMBERS = 100_000  # a .zip that would unpack to more files (or to MAX_UNPACKED_BYTES) is refused
 TIMEOUTS_PER_EXERCISE = 2  # after this many timeouts or crashes, an exercise's other tests fail unrun
 NO_PROGRESS_MARGIN = 60.0  # seconds beyond --timeout for starting Python, importing and collecting
 HUNG_TEST_MARGIN = 10.0  # seconds beyond --timeout for a running test whose alarm could not stop it (a hang in C)

@@ -57,6 +57,7 @@ PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci"
                  "chapters", "minitorch", "tests", "figures")
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
 # chapter 09 loads them instead of training for a quarter of an hour
+MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
 SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
 

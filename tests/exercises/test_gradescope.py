@@ -196,7 +196,7 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monk
     submission = tmp_path / "submission"
     submission.mkdir()
     zip_folder(tiny_book(tmp_path / "book"), submission / "hand-in.zip")
-    monkeypatch.setattr(gradescope, "MAX_UNZIPPED_BYTES", 10)
+    monkeypatch.setattr(gradescope, "MAX_UNPACKED_BYTES", 10)
     with pytest.raises(SubmissionError, match="MB allowed"):
         find_submission(submission, tmp_path / "unzipped")
     assert not (tmp_path / "unzipped").exists()
