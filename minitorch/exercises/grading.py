@@ -561,7 +561,8 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
         work.mkdir()
         problem = ""
         try:
-            report = graft_submission(submission, grader_root, project, exercise_ids)
+            copy = project_in(submission, scratch)  # unpacked once, for every graft below
+            report = graft_submission(copy, grader_root, project, exercise_ids)
         except ExerciseError as error:  # named by the submission's own name: the student reads it too
             reason = str(error).replace(str(submission), submission.name).replace(str(scratch) + os.sep, "")
             report, problem = GraftReport(), f"could not be graded: {reason}"
@@ -571,8 +572,8 @@ def grade_submission(submission: Path, out_dir: Path, *, exercise_ids, seed: int
             collected, results = run_tests(project, exercise_ids, seed=seed, timeout=timeout, work=work,
                                            expected=expected)
             for exercise_id, nodeids in to_regrade_alone(collected, results, report).items():
-                regrade_alone(submission, grader_root, scratch / f"alone-{exercise_id}", exercise_id, nodeids,
-                              results, seed=seed, timeout=timeout)
+                regrade_alone(copy, grader_root, scratch / f"alone-{exercise_id}", exercise_id, nodeids, results,
+                              seed=seed, timeout=timeout)
     graded = results_json(student, collected, results, report, exercise_ids=exercise_ids, seed=seed,
                           version=version or grader_version(grader_root), elapsed=time.monotonic() - started,
                           problem=problem)
@@ -610,13 +611,13 @@ def to_regrade_alone(collected: dict, results: dict, report: GraftReport) -> dic
     return again
 
 
-def regrade_alone(submission: Path, grader_root: Path, folder: Path, exercise_id: str, nodeids: list[str],
+def regrade_alone(copy: Path, grader_root: Path, folder: Path, exercise_id: str, nodeids: list[str],
                   results: dict, *, seed: int, timeout: float) -> None:
     """Run `nodeids` again on a copy with only `exercise_id` grafted (the grader's solutions for the
     rest); a test that passes now counts as passed, with a note of how it failed with all the
     student's code; one that fails again keeps this run's reason, which is about this exercise alone."""
     (folder / "work").mkdir(parents=True)
-    graft_submission(submission, grader_root, folder / "project", [exercise_id])
+    graft_submission(copy, grader_root, folder / "project", [exercise_id])
     _, alone = run_tests(folder / "project", [exercise_id], seed=seed, timeout=timeout, work=folder / "work",
                          expected=dict.fromkeys(nodeids, exercise_id), only=nodeids, downs_per_exercise=1)
     for nodeid in nodeids:
