@@ -22,12 +22,15 @@ MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in an edition: th
 def read_manifest(root: Path) -> list[str] | None:
     """The exercise IDs the edition at `root` handed out; None without a manifest (the full repository)."""
     path = Path(root) / MANIFEST
-    if not path.is_file():
-        return None
+    return manifest_ids(path.read_text(encoding="utf-8"), path) if path.is_file() else None
+
+
+def manifest_ids(text: str, where) -> list[str]:
+    """The IDs handed out, from the text of a manifest (found at `where`, named in the error)."""
     try:
-        return [str(exercise_id) for exercise_id in json.loads(path.read_text(encoding="utf-8"))["handed_out"]]
+        return [str(exercise_id) for exercise_id in json.loads(text)["handed_out"]]
     except (ValueError, KeyError, TypeError) as error:
-        raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+        raise ExerciseError(f"{where} is not a valid edition manifest ({error})") from None
 
 
 COMPARED = ("minitorch", "tests")  # the folders whose files the manifest fingerprints
