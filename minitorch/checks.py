@@ -29,3 +29,55 @@ def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> f
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise ValueError(f"{owner}: {name} must be a finite number {bound}, got {value}")
     return float(value)
+
+
+# ----------------------------------------------------------------------
+# values typed by a person: command-line options and environment variables
+
+
+def parse_number(text: str, name: str, *, integer: bool = False, minimum: float | None = None,
+                 maximum: float | None = None, above: float | None = None) -> int | float:
+    """`text` (an option's or an environment variable's value) as a finite number, or a ValueError that names
+    `name` and the range allowed: ``--timeout must be a number of seconds > 0, got 'nan'``.
+
+    `minimum` and `maximum` are inclusive bounds, `above` an exclusive lower bound; `integer` asks for a
+    whole number (written without a decimal point)."""
+    kind = "a whole number" if integer else "a finite number"
+    bounds = [f">= {minimum:g}" if minimum is not None else "", f"> {above:g}" if above is not None else "",
+              f"<= {maximum:g}" if maximum is not None else ""]
+    wanted = f"{name} must be {kind}" + "".join(f" {bound}" for bound in bounds if bound)
+    try:
+        value = int(str(text).strip(), 10) if integer else float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{wanted}, got {text!r}") from None
+    if not math.isfinite(value) or (minimum is not None and value < minimum) or \
+            (above is not None and value <= above) or (maximum is not None and value > maximum):
+        raise ValueError(f"{wanted}, got {text!r}")
+    return value
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+def parse_flag(text: str | None, name: str) -> bool:
+    """An on/off value such as MINITORCH_QUICK: 1/true/yes/on or 0/false/no/off (any case; unset or empty is
+    off), else a ValueError naming `name`: "abc" must not silently mean "off"."""
+    word = (text or "").strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise ValueError(f"{name} must be one of 1, 0, true, false, yes, no, on, off; got {text!r}")
+
+
+def number_argument(name: str, **limits):
+    """An argparse ``type=`` that parses with `parse_number` (argparse then prints our message, not its own
+    'invalid float value')."""
+    import argparse
+
+    def parse(text: str):
+        try:
+            return parse_number(text, name, **limits)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = name
+    return parse
