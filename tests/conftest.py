@@ -21,9 +21,13 @@ Options (each also has an environment variable):
 
 Which exercises count: a student edition holds minitorch/exercises/edition.json, the exercises it
 handed out; the scoreboard counts only those (no manifest, the full repository: every exercise).
-With MINITORCH_GRADE_LOG=FILE set, every test collected, started and finished is appended to FILE
-as one JSON line, flushed at once: the class grader (minitorch/exercises/grading.py) reads it to
-know which test was running when a child process died or hung.
+
+The ``student`` fixture: a graded test reaches the student's code only through it, as
+``student.softmax(scores)`` (a probe of minitorch/exercises/probes.py, data in, data out). In a student's
+own run the probe runs in this process. When a class is graded (MINITORCH_GRADING_PLAN names a plan) it
+runs in the student's sandboxed worker for the test's exercise, and this process, where the checks
+decide pass or fail, never runs the student's code (minitorch/exercises/student_code.py); tests then run
+grouped by exercise, one worker child per exercise.
 
 Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
@@ -47,7 +51,7 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests belong to
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
-_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped")
+_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed out", "crashed")
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
@@ -76,11 +80,11 @@ def _add_options(group):
     group.addoption("--minitorch-root", default=os.environ.get("MINITORCH_ROOT") or None,
                     help="folder holding the minitorch to test, e.g. a student's copy "
                          "(default: $MINITORCH_ROOT, else the repository of these tests)")
-    group.addoption("--exercise-seed", type=int, default=None,
+    group.addoption("--exercise-seed", default=None,
                     help="seed of the graded tests' random inputs (default: $MINITORCH_EXERCISE_SEED, else 0)")
     group.addoption("--scoreboard-json", default=None,
                     help="also write the per-test outcomes and the scoreboard to this JSON file")
-    group.addoption("--test-timeout", type=float, default=None,
+    group.addoption("--test-timeout", default=None,
                     help="fail a test that runs longer than this many seconds "
                          "(default: $MINITORCH_TEST_TIMEOUT, else 600; 0 = no limit)")
 
@@ -88,22 +92,29 @@ def _add_options(group):
 def _option_or_environment(config, option: str, variable: str, default: str, parse, kind: str):
     """The value of `option`, else of the environment variable `variable`, else `default`, parsed by
     `parse`; a usage error naming the option and variable when it is not `kind`."""
-    value = config.getoption(option)
+    value, source = config.getoption(option), option
     if value is None:
-        text = os.environ.get(variable, default)
-        try:
-            value = parse(text)
-        except ValueError:
-            raise pytest.UsageError(f"{variable} must be {kind}, got {text!r}") from None
+        value, source = os.environ.get(variable, default), variable
+    try:
+        value = parse(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{source} must be {kind}, got {value!r}") from None
     if value < 0:
         raise pytest.UsageError(f"{option} / {variable} must be {kind}, got {value}")
     return value
 
 
 def _test_timeout(config) -> float:
-    """Seconds a test may run (0: no limit)."""
-    return _option_or_environment(config, "--test-timeout", "MINITORCH_TEST_TIMEOUT", "600", float,
-                                  "a number of seconds, 0 or more (0 = no limit)")
+    """Seconds a test may run (0: no limit); NaN and infinity are refused, not taken for 'no limit'."""
+    return _option_or_environment(config, "--test-timeout", "MINITORCH_TEST_TIMEOUT", "600", _finite_seconds,
+                                  "a finite number of seconds, 0 or more (0 = no limit)")
+
+
+def _finite_seconds(text) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(text)
+    return value
 
 
 def _check_scoreboard_folder(config) -> None:
@@ -116,14 +127,11 @@ def _check_scoreboard_folder(config) -> None:
 def handed_out(root: Path) -> set[str] | None:
     """The exercise IDs that the edition at `root` handed out (its minitorch/exercises/edition.json),
     or None for the full repository (no manifest: every exercise counts)."""
-    path = Path(root) / "minitorch" / "exercises" / "edition.json"
-    if not path.is_file():
-        return None
     try:
-        return {str(exercise_id) for exercise_id in json.loads(path.read_text(encoding="utf-8"))["handed_out"]}
-    except (ValueError, KeyError, TypeError) as error:
-        raise pytest.UsageError(f"{path} is not a valid edition manifest ({error}); it should read "
-                                f'{{"handed_out": ["3.1", ...], ...}}') from None
+        manifest = registry.read_manifest_data(root)
+    except registry.ExerciseError as error:
+        raise pytest.UsageError(f"{error}; it should read {{\"handed_out\": [\"3.1\", ...], ...}}") from None
+    return None if manifest is None else set(manifest["handed_out"])
 
 
 def _exercise_seed(config) -> int:
@@ -165,14 +173,44 @@ def pytest_configure(config):
     scoreboard = Scoreboard(config, root, _exercise_seed(config))
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(TestTimeout(_test_timeout(config)))
-    if os.environ.get("MINITORCH_GRADE_LOG"):
-        config.pluginmanager.register(GradeLog(Path(os.environ["MINITORCH_GRADE_LOG"]), scoreboard))
+    config.pluginmanager.register(StudentCode())
 
 
 @pytest.fixture(scope="session")
 def exercise_seed(pytestconfig) -> int:
     """The seed of randomised graded tests (--exercise-seed, else MINITORCH_EXERCISE_SEED, else 0)."""
     return _exercise_seed(pytestconfig)
+
+
+class StudentCode:
+    """Provides the ``student`` fixture; when a class is graded, runs the tests grouped by exercise and stops
+    the student's worker at the end."""
+
+    def __init__(self):
+        self.grading = bool(os.environ.get("MINITORCH_GRADING_PLAN"))
+        self.calls = None  # made on first use: Direct(), or the WorkerPool of the grading plan
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if self.grading:  # one worker child per exercise: its tests together, in the book's order
+            items.sort(key=lambda item: registry.sort_key(_exercise_of(item) or "99.99"))
+
+    @pytest.fixture
+    def student(self, request):
+        """The student's code for this test's exercise, reached through probes: ``student.softmax(scores)``."""
+        from minitorch.exercises.student_code import ThroughWorker, from_environment
+
+        exercise_id = _exercise_of(request.node)
+        if exercise_id is None:
+            pytest.fail("the student fixture serves graded tests only: mark the test @pytest.mark.exercise('X.Y')",
+                        pytrace=False)
+        if self.calls is None:
+            self.calls = from_environment()
+        return ThroughWorker(self.calls, exercise_id) if self.grading else self.calls
+
+    def pytest_sessionfinish(self, session):
+        if self.grading and self.calls is not None:
+            self.calls.close()
 
 
 def _chapter_of(exercise_id: str) -> str:
@@ -222,6 +260,10 @@ class Scoreboard:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         report = (yield).get_result()
+        if report.when == "call" and report.passed and _graded_without_the_student(item):
+            report.outcome = "failed"
+            report.longrepr = ("grader error: this graded test never called the student's code through the student "
+                               "fixture, so it cannot earn points (it would have checked the grader's own library)")
         result = self.results.setdefault(item.nodeid, {"status": None, "blocked_by": None, "message": "",
                                                        "output": ""})
         if report.when == "call" or report.failed:
@@ -237,8 +279,9 @@ class Scoreboard:
                 path, line, _ = item.location
                 report.outcome, report.longrepr = "skipped", (path, (line or 0) + 1, reason)
                 result.update(status="blocked", blocked_by=stub, message=reason)
-            else:
-                result.update(status="failed", message=_first_line(call.excinfo))
+            else:  # a worker that hung or died (class grading) reports its kind: timed out, crashed
+                kind = getattr(call.excinfo.value, "kind", None) if _is_worker_down(call.excinfo.value) else None
+                result.update(status=kind or "failed", message=_first_line(call.excinfo))
         elif report.failed:
             result.update(status="failed", message=str(report.longrepr)[-500:])
         elif report.skipped and result["status"] is None:
@@ -300,6 +343,8 @@ class Scoreboard:
         report = {
             "minitorch_root": str(self.root),
             "exercise_seed": self.seed,
+            "collected": {item.nodeid: self.exercise_of[item.nodeid] for item in session.items
+                          if item.nodeid in self.exercise_of},
             "tests": {nodeid: {**result, "exercise": self.exercise_of.get(nodeid)}
                       for nodeid, result in self.results.items()},
             "exercises": table,
@@ -314,23 +359,12 @@ class Scoreboard:
 
 class TestTimeout:
     """Fails a test that runs longer than `seconds` (SIGALRM: POSIX, main thread only), so that a
-    `while True: pass` costs one test and the scoreboard still prints.
-
-    With MINITORCH_TIMEOUTS_PER_EXERCISE=K (the class grader sets it), once K tests of an exercise
-    have timed out its remaining tests fail at once, as timed out, instead of each waiting its turn."""
+    `while True: pass` costs one test and the scoreboard still prints."""
 
     __test__ = False  # not a test class, despite its name
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.per_exercise = int(os.environ.get("MINITORCH_TIMEOUTS_PER_EXERCISE") or 0)
-        self.timed_out: dict[str, int] = {}  # exercise ID -> tests of it that timed out
-
-    def pytest_runtest_setup(self, item):
-        exercise_id = _exercise_of(item)
-        if self.per_exercise and self.timed_out.get(exercise_id, 0) >= self.per_exercise:
-            raise TimeoutError(f"timed out: not run, {self.timed_out[exercise_id]} tests of exercise {exercise_id} "
-                               f"already timed out after {self.seconds:g} s each")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -339,8 +373,6 @@ class TestTimeout:
             return
 
         def give_up(signum, frame):
-            exercise_id = _exercise_of(item)
-            self.timed_out[exercise_id] = self.timed_out.get(exercise_id, 0) + 1
             raise TimeoutError(f"timed out after {self.seconds:g} s (--test-timeout)")
 
         previous = signal.signal(signal.SIGALRM, give_up)
@@ -352,29 +384,22 @@ class TestTimeout:
             signal.signal(signal.SIGALRM, previous)
 
 
+def _graded_without_the_student(item) -> bool:
+    """When a class is graded: a graded test that made no call to the student's worker."""
+    if not os.environ.get("MINITORCH_GRADING_PLAN") or _exercise_of(item) is None:
+        return False
+    return getattr(item.funcargs.get("student"), "calls", 0) == 0
+
+
+def _is_worker_down(error: BaseException) -> bool:
+    """True for the grader's own report that a worker hung or died (never anything a student's code raises)."""
+    module = sys.modules.get("minitorch.exercises.student_code")  # loaded only if the student fixture was used
+    return module is not None and isinstance(error, module.WorkerDown)
+
+
 def _exercise_of(item) -> str | None:
     mark = item.get_closest_marker("exercise")
     return str(mark.args[0]) if mark is not None else None
-
-
-class GradeLog:
-    """Appends one JSON line per event (collected, start, finish) to a file, flushed at once."""
-
-    def __init__(self, path: Path, scoreboard: Scoreboard):
-        self.path, self.scoreboard = path, scoreboard
-
-    def write(self, **event) -> None:
-        with open(self.path, "a", encoding="utf-8") as log:
-            log.write(json.dumps(event) + "\n")
-
-    def pytest_collection_finish(self, session):
-        self.write(collected={item.nodeid: self.scoreboard.exercise_of.get(item.nodeid) for item in session.items})
-
-    def pytest_runtest_logstart(self, nodeid, location):
-        self.write(start=nodeid)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        self.write(finish=nodeid, **self.scoreboard.result_of(nodeid))
 
 
 def _first_line(excinfo) -> str:

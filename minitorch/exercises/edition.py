@@ -13,24 +13,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from minitorch.exercises.registry import (NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError,
-                                          stub_source)
-
-MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in an edition: the exercises it handed out
-
+from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
+                                          ExerciseError, read_manifest_data, stub_source)
 
 def read_manifest(root: Path) -> list[str] | None:
-    """The exercise IDs the edition at `root` handed out; None without a manifest (the full repository)."""
-    path = Path(root) / MANIFEST
-    return manifest_ids(path.read_text(encoding="utf-8"), path) if path.is_file() else None
-
-
-def manifest_ids(text: str, where) -> list[str]:
-    """The IDs handed out, from the text of a manifest (found at `where`, named in the error)."""
-    try:
-        return [str(exercise_id) for exercise_id in json.loads(text)["handed_out"]]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ExerciseError(f"{where} is not a valid edition manifest ({error})") from None
+    """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
+    manifest = read_manifest_data(root)
+    return None if manifest is None else manifest["handed_out"]
 
 
 COMPARED = ("minitorch", "tests")  # the folders whose files the manifest fingerprints
