@@ -2,9 +2,11 @@
 
     python -m minitorch.exercises list
     python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
-    python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N] [--timeout S]
-    python -m minitorch.exercises grade SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--exercise-seed N]
-                                        [--only IDS] [--chapter N] [--force]
+    python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N]
+                                                    [--timeout S] [--deadline S] [--over-deadline]
+    python -m minitorch.exercises grade SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--budget S]
+                                        [--exercise-seed N] [--only IDS | --chapter N | --edition DIR]
+                                        [--isolation auto|bubblewrap|unprivileged user|none] [--force]
 """
 
 from __future__ import annotations
@@ -142,9 +144,17 @@ def main(argv=None) -> int:
     bundle.add_argument("out", help="the zip to write, e.g. autograder.zip")
     bundle.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
     bundle.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
-    bundle.add_argument("--exercise-seed", type=int, default=None,
-                        help="seed of the graded tests' inputs (default: a fresh random one, kept in the bundle)")
-    bundle.add_argument("--timeout", type=float, default=60.0, help="seconds per graded test (default 60)")
+    bundle.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
+                        default=None, help="seed of the graded tests' inputs (default: a fresh random one, kept in "
+                                           "the bundle)")
+    bundle.add_argument("--timeout", type=checks.number_argument("--timeout", above=0, maximum=3600), default=20.0,
+                        help="seconds per graded test (default 20)")
+    bundle.add_argument("--deadline", type=checks.number_argument("--deadline", above=0, maximum=86400),
+                        default=540.0, help="seconds for a whole submission; the bundle writes its results by then "
+                                            "(default 540, below Gradescope's default limit of 10 minutes)")
+    bundle.add_argument("--over-deadline", action="store_true",
+                        help="build even if a copy that hangs everywhere could outlast --deadline (or the deadline "
+                             "is close to the platform's limit)")
     _add_grade_command(commands)
     args = parser.parse_args(argv)
     root = ROOT
@@ -167,7 +177,8 @@ def main(argv=None) -> int:
         selected = select(exercises, only=_split_list(args.only), chapters=chapters)
         if args.command == "gradescope-bundle":
             return _print_bundle(args.out, build_bundle(args.out, selected, seed=args.exercise_seed,
-                                                        timeout=args.timeout, root=root))
+                                                        timeout=args.timeout, deadline=args.deadline,
+                                                        over_deadline=args.over_deadline, root=root))
         summary = make_student_edition(args.dest, selected, root)
     except ExerciseError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
                                           ExerciseError, read_manifest_data, stub_source)
 
@@ -149,7 +150,11 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
     only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
     Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
     """
-    root, dest = Path(root).resolve(), Path(dest).resolve()
+    try:
+        dest = check_output_folder(dest, option="the edition's folder")
+    except OutputPathError as error:
+        raise ExerciseError(f"{error} (nothing was written)") from None
+    root = Path(root).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ExerciseError(f"{dest} already exists and is not an empty folder; choose a new folder "
                             f"(nothing was written)")

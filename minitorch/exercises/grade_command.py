@@ -22,7 +22,7 @@ from pathlib import Path
 from minitorch.exercises import sandbox
 from minitorch.exercises.gradebook import write_gradebook
 from minitorch.exercises.grading import Run, grade_submission, is_complete, stop_grading
-from minitorch.exercises.registry import ExerciseError, load_exercises, read_manifest_data, select, sort_key
+from minitorch.exercises.registry import ExerciseError, load_exercises, read_manifest_data, select
 from minitorch.exercises.submissions import Entry, entries
 from minitorch.outputs import OutputPathError, check_output_folder
 
