@@ -11,8 +11,9 @@ that grades an exercise and require of each graded test (a test marked ``exercis
 - takes the ``student`` fixture and uses it;
 - refers to no library code that runs an exercise's region: the functions and classes holding a region,
   the library functions that call one of those by name (``div`` calls ``mul``, ``gradcheck`` calls
-  ``topological_order``, ...), the Tensor itself and the ``backward``/``backward_fn`` methods, also not
-  through a helper function of the test file. Expected values come from test-side code (loops, NumPy).
+  ``topological_order``, ...), the Tensor itself and the ``backward``/``backward_fn`` methods, the probes
+  themselves (called directly they run here), also not through a helper function of the test file.
+  Expected values come from test-side code (loops, NumPy).
 
 Not seen: what a model's forward pass runs (5.1 and 6.1 evaluate the student's construction, loaded into a
 model built in the test, with the grader's library on purpose) and method calls on objects built in the test.
@@ -31,6 +32,7 @@ import types
 from pathlib import Path
 
 import minitorch
+from minitorch.exercises import probes
 from minitorch.exercises.registry import load_exercises
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -153,6 +155,9 @@ def off_limits() -> dict[object, tuple[str, str]]:
                     found[function] = (f"it calls {_name_of(target)}, which runs {runs}", runs)
                     grew = True
                     break
+    for name, probe in inspect.getmembers(probes, inspect.isfunction):  # run here, a probe checks the grader's code
+        if probe.__module__ == probes.__name__:
+            found[probe] = (f"it is a probe: ask the student fixture, student.{name}(...)", "the library under test")
     return found
 
 
@@ -236,6 +241,7 @@ def test_a_graded_test_that_calls_the_library_or_skips_the_fixture_is_named(tmp_
         import pytest
         import minitorch
         from minitorch import Tensor
+        from minitorch.exercises import probes
 
         def weights(scores):
             return minitorch.softmax(Tensor(scores)).data
@@ -248,12 +254,19 @@ def test_a_graded_test_that_calls_the_library_or_skips_the_fixture_is_named(tmp_
         def test_without_the_fixture(n):
             minitorch.mul(Tensor(1.0), Tensor(2.0)).backward()
 
+        @pytest.mark.exercise("3.1")
+        def test_runs_the_probe_here(student):
+            assert probes.causal_mask(3)["shape"] == (3, 3)
+
         def test_ungraded():
             minitorch.softmax(Tensor(np.zeros(3)))
     '''), encoding="utf-8")
     problems = graded_test_problems([path])
     by_test = {test.split("::")[-1]: " ".join(found) for test, found in problems.items()}
-    assert set(by_test) == {"test_calls_the_library_through_a_helper", "test_without_the_fixture"}, by_test
+    assert set(by_test) == {"test_calls_the_library_through_a_helper", "test_without_the_fixture",
+                            "test_runs_the_probe_here"}, by_test
+    assert "takes the student fixture but never uses it" in by_test["test_runs_the_probe_here"]
+    assert "it is a probe: ask the student fixture, student.causal_mask(...)" in by_test["test_runs_the_probe_here"]
     assert "minitorch.softmax" in by_test["test_calls_the_library_through_a_helper"] and "helper weights" in \
         by_test["test_calls_the_library_through_a_helper"], by_test
     without = by_test["test_without_the_fixture"]
