@@ -195,6 +195,15 @@ class StudentCode:
         if self.grading:  # one worker child per exercise: its tests together, in the book's order
             items.sort(key=lambda item: registry.sort_key(_exercise_of(item) or "99.99"))
 
+    def pytest_runtest_setup(self, item):
+        """An exercise decided before grading (region missing, not compiling, still the stub) fails its tests
+        here, with that reason, and no worker starts for it."""
+        if self.grading and _exercise_of(item) is not None:
+            from minitorch.exercises.student_code import decided_outcome
+            outcome = decided_outcome(_exercise_of(item))
+            if outcome is not None:
+                raise outcome
+
     @pytest.fixture
     def student(self, request):
         """The student's code for this test's exercise, reached through probes: ``student.softmax(scores)``."""
@@ -280,8 +289,9 @@ class Scoreboard:
                 report.outcome, report.longrepr = "skipped", (path, (line or 0) + 1, reason)
                 result.update(status="blocked", blocked_by=stub, message=reason)
             else:  # a worker that hung or died (class grading) reports its kind: timed out, crashed
-                kind = getattr(call.excinfo.value, "kind", None) if _is_worker_down(call.excinfo.value) else None
-                result.update(status=kind or "failed", message=_first_line(call.excinfo))
+                outcome = _grading_outcome(call.excinfo.value)
+                result.update(status=outcome.kind if outcome else "failed",
+                              message=str(outcome) if outcome else _first_line(call.excinfo))
         elif report.failed:
             result.update(status="failed", message=str(report.longrepr)[-500:])
         elif report.skipped and result["status"] is None:
@@ -391,10 +401,11 @@ def _graded_without_the_student(item) -> bool:
     return getattr(item.funcargs.get("student"), "calls", 0) == 0
 
 
-def _is_worker_down(error: BaseException) -> bool:
-    """True for the grader's own report that a worker hung or died (never anything a student's code raises)."""
-    module = sys.modules.get("minitorch.exercises.student_code")  # loaded only if the student fixture was used
-    return module is not None and isinstance(error, module.WorkerDown)
+def _grading_outcome(error: BaseException):
+    """The grader's own report of how a test ended (a worker that hung or died, an exercise decided before any
+    test ran), with its kind; None for anything else, and never for what a student's code raises."""
+    module = sys.modules.get("minitorch.exercises.student_code")  # loaded only when a class is graded
+    return error if module is not None and isinstance(error, module.GradingOutcome) else None
 
 
 def _exercise_of(item) -> str | None:
@@ -403,5 +414,15 @@ def _exercise_of(item) -> str | None:
 
 
 def _first_line(excinfo) -> str:
-    text = _ANSI_COLOUR.sub("", f"{excinfo.typename}: {excinfo.value}")
-    return text.strip().splitlines()[0][:300] if text.strip() else excinfo.typename
+    """The reason a test failed, in a line or two: the exception's class and the first line of its message, and
+    the line after when the first only announces it (NumPy's "Not equal to tolerance ...", a line ending ':').
+    Never pytest's "assert ..." lines, which quote the test's code."""
+    text = _ANSI_COLOUR.sub("", str(excinfo.value))
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("assert ")]
+    if not lines:
+        return excinfo.typename
+    reason = lines[0]
+    announces = reason.endswith(":") or reason.startswith(("Not equal to tolerance", "Arrays are not", "Items are not"))
+    if announces and len(lines) > 1:
+        reason += " " + lines[1]
+    return f"{excinfo.typename}: {reason}"[:300]

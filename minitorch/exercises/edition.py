@@ -15,7 +15,7 @@ from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
-                                          ExerciseError, read_manifest_data, stub_source)
+                                          ExerciseError, marker_in, read_manifest_data, stub_source)
 
 def read_manifest(root: Path) -> list[str] | None:
     """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
@@ -30,12 +30,12 @@ def outside_regions(text: str) -> list[str]:
     """The lines of `text` outside exercise regions (the marker lines kept, trailing spaces dropped)."""
     kept, inside = [], False
     for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("# END EXERCISE"):
+        marker = marker_in(line)
+        if marker and marker["kind"].upper() == "END":
             inside = False
         if not inside:
             kept.append(line.rstrip())
-        if stripped.startswith("# BEGIN EXERCISE"):
+        if marker and marker["kind"].upper() == "BEGIN":
             inside = True
     return kept
 
@@ -87,7 +87,8 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
 #     # END SPEED COPY OF EXERCISES 2.3 3.2
 # An edition handing out any exercise it names replaces its body by the statement after "student edition:",
 # or, without one, by an error saying that the code is gone and why.
-_SPEED_COPY = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) SPEED COPY OF EXERCISES (?P<ids>\d+\.\d+(?: \d+\.\d+)*)"
+_SPEED_COPY = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) SPEED COPY OF EXERCISES "
+                         r"(?P<ids>\d+\.\d+(?: \d+\.\d+)*)"
                          r"(?: \(student edition: (?P<replacement>.+)\))?[ \t]*$")
 
 

@@ -45,7 +45,8 @@ def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
         if manifest is None:
             raise ExerciseError(f"--edition {args.edition}: no minitorch/exercises/edition.json there; name the folder "
                                 f"of the student edition you made (python -m minitorch.exercises student-edition)")
-        return [exercise.id for exercise in select(exercises, only=manifest["handed_out"])], f"the edition {args.edition}"
+        chosen = select(exercises, only=manifest["handed_out"])
+        return [exercise.id for exercise in chosen], f"the edition {args.edition}"
     return [exercise.id for exercise in exercises], "every exercise (no --only, --chapter or --edition)"
 
 
@@ -77,12 +78,10 @@ def grade_class(args, root: Path) -> int:
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
     ids, source = chosen_exercises(args, root)
-    isolation = sandbox.choose(args.isolation)
     out.mkdir(parents=True, exist_ok=True)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
-    readable = sandbox.readable_by_a_worker(isolation, [str(path) for path in guarded.values() if path.exists()])
-    isolation.exposed = [name for name, path in guarded.items() if str(path) in readable]
+    isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()})
     print(f"Isolation: {isolation.describe()}", flush=True)
     kept = [s for s, e in found.items() if not args.force and is_complete(out / s, ids)]
     todo = {s: e for s, e in found.items() if s not in kept}
@@ -93,7 +92,8 @@ def grade_class(args, root: Path) -> int:
     if claimed and source.startswith("every") and claimed.most_common(1)[0][0] != tuple(ids):
         common, count = claimed.most_common(1)[0]
         print(f"Note: {count} of the copies say their edition handed out {', '.join(common)}; they are graded on "
-              f"every exercise. To grade what you handed out, pass --edition YOUR_EDITION_FOLDER or --only.", flush=True)
+              f"every exercise. To grade what you handed out, pass --edition YOUR_EDITION_FOLDER or --only.",
+              flush=True)
     run = Run(ids, args.exercise_seed, args.timeout, args.budget, isolation, root)
     record = {"exercise_seed": args.exercise_seed, "timeout": args.timeout, "budget": args.budget,
               "isolation": isolation.describe(), "grader_version": run.version, "exercises": ids,

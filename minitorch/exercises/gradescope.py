@@ -155,9 +155,9 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     worst = worst_case(len(exercises), timeout)
     if worst > deadline and not over_deadline:
         raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
-                            f"--timeout {timeout:g}, beyond the deadline of {deadline:g} s: lower --timeout, grade fewer "
-                            f"exercises, raise --deadline (and the platform's own timeout), or pass --over-deadline to "
-                            f"accept that such a copy's last tests fail as timed out")
+                            f"--timeout {timeout:g}, beyond the deadline of {deadline:g} s: lower --timeout, grade "
+                            f"fewer exercises, raise --deadline (and the platform's own timeout), or pass "
+                            f"--over-deadline to accept that such a copy's last tests fail as timed out")
     if deadline > PLATFORM_LIMIT - 30 and not over_deadline:
         raise ExerciseError(f"--deadline {deadline:g} s leaves Gradescope's default limit of {PLATFORM_LIMIT:g} s no "
                             f"time to spare: raise the assignment's timeout on Gradescope first, then pass "
@@ -250,10 +250,8 @@ def _grade(submission: Path, scratch: Path, settings: dict, source: Path, starte
     from minitorch.exercises import sandbox
     from minitorch.exercises.grading import Run, grade_submission
 
-    isolation = sandbox.choose("auto")
-    guarded = {"the grader's source": Path(source) / "minitorch", "the submission": submission}
-    readable = sandbox.readable_by_a_worker(isolation, [str(path) for path in guarded.values()])
-    isolation.exposed = [name for name, path in guarded.items() if str(path) in readable]
+    guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
+    isolation = sandbox.choose("auto", guarded)
     print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
     left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN
     run = Run(settings["exercise_ids"], settings["exercise_seed"], settings["timeout"], max(left, 1.0), isolation,

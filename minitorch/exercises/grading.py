@@ -32,7 +32,8 @@ from pathlib import Path
 
 from minitorch.exercises import sandbox
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.grafting import DOES_NOT_COMPILE, NOT_FOUND, GraftReport, build_libraries, edition_files_at
+from minitorch.exercises.grafting import (DOES_NOT_COMPILE, NOT_FOUND, GraftReport, build_libraries,
+                                          edition_files_at, prepare_base)
 from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, read_manifest_data, sort_key
 from minitorch.exercises.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
@@ -53,13 +54,28 @@ class Run:
     isolation: sandbox.Isolation
     grader_root: Path = ROOT
     version: str = ""
-    collected: dict[str, str] = field(default_factory=dict)  # node ID -> exercise ID, of the graded tests
+    known_tests: dict[str, str] = field(default_factory=dict)  # node ID -> exercise ID (else collected if needed)
+    base: Path | None = None  # the stand-in library every student's libraries start from (made once, on first use)
 
     def __post_init__(self):
         self.grader_root = Path(self.grader_root).resolve()
         self.version = self.version or grader_version(self.grader_root)
-        if not self.collected:
-            self.collected = collect_tests(self.grader_root, self.exercise_ids)
+        self._lock = threading.Lock()
+
+    def collected(self) -> dict[str, str]:
+        """{node ID: exercise ID} of the graded tests, for a copy whose check process never ran or did not say:
+        collected once, when first needed."""
+        with self._lock:
+            if not self.known_tests:
+                self.known_tests = collect_tests(self.grader_root, self.exercise_ids)
+            return self.known_tests
+
+    def base_library(self, scratch: Path) -> Path:
+        """The stand-in library, compiled, in `scratch` (made once per run; it holds no answer)."""
+        with self._lock:
+            if self.base is None:
+                self.base = prepare_base(self.grader_root, Path(scratch) / "base")
+            return self.base
 
 
 def grader_version(grader_root: Path = ROOT) -> str:
@@ -137,7 +153,7 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
     user when several students run at once."""
     started = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix=f"student-{slot}-", dir=scratch_root))
-    report, problem, results, log = GraftReport(), "", {}, ""
+    report, problem, results, collected, log = GraftReport(), "", {}, {}, ""
     try:
         os.chmod(folder, 0o711)  # a worker may pass through to its own folders, but list nothing
         private, libraries, home = folder / "private", folder / "lib", folder / "home"
@@ -145,16 +161,15 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
         try:
             project = open_copy(entry, private)
             report = build_libraries(run.grader_root, project, run.exercise_ids, libraries,
-                                     _edition_files(run.grader_root, project))
+                                     _edition_files(run.grader_root, project), run.base_library(folder.parent))
         except ExerciseError as error:  # the student reads this too: name their entry, not our scratch paths
             problem = "could not be graded: " + str(error).replace(str(folder) + os.sep, "")
         if not problem:
-            to_run = [i for i in run.exercise_ids if i in report.grafted and i not in report.stubs]
-            if to_run:
-                results, log = _check(run, slot, to_run, private, libraries, home)
+            results, collected, log = _check(run, slot, report, private, libraries, home)
     finally:
         _remove(folder)
-    graded = results_json(entry.student, run, results, report, time.monotonic() - started, problem)
+    graded = results_json(entry.student, run, results, report, time.monotonic() - started, problem,
+                          collected or run.collected())
     from minitorch.exercises.gradebook import feedback_markdown
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -176,20 +191,30 @@ def _edition_files(grader_root: Path, project: Path):
     return edition_files_at(grader_root, manifest.get("made_from"), manifest.get("handed_out"))
 
 
-def _check(run: Run, slot: int, exercise_ids: list[str], private: Path, libraries: Path, home: Path):
-    """Run the check process for `exercise_ids` with the student's worker; ({node ID: result}, its log)."""
+def decided(report: GraftReport) -> dict[str, list[str]]:
+    """{exercise ID: [kind, message]} for the exercises whose tests need not run: the region is missing, does not
+    compile, or is still the edition's stub. The check process reports their tests so, without a worker."""
+    found = {exercise_id: [NOT_FOUND, message] for exercise_id, message in report.not_found.items()}
+    found.update({exercise_id: [DOES_NOT_COMPILE, message] for exercise_id, message in report.not_compiling.items()})
+    found.update({exercise_id: ["not attempted", "not attempted: the region still holds the edition's stub"]
+                  for exercise_id in report.stubs})
+    return found
+
+
+def _check(run: Run, slot: int, report: GraftReport, private: Path, libraries: Path, home: Path):
+    """Run the check process with the student's worker: ({node ID: result}, {node ID: exercise ID}, its log)."""
     uid = sandbox.worker_uid(slot) if run.isolation.kind == "unprivileged user" else None
     home.mkdir(mode=0o700)
     if uid is not None:  # (bubblewrap shows the worker these two folders only, as the grader's own user)
         _hand_over(libraries, home, uid)
     plan = {"isolation": run.isolation.__dict__, "slot": slot, "library_root": str(libraries), "home": str(home),
-            "exercises": {exercise_id: exercise_id for exercise_id in exercise_ids}, "timeout": run.timeout,
-            "budget": run.budget}
+            "exercises": {exercise_id: exercise_id for exercise_id in report.grafted}, "decided": decided(report),
+            "timeout": run.timeout, "budget": run.budget}
     (private / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     board, log = private / "board.json", private / "log.txt"
     environment = {"MINITORCH_GRADING_PLAN": str(private / "plan.json"), "MINITORCH_EXERCISE_SEED": str(run.seed),
                    "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"}
-    finished = _run_pytest(run.grader_root, exercise_ids, board, [], environment, log,
+    finished = _run_pytest(run.grader_root, run.exercise_ids, board, [], environment, log,
                            patience=run.budget + CHECK_PROCESS_MARGIN, on_start=_remember)
     try:
         if uid is not None:
@@ -197,21 +222,24 @@ def _check(run: Run, slot: int, exercise_ids: list[str], private: Path, librarie
     finally:
         _forget()
     try:
-        results = json.loads(board.read_text(encoding="utf-8"))["tests"]
+        written = json.loads(board.read_text(encoding="utf-8"))
+        results, collected = written["tests"], written["collected"]
     except (OSError, ValueError, KeyError):
-        results = {}
+        results, collected = {}, {}
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     if not results or finished not in (0, 1):
         why = "was stopped after the student's budget" if finished == "killed" else f"ended with status {finished}"
         text = f"the check process {why}\n" + text
-    return results, text
+    return results, collected, text
 
 
 def _hand_over(libraries: Path, home: Path, uid: int) -> None:
-    """Libraries readable by the worker's user only (root's files, its group), home its own."""
+    """The student's libraries readable by their worker's user only (root's folders, its group); home its own.
+    Files linked from the run's base library (no answer in them, and shared) stay as they are."""
     for path in [libraries, *libraries.rglob("*")]:
-        os.chown(path, 0, uid)
-        os.chmod(path, 0o750 if path.is_dir() else 0o640)
+        if path.is_dir() or path.lstat().st_nlink == 1:
+            os.chown(path, 0, uid)
+            os.chmod(path, 0o750 if path.is_dir() else 0o640)
     os.chown(home, uid, uid)
 
 
@@ -264,26 +292,23 @@ def _kind(result: dict | None, exercise_id: str, report: GraftReport, problem: s
     compile, region not found, not graded."""
     if problem:
         return "not graded", problem
-    if exercise_id in report.not_compiling:
-        return DOES_NOT_COMPILE, report.not_compiling[exercise_id]
-    if exercise_id in report.not_found:
-        return NOT_FOUND, report.not_found[exercise_id]
-    if exercise_id in report.stubs:
-        return "not attempted", "not attempted: the region still holds the edition's stub"
+    if result is None and exercise_id in decided(report):
+        return tuple(decided(report)[exercise_id])
     if result is None:
         return "failed", "did not run (the check process ended before it)"
     status = result.get("status") or "failed"
-    return (status if status in ("passed", "failed", "not attempted", "blocked", TIMED_OUT, CRASHED) else "failed",
-            str(result.get("message") or ""))
+    known = ("passed", "failed", "not attempted", "blocked", TIMED_OUT, CRASHED, DOES_NOT_COMPILE, NOT_FOUND)
+    return status if status in known else "failed", str(result.get("message") or "")
 
 
-def results_json(student: str, run: Run, results: dict, report: GraftReport, elapsed: float, problem: str = "") -> dict:
+def results_json(student: str, run: Run, results: dict, report: GraftReport, elapsed: float, problem: str = "",
+                 collected: dict[str, str] | None = None) -> dict:
     """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output), and in
     extra_data what the gradebook needs. It names no seed: students may see this file."""
     tests, exercises = [], {}
     for exercise_id in sorted(run.exercise_ids, key=sort_key):
         title, points = EXERCISES[exercise_id]
-        nodeids = [nodeid for nodeid, owner in run.collected.items() if owner == exercise_id]
+        nodeids = [nodeid for nodeid, owner in (collected or run.collected()).items() if owner == exercise_id]
         shares, kinds = split_points(points, len(nodeids)) if nodeids else [], []
         for nodeid, share in zip(nodeids, shares):
             kind, message = _kind(results.get(nodeid), exercise_id, report, problem)

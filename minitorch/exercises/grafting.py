@@ -16,7 +16,9 @@ exercise it is now. Each finding is a note in the report, which the student's fe
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
+import py_compile
 import re
 import shutil
 import subprocess
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from minitorch.exercises.edition import COMPARED, fingerprint, outside_regions, project_files, remove_speed_copies
 from minitorch.exercises.registry import (MANIFEST, RENAMED, STUB_ERROR, Exercise, ExerciseError, load_exercises,
-                                          read_manifest_data, replace_regions, sort_key)
+                                          marker_in, read_manifest_data, replace_regions, sort_key)
 from minitorch.exercises.services import STAND_INS
 
 WORKER_FILES = ("worker.py", "channel.py")  # beside the libraries: the worker runs them by path
@@ -35,15 +37,14 @@ WORKER_COURSE_FILES = ("__init__.py", "channel.py", "probes.py", "registry.py", 
 
 # Kinds of finding, one flag each in the gradebook.
 DOES_NOT_COMPILE, NOT_FOUND = "does not compile", "region not found"
-_MARKER_LIKE = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END)\s+EXERCISE\s+(?P<id>\S+)", re.IGNORECASE)
 
 
 @dataclass
 class GraftReport:
     """What building a student's libraries found."""
 
-    grafted: list[str] = field(default_factory=list)  # exercises whose region was found and compiles
-    stubs: list[str] = field(default_factory=list)  # ... of which still the edition's stub
+    grafted: list[str] = field(default_factory=list)  # exercises whose library was built: their tests run
+    stubs: list[str] = field(default_factory=list)  # regions still holding the edition's stub (not run)
     not_compiling: dict[str, str] = field(default_factory=dict)  # ID -> the compiler's message
     not_found: dict[str, str] = field(default_factory=dict)  # ID -> why
     notes: dict[str, str] = field(default_factory=dict)  # ID -> a lenient reading (END missing, renamed ID)
@@ -99,7 +100,7 @@ def scan_leniently(text: str, where: str, grader_exercises: dict[str, Exercise])
         regions.append(StudentRegion(exercise_id, lines[begin + 1:end], where, begin + 1, indent, note))
 
     for index, line in enumerate(lines):
-        marker = _MARKER_LIKE.match(line)
+        marker = marker_in(line)
         if open_region is not None:
             exercise_id, begin, indent = open_region
             if marker and marker["kind"].upper() == "END" and marker["id"] == exercise_id:
@@ -164,20 +165,41 @@ def stand_in_sources(grader_root: Path, exercises: list[Exercise]) -> dict[str, 
     return sources
 
 
-def build_libraries(grader_root: Path, project: Path, exercise_ids, dest: Path, edition_files=None) -> GraftReport:
+def prepare_base(grader_root: Path, folder: Path) -> Path:
+    """Write the stand-in library (every region a stand-in) to `folder`, compiled, with the worker's scripts
+    beside it: what every student's libraries are made of. It holds no answer, and is readable by all."""
+    folder = Path(folder)
+    sources = stand_in_sources(grader_root, load_exercises(grader_root))
+    for relative, text in sources.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        path.write_text(text, encoding="utf-8")
+        # checked against the source's hash, so that a library whose file differs never runs a stale .pyc
+        py_compile.compile(str(path), cfile=importlib.util.cache_from_source(str(path)), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    for name in WORKER_FILES:
+        shutil.copyfile(Path(grader_root) / "minitorch" / "exercises" / name, folder / name)
+    for path in [folder, *folder.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+def build_libraries(grader_root: Path, project: Path, exercise_ids, dest: Path, edition_files=None,
+                    base: Path | None = None) -> GraftReport:
     """Write dest/<X>/minitorch/... for each exercise X of `exercise_ids` whose region the copy at `project`
-    holds and compiles (and is not the stub), and dest/worker.py, dest/channel.py; report what was found."""
+    holds and compiles (and is not the stub), and dest/worker.py, dest/channel.py; report what was found.
+    Every file but X's own is a hard link into `base` (`prepare_base`; made in dest if not given)."""
     grader_root, dest = Path(grader_root).resolve(), Path(dest)
     exercises = {exercise.id: exercise for exercise in load_exercises(grader_root)}
     unknown = [exercise_id for exercise_id in exercise_ids if exercise_id not in exercises]
     if unknown:
         raise ExerciseError(f"unknown exercise ID(s) {', '.join(unknown)}; the grader's are {', '.join(exercises)}")
-    base = stand_in_sources(grader_root, list(exercises.values()))
+    base = prepare_base(grader_root, dest / ".base") if base is None else Path(base)
     theirs = student_regions(project, exercises)
     report = GraftReport()
     dest.mkdir(parents=True, exist_ok=True)
     for name in WORKER_FILES:
-        shutil.copyfile(grader_root / "minitorch" / "exercises" / name, dest / name)
+        _link(base / name, dest / name)
     for exercise_id in sorted(exercise_ids, key=sort_key):
         exercise, region = exercises[exercise_id], theirs.get(exercise_id)
         if region is None:
@@ -188,11 +210,11 @@ def build_libraries(grader_root: Path, project: Path, exercise_ids, dest: Path, 
         source = _graft(exercise, region, list(exercises.values()), grader_root, report)
         if source is None:
             continue
-        report.grafted.append(exercise_id)
         if is_stub(region.lines, region.id):
             report.stubs.append(exercise_id)
             continue
-        _write_library(dest / exercise_id, {**base, exercise.path.relative_to(grader_root).as_posix(): source})
+        report.grafted.append(exercise_id)
+        _write_library(dest / exercise_id, base, exercise.path.relative_to(grader_root).as_posix(), source)
     report.edited_outside = edits_outside_regions(project, grader_root, edition_files)
     try:
         manifest = read_manifest_data(project)
@@ -240,11 +262,26 @@ def is_stub(body: list[str], exercise_id: str) -> bool:
         and found[1] == exercise_id
 
 
-def _write_library(folder: Path, sources: dict[str, str]) -> None:
-    for relative, text in sources.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+def _write_library(folder: Path, base: Path, relative: str, source: str) -> None:
+    """A library: the base's files linked, but `relative`, which holds `source` (and has no .pyc)."""
+    for path in sorted((base / "minitorch").rglob("*")):
+        target = folder / path.relative_to(base)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            _link(path, target)
+    own = folder / relative
+    own.unlink()
+    Path(importlib.util.cache_from_source(str(own))).unlink(missing_ok=True)
+    own.write_text(source, encoding="utf-8")
+
+
+def _link(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:  # another file system: a copy does as well
+        shutil.copyfile(source, target)
 
 
 # ----------------------------------------------------------------------

@@ -68,8 +68,15 @@ SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exerci
 SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
 
 _ID = re.compile(r"[1-9]\.[1-9][0-9]*")
-_MARKER_LIKE = re.compile(r"^\s*#\s*(BEGIN|END)\s+EXERCISE\b", re.IGNORECASE)
+_MARKER_LIKE = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END)\s+EXERCISE\b\s*(?P<id>\S*)", re.IGNORECASE)
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) EXERCISE (?P<id>\S+)[ \t]*$")
+
+
+def marker_in(line: str, strict: bool = False):
+    """The exercise marker `line` holds, as a match with groups indent, kind (BEGIN/END) and id; None if it holds
+    none. Lenient by default (any spacing or case: how a student's copy may have it); `strict` asks for the exact
+    form the library's own files must use."""
+    return (_MARKER if strict else _MARKER_LIKE).match(line.rstrip("\r\n"))
 
 
 class ExerciseError(ValueError):
@@ -182,10 +189,10 @@ def scan_file(path: Path) -> list[_Region]:
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     regions, open_region = [], None  # open_region: (id, BEGIN line number, indent)
     for number, line in enumerate(lines, start=1):
-        if not _MARKER_LIKE.match(line):
+        if not marker_in(line):
             continue
         where = f"{path}:{number}"
-        marker = _MARKER.match(line)
+        marker = marker_in(line, strict=True)
         if not marker:
             raise ExerciseError(f"{where}: malformed exercise marker {line.strip()!r}; "
                                 f"write exactly '# BEGIN EXERCISE X.Y' or '# END EXERCISE X.Y'")

@@ -35,6 +35,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minitorch.exercises.registry import ExerciseError
+from minitorch.exercises.worker import reap_exited
+
 KINDS = ("bubblewrap", "unprivileged user", "none")
 FIRST_WORKER_UID = 61_000  # worker uids are taken from here up, skipping any an account or a process uses
 SANDBOX_ROOT = "/grading"  # inside bubblewrap: SANDBOX_ROOT/lib (read-only) and SANDBOX_ROOT/home
@@ -44,7 +47,7 @@ WORKER_FILE_SIZE = 64 << 20  # bytes of the largest file a worker may write
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/alternatives")
 
 
-class IsolationError(RuntimeError):
+class IsolationError(ExerciseError):
     """The isolation asked for cannot be had here; the message says why and what to do."""
 
 
@@ -79,58 +82,74 @@ class Isolation:
 # choosing
 
 
-def choose(requested: str = "auto") -> Isolation:
-    """The isolation to use: `requested` (one of KINDS) or the strongest that works here ("auto")."""
+def choose(requested: str = "auto", guarded: dict[str, str] | None = None) -> Isolation:
+    """The isolation to use: `requested` (one of KINDS) or the strongest that works here ("auto"). Each kind is
+    tried with a real worker process, which also tries to read each path of `guarded` ({what: path}); the
+    isolation's `exposed` names what it could read."""
     if requested not in ("auto", *KINDS):
         raise IsolationError(f"--isolation must be auto, {', '.join(KINDS)}; got {requested!r}")
-    memory = _worker_memory()
-    if requested in ("auto", "bubblewrap"):
-        problem = _bubblewrap_problem()
-        if problem is None:
-            return Isolation("bubblewrap", readable_folders=_python_folders(), memory=memory)
-        if requested == "bubblewrap":
-            raise IsolationError(f"bubblewrap cannot be used here: {problem}")
-    if requested in ("auto", "unprivileged user"):
-        problem = _unprivileged_user_problem()
-        if problem is None:
-            return Isolation("unprivileged user", memory=memory)
-        if requested == "unprivileged user":
-            raise IsolationError(f"an unprivileged user cannot be used here: {problem}")
-        if os.geteuid() == 0:
-            raise IsolationError(
-                f"no isolation is possible: bubblewrap cannot be used ({_bubblewrap_problem()}) and an unprivileged "
-                f"user cannot either ({problem}). As root, the students' code would run as root: install "
-                f"bubblewrap (e.g. apt-get install bubblewrap), or pass --isolation none to accept that")
-    return Isolation("none", memory=memory)
+    guarded, problems = dict(guarded or {}), {}
+    for kind in KINDS if requested == "auto" else (requested,):
+        if kind == "none" and requested == "auto" and os.geteuid() == 0:
+            break  # as root, the students' code would run as root: only on request
+        isolation = Isolation(kind, readable_folders=_python_folders() if kind == "bubblewrap" else [],
+                              memory=_worker_memory())
+        try:
+            readable = _try_to_read(isolation, list(guarded.values()))
+        except IsolationError as error:
+            problems[kind] = str(error)
+            continue
+        isolation.exposed = [what for what, path in guarded.items() if path in readable]
+        return isolation
+    found = "; ".join(f"{kind}: {problem}" for kind, problem in problems.items())
+    if requested != "auto":
+        raise IsolationError(f"{requested} cannot be used here: {found}")
+    raise IsolationError(f"no isolation is possible ({found}). As root, the students' code would run as root: "
+                         f"install bubblewrap (e.g. apt-get install bubblewrap), or pass --isolation none to accept "
+                         f"that")
 
 
-def _bubblewrap_problem() -> str | None:
-    """None if bubblewrap starts Python with NumPy in a sandbox here, else why not."""
-    if shutil.which("bwrap") is None:
-        return "the bwrap command is not installed"
-    command = _bubblewrap_command(_python_folders(), None, None, [sys.executable, "-I", "-c", "import numpy"])
+_TRY_TO_READ = """
+import os, sys
+import numpy
+for path in sys.argv[1:]:
     try:
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as error:
-        return f"bwrap could not start ({error})"
-    if finished.returncode != 0:
-        return f"bwrap failed: {(finished.stderr.strip().splitlines() or ['(no message)'])[-1][:200]}"
-    return None
+        os.listdir(path) if os.path.isdir(path) else open(path, "rb").close()
+    except OSError:
+        continue
+    print(path)
+"""
 
 
-def _unprivileged_user_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "the grader is not running as root, so it cannot switch to another user"
-    uid = worker_uid(0)
+def _try_to_read(isolation: Isolation, paths: list[str]) -> list[str]:
+    """Which of `paths` a worker of this isolation can read (a real worker process tries each, after importing
+    NumPy); IsolationError if such a worker cannot run here."""
+    if isolation.kind == "bubblewrap" and shutil.which("bwrap") is None:
+        raise IsolationError("the bwrap command is not installed")
+    if isolation.kind == "unprivileged user" and os.geteuid() != 0:
+        raise IsolationError("the grader is not running as root, so it cannot switch to another user")
+    uid = worker_uid(0) if os.geteuid() == 0 and isolation.kind != "none" else None
+    script = [isolation.python, "-I", "-c", _TRY_TO_READ, *paths]
+    if isolation.kind == "bubblewrap":
+        command = _bubblewrap_command(isolation.readable_folders, None, None, script, uid)
+        preexec = _limits(isolation.memory, uid=None)
+    else:
+        command, preexec = script, _limits(isolation.memory, uid=uid)
     try:
-        finished = subprocess.run([sys.executable, "-I", "-c", "import numpy"], capture_output=True, text=True,
-                                  timeout=60, cwd="/", preexec_fn=_become(uid), env=_base_environment("/"))
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/",
+                                  preexec_fn=preexec, env=_base_environment("/"))
+    except PermissionError as error:
+        raise IsolationError(f"a worker could not start Python ({error}): it lives where other users may not go; "
+                             f"use bubblewrap, or a Python installed for every user") from None
     except (OSError, subprocess.SubprocessError) as error:
-        return f"Python could not be started as uid {uid} ({error})"
+        raise IsolationError(f"a worker could not start ({error})") from None
+    finally:
+        if isolation.kind == "unprivileged user" and uid is not None:
+            kill_every_process_of(uid)
     if finished.returncode != 0:
         last = (finished.stderr.strip().splitlines() or ["(no message)"])[-1][:200]
-        return f"Python with NumPy cannot be run by another user ({sys.executable}: {last})"
-    return None
+        raise IsolationError(f"a worker could not run Python with NumPy ({last})")
+    return [line for line in finished.stdout.splitlines() if line in paths]
 
 
 def _python_folders() -> list[str]:
@@ -181,39 +200,6 @@ def worker_uid(slot: int) -> int:
             if free == slot:
                 return uid
         uid += 1
-
-
-_TRY_TO_READ = """
-import os, sys
-for path in sys.argv[1:]:
-    try:
-        os.listdir(path) if os.path.isdir(path) else open(path, "rb").close()
-    except OSError:
-        continue
-    print(path)
-"""
-
-
-def readable_by_a_worker(isolation: Isolation, paths: list[str]) -> list[str]:
-    """Which of `paths` a worker of this isolation can read: a real worker process tries each."""
-    if isolation.kind == "none":
-        return list(paths)
-    script = [isolation.python, "-I", "-c", _TRY_TO_READ, *paths]
-    uid = worker_uid(0) if os.geteuid() == 0 else None
-    if isolation.kind == "bubblewrap":
-        command, preexec = _bubblewrap_command(isolation.readable_folders, None, None, script, uid), _limits(
-            isolation.memory, uid=None)
-    else:
-        command, preexec = script, _limits(isolation.memory, uid=uid)
-    try:
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd="/", preexec_fn=preexec,
-                                  env=_base_environment("/"))
-    finally:
-        if uid is not None and isolation.kind == "unprivileged user":
-            kill_every_process_of(uid)
-    if finished.returncode != 0:
-        raise IsolationError(f"the isolation check could not run a worker: {finished.stderr.strip()[-300:]}")
-    return [line for line in finished.stdout.splitlines() if line in paths]
 
 
 # ----------------------------------------------------------------------
@@ -379,7 +365,7 @@ def kill_descendants(patience: float = 10.0) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        _reap()
+        reap_exited()
         time.sleep(0.02)
 
 
@@ -399,13 +385,3 @@ def _descendants(root: int) -> list[int]:
         found += children
         frontier += children
     return found
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return

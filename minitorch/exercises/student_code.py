@@ -36,7 +36,17 @@ CONTROL_PATIENCE = 10.0  # seconds the worker's control loop gets to answer (it 
 OUTPUT_KEPT = 4000  # characters of the worker's printed output kept for a crash's message
 
 
-class WorkerDown(Exception):
+class GradingOutcome(Exception):
+    """How a test ended when the grader, not a check, decides it; `kind` is its kind in the gradebook."""
+
+    kind = "failed"
+
+    def __init__(self, message: str, kind: str | None = None):
+        super().__init__(message)
+        self.kind = kind or self.kind
+
+
+class WorkerDown(GradingOutcome):
     """The student's code did not answer: `kind` is "timed out" or "crashed"."""
 
     kind = "crashed"
@@ -87,6 +97,8 @@ class WorkerPool:
     def __init__(self, plan: dict):
         self.plan = plan
         self.isolation = sandbox.Isolation(**plan["isolation"])
+        if self.isolation.kind == "none":  # a daemon's orphans become ours, so that stop() can find them
+            sandbox.become_subreaper()
         self.deadline = time.monotonic() + float(plan["budget"])
         self.timeout = float(plan["timeout"])
         self.worker: sandbox.Worker | None = None
@@ -290,6 +302,18 @@ def check_gradients(student, expression: str, inputs, seed: int = 0, **options) 
         return float((probes.forward(expression, points, **options) * weights).sum())
 
     return compare_with_finite_differences(expression, points, claimed, objective)
+
+
+def decided_outcome(exercise_id: str) -> GradingOutcome | None:
+    """For a test of an exercise the grading plan decided before any test ran: its outcome; else None."""
+    path = os.environ.get("MINITORCH_GRADING_PLAN")
+    found = _decided(path).get(exercise_id) if path else None
+    return None if found is None else GradingOutcome(found[1], kind=found[0])
+
+
+@functools.lru_cache(maxsize=4)
+def _decided(path: str) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8")).get("decided", {})
 
 
 def from_environment():

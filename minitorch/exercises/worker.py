@@ -65,7 +65,7 @@ def main(argv) -> int:
             except ProcessLookupError:
                 pass
             channel.send(control, {"status": _status(int(message["kill"]), 5.0)})
-        _reap_quietly()
+        reap_exited()
 
 
 def _status(pid: int, seconds: float) -> str:
@@ -83,7 +83,8 @@ def _status(pid: int, seconds: float) -> str:
         time.sleep(0.01)
 
 
-def _reap_quietly() -> None:
+def reap_exited() -> None:
+    """Collect the exit status of every child that has ended (no zombies are left)."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)

@@ -277,7 +277,7 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
 
     def grade_submission(entry, out_dir, run, slot=0, scratch_root=None, log_file=None):
         calls.append((entry.path, run.exercise_ids, run.seed, run.timeout, run.grader_root, run.version,
-                      run.collected, 0 < run.budget < 100))
+                      run.known_tests, 0 < run.budget < 100))
         (Path(out_dir) / "feedback.md").parent.mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "feedback.md").write_text("full log")
         return {"score": 2, "output": "graded with seed 5", "tests": [

@@ -40,11 +40,11 @@ def a_run(exercise_ids=("1.1", "2.2"), tests_per_exercise=3) -> grading.Run:
     """A run's settings with a made-up list of graded tests (nothing is collected or started)."""
     collected = {f"tests/test_x.py::test_{exercise_id}_{n}": exercise_id for exercise_id in exercise_ids
                  for n in range(tests_per_exercise)}
-    return grading.Run(list(exercise_ids), 4711, 5.0, 60.0, sandbox.Isolation("none"), ROOT, "v", collected)
+    return grading.Run(list(exercise_ids), 4711, 5.0, 60.0, sandbox.Isolation("none"), ROOT, "v", known_tests=collected)
 
 
 def passed(run: grading.Run, *ids: str) -> dict:
-    return {nodeid: {"status": "passed"} for nodeid, owner in run.collected.items() if owner in ids}
+    return {nodeid: {"status": "passed"} for nodeid, owner in run.collected().items() if owner in ids}
 
 
 @pytest.mark.parametrize("points, count", [(3, 60), (2, 3), (1, 7), (3, 11), (2, 22), (1, 1)])

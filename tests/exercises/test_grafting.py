@@ -51,7 +51,8 @@ def edit_region(copy: Path, exercise_id: str, body: str, end_marker: bool = True
 
 def test_a_library_holds_the_students_code_for_its_exercise_only_and_no_reference_answer(tmp_path):
     copy = a_copy(tmp_path / "copy")
-    edit_region(copy, "2.3", "weights = scores.data  # the student's own try\n\ndef backward(grad):\n    return (grad,)")
+    edit_region(copy, "2.3", "weights = scores.data  # the student's own try\n\n"
+                             "def backward(grad):\n    return (grad,)")
     helper = copy / "minitorch" / "softmax.py"
     helper.write_text(helper.read_text().replace("def _explain_non_finite", "def _explain_non_finite_changed"))
     report = build_libraries(ROOT, copy, ["2.3", "3.2"], tmp_path / "lib")
