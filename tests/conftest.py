@@ -27,7 +27,8 @@ The ``student`` fixture: a graded test reaches the student's code only through i
 own run the probe runs in this process. When a class is graded (MINITORCH_GRADING_PLAN names a plan) it
 runs in the student's sandboxed worker for the test's exercise, and this process, where the checks
 decide pass or fail, never runs the student's code (minitorch/exercises/student_code.py); tests then run
-grouped by exercise, one worker child per exercise.
+grouped by exercise, one worker child per exercise, and each outcome is appended as it happens to the
+file MINITORCH_GRADING_RECORD names (one JSON line each, the collected tests first): the grader reads it.
 
 Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
@@ -51,7 +52,8 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests belong to
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
-_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed out", "crashed")
+_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed out", "crashed", "does not compile",
+             "region not found")
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
@@ -173,7 +175,7 @@ def pytest_configure(config):
     scoreboard = Scoreboard(config, root, _exercise_seed(config))
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(TestTimeout(_test_timeout(config)))
-    config.pluginmanager.register(StudentCode())
+    config.pluginmanager.register(StudentCode(scoreboard))
 
 
 @pytest.fixture(scope="session")
@@ -186,9 +188,27 @@ class StudentCode:
     """Provides the ``student`` fixture; when a class is graded, runs the tests grouped by exercise and stops
     the student's worker at the end."""
 
-    def __init__(self):
+    def __init__(self, scoreboard: "Scoreboard"):
         self.grading = bool(os.environ.get("MINITORCH_GRADING_PLAN"))
         self.calls = None  # made on first use: Direct(), or the WorkerPool of the grading plan
+        self.scoreboard = scoreboard
+        # when grading, every outcome is also appended to this file as it happens (one JSON line each), so that
+        # a check process stopped at the student's budget still leaves the outcomes it reached
+        self.record = Path(os.environ["MINITORCH_GRADING_RECORD"]) if os.environ.get("MINITORCH_GRADING_RECORD") \
+            else None
+
+    def _write(self, **event) -> None:
+        with open(self.record, "a", encoding="utf-8") as record:
+            record.write(json.dumps(event) + "\n")
+
+    def pytest_collection_finish(self, session):
+        if self.record is not None:
+            self._write(collected={item.nodeid: self.scoreboard.exercise_of[item.nodeid] for item in session.items
+                                   if item.nodeid in self.scoreboard.exercise_of})
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if self.record is not None:
+            self._write(test=nodeid, **self.scoreboard.result_of(nodeid))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
@@ -353,8 +373,6 @@ class Scoreboard:
         report = {
             "minitorch_root": str(self.root),
             "exercise_seed": self.seed,
-            "collected": {item.nodeid: self.exercise_of[item.nodeid] for item in session.items
-                          if item.nodeid in self.exercise_of},
             "tests": {nodeid: {**result, "exercise": self.exercise_of.get(nodeid)}
                       for nodeid, result in self.results.items()},
             "exercises": table,

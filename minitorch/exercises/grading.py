@@ -101,13 +101,10 @@ def marker_expression(exercise_ids) -> str:
 def collect_tests(grader_root: Path, exercise_ids) -> dict[str, str]:
     """{node ID: exercise ID} of the graded tests of `exercise_ids`, collected (not run) from the grader's tests."""
     with tempfile.TemporaryDirectory(prefix="minitorch-collect-") as scratch:
-        board = Path(scratch) / "collected.json"
-        finished = _run_pytest(grader_root, exercise_ids, board, ["--collect-only"], {}, Path(scratch) / "log.txt",
-                               patience=600)
-        try:
-            collected = json.loads(board.read_text(encoding="utf-8"))["collected"]
-        except (OSError, ValueError, KeyError):
-            collected = {}
+        record = Path(scratch) / "record.jsonl"
+        finished = _run_pytest(grader_root, exercise_ids, ["--collect-only"], {"MINITORCH_GRADING_RECORD": str(record)},
+                               Path(scratch) / "log.txt", patience=600)
+        collected = read_record(record)[1]
         if not collected:
             log = (Path(scratch) / "log.txt").read_text(encoding="utf-8", errors="replace")[-3000:]
             raise ExerciseError(f"collecting the grader's own tests for {', '.join(exercise_ids)} found none "
@@ -115,13 +112,13 @@ def collect_tests(grader_root: Path, exercise_ids) -> dict[str, str]:
     return collected
 
 
-def _run_pytest(grader_root: Path, exercise_ids, board: Path, extra: list[str], environment: dict, log: Path,
-                patience: float, on_start=None) -> int | str:
-    """Run the grader's graded tests (a check process); its scoreboard goes to `board`. Returns its exit
-    status, or "killed" if it ran longer than `patience` seconds."""
+def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: dict, log: Path, patience: float,
+                on_start=None) -> int | str:
+    """Run the grader's graded tests (a check process; what it prints goes to `log`, what it finds to the record
+    named in `environment`). Returns its exit status, or "killed" if it ran longer than `patience` seconds."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no",
                "-o", "console_output_style=classic", f"--rootdir={grader_root}", f"--minitorch-root={grader_root}",
-               f"--scoreboard-json={board}", "-m", marker_expression(exercise_ids), *extra,
+               "-m", marker_expression(exercise_ids), *extra,
                *graded_test_files(grader_root)]
     keep = ("PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "CONDA_PREFIX", "SYSTEMROOT")
     env = {key: os.environ[key] for key in keep if key in os.environ}
@@ -211,26 +208,41 @@ def _check(run: Run, slot: int, report: GraftReport, private: Path, libraries: P
             "exercises": {exercise_id: exercise_id for exercise_id in report.grafted}, "decided": decided(report),
             "timeout": run.timeout, "budget": run.budget}
     (private / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
-    board, log = private / "board.json", private / "log.txt"
+    log, record = private / "log.txt", private / "record.jsonl"
     environment = {"MINITORCH_GRADING_PLAN": str(private / "plan.json"), "MINITORCH_EXERCISE_SEED": str(run.seed),
-                   "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"}
-    finished = _run_pytest(run.grader_root, run.exercise_ids, board, [], environment, log,
+                   "MINITORCH_GRADING_RECORD": str(record), "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"}
+    finished = _run_pytest(run.grader_root, run.exercise_ids, [], environment, log,
                            patience=run.budget + CHECK_PROCESS_MARGIN, on_start=_remember)
     try:
         if uid is not None:
             sandbox.kill_every_process_of(uid)
     finally:
         _forget()
-    try:
-        written = json.loads(board.read_text(encoding="utf-8"))
-        results, collected = written["tests"], written["collected"]
-    except (OSError, ValueError, KeyError):
-        results, collected = {}, {}
+    results, collected = read_record(record)
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     if not results or finished not in (0, 1):
         why = "was stopped after the student's budget" if finished == "killed" else f"ended with status {finished}"
         text = f"the check process {why}\n" + text
     return results, collected, text
+
+
+def read_record(record: Path) -> tuple[dict, dict]:
+    """({node ID: result}, {node ID: exercise ID}) from the check process's record, up to any broken last line."""
+    results, collected = {}, {}
+    try:
+        lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return results, collected
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            break
+        if "collected" in event:
+            collected = dict(event["collected"])
+        elif "test" in event:
+            results[event.pop("test")] = event
+    return results, collected
 
 
 def _hand_over(libraries: Path, home: Path, uid: int) -> None:
