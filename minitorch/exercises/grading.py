@@ -34,7 +34,7 @@ from minitorch.exercises import sandbox
 from minitorch.exercises.edition import git_commit
 from minitorch.exercises.grafting import (DOES_NOT_COMPILE, NOT_FOUND, GraftReport, build_libraries,
                                           edition_files_at, prepare_base)
-from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, read_manifest_data, sort_key
+from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, load_exercises, read_manifest_data, sort_key
 from minitorch.exercises.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
 
@@ -122,8 +122,10 @@ def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: 
                *graded_test_files(grader_root)]
     keep = ("PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "CONDA_PREFIX", "SYSTEMROOT")
     env = {key: os.environ[key] for key in keep if key in os.environ}
+    # no third-party pytest plugin: the check process loads the grader's conftest only, and writes nothing in
+    # the grader's checkout (pytest-benchmark, say, would make a .benchmarks folder there)
     env.update(PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", HOME=str(log.parent), TMPDIR=str(log.parent),
-               PYTHONIOENCODING="utf-8", **environment)
+               PYTHONIOENCODING="utf-8", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **environment)
     with open(log, "wb") as output:
         process = subprocess.Popen(command, cwd=grader_root, env=env, stdin=subprocess.DEVNULL, stdout=output,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -188,13 +190,15 @@ def _edition_files(grader_root: Path, project: Path):
     return edition_files_at(grader_root, manifest.get("made_from"), manifest.get("handed_out"))
 
 
-def decided(report: GraftReport) -> dict[str, list[str]]:
+def decided(report: GraftReport, grader_root: Path = ROOT) -> dict[str, list[str]]:
     """{exercise ID: [kind, message]} for the exercises whose tests need not run: the region is missing, does not
-    compile, or is still the edition's stub. The check process reports their tests so, without a worker."""
+    compile, or is still the edition's stub (its message says what to write, where, and how to check it). The
+    check process reports their tests so, without a worker."""
     found = {exercise_id: [NOT_FOUND, message] for exercise_id, message in report.not_found.items()}
     found.update({exercise_id: [DOES_NOT_COMPILE, message] for exercise_id, message in report.not_compiling.items()})
-    found.update({exercise_id: ["not attempted", "not attempted: the region still holds the edition's stub"]
-                  for exercise_id in report.stubs})
+    stubs = {exercise.id: exercise for exercise in load_exercises(grader_root) if exercise.id in report.stubs}
+    found.update({exercise_id: ["not attempted", f"not attempted: {exercise.stub_message(grader_root)}"]
+                  for exercise_id, exercise in stubs.items()})
     return found
 
 
@@ -205,7 +209,8 @@ def _check(run: Run, slot: int, report: GraftReport, private: Path, libraries: P
     if uid is not None:  # (bubblewrap shows the worker these two folders only, as the grader's own user)
         _hand_over(libraries, home, uid)
     plan = {"isolation": run.isolation.__dict__, "slot": slot, "library_root": str(libraries), "home": str(home),
-            "exercises": {exercise_id: exercise_id for exercise_id in report.grafted}, "decided": decided(report),
+            "exercises": {exercise_id: exercise_id for exercise_id in report.grafted},
+            "decided": decided(report, run.grader_root),
             "timeout": run.timeout, "budget": run.budget}
     (private / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     log, record = private / "log.txt", private / "record.jsonl"
@@ -299,13 +304,13 @@ def add_points(values) -> float:
     return round(math.fsum(values), 6)
 
 
-def _kind(result: dict | None, exercise_id: str, report: GraftReport, problem: str) -> tuple[str, str]:
+def _kind(result: dict | None, exercise_id: str, decided_before: dict, problem: str) -> tuple[str, str]:
     """(kind, message) of one test: passed, failed, not attempted, blocked, timed out, crashed, does not
     compile, region not found, not graded."""
     if problem:
         return "not graded", problem
-    if result is None and exercise_id in decided(report):
-        return tuple(decided(report)[exercise_id])
+    if result is None and exercise_id in decided_before:
+        return tuple(decided_before[exercise_id])
     if result is None:
         return "failed", "did not run (the check process ended before it)"
     status = result.get("status") or "failed"
@@ -317,13 +322,13 @@ def results_json(student: str, run: Run, results: dict, report: GraftReport, ela
                  collected: dict[str, str] | None = None) -> dict:
     """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output), and in
     extra_data what the gradebook needs. It names no seed: students may see this file."""
-    tests, exercises = [], {}
+    tests, exercises, decided_before = [], {}, decided(report, run.grader_root)
     for exercise_id in sorted(run.exercise_ids, key=sort_key):
         title, points = EXERCISES[exercise_id]
         nodeids = [nodeid for nodeid, owner in (collected or run.collected()).items() if owner == exercise_id]
         shares, kinds = split_points(points, len(nodeids)) if nodeids else [], []
         for nodeid, share in zip(nodeids, shares):
-            kind, message = _kind(results.get(nodeid), exercise_id, report, problem)
+            kind, message = _kind(results.get(nodeid), exercise_id, decided_before, problem)
             kinds.append(kind)
             output = message[:OUTPUT_CAP]  # the reason only: a traceback of the check process quotes its code
             tests.append({"name": f"{exercise_id} {title}: {nodeid.split('::', 1)[-1]}", "number": exercise_id,
