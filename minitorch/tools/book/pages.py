@@ -23,7 +23,8 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
 DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex", "image/gif", "image/png",
                     "image/jpeg", "text/plain"]
 # "chapter 04", "Chapters 07 and 08", "chapters 01-02": every two-digit number of the run is a reference.
-CHAPTER_REFERENCE = re.compile(r"\b([Cc]hapters?\s+)(\d\d(?:(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)\d\d)*)\b")
+NUMBER_SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)"
+CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\d\d)*)\b")
 NOT_LINKED_INSIDE = ("a", "code", "pre", "script", "style")
 SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
 QUICK_BANNER = (
