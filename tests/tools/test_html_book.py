@@ -143,7 +143,9 @@ def test_tiny_book_has_every_part_of_a_page(tiny_book, tmp_path):
     for page in (first, second, index):
         assert "<style" not in page and '<link rel="stylesheet" href="_static/book.css">' in page, \
             "pages share one stylesheet, _static/book.css, instead of inlining one each"
-        assert '<script src="_static/book.js"></script>' in page and "cdn" not in page.lower()
+        assert '<script src="_static/book.js"></script>' in page
+        assert not re.search(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', page), \
+            "a page loads a script or a stylesheet from the web; the book must work offline"
         assert QUICK_BANNER not in page, "a full build has no quick-build banner"
     assert index.index("01_first.html") < index.index("02_second.html"), "the index lists chapters out of order"
     assert (out / "_static" / "mathjax" / "MathJax.js").is_file(), "MathJax must be served from the book folder"
