@@ -2,7 +2,7 @@
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
-    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going]
+    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
     python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+
+from minitorch.checks import number_argument
 
 
 def main(argv=None) -> int:
@@ -35,11 +37,15 @@ def main(argv=None) -> int:
     book.add_argument("--out", default="book", help="output folder (default: book)")
     book.add_argument("--quick", action="store_true", help="run the chapters in quick mode (MINITORCH_QUICK=1)")
     book.add_argument("--only", default="", help="comma-separated chapter numbers to build, e.g. 03,07")
-    book.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+    book.add_argument("--jobs", type=number_argument("--jobs", integer=True, minimum=1),
+                      default=min(2, os.cpu_count() or 1),
                       help="chapters executed at once, one kernel each (default: 2, or 1 on a 1-core machine)")
     book.add_argument("--keep-going", action="store_true",
-                      help="build every chapter even after one fails; list all failures at the end")
+                      help="build every chapter even after one fails, write the book with the failed ones marked, "
+                           "and list all failures at the end (without it, a failure leaves the earlier book)")
     book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
+    book.add_argument("--force", action="store_true",
+                      help="replace --out even if it holds files that are not an earlier book")
 
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
@@ -53,15 +59,8 @@ def main(argv=None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "book":
-        from minitorch.tools.html_book import ROOT, BookError, find_chapters, main as book
+        from minitorch.tools.book.build import main as book
 
-        if args.jobs < 1:
-            parser.error(f"--jobs must be >= 1, got {args.jobs}")
-        args.chapters = args.chapters or str(ROOT / "chapters")
-        try:
-            find_chapters(args.chapters, [number.strip() for number in args.only.split(",") if number.strip()])
-        except BookError as error:
-            parser.error(str(error))
         return book(args)
     if args.command == "reproduce":
         from minitorch.paper.reproduce import ARCHITECTURES, default_out, reproduce as run
