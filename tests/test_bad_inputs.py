@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -81,23 +82,89 @@ def _write_config(text):
     return write
 
 
+def _write_object_weights(path):
+    with open(path, "wb") as file:
+        np.savez(file, __config__=np.array(json.dumps(tiny_model().config)),
+                 **{name: np.array([None] * 3, dtype=object) for name in tiny_model().state_dict()})
+
+
+def _write_pickled_npy(path):
+    with open(path, "wb") as file:
+        np.save(file, np.array([{"weights": 1}], dtype=object), allow_pickle=True)
+
+
+def _write_complex_weights(path):
+    model = tiny_model()
+    with open(path, "wb") as file:
+        np.savez(file, __config__=np.array(json.dumps(model.config)),
+                 **{name: values + 1j for name, values in model.state_dict().items()})
+
+
 @pytest.mark.parametrize("write,culprit", [
     (_write_random_bytes, "neither an .npz archive"),
+    (_write_object_weights, "stores Python objects, not arrays of numbers"),
+    (_write_pickled_npy, "stores Python objects, not arrays of numbers"),
+    (_write_complex_weights, "'layers.0.W_Q.weight' holds complex128 values"),
+    (_write_config(json.dumps(dict(width=16, heads=1, layers=200_000, normaliser="softmax", residual=True))),
+     "200000 layer"),
+    (_write_config(json.dumps(dict(width=10**6, heads=1, layers=1, normaliser="softmax", residual=False))),
+     "width 1000000"),
     (_write_empty, "empty"),
     (_write_truncated, "truncated"),
     (_write_foreign_npz, "without a model config"),
     (_write_config("{not json"), "not JSON"),
     (_write_config(json.dumps(dict(width=16, heads=1, layers=1, normaliser="softmax", colour="red"))), "colour"),
     (_write_config(json.dumps(dict(width=16, heads=-1, layers=1, normaliser="softmax", residual=False))), "heads"),
-], ids=["random-bytes", "empty", "truncated", "foreign-npz", "config-not-json", "unknown-key", "bad-value"])
+], ids=["random-bytes", "object-weights", "pickled-npy", "complex-weights", "200k-layers", "width-1e6", "empty",
+        "truncated", "foreign-npz", "config-not-json", "unknown-key", "bad-value"])
 def test_load_model_names_the_file_and_what_is_wrong(tmp_path, write, culprit):
     path = tmp_path / "model.npz"
     write(path)
-    with pytest.raises(ModelFileError) as error:
-        load_model(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. NumPy's ComplexWarning: a warning is no answer
+        with pytest.raises(ModelFileError) as error:
+            load_model(path)
     message = str(error.value)
+    assert len(message) < 1000, f"one line, not {len(message):,} characters"
     assert message.startswith("not a minitorch model file") and str(path) in message and culprit in message, message
     assert "pickle" not in message, "never suggest loading pickles: they can run arbitrary code"
+
+
+@pytest.mark.parametrize("target,model,error,culprit", [
+    ("missing/model.npz", "tiny", FileNotFoundError, r"the folder .*missing does not exist; create it first"),
+    (".", "tiny", IsADirectoryError, "is a folder; name the file"),
+    ("model.npz", "a string", TypeError, "expected a model .*got str"),
+])
+def test_save_model_names_a_bad_target_or_model_and_writes_nothing(tmp_path, target, model, error, culprit):
+    with pytest.raises(error, match=culprit):
+        save_model(tiny_model() if model == "tiny" else model, tmp_path / target)
+    assert not any(tmp_path.iterdir()), "a refused save must write nothing"
+
+
+def _paper_call(name):
+    from minitorch.paper.task import make_batch
+    from minitorch.paper.train import train
+
+    return {
+        "input-of-length-0": lambda: tiny_model()(np.zeros((2, 0, 16))),
+        "make-batch-without-rng": lambda: make_batch(4, None),
+        "train-without-model": lambda: train(None, lr=1e-3, progress=False),
+        "width-1e6": lambda: tiny_model(width=10**6),
+        "200k-layers": lambda: tiny_model(layers=200_000, residual=True),
+    }[name]
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("input-of-length-0", ValueError, r"expected input of shape \(B, L, 16\) with L >= 1.*got \(2, 0, 16\)"),
+    ("make-batch-without-rng", TypeError, "rng must be a NumPy Generator.*got NoneType"),
+    ("train-without-model", TypeError, "train: model must be an attention model.*got NoneType"),
+    ("width-1e6", ValueError, "width 1000000.*4,000,000,000,000 weights.*builds models of up to"),
+    ("200k-layers", ValueError, "200000 layer.*204,800,000 weights"),
+])
+def test_the_paper_layer_names_a_bad_argument_before_any_work(name, error, culprit):
+    with pytest.raises(error, match=culprit) as raised:
+        _paper_call(name)()
+    assert len(str(raised.value)) < 400, "one line"
 
 
 @pytest.mark.parametrize("argument,value,error", [
