@@ -701,3 +701,35 @@ def optim_of(name, parameters, **options):
     from minitorch import optim
 
     return getattr(optim, name)(parameters, lr=0.1, **options)
+
+
+# ----------------------------------------------------------------------
+# numbers and flags typed by a person: one parser
+
+
+@pytest.mark.parametrize("value,quick", [("1", True), ("true", True), ("YES", True), ("on", True), ("0", False),
+                                         ("false", False), ("no", False), ("Off", False), ("", False), (None, False)])
+def test_minitorch_quick_accepts_the_usual_spellings_of_on_and_off(monkeypatch, value, quick):
+    from minitorch.paper import quick_mode
+
+    if value is None:
+        monkeypatch.delenv("MINITORCH_QUICK", raising=False)
+    else:
+        monkeypatch.setenv("MINITORCH_QUICK", value)
+    assert quick_mode() is quick, f"MINITORCH_QUICK={value!r} must mean {'quick' if quick else 'not quick'}"
+
+
+@pytest.mark.parametrize("value", ["abc", "2", "quick", "1.0"])
+def test_minitorch_quick_refuses_anything_else_naming_the_variable(monkeypatch, value):
+    from minitorch.paper import quick_mode
+
+    monkeypatch.setenv("MINITORCH_QUICK", value)
+    with pytest.raises(ValueError, match=f"MINITORCH_QUICK must be one of 1, 0, true, false.*got {value!r}"):
+        quick_mode()
+
+
+def test_every_chapter_reads_minitorch_quick_through_the_one_parser():
+    readers = {path.name: path.read_text(encoding="utf-8").count("quick_mode()")
+               for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))}
+    by_hand = [name for name in readers if 'environ.get(\\"MINITORCH_QUICK' in (ROOT / "chapters" / name).read_text()]
+    assert not by_hand and all(readers.values()), f"chapters reading MINITORCH_QUICK by hand: {by_hand}; {readers}"
