@@ -733,3 +733,23 @@ def test_every_chapter_reads_minitorch_quick_through_the_one_parser():
                for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))}
     by_hand = [name for name in readers if 'environ.get(\\"MINITORCH_QUICK' in (ROOT / "chapters" / name).read_text()]
     assert not by_hand and all(readers.values()), f"chapters reading MINITORCH_QUICK by hand: {by_hand}; {readers}"
+
+
+@pytest.mark.parametrize("arguments,option,wanted", [
+    (["reproduce", "--seed", "-1"], "--seed", "a whole number >= 0"),
+    (["reproduce", "--seed", "1.5"], "--seed", "a whole number >= 0"),
+    (["reproduce", "--seed", "abc"], "--seed", "a whole number >= 0"),
+    (["reproduce", "--jobs", "0"], "--jobs", "a whole number >= 1"),
+    (["reproduce", "--jobs", "nan"], "--jobs", "a whole number >= 1"),
+    (["bench", "--steps", "0"], "--steps", "a whole number >= 1"),
+    (["bench", "--threads", "inf"], "--threads", "a whole number >= 1"),
+    (["bench", "--rounds", "2.5"], "--rounds", "a whole number >= 1"),
+    (["bench", "--jobs", "-2"], "--jobs", "a whole number >= 1"),
+])
+def test_a_number_option_names_itself_and_the_values_allowed(capsys, arguments, option, wanted):
+    from minitorch.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and f"argument {option}: must be {wanted}, got '{arguments[-1]}'" in error, error

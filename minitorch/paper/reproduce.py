@@ -129,6 +129,7 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     process gets one BLAS thread (the matrices are small; more threads would
     fight over the cores).
     """
+    jobs = min(jobs, len(functions))  # --jobs 1000 starts no more processes than there are runs
     if jobs <= 1:
         return [function(*args) for function, args in zip(functions, arguments)]
     previous = {name: os.environ.get(name) for name in THREAD_VARIABLES}
