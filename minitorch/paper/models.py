@@ -213,10 +213,10 @@ def load_model(path) -> AttentionModel:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")
 
     try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise not_a_model("it holds a single NumPy array, not an .npz archive of weights and a config")
-        with archive:
+        with open(path, "rb") as file:  # closed here even when NumPy fails midway (a truncated archive)
+            archive = np.load(file, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise not_a_model("it holds a single NumPy array, not an .npz archive of weights and a config")
             if "__config__" not in archive.files:
                 raise not_a_model(f"an .npz archive without a model config; it holds {sorted(archive.files)[:5]}")
             config_text = str(archive["__config__"])
