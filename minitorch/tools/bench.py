@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch.checks import number_argument
+from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
@@ -316,12 +317,16 @@ def main(argv=None) -> int:
     if args.child:  # one measurement, in a fresh process started by `measure`
         print(json.dumps(_measure_here(*json.loads(args.child))))
         return 0
+    try:  # before minutes of measuring
+        json_path = None if args.json is None else check_output_file(args.json, "--json")
+    except OutputPathError as error:
+        parser.error(str(error))
     normalisers = ("softmax", "relu") if args.relu else ("softmax",)
     results = dict(steps=run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds))
     if args.reproduce:
         results["reproduce"] = time_reproduce(args.jobs)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    if json_path:
+        write_atomically(json_path, json.dumps(results, indent=2) + "\n")
     return 0
 
 
