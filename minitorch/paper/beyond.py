@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
+from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import build_model
-from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_before_files, recorded_run,
                                        run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
