@@ -229,20 +229,22 @@ def replace_files(built, target, replacing) -> None:
         raise OutputPathError(f"{target}: {', '.join(appeared[:3])} appeared there while the run worked; "
                               f"nothing was replaced")
     old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
-    moved = []  # (from, to), to undo on an error
+    taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
     with _interrupts_held():
         try:
             for name in replacing:
                 if os.path.lexists(target / name):
-                    _move(target / name, old / name, moved)
+                    _move(target / name, old / name, taken_out)
                     _remove_empty_folders((target / name).parent, target)
             for name in new:
-                _move(built / name, target / name, moved)
+                _move(built / name, target / name, put_in)
         except BaseException:
-            for source, destination in reversed(moved):
-                source.parent.mkdir(parents=True, exist_ok=True)
+            for source, destination in reversed(put_in):
                 os.replace(destination, source)
-                _remove_empty_folders(destination.parent, target)
+            for name in new:  # the folders made for them, before an old file of the same name comes back
+                _remove_empty_folders((target / name).parent, target)
+            for source, destination in reversed(taken_out):
+                _move(destination, source, [])
             shutil.rmtree(old, ignore_errors=True)  # (kept, with the old files, if moving them back failed)
             raise
     shutil.rmtree(old, ignore_errors=True)
@@ -256,7 +258,8 @@ def _move(source: Path, destination: Path, moved: list) -> None:
 
 def _remove_empty_folders(folder: Path, stop: Path) -> None:
     """Remove `folder` and its parents up to (not including) `stop` while they are empty."""
-    while folder != stop and stop in folder.parents and not any(folder.iterdir()):
+    while folder != stop and stop in folder.parents and folder.is_dir() and not folder.is_symlink() \
+            and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
 
