@@ -203,8 +203,8 @@ class StudentCode:
 
     def pytest_collection_finish(self, session):
         if self.record is not None:
-            self._write(collected={item.nodeid: self.scoreboard.exercise_of[item.nodeid] for item in session.items
-                                   if item.nodeid in self.scoreboard.exercise_of})
+            self._write(collected={item.nodeid: _exercise_of(item) for item in session.items
+                                   if _exercise_of(item) is not None})
 
     def pytest_runtest_logfinish(self, nodeid, location):
         if self.record is not None:
