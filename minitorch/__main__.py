@@ -64,6 +64,7 @@ def main(argv=None) -> int:
             parser.error(str(error))
         return book(args)
     if args.command == "reproduce":
+        from minitorch.fast import speed_up  # every model trains on the fast path: minitorch/fast/
         from minitorch.paper.reproduce import ARCHITECTURES, default_out, reproduce as run
 
         only = None if args.only is None else [name.strip() for name in args.only.split(",")]
@@ -84,10 +85,11 @@ def main(argv=None) -> int:
                 from minitorch.paper.beyond import FULL, QUICK, run_beyond
 
                 run_beyond(args.out or ("runs/quick/beyond" if args.quick else "figures/beyond"),
-                           QUICK if args.quick else FULL, jobs=args.jobs)
+                           QUICK if args.quick else FULL, jobs=args.jobs, speed_up=speed_up)
                 return 0
             out = args.out or str(default_out(args.quick, only, args.seed))
-            run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs)
+            run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs,
+                speed_up=speed_up)
         except KeyboardInterrupt:
             print("reproduce: interrupted (Ctrl-C)", file=sys.stderr)
             return 130

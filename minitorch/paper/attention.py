@@ -117,8 +117,8 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and the weights (..., L, L), detached
     (a record for plots and metrics). Keyword `parameters` go to the normaliser,
     e.g. ``sink_logit=S``. Every step is an ordinary minitorch operation, so the
-    backward comes for free; `minitorch.paper.fast_attention` computes the same
-    numbers as one fused operation, and training uses that.
+    backward comes for free (`minitorch.fast.attention` fuses the three steps
+    into one operation, for the opt-in fast path).
     """
     check_attention_shapes(queries, keys, values)
     scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L): s_ik = q_i · k_k

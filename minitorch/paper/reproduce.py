@@ -97,10 +97,20 @@ def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
     ), attention, triggers
 
 
-def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress) -> TrainingResult:
-    """Build one of the paper's models and train it with the paper's recipe."""
-    model = build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual, seed=seed,
-                        dtype=TRAINING_DTYPE)
+def as_built(model: AttentionModel) -> AttentionModel:
+    """The model as it is: the readable code trains it (the default `speed_up` of the functions here)."""
+    return model
+
+
+def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress,
+              speed_up=as_built) -> TrainingResult:
+    """Build one of the paper's models and train it with the paper's recipe.
+
+    `speed_up` takes the model before it trains and returns the model to train: the command line
+    passes `minitorch.fast.speed_up`, the same computation in fewer, faster steps.
+    """
+    model = speed_up(build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual,
+                                 seed=seed, dtype=TRAINING_DTYPE))
     return train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
                  seed=seed, record_every=architecture.record_every,
                  snapshot_every=architecture.snapshot_every, progress=progress,
@@ -108,16 +118,16 @@ def train_one(architecture: Architecture, normaliser: str, seed: int, quick: boo
 
 
 def run_one(architecture: Architecture, normaliser: str, seed: int = 0, quick: bool = False,
-            progress=True) -> tuple:
+            progress=True, speed_up=as_built) -> tuple:
     """Train and evaluate one model: (result, evaluation, test attention per layer, test triggers)."""
-    result = train_one(architecture, normaliser, seed, quick, progress)
+    result = train_one(architecture, normaliser, seed, quick, progress, speed_up)
     return (result, *evaluate(result.model))
 
 
-def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -> list[TrainingResult]:
+def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int, speed_up) -> list[TrainingResult]:
     """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once."""
-    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress if jobs <= 1 else "lines" if progress else False)
-                 for name, normaliser in tasks]
+    progress = progress if jobs <= 1 else "lines" if progress else False
+    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress, speed_up) for name, normaliser in tasks]
     return run_in_processes([train_one] * len(tasks), arguments, jobs)
 
 
@@ -211,12 +221,13 @@ def staged_folder(out: Path):
 
 
 def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,
-              progress: bool = True, jobs: int = 1, log=print) -> dict:
+              progress: bool = True, jobs: int = 1, log=print, speed_up=as_built) -> dict:
     """Train the selected models, write figures and results into `out`; return the results.
 
     `only` (default: every architecture) names the architectures, e.g. ``["1x1"]``.
     `out` defaults to `default_out`: ``figures/`` only for the full run at seed 0.
     `jobs` > 1 trains that many models at once, in separate processes.
+    `speed_up` goes to `train_one` (``python -m minitorch reproduce`` passes `minitorch.fast.speed_up`).
     """
     only = list(ARCHITECTURES) if only is None else list(only)
     unknown = [name for name in only if name not in ARCHITECTURES]
@@ -227,7 +238,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     log(f"writing to {out}/ when the run completes (until then, into {out.name}.partial/)")
     try:
         with staged_folder(out) as staging:
-            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log)
+            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log, speed_up)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
         raise
@@ -236,13 +247,13 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
 
 
 def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress: bool, jobs: int,
-                    log) -> tuple[dict, int]:
+                    log, speed_up) -> tuple[dict, int]:
     """`reproduce`'s work, written into `out`: (results, number of figures)."""
     (out / "models").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tasks = [(name, normaliser) for name in only for normaliser in PAPER_NORMALISERS]
     longest_first = sorted(tasks, key=lambda task: -list(ARCHITECTURES).index(task[0]))  # packs the processes best
-    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs)))
+    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs, speed_up)))
     runs: dict[str, dict] = {}
     for name, normaliser in tasks:
         result = trained[name, normaliser]

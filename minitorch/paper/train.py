@@ -21,7 +21,6 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper import metrics
-from minitorch.paper.fast_attention import keep_freed_memory
 from minitorch.paper.models import AttentionModel
 from minitorch.optim import Adam
 from minitorch.paper.progress import ProgressBar
@@ -110,7 +109,6 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     length = checks.integer("train", "length", length, minimum=3)  # BOS, the trigger's earliest position 1, one more
     if snapshot_every is not None:
         snapshot_every = checks.integer("train", "snapshot_every", snapshot_every)
-    keep_freed_memory()  # faster steps on Linux; see minitorch/paper/fast_attention.py
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
@@ -135,13 +133,15 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     step, max_error = 0, float("inf")
     while step < max_steps:
         x, y, _ = make_batch(batch_size, rng, residual, length=length, width=width)
-        prediction = model(x.astype(dtype))
-        loss = mse_loss(prediction, y.astype(dtype))
+        try:
+            prediction = model(x.astype(dtype))
+            loss = mse_loss(prediction, y.astype(dtype))
+        except ValueError as error:  # e.g. the softmax refuses NaN scores: say where they came from
+            if _finite(x, y):
+                raise
+            raise _not_finite("the forward pass failed", step, lr, x, y) from error
         if not np.isfinite(loss.data):
-            bad_batch = not (np.isfinite(x).all() and np.isfinite(y).all())
-            cause = ("the batch itself holds NaN or inf (see make_batch)" if bad_batch
-                     else "the learning rate may be too high")
-            raise FloatingPointError(f"train: the loss became {loss.item()} at step {step + 1} (lr={lr}); {cause}")
+            raise _not_finite(f"the loss became {loss.item()}", step, lr, x, y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -156,3 +156,13 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     wall_time = time.perf_counter() - start
     bar.close(step, loss=loss.item(), max_error=max_error)
     return TrainingResult(model, step, max_error < stop_error, max_error, wall_time, history, snapshots)
+
+
+def _finite(x: np.ndarray, y: np.ndarray) -> bool:
+    return bool(np.isfinite(x).all() and np.isfinite(y).all())
+
+
+def _not_finite(what: str, step: int, lr: float, x: np.ndarray, y: np.ndarray) -> FloatingPointError:
+    """The error for a step that produced NaN or inf, blaming the batch if it holds NaN or inf itself."""
+    cause = "the learning rate may be too high" if _finite(x, y) else "the batch itself holds NaN or inf (see make_batch)"
+    return FloatingPointError(f"train: {what} at step {step + 1} (lr={lr}); {cause}")

@@ -62,15 +62,17 @@ def _batches(residual: bool, dtype, count: int = 16) -> list:
     return [tuple(a.astype(dtype) for a in make_batch(BATCH_SIZE, rng, residual)[:2]) for _ in range(count)]
 
 
-def minitorch_step(layers: int, heads: int, normaliser: str, dtype):
-    """`step(x, y)` of minitorch, as `minitorch.paper.train` takes it."""
-    from minitorch.paper.fast_attention import keep_freed_memory
+def minitorch_step(layers: int, heads: int, normaliser: str, dtype, fast: bool = True):
+    """`step(x, y)` of minitorch, as `minitorch.paper.train` takes it: on the fast path, as
+    ``python -m minitorch reproduce`` trains, or (`fast` False) on the readable path."""
+    from minitorch.fast import speed_up
     from minitorch.paper.models import build_model
     from minitorch.optim import Adam
     from minitorch.paper.train import BETAS, mse_loss
 
-    keep_freed_memory()  # as train() does
     model = build_model(16, heads, layers, normaliser, layers > 1, dtype=dtype)
+    if fast:
+        model = speed_up(model)
     optimizer = Adam(model.parameters(), lr=LR, betas=BETAS)
 
     def step(x, y):
@@ -84,7 +86,7 @@ def minitorch_step(layers: int, heads: int, normaliser: str, dtype):
 
 def numpy_floor_step(layers: int, heads: int, normaliser: str, dtype):
     """`step(x, y)` of the hand-written NumPy floor, from the same initial weights."""
-    from minitorch.paper.fast_attention import keep_freed_memory
+    from minitorch.fast.memory import keep_freed_memory
     from minitorch.paper.models import build_model
     from minitorch.tools.numpy_step import NumpyStep
     from minitorch.paper.train import BETAS

@@ -1,12 +1,10 @@
-"""Specification of minitorch.paper.fast_attention: the fast path gives the readable path's numbers.
+"""Specification of minitorch.fast.attention: the fused attention gives the readable attention's numbers.
 
 The fused `attend` and `attend_stacked` must equal `minitorch.paper.attention.attend` (one minitorch
-operation per step) in values and gradients, to float precision; and tuning glibc must be safe to call.
+operation per step) in values and gradients, to float precision.
 """
 
 from __future__ import annotations
-
-import platform
 
 import numpy as np
 import pytest
@@ -15,7 +13,7 @@ import minitorch
 from minitorch.gradcheck import gradcheck
 from minitorch.paper import attention
 from minitorch.paper.attention import causal_mask
-from minitorch.paper.fast_attention import attend, attend_stacked, keep_freed_memory
+from minitorch.fast.attention import attend, attend_stacked
 
 
 def readable_attend(queries, keys, values, normaliser):
@@ -87,29 +85,3 @@ def test_attend_stacked_equals_attend_on_the_three_slices_values_and_gradients()
 def test_attend_stacked_rejects_a_first_axis_other_than_three():
     with pytest.raises(ValueError, match=r"\(3, \.\.\., L, d\)"):
         attend_stacked(minitorch.tensor(np.zeros((2, 4, 5, 3))))
-
-
-def test_a_model_trains_to_the_same_weights_on_the_fused_and_the_readable_path():
-    from minitorch.paper.models import build_model
-    from minitorch.paper.task import make_batch
-    from minitorch.optim import Adam
-    from minitorch.paper.train import mse_loss
-
-    models = [build_model(16, 2, 2, "softmax", True, seed=3).use_fused_attention(fused) for fused in (True, False)]
-    for model in models:
-        optimiser, rng = Adam(model.parameters(), lr=1e-3), np.random.default_rng(0)
-        for _ in range(3):
-            inputs, targets = make_batch(8, rng, residual=True)[:2]
-            optimiser.zero_grad()
-            mse_loss(model(inputs), targets).backward()
-            optimiser.step()
-    for (name, fused), (_, readable) in zip(models[0].state_dict().items(), models[1].state_dict().items()):
-        np.testing.assert_allclose(fused, readable, rtol=1e-10, atol=1e-13,
-                                   err_msg=f"{name}: the fused and readable attention trained apart")
-
-
-def test_keep_freed_memory_is_idempotent_and_reports_whether_it_applied():
-    first = keep_freed_memory()
-    assert keep_freed_memory() == first, "a second call must report the same outcome"
-    if platform.libc_ver()[0] == "glibc":
-        assert first is True, "with glibc the mallopt calls should succeed"

@@ -1,27 +1,16 @@
-"""The fast path that training takes: fused attention and kept memory (chapter 07).
+"""Fused attention: ``O = normaliser(Q Kᵀ) V`` as one graph node with a hand-written backward.
 
-Nothing here changes a number; it changes how long a training step takes.
-
-- `attend` and `attend_stacked` compute `minitorch.paper.attention.attend`,
-  ``O = normaliser(Q Kᵀ) V``, as one graph node with a hand-written backward
-  instead of three nodes and their copies. Models use them unless built with
-  ``fused=False``; the tests keep the two paths equal to float precision.
-- `keep_freed_memory` asks glibc to reuse freed memory. Every operation
-  allocates a fresh result array, many about 1 MB (batch 128 x 4 heads x 16 x
-  16 float64); by default glibc returns blocks that large to the operating
-  system as soon as they are freed, and the kernel must zero and map every page
-  again the next time. `train` calls it once; it is a no-op where glibc is not
-  the allocator (macOS, Windows, musl).
+`attend` and `attend_stacked` compute what `minitorch.paper.attention.attend` computes (chapter 03),
+but as one operation instead of three nodes (scores, normaliser, weighted sum) and their copies;
+`tests/fast/test_fast_attention.py` keeps the two equal in values and gradients. `fast_normaliser`
+is the softmax normaliser with the short-axis reductions of `minitorch.fast.arrays`.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-
 import numpy as np
 
-from minitorch.fast_arrays import max_along, sum_along
+from minitorch.fast.arrays import max_along, sum_along
 from minitorch.paper import attention
 from minitorch.paper.attention import causal_mask, check_attention_shapes, get_normaliser
 from minitorch.tensor import Tensor, is_grad_enabled
@@ -133,28 +122,3 @@ def fast_normaliser(name: str):
         return Tensor.from_op(weights, (scores,), backward, "softmax_attention")
     return softmax_attention
     # END SPEED COPY OF EXERCISES 2.3 3.2
-
-
-# ----------------------------------------------------------------------
-# keeping freed memory
-
-M_TRIM_THRESHOLD = -1  # mallopt parameters, from glibc's <malloc.h>
-M_MMAP_THRESHOLD = -3
-BLOCK_LIMIT = 64 * 2**20  # blocks up to 64 MB come from the reusable heap, not fresh mappings
-KEEP_LIMIT = 512 * 2**20  # the heap may keep up to 512 MB of free memory before returning it
-
-_memory_kept = False
-
-
-def keep_freed_memory() -> bool:
-    """Ask glibc to keep and reuse freed memory. True if the setting took effect."""
-    global _memory_kept
-    if _memory_kept:
-        return True
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # no glibc here: nothing to tune
-        return False
-    _memory_kept = bool(mallopt(M_MMAP_THRESHOLD, BLOCK_LIMIT)) and bool(mallopt(M_TRIM_THRESHOLD, KEEP_LIMIT))
-    return _memory_kept

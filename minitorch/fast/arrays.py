@@ -1,9 +1,8 @@
-"""Faster NumPy for the shapes of this book's models: the same numbers, less time.
+"""Short-axis reductions: ``x.max(axis)`` and ``x.sum(axis)`` for the attention's 16 keys, faster.
 
-The engine (chapters 01-02) is written for reading: its softmax takes ``x.max(axis)`` and
-``x.sum(axis)``. This module holds array-level replacements that give the same numbers faster on
-the attention's short rows; the fused attention (`minitorch.paper.fast_attention`) and the NumPy
-floor of the benchmark use them. Nothing here builds a graph, and nothing in it is an exercise.
+The engine's softmax (chapter 02) takes ``x.max(axis)`` and ``x.sum(axis)``. These two helpers give
+the same numbers faster on the attention's short rows; the fused softmax (`minitorch.fast.attention`)
+and the benchmark's NumPy floor (`minitorch.tools.numpy_step`) use them. Nothing here builds a graph.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Specification of minitorch.fast_arrays: each helper gives the plain NumPy reduction it replaces."""
+"""Specification of minitorch.fast.arrays: each helper gives the plain NumPy reduction it replaces."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from minitorch.fast_arrays import max_along, sum_along
+from minitorch.fast.arrays import max_along, sum_along
 
 
 @pytest.mark.parametrize("shape,axis", [((16,), 0), ((4, 3, 16, 16), -1), ((4, 3, 16, 16), 2), ((5, 40), -1),

@@ -1,0 +1,34 @@
+"""The fast path: every trick that makes training faster, in one place, switched on by `speed_up`.
+
+The book's code (the engine, `minitorch.paper`) is written to be read, and it is what runs unless
+a caller asks for speed: ``python -m minitorch reproduce`` and ``python -m minitorch bench`` ask,
+with ``model = fast.speed_up(model)``. What that changes, and where each trick lives:
+
+- `layer`: each `AttentionLayer` is replaced by a `FusedAttentionLayer` holding the same parameters:
+  stacked projections, heads as the leading axis of every product, ``W_O`` applied head by head;
+- `attention`: scores, normaliser and weighted sum as one graph node with a hand-written backward;
+  the softmax there is a speed copy of exercises 2.3 and 3.2 (a student edition handing those out
+  removes it, and the student's own softmax runs);
+- `arrays`: the softmax's max and sum over the 16 keys, faster than NumPy's reductions;
+- `memory`: glibc asked to keep freed memory for reuse (process-wide; a no-op without glibc).
+
+The same computation in another order: the tests (tests/fast/) keep the values and gradients of
+both paths equal to float precision, and a short training run on both ends at the same weights.
+Floating-point rounding differs in the last bits, so a long float32 run on the fast path need not
+stop at exactly the step the readable path stops at. ``python -m minitorch bench`` measures both.
+"""
+
+from __future__ import annotations
+
+from minitorch.fast.layer import FusedAttentionLayer
+from minitorch.fast.memory import keep_freed_memory
+from minitorch.paper.models import AttentionModel
+
+
+def speed_up(model: AttentionModel) -> AttentionModel:
+    """Put `model` on the fast path, in place, and return it: its layers become `FusedAttentionLayer`s
+    holding the very same parameters (an optimizer built before or after sees no difference), and
+    this process keeps freed memory for reuse."""
+    keep_freed_memory()
+    model.layers = [FusedAttentionLayer.taking_over(layer) for layer in model.layers]
+    return model
