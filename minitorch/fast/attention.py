@@ -1,9 +1,10 @@
 """Fused attention: ``O = normaliser(Q Kᵀ) V`` as one graph node with a hand-written backward.
 
-`attend` and `attend_stacked` compute what `minitorch.paper.attention.attend` computes (chapter 03),
-but as one operation instead of three nodes (scores, normaliser, weighted sum) and their copies;
+`attend_stacked` computes what `minitorch.paper.attention.attend` computes (chapter 03), as one
+operation instead of three nodes (scores, normaliser, weighted sum) and their copies;
 `tests/fast/test_fast_attention.py` keeps the two equal in values and gradients. `fast_normaliser`
-is the softmax normaliser with the short-axis reductions of `minitorch.fast.arrays`.
+holds the book's softmax and ReLU normalisers as array code with their backward beside them (the
+softmax with the short-axis reductions of `minitorch.fast.arrays`), so no small graph is built for them.
 """
 
 from __future__ import annotations
@@ -12,113 +13,128 @@ import numpy as np
 
 from minitorch.fast.arrays import max_along, sum_along
 from minitorch.paper import attention
-from minitorch.paper.attention import causal_mask, check_attention_shapes, get_normaliser
+from minitorch.paper.attention import causal_mask, get_normaliser
 from minitorch.tensor import Tensor, is_grad_enabled
 
 
-def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax",
-           **parameters: Tensor) -> tuple[Tensor, Tensor]:
-    """`minitorch.paper.attention.attend` as one fused operation: the same numbers, faster.
+def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters: Tensor) -> tuple[Tensor, Tensor]:
+    """`minitorch.paper.attention.attend` as one fused operation, for queries, keys and values stacked
+    on a first axis of size 3: the same numbers, faster.
 
-    queries, keys, values: (..., L, d). Returns ``(output, weights)`` with
-    output ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and weights (..., L, L)
-    (the weights are a record for plots and metrics, not part of the graph).
-    Keyword `parameters` go to the normaliser, e.g. ``sink_logit=S``.
+    projected: (3, ..., L, d), as one matrix product with ``[W_Q; W_K; W_V]`` produces them
+    (`minitorch.fast.layer`). Returns ``(output, weights)`` with output ``o_i = Σ_k a_ik v_k`` of
+    shape (..., L, d) and weights (..., L, L) (a record for plots and metrics, not part of the
+    graph). Keyword `parameters` go to the normaliser, e.g. ``sink_logit=S``.
 
-    Forward: ``S = Q Kᵀ``, ``A = normaliser(S)``, ``O = A V``. Backward, for
-    ``G = ∂ℓ/∂O``::
+    Forward: ``S = Q Kᵀ``, ``A = normaliser(S)``, ``O = A V``. Backward, for ``G = ∂ℓ/∂O``::
 
         ∂ℓ/∂V = Aᵀ G      ∂ℓ/∂A = G Vᵀ      ∂ℓ/∂S from the normaliser's own backward
         ∂ℓ/∂Q = (∂ℓ/∂S) K                  ∂ℓ/∂K = (∂ℓ/∂S)ᵀ Q
 
-    The normaliser stays an ordinary minitorch function: it runs on a leaf
-    holding S, and its backward is one call to ``backward`` on that small graph
-    (so a normaliser with learned parameters gets their gradients too). Fusing
-    the two products around it saves four graph nodes and their copies per
-    layer; `tests/paper/test_fast_attention.py` checks it against `attention.attend`.
-    """
-    check_attention_shapes(queries, keys, values)
-    needs_score_grad = queries.requires_grad or keys.requires_grad
-    output, weights, gradients = _attention(queries.data, keys.data, values.data, needs_score_grad,
-                                            normaliser, parameters)
-
-    def backward(grad):
-        return (*gradients(grad), None)
-
-    # the weights are a parent only so that a normaliser's parameters make the output need a
-    # gradient; their gradient is delivered inside `gradients`, so we return None for them
-    return Tensor.from_op(output, (queries, keys, values, weights), backward, "attend"), weights.detach()
-
-
-def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters: Tensor) -> tuple[Tensor, Tensor]:
-    """`attend` for queries, keys and values stacked on a first axis of size 3.
-
-    projected: (3, ..., L, d), as one matrix product with ``[W_Q; W_K; W_V]``
-    produces them (`models.AttentionLayer`). The same as
-    ``attend(projected[0], projected[1], projected[2])``, but the backward
-    writes the three gradients into one array instead of three slices of zeros.
+    written into one (3, ..., L, d) array. The book's softmax and ReLU normalisers run as array
+    code with their backward beside them (`fast_normaliser`); any other normaliser stays an
+    ordinary minitorch function, run on a leaf holding S, its backward one call to ``backward`` on
+    that small graph (so a normaliser with learned parameters gets their gradients too).
     """
     if projected.ndim < 3 or projected.shape[0] != 3:
         raise ValueError(f"attend_stacked: expected queries, keys and values stacked as (3, ..., L, d), "
                          f"got shape {projected.shape}")
-    q, k, v = projected.data
-    output, weights, gradients = _attention(q, k, v, projected.requires_grad, normaliser, parameters)
+    queries, keys, values = projected.data
+    scores = queries @ np.swapaxes(keys, -1, -2)  # (..., L, d) @ (..., d, L) -> (..., L, L)
+    needs_grad = is_grad_enabled() and projected.requires_grad
+    array_normaliser = None if parameters else fast_normaliser(normaliser)
+    if array_normaliser is not None:
+        weights, normaliser_backward = array_normaliser(scores, causal_mask(scores.shape[-1]))
+        weights = Tensor.from_op(weights, (), None, "weights")
+    else:
+        weights, normaliser_backward = _through_a_small_graph(scores, normaliser, parameters, needs_grad)
+    output = weights.data @ values  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
     def backward(grad):
-        stacked = np.empty_like(projected.data)  # (3, ..., L, d)
-        for index, part in enumerate(gradients(grad)):
-            stacked[index] = 0.0 if part is None else part
+        stacked = np.empty_like(projected.data)  # (3, ..., L, d): ∂ℓ/∂Q, ∂ℓ/∂K, ∂ℓ/∂V
+        np.matmul(np.swapaxes(weights.data, -1, -2), grad, out=stacked[2])  # Aᵀ G
+        grad_scores = normaliser_backward(grad @ np.swapaxes(values, -1, -2))  # G Vᵀ in, ∂ℓ/∂S out
+        if grad_scores is None:  # nothing upstream of the scores learns
+            stacked[:2] = 0.0
+        else:
+            np.matmul(grad_scores, keys, out=stacked[0])  # (∂ℓ/∂S) K
+            np.matmul(np.swapaxes(grad_scores, -1, -2), queries, out=stacked[1])  # (∂ℓ/∂S)ᵀ Q
         return stacked, None
 
+    # the weights are a parent only so that a normaliser's parameters make the output need a
+    # gradient; their gradient is delivered inside normaliser_backward, so we return None for them
     return Tensor.from_op(output, (projected, weights), backward, "attend"), weights.detach()
 
 
-def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, needs_score_grad: bool, normaliser: str,
-               parameters: dict):
-    """The fused forward; returns (output array, weights Tensor, gradients function).
+def _through_a_small_graph(scores: np.ndarray, normaliser: str, parameters: dict, needs_grad: bool):
+    """Any registered normaliser, run as minitorch operations on a leaf holding the scores:
+    (weights Tensor, backward function ∂ℓ/∂A -> ∂ℓ/∂S, None when the scores need no gradient)."""
+    leaf = Tensor.from_op(scores, (), None, "scores")
+    leaf.requires_grad = needs_grad  # a leaf of the normaliser's own graph (no copy of the scores)
+    weights = get_normaliser(normaliser)(leaf, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
 
-    ``gradients(G)`` returns ``(∂ℓ/∂Q, ∂ℓ/∂K, ∂ℓ/∂V)`` as arrays (None for Q and K
-    when nothing upstream of the scores needs a gradient).
-    """
-    normalise = fast_normaliser(normaliser) or get_normaliser(normaliser)
-    length = q.shape[-2]
-    scores = Tensor.from_op(q @ np.swapaxes(k, -1, -2), (), None, "scores")  # (..., L, d) @ (..., d, L) -> (..., L, L)
-    scores.requires_grad = is_grad_enabled() and needs_score_grad  # a leaf of the normaliser's graph (no copy)
-    weights = normalise(scores, causal_mask(length), **parameters)  # (..., L, L), a small graph of its own
-    output = weights.data @ v  # (..., L, L) @ (..., L, d) -> (..., L, d)
-
-    def gradients(grad):
-        grad_values = np.swapaxes(weights.data, -1, -2) @ grad  # Aᵀ G
+    def backward(grad_weights):
         if not weights.requires_grad:  # nothing upstream of the weights learns
-            return None, None, grad_values
-        weights.backward(grad @ np.swapaxes(v, -1, -2))  # G Vᵀ in; ∂ℓ/∂S out, into scores.grad
-        if scores.grad is None:  # only the normaliser's own parameters needed it
-            return None, None, grad_values
-        grad_scores, scores.grad = scores.grad, None
-        return grad_scores @ k, np.swapaxes(grad_scores, -1, -2) @ q, grad_values
+            return None
+        weights.backward(grad_weights)  # ∂ℓ/∂S into leaf.grad, and the normaliser's parameters' gradients
+        grad_scores, leaf.grad = leaf.grad, None
+        return grad_scores  # None when only the normaliser's own parameters needed a gradient
 
-    return output, weights, gradients
+    return weights, backward
 
 
 def fast_normaliser(name: str):
-    """A faster copy of the normaliser registered as `name`, or None where there is none.
+    """The normaliser registered as `name` as array code, or None where there is none.
 
-    Only the book's own softmax normaliser has one: the same numbers with the short-axis
-    reductions of `minitorch.fast_arrays` (NumPy reduces 16 keys one row at a time). When
-    "softmax" is registered to another function, that function is used as it is. The student
-    edition replaces the copy by ``return None`` when it hands out exercise 2.3 or 3.2, so that
-    training runs the student's own code.
+    Returns ``normalise(S, future) -> (A, backward)``, with ``backward(∂ℓ/∂A) = ∂ℓ/∂S``: the
+    numbers of the book's "softmax" and "relu" normalisers, without a graph. Only those two have
+    one; when either name is registered to another function, that function is used as it is. A
+    student edition handing out the exercises a copy repeats (2.3 and 3.2 for the softmax, 3.3 for
+    ReLU) replaces it by ``return None``, so that training runs the student's own code.
     """
-    if name != "softmax" or attention.NORMALISERS.get(name) is not attention.softmax_attention:
-        return None
-    # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)
-    def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
-        masked = np.where(future, -np.inf, scores.data)  # (..., L, L): future keys get -inf, hence weight 0
-        exponentials = np.exp(masked - max_along(masked, -1))
-        weights = exponentials / sum_along(exponentials, -1)
+    if name == "softmax" and attention.NORMALISERS.get(name) is attention.softmax_attention:
+        return _softmax()
+    if name == "relu" and attention.NORMALISERS.get(name) is attention.relu_attention:
+        return _relu()
+    return None
 
-        def backward(grad):
-            return (weights * (grad - sum_along(grad * weights, -1)),)
-        return Tensor.from_op(weights, (scores,), backward, "softmax_attention")
-    return softmax_attention
+
+def _softmax():
+    """The softmax of `minitorch.paper.attention.softmax_attention`, with the short-axis reductions
+    of `minitorch.fast.arrays` (NumPy reduces 16 keys one row at a time)."""
+    # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)
+    def softmax(scores: np.ndarray, future: np.ndarray):
+        hide_future = np.where(future, -np.inf, 0.0).astype(scores.dtype)  # (L, L): -inf on future keys, else 0
+        weights = scores + hide_future  # (..., L, L): future keys get -inf, hence weight 0 (faster than np.where)
+        weights -= max_along(weights, -1)
+        np.exp(weights, out=weights)
+        weights /= sum_along(weights, -1)
+
+        def backward(grad):  # a ⊙ (g - Σ_k g_k a_k), in place in g (the caller's own array)
+            grad -= sum_along(grad * weights, -1)
+            grad *= weights
+            return grad
+        return weights, backward
+    return softmax
     # END SPEED COPY OF EXERCISES 2.3 3.2
+
+
+def _relu():
+    """The ReLU normaliser of `minitorch.paper.attention.relu_attention`, as array code."""
+    # BEGIN SPEED COPY OF EXERCISES 3.3 (student edition: return None)
+    def relu(scores: np.ndarray, future: np.ndarray):
+        length = scores.shape[-1]
+        visible = np.logical_not(future).astype(scores.dtype)  # (L, L): 1 on keys k <= i
+        reciprocal = np.maximum(np.arange(length), 1).reshape(length, 1).astype(scores.dtype) ** -1.0  # 1/max(i, 1)
+        weights = np.maximum(scores, 0)
+        weights *= visible
+        weights *= reciprocal
+
+        def backward(grad):  # in place in g (the caller's own array)
+            grad *= reciprocal
+            grad *= visible
+            grad *= scores > 0
+            return grad
+        return weights, backward
+    return relu
+    # END SPEED COPY OF EXERCISES 3.3
