@@ -3,7 +3,10 @@
 Times the training step a reader waits for (forward, backward, Adam on a
 fresh batch of 128 sequences) of the paper's three model shapes, side by side:
 
-- **minitorch**: the book's engine, exactly as `minitorch.paper.train` runs it;
+- **minitorch**: the book's engine on the fast path (`minitorch.fast.speed_up`), as
+  ``python -m minitorch reproduce`` trains;
+- **minitorch readable**: the same model on the readable path, the code the chapters show and
+  the default of `minitorch.paper.train`;
 - **numpy floor**: `minitorch.tools.numpy_step`, the same step written by hand in
   NumPy with no autograd, the fastest we could make it;
 - **pytorch**: the same model in PyTorch eager mode, only if ``torch`` is
@@ -42,7 +45,7 @@ import numpy as np
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
-IMPLEMENTATIONS = ("minitorch", "numpy floor", "pytorch")
+IMPLEMENTATIONS = ("minitorch", "minitorch readable", "numpy floor", "pytorch")
 BATCH_SIZE, LR = 128, 1e-4
 # The author's PyTorch scripts, ms per step, measured once on a 2-core machine when this project set its
 # speed targets (not rerun by the tests): their
@@ -138,7 +141,13 @@ def pytorch_step(layers: int, heads: int, normaliser: str, dtype):
     return step
 
 
-STEP_BUILDERS = {"minitorch": minitorch_step, "numpy floor": numpy_floor_step, "pytorch": pytorch_step}
+def readable_step(layers: int, heads: int, normaliser: str, dtype):
+    """`step(x, y)` of minitorch on the readable path: the model the chapters show, not sped up."""
+    return minitorch_step(layers, heads, normaliser, dtype, fast=False)
+
+
+STEP_BUILDERS = {"minitorch": minitorch_step, "minitorch readable": readable_step, "numpy floor": numpy_floor_step,
+                 "pytorch": pytorch_step}
 
 
 def time_steps(step, batches, steps: int, blocks: int) -> float:
@@ -208,7 +217,8 @@ def run_steps(normalisers=("softmax",), dtype: str = "float32", steps: int = 40,
     print_(f"{dtype}, batch {BATCH_SIZE}, {threads} BLAS thread(s); ms per training step (forward, backward, "
            f"Adam) = fastest of {blocks} blocks' medians over {steps} steps, best of {rounds} interleaved rounds; "
            f"peak RSS of a process running only that model\n")
-    header = "| model | " + " | ".join(f"{name} ms" for name in implementations) + " | minitorch / floor |"
+    header = ("| model | " + " | ".join(f"{name} ms" for name in implementations)
+              + " | minitorch / floor | readable / floor |")
     if "pytorch" in implementations:
         header += " minitorch / pytorch |"
     header += " peak RSS MiB (" + ", ".join(implementations) + ") |"
@@ -223,8 +233,9 @@ def run_steps(normalisers=("softmax",), dtype: str = "float32", steps: int = 40,
             row[implementation] = best[normaliser, config, implementation]
         ms = {name: row[name]["ms_per_step"] for name in implementations}
         row["minitorch/floor"] = ms["minitorch"] / ms["numpy floor"]
+        row["readable/floor"] = ms["minitorch readable"] / ms["numpy floor"]
         line = f"| {row['model']} | " + " | ".join(f"{ms[name]:.2f}" for name in implementations)
-        line += f" | {row['minitorch/floor']:.2f} |"
+        line += f" | {row['minitorch/floor']:.2f} | {row['readable/floor']:.2f} |"
         if "pytorch" in ms:
             row["minitorch/pytorch"] = ms["minitorch"] / ms["pytorch"]
             line += f" {row['minitorch/pytorch']:.2f} |"
