@@ -296,7 +296,7 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
     trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
     family = theory.softmax_family(np.arange(0.0, 31.0))
-    written.append(plotting.save(theory.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
+    written.append(plotting.save(plotting.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
     return written
 
 

@@ -1,4 +1,4 @@
-"""Tests for minitorch/paper/theory.py: the constructions, the bounds, and every proof step.
+"""Tests for minitorch/paper/theory/: the constructions, the bounds, every proof step and the worst-case measures.
 
 Each proof step of chapter 05 is an inequality or identity that must hold for
 *every* model and input; we check it on random models and random inputs, and
