@@ -59,8 +59,10 @@ def test_beyond_quick_runs_never_default_to_the_books_figures(monkeypatch):
         "reproduce --beyond --quick must write to runs/quick/beyond with the quick budget"
 
 
-@pytest.mark.parametrize("arguments,function", [(["reproduce", "--quick"], "minitorch.paper.reproduce.reproduce"),
-                                                (["reproduce", "--beyond", "--quick"], "minitorch.paper.beyond.run_beyond")])
+@pytest.mark.parametrize("arguments,function", [
+    (["reproduce", "--quick"], "minitorch.paper.reproduce.reproduce"),
+    (["reproduce", "--beyond", "--quick"], "minitorch.paper.beyond.run_beyond"),
+])
 def test_the_reproduce_command_trains_on_the_fast_path(monkeypatch, arguments, function):
     from minitorch import fast
 

@@ -60,7 +60,8 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
     """
     def register(function):
         taken = NORMALISERS.get(name)
-        redefined = taken is not None and (taken.__module__, taken.__qualname__) == (function.__module__, function.__qualname__)
+        same_place = (function.__module__, function.__qualname__)
+        redefined = taken is not None and (taken.__module__, taken.__qualname__) == same_place
         if taken is not None and not redefined:  # re-running the cell that defines it is fine
             raise ValueError(f"register_normaliser: the name {name!r} is taken by {taken.__qualname__}; "
                              f"known: {sorted(NORMALISERS)}")

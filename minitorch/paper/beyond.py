@@ -169,7 +169,8 @@ def train_at_length(length: int, seed: int, max_steps: int, speed_up=as_built) -
     model = speed_up(build_model(16, 1, 1, "softmax", residual=False, seed=seed, dtype=TRAINING_DTYPE))
     result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=50, progress=False,
                    length=length)
-    x, _, triggers = make_batch(TEST_SIZE, np.random.default_rng(TEST_SEED), length=length)  # every trigger: no row left empty
+    # every trigger position: no row left empty
+    x, _, triggers = make_batch(TEST_SIZE, np.random.default_rng(TEST_SEED), length=length)
     return dict(length=length, seed=seed, steps=result.steps, converged=result.converged,
                 **score_gaps(model, x, triggers))
 
@@ -225,8 +226,9 @@ def _run_beyond_into(out: Path, budget: Budget, jobs: int, speed_up) -> tuple[di
                 for seed in budget.zoo_seeds])
     outputs = run_in_processes([function for function, _ in tasks], [arguments for _, arguments in tasks], jobs)
     results = dict(quick=budget.quick, seeds_4x4=[], law=[], zoo=[])
+    experiment = {train_seed_of_4x4: "seeds_4x4", train_at_length: "law", train_zoo_normaliser: "zoo"}
     for (function, _), output in zip(tasks, outputs):
-        results[{train_seed_of_4x4: "seeds_4x4", train_at_length: "law", train_zoo_normaliser: "zoo"}[function]].append(output)
+        results[experiment[function]].append(output)
     results["wall_time_seconds"] = time.perf_counter() - started
     written = write_beyond_figures(results, out)
     (out / "results.json").write_text(json.dumps(results, indent=1))

@@ -40,6 +40,8 @@ class AttentionLayer(Module):
     split the results into H heads; attend in each head (`attention.attend`); merge the heads' outputs
     and map them back to width n with ``W_O``. The heads are the leading axis of the arrays in between,
     so that a normaliser's own parameters, one per head, are (H, 1, 1, 1) and broadcast over the rest.
+    This is the layer that trains unless a caller asks for speed (`minitorch.fast.speed_up` swaps in a
+    layer computing the same numbers in fewer, larger steps).
     """
 
     def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
@@ -115,7 +117,8 @@ class AttentionModel(Module):
         """x: (B, L, n) -> prediction (B, L, n) [, list of per-layer weights (B, H, L, L)]."""
         x = as_tensor(x, like=self.layers[0].W_Q.weight)
         if x.ndim != 3 or x.shape[-1] != self.config["width"]:
-            raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}), got {x.shape}")
+            raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}), "
+                             f"got {x.shape}")
         attention = []
         for layer in self.layers:
             update, weights = layer(x)

@@ -36,7 +36,8 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     errors = np.asarray(family["worst_case_error"])
     bos = np.asarray(family["bos_mass_min"])
     trained = trained or []
-    all_errors = np.concatenate([errors[errors > 0], [p["worst_case_error"] for p in trained if p["worst_case_error"] > 0]])
+    trained_errors = [point["worst_case_error"] for point in trained if point["worst_case_error"] > 0]
+    all_errors = np.concatenate([errors[errors > 0], trained_errors])
     low = min(1e-12, all_errors.min() / 3) if all_errors.size else 1e-12
     grid = np.logspace(np.log10(low), 0.5, 400)
     bound = theorem1_bos_lower_bound(grid, triggers)
@@ -53,15 +54,17 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
         ax.plot(errors, y, "o-", color="tab:blue", ms=4, label="softmax construction (scale c)")
     for scale, error, mass in zip(family["scale"], errors, bos):
         if float(scale).is_integer() and int(scale) in (2, 5, 10, 20):
-            left.annotate(f"c={int(scale)}", (error, mass), textcoords="offset points", xytext=(4, -12), fontsize=8)
-            right.annotate(f"c={int(scale)}", (error, 1 - mass), textcoords="offset points", xytext=(6, -10), fontsize=8)
+            label = dict(textcoords="offset points", fontsize=8)
+            left.annotate(f"c={int(scale)}", (error, mass), xytext=(4, -12), **label)
+            right.annotate(f"c={int(scale)}", (error, 1 - mass), xytext=(6, -10), **label)
     markers = iter(["*", "D", "s", "^", "v", "P", "X", "h"])
     for point in trained:
         marker = next(markers, "o")
         face = None if point.get("covered", True) else "none"
         for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], 1e-17))):
             ax.plot(point["worst_case_error"], y, marker, ms=10, color="tab:green", mfc=face, label=point["label"])
-    left.set(xscale="log", ylim=(-0.02, 1.02), xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
+    left.set(xscale="log", ylim=(-0.02, 1.02),
+             xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
              ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")
     right.set(xscale="log", yscale="log", ylim=(max(low, 1e-17), 2.0), xlabel=left.get_xlabel(),
               ylabel=r"$1 - \min a_{i0}$ (mass off BOS)")
@@ -103,7 +106,8 @@ def single_layer_figure(softmax_weights: np.ndarray, relu_weights: np.ndarray) -
     panels = [("softmax", softmax_weights), ("ReLU", relu_weights)]
     for column, (name, weights) in enumerate(panels):
         weights = np.asarray(weights).reshape(-1, *np.shape(weights)[-2:])  # (B, L, L)
-        attention_heatmap(axes[2 * column], weights.mean(axis=0), f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
+        attention_heatmap(axes[2 * column], weights.mean(axis=0),
+                          f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
         attention_heatmap(axes[2 * column + 1], weights.std(axis=0), f"({'bd'[column]}) {name}: standard deviation")
     fig.suptitle("1 layer x 1 head, trigger at position 8", fontsize=11)
     return fig

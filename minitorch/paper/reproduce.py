@@ -292,7 +292,8 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
         if not key.endswith("1x1"):
             first_sequence = [weights[0] for weights in run["attention"]]  # per layer (H, L, L)
             normaliser, shape = key.split("_")
-            title = f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: one test sequence"
+            title = (f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: "
+                     f"one test sequence")
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
     trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
     family = theory.softmax_family(np.arange(0.0, 31.0))
@@ -348,7 +349,8 @@ def results_markdown(results: dict) -> str:
                       "|---:|---:|---:|---:|---:|---:|:---:|"]
             for head in model["heads"]:
                 lines.append(
-                    f"| {head['layer'] + 1} | {head['head'] + 1} | {head['bos_mass_mean']:.3f} | {head['bos_mass_min']:.3f} "
+                    f"| {head['layer'] + 1} | {head['head'] + 1} | {head['bos_mass_mean']:.3f} "
+                    f"| {head['bos_mass_min']:.3f} "
                     f"| {head['trigger_bos']:.3f} | {head['gu_alpha_bos']:.3f} "
                     f"| {'yes' if head['bos_mass_mean'] >= SINK_BOS_MASS else 'no'} |"
                 )

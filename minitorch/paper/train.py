@@ -164,5 +164,6 @@ def _finite(x: np.ndarray, y: np.ndarray) -> bool:
 
 def _not_finite(what: str, step: int, lr: float, x: np.ndarray, y: np.ndarray) -> FloatingPointError:
     """The error for a step that produced NaN or inf, blaming the batch if it holds NaN or inf itself."""
-    cause = "the learning rate may be too high" if _finite(x, y) else "the batch itself holds NaN or inf (see make_batch)"
+    cause = ("the learning rate may be too high" if _finite(x, y)
+             else "the batch itself holds NaN or inf (see make_batch)")
     return FloatingPointError(f"train: {what} at step {step + 1} (lr={lr}); {cause}")

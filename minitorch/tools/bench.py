@@ -47,9 +47,8 @@ from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduc
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
 IMPLEMENTATIONS = ("minitorch", "minitorch readable", "numpy floor", "pytorch")
 BATCH_SIZE, LR = 128, 1e-4
-# The author's PyTorch scripts, ms per step, measured once on a 2-core machine when this project set its
-# speed targets (not rerun by the tests): their
-# per-sample data loading dominates, so these hardly depend on the machine's BLAS.
+# The author's PyTorch scripts, ms per step, measured once on a 2-core machine (not rerun by the tests):
+# their per-sample data loading dominates, so these hardly depend on the machine's BLAS.
 AUTHORS_MS_PER_STEP = {"1x1": 12.0, "2x2": 13.0, "4x4": 22.0}
 
 

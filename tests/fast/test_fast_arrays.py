@@ -12,7 +12,8 @@ from minitorch.fast.arrays import max_along, sum_along
                                         ((3, 7), 0)])
 def test_max_along_and_sum_along_equal_numpy_keepdims_reductions(shape, axis):
     x = np.random.default_rng(0).normal(size=shape)
-    np.testing.assert_array_equal(max_along(x, axis), x.max(axis=axis, keepdims=True), err_msg="max_along differs from x.max")
+    np.testing.assert_array_equal(max_along(x, axis), x.max(axis=axis, keepdims=True),
+                                  err_msg="max_along differs from x.max")
     np.testing.assert_allclose(sum_along(x, axis), x.sum(axis=axis, keepdims=True), rtol=1e-12, atol=1e-12,
                                err_msg="sum_along differs from x.sum (beyond the order of additions)")
 

@@ -53,7 +53,8 @@ def test_fused_attention_gives_the_values_and_gradients_of_the_readable_composit
     parts = [minitorch.tensor(stacked[index], requires_grad=True) for index in range(3)]
     expected, expected_weights = attention.attend(*parts, normaliser, **parameters)
     expected.backward(grad_output)
-    np.testing.assert_allclose(output.data, expected.data, rtol=1e-12, atol=1e-14, err_msg="fused attention: wrong output")
+    np.testing.assert_allclose(output.data, expected.data, rtol=1e-12, atol=1e-14,
+                               err_msg="fused attention: wrong output")
     np.testing.assert_allclose(weights.data, expected_weights.data, rtol=1e-12, atol=1e-14,
                                err_msg="fused attention: wrong weights")
     for index, name in enumerate("QKV"):

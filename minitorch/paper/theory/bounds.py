@@ -89,7 +89,8 @@ def affine_fit_of_reciprocal(triggers=TRAINING_TRIGGERS) -> tuple[float, float, 
                     best, best_triple = value, (j1, j2, j3)
     # The line that errs by exactly ±best, alternating, at the deciding triple: 1/j_r - (t + s j_r) = σ_r best.
     j1, j2, j3 = best_triple
-    signs = np.sign(np.array([j3 - j2, -(j3 - j1), j2 - j1]) @ (1.0 / np.array(best_triple))) * np.array([1.0, -1.0, 1.0])
+    weighted_sum = np.array([j3 - j2, -(j3 - j1), j2 - j1]) @ (1.0 / np.array(best_triple))
+    signs = np.sign(weighted_sum) * np.array([1.0, -1.0, 1.0])
     system = np.array([[1.0, j, sign] for j, sign in zip(best_triple, signs)])  # unknowns t, s, e: t + s j + σ e = 1/j
     intercept, slope, _ = np.linalg.solve(system, 1.0 / np.array(best_triple))
     return float(best), float(slope), float(intercept)
