@@ -34,9 +34,8 @@ from minitorch import checks, ops
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import build_model
-from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, as_built, run_in_processes, staged_folder,
-                                       train_one)
+from minitorch.paper.models import as_built, build_model
+from minitorch.paper.reproduce import ARCHITECTURES, TRAINING_DTYPE, run_in_processes, staged_folder, train_one
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad

@@ -157,6 +157,12 @@ def build_model(width: int, heads: int, layers: int, normaliser: str, residual: 
     return SingleLayerModel(width, heads, normaliser, seed, dtype)
 
 
+def as_built(model: AttentionModel) -> AttentionModel:
+    """The model as it is, on the readable path: the default of every `speed_up` parameter
+    (`minitorch.paper.reproduce`, `beyond`, `theory.softmax_family`; the commands pass `minitorch.fast.speed_up`)."""
+    return model
+
+
 def save_model(model: AttentionModel, path) -> None:
     """Write the weights and the configuration to a NumPy ``.npz`` file (no pickle).
 

@@ -39,7 +39,7 @@ import numpy as np
 from minitorch import checks
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import AttentionModel, build_model, save_model
+from minitorch.paper.models import AttentionModel, as_built, build_model, save_model
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 from minitorch.paper.train import TrainingResult, train
@@ -95,11 +95,6 @@ def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
         gu_sink_share=metrics.sink_share(attention),
         heads=heads,
     ), attention, triggers
-
-
-def as_built(model: AttentionModel) -> AttentionModel:
-    """The model as it is: the readable code trains it (the default `speed_up` of the functions here)."""
-    return model
 
 
 def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress,
@@ -267,15 +262,15 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
         log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
             f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
             f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
-    written = write_figures(runs, out)
+    written = write_figures(runs, out, speed_up)
     results = _results_document(runs, quick, seed, time.perf_counter() - started)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     (out / "results.md").write_text(results_markdown(results))
     return results, len(written)
 
 
-def write_figures(runs: dict, out: Path) -> list[Path]:
-    """Every figure whose models were trained in this run."""
+def write_figures(runs: dict, out: Path, speed_up=as_built) -> list[Path]:
+    """Every figure whose models were trained in this run (`speed_up` also goes to the softmax family's models)."""
     written = []
     if "softmax_1x1" in runs and "relu_1x1" in runs:
         softmax_run, relu_run = runs["softmax_1x1"], runs["relu_1x1"]
@@ -296,7 +291,7 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
                      f"one test sequence")
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
     trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
-    family = theory.softmax_family(np.arange(0.0, 31.0))
+    family = theory.softmax_family(np.arange(0.0, 31.0), speed_up=speed_up)
     written.append(plotting.save(plotting.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
     return written
 

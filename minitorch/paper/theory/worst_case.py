@@ -18,7 +18,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
-from minitorch.paper.models import AttentionModel
+from minitorch.paper.models import AttentionModel, as_built
 from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TRIGGER, WIDTH, make_targets, make_test_set
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
 from minitorch.paper.theory.constructions import MIN_WIDTH, construction_worst_case, softmax_construction
@@ -112,7 +112,7 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
 
 
 def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size: int = 500,
-                   triggers=TRAINING_TRIGGERS) -> dict:
+                   triggers=TRAINING_TRIGGERS, speed_up=as_built) -> dict:
     """Measure `softmax_construction` at every scale c. Returns arrays (one entry per c):
 
     - ``worst_case_error``, ``bos_mass_min``, ``bos_mass_mean``: on `stress_inputs`
@@ -120,6 +120,9 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     - ``test_max_error``, ``test_bos_mass_min``: on `test_size` test sequences
       (j = 7, seed 12345), the setting of our earlier 500-sequence check (chapter 05);
     - ``exact_worst_case_error``: the formula of `construction_worst_case`.
+
+    Each construction goes through `speed_up` before it is measured (``python -m minitorch reproduce``
+    passes `minitorch.fast.speed_up`, as for the models it trains).
     """
     scales = np.asarray(scales, dtype=float)
     stress = stress_inputs(size_per_trigger, seed, triggers)
@@ -127,7 +130,7 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     columns = {name: [] for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean",
                                      "test_max_error", "test_bos_mass_min", "exact_worst_case_error")}
     for scale in scales:
-        model = softmax_construction(scale)
+        model = speed_up(softmax_construction(scale))
         measured = worst_case(model, inputs=stress)
         on_test = worst_case(model, inputs=(test_x, test_triggers))
         for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean"):
