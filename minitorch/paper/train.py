@@ -14,6 +14,7 @@ can show the sink forming.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -133,13 +134,9 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     step, max_error = 0, float("inf")
     while step < max_steps:
         x, y, _ = make_batch(batch_size, rng, residual, length=length, width=width)
-        try:
+        with _explaining_non_finite_numbers("the forward pass failed", step, lr, model, x, y):
             prediction = model(x.astype(dtype))
             loss = mse_loss(prediction, y.astype(dtype))
-        except ValueError as error:  # e.g. the softmax refuses NaN scores: say where they came from
-            if _finite(x, y):
-                raise
-            raise _not_finite("the forward pass failed", step, lr, x, y) from error
         if not np.isfinite(loss.data):
             raise _not_finite(f"the loss became {loss.item()}", step, lr, x, y)
         optimizer.zero_grad()
@@ -149,7 +146,8 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         max_error = float(np.abs(prediction.data - y).max())
         converged = max_error < stop_error
         if step % record_every == 0 or converged or step == max_steps:
-            record(step, last=converged or step == max_steps)
+            with _explaining_non_finite_numbers("measuring the probe set failed", step - 1, lr, model, x, y):
+                record(step, last=converged or step == max_steps)
         bar.update(step, loss=loss.item(), max_error=max_error)
         if converged:
             break
@@ -160,6 +158,18 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
 
 def _finite(x: np.ndarray, y: np.ndarray) -> bool:
     return bool(np.isfinite(x).all() and np.isfinite(y).all())
+
+
+@contextlib.contextmanager
+def _explaining_non_finite_numbers(what: str, step: int, lr: float, model: AttentionModel, x, y):
+    """Turn a ValueError raised on NaN or inf (the softmax refuses such scores) into the error that says
+    where they came from: the batch, or weights that training drove to NaN or inf."""
+    try:
+        yield
+    except ValueError as error:
+        if _finite(x, y) and all(np.isfinite(parameter.data).all() for parameter in model.parameters()):
+            raise  # no number went bad: an error of its own
+        raise _not_finite(what, step, lr, x, y) from error
 
 
 def _not_finite(what: str, step: int, lr: float, x: np.ndarray, y: np.ndarray) -> FloatingPointError:

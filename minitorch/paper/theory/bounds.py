@@ -23,6 +23,7 @@ TRAINING_TRIGGERS = tuple(range(2, SEQUENCE_LENGTH))  # J = {2, ..., L-1}
 
 
 def trigger_set(triggers) -> tuple[int, ...]:
+    """The trigger positions J as a tuple; Theorem 1 needs at least two distinct ones, each >= 1."""
     triggers = tuple(int(j) for j in triggers)
     if len(set(triggers)) < 2 or min(triggers) < 1:
         raise ValueError(f"Theorem 1 needs at least two distinct trigger positions >= 1, got {triggers}")
