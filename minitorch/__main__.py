@@ -2,7 +2,7 @@
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
-    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going]
+    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
     python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
 """
 
@@ -12,6 +12,9 @@ import argparse
 import os
 import sys
 
+from minitorch.checks import number_argument
+from minitorch.outputs import OutputPathError
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitorch", description=__doc__.split("\n")[0])
@@ -20,14 +23,19 @@ def main(argv=None) -> int:
     reproduce = commands.add_parser("reproduce", help="train the paper's six models; write figures and results")
     reproduce.add_argument("--quick", action="store_true", help="small step budgets: under a minute, not the paper's numbers")
     reproduce.add_argument("--only", default=None, help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
-    reproduce.add_argument("--seed", type=int, default=0, help="seed for weights and data (default 0, as in the paper)")
+    reproduce.add_argument("--seed", type=number_argument("--seed", integer=True, minimum=0), default=0,
+                           help="seed for weights and data (default 0, as in the paper)")
     reproduce.add_argument("--out", default=None,
-                           help="output folder (default: figures for the full run at seed 0; runs/quick with "
-                                "--quick; runs/<name> for --only or another --seed, e.g. runs/seed1_only-1x1: "
-                                "only the book's own run replaces the book's figures)")
-    reproduce.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                           help="output folder (default: figures for the full run at seed 0; else runs/<name>, e.g. "
+                                "runs/quick, runs/seed1_only-1x1, runs/quick_only-1x1: only the book's own run "
+                                "replaces the book's figures)")
+    reproduce.add_argument("--jobs", type=number_argument("--jobs", integer=True, minimum=1),
+                           default=min(2, os.cpu_count() or 1),
                            help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
     reproduce.add_argument("--no-progress", action="store_true", help="no progress bar")
+    reproduce.add_argument("--force", action="store_true",
+                           help="replace an earlier, different run in the --out folder, all of its files (without "
+                                "it, such a folder is refused before any work)")
     reproduce.add_argument("--beyond", action="store_true",
                            help="run chapter 10's experiments beyond the paper instead (default out: figures/beyond)")
 
@@ -35,11 +43,15 @@ def main(argv=None) -> int:
     book.add_argument("--out", default="book", help="output folder (default: book)")
     book.add_argument("--quick", action="store_true", help="run the chapters in quick mode (MINITORCH_QUICK=1)")
     book.add_argument("--only", default="", help="comma-separated chapter numbers to build, e.g. 03,07")
-    book.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+    book.add_argument("--jobs", type=number_argument("--jobs", integer=True, minimum=1),
+                      default=min(2, os.cpu_count() or 1),
                       help="chapters executed at once, one kernel each (default: 2, or 1 on a 1-core machine)")
     book.add_argument("--keep-going", action="store_true",
-                      help="build every chapter even after one fails; list all failures at the end")
+                      help="build every chapter even after one fails, write the book with the failed ones marked, "
+                           "and list all failures at the end (without it, a failure leaves the earlier book)")
     book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
+    book.add_argument("--force", action="store_true",
+                      help="replace --out even if it holds files that are not an earlier book")
 
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
@@ -53,15 +65,8 @@ def main(argv=None) -> int:
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.command == "book":
-        from minitorch.tools.html_book import ROOT, BookError, find_chapters, main as book
+        from minitorch.tools.book.build import main as book
 
-        if args.jobs < 1:
-            parser.error(f"--jobs must be >= 1, got {args.jobs}")
-        args.chapters = args.chapters or str(ROOT / "chapters")
-        try:
-            find_chapters(args.chapters, [number.strip() for number in args.only.split(",") if number.strip()])
-        except BookError as error:
-            parser.error(str(error))
         return book(args)
     if args.command == "reproduce":
         from minitorch.fast import speed_up  # every model trains on the fast path: minitorch/fast/
@@ -74,22 +79,21 @@ def main(argv=None) -> int:
                 parser.error(f"--only: expected distinct architectures separated by commas, from "
                              f"{', '.join(ARCHITECTURES)} (e.g. --only 1x1,2x2); got {args.only!r}"
                              + (f": unknown architecture(s) {unknown}" if unknown else ": a name twice"))
-        if args.seed < 0:
-            parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-        if args.jobs < 1:
-            parser.error(f"--jobs must be >= 1, got {args.jobs}")
         try:
             if args.beyond:
                 if args.only is not None or args.seed:
                     parser.error("--only and --seed apply to the paper's six models, not to --beyond")
                 from minitorch.paper.beyond import FULL, QUICK, run_beyond
 
-                run_beyond(args.out or ("runs/quick/beyond" if args.quick else "figures/beyond"),
-                           QUICK if args.quick else FULL, jobs=args.jobs, speed_up=speed_up)
+                default_beyond = "runs/quick/beyond" if args.quick else "figures/beyond"
+                run_beyond(default_beyond if args.out is None else args.out, QUICK if args.quick else FULL,
+                           jobs=args.jobs, force=args.force, speed_up=speed_up)
                 return 0
-            out = args.out or str(default_out(args.quick, only, args.seed))
+            out = str(default_out(args.quick, only, args.seed)) if args.out is None else args.out
             run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs,
-                speed_up=speed_up)
+                force=args.force, speed_up=speed_up)
+        except OutputPathError as error:  # raised before any work
+            parser.error(str(error))
         except KeyboardInterrupt:
             print("reproduce: interrupted (Ctrl-C)", file=sys.stderr)
             return 130

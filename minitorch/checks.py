@@ -79,14 +79,14 @@ def parse_flag(text: str | None, name: str) -> bool:
 
 def number_argument(name: str, **limits):
     """An argparse ``type=`` that parses with `parse_number` (argparse then prints our message, not its own
-    'invalid float value')."""
+    'invalid float value'): ``argument --seed: must be a whole number >= 0, got '-1'``."""
     import argparse
 
     def parse(text: str):
         try:
             return parse_number(text, name, **limits)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
+        except ValueError as error:  # argparse names the option itself
+            raise argparse.ArgumentTypeError(str(error).removeprefix(f"{name} ")) from None
 
     parse.__name__ = name
     return parse

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.tensor import Tensor, no_grad, topological_order
 
 
@@ -40,6 +41,9 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     the element, and both values.
     """
     __tracebackhide__ = True  # pytest: a failing check shows the caller's line and this message, not this loop
+    step = checks.positive_number("gradcheck", "step", step)  # step=0 would divide by zero
+    atol = checks.positive_number("gradcheck", "atol", atol, allow_zero=True)
+    rtol = checks.positive_number("gradcheck", "rtol", rtol, allow_zero=True)
     leaves = [Tensor(np.array(_data(x), dtype=np.float64), requires_grad=True) for x in inputs]
     name = getattr(function, "__name__", repr(function))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.seeding import default_generator
 from minitorch.tensor import Tensor
 
@@ -71,11 +72,13 @@ class Module:
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))
         if missing or unexpected:
-            raise ValueError(
-                f"load_state_dict for {type(self).__name__}: missing keys {missing}, unexpected keys {unexpected}"
-            )
+            raise ValueError(f"load_state_dict for {type(self).__name__}: missing keys {_few(missing)}, "
+                             f"unexpected keys {_few(unexpected)}")
         for name, parameter in own.items():
             values = np.asarray(state[name])
+            if values.dtype.kind not in "biuf":  # complex weights would lose their imaginary parts
+                raise TypeError(f"load_state_dict for {type(self).__name__}: parameter '{name}' holds {values.dtype} "
+                                f"values; a parameter holds real numbers")
             if values.shape != parameter.shape:
                 raise ValueError(
                     f"load_state_dict for {type(self).__name__}: parameter '{name}' has shape "
@@ -83,6 +86,11 @@ class Module:
                 )
         for name, parameter in own.items():  # new arrays: a graph built before still holds the old values
             parameter.data = np.array(state[name], dtype=parameter.dtype)
+
+
+def _few(names: list, shown: int = 5) -> str:
+    """A list of names for a message, the first few of a long one: a model of 200,000 layers has 800,000."""
+    return str(names) if len(names) <= shown else f"{names[:shown]} and {len(names) - shown:,} more"
 
 
 class Linear(Module):
@@ -94,8 +102,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  init_std: float = 0.02, rng: np.random.Generator | None = None, dtype=np.float64):
-        if in_features < 1 or out_features < 1:
-            raise ValueError(f"Linear: sizes must be positive, got in_features={in_features}, out_features={out_features}")
+        in_features = checks.integer("Linear", "in_features", in_features)
+        out_features = checks.integer("Linear", "out_features", out_features)
         rng = default_generator() if rng is None else rng
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(rng.normal(0.0, init_std, size=(out_features, in_features)), dtype=dtype)

@@ -83,6 +83,8 @@ def pow(a, exponent) -> Tensor:
         )
 
     def backward(grad):
+        if exponent == 0:  # a^0 = 1 is constant: 0 everywhere, also at a = 0, where p a^(p-1) would be 0 * inf
+            return (np.zeros_like(a.data),)
         return (grad * exponent * a.data ** (exponent - 1),)  # d(a^p)/da = p a^(p-1)
 
     return Tensor.from_op(a.data**exponent, (a,), backward, "pow")
@@ -208,17 +210,23 @@ def matmul(a, b) -> Tensor:
 # reductions
 
 
-def _normalise_axes(axis, ndim: int) -> tuple[int, ...]:
+def _axis_index(op: str, axis, ndim: int) -> int:
+    """One axis (negatives allowed) as an index in 0..ndim-1, or an error naming `op`."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{op}: an axis must be an integer, got {axis!r} ({type(axis).__name__})")
+    if not -ndim <= axis < builtins.max(ndim, 1):  # a 0-d tensor accepts axis 0, as in PyTorch
+        raise ValueError(f"{op}: axis {axis} is out of range for a tensor with {ndim} dimensions")
+    return int(axis) % builtins.max(ndim, 1)
+
+
+def _normalise_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
     """`axis` (None, int or tuple, negatives allowed) as a sorted tuple."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    for ax in axes:
-        if not -ndim <= ax < builtins.max(ndim, 1):
-            raise ValueError(f"axis {ax} is out of range for a tensor with {ndim} dimensions")
-    if ndim == 0:
-        return ()  # a 0-d tensor accepts axis=0, as in PyTorch, and has nothing to reduce
-    return tuple(sorted(ax % ndim for ax in axes))
+    axes = sorted(_axis_index(op, ax, ndim) for ax in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{op}: axis {axis} names the same axis twice")
+    return tuple(axes) if ndim else ()  # a 0-d tensor has nothing to reduce
 
 
 def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
@@ -229,7 +237,7 @@ def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.n
 def sum(a, axis=None, keepdims: bool = False) -> Tensor:
     """Sum over `axis` (all axes by default)."""
     a = as_tensor(a)
-    axes = _normalise_axes(axis, a.ndim)
+    axes = _normalise_axes(axis, a.ndim, "sum")
 
     def backward(grad):
         # BEGIN EXERCISE 2.4
@@ -244,7 +252,7 @@ def sum(a, axis=None, keepdims: bool = False) -> Tensor:
 def mean(a, axis=None, keepdims: bool = False) -> Tensor:
     """Mean over `axis` = sum / (number of elements summed)."""
     a = as_tensor(a)
-    axes = _normalise_axes(axis, a.ndim)
+    axes = _normalise_axes(axis, a.ndim, "mean")
     count = int(np.prod([a.shape[ax] for ax in axes]))
     return mul(sum(a, axes, keepdims), 1.0 / count if count else float("nan"))  # of nothing: NaN, as NumPy and PyTorch
 
@@ -252,7 +260,7 @@ def mean(a, axis=None, keepdims: bool = False) -> Tensor:
 def max(a, axis=None, keepdims: bool = False) -> Tensor:
     """Maximum over `axis`. Ties share the gradient equally."""
     a = as_tensor(a)
-    axes = _normalise_axes(axis, a.ndim)
+    axes = _normalise_axes(axis, a.ndim, "max")
     if any(a.shape[ax] == 0 for ax in axes):
         raise ValueError(f"max: a tensor of shape {a.shape} has no elements along axis {axis}, so no maximum "
                          f"(as in NumPy and PyTorch)")
@@ -301,6 +309,7 @@ def permute(a, *axes) -> Tensor:
 def transpose(a, axis1: int = -2, axis2: int = -1) -> Tensor:
     """Swap two axes (by default the last two: the matrix transpose)."""
     a = as_tensor(a)
+    axis1, axis2 = _axis_index("transpose", axis1, a.ndim), _axis_index("transpose", axis2, a.ndim)
     axes = list(range(a.ndim))
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return permute(a, *axes)
@@ -367,9 +376,19 @@ def masked_fill(a, mask, value: float) -> Tensor:
     return where(mask, Tensor(value, dtype=a.dtype), a)
 
 
+def _some_tensors(op: str, tensors) -> list[Tensor]:
+    """The tensors to join, at least one."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}: expected a list of tensors, got one Tensor; write {op}([a, b, ...])")
+    tensors = [as_tensor(t) for t in tensors]
+    if not tensors:
+        raise ValueError(f"{op}: got no tensors; it needs at least one to know the result's shape")
+    return tensors
+
+
 def concatenate(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
-    tensors = [as_tensor(t) for t in tensors]
+    tensors = _some_tensors("concatenate", tensors)
     try:
         out = np.concatenate([t.data for t in tensors], axis=axis)
     except ValueError as error:
@@ -384,7 +403,7 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
 
 def stack(tensors, axis: int = 0) -> Tensor:
     """Join same-shape tensors along a new axis."""
-    tensors = [as_tensor(t) for t in tensors]
+    tensors = _some_tensors("stack", tensors)
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")

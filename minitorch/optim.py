@@ -10,15 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
+from minitorch.nn import Module
+from minitorch.tensor import Tensor
 
 
 class Optimizer:
     """Shared plumbing: the parameter list and `zero_grad`."""
 
     def __init__(self, parameters, lr: float):
-        self.parameters = list(parameters)
-        if not self.parameters:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        self.parameters = checked_parameters(type(self).__name__, parameters)
         self.lr = checks.positive_number(type(self).__name__, "lr (the learning rate)", lr)
 
     def zero_grad(self) -> None:
@@ -27,6 +27,26 @@ class Optimizer:
 
     def step(self) -> None:
         raise NotImplementedError
+
+
+def checked_parameters(owner: str, parameters) -> list[Tensor]:
+    """`parameters` as a list of distinct tensors, or an error saying what was passed instead."""
+    if isinstance(parameters, (Module, Tensor)):
+        what = "a model" if isinstance(parameters, Module) else "a single Tensor"
+        raise TypeError(f"{owner}: expected a list of parameters, got {what}; pass model.parameters() or [p]")
+    parameters = list(parameters)
+    if not parameters:
+        raise ValueError(f"{owner}: got an empty parameter list")
+    seen = {}
+    for position, parameter in enumerate(parameters):
+        if not isinstance(parameter, Tensor):
+            raise TypeError(f"{owner}: parameter {position} is of type {type(parameter).__name__}, not a Tensor; an "
+                            f"optimizer updates tensors' .data from their .grad (wrap an array: nn.Parameter(array))")
+        if id(parameter) in seen:  # it would be updated twice per step
+            raise ValueError(f"{owner}: parameter {position} is parameter {seen[id(parameter)]} again; list each "
+                             f"parameter once (model.parameters() does)")
+        seen[id(parameter)] = position
+    return parameters
 
 
 class SGD(Optimizer):
@@ -70,8 +90,10 @@ class Adam(Optimizer):
 
     def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         super().__init__(parameters, lr)
-        beta1, beta2 = betas
-        if not (0 <= beta1 < 1 and 0 <= beta2 < 1):
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"Adam: betas must be a pair (beta1, beta2), e.g. (0.9, 0.999), got {betas!r}")
+        beta1, beta2 = (checks.positive_number("Adam", "betas", beta, allow_zero=True) for beta in betas)
+        if not (beta1 < 1 and beta2 < 1):
             raise ValueError(f"Adam: betas must lie in [0, 1), got {betas}")
         self.betas, self.eps = (beta1, beta2), checks.positive_number("Adam", "eps", eps, allow_zero=True)
         self.weight_decay = checks.positive_number("Adam", "weight_decay", weight_decay, allow_zero=True)

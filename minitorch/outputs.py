@@ -9,6 +9,12 @@ the option. Minutes of work are never lost to a path that could not have been wr
 
 Writing: `write_atomically` replaces one file; `building_aside` builds a whole folder beside its target
 and moves it into place only when the block completes (an error or Ctrl-C leaves the target as it was).
+
+A folder shared with other output (``figures/`` holds ``reproduce``'s files and ``figures/beyond/``) is
+not replaced whole: a run records the files it wrote there (`RecordedRun`), and the next run into the
+folder replaces exactly those, all of them, with its own (`files_to_replace`, then `building_aside` with
+`replacing`). An earlier run of a different command line is replaced only with ``--force``, so a folder
+never ends as a mixture of two runs, and files no run recorded are never deleted unasked.
 This module uses only the standard library.
 """
 
@@ -20,7 +26,8 @@ import shutil
 import signal
 import tempfile
 import threading
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent.parent  # the project this library belongs to
 PROJECT_SOURCES = ("minitorch", "tests", "chapters", ".git")  # no command writes into these
@@ -113,30 +120,89 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
         raise
 
 
+@dataclass(frozen=True)
+class RecordedRun:
+    """What an earlier run left in its output folder: its command line (runs with the same one write the same
+    files) and the files it wrote there, relative to the folder."""
+
+    command: str
+    files: tuple[str, ...]
+
+    @staticmethod
+    def checked(command, files) -> "RecordedRun | None":
+        """The record, or None if it is not one: a command line and paths that stay inside the folder."""
+        def inside(name) -> bool:
+            path = PurePosixPath(name) if isinstance(name, str) else None
+            return bool(path and path.parts) and not path.is_absolute() and ".." not in path.parts
+        if not isinstance(command, str) or not isinstance(files, (list, tuple)) or not all(map(inside, files)):
+            return None
+        return RecordedRun(command, tuple(files))
+
+
+def files_to_replace(target, planned, earlier: RecordedRun | None, command: str, force: bool = False,
+                     option: str = "--out") -> list[str]:
+    """Before any work: the paths, relative to the folder `target`, that a run of `command` writing the files
+    `planned` there will replace. They are every file of the `earlier` run recorded there (replaced whole, so
+    that none of them stays beside the new ones) and, with `force`, whatever else stands where a planned file
+    goes. Every other file of `target` stays.
+
+    Without `force`, OutputPathError (naming --force) refuses an earlier run of another command line, and
+    anything in the way of a planned file that no earlier run recorded (a file named ``models`` where a
+    folder of models goes)."""
+    target = Path(target)
+    replacing = set(earlier.files) if earlier else set()
+    if earlier and earlier.command != command and not force:
+        raise OutputPathError(f"{option} {target}: holds an earlier, different run ({earlier.command}); this run "
+                              f"({command}) would replace all {len(earlier.files)} of its files. Add --force to "
+                              f"replace it, or choose another folder")
+    in_the_way = sorted(_in_the_way(target, planned) - replacing)
+    if in_the_way and not force:
+        shown = ", ".join(in_the_way[:3]) + (f" and {len(in_the_way) - 3} more" if len(in_the_way) > 3 else "")
+        raise OutputPathError(f"{option} {target}: holds {shown} where this run writes its own files, and no "
+                              f"earlier run recorded them; add --force to replace them, or choose another folder")
+    return sorted(replacing | set(in_the_way))
+
+
+def _in_the_way(target: Path, names) -> set[str]:
+    """The entries of `target` that writing the files `names` would replace: a file or folder of the same
+    name, or a non-folder where one of their folders goes."""
+    found = set()
+    for name in names:
+        parts = PurePosixPath(name).parts
+        for depth in range(1, len(parts) + 1):
+            path = target.joinpath(*parts[:depth])
+            is_folder_of_the_file = depth < len(parts)
+            if os.path.lexists(path) and not (is_folder_of_the_file and path.is_dir()):
+                found.add("/".join(parts[:depth]))
+                break
+    return found
+
+
 @contextlib.contextmanager
-def building_aside(target):
+def building_aside(target, replacing=None):
     """Yield a new, empty folder beside `target` to build into; when the block completes, the built folder
-    replaces `target` whole (`replace_folder`). If the block raises or is interrupted, the folder being
-    built is deleted and `target` is left exactly as it was."""
+    replaces `target` whole (`replace_folder`), or, given `replacing` (paths relative to `target`), only
+    those files in it (`replace_files`), every other file staying. If the block raises or is interrupted,
+    the folder being built is deleted and `target` is left exactly as it was."""
     target = Path(os.path.realpath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
     try:
         yield staging
-    except BaseException:
+        if replacing is None:
+            replace_folder(staging, target)
+        else:
+            replace_files(staging, target, replacing)
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        raise
-    replace_folder(staging, target)
 
 
 def replace_folder(built, target) -> None:
     """Move the folder `built` to `target`, replacing whatever folder was there, with Ctrl-C held off for the
     two renames: `target` ends as the old folder or the new one, never a mixture of both."""
     built, target = Path(built), Path(target)
-    in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set signal handlers
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
     old = None
-    try:
+    with _interrupts_held():
         if target.exists():
             old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
             os.replace(target, old / target.name)
@@ -146,8 +212,66 @@ def replace_folder(built, target) -> None:
             if old is not None:
                 os.replace(old / target.name, target)  # put the old folder back
             raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def replace_files(built, target, replacing) -> None:
+    """Move every file under the folder `built` into `target`, at the same relative path, and take the files
+    `replacing` out of `target`, with Ctrl-C held off: `target` ends with the old files or the new ones, never
+    a mixture (an error midway moves everything back). Folders the old files leave empty are removed."""
+    built, target = Path(built), Path(target)
+    if not target.exists():
+        return replace_folder(built, target)
+    new = [path.relative_to(built).as_posix() for path in sorted(built.rglob("*")) if not path.is_dir()]
+    appeared = sorted(_in_the_way(target, new) - set(replacing))  # since files_to_replace looked
+    if appeared:
+        raise OutputPathError(f"{target}: {', '.join(appeared[:3])} appeared there while the run worked; "
+                              f"nothing was replaced")
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
+    with _interrupts_held():
+        try:
+            for name in replacing:
+                if os.path.lexists(target / name):
+                    _move(target / name, old / name, taken_out)
+                    _remove_empty_folders((target / name).parent, target)
+            for name in new:
+                _move(built / name, target / name, put_in)
+        except BaseException:
+            for source, destination in reversed(put_in):
+                os.replace(destination, source)
+            for name in new:  # the folders made for them, before an old file of the same name comes back
+                _remove_empty_folders((target / name).parent, target)
+            for source, destination in reversed(taken_out):
+                _move(destination, source, [])
+            shutil.rmtree(old, ignore_errors=True)  # (kept, with the old files, if moving them back failed)
+            raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _move(source: Path, destination: Path, moved: list) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, destination)
+    moved.append((source, destination))
+
+
+def _remove_empty_folders(folder: Path, stop: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `stop` while they are empty."""
+    while folder != stop and stop in folder.parents and folder.is_dir() and not folder.is_symlink() \
+            and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+
+
+@contextlib.contextmanager
+def _interrupts_held():
+    """Ctrl-C is ignored while the block runs: a few renames that complete a finished run must not be cut in
+    half. Only the main thread may set signal handlers; elsewhere the block runs as it is."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
+    try:
+        yield
     finally:
         if in_main_thread:
             signal.signal(signal.SIGINT, previous)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

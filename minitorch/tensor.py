@@ -52,17 +52,33 @@ def no_grad():
 
 
 def _as_float_array(data, dtype) -> np.ndarray:
-    """Convert `data` to a floating-point ndarray (float64 unless told)."""
+    """Convert `data` to a floating-point ndarray (float64 unless told), or a TypeError naming what was passed."""
     if isinstance(data, Tensor):
         data = data.data
-    array = np.asarray(data)
+    if isinstance(data, (list, tuple)) and any(isinstance(item, Tensor) for item in data):
+        raise TypeError("cannot make a Tensor from a list of Tensors: join them with minitorch.stack(tensors) "
+                        "(which keeps their gradients), or pass their values (t.data)")
+    if data is None or isinstance(data, (str, bytes, dict, set)):
+        raise TypeError(f"cannot make a Tensor from {type(data).__name__}: expected a number, a (nested) list of "
+                        f"numbers or an ndarray")
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # e.g. nested lists of unequal lengths
+        raise ValueError(f"cannot make a Tensor from this {type(data).__name__}: {error}") from None
+    if array.dtype == object:  # e.g. an integer too large for 64 bits, which a float can still hold
+        try:
+            array = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as error:
+            kinds = sorted({type(item).__name__ for item in np.asarray(data, dtype=object).ravel()})
+            raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding {', '.join(kinds)}: "
+                            f"{error}") from None
     if dtype is None:
         dtype = array.dtype if array.dtype in FLOAT_DTYPES else DEFAULT_DTYPE
     dtype = np.dtype(dtype)
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"cannot make a Tensor from data of dtype {array.dtype}")
+        raise TypeError(f"cannot make a Tensor from data of dtype {array.dtype} (a Tensor holds real numbers)")
     return array.astype(dtype, copy=False)
 
 
@@ -89,13 +105,18 @@ class Tensor:
     then fails with NumPy's "assignment destination is read-only". Edit after
     `backward`, or give the tensor a copy to edit (``x.data = x.data.copy()``)
     and run the forward pass again; a `backward` through the old graph then
-    raises, naming the operation whose input changed.
+    raises, naming the operation whose input changed. So does a second
+    `backward` through a graph after an optimizer step changed its
+    parameters; with the parameters unchanged, it gives the same gradients.
     """
 
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
         self.data = np.array(_as_float_array(data, dtype))  # a copy: updating the tensor never changes `data`
+        if not isinstance(requires_grad, (bool, np.bool_)):  # bool('False') would be True
+            raise TypeError(f"requires_grad must be True or False, got {requires_grad!r} "
+                            f"({type(requires_grad).__name__})")
         self.requires_grad = bool(requires_grad)
         self.grad: np.ndarray | None = None
         self.parents: tuple[Tensor, ...] = ()
@@ -167,8 +188,10 @@ class Tensor:
                 f"backward(grad): grad has shape {grad.shape} but the tensor has shape {self.shape}"
             )
 
-        grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
         order = topological_order(self)
+        for node in order:
+            _check_inputs_unchanged(node)  # before any .grad changes
+        grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
         for node in reversed(order):
             node_grad = grads.pop(id(node), None)
             if node_grad is None:
@@ -177,9 +200,6 @@ class Tensor:
                 node.grad = node_grad.copy() if node.grad is None else node.grad + node_grad
             if node.is_leaf:
                 continue
-            for parent, used in zip(node.parents, node.inputs_used):
-                if parent.data is not used:
-                    _raise_input_replaced(node, parent)
             parent_grads = node.backward_fn(node_grad)
             if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
                 returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
@@ -241,6 +261,9 @@ class Tensor:
         return self.data.dtype
 
     def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor: it holds a single number (shape ()); use .item() for the "
+                            "number, .size for the count of elements")
         return len(self.data)
 
     def __repr__(self) -> str:
@@ -255,24 +278,24 @@ class Tensor:
     # The arithmetic operators (+, *, @, ...) and methods such as .sum() are attached by
     # minitorch/ops.py, where the operations live; softmax.py attaches .softmax().
 
-    # Comparisons give boolean ndarrays: masks, not differentiable.
+    # Comparisons give boolean masks (`Mask`, an ndarray), not differentiable.
     def __lt__(self, other):
-        return self.data < _raw(other)
+        return _compare(np.less, self, other)
 
     def __le__(self, other):
-        return self.data <= _raw(other)
+        return _compare(np.less_equal, self, other)
 
     def __gt__(self, other):
-        return self.data > _raw(other)
+        return _compare(np.greater, self, other)
 
     def __ge__(self, other):
-        return self.data >= _raw(other)
+        return _compare(np.greater_equal, self, other)
 
     def __eq__(self, other):
-        return self.data == _raw(other)
+        return _compare(np.equal, self, other)
 
     def __ne__(self, other):
-        return self.data != _raw(other)
+        return _compare(np.not_equal, self, other)
 
     __hash__ = object.__hash__  # tensors are graph nodes, hashed by identity
 
@@ -291,25 +314,35 @@ class Tensor:
 # recorded operation makes the arrays it read, and its result, read-only (NumPy then refuses an
 # in-place edit such as ``x.data[0] = 5``: "assignment destination is read-only"), and backward checks
 # that no input was given a new array (``x.data = ...``). Backward makes them writable again, so an
-# optimizer (or gradcheck) can update the parameters in place after it.
+# optimizer (or gradcheck) can update the parameters in place after it. Each operation then keeps a
+# copy of the parameters it read (the tensors created with requires_grad=True): a second backward
+# through the same graph gives the same gradients if they are unchanged, and raises if they changed
+# (an optimizer step in between; PyTorch raises too, "modified by an inplace operation").
 
 
-def _raise_input_replaced(node: "Tensor", parent: "Tensor") -> None:
-    position = [id(p) for p in node.parents].index(id(parent))
-    raise RuntimeError(
-        f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
-        f"(its .data was replaced) after '{node.op}' used it, so its gradient would come from the "
-        f"wrong values. Change a tensor only after backward(), or run the forward pass again "
-        f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
-    )
+def _check_inputs_unchanged(node: "Tensor") -> None:
+    """Raise if an input of `node` no longer holds the values the forward pass read."""
+    for position, (parent, used) in enumerate(zip(node.parents, node.inputs_used if node.parents else ())):
+        if parent.data is not used and not np.array_equal(parent.data, used, equal_nan=True):
+            raise RuntimeError(
+                f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
+                f"after '{node.op}' used it (its .data was replaced, or it was changed in place after an "
+                f"earlier backward(), as an optimizer step does), so its gradient would come from the wrong "
+                f"values. Run the forward pass again from the changed tensor (to keep the old values, copy "
+                f"them first: old = x.data.copy())."
+            )
 
 
 def _release(order: list) -> None:
     """After backward: the arrays the graph read may be written again (parents first, so that a
-    view's base is writable before the view)."""
+    view's base is writable before the view). Each operation keeps a copy of the parameters it read: the
+    tensors created with requires_grad=True (op "leaf"), which an optimizer step changes in place."""
     for node in order:
-        for array in node.inputs_used if node.parents else ():
-            _writable(array)
+        if node.parents:
+            for array in node.inputs_used:
+                _writable(array)
+            node.inputs_used = tuple([parent.data.copy() if parent.op == "leaf" and parent.requires_grad else used
+                                      for parent, used in zip(node.parents, node.inputs_used)])
 
 
 def _writable(array: np.ndarray) -> None:
@@ -338,6 +371,32 @@ Tensor = _keep_one_tensor_class(Tensor)
 
 def _raw(x):
     return x.data if isinstance(x, Tensor) else x
+
+
+class Mask(np.ndarray):
+    """What a comparison of tensors returns (``x > 0``, ``x == y``): a boolean ndarray, to index with or to
+    pass to `where`. Its truth value needs a single element: ``if x == y`` or ``x in [y, z]`` (which compares
+    with ==) on tensors of several elements asks about every element at once, and says so."""
+
+    def __bool__(self):
+        if self.size != 1:
+            raise TypeError(
+                f"the truth value of a comparison of tensors with {self.size} elements is ambiguous; use "
+                f"(x == y).all() or .any(). To find a tensor in a list, compare identities: "
+                f"any(t is x for t in tensors) (`x in [...]` compares the values with ==)")
+        return bool(self.item())
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        return array[()] if return_scalar else np.asarray(array)  # what NumPy computes from a mask is an ndarray
+
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))
+
+
+def _compare(comparison, tensor: Tensor, other):
+    if not isinstance(other, (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)):
+        return NotImplemented  # Python then says "'<' not supported between instances of 'Tensor' and 'str'"
+    return np.asarray(comparison(tensor.data, _raw(other))).view(Mask)
 
 
 def as_tensor(x, like: Tensor | None = None) -> Tensor:

@@ -47,13 +47,13 @@ def test_quick_runs_never_default_to_the_books_figures(monkeypatch):
     calls = {}
     monkeypatch.setattr("minitorch.paper.reproduce.reproduce", lambda out, **kwargs: calls.setdefault("out", out))
     main(["reproduce", "--quick", "--only", "1x1"])
-    assert calls["out"] == "runs/quick", "a quick run must not overwrite figures/ unless --out says so"
+    assert calls["out"] == "runs/quick_only-1x1", "a quick run must not overwrite figures/ unless --out says so"
 
 
 def test_beyond_quick_runs_never_default_to_the_books_figures(monkeypatch):
     calls = {}
     monkeypatch.setattr("minitorch.paper.beyond.run_beyond",
-                        lambda out, budget, jobs, **kwargs: calls.update(out=out, budget=budget))
+                        lambda out, budget, **options: calls.update(out=out, budget=budget))
     main(["reproduce", "--beyond", "--quick"])
     assert calls["out"] == "runs/quick/beyond" and calls["budget"].quick, \
         "reproduce --beyond --quick must write to runs/quick/beyond with the quick budget"

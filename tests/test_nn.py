@@ -207,7 +207,7 @@ def test_linear_with_a_wrong_input_width_raises_naming_both_widths():
 
 
 def test_linear_refuses_non_positive_sizes():
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="in_features must be an integer >= 1"):
         Linear(0, 4)
 
 

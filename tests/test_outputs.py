@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from minitorch.outputs import (ROOT, OutputPathError, building_aside, check_output_file, check_output_folder,
-                               write_atomically)
+from minitorch.outputs import (ROOT, OutputPathError, RecordedRun, building_aside, check_output_file,
+                               check_output_folder, files_to_replace, replace_files, write_atomically)
 
 
 @pytest.mark.parametrize("path, reason", [
@@ -84,3 +84,70 @@ def test_building_aside_replaces_the_folder_whole_or_not_at_all(tmp_path):
         (staging / "new.html").write_text("new")
     assert sorted(path.name for path in target.iterdir()) == ["new.html"], "the old folder's files were kept"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["book"], "a staging folder was left behind"
+
+
+def _folder_with(tmp_path, name: str, files: dict):
+    folder = tmp_path / name
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return folder
+
+
+def _contents(folder) -> dict:
+    return {path.relative_to(folder).as_posix(): path.read_text() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_replace_files_swaps_exactly_the_listed_files_and_keeps_the_others(tmp_path):
+    target = _folder_with(tmp_path, "figures", {"a.png": "old", "models/m.npz": "old", "beyond/z.png": "other"})
+    built = _folder_with(tmp_path, "built", {"b.png": "new", "models/n.npz": "new"})
+    replace_files(built, target, ["a.png", "models/m.npz"])
+    assert _contents(target) == {"b.png": "new", "models/n.npz": "new", "beyond/z.png": "other"}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["built", "figures"], "nothing left beside"
+
+
+def test_replace_files_moves_everything_back_when_a_move_fails_midway(tmp_path, monkeypatch):
+    before = {"a.png": "old", "models": "a file where the new run puts a folder", "keep.txt": "mine"}
+    target = _folder_with(tmp_path, "figures", before)
+    built = _folder_with(tmp_path, "built", {"a.png": "new", "models/n.npz": "new", "z.png": "new"})
+    replace, calls = os.replace, []
+
+    def failing_replace(source, destination):
+        calls.append(source)
+        if len(calls) == 4:  # after both old files went out and one new file came in
+            raise OSError("disk full")
+        replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        replace_files(built, target, ["a.png", "models"])
+    monkeypatch.undo()
+    assert _contents(target) == before, "a failed replacement must leave the old files exactly as they were"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["built", "figures"], "nothing left beside"
+
+
+@pytest.mark.parametrize("files, in_the_way", [
+    (["models/m.npz"], "models"), (["results.json"], "results.json")])
+def test_files_to_replace_refuses_what_no_run_recorded_unless_forced(tmp_path, files, in_the_way):
+    target = _folder_with(tmp_path, "out", {"models": "a file", "results.json": "notes", "other.txt": "mine"})
+    with pytest.raises(OutputPathError, match=f"--out .*holds {in_the_way} where this run writes.*--force"):
+        files_to_replace(target, files, None, "reproduce")
+    assert files_to_replace(target, files, None, "reproduce", force=True) == [in_the_way]
+
+
+def test_files_to_replace_replaces_a_rerun_whole_and_a_different_run_only_with_force(tmp_path):
+    target = _folder_with(tmp_path, "out", {"old.png": "old", "results.json": "{}"})
+    earlier = RecordedRun("reproduce --quick", ("old.png", "results.json"))
+    assert files_to_replace(target, ["results.json", "new.png"], earlier, "reproduce --quick") == \
+        ["old.png", "results.json"], "a rerun replaces every file of the earlier run, also those it does not rewrite"
+    with pytest.raises(OutputPathError, match=r"holds an earlier, different run \(reproduce --quick\).*--force"):
+        files_to_replace(target, ["results.json"], earlier, "reproduce --only 1x1")
+    assert files_to_replace(target, ["results.json"], earlier, "reproduce --only 1x1", force=True) == \
+        ["old.png", "results.json"]
+
+
+@pytest.mark.parametrize("command, files", [
+    ("reproduce", ["../outside.png"]), ("reproduce", ["/etc/passwd"]), ("reproduce", "results.json"),
+    (None, ["results.json"]), ("reproduce", [""]), ("reproduce", [3])])
+def test_a_record_that_names_files_outside_its_folder_is_no_record(command, files):
+    assert RecordedRun.checked(command, files) is None

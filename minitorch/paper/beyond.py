@@ -23,7 +23,6 @@ side by side in separate processes without changing a number.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
+from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import as_built, build_model
-from minitorch.paper.reproduce import ARCHITECTURES, TRAINING_DTYPE, run_in_processes, staged_folder, train_one
+from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_before_files, recorded_run,
+                                       run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad
@@ -43,6 +44,8 @@ from minitorch.tensor import Tensor, as_tensor, no_grad
 ZOO_LR, ZOO_MAX_STEPS = 1e-3, 5_000  # the paper's 1x1 learning rate; a budget every variant can use
 LAW_LENGTHS = (8, 16, 32, 64)
 LAW_MAX_STEPS = 20_000
+FILES = ("log_t_law.png", "price_of_a_sink.png", "results.json", "results.md", "seeds_4x4.png", "zoo_maps.png",
+         "zoo_mass.png")  # what a run writes into its folder
 
 
 @dataclass(frozen=True)
@@ -196,18 +199,20 @@ def train_seed_of_4x4(seed: int, quick: bool, speed_up=as_built) -> dict:
 
 
 def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: int = 1, log=print,
-               speed_up=as_built) -> dict:
+               force: bool = False, speed_up=as_built) -> dict:
     """Run the four experiments; write figures, results.md and results.json into `out`.
 
-    `speed_up` goes to every model's training, as in `reproduce.reproduce`.
-
-    As `reproduce.reproduce` does, the run is built in ``<out>.partial/`` and moved into
-    `out` only when it completes: an interrupted run leaves the previous results as they were.
+    As `reproduce.reproduce` does, `out` is checked before any work, the run is built beside it and moved
+    in only when it completes (an interrupted run leaves the previous results as they were), and an
+    earlier run of another command line in `out` is replaced, whole, only with `force`. `speed_up` goes
+    to every model's training, as in `reproduce.reproduce`.
     """
-    out, jobs = Path(out), checks.integer("run_beyond", "jobs", jobs)
+    out, jobs = check_output_folder(out), checks.integer("run_beyond", "jobs", jobs)
+    command = "reproduce --beyond" + (" --quick" if budget.quick else "")
+    replacing = files_to_replace(out, FILES, recorded_run(out, legacy=_recorded_before_files), command, force)
     try:
-        with staged_folder(out) as staging:
-            results, written = _run_beyond_into(staging, budget, jobs, speed_up)
+        with building_aside(out, replacing) as staging:
+            results, written = _run_beyond_into(staging, budget, jobs, command, speed_up)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
         raise
@@ -216,7 +221,15 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
     return results
 
 
-def _run_beyond_into(out: Path, budget: Budget, jobs: int, speed_up) -> tuple[dict, int]:
+def _recorded_before_files(document: dict) -> RecordedRun | None:
+    """The run a results.json written before runs recorded their files describes: one of this command's (it
+    holds the zoo), or of the paper's models (`reproduce.recorded_before_files`)."""
+    if "zoo" not in document:
+        return recorded_before_files(document)
+    return RecordedRun("reproduce --beyond" + (" --quick" if document.get("quick") else ""), FILES)
+
+
+def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str, speed_up) -> tuple[dict, int]:
     """`run_beyond`'s work, written into `out`: (results, number of figures)."""
     started = time.perf_counter()
     tasks = ([(train_seed_of_4x4, (seed, budget.quick, speed_up)) for seed in budget.seeds_4x4]  # longest first
@@ -224,14 +237,14 @@ def _run_beyond_into(out: Path, budget: Budget, jobs: int, speed_up) -> tuple[di
              + [(train_zoo_normaliser, (name, seed, budget.zoo_max_steps, speed_up)) for name in zoo_normalisers()
                 for seed in budget.zoo_seeds])
     outputs = run_in_processes([function for function, _ in tasks], [arguments for _, arguments in tasks], jobs)
-    results = dict(quick=budget.quick, seeds_4x4=[], law=[], zoo=[])
+    results = dict(command=command, quick=budget.quick, seeds_4x4=[], law=[], zoo=[])
     experiment = {train_seed_of_4x4: "seeds_4x4", train_at_length: "law", train_zoo_normaliser: "zoo"}
     for (function, _), output in zip(tasks, outputs):
         results[experiment[function]].append(output)
     results["wall_time_seconds"] = time.perf_counter() - started
     written = write_beyond_figures(results, out)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
     (out / "results.md").write_text(beyond_markdown(results))
+    write_record(out, results, indent=1)
     return results, len(written)
 
 

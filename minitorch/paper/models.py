@@ -17,20 +17,30 @@ returns, for each layer, the attention weights as an array (B, H, L, L).
 from __future__ import annotations
 
 import inspect
+import io
 import json
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from minitorch import checks, ops
+from minitorch.outputs import write_atomically
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
 
 INIT_STD = 0.02
+MAX_WEIGHTS = 100_000_000  # 0.8 GB in float64; the paper's largest model has 16,384 (4 layers x 4 heads, width 16)
+
+
+def check_size(owner: str, width: int, heads: int, layers: int) -> None:
+    """Refuse, before allocating, a model too large to hold: each layer has 4 H n^2 weights (W_Q, W_K, W_V, W_O)."""
+    weights = 4 * heads * width**2 * layers
+    if weights > MAX_WEIGHTS:
+        raise ValueError(f"{owner}: width {width}, {heads} head(s) and {layers} layer(s) make {weights:,} weights "
+                         f"({weights * 8 / 2**30:,.1f} GiB in float64); this NumPy engine builds models of up to "
+                         f"{MAX_WEIGHTS:,} (the paper's largest has 16,384)")
 
 
 class AttentionLayer(Module):
@@ -48,6 +58,7 @@ class AttentionLayer(Module):
         options = normaliser_options(normaliser)  # an unknown name fails now, not at the first forward pass
         width = checks.integer("AttentionLayer", "width", width)
         heads = checks.integer("AttentionLayer", "heads", heads)
+        check_size("AttentionLayer", width, heads, 1)
         self.width, self.heads, self.normaliser = width, heads, normaliser
         linear = dict(bias=False, init_std=INIT_STD, rng=rng, dtype=dtype)
         self.W_Q = Linear(width, heads * width, **linear)
@@ -106,6 +117,7 @@ class AttentionModel(Module):
         owner = type(self).__name__
         width, heads = checks.integer(owner, "width", width), checks.integer(owner, "heads", heads)
         layers, seed = checks.integer(owner, "layers", layers), checks.integer(owner, "seed", seed, minimum=0)
+        check_size(owner, width, heads, layers)
         if not isinstance(normaliser, str):
             raise TypeError(f"{owner}: normaliser must be a name such as 'softmax', got {normaliser!r}")
         rng = np.random.default_rng(seed)
@@ -116,9 +128,9 @@ class AttentionModel(Module):
     def forward(self, x, return_attention: bool = False):
         """x: (B, L, n) -> prediction (B, L, n) [, list of per-layer weights (B, H, L, L)]."""
         x = as_tensor(x, like=self.layers[0].W_Q.weight)
-        if x.ndim != 3 or x.shape[-1] != self.config["width"]:
-            raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}), "
-                             f"got {x.shape}")
+        if x.ndim != 3 or x.shape[-1] != self.config["width"] or x.shape[1] == 0:
+            raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}) with "
+                             f"L >= 1 (a sequence holds at least its BOS token), got {x.shape}")
         attention = []
         for layer in self.layers:
             update, weights = layer(x)
@@ -169,16 +181,18 @@ def save_model(model: AttentionModel, path) -> None:
     Atomic: the file is written beside `path` under a temporary name, then
     moved over it, so a failed save never leaves a half-written model behind.
     """
+    if not isinstance(model, AttentionModel):
+        raise TypeError(f"save_model: expected a model (build_model, load_model), got {type(model).__name__}")
     path = Path(path)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"save_model: the folder {path.parent} does not exist; create it first "
+                                f"(Path({str(path.parent)!r}).mkdir(parents=True))")
+    if path.is_dir():
+        raise IsADirectoryError(f"save_model: {path} is a folder; name the file, e.g. {path / 'model.npz'}")
     config = json.dumps(model.config, default=_plain_number)  # NumPy integers in a config are plain numbers
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:  # a file handle: np.savez would append ".npz" to a bare path
-            np.savez(file, __config__=np.array(config), **model.state_dict())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    archive = io.BytesIO()
+    np.savez(archive, __config__=np.array(config), **model.state_dict())
+    write_atomically(path, archive.getvalue())
 
 
 def _plain_number(value):
@@ -203,12 +217,12 @@ def load_model(path) -> AttentionModel:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")
 
     try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise not_a_model("it holds a single NumPy array, not an .npz archive of weights and a config")
-        with archive:
+        with open(path, "rb") as file:  # closed here even when NumPy fails midway (a truncated archive)
+            archive = np.load(file, allow_pickle=False)
+            if not isinstance(archive, np.lib.npyio.NpzFile):
+                raise not_a_model("it holds a single NumPy array, not an .npz archive of weights and a config")
             if "__config__" not in archive.files:
-                raise not_a_model(f"an .npz archive without a model config; it holds {sorted(archive.files)}")
+                raise not_a_model(f"an .npz archive without a model config; it holds {sorted(archive.files)[:5]}")
             config_text = str(archive["__config__"])
             state = {name: archive[name] for name in archive.files if name != "__config__"}
     except (ModelFileError, FileNotFoundError, IsADirectoryError):
@@ -216,7 +230,9 @@ def load_model(path) -> AttentionModel:
     except (EOFError, zipfile.BadZipFile, KeyError, OSError) as error:  # (never suggest allow_pickle: unsafe)
         raise not_a_model("the file is empty" if path.stat().st_size == 0 else
                           f"a truncated or damaged archive ({type(error).__name__}: {error})") from None
-    except ValueError:
+    except ValueError as error:
+        if str(error).startswith("Object arrays"):  # NumPy will not unpickle them (that could run code)
+            raise not_a_model("it stores Python objects, not arrays of numbers") from None
         raise not_a_model("neither an .npz archive nor a .npy array") from None
     try:
         config = json.loads(config_text)

@@ -14,21 +14,22 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
   ``models/<name>_history.json`` (the training history).
 
 Only the full run at the book's seed writes to ``figures/`` by default; any other
-run goes to ``runs/<name>/`` (`default_out`). A run is built in ``<out>.partial/``
-and its files are moved into `out` only when it completes (`staged_folder`), so an
-interrupted or failed run leaves the previous results as they were.
+run goes to ``runs/<name>/`` (`default_out`). The output folder is checked before
+any work (`minitorch.outputs`). A run is built beside it and its files moved in
+only when it completes, so an interrupted or failed run leaves the previous results
+as they were. results.json records the run's command line and files (`run_files`):
+the next run into the folder replaces all of them, never a part (a run of another
+command line only with ``--force``), and leaves every other file of the folder alone
+(``figures/beyond/``, say).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
 import platform
-import shutil
 import signal
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks
+from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace, write_atomically
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import AttentionModel, as_built, build_model, save_model
@@ -134,6 +136,7 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     process gets one BLAS thread (the matrices are small; more threads would
     fight over the cores).
     """
+    jobs = min(jobs, len(functions))  # --jobs 1000 starts no more processes than there are runs
     if jobs <= 1:
         return [function(*args) for function, args in zip(functions, arguments)]
     previous = {name: os.environ.get(name) for name in THREAD_VARIABLES}
@@ -173,66 +176,84 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 0) -> Path:
-    """Where a run writes unless told: the book's ``figures/`` only for the full run at seed 0.
-
-    A quick run goes to ``runs/quick``; a partial run or another seed to
-    ``runs/<name>``, e.g. ``runs/seed1_only-1x1``.
-    """
-    if quick:
-        return Path("runs/quick")
+    """Where a run writes unless told: the book's ``figures/`` only for the full run at seed 0, else a folder
+    of its own named after what differs, e.g. ``runs/quick``, ``runs/seed1_only-1x1``, ``runs/quick_only-1x1``
+    (so that two kinds of run never share a default folder)."""
     partial = bool(only) and set(only) != set(ARCHITECTURES)
-    if not partial and seed == 0:
-        return Path("figures")
-    parts = ([f"seed{seed}"] if seed else []) + (["only-" + "-".join(only)] if partial else [])
-    return Path("runs") / "_".join(parts)
+    parts = ["quick"] * quick + [f"seed{seed}"] * bool(seed) + (["only-" + "-".join(only)] if partial else [])
+    return Path("runs", "_".join(parts)) if parts else Path("figures")
 
 
-@contextlib.contextmanager
-def staged_folder(out: Path):
-    """Yield a fresh folder ``<out>.partial`` to write a run into; when the block completes, move
-    its files into `out` (replacing files of the same name) and remove it. If the block fails or is
-    interrupted, the partial folder is deleted and `out` is left exactly as it was."""
-    out = Path(out)
-    staging = out.resolve().with_name(out.resolve().name + ".partial")  # resolved: out may be "."
-    shutil.rmtree(staging, ignore_errors=True)  # left by a run that was killed outright
-    staging.mkdir(parents=True)
+def run_command(quick: bool, only: list[str], seed: int) -> str:
+    """The command line that names a run, e.g. ``reproduce --quick --only 1x1``: runs with the same one write
+    the same files, so one may replace the other's without --force."""
+    partial = set(only) != set(ARCHITECTURES)
+    return " ".join(["reproduce"] + ["--quick"] * quick + (["--only", ",".join(only)] if partial else [])
+                    + (["--seed", str(seed)] if seed else []))
+
+
+def run_files(only: list[str]) -> list[str]:
+    """The files a run of the architectures `only` writes, relative to its folder (see the module docstring)."""
+    keys = [f"{normaliser}_{name}" for name in only for normaliser in PAPER_NORMALISERS]
+    files = ["results.json", "results.md", "error_vs_bos_mass.png"]
+    files += [f"models/{key}{ending}" for key in keys for ending in (".npz", "_history.json")]
+    files += [f"heads_{key}.png" for key in keys if not key.endswith("1x1")]
+    if "1x1" in only:
+        files += ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif"]
+    return sorted(files)
+
+
+def recorded_run(out: Path, legacy=None) -> RecordedRun | None:
+    """The run recorded by ``out/results.json``: its command line and files; None if there is no such file or
+    it records no run (it is then a file in the way, like any other). A results.json written before runs
+    recorded their files is read by `legacy` (default: `recorded_before_files`)."""
     try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    in_main_thread = threading.current_thread() is threading.main_thread()  # only it may set signal handlers
-    previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
-    try:  # a few milliseconds that Ctrl-C must not cut in half: the run is complete
-        for path in sorted(staging.rglob("*")):
-            if path.is_file():
-                target = out / path.relative_to(staging)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(path, target)
-        shutil.rmtree(staging)
-    finally:
-        if in_main_thread:
-            signal.signal(signal.SIGINT, previous_handler)
+        document = json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, a folder, or not JSON
+        return None
+    if not isinstance(document, dict):
+        return None
+    if "command" in document or "files" in document:
+        return RecordedRun.checked(document.get("command"), document.get("files"))
+    return (legacy or recorded_before_files)(document)
+
+
+def recorded_before_files(document: dict) -> RecordedRun | None:
+    """The run a results.json of the paper's models describes, written before runs recorded their files (such
+    as the book's own figures/results.json): its files are those its models' run writes."""
+    models, seed = document.get("models"), document.get("seed", 0)
+    keys = {f"{normaliser}_{name}": name for name in ARCHITECTURES for normaliser in PAPER_NORMALISERS}
+    if not isinstance(models, dict) or not models or not set(models) <= set(keys) or not isinstance(seed, int):
+        return None
+    only = [name for name in ARCHITECTURES if name in {keys[key] for key in models}]
+    return RecordedRun(run_command(bool(document.get("quick")), only, seed), tuple(run_files(only)))
 
 
 def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,
-              progress: bool = True, jobs: int = 1, log=print, speed_up=as_built) -> dict:
+              progress: bool = True, jobs: int = 1, log=print, force: bool = False, speed_up=as_built) -> dict:
     """Train the selected models, write figures and results into `out`; return the results.
 
     `only` (default: every architecture) names the architectures, e.g. ``["1x1"]``.
     `out` defaults to `default_out`: ``figures/`` only for the full run at seed 0.
     `jobs` > 1 trains that many models at once, in separate processes.
+    `force`: replace an earlier run of another command line in `out` (``--force``); without it, such a
+    folder is refused before any work (`minitorch.outputs.files_to_replace`).
     `speed_up` goes to `train_one` (``python -m minitorch reproduce`` passes `minitorch.fast.speed_up`).
     """
     only = list(ARCHITECTURES) if only is None else list(only)
     unknown = [name for name in only if name not in ARCHITECTURES]
     if unknown or not only or len(set(only)) != len(only):
         raise ValueError(f"reproduce: only must list distinct architectures from {list(ARCHITECTURES)}, got {only}")
+    only = [name for name in ARCHITECTURES if name in only]  # one order: --only 2x2,1x1 is --only 1x1,2x2
     seed, jobs = checks.integer("reproduce", "seed", seed, minimum=0), checks.integer("reproduce", "jobs", jobs)
-    out = default_out(quick, only, seed) if out is None else Path(out)
-    log(f"writing to {out}/ when the run completes (until then, into {out.name}.partial/)")
+    out = check_output_folder(default_out(quick, only, seed) if out is None else out)
+    command = run_command(quick, only, seed)
+    earlier = recorded_run(out)
+    replacing = files_to_replace(out, run_files(only), earlier, command, force)
+    log(f"writing to {out}/ when the run completes"
+        + (f", replacing the {len(earlier.files)} files of the earlier run ({earlier.command})" if earlier else ""))
     try:
-        with staged_folder(out) as staging:
+        with building_aside(out, replacing) as staging:
             results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log, speed_up)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
@@ -263,10 +284,17 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
             f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
             f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
     written = write_figures(runs, out, speed_up)
-    results = _results_document(runs, quick, seed, time.perf_counter() - started)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    results = _results_document(runs, quick, only, seed, time.perf_counter() - started)
     (out / "results.md").write_text(results_markdown(results))
+    write_record(out, results)
     return results, len(written)
+
+
+def write_record(out: Path, results: dict, indent: int = 2) -> None:
+    """Write ``results.json`` last, listing every file of the run (itself included) under "files"."""
+    written = [path.relative_to(out).as_posix() for path in out.rglob("*") if not path.is_dir()]
+    results["files"] = sorted(set(written) | {"results.json"})
+    write_atomically(out / "results.json", json.dumps(results, indent=indent))
 
 
 def write_figures(runs: dict, out: Path, speed_up=as_built) -> list[Path]:
@@ -296,7 +324,7 @@ def write_figures(runs: dict, out: Path, speed_up=as_built) -> list[Path]:
     return written
 
 
-def _results_document(runs: dict, quick: bool, seed: int, total_time: float) -> dict:
+def _results_document(runs: dict, quick: bool, only: list[str], seed: int, total_time: float) -> dict:
     models = {}
     for key, run in runs.items():
         result: TrainingResult = run["result"]
@@ -305,8 +333,9 @@ def _results_document(runs: dict, quick: bool, seed: int, total_time: float) -> 
             final_batch_max_error=result.final_max_error, wall_time_seconds=round(result.wall_time, 2),
             worst_case=run["worst_case"], **run["evaluation"],
         )
-    return dict(quick=quick, seed=seed, total_wall_time_seconds=round(total_time, 1),
-                numpy=np.__version__, python=platform.python_version(), models=models)
+    return dict(command=run_command(quick, only, seed), quick=quick, seed=seed,
+                total_wall_time_seconds=round(total_time, 1), numpy=np.__version__,
+                python=platform.python_version(), models=models)
 
 
 def results_markdown(results: dict) -> str:

@@ -39,6 +39,9 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
         raise ValueError(f"make_inputs: need length >= 3 and width >= 4, got length={length}, width={width}")
     if not isinstance(batch, (int, np.integer)) or batch < 1:
         raise ValueError(f"make_inputs: batch must be a positive integer, got {batch!r}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"make_inputs: rng must be a NumPy Generator, e.g. np.random.default_rng(0), "
+                        f"got {type(rng).__name__}")
     if trigger is None:
         triggers = rng.integers(2, length, size=batch)  # (B,)
     else:

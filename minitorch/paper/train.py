@@ -100,6 +100,8 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     runs), False for silence. `length` is the task's sequence length L (a
     model works at any L; chapter 10 trains at L = 8 ... 64).
     """
+    if not isinstance(model, AttentionModel):
+        raise TypeError(f"train: model must be an attention model (build_model(...)), got {type(model).__name__}")
     lr = checks.positive_number("train", "lr", lr)
     stop_error = checks.positive_number("train", "stop_error", stop_error)
     max_steps = checks.integer("train", "max_steps", max_steps)

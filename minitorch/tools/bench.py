@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from minitorch.checks import number_argument
+from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
@@ -307,31 +309,36 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitorch.tools.bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=40, help="steps per timed block (default 40)")
-    parser.add_argument("--blocks", type=int, default=5, help="timed blocks; the fastest counts (default 5)")
-    parser.add_argument("--rounds", type=int, default=3,
+    count = dict(integer=True, minimum=1)
+    parser.add_argument("--steps", type=number_argument("--steps", **count), default=40,
+                        help="steps per timed block (default 40)")
+    parser.add_argument("--blocks", type=number_argument("--blocks", **count), default=5,
+                        help="timed blocks; the fastest counts (default 5)")
+    parser.add_argument("--rounds", type=number_argument("--rounds", **count), default=3,
                         help="times each measurement is repeated, interleaved with the others; the best counts (default 3)")
-    parser.add_argument("--threads", type=int, default=1, help="BLAS/PyTorch threads per process (default 1, "
-                                                              "as each reproduce worker runs)")
+    parser.add_argument("--threads", type=number_argument("--threads", **count), default=1,
+                        help="BLAS/PyTorch threads per process (default 1, as each reproduce worker runs)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--relu", action="store_true", help="also time the ReLU-attention models")
     parser.add_argument("--reproduce", action="store_true", help="also time `python -m minitorch reproduce`")
-    parser.add_argument("--jobs", type=int, default=2, help="--jobs for the timed reproduce (default 2)")
+    parser.add_argument("--jobs", type=number_argument("--jobs", **count), default=2,
+                        help="--jobs for the timed reproduce (default 2)")
     parser.add_argument("--json", default=None, help="also write the measurements to this file")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # one measurement, in a fresh process started by `measure`
         print(json.dumps(_measure_here(*json.loads(args.child))))
         return 0
-    for name in ("steps", "blocks", "rounds", "threads", "jobs"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    try:  # before minutes of measuring
+        json_path = None if args.json is None else check_output_file(args.json, "--json")
+    except OutputPathError as error:
+        parser.error(str(error))
     normalisers = ("softmax", "relu") if args.relu else ("softmax",)
     results = dict(steps=run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds))
     if args.reproduce:
         results["reproduce"] = time_reproduce(args.jobs)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    if json_path:
+        write_atomically(json_path, json.dumps(results, indent=2) + "\n")
     return 0
 
 

@@ -56,5 +56,7 @@ def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path):
     for name in ("zoo_mass.png", "zoo_maps.png", "log_t_law.png", "seeds_4x4.png", "price_of_a_sink.png",
                  "results.md", "results.json"):
         assert (tmp_path / name).stat().st_size > 0, f"run_beyond did not write {name}"
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(beyond.FILES) == results["files"], \
+        "beyond.FILES must name exactly what a run writes, and results.json record them"
     assert len(results["zoo"]) == len(beyond.zoo_normalisers()), "one zoo run per normaliser and seed"
     assert json.loads((tmp_path / "results.json").read_text())["law"][0]["length"] == 8

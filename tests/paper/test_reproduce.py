@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from minitorch.paper.models import load_model
-from minitorch.paper.reproduce import ARCHITECTURES, PAPER_NORMALISERS as NORMALISERS, reproduce, results_markdown
+from minitorch.paper.reproduce import (ARCHITECTURES, PAPER_NORMALISERS as NORMALISERS, recorded_run, reproduce,
+                                       results_markdown, run_files)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 
@@ -28,6 +29,10 @@ def test_quick_run_writes_every_figure_and_table(quick_run):
     expected += [f"heads_{n}_{a}.png" for n in NORMALISERS for a in ARCHITECTURES if a != "1x1"]
     missing = [name for name in expected if not (out / name).is_file() or (out / name).stat().st_size == 0]
     assert not missing, f"reproduce --quick did not write {missing}"
+    written = sorted(path.relative_to(out).as_posix() for path in out.rglob("*") if path.is_file())
+    assert written == run_files(list(ARCHITECTURES)), "run_files must name exactly what a run writes"
+    assert recorded_run(out).files == tuple(written) and recorded_run(out).command == "reproduce --quick", \
+        "results.json must record the run's command line and every file it wrote"
 
 
 @pytest.mark.slow

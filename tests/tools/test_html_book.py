@@ -1,36 +1,44 @@
-"""The executed HTML book: pages for every chapter, with outputs, working links and no errors.
+"""The executed HTML book: every output on its page, typeset math offline, the same layout on every page,
+and an output folder that is checked first and replaced whole.
 
-The slow tests build the real chapters once per session in quick mode (MINITORCH_QUICK=1);
-the fast ones build synthetic two-cell notebooks.
+The slow tests build the real chapters once per module in quick mode (MINITORCH_QUICK=1); the fast ones
+build synthetic notebooks of a cell or two.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
 
-from minitorch.tools.html_book import ROOT, BookError, build_book, find_chapters, navigation
+from minitorch.tools.book.build import MARKER, ROOT, build_book
+from minitorch.tools.book.chapters import BookError, find_chapters
+from minitorch.tools.book.pages import QUICK_BANNER, link_chapters, sidebar
 
 nbformat = pytest.importorskip("nbformat")
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+OBJECT_REPR = re.compile(r"&lt;[\w.]+ object(?: at 0x[0-9a-f]+)?&gt;|&lt;Figure size [^&]*&gt;|&lt;matplotlib\.")
+OUTPUT_IMAGE = re.compile(r'<div class="jp-RenderedImage jp-OutputArea-output[^"]*">\s*<img ')
 
 
-def _notebook(path: Path, title: str, code: str) -> Path:
+def _notebook(path: Path, title: str, *code: str) -> Path:
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_markdown_cell(f"# {title}\n\nSome $x^2$ math."),
-                      nbformat.v4.new_code_cell(code)]
+    notebook.cells = [nbformat.v4.new_markdown_cell(f"# {title}\n\nSome $x^2$ math.\n\n## A section\n\nText."),
+                      *[nbformat.v4.new_code_cell(source) for source in code]]
     nbformat.write(notebook, path)
     return path
 
 
 def _local_links(page: str) -> list[str]:
-    links = re.findall(r'(?:href|src)="([^"#]+)', page)
+    links = re.findall(r'(?:href|src)="([^"#?]+)', page)
     return [unquote(link) for link in links
             if not link.startswith(("http://", "https://", "data:", "//", "mailto:", "javascript:"))]
 
@@ -46,8 +54,35 @@ def _check_pages(out: Path, names: list[str]) -> None:
             assert (out / link).exists(), f"{page_path.name} links to {link}, which is not in the book folder"
 
 
+def _figures_drawn(notebook_path: Path) -> int:
+    """How many figures the code cells draw, at least: each plt.show() and each display(Image(...)) in the
+    source shows one (a function that shows, called twice, shows two: the count is a lower bound)."""
+    notebook = nbformat.read(notebook_path, as_version=4)
+    return sum(cell.source.count("plt.show()") + cell.source.count("display(Image(")
+               for cell in notebook.cells if cell.cell_type == "code")
+
+
+def _book(*arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitorch", "book", *arguments], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
 def _quiet(line: str) -> None:
     pass
+
+
+# --- fast: pieces of a page ---------------------------------------------------------------------
+
+def test_chapter_references_in_the_prose_link_to_their_pages_but_not_inside_code_or_links():
+    pages = {"04": "04_task.html", "07": "07_sink.html", "08": "08_relu.html"}
+    page = link_chapters('<p>As chapter 04 showed; Chapters 07 and 08 train; <code>chapter 04</code>, '
+                         '<a href="x.html">chapter 07</a>, chapter 99.</p>', pages)
+    assert 'chapter <a class="book-xref" href="04_task.html">04</a> showed' in page, page
+    assert '<a class="book-xref" href="07_sink.html">07</a> and <a class="book-xref" href="08_relu.html">08</a>' \
+        in page, "each number of 'Chapters 07 and 08' should link to its chapter"
+    assert "<code>chapter 04</code>" in page, "a reference inside code must stay as it is"
+    assert '<a href="x.html">chapter 07</a>' in page, "a reference that is already a link must not be linked again"
+    assert "chapter 99" in page and "99.html" not in page, "a chapter that is not in the book is not linked"
 
 
 # --- fast: a synthetic book ---------------------------------------------------------------------
@@ -56,22 +91,22 @@ def _quiet(line: str) -> None:
 def tiny_book(tmp_path):
     chapters = tmp_path / "chapters"
     chapters.mkdir()
-    _notebook(chapters / "01_first.ipynb", "One", "print('hello from one')")
-    _notebook(chapters / "02_second.ipynb", "Two", "print('hello from two')")
+    _notebook(chapters / "01_first.ipynb", "Chapter 01 — One", "print('hello from one')")
+    _notebook(chapters / "02_second.ipynb", "Chapter 02 — Two", "print('hello from two')")
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "dot.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     notebook = nbformat.read(chapters / "01_first.ipynb", as_version=4)
-    notebook.cells[0].source += "\n\n![a figure, with Theorem 1's region](../figures/dot.png)"
+    notebook.cells[0].source += "\n\n![a figure](../figures/dot.png) See chapter 02."
     nbformat.write(notebook, chapters / "01_first.ipynb")
     return chapters
 
 
-def test_navigation_links_previous_contents_next_and_the_notebook(tiny_book):
-    chapters = find_chapters(tiny_book)
-    first, second = navigation(chapters, 0), navigation(chapters, 1)
-    assert 'href="02_second.html"' in first and 'href="01_first.html"' not in first, first
-    assert 'href="01_first.html"' in second and 'href="index.html"' in second, second
-    assert 'href="notebooks/02_second.ipynb"' in second, "a page must link to its own notebook"
+def test_the_sidebar_lists_every_chapter_and_marks_the_current_one_with_its_sections(tiny_book):
+    first, second = find_chapters(tiny_book)
+    html = sidebar([first, second], {first.path.name, second.path.name}, second, [("A-section", "A section")])
+    assert 'href="01_first.html"' in html and 'href="02_second.html" aria-current="page"' in html, html
+    assert '<a href="#A-section">A section</a>' in html, "the current chapter lists its own sections"
+    assert html.count("book-current") == 1
 
 
 def test_only_with_an_unknown_chapter_names_the_valid_ones(tiny_book):
@@ -79,57 +114,143 @@ def test_only_with_an_unknown_chapter_names_the_valid_ones(tiny_book):
         find_chapters(tiny_book, ["07"])
 
 
-def test_tiny_book_has_pages_index_in_order_and_resolving_links(tiny_book, tmp_path):
+def test_tiny_book_has_every_part_of_a_page(tiny_book, tmp_path):
+    notebook = nbformat.read(tiny_book / "02_second.ipynb", as_version=4)
+    notebook.cells += [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()"),
+                       nbformat.v4.new_code_cell(
+                           "from IPython.display import Image, display\n"
+                           "gif = bytes.fromhex('474946383961010001000000002c00000000010001000002024401003b')\n"
+                           "display(Image(data=gif, format='gif'))")]
+    nbformat.write(notebook, tiny_book / "02_second.ipynb")
     out = tmp_path / "book"
-    failures = build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
-    assert failures == []
+    assert build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", jobs=2, report=_quiet) == []
     _check_pages(out, ["01_first.ipynb", "02_second.ipynb"])
-    index = (out / "index.html").read_text(encoding="utf-8")
-    assert index.index("01_first.html") < index.index("02_second.html"), "the index lists chapters out of order"
-    assert "hello from two" in (out / "02_second.html").read_text(encoding="utf-8")
     first = (out / "01_first.html").read_text(encoding="utf-8")
+    second = (out / "02_second.html").read_text(encoding="utf-8")
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "<title>Chapter 02 — Two · Attention sinks, from scratch</title>" in second, "the tab shows the title"
+    assert re.search(r'<h1 id="[^"]+">Chapter 02 — Two<a class="anchor-link"', second), "the title heads the page"
+    assert "hello from two" in second
+    assert len(OUTPUT_IMAGE.findall(second)) == 2, "the figure of plt.show() and the GIF must both be on the page"
+    assert "data:image/gif;base64," in second and not OBJECT_REPR.search(second), "the GIF must show, not its repr"
     assert "../figures/dot.png" not in first and "data:image/png;base64," in first, \
         "a figure that markdown links as ../figures/x.png must be embedded in the page"
-    assert not list(out.rglob("*.tmp")), "a temporary file was left behind"
+    assert 'See chapter <a class="book-xref" href="02_second.html">02</a>' in first
+    assert '<a class="book-next" rel="next" href="02_second.html">' in first
+    assert '<a class="book-prev" rel="prev" href="01_first.html">' in second
+    assert '<a class="book-download" href="notebooks/02_second.ipynb" download>' in second, \
+        "the notebook link must download the file (the download attribute), not open its JSON"
+    for page in (first, second, index):
+        assert "<style" not in page and '<link rel="stylesheet" href="_static/book.css">' in page, \
+            "pages share one stylesheet, _static/book.css, instead of inlining one each"
+        assert '<script src="_static/book.js"></script>' in page
+        assert not re.search(r'<(?:script|link)[^>]+(?:src|href)="(?:https?:)?//', page), \
+            "a page loads a script or a stylesheet from the web; the book must work offline"
+        assert QUICK_BANNER not in page, "a full build has no quick-build banner"
+    assert index.index("01_first.html") < index.index("02_second.html"), "the index lists chapters out of order"
+    assert (out / "_static" / "mathjax" / "MathJax.js").is_file(), "MathJax must be served from the book folder"
+    assert (out / "notebooks" / "02_second.ipynb").is_file() and (out / MARKER).is_file()
+    assert not [path for path in tmp_path.iterdir() if ".partial-" in path.name or ".old-" in path.name], \
+        "the folder the book was built in was left behind"
 
 
-def test_a_raising_cell_fails_the_build_naming_chapter_cell_and_error(tiny_book, tmp_path):
+def test_a_quick_build_says_so_on_every_page(tiny_book, tmp_path):
+    out = tmp_path / "book"
+    build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", quick=True, report=_quiet)
+    for page in ("index.html", "01_first.html", "02_second.html"):
+        assert QUICK_BANNER in (out / page).read_text(encoding="utf-8"), f"{page} does not say it is a quick build"
+
+
+def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path):
+    out = tmp_path / "book"
+    build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
+    earlier = (out / "01_first.html").read_text(encoding="utf-8")
     _notebook(tiny_book / "01_first.ipynb", "One", "raise ValueError('broken on purpose')")
     _notebook(tiny_book / "03_third.ipynb", "Three", "1 / 0")
-    out = tmp_path / "book"
-    run = subprocess.run([sys.executable, "-m", "minitorch", "book", "--chapters", str(tiny_book),
-                          "--out", str(out), "--jobs", "1"], capture_output=True, text=True, cwd=ROOT)
-    assert run.returncode != 0, "a raising cell must fail the build"
+    run = _book("--chapters", str(tiny_book), "--out", str(out), "--jobs", "1")
+    assert run.returncode == 1, "a raising cell must fail the build"
     assert "01_first.ipynb: cell 2 raised ValueError: broken on purpose" in run.stderr, run.stderr
     assert "03_third" not in run.stderr, "without --keep-going the build stops at the first failure"
+    assert "the book was not written" in run.stderr, run.stderr
     assert "WARNING" not in run.stderr and "Traceback" not in run.stderr, (
         f"the build's errors should be its own lines, not the kernels' logs or a traceback:\n{run.stderr}")
-    assert (out / "01_first.html").is_file() and (out / "index.html").is_file()
+    assert (out / "01_first.html").read_text(encoding="utf-8") == earlier, "a failed build replaced the book"
 
     _notebook(tiny_book / "04_fourth.ipynb", "Four", "import os\nos._exit(3)")
-
-    run = subprocess.run([sys.executable, "-m", "minitorch", "book", "--chapters", str(tiny_book),
-                          "--out", str(out), "--jobs", "2", "--keep-going"], capture_output=True, text=True,
-                         cwd=ROOT)
-    assert run.returncode != 0
-    assert "3 chapter(s) failed" in run.stderr, run.stderr
-    assert "01_first.ipynb: cell 2 raised ValueError" in run.stderr
+    run = _book("--chapters", str(tiny_book), "--out", str(out), "--jobs", "2", "--keep-going")
+    assert run.returncode == 1
+    assert "3 chapter(s) failed:" in run.stderr, run.stderr
     assert "03_third.ipynb: cell 2 raised ZeroDivisionError" in run.stderr
     assert "04_fourth.ipynb: cell 2 raised DeadKernelError: the kernel died" in run.stderr, run.stderr
     _check_pages(out, ["02_second.ipynb"])  # the good chapter still built, between the failures
+    assert "This chapter did not build: 01_first.ipynb: cell 2 raised ValueError" in \
+        (out / "01_first.html").read_text(encoding="utf-8"), "--keep-going marks a failed chapter's page"
 
 
-def test_jobs_must_be_positive():
-    run = subprocess.run([sys.executable, "-m", "minitorch", "book", "--jobs", "0"], capture_output=True,
-                         text=True, cwd=ROOT)
-    assert run.returncode == 2 and "--jobs must be >= 1" in run.stderr, run.stderr
+def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path):
+    out = tmp_path / "book"
+    build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
+    earlier = sorted(path.relative_to(out) for path in out.rglob("*"))
+    _notebook(tiny_book / "02_second.ipynb", "Two", "import time\ntime.sleep(120)")
+    build = subprocess.Popen([sys.executable, "-m", "minitorch", "book", "--chapters", str(tiny_book), "--out",
+                              str(out), "--jobs", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    assert "01_first" in build.stdout.readline() + build.stdout.readline(), "the build did not start"
+    time.sleep(2)  # inside chapter 02's sleeping cell
+    build.send_signal(signal.SIGINT)
+    _, stderr = build.communicate(timeout=60)
+    assert build.returncode == 130, stderr
+    assert "is as it was" in stderr and "Traceback" not in stderr, stderr
+    assert sorted(path.relative_to(out) for path in out.rglob("*")) == earlier, "Ctrl-C changed the earlier book"
+    assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".book")] == [], \
+        "Ctrl-C left the half-built book behind"
+
+
+@pytest.mark.parametrize("case", ["a file", "the filesystem root", "empty", "the chapters' parent",
+                                  "inside the chapters", "the project's chapters", "a folder of other files",
+                                  "read-only"])
+def test_an_output_folder_that_cannot_be_the_book_is_refused_before_any_work(tiny_book, tmp_path, case):
+    if case == "read-only" and os.geteuid() == 0:
+        pytest.skip("root may write in a read-only folder, so the case cannot arise")
+    others = tmp_path / "others"
+    others.mkdir()
+    (others / "thesis.tex").write_text("mine")
+    out = {"a file": str(others / "thesis.tex"), "the filesystem root": "/", "empty": "",
+           "the chapters' parent": str(tiny_book.parent), "inside the chapters": str(tiny_book / "book"),
+           "the project's chapters": str(ROOT / "chapters"), "a folder of other files": str(others),
+           "read-only": str(others / "book")}[case]
+    if case == "read-only":
+        others.chmod(0o555)
+    try:
+        run = _book("--chapters", str(tiny_book), "--out", out, timeout=60)
+    finally:
+        others.chmod(0o755)
+    assert run.returncode == 2, f"--out {out!r} ({case}) was not refused:\n{run.stdout}{run.stderr}"
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--out" in lines[0], f"expected one line naming --out, got:\n{run.stderr}"
+    assert "Building" not in run.stdout, "the output folder must be checked before any chapter runs"
+    assert (others / "thesis.tex").read_text() == "mine" and (tiny_book / "01_first.ipynb").is_file()
+
+
+def test_force_replaces_a_folder_of_other_files(tiny_book, tmp_path):
+    others = tmp_path / "others"
+    others.mkdir()
+    (others / "old.txt").write_text("old")
+    build_book(others, chapters_dir=tiny_book, readme=tmp_path / "none.md", force=True, report=_quiet)
+    assert (others / "index.html").is_file() and not (others / "old.txt").exists(), "replaced whole, never merged"
+
+
+def test_jobs_must_be_a_positive_whole_number():
+    for jobs in ("0", "1.5", "two"):
+        run = _book("--jobs", jobs, timeout=60)
+        assert run.returncode == 2 and "--jobs must be a whole number >= 1" in run.stderr, run.stderr
 
 
 # --- slow: the real book in quick mode ----------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def quick_book(tmp_path_factory):
-    out = tmp_path_factory.mktemp("book")
+    out = tmp_path_factory.mktemp("quick") / "book"
     failures = build_book(out, quick=True, jobs=2, keep_going=True, report=_quiet)
     return out, failures
 
@@ -141,6 +262,19 @@ def test_every_chapter_builds_in_quick_mode(quick_book):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
+def test_every_figure_a_chapter_draws_is_on_its_page_and_no_output_is_an_object_repr(quick_book, chapter):
+    out, _ = quick_book
+    page = (out / (chapter.stem + ".html")).read_text(encoding="utf-8")
+    drawn, shown = _figures_drawn(chapter), len(OUTPUT_IMAGE.findall(page))
+    assert shown >= drawn, (f"{chapter.stem}: its code cells draw at least {drawn} figure(s) (plt.show(), "
+                            f"display(Image(...))) but its page shows {shown}")
+    reprs = OBJECT_REPR.findall(page)
+    assert not reprs, f"{chapter.stem} shows outputs as object reprs instead of themselves: {reprs[:3]}"
+    assert QUICK_BANNER in page, f"{chapter.stem}: a quick build must say so on the page"
+
+
+@pytest.mark.slow
 def test_every_built_chapter_page_has_outputs_no_errors_and_resolving_links(quick_book):
     out, failures = quick_book
     failed = {run.chapter.path.name for run in failures}
@@ -149,33 +283,58 @@ def test_every_built_chapter_page_has_outputs_no_errors_and_resolving_links(quic
 
 @pytest.mark.slow
 def test_index_lists_every_chapter_in_order(quick_book):
-    quick_book, _ = quick_book
-    index = (quick_book / "index.html").read_text(encoding="utf-8")
-    positions = [index.find(f'href="{chapter.stem}.html"') for chapter in CHAPTERS]
+    out, _ = quick_book
+    index = (out / "index.html").read_text(encoding="utf-8")
+    table = index[index.index('<table class="book-contents">'):]
+    positions = [table.find(f'href="{chapter.stem}.html"') for chapter in CHAPTERS]
     assert -1 not in positions, f"index.html misses chapters: {[c.name for c, p in zip(CHAPTERS, positions) if p < 0]}"
     assert positions == sorted(positions), "index.html lists the chapters out of order"
     for link in _local_links(index):
-        assert (quick_book / link).exists(), f"index.html links to {link}, which is not in the book folder"
+        assert (out / link).exists(), f"index.html links to {link}, which is not in the book folder"
 
+
+# --- slow: the pages in a browser, with no network ----------------------------------------------
 
 def _browser() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _open_offline(page: Path, profile: Path) -> subprocess.CompletedProcess:
+    """Headless Chromium's DOM of ``page`` after its scripts ran, with every host name unresolvable
+    (no network: anything the page fetched from the web would fail)."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no Chromium installed (apt-get install -y chromium): the browser checks need one")
+    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={profile}", "--host-resolver-rules=MAP * ~NOTFOUND",
+                           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=30000", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.slow
+def test_chapter_05s_math_is_typeset_offline(quick_book, tmp_path):
+    out, _ = quick_book
+    page = next(out.glob("05_*.html"))
+    run = _open_offline(page, tmp_path / "profile")
+    assert run.returncode == 0, f"chromium could not load {page.name}:\n{run.stderr[-2000:]}"
+    dom = run.stdout
+    typeset = dom.count('class="MathJax"') + dom.count('class="MathJax_Display"')
+    assert typeset > 100, f"{page.name}: only {typeset} typeset math elements; MathJax did not run offline"
+    failed = dom.count('class="MathJax_Error"') + dom.count('class="noError"')
+    assert not failed, f"{page.name}: {failed} math expression(s) failed to typeset"
+    visible = re.sub(r"<(script|style)\b.*?</\1>", "", dom, flags=re.S)
+    visible = re.sub(r"<[^>]+>", "", visible)
+    assert "$$" not in visible, f"{page.name}: raw $$ left in the visible text: math was not typeset"
 
 
 @pytest.mark.slow
 def test_pages_load_in_a_browser_without_javascript_errors_or_missing_files(quick_book, tmp_path):
-    browser = _browser()
-    if browser is None:
-        pytest.skip("no chromium installed (apt-get install -y chromium); the browser check needs one")
-    quick_book, _ = quick_book
+    out, _ = quick_book
     for page in ["index.html"] + [chapter.stem + ".html" for chapter in CHAPTERS]:
-        run = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                              f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-                              "--dump-dom", (quick_book / page).as_uri()],
-                             capture_output=True, text=True, timeout=120)
+        run = _open_offline(out / page, tmp_path / "profile")
         assert run.returncode == 0, f"chromium could not load {page}:\n{run.stderr[-2000:]}"
         assert "</html>" in run.stdout or "</body>" in run.stdout, f"chromium rendered nothing for {page}"
         console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-        errors = [line for line in console if "Uncaught" in line or "ERR_FILE_NOT_FOUND" in line]
+        errors = [line for line in console if "Uncaught" in line or "ERR_" in line or "error" in line.lower()]
         assert not errors, f"{page} has JavaScript errors or missing files in the browser:\n" + "\n".join(errors)

@@ -1,0 +1,119 @@
+"""The build: check where the book goes, run the chapters, write the pages beside the old book, then swap.
+
+    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
+
+The output folder is checked before any work (minitorch/outputs.py): not a file, not the chapters or the
+project's sources, writable, and, if it already holds files, an earlier book of this command (or --force).
+The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
+failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from minitorch.outputs import OutputPathError, building_aside, check_output_folder
+from minitorch.tools.book.assets import mathjax_folder, write_assets
+from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
+from minitorch.tools.book.execute import Run, execute_all
+from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
+
+ROOT = Path(__file__).resolve().parents[3]
+MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
+
+
+def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
+    """``out`` as the folder the book may replace, or OutputPathError (one line, naming --out)."""
+    chapters_dir = Path(chapters_dir)
+    target = check_output_folder(out, "--out", inputs=(chapters_dir, chapters_dir.parent / "figures"))
+    if target.is_dir() and any(target.iterdir()) and not (target / MARKER).is_file() and not force:
+        raise OutputPathError(f"--out {out}: holds files that are not a book built by this command, and the build "
+                              f"replaces the whole folder; name a new folder, or add --force to replace it")
+    return target
+
+
+def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
+               only: list[str] | None = None, jobs: int = 1, keep_going: bool = False, force: bool = False,
+               report=None) -> list[Run]:
+    """Execute the chapters and write the book into ``out``; return the failed runs (empty if none).
+
+    A failure stops the build and leaves ``out`` as it was, unless ``keep_going``: then every chapter
+    runs and the book is written with the failed chapters' pages marked (outputs up to the error)."""
+    report = report or (lambda line: print(line, flush=True))
+    target = check_book_folder(out, chapters_dir, force)
+    mathjax_folder()  # a missing package is found before the chapters run, not after
+    chapters = find_chapters(chapters_dir)
+    chosen = find_chapters(chapters_dir, only)
+    built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
+    pages = {chapter.number: chapter.page for chapter in chapters if chapter.path.name in built}
+    report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")
+    start = time.perf_counter()
+    failures: list[Run] = []
+    try:
+        with building_aside(target) as staging:
+            staging.chmod(0o777 & ~_umask())  # a folder others may read, as mkdir would make it (not mkdtemp's 700)
+            write_assets(staging / "_static")
+            for run in execute_all(chosen, quick, jobs, keep_going, report):
+                write_chapter(staging, run, chapters, built, pages, quick)
+                if run.failed_cell:
+                    failures.append(run)
+            if failures and not keep_going:
+                raise _Discard  # building_aside deletes the new book and leaves the earlier one
+            failed = {run.chapter.path.name for run in failures}
+            opening = readme_opening(Path(readme))
+            (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick), encoding="utf-8")
+            (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
+                                          encoding="utf-8")
+    except _Discard:
+        return failures
+    report(f"Wrote {target / 'index.html'} in {time.perf_counter() - start:.1f} s")
+    return failures
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+class _Discard(Exception):
+    """Raised inside the build to throw the new book away."""
+
+
+def write_chapter(book: Path, run: Run, chapters: list[Chapter], built: set[str], pages: dict[str, str],
+                  quick: bool) -> None:
+    """The chapter's page and its executed notebook (notebooks/NN_title.ipynb, the page's download)."""
+    cells = cells_html(run.notebook_json, run.chapter, pages)
+    failure = run.failure if run.failed_cell else ""
+    (book / run.chapter.page).write_text(chapter_page(cells, chapters, built, run.chapter, quick, failure),
+                                         encoding="utf-8")
+    (book / "notebooks").mkdir(exist_ok=True)
+    (book / run.chapter.notebook_copy).write_text(run.notebook_json, encoding="utf-8")
+
+
+def main(args) -> int:
+    """The ``book`` subcommand (arguments parsed by minitorch.__main__); every refusal is one line."""
+    only = [number.strip() for number in args.only.split(",") if number.strip()]
+    chapters_dir = Path(args.chapters) if args.chapters else ROOT / "chapters"
+    try:
+        failures = build_book(args.out, chapters_dir=chapters_dir, quick=args.quick, only=only, jobs=args.jobs,
+                              keep_going=args.keep_going, force=args.force)
+    except (OutputPathError, BookError) as error:
+        print(f"python -m minitorch book: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"Interrupted: kernels stopped; {args.out} is as it was.", file=sys.stderr)
+        return 130
+    if failures:
+        kept = "" if args.keep_going else (f"; the book was not written ({args.out} is as it was; --keep-going "
+                                            f"writes it with the failed chapters marked)")
+        print(f"{len(failures)} chapter(s) failed{kept}:", file=sys.stderr)
+        for run in failures:
+            print(f"  {run.failure}", file=sys.stderr)
+        return 1
+    print(f"Open {Path(args.out) / 'index.html'} in a browser (no network needed).")
+    return 0

@@ -1,0 +1,220 @@
+"""The book's HTML pages: a chapter's cells through nbconvert, and one layout around every page.
+
+Every page has the chapter's title in the tab and at the top, a contents sidebar listing every chapter
+(the current one marked, with its own sections), previous and next, and on a chapter page a link that
+downloads its executed notebook. A quick build says so in a banner on every page. Styles and scripts are
+shared files in _static/ (assets.py); figures are embedded in the page, so a page is one file.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import mimetypes
+import re
+from pathlib import Path
+
+from minitorch.tools.book.assets import MATHJAX_CONFIG
+from minitorch.tools.book.chapters import Chapter
+
+BOOK_TITLE = "Attention sinks, from scratch"
+TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
+# nbconvert's order of preference among an output's formats, with image/gif (the animations) added.
+DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex", "image/gif", "image/png",
+                    "image/jpeg", "text/plain"]
+# "chapter 04", "Chapters 07 and 08", "chapters 01-02": every two-digit number of the run is a reference.
+NUMBER_SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)"
+CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\d\d)*)\b")
+NOT_LINKED_INSIDE = ("a", "code", "pre", "script", "style")
+SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+QUICK_BANNER = (
+    '<div class="book-banner book-quick" role="note"><strong>Quick build.</strong> The outputs on this page come '
+    "from small training runs (<code>--quick</code>), so their numbers and figures differ from the prose, which "
+    "describes the full runs.</div>")
+
+
+def link_chapters(page: str, pages: dict[str, str]) -> str:
+    """``page`` (HTML) with each reference such as "chapter 04" linked to that chapter's page
+    (``pages``: number -> file name); text inside links, code and scripts is left alone."""
+    def link_numbers(match: re.Match) -> str:
+        numbers = re.sub(r"\d\d", lambda number: (f'<a class="book-xref" href="{pages[number.group(0)]}">'
+                                                  f"{number.group(0)}</a>" if number.group(0) in pages
+                                                  else number.group(0)), match.group(2))
+        return match.group(1) + numbers
+
+    pieces, inside = [], []
+    for piece in re.split(r"(<[^>]*>)", page):
+        tag = re.match(r"<(/?)([a-zA-Z0-9]+)", piece)
+        if tag:
+            name = tag.group(2).lower()
+            if name in NOT_LINKED_INSIDE and not piece.endswith("/>"):
+                if tag.group(1):
+                    if name in inside:
+                        del inside[len(inside) - 1 - inside[::-1].index(name)]
+                else:
+                    inside.append(name)
+        elif not inside:
+            piece = CHAPTER_REFERENCE.sub(link_numbers, piece)
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str]) -> str:
+    """The chapter's cells as HTML (code, its outputs, markdown), images embedded; no page around them."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from traitlets.config import Config
+
+    config = Config({"NbConvertBase": {"display_data_priority": DISPLAY_PRIORITY}})
+    exporter = HTMLExporter(config=config, extra_template_basedirs=[str(TEMPLATE_DIR.parent)],
+                            template_name=TEMPLATE_DIR.name, embed_images=True,
+                            exclude_input_prompt=True, exclude_output_prompt=True)
+    others = {number: page for number, page in pages.items() if number != chapter.number}  # no link to itself
+    exporter.register_filter("link_chapters", lambda text: link_chapters(text, others))
+    resources = {"metadata": {"path": str(chapter.path.parent), "name": chapter.path.stem}}
+    body, _ = exporter.from_notebook_node(nbformat.reads(notebook_json, as_version=4), resources=resources)
+    return embed_local_images(body, chapter.path.parent)  # images the exporter's embed_images missed
+
+
+def embed_local_images(page: str, base: Path) -> str:
+    """Replace src="relative/path" of local images by data URIs read from ``base``."""
+    def embed(match: re.Match) -> str:
+        source = match.group(2)
+        if source.startswith(("http://", "https://", "data:", "//")) or not (base / source).is_file():
+            return match.group(0)
+        mime = mimetypes.guess_type(source)[0] or "application/octet-stream"
+        data = base64.b64encode((base / source).read_bytes()).decode("ascii")
+        return f"{match.group(1)}data:{mime};base64,{data}{match.group(3)}"
+
+    return re.sub(r'(<img[^>]*?src=")([^"]+)(")', embed, page)
+
+
+def sections(cells: str) -> list[tuple[str, str]]:
+    """The page's own sections: (anchor, heading HTML) of each '## ' heading, in order."""
+    return [(anchor, re.sub(r"</?a\b[^>]*>", "", heading).strip())  # a link in a heading would nest links
+            for anchor, heading in SECTION_HEADING.findall(cells)]
+
+
+def sidebar(chapters: list[Chapter], built: set[str], current: Chapter | None = None,
+            current_sections: list[tuple[str, str]] = ()) -> str:
+    """The contents: every chapter in order (linked if built), the current one marked with its sections."""
+    items = []
+    for chapter in chapters:
+        label = f'<span class="book-number">{chapter.number}</span> {html.escape(chapter.short_title)}'
+        if chapter.path.name not in built:
+            items.append(f'<li class="book-not-built">{label} <em>(not built)</em></li>')
+        elif chapter == current:
+            links = "".join(f'<li><a href="#{anchor}">{heading}</a></li>' for anchor, heading in current_sections)
+            items.append(f'<li class="book-current"><a href="{chapter.page}" aria-current="page">{label}</a>'
+                         f'<ol class="book-sections">{links}</ol></li>')
+        else:
+            items.append(f'<li><a href="{chapter.page}">{label}</a></li>')
+    home = ' aria-current="page"' if current is None else ""
+    return (f'<nav class="book-sidebar" id="book-sidebar" aria-label="Contents">'
+            f'<a class="book-home" href="index.html"{home}>{BOOK_TITLE}</a>'
+            f'<ol class="book-toc">{"".join(items)}</ol></nav>')
+
+
+def previous_next(previous: Chapter | None, following: Chapter | None) -> str:
+    """The links to the previous and the next built page (the index comes before the first chapter)."""
+    def link(chapter: Chapter | None, rel: str, arrow: str) -> str:
+        if chapter is None and rel == "prev":
+            return f'<a class="book-prev" rel="prev" href="index.html">{arrow} Contents</a>'
+        if chapter is None:
+            return "<span></span>"
+        title = html.escape(chapter.title)
+        text = f"{arrow} {title}" if rel == "prev" else f"{title} {arrow}"
+        return f'<a class="book-{rel}" rel="{rel}" href="{chapter.page}">{text}</a>'
+
+    return f'<nav class="book-prevnext">{link(previous, "prev", "&larr;")}{link(following, "next", "&rarr;")}</nav>'
+
+
+def layout(*, title: str, body: str, sidebar_html: str, quick: bool, notebook: str = "") -> str:
+    """A whole page: head (tab title, the shared stylesheet and scripts), top bar, sidebar, banner, body."""
+    download = (f'<a class="book-download" href="{notebook}" download>Download the notebook</a>'
+                if notebook else "")
+    tab = html.escape(title if title == BOOK_TITLE else f"{title} · {BOOK_TITLE}")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{tab}</title>
+<link rel="stylesheet" href="_static/book.css">
+<script src="_static/book.js"></script>
+<script src="_static/mathjax/MathJax.js?config={MATHJAX_CONFIG}" defer></script>
+</head>
+<body>
+<header class="book-topbar">
+<button class="book-menu" type="button" aria-controls="book-sidebar" aria-expanded="false">&#9776; Contents</button>
+<a class="book-name" href="index.html">{BOOK_TITLE}</a>
+{download}
+</header>
+<div class="book-columns">
+{sidebar_html}
+<main class="book-main">
+{QUICK_BANNER if quick else ""}
+{body}
+</main>
+</div>
+</body>
+</html>
+"""
+
+
+def chapter_page(cells: str, chapters: list[Chapter], built: set[str], chapter: Chapter, quick: bool,
+                 failure: str = "") -> str:
+    """A chapter's page: its cells in the book's layout, previous and next among the built chapters."""
+    reachable = [other for other in chapters if other.path.name in built]
+    position = reachable.index(chapter)
+    previous = reachable[position - 1] if position > 0 else None
+    following = reachable[position + 1] if position + 1 < len(reachable) else None
+    banner = ""
+    if failure:
+        banner = (f'<div class="book-banner book-failure" role="alert">This chapter did not build: '
+                  f"{html.escape(failure)}. The outputs below stop there.</div>")
+    body = f"{banner}\n{cells}\n{previous_next(previous, following)}"
+    return layout(title=chapter.title, body=body, quick=quick, notebook=chapter.notebook_copy,
+                  sidebar_html=sidebar(chapters, built, chapter, sections(cells)))
+
+
+def readme_opening(readme: Path) -> str:
+    """The README's paragraphs before its first '## ' section, as HTML, images embedded."""
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    if not readme.is_file():
+        return ""
+    opening = readme.read_text(encoding="utf-8").split("\n## ", 1)[0]
+    return embed_local_images(markdown2html_mistune(opening), readme.parent)
+
+
+def index_page(chapters: list[Chapter], built: set[str], failed: set[str], opening: str, quick: bool) -> str:
+    """index.html: the README's opening, then every chapter in order (linked where built) with its notebook."""
+    rows = []
+    for chapter in chapters:
+        title = html.escape(chapter.short_title)
+        if chapter.path.name not in built:
+            rows.append(f"<tr><td>{chapter.number}</td><td>{title} <em>(not built)</em></td><td></td></tr>")
+            continue
+        note = " <em>(did not build)</em>" if chapter.path.name in failed else ""
+        rows.append(f'<tr><td>{chapter.number}</td><td><a href="{chapter.page}">{title}</a>{note}</td>'
+                    f'<td><a href="{chapter.notebook_copy}" download>notebook</a></td></tr>')
+    first = next((chapter for chapter in chapters if chapter.path.name in built), None)
+    start = f'<p class="book-start"><a href="{first.page}">Start reading: {html.escape(first.title)} &rarr;</a></p>' \
+        if first else ""
+    body = f"""<div class="book-index jp-RenderedHTMLCommon">
+{opening}
+<h2 id="chapters">Chapters</h2>
+<table class="book-contents">
+<thead><tr><th>#</th><th>Chapter</th><th>Executed notebook</th></tr></thead>
+<tbody>
+{chr(10).join(rows)}
+</tbody>
+</table>
+{start}
+<p class="book-colophon">Each chapter was run top to bottom from a fresh kernel to make these pages
+{"in quick mode " if quick else ""}(<code>python -m minitorch book{" --quick" if quick else ""}</code>).
+The folder works offline: figures are embedded in the pages, and math is typeset by MathJax from
+<code>_static/</code>.</p>
+</div>"""
+    return layout(title=BOOK_TITLE, body=body, quick=quick, sidebar_html=sidebar(chapters, built))
