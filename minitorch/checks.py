@@ -31,6 +31,15 @@ def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> f
     return float(value)
 
 
+def finite_number(owner: str, name: str, value) -> float:
+    """`value` as a finite float of either sign, or an error naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{owner}: {name} must be a finite number, got {value!r} ({type(value).__name__})")
+    if not math.isfinite(value):
+        raise ValueError(f"{owner}: {name} must be a finite number, got {value}")
+    return float(value)
+
+
 # ----------------------------------------------------------------------
 # values typed by a person: command-line options and environment variables
 

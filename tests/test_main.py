@@ -57,3 +57,16 @@ def test_beyond_quick_runs_never_default_to_the_books_figures(monkeypatch):
     main(["reproduce", "--beyond", "--quick"])
     assert calls["out"] == "runs/quick/beyond" and calls["budget"].quick, \
         "reproduce --beyond --quick must write to runs/quick/beyond with the quick budget"
+
+
+@pytest.mark.parametrize("arguments,function", [
+    (["reproduce", "--quick"], "minitorch.paper.reproduce.reproduce"),
+    (["reproduce", "--beyond", "--quick"], "minitorch.paper.beyond.run_beyond"),
+])
+def test_the_reproduce_command_trains_on_the_fast_path(monkeypatch, arguments, function):
+    from minitorch import fast
+
+    calls = {}
+    monkeypatch.setattr(function, lambda *args, **kwargs: calls.update(kwargs))
+    main(arguments)
+    assert calls.get("speed_up") is fast.speed_up, f"python -m minitorch {' '.join(arguments)} must pass fast.speed_up"

@@ -5,7 +5,6 @@ Built on the engine (`minitorch.tensor`, `ops`, `softmax`, `nn`, `optim`); chapt
 - `task`: the trigger-conditional task (chapter 04).
 - `attention`: causal attention, the softmax and ReLU normalisers, the normaliser registry (chapter 03);
   `sink_free`: five normalisers without a sink (chapter 10).
-- `fast_attention`: the same attention fused for speed; training uses it by default.
 - `models`: the paper's attention-only models (chapter 03); `train`: the training loop (chapter 07).
 - `metrics`, `theory`, `plotting`: what we measure, what we prove, what we draw (chapters 03, 05-09).
 - `reproduce`, `beyond`: the paper's six runs and chapter 10's experiments (`python -m minitorch reproduce`).

@@ -60,7 +60,8 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
     """
     def register(function):
         taken = NORMALISERS.get(name)
-        redefined = taken is not None and (taken.__module__, taken.__qualname__) == (function.__module__, function.__qualname__)
+        same_place = (function.__module__, function.__qualname__)
+        redefined = taken is not None and (taken.__module__, taken.__qualname__) == same_place
         if taken is not None and not redefined:  # re-running the cell that defines it is fine
             raise ValueError(f"register_normaliser: the name {name!r} is taken by {taken.__qualname__}; "
                              f"known: {sorted(NORMALISERS)}")
@@ -117,8 +118,8 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     ``o_i = Σ_k a_ik v_k`` of shape (..., L, d) and the weights (..., L, L), detached
     (a record for plots and metrics). Keyword `parameters` go to the normaliser,
     e.g. ``sink_logit=S``. Every step is an ordinary minitorch operation, so the
-    backward comes for free; `minitorch.paper.fast_attention` computes the same
-    numbers as one fused operation, and training uses that.
+    backward comes for free (`minitorch.fast.attention` fuses the three steps
+    into one operation, for the opt-in fast path).
     """
     check_attention_shapes(queries, keys, values)
     scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L): s_ik = q_i · k_k

@@ -34,7 +34,7 @@ from minitorch.outputs import RecordedRun, building_aside, check_output_folder, 
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import build_model
+from minitorch.paper.models import as_built, build_model
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_before_files, recorded_run,
                                        run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
@@ -86,9 +86,9 @@ def mass_split(per_layer_weights, triggers) -> dict:
     return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
 
 
-def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int) -> dict:
-    """Train one 1x1 model of `normaliser`; measure it on the test set."""
-    model = build_model(16, 1, 1, normaliser, residual=False, seed=seed, dtype=TRAINING_DTYPE)
+def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int, speed_up=as_built) -> dict:
+    """Train one 1x1 model of `normaliser`; measure it on the test set. `speed_up` as in `reproduce.train_one`."""
+    model = speed_up(build_model(16, 1, 1, normaliser, residual=False, seed=seed, dtype=TRAINING_DTYPE))
     result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=10, progress=False)
     x, y, triggers = make_test_set()
     with no_grad():
@@ -110,10 +110,9 @@ def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     if hasattr(layer, "sink_logit"):
         extras["sink_logit"] = layer.sink_logit.data.ravel().tolist()  # one S per head
     if getattr(layer, "output_gate", False):
-        rows = as_tensor(x.reshape(-1, x.shape[-1]), like=layer.W_G.weight)  # (B*L, n)
         with no_grad():
-            gate = ops.sigmoid(layer.project(rows, layer.W_G.weight)).data  # σ(W_G^h x_i): (H, B*L, n), as the layer
-        gate = gate.mean(axis=(0, 2)).reshape(x.shape[:2])  # (B, L): mean over heads and coordinates
+            gate = layer.gate(as_tensor(x, like=layer.W_G.weight)).data  # σ(W_G^h x_i): (H, B, L, n)
+        gate = gate.mean(axis=(0, 3))  # (B, L): mean over heads and coordinates
         at_trigger = np.zeros(gate.shape, dtype=bool)
         at_trigger[np.arange(len(triggers)), triggers] = True
         extras["gate_non_trigger_rows"] = float(gate[metrics.non_trigger_rows(triggers, x.shape[1])].mean())
@@ -167,12 +166,13 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
                 slack_min=float((gap - bound)[keep].min()))
 
 
-def train_at_length(length: int, seed: int, max_steps: int) -> dict:
+def train_at_length(length: int, seed: int, max_steps: int, speed_up=as_built) -> dict:
     """Train a softmax 1x1 model at sequence length `length`; measure its score gaps."""
-    model = build_model(16, 1, 1, "softmax", residual=False, seed=seed, dtype=TRAINING_DTYPE)
+    model = speed_up(build_model(16, 1, 1, "softmax", residual=False, seed=seed, dtype=TRAINING_DTYPE))
     result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=50, progress=False,
                    length=length)
-    x, _, triggers = make_batch(TEST_SIZE, np.random.default_rng(TEST_SEED), length=length)  # every trigger: no row left empty
+    # every trigger position: no row left empty
+    x, _, triggers = make_batch(TEST_SIZE, np.random.default_rng(TEST_SEED), length=length)
     return dict(length=length, seed=seed, steps=result.steps, converged=result.converged,
                 **score_gaps(model, x, triggers))
 
@@ -181,9 +181,9 @@ def train_at_length(length: int, seed: int, max_steps: int) -> dict:
 # seeds of the 4x4 model
 
 
-def train_seed_of_4x4(seed: int, quick: bool) -> dict:
+def train_seed_of_4x4(seed: int, quick: bool, speed_up=as_built) -> dict:
     """Train the paper's 4x4 softmax model from `seed`; which heads sink, layer by layer."""
-    result = train_one(ARCHITECTURES["4x4"], "softmax", seed, quick, progress=False)
+    result = train_one(ARCHITECTURES["4x4"], "softmax", seed, quick, progress=False, speed_up=speed_up)
     x, _, triggers = make_test_set(residual=True)
     with no_grad():
         _, attention = result.model(x, return_attention=True)
@@ -199,19 +199,20 @@ def train_seed_of_4x4(seed: int, quick: bool) -> dict:
 
 
 def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: int = 1, log=print,
-               force: bool = False) -> dict:
+               force: bool = False, speed_up=as_built) -> dict:
     """Run the four experiments; write figures, results.md and results.json into `out`.
 
     As `reproduce.reproduce` does, `out` is checked before any work, the run is built beside it and moved
     in only when it completes (an interrupted run leaves the previous results as they were), and an
-    earlier run of another command line in `out` is replaced, whole, only with `force`.
+    earlier run of another command line in `out` is replaced, whole, only with `force`. `speed_up` goes
+    to every model's training, as in `reproduce.reproduce`.
     """
     out, jobs = check_output_folder(out), checks.integer("run_beyond", "jobs", jobs)
     command = "reproduce --beyond" + (" --quick" if budget.quick else "")
     replacing = files_to_replace(out, FILES, recorded_run(out, legacy=_recorded_before_files), command, force)
     try:
         with building_aside(out, replacing) as staging:
-            results, written = _run_beyond_into(staging, budget, jobs, command)
+            results, written = _run_beyond_into(staging, budget, jobs, command, speed_up)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
         raise
@@ -228,17 +229,18 @@ def _recorded_before_files(document: dict) -> RecordedRun | None:
     return RecordedRun("reproduce --beyond" + (" --quick" if document.get("quick") else ""), FILES)
 
 
-def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str) -> tuple[dict, int]:
+def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str, speed_up) -> tuple[dict, int]:
     """`run_beyond`'s work, written into `out`: (results, number of figures)."""
     started = time.perf_counter()
-    tasks = ([(train_seed_of_4x4, (seed, budget.quick)) for seed in budget.seeds_4x4]  # longest first
-             + [(train_at_length, (length, 0, budget.law_max_steps)) for length in budget.law_lengths]
-             + [(train_zoo_normaliser, (name, seed, budget.zoo_max_steps)) for name in zoo_normalisers()
+    tasks = ([(train_seed_of_4x4, (seed, budget.quick, speed_up)) for seed in budget.seeds_4x4]  # longest first
+             + [(train_at_length, (length, 0, budget.law_max_steps, speed_up)) for length in budget.law_lengths]
+             + [(train_zoo_normaliser, (name, seed, budget.zoo_max_steps, speed_up)) for name in zoo_normalisers()
                 for seed in budget.zoo_seeds])
     outputs = run_in_processes([function for function, _ in tasks], [arguments for _, arguments in tasks], jobs)
     results = dict(command=command, quick=budget.quick, seeds_4x4=[], law=[], zoo=[])
+    experiment = {train_seed_of_4x4: "seeds_4x4", train_at_length: "law", train_zoo_normaliser: "zoo"}
     for (function, _), output in zip(tasks, outputs):
-        results[{train_seed_of_4x4: "seeds_4x4", train_at_length: "law", train_zoo_normaliser: "zoo"}[function]].append(output)
+        results[experiment[function]].append(output)
     results["wall_time_seconds"] = time.perf_counter() - started
     written = write_beyond_figures(results, out)
     (out / "results.md").write_text(beyond_markdown(results))

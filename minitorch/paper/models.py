@@ -27,7 +27,6 @@ import numpy as np
 from minitorch import checks, ops
 from minitorch.outputs import write_atomically
 from minitorch.paper.attention import attend, normaliser_options
-from minitorch.paper.fast_attention import attend_stacked
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
 
@@ -45,7 +44,15 @@ def check_size(owner: str, width: int, heads: int, layers: int) -> None:
 
 
 class AttentionLayer(Module):
-    """Multi-head causal self-attention with full-width heads."""
+    """Multi-head causal self-attention with full-width heads (chapter 03).
+
+    The three steps of multi-head attention: project every token with ``W_Q``, ``W_K``, ``W_V`` and
+    split the results into H heads; attend in each head (`attention.attend`); merge the heads' outputs
+    and map them back to width n with ``W_O``. The heads are the leading axis of the arrays in between,
+    so that a normaliser's own parameters, one per head, are (H, 1, 1, 1) and broadcast over the rest.
+    This is the layer that trains unless a caller asks for speed (`minitorch.fast.speed_up` swaps in a
+    layer computing the same numbers in fewer, larger steps).
+    """
 
     def __init__(self, width: int, heads: int, normaliser: str, rng: np.random.Generator, dtype=np.float64):
         options = normaliser_options(normaliser)  # an unknown name fails now, not at the first forward pass
@@ -53,7 +60,6 @@ class AttentionLayer(Module):
         heads = checks.integer("AttentionLayer", "heads", heads)
         check_size("AttentionLayer", width, heads, 1)
         self.width, self.heads, self.normaliser = width, heads, normaliser
-        self.fused = True  # the fast path (minitorch.paper.fast_attention) or the readable attention.attend
         linear = dict(bias=False, init_std=INIT_STD, rng=rng, dtype=dtype)
         self.W_Q = Linear(width, heads * width, **linear)
         self.W_K = Linear(width, heads * width, **linear)
@@ -69,37 +75,36 @@ class AttentionLayer(Module):
         if self.output_gate:
             self.W_G = Linear(width, heads * width, **linear)
 
-    def project(self, rows: Tensor, weight: Tensor) -> Tensor:
-        """Apply every n x n block of `weight` at once: (N, n) -> (k, N, n) for a (k*n, n) weight.
-
-        Row block h of W_Q (H*n by n) is head h's matrix, so viewing a weight
-        as (k, n, n) makes the k projections one batched product with the
-        blocks as the leading axis: each block's (N, n) result is contiguous.
-        """
-        blocks = weight.shape[0] // self.width
-        per_block = weight.reshape(blocks, self.width, self.width)  # (k*n, n) -> (k, n, n)
-        return rows @ per_block.transpose(-2, -1)  # (N, n) @ (k, n, n) -> (k, N, n)
-
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
-        batch, length, n = x.shape
-        rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
-        # one product for all three projections of all heads: [W_Q; W_K; W_V] is (3*H*n, n)
-        stacked = ops.concatenate([self.W_Q.weight, self.W_K.weight, self.W_V.weight])
-        projected = self.project(rows, stacked)  # (3H, N, n)
-        projected = projected.reshape(3, self.heads, batch, length, n)  # -> (3, H, B, L, n): q, k, v of each head
-        parameters = {name: getattr(self, name) for name in self.normaliser_parameters}
-        if self.fused:
-            heads_out, weights = attend_stacked(projected, self.normaliser, **parameters)  # (H, B, L, n), (H, B, L, L)
-        else:
-            heads_out, weights = attend(projected[0], projected[1], projected[2], self.normaliser, **parameters)
+        queries = self.split_heads(self.W_Q(x))  # (B, L, H*n) -> (H, B, L, n): q^h_i = W_Q^h x_i
+        keys = self.split_heads(self.W_K(x))  # (H, B, L, n)
+        values = self.split_heads(self.W_V(x))  # (H, B, L, n)
+        heads_out, weights = attend(queries, keys, values, self.normaliser,
+                                    **self.normaliser_arguments())  # (H, B, L, n), (H, B, L, L)
         if self.output_gate:  # o^h_i ← o^h_i ⊙ σ(W_G^h x_i)
-            gate = ops.sigmoid(self.project(rows, self.W_G.weight))  # (H, N, n)
-            heads_out = heads_out * gate.reshape(self.heads, batch, length, n)  # gate (H, N, n) -> (H, B, L, n)
-        # W_O maps the concatenated heads back: ŷ_i = Σ_h W_O^h o^h_i, with W_O^h = columns h*n..(h+1)*n of W_O
-        per_head_out = self.W_O.weight.reshape(n, self.heads, n).permute(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
-        update = (heads_out.reshape(self.heads, batch * length, n) @ per_head_out).sum(axis=0)  # (H, N, n) -> (N, n)
-        return update.reshape(batch, length, n), weights.permute(1, 0, 2, 3)  # weights -> (B, H, L, L)
+            heads_out = heads_out * self.gate(x)
+        update = self.W_O(self.merge_heads(heads_out))  # (H, B, L, n) -> (B, L, H*n) -> (B, L, n)
+        return update, weights.permute(1, 0, 2, 3)  # weights (H, B, L, L) -> (B, H, L, L)
+
+    def split_heads(self, projected: Tensor) -> Tensor:
+        """(B, L, H*n) -> (H, B, L, n): columns h*n..(h+1)*n, head h's, become slice h."""
+        batch, length, _ = projected.shape
+        per_head = projected.reshape(batch, length, self.heads, self.width)  # (B, L, H, n)
+        return per_head.permute(2, 0, 1, 3)  # (B, L, H, n) -> (H, B, L, n)
+
+    def merge_heads(self, heads_out: Tensor) -> Tensor:
+        """(H, B, L, n) -> (B, L, H*n): the heads' outputs concatenated, head h in columns h*n..(h+1)*n."""
+        _, batch, length, _ = heads_out.shape
+        return heads_out.permute(1, 2, 0, 3).reshape(batch, length, self.heads * self.width)
+
+    def normaliser_arguments(self) -> dict:
+        """The normaliser's own parameters, by name (none for softmax and ReLU)."""
+        return {name: getattr(self, name) for name in self.normaliser_parameters}
+
+    def gate(self, x: Tensor) -> Tensor:
+        """The output gate σ(W_G^h x_i) of every head: (B, L, n) -> (H, B, L, n)."""
+        return ops.sigmoid(self.split_heads(self.W_G(x)))
 
 
 class AttentionModel(Module):
@@ -133,13 +138,6 @@ class AttentionModel(Module):
             attention.append(weights.data)
         return (x, attention) if return_attention else x
 
-    def use_fused_attention(self, fused: bool = True) -> "AttentionModel":
-        """Attend with the fused fast path (the default) or with the readable `attention.attend`,
-        one minitorch operation per step; both give the same numbers."""
-        for layer in self.layers:
-            layer.fused = fused
-        return self
-
     @property
     def name(self) -> str:
         config = self.config
@@ -169,6 +167,12 @@ def build_model(width: int, heads: int, layers: int, normaliser: str, residual: 
     if layers != 1:
         raise ValueError(f"build_model: a non-residual model has exactly 1 layer, got layers={layers}")
     return SingleLayerModel(width, heads, normaliser, seed, dtype)
+
+
+def as_built(model: AttentionModel) -> AttentionModel:
+    """The model as it is, on the readable path: the default of every `speed_up` parameter
+    (`minitorch.paper.reproduce`, `beyond`, `theory.softmax_family`; the commands pass `minitorch.fast.speed_up`)."""
+    return model
 
 
 def save_model(model: AttentionModel, path) -> None:

@@ -1,4 +1,5 @@
-"""Figures: attention heat maps, head grids, the sink forming (chapters 07-09), beyond the paper (chapter 10).
+"""Figures: Theorem 1 against trained models (chapter 05), attention heat maps, head grids, the sink forming
+(chapters 07-09), beyond the paper (chapter 10).
 
 Conventions follow the paper's figures: keys on the x axis, queries on the
 y axis, positions labelled 1-based (BOS is position 1, the test trigger is
@@ -13,7 +14,68 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
+
 COLOUR_MAP = "viridis"
+
+
+def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGERS, path=None, axes=None):
+    """Worst-case error against smallest BOS mass, with Theorem 1's forbidden region.
+
+    family: the dict of `softmax_family`. trained: optional list of dicts with
+    keys ``label``, ``worst_case_error``, ``bos_mass_min`` and optionally
+    ``covered`` (True for single-layer single-head softmax models, the ones
+    Theorem 1 speaks about; others are drawn hollow). Left panel: BOS mass on a
+    linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
+    is the straight line ``2 δ / ε_0``. Returns the figure; saves it if `path`.
+    """
+    if axes is None:
+        figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    else:
+        figure = axes[0].figure
+    errors = np.asarray(family["worst_case_error"])
+    bos = np.asarray(family["bos_mass_min"])
+    trained = trained or []
+    trained_errors = [point["worst_case_error"] for point in trained if point["worst_case_error"] > 0]
+    all_errors = np.concatenate([errors[errors > 0], trained_errors])
+    low = min(1e-12, all_errors.min() / 3) if all_errors.size else 1e-12
+    grid = np.logspace(np.log10(low), 0.5, 400)
+    bound = theorem1_bos_lower_bound(grid, triggers)
+    epsilon0 = trigger_separation(triggers)
+    left, right = axes
+    left.fill_between(grid, 0, bound, color="tab:red", alpha=0.15, label="forbidden by Theorem 1")
+    left.plot(grid, bound, color="tab:red", lw=1.5, label=r"bound $1 - 2\delta/\varepsilon_0$")
+    right.fill_between(grid, np.minimum(2 * grid / epsilon0, 1.0), 1.0, color="tab:red", alpha=0.15,
+                       label="forbidden by Theorem 1")
+    right.plot(grid, np.minimum(2 * grid / epsilon0, 1.0), color="tab:red", lw=1.5,
+               label=r"bound $2\delta/\varepsilon_0$")
+    right.plot(grid, np.minimum(grid, 1.0), color="0.5", ls=":", lw=1, label=r"construction: $1-\min a_{i0}=\delta$")
+    for ax, y in ((left, bos), (right, 1.0 - bos)):
+        ax.plot(errors, y, "o-", color="tab:blue", ms=4, label="softmax construction (scale c)")
+    for scale, error, mass in zip(family["scale"], errors, bos):
+        if float(scale).is_integer() and int(scale) in (2, 5, 10, 20):
+            label = dict(textcoords="offset points", fontsize=8)
+            left.annotate(f"c={int(scale)}", (error, mass), xytext=(4, -12), **label)
+            right.annotate(f"c={int(scale)}", (error, 1 - mass), xytext=(6, -10), **label)
+    markers = iter(["*", "D", "s", "^", "v", "P", "X", "h"])
+    for point in trained:
+        marker = next(markers, "o")
+        face = None if point.get("covered", True) else "none"
+        for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], 1e-17))):
+            ax.plot(point["worst_case_error"], y, marker, ms=10, color="tab:green", mfc=face, label=point["label"])
+    left.set(xscale="log", ylim=(-0.02, 1.02),
+             xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
+             ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")
+    right.set(xscale="log", yscale="log", ylim=(max(low, 1e-17), 2.0), xlabel=left.get_xlabel(),
+              ylabel=r"$1 - \min a_{i0}$ (mass off BOS)")
+    left.legend(fontsize=7, loc="center left")
+    right.legend(fontsize=7, loc="lower right")
+    figure.suptitle(rf"Theorem 1: small error forces a sink ($J = \{{{min(triggers)},\dots,{max(triggers)}\}}$, "
+                    rf"$\varepsilon_0 = {epsilon0:.3f}$)", fontsize=10)
+    figure.tight_layout()
+    if path is not None:
+        figure.savefig(path, dpi=130)
+    return figure
 
 
 def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool = True):
@@ -44,7 +106,8 @@ def single_layer_figure(softmax_weights: np.ndarray, relu_weights: np.ndarray) -
     panels = [("softmax", softmax_weights), ("ReLU", relu_weights)]
     for column, (name, weights) in enumerate(panels):
         weights = np.asarray(weights).reshape(-1, *np.shape(weights)[-2:])  # (B, L, L)
-        attention_heatmap(axes[2 * column], weights.mean(axis=0), f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
+        attention_heatmap(axes[2 * column], weights.mean(axis=0),
+                          f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
         attention_heatmap(axes[2 * column + 1], weights.std(axis=0), f"({'bd'[column]}) {name}: standard deviation")
     fig.suptitle("1 layer x 1 head, trigger at position 8", fontsize=11)
     return fig

@@ -41,7 +41,7 @@ from minitorch import checks
 from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace, write_atomically
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import AttentionModel, build_model, save_model
+from minitorch.paper.models import AttentionModel, as_built, build_model, save_model
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 from minitorch.paper.train import TrainingResult, train
@@ -99,10 +99,15 @@ def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
     ), attention, triggers
 
 
-def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress) -> TrainingResult:
-    """Build one of the paper's models and train it with the paper's recipe."""
-    model = build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual, seed=seed,
-                        dtype=TRAINING_DTYPE)
+def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress,
+              speed_up=as_built) -> TrainingResult:
+    """Build one of the paper's models and train it with the paper's recipe.
+
+    `speed_up` takes the model before it trains and returns the model to train: the command line
+    passes `minitorch.fast.speed_up`, the same computation in fewer, faster steps.
+    """
+    model = speed_up(build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual,
+                                 seed=seed, dtype=TRAINING_DTYPE))
     return train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
                  seed=seed, record_every=architecture.record_every,
                  snapshot_every=architecture.snapshot_every, progress=progress,
@@ -110,16 +115,16 @@ def train_one(architecture: Architecture, normaliser: str, seed: int, quick: boo
 
 
 def run_one(architecture: Architecture, normaliser: str, seed: int = 0, quick: bool = False,
-            progress=True) -> tuple:
+            progress=True, speed_up=as_built) -> tuple:
     """Train and evaluate one model: (result, evaluation, test attention per layer, test triggers)."""
-    result = train_one(architecture, normaliser, seed, quick, progress)
+    result = train_one(architecture, normaliser, seed, quick, progress, speed_up)
     return (result, *evaluate(result.model))
 
 
-def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -> list[TrainingResult]:
+def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int, speed_up) -> list[TrainingResult]:
     """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once."""
-    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress if jobs <= 1 else "lines" if progress else False)
-                 for name, normaliser in tasks]
+    progress = progress if jobs <= 1 else "lines" if progress else False
+    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress, speed_up) for name, normaliser in tasks]
     return run_in_processes([train_one] * len(tasks), arguments, jobs)
 
 
@@ -225,7 +230,7 @@ def recorded_before_files(document: dict) -> RecordedRun | None:
 
 
 def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,
-              progress: bool = True, jobs: int = 1, log=print, force: bool = False) -> dict:
+              progress: bool = True, jobs: int = 1, log=print, force: bool = False, speed_up=as_built) -> dict:
     """Train the selected models, write figures and results into `out`; return the results.
 
     `only` (default: every architecture) names the architectures, e.g. ``["1x1"]``.
@@ -233,6 +238,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     `jobs` > 1 trains that many models at once, in separate processes.
     `force`: replace an earlier run of another command line in `out` (``--force``); without it, such a
     folder is refused before any work (`minitorch.outputs.files_to_replace`).
+    `speed_up` goes to `train_one` (``python -m minitorch reproduce`` passes `minitorch.fast.speed_up`).
     """
     only = list(ARCHITECTURES) if only is None else list(only)
     unknown = [name for name in only if name not in ARCHITECTURES]
@@ -248,7 +254,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
         + (f", replacing the {len(earlier.files)} files of the earlier run ({earlier.command})" if earlier else ""))
     try:
         with building_aside(out, replacing) as staging:
-            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log)
+            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log, speed_up)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
         raise
@@ -257,13 +263,13 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
 
 
 def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress: bool, jobs: int,
-                    log) -> tuple[dict, int]:
+                    log, speed_up) -> tuple[dict, int]:
     """`reproduce`'s work, written into `out`: (results, number of figures)."""
     (out / "models").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tasks = [(name, normaliser) for name in only for normaliser in PAPER_NORMALISERS]
     longest_first = sorted(tasks, key=lambda task: -list(ARCHITECTURES).index(task[0]))  # packs the processes best
-    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs)))
+    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs, speed_up)))
     runs: dict[str, dict] = {}
     for name, normaliser in tasks:
         result = trained[name, normaliser]
@@ -277,7 +283,7 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
         log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
             f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
             f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
-    written = write_figures(runs, out)
+    written = write_figures(runs, out, speed_up)
     results = _results_document(runs, quick, only, seed, time.perf_counter() - started)
     (out / "results.md").write_text(results_markdown(results))
     write_record(out, results)
@@ -291,8 +297,8 @@ def write_record(out: Path, results: dict, indent: int = 2) -> None:
     write_atomically(out / "results.json", json.dumps(results, indent=indent))
 
 
-def write_figures(runs: dict, out: Path) -> list[Path]:
-    """Every figure whose models were trained in this run."""
+def write_figures(runs: dict, out: Path, speed_up=as_built) -> list[Path]:
+    """Every figure whose models were trained in this run (`speed_up` also goes to the softmax family's models)."""
     written = []
     if "softmax_1x1" in runs and "relu_1x1" in runs:
         softmax_run, relu_run = runs["softmax_1x1"], runs["relu_1x1"]
@@ -309,11 +315,12 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
         if not key.endswith("1x1"):
             first_sequence = [weights[0] for weights in run["attention"]]  # per layer (H, L, L)
             normaliser, shape = key.split("_")
-            title = f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: one test sequence"
+            title = (f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: "
+                     f"one test sequence")
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
     trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
-    family = theory.softmax_family(np.arange(0.0, 31.0))
-    written.append(plotting.save(theory.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
+    family = theory.softmax_family(np.arange(0.0, 31.0), speed_up=speed_up)
+    written.append(plotting.save(plotting.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
     return written
 
 
@@ -366,7 +373,8 @@ def results_markdown(results: dict) -> str:
                       "|---:|---:|---:|---:|---:|---:|:---:|"]
             for head in model["heads"]:
                 lines.append(
-                    f"| {head['layer'] + 1} | {head['head'] + 1} | {head['bos_mass_mean']:.3f} | {head['bos_mass_min']:.3f} "
+                    f"| {head['layer'] + 1} | {head['head'] + 1} | {head['bos_mass_mean']:.3f} "
+                    f"| {head['bos_mass_min']:.3f} "
                     f"| {head['trigger_bos']:.3f} | {head['gu_alpha_bos']:.3f} "
                     f"| {'yes' if head['bos_mass_mean'] >= SINK_BOS_MASS else 'no'} |"
                 )

@@ -28,7 +28,8 @@ sequence length, the number of keys.
   the (H n) × n matrix ``W_G`` and applies the gate (`minitorch.paper.models`).
 
 Each is registered by name, so ``SingleLayerModel(normaliser="softpick")``
-works. `minitorch.paper.attention` imports this module at its end.
+works. `minitorch.paper` (its `__init__`) imports this module, so all seven names are known wherever the
+paper's code is used.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ can show the sink forming.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -21,7 +22,6 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper import metrics
-from minitorch.paper.fast_attention import keep_freed_memory
 from minitorch.paper.models import AttentionModel
 from minitorch.optim import Adam
 from minitorch.paper.progress import ProgressBar
@@ -112,7 +112,6 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     length = checks.integer("train", "length", length, minimum=3)  # BOS, the trigger's earliest position 1, one more
     if snapshot_every is not None:
         snapshot_every = checks.integer("train", "snapshot_every", snapshot_every)
-    keep_freed_memory()  # faster steps on Linux; see minitorch/paper/fast_attention.py
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
@@ -137,13 +136,11 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     step, max_error = 0, float("inf")
     while step < max_steps:
         x, y, _ = make_batch(batch_size, rng, residual, length=length, width=width)
-        prediction = model(x.astype(dtype))
-        loss = mse_loss(prediction, y.astype(dtype))
+        with _explaining_non_finite_numbers("the forward pass failed", step, lr, model, x, y):
+            prediction = model(x.astype(dtype))
+            loss = mse_loss(prediction, y.astype(dtype))
         if not np.isfinite(loss.data):
-            bad_batch = not (np.isfinite(x).all() and np.isfinite(y).all())
-            cause = ("the batch itself holds NaN or inf (see make_batch)" if bad_batch
-                     else "the learning rate may be too high")
-            raise FloatingPointError(f"train: the loss became {loss.item()} at step {step + 1} (lr={lr}); {cause}")
+            raise _not_finite(f"the loss became {loss.item()}", step, lr, x, y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -151,10 +148,34 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         max_error = float(np.abs(prediction.data - y).max())
         converged = max_error < stop_error
         if step % record_every == 0 or converged or step == max_steps:
-            record(step, last=converged or step == max_steps)
+            with _explaining_non_finite_numbers("measuring the probe set failed", step - 1, lr, model, x, y):
+                record(step, last=converged or step == max_steps)
         bar.update(step, loss=loss.item(), max_error=max_error)
         if converged:
             break
     wall_time = time.perf_counter() - start
     bar.close(step, loss=loss.item(), max_error=max_error)
     return TrainingResult(model, step, max_error < stop_error, max_error, wall_time, history, snapshots)
+
+
+def _finite(x: np.ndarray, y: np.ndarray) -> bool:
+    return bool(np.isfinite(x).all() and np.isfinite(y).all())
+
+
+@contextlib.contextmanager
+def _explaining_non_finite_numbers(what: str, step: int, lr: float, model: AttentionModel, x, y):
+    """Turn a ValueError raised on NaN or inf (the softmax refuses such scores) into the error that says
+    where they came from: the batch, or weights that training drove to NaN or inf."""
+    try:
+        yield
+    except ValueError as error:
+        if _finite(x, y) and all(np.isfinite(parameter.data).all() for parameter in model.parameters()):
+            raise  # no number went bad: an error of its own
+        raise _not_finite(what, step, lr, x, y) from error
+
+
+def _not_finite(what: str, step: int, lr: float, x: np.ndarray, y: np.ndarray) -> FloatingPointError:
+    """The error for a step that produced NaN or inf, blaming the batch if it holds NaN or inf itself."""
+    cause = ("the learning rate may be too high" if _finite(x, y)
+             else "the batch itself holds NaN or inf (see make_batch)")
+    return FloatingPointError(f"train: {what} at step {step + 1} (lr={lr}); {cause}")

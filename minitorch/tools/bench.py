@@ -3,7 +3,10 @@
 Times the training step a reader waits for (forward, backward, Adam on a
 fresh batch of 128 sequences) of the paper's three model shapes, side by side:
 
-- **minitorch**: the book's engine, exactly as `minitorch.paper.train` runs it;
+- **minitorch**: the book's engine on the fast path (`minitorch.fast.speed_up`), as
+  ``python -m minitorch reproduce`` trains;
+- **minitorch readable**: the same model on the readable path, the code the chapters show and
+  the default of `minitorch.paper.train`;
 - **numpy floor**: `minitorch.tools.numpy_step`, the same step written by hand in
   NumPy with no autograd, the fastest we could make it;
 - **pytorch**: the same model in PyTorch eager mode, only if ``torch`` is
@@ -44,11 +47,10 @@ from minitorch.outputs import OutputPathError, check_output_file, write_atomical
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
-IMPLEMENTATIONS = ("minitorch", "numpy floor", "pytorch")
+IMPLEMENTATIONS = ("minitorch", "minitorch readable", "numpy floor", "pytorch")
 BATCH_SIZE, LR = 128, 1e-4
-# The author's PyTorch scripts, ms per step, measured once on a 2-core machine when this project set its
-# speed targets (not rerun by the tests): their
-# per-sample data loading dominates, so these hardly depend on the machine's BLAS.
+# The author's PyTorch scripts, ms per step, measured once on a 2-core machine (not rerun by the tests):
+# their per-sample data loading dominates, so these hardly depend on the machine's BLAS.
 AUTHORS_MS_PER_STEP = {"1x1": 12.0, "2x2": 13.0, "4x4": 22.0}
 
 
@@ -64,15 +66,17 @@ def _batches(residual: bool, dtype, count: int = 16) -> list:
     return [tuple(a.astype(dtype) for a in make_batch(BATCH_SIZE, rng, residual)[:2]) for _ in range(count)]
 
 
-def minitorch_step(layers: int, heads: int, normaliser: str, dtype):
-    """`step(x, y)` of minitorch, as `minitorch.paper.train` takes it."""
-    from minitorch.paper.fast_attention import keep_freed_memory
+def minitorch_step(layers: int, heads: int, normaliser: str, dtype, fast: bool = True):
+    """`step(x, y)` of minitorch, as `minitorch.paper.train` takes it: on the fast path, as
+    ``python -m minitorch reproduce`` trains, or (`fast` False) on the readable path."""
+    from minitorch.fast import speed_up
     from minitorch.paper.models import build_model
     from minitorch.optim import Adam
     from minitorch.paper.train import BETAS, mse_loss
 
-    keep_freed_memory()  # as train() does
     model = build_model(16, heads, layers, normaliser, layers > 1, dtype=dtype)
+    if fast:
+        model = speed_up(model)
     optimizer = Adam(model.parameters(), lr=LR, betas=BETAS)
 
     def step(x, y):
@@ -86,7 +90,7 @@ def minitorch_step(layers: int, heads: int, normaliser: str, dtype):
 
 def numpy_floor_step(layers: int, heads: int, normaliser: str, dtype):
     """`step(x, y)` of the hand-written NumPy floor, from the same initial weights."""
-    from minitorch.paper.fast_attention import keep_freed_memory
+    from minitorch.fast.memory import keep_freed_memory
     from minitorch.paper.models import build_model
     from minitorch.tools.numpy_step import NumpyStep
     from minitorch.paper.train import BETAS
@@ -138,7 +142,13 @@ def pytorch_step(layers: int, heads: int, normaliser: str, dtype):
     return step
 
 
-STEP_BUILDERS = {"minitorch": minitorch_step, "numpy floor": numpy_floor_step, "pytorch": pytorch_step}
+def readable_step(layers: int, heads: int, normaliser: str, dtype):
+    """`step(x, y)` of minitorch on the readable path: the model the chapters show, not sped up."""
+    return minitorch_step(layers, heads, normaliser, dtype, fast=False)
+
+
+STEP_BUILDERS = {"minitorch": minitorch_step, "minitorch readable": readable_step, "numpy floor": numpy_floor_step,
+                 "pytorch": pytorch_step}
 
 
 def time_steps(step, batches, steps: int, blocks: int) -> float:
@@ -208,7 +218,8 @@ def run_steps(normalisers=("softmax",), dtype: str = "float32", steps: int = 40,
     print_(f"{dtype}, batch {BATCH_SIZE}, {threads} BLAS thread(s); ms per training step (forward, backward, "
            f"Adam) = fastest of {blocks} blocks' medians over {steps} steps, best of {rounds} interleaved rounds; "
            f"peak RSS of a process running only that model\n")
-    header = "| model | " + " | ".join(f"{name} ms" for name in implementations) + " | minitorch / floor |"
+    header = ("| model | " + " | ".join(f"{name} ms" for name in implementations)
+              + " | minitorch / floor | readable / floor |")
     if "pytorch" in implementations:
         header += " minitorch / pytorch |"
     header += " peak RSS MiB (" + ", ".join(implementations) + ") |"
@@ -223,8 +234,9 @@ def run_steps(normalisers=("softmax",), dtype: str = "float32", steps: int = 40,
             row[implementation] = best[normaliser, config, implementation]
         ms = {name: row[name]["ms_per_step"] for name in implementations}
         row["minitorch/floor"] = ms["minitorch"] / ms["numpy floor"]
+        row["readable/floor"] = ms["minitorch readable"] / ms["numpy floor"]
         line = f"| {row['model']} | " + " | ".join(f"{ms[name]:.2f}" for name in implementations)
-        line += f" | {row['minitorch/floor']:.2f} |"
+        line += f" | {row['minitorch/floor']:.2f} | {row['readable/floor']:.2f} |"
         if "pytorch" in ms:
             row["minitorch/pytorch"] = ms["minitorch"] / ms["pytorch"]
             line += f" {row['minitorch/pytorch']:.2f} |"

@@ -15,7 +15,7 @@ weights ``a_ik`` from the normaliser, head outputs ``Σ_k a_ik v_k``
 concatenated and mapped back by ``W_O``; residual or not. Loss: mean squared
 error. Optimiser: Adam (torch semantics), updated in place.
 
-Layout choices that make it fast (the same ones `minitorch.paper.models` uses):
+Layout choices that make it fast (the same ones `minitorch.fast.layer` uses):
 the three projections of all heads are one matrix product, the heads are
 the leading batch axis, so every small product is a contiguous batched
 ``matmul``.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch.fast_arrays import max_along, sum_along  # pure NumPy: the fastest max and sum over 16 keys
+from minitorch.fast.arrays import max_along, sum_along  # pure NumPy: the fastest max and sum over 16 keys
 
 
 class NumpyStep:

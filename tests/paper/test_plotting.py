@@ -33,6 +33,23 @@ def test_heatmap_rejects_a_non_square_map():
     plotting.plt.close(fig)
 
 
+def test_error_vs_bos_mass_draws_theorem_1s_bound_and_every_trained_model():
+    from minitorch.paper.theory import trigger_separation
+
+    family = dict(scale=np.array([0.0, 5.0]), worst_case_error=np.array([0.9, 0.1]), bos_mass_min=np.array([0.1, 0.9]))
+    trained = [dict(label="softmax_1x1", worst_case_error=0.01, bos_mass_min=0.99, covered=True),
+               dict(label="softmax_4x4", worst_case_error=0.003, bos_mass_min=0.02, covered=False)]
+    fig = plotting.plot_error_vs_bos_mass(family, trained)
+    left, right = fig.axes
+    labels = [line.get_label() for line in left.get_lines()]
+    assert "softmax_1x1" in labels and "softmax_4x4" in labels, f"every trained model gets a marker: {labels}"
+    bound = next(line for line in right.get_lines() if "bound" in line.get_label())
+    x, y = bound.get_data()
+    small = x < trigger_separation() / 2
+    np.testing.assert_allclose(y[small], 2 * x[small] / trigger_separation(), err_msg="the bound is 2 δ / ε_0")
+    plotting.plt.close(fig)
+
+
 def test_single_layer_figure_has_the_four_panels_of_fig_3(tmp_path):
     weights = np.stack([_causal_average()] * 5)  # (B, L, L)
     fig = plotting.single_layer_figure(weights, weights[:, None])

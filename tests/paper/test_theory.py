@@ -1,4 +1,4 @@
-"""Tests for minitorch/paper/theory.py: the constructions, the bounds, and every proof step.
+"""Tests for minitorch/paper/theory/: the constructions, the bounds, every proof step and the worst-case measures.
 
 Each proof step of chapter 05 is an inequality or identity that must hold for
 *every* model and input; we check it on random models and random inputs, and
@@ -25,7 +25,8 @@ L, n = SEQUENCE_LENGTH, WIDTH
 def random_model(seed: int, std: float, heads: int = 1, layers: int = 1, residual: bool = False,
                  bos_penalty: float = 0.0):
     """A model with N(0, std^2) weights; `bos_penalty` lowers every non-BOS query's score on BOS."""
-    model = ResidualModel(n, heads, layers, "softmax", seed=seed) if residual else SingleLayerModel(n, heads, "softmax", seed=seed)
+    model = (ResidualModel(n, heads, layers, "softmax", seed=seed) if residual
+             else SingleLayerModel(n, heads, "softmax", seed=seed))
     rng = np.random.default_rng(seed)
     for layer in model.layers:
         for linear in (layer.W_Q, layer.W_K, layer.W_V, layer.W_O):
@@ -290,7 +291,8 @@ def test_theorem1_holds_row_by_row_along_the_softmax_family():
 def test_fixed_trigger_counterexample_shows_why_theorem1_needs_two_trigger_positions():
     model = theory.fixed_trigger_counterexample(trigger=7)
     fixed = theory.worst_case(model, triggers=(7,), size_per_trigger=64)
-    assert fixed["worst_case_error"] < 1e-4, f"with j fixed at 7 the error should be tiny, got {fixed['worst_case_error']:.2e}"
+    assert fixed["worst_case_error"] < 1e-4, \
+        f"with j fixed at 7 the error should be tiny, got {fixed['worst_case_error']:.2e}"
     assert fixed["bos_mass_min"] < 0.1, "on all-equal corner inputs some non-trigger row should put < 0.1 on BOS"
     moving = theory.worst_case(model, size_per_trigger=8)
     assert moving["bos_mass_min"] >= theory.theorem1_bos_lower_bound(moving["worst_case_error"]), \
@@ -306,7 +308,8 @@ def test_theorem1_bound_holds_for_a_trained_1x1_softmax_model():
     measured = theory.worst_case(result.model)
     bound = theory.theorem1_bos_lower_bound(measured["worst_case_error"])
     assert measured["bos_mass_min"] >= bound, \
-        f"trained model: min BOS {measured['bos_mass_min']:.5f} < bound {bound:.5f} at δ̂ = {measured['worst_case_error']:.2e}"
+        (f"trained model: min BOS {measured['bos_mass_min']:.5f} < bound {bound:.5f} "
+         f"at δ̂ = {measured['worst_case_error']:.2e}")
     assert bound > 0.5, f"the bound should be informative for a trained model (δ̂ = {measured['worst_case_error']:.2e})"
 
 
@@ -364,7 +367,8 @@ def test_theorem2_stream_inequalities_hold_for_random_models():
     for seed, penalty in enumerate((0.0, 2.0, 3.0, 4.0, 6.0, 8.0)):
         for layers, heads in ((1, 2), (2, 1), (2, 2)):
             model = random_model(seed, std=0.1, heads=heads, layers=layers, residual=True, bos_penalty=penalty)
-            sides = theory.theorem2_stream_sides(model, rng.choice([-1.0, 1.0], size=n - 3), trigger=int(rng.integers(2, L)))
+            corner = rng.choice([-1.0, 1.0], size=n - 3)
+            sides = theory.theorem2_stream_sides(model, corner, trigger=int(rng.integers(2, L)))
             assert sides["spread"] <= sides["spread_bound"] + 1e-9, f"seed {seed}: {sides}"
             assert sides["rest"] <= sides["rest_bound"] + 1e-9, f"seed {seed}: {sides}"
 

@@ -76,7 +76,8 @@ def test_relu_1x1_stops_early_without_a_sink(relu_1x1):
     _assert_stopped_early("ReLU 1x1", result)
     rows = metrics.non_trigger_row_mass(attention, triggers)
     assert np.all(rows == 0.0), f"ReLU 1x1 non-trigger rows should be exactly 0; largest row mass {rows.max():.3g}"
-    assert metrics.trigger_row(attention, triggers)[:, 0, 1:8].min() > 0, "the ReLU trigger row must attend to the content"
+    assert metrics.trigger_row(attention, triggers)[:, 0, 1:8].min() > 0, \
+        "the ReLU trigger row must attend to the content"
 
 
 @pytest.mark.slow
@@ -128,3 +129,12 @@ def test_bad_arguments_are_rejected(argument):
     model = build_model(8, 1, 1, "softmax", residual=False)
     with pytest.raises(ValueError, match=next(iter(argument))):
         train(model, lr=1e-3, progress=False, **argument)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the overflow to inf is the point
+@pytest.mark.parametrize("record_every", [1, 50])
+def test_weights_gone_non_finite_blame_the_learning_rate_not_the_softmax(record_every):
+    """The readable softmax refuses inf scores with a ValueError; train must still say what went wrong."""
+    model = build_model(16, 1, 1, "softmax", False, seed=0, dtype=np.float32)
+    with pytest.raises(FloatingPointError, match="at step [12] .*learning rate may be too high"):
+        train(model, lr=1e39, max_steps=5, record_every=record_every, progress=False)  # one step reaches inf

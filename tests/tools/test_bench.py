@@ -14,7 +14,8 @@ needs_the_floor = pytest.mark.skipif(
     "removed from the student edition" in Path(numpy_step.__file__).read_text(encoding="utf-8"),
     reason="this student edition removed the NumPy floor: it holds answers to exercises")
 
-@pytest.mark.parametrize("implementation", ["minitorch", pytest.param("numpy floor", marks=needs_the_floor)])
+@pytest.mark.parametrize("implementation", ["minitorch", "minitorch readable",
+                                            pytest.param("numpy floor", marks=needs_the_floor)])
 def test_measure_runs_one_implementation_in_a_fresh_process(implementation):
     result = bench.measure(implementation, "1x1", steps=2, blocks=1)
     assert result["ms_per_step"] > 0, f"{implementation}: a training step cannot take {result['ms_per_step']} ms"
@@ -28,6 +29,7 @@ def test_the_table_compares_every_available_implementation(monkeypatch):
     rows = bench.run_steps(steps=2, blocks=1, print_=lines.append)
     assert len(rows) == 1 and rows[0]["model"] == "softmax 1x1", f"expected one row for softmax 1x1, got {rows}"
     assert rows[0]["minitorch/floor"] > 0, "the minitorch / floor ratio is missing"
+    assert rows[0]["readable/floor"] > 0, "the readable path's ratio to the floor is missing"
     assert any(line.startswith("| softmax 1x1 |") for line in lines), "the markdown table has no row for the model"
     assert ("minitorch / pytorch" in "\n".join(lines)) == (bench.pytorch_version() is not None), \
         "PyTorch must be compared exactly when it is installed"

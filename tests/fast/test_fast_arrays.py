@@ -1,18 +1,19 @@
-"""Specification of minitorch.fast_arrays: each helper gives the plain NumPy reduction it replaces."""
+"""Specification of minitorch.fast.arrays: each helper gives the plain NumPy reduction it replaces."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from minitorch.fast_arrays import max_along, sum_along
+from minitorch.fast.arrays import max_along, sum_along
 
 
 @pytest.mark.parametrize("shape,axis", [((16,), 0), ((4, 3, 16, 16), -1), ((4, 3, 16, 16), 2), ((5, 40), -1),
                                         ((3, 7), 0)])
 def test_max_along_and_sum_along_equal_numpy_keepdims_reductions(shape, axis):
     x = np.random.default_rng(0).normal(size=shape)
-    np.testing.assert_array_equal(max_along(x, axis), x.max(axis=axis, keepdims=True), err_msg="max_along differs from x.max")
+    np.testing.assert_array_equal(max_along(x, axis), x.max(axis=axis, keepdims=True),
+                                  err_msg="max_along differs from x.max")
     np.testing.assert_allclose(sum_along(x, axis), x.sum(axis=axis, keepdims=True), rtol=1e-12, atol=1e-12,
                                err_msg="sum_along differs from x.sum (beyond the order of additions)")
 

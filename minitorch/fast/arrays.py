@@ -1,9 +1,9 @@
-"""Faster NumPy for the shapes of this book's models: the same numbers, less time.
+"""Short-axis reductions: ``x.max(axis)`` and ``x.sum(axis)`` for the attention's 16 keys, faster.
 
-The engine (chapters 01-02) is written for reading: its softmax takes ``x.max(axis)`` and
-``x.sum(axis)``. This module holds array-level replacements that give the same numbers faster on
-the attention's short rows; the fused attention (`minitorch.paper.fast_attention`) and the NumPy
-floor of the benchmark use them. Nothing here builds a graph, and nothing in it is an exercise.
+The engine's softmax (chapter 02) takes ``x.max(axis)`` and ``x.sum(axis)``. These two helpers are
+faster on the attention's short rows: the same maxima, and the same sums up to the order of the
+additions. The fast path's softmax (`minitorch.fast.attention`) and the benchmark's NumPy floor
+(`minitorch.tools.numpy_step`) use them. Nothing here builds a graph.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 # NumPy reduces a short axis (the attention's L = 16 keys) one row at a time,
 # paying a fixed cost per row, so for scores of shape (4, 128, 16, 16) a
 # reduction over the last axis costs several times an elementwise operation on
-# the same array. The two helpers below give the same numbers faster, so the
+# the same array. The two helpers below work along whole slices instead, so the
 # softmax does not dominate a training step (python -m minitorch bench measures it).
 SHORT_AXIS = 32
 

@@ -1,0 +1,140 @@
+"""Fused attention: ``O = normaliser(Q Kᵀ) V`` as one graph node with a hand-written backward.
+
+`attend_stacked` computes what `minitorch.paper.attention.attend` computes (chapter 03), as one
+operation instead of three nodes (scores, normaliser, weighted sum) and their copies;
+`tests/fast/test_fast_attention.py` keeps the two equal in values and gradients. `fast_normaliser`
+holds the book's softmax and ReLU normalisers as array code with their backward beside them (the
+softmax with the short-axis reductions of `minitorch.fast.arrays`), so no small graph is built for them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.fast.arrays import max_along, sum_along
+from minitorch.paper import attention
+from minitorch.paper.attention import causal_mask, get_normaliser
+from minitorch.tensor import Tensor, is_grad_enabled
+
+
+def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters: Tensor) -> tuple[Tensor, Tensor]:
+    """`minitorch.paper.attention.attend` as one fused operation, for queries, keys and values stacked
+    on a first axis of size 3: the same numbers, faster.
+
+    projected: (3, ..., L, d), as one matrix product with ``[W_Q; W_K; W_V]`` produces them
+    (`minitorch.fast.layer`). Returns ``(output, weights)`` with output ``o_i = Σ_k a_ik v_k`` of
+    shape (..., L, d) and weights (..., L, L) (a record for plots and metrics, not part of the
+    graph). Keyword `parameters` go to the normaliser, e.g. ``sink_logit=S``.
+
+    Forward: ``S = Q Kᵀ``, ``A = normaliser(S)``, ``O = A V``. Backward, for ``G = ∂ℓ/∂O``::
+
+        ∂ℓ/∂V = Aᵀ G      ∂ℓ/∂A = G Vᵀ      ∂ℓ/∂S from the normaliser's own backward
+        ∂ℓ/∂Q = (∂ℓ/∂S) K                  ∂ℓ/∂K = (∂ℓ/∂S)ᵀ Q
+
+    written into one (3, ..., L, d) array. The book's softmax and ReLU normalisers run as array
+    code with their backward beside them (`fast_normaliser`); any other normaliser stays an
+    ordinary minitorch function, run on a leaf holding S, its backward one call to ``backward`` on
+    that small graph (so a normaliser with learned parameters gets their gradients too).
+    """
+    if projected.ndim < 3 or projected.shape[0] != 3:
+        raise ValueError(f"attend_stacked: expected queries, keys and values stacked as (3, ..., L, d), "
+                         f"got shape {projected.shape}")
+    queries, keys, values = projected.data
+    scores = queries @ np.swapaxes(keys, -1, -2)  # (..., L, d) @ (..., d, L) -> (..., L, L)
+    needs_grad = is_grad_enabled() and projected.requires_grad
+    array_normaliser = None if parameters else fast_normaliser(normaliser)
+    if array_normaliser is not None:
+        weights, normaliser_backward = array_normaliser(scores, causal_mask(scores.shape[-1]))
+        weights = Tensor.from_op(weights, (), None, "weights")
+    else:
+        weights, normaliser_backward = _through_a_small_graph(scores, normaliser, parameters, needs_grad)
+    output = weights.data @ values  # (..., L, L) @ (..., L, d) -> (..., L, d)
+
+    def backward(grad):
+        stacked = np.empty_like(projected.data)  # (3, ..., L, d): ∂ℓ/∂Q, ∂ℓ/∂K, ∂ℓ/∂V
+        np.matmul(np.swapaxes(weights.data, -1, -2), grad, out=stacked[2])  # Aᵀ G
+        grad_scores = normaliser_backward(grad @ np.swapaxes(values, -1, -2))  # G Vᵀ in, ∂ℓ/∂S out
+        if grad_scores is None:  # nothing upstream of the scores learns
+            stacked[:2] = 0.0
+        else:
+            np.matmul(grad_scores, keys, out=stacked[0])  # (∂ℓ/∂S) K
+            np.matmul(np.swapaxes(grad_scores, -1, -2), queries, out=stacked[1])  # (∂ℓ/∂S)ᵀ Q
+        return stacked, None
+
+    # the weights are a parent only so that a normaliser's parameters make the output need a
+    # gradient; their gradient is delivered inside normaliser_backward, so we return None for them
+    return Tensor.from_op(output, (projected, weights), backward, "attend"), weights.detach()
+
+
+def _through_a_small_graph(scores: np.ndarray, normaliser: str, parameters: dict, needs_grad: bool):
+    """Any registered normaliser, run as minitorch operations on a leaf holding the scores:
+    (weights Tensor, backward function ∂ℓ/∂A -> ∂ℓ/∂S, None when the scores need no gradient)."""
+    leaf = Tensor.from_op(scores, (), None, "scores")
+    leaf.requires_grad = needs_grad  # a leaf of the normaliser's own graph (no copy of the scores)
+    weights = get_normaliser(normaliser)(leaf, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
+
+    def backward(grad_weights):
+        if not weights.requires_grad:  # nothing upstream of the weights learns
+            return None
+        weights.backward(grad_weights)  # ∂ℓ/∂S into leaf.grad, and the normaliser's parameters' gradients
+        grad_scores, leaf.grad = leaf.grad, None
+        return grad_scores  # None when only the normaliser's own parameters needed a gradient
+
+    return weights, backward
+
+
+def fast_normaliser(name: str):
+    """The normaliser registered as `name` as array code, or None where there is none.
+
+    Returns ``normalise(S, future) -> (A, backward)``, with ``backward(∂ℓ/∂A) = ∂ℓ/∂S``: the
+    numbers of the book's "softmax" and "relu" normalisers, without a graph. Only those two have
+    one; when either name is registered to another function, that function is used as it is. A
+    student edition handing out the exercises a copy repeats (2.3 and 3.2 for the softmax, 3.3 for
+    ReLU) replaces it by ``return None``, so that training runs the student's own code.
+    """
+    if name == "softmax" and attention.NORMALISERS.get(name) is attention.softmax_attention:
+        return _softmax()
+    if name == "relu" and attention.NORMALISERS.get(name) is attention.relu_attention:
+        return _relu()
+    return None
+
+
+def _softmax():
+    """The softmax of `minitorch.paper.attention.softmax_attention`, with the short-axis reductions
+    of `minitorch.fast.arrays` (NumPy reduces 16 keys one row at a time)."""
+    # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)
+    def softmax(scores: np.ndarray, future: np.ndarray):
+        hide_future = np.where(future, -np.inf, 0.0).astype(scores.dtype)  # (L, L): -inf on future keys, else 0
+        weights = scores + hide_future  # (..., L, L): future keys get -inf, hence weight 0 (faster than np.where)
+        weights -= max_along(weights, -1)
+        np.exp(weights, out=weights)
+        weights /= sum_along(weights, -1)
+
+        def backward(grad):  # a ⊙ (g - Σ_k g_k a_k), in place in g (the caller's own array)
+            grad -= sum_along(grad * weights, -1)
+            grad *= weights
+            return grad
+        return weights, backward
+    return softmax
+    # END SPEED COPY OF EXERCISES 2.3 3.2
+
+
+def _relu():
+    """The ReLU normaliser of `minitorch.paper.attention.relu_attention`, as array code."""
+    # BEGIN SPEED COPY OF EXERCISES 3.3 (student edition: return None)
+    def relu(scores: np.ndarray, future: np.ndarray):
+        length = scores.shape[-1]
+        visible = np.logical_not(future).astype(scores.dtype)  # (L, L): 1 on keys k <= i
+        reciprocal = np.maximum(np.arange(length), 1).reshape(length, 1).astype(scores.dtype) ** -1.0  # 1/max(i, 1)
+        weights = np.maximum(scores, 0)
+        weights *= visible
+        weights *= reciprocal
+
+        def backward(grad):  # in place in g (the caller's own array)
+            grad *= reciprocal
+            grad *= visible
+            grad *= scores > 0
+            return grad
+        return weights, backward
+    return relu
+    # END SPEED COPY OF EXERCISES 3.3

@@ -1,0 +1,122 @@
+"""Bounds: Theorems 1 and 2 as formulas, and chapter 10's floor for sigmoid attention (chapters 05, 09, 10).
+
+- `trigger_separation`: ε_0 of Theorem 1, from the set J of trigger positions;
+- `theorem1_bos_lower_bound` (worst-case error δ -> least BOS mass) and its inverse
+  `theorem1_error_lower_bound`;
+- `theorem2_bos_lower_bound`, with `value_norm` (R, the largest ``||W||_∞`` of any head's value map);
+- `affine_fit_of_reciprocal`: the best affine fit of 1/j over J, the error floor of sigmoid attention.
+
+`minitorch.paper.theory.proof_steps` checks the steps that prove them; `worst_case` measures the
+quantities they bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch import checks
+from minitorch.paper.models import AttentionModel
+from minitorch.paper.task import SEQUENCE_LENGTH, WIDTH
+from minitorch.paper.theory.constructions import MIN_WIDTH, value_map
+
+TRAINING_TRIGGERS = tuple(range(2, SEQUENCE_LENGTH))  # J = {2, ..., L-1}
+
+
+def trigger_set(triggers) -> tuple[int, ...]:
+    """The trigger positions J as a tuple; Theorem 1 needs at least two distinct ones, each >= 1."""
+    triggers = tuple(int(j) for j in triggers)
+    if len(set(triggers)) < 2 or min(triggers) < 1:
+        raise ValueError(f"Theorem 1 needs at least two distinct trigger positions >= 1, got {triggers}")
+    return triggers
+
+
+def trigger_separation(triggers=TRAINING_TRIGGERS) -> float:
+    """ε_0 of Theorem 1: the root of ``2 ε (1 + ε) = Δ``, ``Δ = 1/min J - 1/max J``.
+
+    For J = {2, ..., 15}: Δ = 13/30 and ε_0 ≈ 0.1831.
+    """
+    triggers = trigger_set(triggers)
+    gap = 1.0 / min(triggers) - 1.0 / max(triggers)  # Δ
+    return (np.sqrt(1.0 + 2.0 * gap) - 1.0) / 2.0
+
+
+def theorem1_bos_lower_bound(error, triggers=TRAINING_TRIGGERS):
+    """Theorem 1: a single softmax head with worst-case error δ puts at least
+    ``1 - 2 δ / ε_0(J)`` on BOS at every non-trigger row (0 once δ >= ε_0 / 2)."""
+    error = np.asarray(error, dtype=float)
+    if np.any(error < 0) or not np.all(np.isfinite(error)):
+        raise ValueError("theorem1_bos_lower_bound: errors must be finite and >= 0")
+    bound = np.clip(1.0 - 2.0 * error / trigger_separation(triggers), 0.0, 1.0)
+    return float(bound) if bound.ndim == 0 else bound
+
+
+def theorem1_error_lower_bound(bos_mass, triggers=TRAINING_TRIGGERS):
+    """Theorem 1 read backwards: a single softmax head whose smallest BOS mass at a
+    non-trigger row is b has worst-case error at least ``ε_0 (1 - b) / 2``."""
+    bos_mass = np.asarray(bos_mass, dtype=float)
+    if np.any((bos_mass < 0) | (bos_mass > 1)):
+        raise ValueError("theorem1_error_lower_bound: a BOS mass lies in [0, 1]")
+    bound = trigger_separation(triggers) * (1.0 - bos_mass) / 2.0
+    return float(bound) if bound.ndim == 0 else bound
+
+
+def affine_fit_of_reciprocal(triggers=TRAINING_TRIGGERS) -> tuple[float, float, float]:
+    """The best affine fit of ``1/j`` over ``j`` in J, in the max norm (Chebyshev fit).
+
+    Returns ``(error, slope, intercept)``: ``error = min over (s, t) of max_{j in J}
+    |1/j - (t + s j)|`` and a line attaining it. Chapter 10's floor for sigmoid
+    attention: the trigger row's trigger-flag output on all-equal inputs is affine
+    in j, the target there is 1/j, so every sigmoid head errs by at least ``error``.
+    For J = {2, ..., 15}: error = 1/10, line 7/15 - j/30.
+
+    Method: on a finite set the best affine fit is decided by three points
+    (Chebyshev's alternation theorem for the two functions 1, j). For
+    ``j_1 < j_2 < j_3`` the weights ``λ = (j_3 - j_2, -(j_3 - j_1), j_2 - j_1)``
+    annihilate every affine function, so ``|Σ λ_r / j_r| / Σ |λ_r|`` is a lower
+    bound for that triple; the largest over all triples is the error.
+    """
+    points = np.array(sorted(set(trigger_set(triggers))), dtype=float)
+    if len(points) < 3:
+        raise ValueError(f"affine_fit_of_reciprocal: need at least 3 trigger positions, got {len(points)}; "
+                         "a line fits 1 or 2 points exactly")
+    best, best_triple = -1.0, None
+    for first in range(len(points)):
+        for second in range(first + 1, len(points)):
+            for third in range(second + 1, len(points)):
+                j1, j2, j3 = points[[first, second, third]]
+                weights = np.array([j3 - j2, -(j3 - j1), j2 - j1])  # Σ λ_r (t + s j_r) = 0 for every t, s
+                value = abs(weights @ (1.0 / np.array([j1, j2, j3]))) / np.abs(weights).sum()
+                if value > best:
+                    best, best_triple = value, (j1, j2, j3)
+    # The line that errs by exactly ±best, alternating, at the deciding triple: 1/j_r - (t + s j_r) = σ_r best.
+    j1, j2, j3 = best_triple
+    weighted_sum = np.array([j3 - j2, -(j3 - j1), j2 - j1]) @ (1.0 / np.array(best_triple))
+    signs = np.sign(weighted_sum) * np.array([1.0, -1.0, 1.0])
+    system = np.array([[1.0, j, sign] for j, sign in zip(best_triple, signs)])  # unknowns t, s, e: t + s j + σ e = 1/j
+    intercept, slope, _ = np.linalg.solve(system, 1.0 / np.array(best_triple))
+    return float(best), float(slope), float(intercept)
+
+
+def value_norm(model: AttentionModel) -> float:
+    """R of Theorem 2: the largest ``||W||_∞`` (largest absolute row sum) of any head's value map."""
+    return max(float(np.abs(value_map(model, layer, head)).sum(axis=1).max())
+               for layer in range(len(model.layers)) for head in range(model.layers[layer].heads))
+
+
+def theorem2_bos_lower_bound(error: float, layers: int, heads: int, value_norm: float,
+                             width: int = WIDTH) -> float:
+    """Theorem 2: some head of some layer puts at least
+    ``γ = (1/2 - 2 δ) / (m (m + 3) H R (1 + H R)^(m-1))`` on BOS at some row
+    i in {1, ..., j} of some all-equal corner input (m layers, H heads, value
+    maps with ``||W||_∞ <= R``). Needs ``(1 + H)^m <= n - 2``; 0 once δ >= 1/4.
+    """
+    owner = "theorem2_bos_lower_bound"
+    width = checks.integer(owner, "width", width, minimum=MIN_WIDTH)
+    layers, heads = checks.integer(owner, "layers", layers), checks.integer(owner, "heads", heads)
+    error = checks.positive_number(owner, "error", error, allow_zero=True)
+    value_norm = checks.positive_number(owner, "value_norm", value_norm)
+    if (1 + heads) ** layers > width - 2:
+        raise ValueError(f"theorem2_bos_lower_bound: needs (1 + heads)^layers <= n - 2 = {width - 2}, "
+                         f"got layers={layers}, heads={heads}")
+    growth = heads * value_norm
+    return max(0.0, (0.5 - 2.0 * error) / (layers * (layers + 3) * growth * (1.0 + growth) ** (layers - 1)))

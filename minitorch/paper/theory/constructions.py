@@ -1,0 +1,207 @@
+"""Constructions: hand-built weights, loaded into the library's own models (chapters 04-06, 09).
+
+Each returns a model of `minitorch.paper.models`, so that it runs through the real forward pass:
+
+- `relu_construction` (Theorem 3): ReLU weights that solve the task exactly, with no sink (exercise 6.1);
+- `softmax_construction` (chapter 05's softmax family, scale c): a sink whose strength is c (exercise 5.1),
+  with `construction_worst_case`, the family's exact worst-case error and smallest BOS mass;
+- `fixed_trigger_counterexample`: why Theorem 1 needs two trigger positions;
+- `two_layer_construction` (Theorem 2): one layer sinks, the other does not;
+- `trigger_row_sink_construction` (Theorem 2): no head sinks at a non-trigger row.
+
+`unit_vectors` names the coordinates of a token and `load_head` writes one head's four matrices into
+a model; `value_map` reads a head's ``W = W_O W_V`` back out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch import checks
+from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel
+from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
+
+MIN_WIDTH = 4  # BOS flag, trigger flag, at least one content coordinate, bias channel
+
+
+def unit_vectors(width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(e_0, e_t, e_b, content)``: the BOS flag, trigger flag and bias unit vectors,
+    and a boolean mask (n,) of the d = n - 3 content coordinates."""
+    width = checks.integer("unit_vectors", "width (BOS, trigger, >= 1 content, bias)", width, minimum=MIN_WIDTH)
+    identity = np.eye(width)
+    content = np.zeros(width, dtype=bool)
+    content[2:width - 1] = True
+    return identity[BOS], identity[TRIGGER], identity[width - 1], content
+
+
+def load_head(model: AttentionModel, layer: int, head: int, W_Q, W_K, W_V, W_O) -> AttentionModel:
+    """Write one head's four n x n matrices into `model` (in place; returns it).
+
+    The matrices act on column vectors, as in the chapter: ``q = W_Q x``.
+    `nn.Linear` stores exactly that matrix (it computes ``x @ weight.T``), so
+    head h owns rows h*n:(h+1)*n of W_Q, W_K, W_V and columns h*n:(h+1)*n of W_O.
+    """
+    attention = model.layers[layer]
+    width = attention.width
+    block = slice(head * width, (head + 1) * width)
+    for name, matrix in dict(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O).items():
+        matrix = np.asarray(matrix, dtype=float)
+        if matrix.shape != (width, width):
+            raise ValueError(f"load_head: {name} must have shape ({width}, {width}), got {matrix.shape}")
+    attention.W_Q.weight.data[block, :] = W_Q
+    attention.W_K.weight.data[block, :] = W_K
+    attention.W_V.weight.data[block, :] = W_V
+    attention.W_O.weight.data[:, block] = W_O
+    return model
+
+
+def value_map(model: AttentionModel, layer: int = 0, head: int = 0) -> np.ndarray:
+    """The head's value map ``W = W_O W_V`` restricted to that head: (n, n)."""
+    attention = model.layers[layer]
+    block = slice(head * attention.width, (head + 1) * attention.width)
+    return attention.W_O.weight.data[:, block] @ attention.W_V.weight.data[block, :]
+
+
+
+def relu_construction(width: int = WIDTH) -> SingleLayerModel:
+    """Theorem 3: ReLU weights that solve the task exactly, with no sink.
+
+    ``W_Q = u e_t^T``, ``W_K = u (e_b + e_t)^T``, ``W_V = W_O = I`` with u = e_0.
+    Then ``s_ik = [i = j] [k >= 1]``: after ReLU and the divisor j, the trigger
+    row puts 1/j on each of keys 1..j (the exact mean); every other row is 0.
+    """
+    model = SingleLayerModel(width, heads=1, normaliser="relu")
+    # BEGIN EXERCISE 6.1
+    e_0, e_t, e_b, _ = unit_vectors(width)
+    u = e_0  # any unit vector works: scores only need q_i . k_k = (e_t . x_i)((e_b + e_t) . x_k)
+    W_Q = np.outer(u, e_t)  # q_i = [x_i is the trigger] u
+    W_K = np.outer(u, e_b + e_t)  # k_k = [x_k is not BOS] u
+    identity = np.eye(width)
+    return load_head(model, 0, 0, W_Q, W_K, identity, identity)
+    # END EXERCISE 6.1
+
+
+def softmax_construction(scale: float, width: int = WIDTH) -> SingleLayerModel:
+    """The softmax family of chapter 05: a sink whose strength is the scale c.
+
+    ``W_Q = c u (e_b - e_t)^T``, ``W_K = u e_0^T``, ``W_V = I - e_0 e_0^T``,
+    ``W_O = I`` with u = e_0. Only the BOS key gets a non-zero score: +c from a
+    content query, -c from the trigger. So a non-trigger row i puts
+    ``e^c / (e^c + i)`` on BOS, the trigger row ``e^-c / (e^-c + j)``; BOS's
+    value is 0 and every other token's value is the token itself.
+    """
+    scale = checks.finite_number("softmax_construction", "scale", scale)
+    model = SingleLayerModel(width, heads=1, normaliser="softmax")
+    # BEGIN EXERCISE 5.1
+    e_0, e_t, e_b, _ = unit_vectors(width)
+    u = e_0
+    W_Q = scale * np.outer(u, e_b - e_t)  # q_i = +c u at content tokens, -c u at the trigger
+    W_K = np.outer(u, e_0)  # k_k = u at BOS, 0 elsewhere
+    W_V = np.eye(width) - np.outer(e_0, e_0)  # BOS's value is 0; other tokens keep their value
+    return load_head(model, 0, 0, W_Q, W_K, W_V, np.eye(width))
+    # END EXERCISE 5.1
+
+
+def construction_worst_case(scale: float, length: int = SEQUENCE_LENGTH) -> tuple[float, float]:
+    """Exact ``(worst-case error, min BOS mass)`` of `softmax_construction` (scale c >= 0).
+
+    Row L-1 (a non-trigger row whenever j < L-1) sees L-1 non-BOS tokens; with
+    every content at +1 its output is ``(L-1)/(e^c + L-1)`` in each content
+    coordinate, the largest error anywhere; its BOS mass ``e^c/(e^c + L-1)`` is
+    the smallest. So ``1 - min BOS mass = worst-case error`` along the family.
+    """
+    scale = checks.positive_number("construction_worst_case", "scale", scale, allow_zero=True)  # the formula's range
+    visible = length - 1
+    error = visible / (np.exp(scale) + visible)
+    return float(error), float(1.0 - error)
+
+
+def fixed_trigger_counterexample(trigger: int = TEST_TRIGGER, sharpness: float = 1e4, separation: float = 60.0,
+                                 width: int = WIDTH) -> SingleLayerModel:
+    """A softmax head with tiny worst-case error when the trigger is always at `trigger`,
+    but BOS mass only 1/(i+1) at row i < j on inputs whose contents all sit at the corner 1.
+
+    Content tokens have value ``W x_k = c_k - 1`` (1 = all-ones corner): zero at the
+    corner. Non-trigger rows score BOS ``G d`` and content key k ``G Σ_m c_k[m]``
+    (G = sharpness): keys far from the corner get weight ``e^{-G ||c_k - 1||_1}``,
+    keys at the corner tie with BOS. The trigger's value is tuned to this one j,
+    so the model fails when the trigger moves: Theorem 1 needs two positions.
+    """
+    sharpness = checks.finite_number("fixed_trigger_counterexample", "sharpness", sharpness)
+    separation = checks.finite_number("fixed_trigger_counterexample", "separation", separation)
+    e_0, e_t, e_b, content = unit_vectors(width)
+    trigger = checks.integer("fixed_trigger_counterexample", "trigger", trigger, minimum=1)
+    if trigger >= SEQUENCE_LENGTH:
+        raise ValueError(f"fixed_trigger_counterexample: trigger must lie in 1..{SEQUENCE_LENGTH - 1}, got {trigger}")
+    corner = content.astype(float)  # c* = (1, ..., 1) on the content coordinates
+    d = int(content.sum())
+    identity = np.eye(width)
+    u_score, u_avoid, u_trigger = identity[0], identity[1], identity[2]  # three directions of query/key space
+    W_Q = np.outer(u_score + u_avoid, e_b) + np.outer(u_trigger, e_t)
+    W_K = (sharpness * np.outer(u_score, corner)  # content key: G c* . c_k
+           + np.outer(sharpness * d * u_score - separation * u_trigger, e_0)  # BOS: G d, or -M for the trigger query
+           - separation * np.outer(u_avoid, e_t))  # the trigger key: -M for content queries
+    W = np.diag(corner)  # content -> content
+    W -= np.outer(corner, e_b)  # bias channel: subtract the corner
+    W += np.outer((trigger - 1) * corner + (trigger - 1) * e_b + e_t, e_t)  # trigger: repair the mean at this j
+    model = SingleLayerModel(width, heads=1, normaliser="softmax")
+    return load_head(model, 0, 0, W_Q, W_K, W, identity)
+
+
+def _running_average_head(width: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W_Q, W_K) of a head that spreads its weight evenly over the non-BOS keys
+    (BOS score -c at every non-BOS query): BOS mass ``e^-c / (e^-c + i)``, no sink."""
+    e_0, e_t, e_b, _ = unit_vectors(width)
+    return np.outer(e_0, e_b + e_t), -scale * np.outer(e_0, e_0)
+
+
+def two_layer_construction(scale: float = 20.0, width: int = WIDTH, heads: int = 2) -> ResidualModel:
+    """Theorem 2, "not every head must sink": a residual model, 2 layers, in which
+    only layer 0's head 0 sinks.
+
+    Layer 0, head 0 is `softmax_construction`'s head (sinks, writes the mean).
+    Every other head spreads its weight over the non-BOS keys (BOS mass about
+    ``e^-c / i``): with ``heads=1`` layer 1's head has ``W_O = 0``; with ``heads=2``
+    layer 0's head 1 has ``W_O = 0`` and layer 1's two heads share their
+    attention and have opposite value maps ``±(I - e_0 e_0^T)``, so they cancel.
+    """
+    scale = checks.finite_number("two_layer_construction", "scale", scale)
+    if heads not in (1, 2):
+        raise ValueError(f"two_layer_construction: heads must be 1 or 2, got {heads}")
+    model = ResidualModel(width, heads=heads, layers=2, normaliser="softmax")
+    e_0, e_t, e_b, _ = unit_vectors(width)
+    identity, zero = np.eye(width), np.zeros((width, width))
+    without_bos = identity - np.outer(e_0, e_0)
+    load_head(model, 0, 0, scale * np.outer(e_0, e_b - e_t), np.outer(e_0, e_0), without_bos, identity)
+    W_Q, W_K = _running_average_head(width, scale)
+    if heads == 1:
+        return load_head(model, 1, 0, W_Q, W_K, without_bos, zero)
+    load_head(model, 0, 1, W_Q, W_K, without_bos, zero)
+    load_head(model, 1, 0, W_Q, W_K, without_bos, identity)
+    return load_head(model, 1, 1, W_Q, W_K, without_bos, -identity)
+
+
+def trigger_row_sink_construction(scale: float = 30.0, width: int = WIDTH, layers: int = 2) -> ResidualModel:
+    """Theorem 2, "the sink may sit at the trigger row": a residual model with 2 heads
+    per layer in which NO head puts more than ``e^-c / (e^-c + i)`` on BOS at any
+    non-trigger row i, yet the error is about ``L e^-c``.
+
+    Layer 0: heads A and B spread their weight over the non-BOS keys at every
+    non-trigger row (identical attention there) with opposite value maps
+    ``±(I - e_0 e_0^T)``: they cancel. At the trigger row A still averages, and
+    so writes the mean, while B's query flips sign and B sinks onto BOS, whose
+    value is 0. Later layers hold a cancelling pair of running-average heads.
+    """
+    scale = checks.finite_number("trigger_row_sink_construction", "scale", scale)
+    layers = checks.integer("trigger_row_sink_construction", "layers", layers)
+    model = ResidualModel(width, heads=2, layers=layers, normaliser="softmax")
+    e_0, e_t, e_b, _ = unit_vectors(width)
+    identity = np.eye(width)
+    without_bos = identity - np.outer(e_0, e_0)
+    W_Q, W_K = _running_average_head(width, scale)
+    load_head(model, 0, 0, W_Q, W_K, without_bos, identity)  # A: averages at every row
+    load_head(model, 0, 1, np.outer(e_0, e_b - e_t), W_K, without_bos, -identity)  # B: BOS score +c at the trigger
+    for layer in range(1, layers):
+        load_head(model, layer, 0, W_Q, W_K, without_bos, identity)
+        load_head(model, layer, 1, W_Q, W_K, without_bos, -identity)
+    return model

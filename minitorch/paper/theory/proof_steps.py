@@ -1,0 +1,240 @@
+"""The proofs of Theorems 1 and 2, step by step, as functions a test or a chapter can check (chapters 05, 09).
+
+Each step is an inequality or identity that must hold for every model and input; here each returns
+its two sides (or the objects the proof builds), so that it can be checked on random models and
+inputs, not only on the constructions.
+
+- Theorem 1: `attention_average` and `non_bos_average` (step 1), `non_trigger_row_sides` (step 2),
+  `in_token_hull` and `trigger_row_decomposition` (step 3), `trigger_row_slack` and
+  `determinant_lemma_sides` (step 4), `random_token_hull_points` (points of T to check them on).
+- Theorem 2: `value_words` (the span S), `separating_corner` (the geometric lemma),
+  `residual_streams` and `theorem2_stream_sides` (the stream inequalities), `theorem2_witness`
+  (the input on which some head must sink).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel
+from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
+from minitorch.paper.theory.bounds import trigger_set, value_norm
+from minitorch.paper.theory.constructions import unit_vectors, value_map
+from minitorch.paper.theory.worst_case import all_equal_inputs, predict_with_attention, row_errors
+from minitorch.tensor import Tensor, no_grad
+
+
+# ----------------------------------------------------------------------------
+# Theorem 1, step by step
+# ----------------------------------------------------------------------------
+
+def attention_average(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Step 1: ``x̄_i = Σ_k a_ik x_k``, so that a single head outputs ``ŷ_i = W x̄_i``.
+
+    weights: (B, L, L) of one head; x: (B, L, n). Returns (B, L, n).
+    """
+    weights = np.asarray(weights)
+    if weights.ndim != 3 or weights.shape[:2] != x.shape[:2] or weights.shape[2] != x.shape[1]:
+        raise ValueError(f"attention_average: weights {weights.shape} must be (B, L, L) for x {x.shape}")
+    return weights @ x  # (B, L, L) @ (B, L, n) -> (B, L, n)
+
+
+def non_bos_average(averaged: np.ndarray, bos_mass: np.ndarray) -> np.ndarray:
+    """Step 1: ``ũ_i = (x̄_i - a_i0 e_0) / (1 - a_i0)``, the average of the non-BOS
+    tokens under the row's own weights renormalised (rows with a_i0 = 1 give nan)."""
+    removed = averaged.copy()
+    removed[..., BOS] -= bos_mass  # x̄_i[0] = a_i0: only BOS has a BOS flag
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return removed / (1.0 - bos_mass)[..., None]
+
+
+def in_token_hull(u: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
+    """Is u in T = conv{c + e_b, c + e_t : c in [-1, 1]^d}? (..., n) -> bool (...).
+
+    T = {θ e_b + (1 - θ) e_t + z : θ in [0, 1], z content in [-1, 1]^d}: BOS flag 0,
+    bias and trigger flags non-negative and summing to 1, contents in [-1, 1].
+    """
+    width = u.shape[-1]
+    flags = u[..., [TRIGGER, width - 1]]
+    return ((np.abs(u[..., BOS]) <= tolerance) & np.all(flags >= -tolerance, axis=-1)
+            & (np.abs(flags.sum(axis=-1) - 1.0) <= tolerance)
+            & np.all(np.abs(u[..., 2:width - 1]) <= 1.0 + tolerance, axis=-1))
+
+
+def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.ndarray):
+    """Step 2 (non-trigger rows): ``(1 - a_i0) ||W ũ_i||_∞ <= ||ŷ_i||_∞ + a_i0 ||W e_0||_∞``.
+
+    Holds for every single-head model and input (it is the triangle inequality
+    applied to ``ŷ_i = a_i0 W e_0 + (1 - a_i0) W ũ_i``). Returns the two sides
+    at every non-trigger row, each (B, L-2).
+    """
+    W = value_map(model)
+    prediction, attention = predict_with_attention(model, x)
+    weights = attention[0][:, 0]  # (B, L, L): one head
+    bos_mass = weights[..., 0]  # (B, L)
+    off_bos = attention_average(weights, x)  # x̄_i, (B, L, n) ...
+    off_bos[..., BOS] -= bos_mass  # ... minus a_i0 e_0 = (1 - a_i0) ũ_i (no division: a_i0 may be 1)
+    left = np.abs(off_bos @ W.T).max(axis=-1)
+    right = np.abs(prediction).max(axis=-1) + bos_mass * np.abs(W[:, BOS]).max()
+    keep = (np.arange(x.shape[1]) >= 1) & (np.arange(x.shape[1]) != np.asarray(triggers)[:, None])
+    batch = x.shape[0]
+    return left[keep].reshape(batch, -1), right[keep].reshape(batch, -1)
+
+
+def trigger_row_decomposition(model: SingleLayerModel, u: np.ndarray, trigger: int):
+    """Step 3: on the all-equal input with content z (the content of u in T),
+    ``ŷ_j = a_j0 W e_0 + (a + b) W u + s W (e_b - e_t)`` with a = the weight on the
+    j-1 content keys, b = a_jj and ``s = a - θ (a + b)``.
+
+    u: (B, n) points of T. Returns (ŷ_j as computed by the model, the right-hand side), each (B, n).
+    """
+    width = u.shape[-1]
+    if not np.all(in_token_hull(u)):
+        raise ValueError("trigger_row_decomposition: every u must lie in T (see in_token_hull)")
+    W = value_map(model)
+    e_0, e_t, e_b, _ = unit_vectors(width)
+    x = all_equal_inputs(u[:, 2:width - 1], trigger)
+    prediction, attention = predict_with_attention(model, x)
+    row = attention[0][:, 0, trigger, :trigger + 1]  # (B, j+1)
+    bos, content, self_weight = row[:, 0], row[:, 1:trigger].sum(axis=1), row[:, trigger]
+    theta = u[:, width - 1]
+    s = content - theta * (content + self_weight)
+    right = (bos[:, None] * W[:, BOS] + (content + self_weight)[:, None] * (u @ W.T)
+             + s[:, None] * (W @ (e_b - e_t)))
+    return prediction[:, trigger], right
+
+
+def trigger_row_slack(model: SingleLayerModel, u: np.ndarray, triggers=(2, SEQUENCE_LENGTH - 1)) -> np.ndarray:
+    """Step 4: ``ε'(u) = max_j E_j(z_u) + max(||W e_0||_∞, ||W u||_∞)`` for u in T (B, n),
+    where E_j(z) is the trigger-row error on the all-equal input with content z
+    and trigger j, for the two positions j in `triggers`. Lemma: ``ε'(u) >= ε_0``.
+    """
+    j_low, j_high = trigger_set(triggers)[:2]
+    width = u.shape[-1]
+    W = value_map(model)
+    errors = []
+    for trigger in (j_low, j_high):
+        x = all_equal_inputs(u[:, 2:width - 1], trigger)
+        errors.append(row_errors(model, x, np.full(len(u), trigger))[:, trigger])
+    return np.maximum(*errors) + np.maximum(np.abs(W[:, BOS]).max(), np.abs(u @ W.T).max(axis=-1))
+
+
+def determinant_lemma_sides(P1, P2, G, s1, s2):
+    """Step 4's lemma in the plane: if ``||P_k - s_k G||_∞ <= ε`` (k = 1, 2) then
+    ``|det(P1, P2)| <= (||P1||_1 + ||P2||_1) ε + 2 ε^2``. Arrays (..., 2) and (...).
+    Returns (|det(P1, P2)|, the right-hand side with ε the larger of the two errors)."""
+    P1, P2, G = (np.asarray(v, dtype=float) for v in (P1, P2, G))
+    s1, s2 = np.asarray(s1, dtype=float)[..., None], np.asarray(s2, dtype=float)[..., None]
+    epsilon = np.maximum(np.abs(P1 - s1 * G).max(axis=-1), np.abs(P2 - s2 * G).max(axis=-1))
+    determinant = np.abs(P1[..., 0] * P2[..., 1] - P1[..., 1] * P2[..., 0])
+    norms = np.abs(P1).sum(axis=-1) + np.abs(P2).sum(axis=-1)
+    return determinant, norms * epsilon + 2.0 * epsilon**2
+
+
+def random_token_hull_points(size: int, seed: int = 0, width: int = WIDTH, corners: bool = False) -> np.ndarray:
+    """`size` random points of T (size, n): θ uniform in [0, 1], contents uniform
+    in [-1, 1]^d (or at random corners if `corners`)."""
+    rng = np.random.default_rng(seed)
+    e_0, e_t, e_b, content = unit_vectors(width)
+    theta = rng.uniform(0.0, 1.0, size=(size, 1))
+    u = theta * e_b + (1.0 - theta) * e_t
+    shape = (size, int(content.sum()))
+    u[:, content] = rng.choice([-1.0, 1.0], size=shape) if corners else rng.uniform(-1.0, 1.0, size=shape)
+    return u
+
+
+
+# ----------------------------------------------------------------------------
+# Theorem 2, step by step
+# ----------------------------------------------------------------------------
+
+def value_words(model: AttentionModel) -> np.ndarray:
+    """The vectors ``W^{l_r,h_r} ... W^{l_1,h_1} (e_t - e_b)`` for l_1 < ... < l_r
+    (the empty word included): (N, n) with N = (1 + H)^m. Their span S contains
+    every trigger-minus-content stream difference a sink-free model can make."""
+    width = model.config["width"]
+    _, e_t, e_b, _ = unit_vectors(width)
+    words = [e_t - e_b]
+    for layer, attention in enumerate(model.layers):
+        words += [value_map(model, layer, head) @ word for word in words for head in range(attention.heads)]
+    return np.array(words)
+
+
+def separating_corner(words: np.ndarray, tolerance: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """Theorem 2's geometric lemma: for a subspace S (spanned by `words`, (N, n)) that
+    contains e_t - e_b and has dimension <= n - 2, return ``(z, λ)``: a corner z in
+    {-1, 1}^d and a functional λ (n,) with λ_0 = 0, ``||λ||_1 = 1``, λ ⊥ S and
+    ``λ · (z + e_t) >= 1/2``. Hence ``||z + e_t - s||_∞ >= 1/2`` for every s in S.
+    """
+    width = words.shape[1]
+    projected = words[:, 1:]  # drop the BOS coordinate
+    _, singular, right = np.linalg.svd(projected)
+    rank = int((singular > tolerance * max(1.0, singular.max(initial=0.0))).sum())
+    if rank >= width - 1:
+        raise ValueError(f"separating_corner: S has dimension {rank} once BOS is dropped; need <= n - 2 = {width - 2}")
+    functional = np.concatenate([[0.0], right[-1]])  # orthogonal to S (on coordinates 1..n-1)
+    functional /= np.abs(functional).sum()
+    sign_t = 1.0 if functional[TRIGGER] >= 0 else -1.0
+    z = np.where(functional[2:width - 1] >= 0, 1.0, -1.0) * sign_t
+    return z, functional * sign_t
+
+
+def residual_streams(model: ResidualModel, x: np.ndarray) -> tuple[list, list]:
+    """The residual stream after each layer, ``[s^0 = x, s^1, ..., s^m]`` (each (B, L, n)),
+    and each layer's attention weights (B, H, L, L)."""
+    if not model.residual:
+        raise ValueError("residual_streams: the model must be a ResidualModel")
+    streams, attention = [np.asarray(x, dtype=float)], []
+    with no_grad():
+        for layer in model.layers:
+            update, weights = layer(Tensor(streams[-1]))
+            streams.append(streams[-1] + update.data)
+            attention.append(weights.data)
+    return streams, attention
+
+
+def theorem2_stream_sides(model: ResidualModel, content, trigger: int) -> dict:
+    """The inequalities of Theorem 2's proof on the all-equal input X_j(z).
+
+    With γ the largest BOS mass of any head at rows 1..j, ``G = H R``:
+    - ``spread = max_{1<=i<j} ||s^m_i - σ^m||_∞ <= 2 γ m G (1+G)^(m-1)``, where
+      ``σ^m = Π_l (I + Σ_h W^{l,h}) (z + e_b)`` is the stream of a BOS-free model;
+    - ``rest = ||D^m - P (e_t - e_b)||_∞ <= γ m (m+1) G (1+G)^(m-1)``, where
+      ``D^m = s^m_j - σ^m`` and ``P = Π_l (I + Σ_h a^{l,h}_jj W^{l,h})`` (so
+      ``P (e_t - e_b)`` lies in the span S of `value_words`).
+    Returns the four numbers and γ.
+    """
+    width = model.config["width"]
+    _, e_t, e_b, _ = unit_vectors(width)
+    z = np.asarray(content, dtype=float)
+    streams, attention = residual_streams(model, all_equal_inputs(z[None], trigger))
+    layers, heads = len(model.layers), model.config["heads"]
+    gamma = max(float(weights[0, :, 1:trigger + 1, 0].max()) for weights in attention)
+    growth = heads * value_norm(model)
+    sigma = np.concatenate([[0.0, 0.0], z, [1.0]])  # σ^0 = z + e_b, a content token
+    word = e_t - e_b  # becomes P (e_t - e_b)
+    for layer, weights in enumerate(attention):
+        maps = [value_map(model, layer, head) for head in range(heads)]
+        sigma = sigma + sum(W @ sigma for W in maps)
+        word = word + sum(weights[0, head, trigger, trigger] * (W @ word) for head, W in enumerate(maps))
+    final = streams[-1][0]
+    scale = growth * (1.0 + growth) ** (layers - 1)
+    return dict(bos_mass_max=gamma,
+                spread=float(np.abs(final[1:trigger] - sigma).max()), spread_bound=2 * gamma * layers * scale,
+                rest=float(np.abs(final[trigger] - sigma - word).max()),
+                rest_bound=gamma * layers * (layers + 1) * scale)
+
+
+def theorem2_witness(model: ResidualModel, trigger: int = TEST_TRIGGER) -> dict:
+    """Theorem 2 on one input: the corner z of `separating_corner` for the model's
+    span S, and the largest BOS mass any head puts on rows 1..j of X_j(z) (with
+    where it happens). Theorem 2 says it is at least `theorem2_bos_lower_bound`."""
+    z, _ = separating_corner(value_words(model))
+    _, attention = predict_with_attention(model, all_equal_inputs(z[None], trigger))
+    best = dict(bos_mass=-1.0)
+    for layer, weights in enumerate(attention):
+        masses = weights[0, :, 1:trigger + 1, 0]  # (H, j): rows 1..j
+        head, row = np.unravel_index(np.argmax(masses), masses.shape)
+        if masses[head, row] > best["bos_mass"]:
+            best = dict(bos_mass=float(masses[head, row]), layer=layer, head=int(head), row=int(row) + 1)
+    return dict(corner=z, **best)

@@ -1,0 +1,141 @@
+"""Measuring a model's worst case: the numerical companions of the bounds (chapters 05, 06, 09, 10).
+
+A worst-case error ``δ = sup max_i ||ŷ_i - y_i||_∞`` is a supremum over infinitely many inputs; these
+functions bound it from below on a finite set that reaches for the worst:
+
+- `all_equal_inputs`: every non-BOS token carries the same content (the inputs of the proofs);
+- `stress_inputs`: uniform, corner, near-corner and all-equal contents at every trigger position;
+- `worst_case`: a model's largest error and smallest BOS mass on them; `row_errors` per row;
+- `softmax_family`: `worst_case` along the softmax construction's scales c (chapter 05's figure);
+- `predict_with_attention`: the prediction and every layer's weights as arrays, without a graph.
+
+Every function that draws random numbers takes a seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch import checks
+from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
+from minitorch.paper.models import AttentionModel, as_built
+from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TRIGGER, WIDTH, make_targets, make_test_set
+from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
+from minitorch.paper.theory.constructions import MIN_WIDTH, construction_worst_case, softmax_construction
+from minitorch.tensor import no_grad
+
+
+def all_equal_inputs(contents, trigger: int, length: int = SEQUENCE_LENGTH) -> np.ndarray:
+    """Inputs whose non-BOS tokens all carry the same content z: (B, L, n).
+
+    contents: (B, d), one z per sequence, entries in [-1, 1]. These inputs have
+    probability 0 but lie in the support, which is all a worst-case error sees.
+    """
+    contents = np.atleast_2d(np.asarray(contents, dtype=float))
+    batch, d = contents.shape
+    width = d + 3
+    trigger = checks.integer("all_equal_inputs", "trigger", trigger, minimum=1)
+    if trigger >= length:
+        raise ValueError(f"all_equal_inputs: trigger must lie in 1..{length - 1}, got {trigger}")
+    if np.any(np.abs(contents) > 1):
+        raise ValueError("all_equal_inputs: contents must lie in [-1, 1]")
+    x = np.zeros((batch, length, width))
+    x[:, 1:, 2:width - 1] = contents[:, None, :]
+    x[:, 1:, width - 1] = 1.0
+    x[:, 0, BOS] = 1.0
+    x[:, trigger, TRIGGER], x[:, trigger, width - 1] = 1.0, 0.0
+    return x
+
+
+def stress_inputs(size_per_trigger: int = 64, seed: int = 0, triggers=TRAINING_TRIGGERS,
+                  length: int = SEQUENCE_LENGTH, width: int = WIDTH) -> tuple[np.ndarray, np.ndarray]:
+    """Inputs on which to look for a model's worst case: ``(x (B, L, n), triggers (B,))``.
+
+    For every trigger position j: `size_per_trigger` sequences with uniform
+    contents, as many with contents at random corners of [-1, 1]^d, as many
+    with contents near a random corner (at every distance from 1e-6 to 1), and
+    all-equal inputs at random corners plus at the two corners ±(1, ..., 1).
+    A finite set only bounds the worst case from below: ``δ̂ <= δ``.
+    """
+    checks.integer("stress_inputs", "width", width, minimum=MIN_WIDTH)
+    size_per_trigger = checks.integer("stress_inputs", "size_per_trigger", size_per_trigger)
+    rng = np.random.default_rng(seed)
+    d = width - 3
+    blocks, positions = [], []
+    for trigger in triggers:
+        uniform = rng.uniform(-1.0, 1.0, size=(size_per_trigger, length - 1, d))
+        corners = rng.choice([-1.0, 1.0], size=(size_per_trigger, length - 1, d))
+        # near a corner s: contents s (1 - t U), U uniform in [0, 1], t log-uniform in [1e-6, 1]
+        signs = rng.choice([-1.0, 1.0], size=(size_per_trigger, 1, d))
+        distance = 10.0 ** rng.uniform(-6.0, 0.0, size=(size_per_trigger, 1, 1))
+        near = signs * (1.0 - distance * rng.uniform(0.0, 1.0, size=(size_per_trigger, length - 1, d)))
+        for contents in (uniform, corners, near):
+            x = all_equal_inputs(np.zeros((size_per_trigger, d)), trigger, length)
+            x[:, 1:, 2:width - 1] = contents
+            blocks.append(x)
+        equal = np.concatenate([np.ones((1, d)), -np.ones((1, d)),
+                                rng.choice([-1.0, 1.0], size=(max(1, size_per_trigger // 4), d))])
+        blocks.append(all_equal_inputs(equal, trigger, length))
+        positions.append(np.full(sum(block.shape[0] for block in blocks[-4:]), trigger))
+    return np.concatenate(blocks), np.concatenate(positions)
+
+
+def predict_with_attention(model: AttentionModel, x: np.ndarray) -> tuple[np.ndarray, list]:
+    """The model's prediction (B, L, n) and per-layer attention weights [(B, H, L, L)]."""
+    with no_grad():
+        prediction, attention = model(x, return_attention=True)
+    return prediction.data, attention
+
+
+def row_errors(model: AttentionModel, x: np.ndarray, triggers: np.ndarray) -> np.ndarray:
+    """``||ŷ_i - y_i||_∞`` for every sequence and row: (B, L)."""
+    prediction, _ = predict_with_attention(model, x)
+    return np.abs(prediction - make_targets(x, triggers, residual=model.residual)).max(axis=-1)
+
+
+def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigger: int = 64,
+               seed: int = 0, inputs=None) -> dict:
+    """A model's largest error and smallest BOS mass on `stress_inputs` (or on `inputs`).
+
+    Returns ``worst_case_error`` (δ̂, a lower bound on the true δ),
+    ``bos_mass_min`` / ``bos_mass_mean`` (over every head, layer, sequence and
+    non-trigger row) and ``head_bos_mass_min`` (layers, H), the smallest BOS
+    mass of each head.
+    """
+    x, positions = stress_inputs(size_per_trigger, seed, triggers, width=model.config["width"]) \
+        if inputs is None else inputs
+    prediction, attention = predict_with_attention(model, x)
+    error = np.abs(prediction - make_targets(x, positions, residual=model.residual))
+    bos = np.stack([bos_mass_at_non_trigger_rows(weights, positions) for weights in attention])  # (layers, B, H, L-2)
+    return dict(worst_case_error=float(error.max()), bos_mass_min=float(bos.min()),
+                bos_mass_mean=float(bos.mean()), head_bos_mass_min=bos.min(axis=(1, 3)))
+
+
+def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size: int = 500,
+                   triggers=TRAINING_TRIGGERS, speed_up=as_built) -> dict:
+    """Measure `softmax_construction` at every scale c. Returns arrays (one entry per c):
+
+    - ``worst_case_error``, ``bos_mass_min``, ``bos_mass_mean``: on `stress_inputs`
+      (every trigger in J, corners included);
+    - ``test_max_error``, ``test_bos_mass_min``: on `test_size` test sequences
+      (j = 7, seed 12345), the setting of our earlier 500-sequence check (chapter 05);
+    - ``exact_worst_case_error``: the formula of `construction_worst_case`.
+
+    Each construction goes through `speed_up` before it is measured (``python -m minitorch reproduce``
+    passes `minitorch.fast.speed_up`, as for the models it trains).
+    """
+    scales = np.asarray(scales, dtype=float)
+    stress = stress_inputs(size_per_trigger, seed, triggers)
+    test_x, _, test_triggers = make_test_set(size=test_size)
+    columns = {name: [] for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean",
+                                     "test_max_error", "test_bos_mass_min", "exact_worst_case_error")}
+    for scale in scales:
+        model = speed_up(softmax_construction(scale))
+        measured = worst_case(model, inputs=stress)
+        on_test = worst_case(model, inputs=(test_x, test_triggers))
+        for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean"):
+            columns[name].append(measured[name])
+        columns["test_max_error"].append(on_test["worst_case_error"])
+        columns["test_bos_mass_min"].append(on_test["bos_mass_min"])
+        columns["exact_worst_case_error"].append(construction_worst_case(scale)[0] if scale >= 0 else np.nan)
+    return dict(scale=scales, **{name: np.array(values) for name, values in columns.items()})

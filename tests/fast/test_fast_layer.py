@@ -1,0 +1,53 @@
+"""Specification of minitorch.fast.layer's two products: each is its readable composition, to the last bit,
+and its gradient matches finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitorch
+from minitorch.fast.layer import apply_output_blocks, project_blocks
+from minitorch.gradcheck import gradcheck
+
+
+def test_project_blocks_gradient_matches_finite_differences():
+    rng = np.random.default_rng(0)
+    rows, W_Q, W_K = rng.normal(size=(5, 3)), rng.normal(size=(6, 3)), rng.normal(size=(3, 3))
+    gradcheck(project_blocks, [rows, W_Q, W_K])
+
+
+def test_apply_output_blocks_gradient_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    heads_out, W_O = rng.normal(size=(2, 2, 4, 3)), rng.normal(size=(3, 6))  # (H, B, L, n), (n, H n)
+    gradcheck(apply_output_blocks, [heads_out, W_O])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_both_products_give_the_engines_composition_bit_for_bit(dtype):
+    """The fast path's promise to `reproduce`: the same numbers as reshape, permute, matmul and sum."""
+    rng = np.random.default_rng(2)
+    heads, batch, length, n = 3, 2, 5, 4
+    leaves = [minitorch.tensor(rng.normal(size=shape), requires_grad=True, dtype=dtype)
+              for shape in [(batch * length, n), (heads * n, n), (heads * n, n), (n, heads * n)]]
+    rows, W_Q, W_K, W_O = leaves
+    grads = {}
+    for path in ("fused", "composed"):
+        if path == "fused":
+            projected = project_blocks(rows, W_Q, W_K)
+        else:
+            stacked = minitorch.concatenate([W_Q, W_K])
+            projected = rows @ stacked.reshape(2 * heads, n, n).transpose(-2, -1)
+        heads_out = projected.reshape(2, heads, batch, length, n)[0] * projected.reshape(2, heads, batch, length, n)[1]
+        if path == "fused":
+            update = apply_output_blocks(heads_out, W_O)
+        else:
+            per_head = W_O.reshape(n, heads, n).permute(1, 2, 0)
+            update = (heads_out.reshape(heads, batch * length, n) @ per_head).sum(axis=0).reshape(batch, length, n)
+        update.backward(np.cos(np.arange(update.size, dtype=dtype)).reshape(update.shape))
+        grads[path] = (update.data.copy(), [leaf.grad for leaf in leaves])
+        for leaf in leaves:
+            leaf.zero_grad()
+    np.testing.assert_array_equal(grads["fused"][0], grads["composed"][0], err_msg="the products' values differ")
+    for name, fused, composed in zip(["rows", "W_Q", "W_K", "W_O"], grads["fused"][1], grads["composed"][1]):
+        np.testing.assert_array_equal(fused, composed, err_msg=f"the gradient of {name} differs from the composition's")
