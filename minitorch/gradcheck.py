@@ -57,27 +57,44 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
             return float((function(*leaves).data * weights).sum())
 
     output.backward(weights)  # ∂ℓ/∂output = w; seeding it directly needs no mul or sum backward
+    analytic = [np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad for leaf in leaves]
+    return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
+                                           step, atol, rtol, explain=lambda: _kinks_note(output, step))
 
-    for position, leaf in enumerate(leaves):
-        analytic = np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad
-        numeric = np.empty_like(leaf.data)
-        for element in np.ndindex(leaf.shape):
-            original = leaf.data[element]
-            leaf.data[element] = original + step
-            above = scalar_objective()
-            leaf.data[element] = original - step
-            below = scalar_objective()
-            leaf.data[element] = original
+
+def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,
+                                    rtol: float = 1e-5, explain=lambda: "") -> bool:
+    """Check the gradients `analytic` (one array per point) of the scalar ``objective()``, which reads the
+    arrays `points`: each element is nudged by ±`step` in place (and put back) for a central difference.
+
+    Returns True, or raises GradcheckError naming `name`, the argument, the element and both values;
+    ``explain()`` may add a sentence (why the point may be to blame)."""
+    __tracebackhide__ = True
+    if len(analytic) != len(points):
+        raise GradcheckError(f"gradcheck failed for {name}: {len(points)} arguments but {len(analytic)} gradients")
+    for position, (point, claimed) in enumerate(zip(points, analytic)):
+        claimed = np.asarray(claimed, dtype=float)
+        if claimed.shape != point.shape:
+            raise GradcheckError(f"gradcheck failed for {name}: argument {position} has shape {point.shape} but its "
+                                 f"gradient has shape {claimed.shape}")
+        numeric = np.empty_like(point)
+        for element in np.ndindex(point.shape):
+            original = point[element]
+            point[element] = original + step
+            above = objective()
+            point[element] = original - step
+            below = objective()
+            point[element] = original
             numeric[element] = (above - below) / (2 * step)
-        wrong = ~(np.abs(analytic - numeric) <= atol + rtol * np.abs(numeric))  # NaN counts as wrong
+        wrong = ~(np.abs(claimed - numeric) <= atol + rtol * np.abs(numeric))  # NaN counts as wrong
         if wrong.any():
             element = tuple(int(index) for index in np.argwhere(wrong)[0])
             raise GradcheckError(
-                f"gradcheck failed for {name}: argument {position} (shape {leaf.shape}), "
-                f"element {element}: analytic gradient {analytic[element]:.8g}, "
+                f"gradcheck failed for {name}: argument {position} (shape {point.shape}), "
+                f"element {element}: analytic gradient {claimed[element]:.8g}, "
                 f"numeric (central difference) {numeric[element]:.8g}, "
-                f"difference {analytic[element] - numeric[element]:.3g}; "
-                f"{int(wrong.sum())} of {wrong.size} elements of this argument disagree" + _kinks_note(output, step)
+                f"difference {claimed[element] - numeric[element]:.3g}; "
+                f"{int(wrong.sum())} of {wrong.size} elements of this argument disagree" + explain()
             )
     return True
 

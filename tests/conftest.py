@@ -21,9 +21,14 @@ Options (each also has an environment variable):
 
 Which exercises count: a student edition holds minitorch/exercises/edition.json, the exercises it
 handed out; the scoreboard counts only those (no manifest, the full repository: every exercise).
-With MINITORCH_GRADE_LOG=FILE set, every test collected, started and finished is appended to FILE
-as one JSON line, flushed at once: the class grader (minitorch/exercises/grading.py) reads it to
-know which test was running when a child process died or hung.
+
+The ``student`` fixture: a graded test reaches the student's code only through it, as
+``student.softmax(scores)`` (a probe of minitorch/exercises/probes.py, data in, data out). In a student's
+own run the probe runs in this process. When a class is graded (MINITORCH_GRADING_PLAN names a plan) it
+runs in the student's sandboxed worker for the test's exercise, and this process, where the checks
+decide pass or fail, never runs the student's code (minitorch/exercises/student_code.py); tests then run
+grouped by exercise, one worker child per exercise, and each outcome is appended as it happens to the
+file MINITORCH_GRADING_RECORD names (one JSON line each, the collected tests first): the grader reads it.
 
 Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
@@ -47,7 +52,8 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests belong to
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
-_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped")
+_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed out", "crashed", "does not compile",
+             "region not found")
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
@@ -76,11 +82,11 @@ def _add_options(group):
     group.addoption("--minitorch-root", default=os.environ.get("MINITORCH_ROOT") or None,
                     help="folder holding the minitorch to test, e.g. a student's copy "
                          "(default: $MINITORCH_ROOT, else the repository of these tests)")
-    group.addoption("--exercise-seed", type=int, default=None,
+    group.addoption("--exercise-seed", default=None,
                     help="seed of the graded tests' random inputs (default: $MINITORCH_EXERCISE_SEED, else 0)")
     group.addoption("--scoreboard-json", default=None,
                     help="also write the per-test outcomes and the scoreboard to this JSON file")
-    group.addoption("--test-timeout", type=float, default=None,
+    group.addoption("--test-timeout", default=None,
                     help="fail a test that runs longer than this many seconds "
                          "(default: $MINITORCH_TEST_TIMEOUT, else 600; 0 = no limit)")
 
@@ -88,22 +94,29 @@ def _add_options(group):
 def _option_or_environment(config, option: str, variable: str, default: str, parse, kind: str):
     """The value of `option`, else of the environment variable `variable`, else `default`, parsed by
     `parse`; a usage error naming the option and variable when it is not `kind`."""
-    value = config.getoption(option)
+    value, source = config.getoption(option), option
     if value is None:
-        text = os.environ.get(variable, default)
-        try:
-            value = parse(text)
-        except ValueError:
-            raise pytest.UsageError(f"{variable} must be {kind}, got {text!r}") from None
+        value, source = os.environ.get(variable, default), variable
+    try:
+        value = parse(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{source} must be {kind}, got {value!r}") from None
     if value < 0:
         raise pytest.UsageError(f"{option} / {variable} must be {kind}, got {value}")
     return value
 
 
 def _test_timeout(config) -> float:
-    """Seconds a test may run (0: no limit)."""
-    return _option_or_environment(config, "--test-timeout", "MINITORCH_TEST_TIMEOUT", "600", float,
-                                  "a number of seconds, 0 or more (0 = no limit)")
+    """Seconds a test may run (0: no limit); NaN and infinity are refused, not taken for 'no limit'."""
+    return _option_or_environment(config, "--test-timeout", "MINITORCH_TEST_TIMEOUT", "600", _finite_seconds,
+                                  "a finite number of seconds, 0 or more (0 = no limit)")
+
+
+def _finite_seconds(text) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(text)
+    return value
 
 
 def _check_scoreboard_folder(config) -> None:
@@ -116,14 +129,11 @@ def _check_scoreboard_folder(config) -> None:
 def handed_out(root: Path) -> set[str] | None:
     """The exercise IDs that the edition at `root` handed out (its minitorch/exercises/edition.json),
     or None for the full repository (no manifest: every exercise counts)."""
-    path = Path(root) / "minitorch" / "exercises" / "edition.json"
-    if not path.is_file():
-        return None
     try:
-        return {str(exercise_id) for exercise_id in json.loads(path.read_text(encoding="utf-8"))["handed_out"]}
-    except (ValueError, KeyError, TypeError) as error:
-        raise pytest.UsageError(f"{path} is not a valid edition manifest ({error}); it should read "
-                                f'{{"handed_out": ["3.1", ...], ...}}') from None
+        manifest = registry.read_manifest_data(root)
+    except registry.ExerciseError as error:
+        raise pytest.UsageError(f"{error}; it should read {{\"handed_out\": [\"3.1\", ...], ...}}") from None
+    return None if manifest is None else set(manifest["handed_out"])
 
 
 def _exercise_seed(config) -> int:
@@ -165,14 +175,71 @@ def pytest_configure(config):
     scoreboard = Scoreboard(config, root, _exercise_seed(config))
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(TestTimeout(_test_timeout(config)))
-    if os.environ.get("MINITORCH_GRADE_LOG"):
-        config.pluginmanager.register(GradeLog(Path(os.environ["MINITORCH_GRADE_LOG"]), scoreboard))
+    config.pluginmanager.register(StudentCode(scoreboard))
 
 
 @pytest.fixture(scope="session")
 def exercise_seed(pytestconfig) -> int:
     """The seed of randomised graded tests (--exercise-seed, else MINITORCH_EXERCISE_SEED, else 0)."""
     return _exercise_seed(pytestconfig)
+
+
+class StudentCode:
+    """Provides the ``student`` fixture; when a class is graded, runs the tests grouped by exercise and stops
+    the student's worker at the end."""
+
+    def __init__(self, scoreboard: "Scoreboard"):
+        self.grading = bool(os.environ.get("MINITORCH_GRADING_PLAN"))
+        self.calls = None  # made on first use: Direct(), or the WorkerPool of the grading plan
+        self.scoreboard = scoreboard
+        # when grading, every outcome is also appended to this file as it happens (one JSON line each), so that
+        # a check process stopped at the student's budget still leaves the outcomes it reached
+        self.record = Path(os.environ["MINITORCH_GRADING_RECORD"]) if os.environ.get("MINITORCH_GRADING_RECORD") \
+            else None
+
+    def _write(self, **event) -> None:
+        with open(self.record, "a", encoding="utf-8") as record:
+            record.write(json.dumps(event) + "\n")
+
+    def pytest_collection_finish(self, session):
+        if self.record is not None:
+            self._write(collected={item.nodeid: _exercise_of(item) for item in session.items
+                                   if _exercise_of(item) is not None})
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if self.record is not None:
+            self._write(test=nodeid, **self.scoreboard.result_of(nodeid))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if self.grading:  # one worker child per exercise: its tests together, in the book's order
+            items.sort(key=lambda item: registry.sort_key(_exercise_of(item) or "99.99"))
+
+    def pytest_runtest_setup(self, item):
+        """An exercise decided before grading (region missing, not compiling, still the stub) fails its tests
+        here, with that reason, and no worker starts for it."""
+        if self.grading and _exercise_of(item) is not None:
+            from minitorch.exercises.student_code import decided_outcome
+            outcome = decided_outcome(_exercise_of(item))
+            if outcome is not None:
+                raise outcome
+
+    @pytest.fixture
+    def student(self, request):
+        """The student's code for this test's exercise, reached through probes: ``student.softmax(scores)``."""
+        from minitorch.exercises.student_code import ThroughWorker, from_environment
+
+        exercise_id = _exercise_of(request.node)
+        if exercise_id is None:
+            pytest.fail("the student fixture serves graded tests only: mark the test @pytest.mark.exercise('X.Y')",
+                        pytrace=False)
+        if self.calls is None:
+            self.calls = from_environment()
+        return ThroughWorker(self.calls, exercise_id) if self.grading else self.calls
+
+    def pytest_sessionfinish(self, session):
+        if self.grading and self.calls is not None:
+            self.calls.close()
 
 
 def _chapter_of(exercise_id: str) -> str:
@@ -222,6 +289,10 @@ class Scoreboard:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         report = (yield).get_result()
+        if report.when == "call" and report.passed and _graded_without_the_student(item):
+            report.outcome = "failed"
+            report.longrepr = ("grader error: this graded test never called the student's code through the student "
+                               "fixture, so it cannot earn points (it would have checked the grader's own library)")
         result = self.results.setdefault(item.nodeid, {"status": None, "blocked_by": None, "message": "",
                                                        "output": ""})
         if report.when == "call" or report.failed:
@@ -237,8 +308,10 @@ class Scoreboard:
                 path, line, _ = item.location
                 report.outcome, report.longrepr = "skipped", (path, (line or 0) + 1, reason)
                 result.update(status="blocked", blocked_by=stub, message=reason)
-            else:
-                result.update(status="failed", message=_first_line(call.excinfo))
+            else:  # a worker that hung or died (class grading) reports its kind: timed out, crashed
+                outcome = _grading_outcome(call.excinfo.value)
+                result.update(status=outcome.kind if outcome else "failed",
+                              message=str(outcome) if outcome else _first_line(call.excinfo))
         elif report.failed:
             result.update(status="failed", message=str(report.longrepr)[-500:])
         elif report.skipped and result["status"] is None:
@@ -314,23 +387,12 @@ class Scoreboard:
 
 class TestTimeout:
     """Fails a test that runs longer than `seconds` (SIGALRM: POSIX, main thread only), so that a
-    `while True: pass` costs one test and the scoreboard still prints.
-
-    With MINITORCH_TIMEOUTS_PER_EXERCISE=K (the class grader sets it), once K tests of an exercise
-    have timed out its remaining tests fail at once, as timed out, instead of each waiting its turn."""
+    `while True: pass` costs one test and the scoreboard still prints."""
 
     __test__ = False  # not a test class, despite its name
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.per_exercise = int(os.environ.get("MINITORCH_TIMEOUTS_PER_EXERCISE") or 0)
-        self.timed_out: dict[str, int] = {}  # exercise ID -> tests of it that timed out
-
-    def pytest_runtest_setup(self, item):
-        exercise_id = _exercise_of(item)
-        if self.per_exercise and self.timed_out.get(exercise_id, 0) >= self.per_exercise:
-            raise TimeoutError(f"timed out: not run, {self.timed_out[exercise_id]} tests of exercise {exercise_id} "
-                               f"already timed out after {self.seconds:g} s each")
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item):
@@ -339,8 +401,6 @@ class TestTimeout:
             return
 
         def give_up(signum, frame):
-            exercise_id = _exercise_of(item)
-            self.timed_out[exercise_id] = self.timed_out.get(exercise_id, 0) + 1
             raise TimeoutError(f"timed out after {self.seconds:g} s (--test-timeout)")
 
         previous = signal.signal(signal.SIGALRM, give_up)
@@ -352,31 +412,35 @@ class TestTimeout:
             signal.signal(signal.SIGALRM, previous)
 
 
+def _graded_without_the_student(item) -> bool:
+    """When a class is graded: a graded test that made no call to the student's worker."""
+    if not os.environ.get("MINITORCH_GRADING_PLAN") or _exercise_of(item) is None:
+        return False
+    return getattr(item.funcargs.get("student"), "calls", 0) == 0
+
+
+def _grading_outcome(error: BaseException):
+    """The grader's own report of how a test ended (a worker that hung or died, an exercise decided before any
+    test ran), with its kind; None for anything else, and never for what a student's code raises."""
+    module = sys.modules.get("minitorch.exercises.student_code")  # loaded only when a class is graded
+    return error if module is not None and isinstance(error, module.GradingOutcome) else None
+
+
 def _exercise_of(item) -> str | None:
     mark = item.get_closest_marker("exercise")
     return str(mark.args[0]) if mark is not None else None
 
 
-class GradeLog:
-    """Appends one JSON line per event (collected, start, finish) to a file, flushed at once."""
-
-    def __init__(self, path: Path, scoreboard: Scoreboard):
-        self.path, self.scoreboard = path, scoreboard
-
-    def write(self, **event) -> None:
-        with open(self.path, "a", encoding="utf-8") as log:
-            log.write(json.dumps(event) + "\n")
-
-    def pytest_collection_finish(self, session):
-        self.write(collected={item.nodeid: self.scoreboard.exercise_of.get(item.nodeid) for item in session.items})
-
-    def pytest_runtest_logstart(self, nodeid, location):
-        self.write(start=nodeid)
-
-    def pytest_runtest_logfinish(self, nodeid, location):
-        self.write(finish=nodeid, **self.scoreboard.result_of(nodeid))
-
-
 def _first_line(excinfo) -> str:
-    text = _ANSI_COLOUR.sub("", f"{excinfo.typename}: {excinfo.value}")
-    return text.strip().splitlines()[0][:300] if text.strip() else excinfo.typename
+    """The reason a test failed, in a line or two: the exception's class and the first line of its message, and
+    the line after when the first only announces it (NumPy's "Not equal to tolerance ...", a line ending ':').
+    Never pytest's "assert ..." lines, which quote the test's code."""
+    text = _ANSI_COLOUR.sub("", str(excinfo.value))
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("assert ")]
+    if not lines:
+        return excinfo.typename
+    reason = lines[0]
+    announces = reason.endswith(":") or reason.startswith(("Not equal to tolerance", "Arrays are not", "Items are not"))
+    if announces and len(lines) > 1:
+        reason += " " + lines[1]
+    return f"{excinfo.typename}: {reason}"[:300]

@@ -2,8 +2,13 @@
 
 Chapters 01 and 02. Each primitive is run through `minitorch.gradcheck` (float64 central
 differences) on several shapes, broadcasting edge cases included. Graded here: 1.1 (mul
-backward), 1.3 (exp), 1.4 (log), 2.2 (matmul), 2.4 (sum); each is also checked *locally*, by
-calling the op's own ``backward_fn`` on a known upstream gradient, which needs no other exercise.
+backward), 1.3 (exp), 1.4 (log), 2.2 (matmul), 2.4 (sum), and 2.1 (unbroadcast) through every
+broadcasting case; each backward rule is also checked *locally*, by calling the op's own
+``backward_fn`` on a known upstream gradient, which needs no other exercise.
+
+A graded test reaches the code under test only through the ``student`` fixture
+(minitorch/exercises/probes.py): ``check_gradients(student, "mul", [a, b], seed)`` in place of
+`gradcheck`, ``student.local_gradients("mul", [a, b], upstream)`` in place of ``backward_fn``.
 The softmax has its own file, tests/test_softmax.py.
 """
 
@@ -14,6 +19,7 @@ import pytest
 
 import minitorch
 from minitorch import Tensor, gradcheck
+from minitorch.exercises.student_code import check_gradients
 
 
 def normal(rng, shape) -> np.ndarray:
@@ -67,17 +73,26 @@ BINARY = {
 }
 
 
-def binary_cases():
-    """Same-shape mul grades 1.1; every broadcast case grades 2.1, since unbroadcast folds its gradients."""
+def binary_cases(graded: bool):
+    """Same-shape mul grades 1.1; every broadcast case grades 2.1, since unbroadcast folds its gradients;
+    same-shape add, sub and div grade nothing. `graded` picks the cases that grade an exercise, or the others."""
     for name in BINARY:
         for shapes in SHAPE_PAIRS:
             exercise = "2.1" if shapes[0] != shapes[1] else "1.1" if name == "mul" else None
-            marks = [pytest.mark.exercise(exercise)] if exercise else []
-            yield pytest.param(name, shapes, marks=marks, id=f"{name}-{shapes[0]}-{shapes[1]}")
+            if (exercise is not None) == graded:
+                marks = [pytest.mark.exercise(exercise)] if exercise else []
+                yield pytest.param(name, shapes, marks=marks, id=f"{name}-{shapes[0]}-{shapes[1]}")
 
 
-@pytest.mark.parametrize("name,shapes", list(binary_cases()))
-def test_binary_op_gradient_matches_finite_differences(name, shapes, exercise_seed):
+@pytest.mark.parametrize("name,shapes", list(binary_cases(graded=True)))
+def test_binary_op_gradient_matches_finite_differences(name, shapes, exercise_seed, student):
+    _, values = BINARY[name]
+    rng = np.random.default_rng(exercise_seed)
+    check_gradients(student, name, [normal(rng, shapes[0]), values(rng, shapes[1])], exercise_seed)
+
+
+@pytest.mark.parametrize("name,shapes", list(binary_cases(graded=False)))
+def test_binary_op_of_same_shapes_gradient_matches_finite_differences(name, shapes, exercise_seed):
     function, values = BINARY[name]
     rng = np.random.default_rng(exercise_seed)
     assert_gradient_matches_finite_differences(function, normal(rng, shapes[0]), values(rng, shapes[1]),
@@ -112,12 +127,12 @@ def test_operator_with_a_constant_on_either_side_gradient_matches_finite_differe
 
 
 @pytest.mark.exercise("1.1")
-def test_mul_backward_returns_the_other_factor_times_the_upstream_gradient(exercise_seed):
+def test_mul_backward_returns_the_other_factor_times_the_upstream_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    a, b, upstream = (Tensor(normal(rng, (3, 4)), requires_grad=True) for _ in range(3))
-    grad_a, grad_b = minitorch.mul(a, b).backward_fn(upstream.data)
-    np.testing.assert_allclose(grad_a, upstream.data * b.data, err_msg="∂ℓ/∂a should be g ⊙ b")
-    np.testing.assert_allclose(grad_b, upstream.data * a.data, err_msg="∂ℓ/∂b should be g ⊙ a")
+    a, b, upstream = (normal(rng, (3, 4)) for _ in range(3))
+    grad_a, grad_b = student.local_gradients("mul", [a, b], upstream)
+    np.testing.assert_allclose(grad_a, upstream * b, err_msg="∂ℓ/∂a should be g ⊙ b")
+    np.testing.assert_allclose(grad_b, upstream * a, err_msg="∂ℓ/∂b should be g ⊙ a")
 
 
 # ----------------------------------------------------------------------
@@ -126,40 +141,45 @@ def test_mul_backward_returns_the_other_factor_times_the_upstream_gradient(exerc
 UNARY_SHAPES = [(), (1,), (4,), (3, 1), (2, 3, 4)]
 
 
-def unary_cases():
-    operations = {
-        "neg": (minitorch.neg, normal, None),
-        "exp": (minitorch.exp, normal, "1.3"),
-        "log": (minitorch.log, positive, "1.4"),
-        "relu": (minitorch.relu, away_from_zero, None),
-        "sigmoid": (minitorch.sigmoid, normal, None),
-    }
-    for name, (function, values, exercise) in operations.items():
-        marks = [pytest.mark.exercise(exercise)] if exercise else []
+def graded_unary_cases():
+    """exp grades 1.3 and log 1.4, each on every shape (named as in minitorch.exercises.probes.EXPRESSIONS)."""
+    for name, values, exercise in (("exp", normal, "1.3"), ("log", positive, "1.4")):
         for shape in UNARY_SHAPES:
-            yield pytest.param(function, values, shape, marks=marks, id=f"{name}-{shape}")
+            yield pytest.param(name, values, shape, marks=[pytest.mark.exercise(exercise)], id=f"{name}-{shape}")
 
 
-@pytest.mark.parametrize("function,values,shape", list(unary_cases()))
-def test_unary_op_gradient_matches_finite_differences(function, values, shape, exercise_seed):
+@pytest.mark.parametrize("name,values,shape", list(graded_unary_cases()))
+def test_unary_op_gradient_matches_finite_differences(name, values, shape, exercise_seed, student):
+    x = values(np.random.default_rng(exercise_seed), shape)
+    check_gradients(student, name, [x], exercise_seed)
+
+
+UNGRADED_UNARY = {"neg": (minitorch.neg, normal), "relu": (minitorch.relu, away_from_zero),
+                  "sigmoid": (minitorch.sigmoid, normal)}
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+@pytest.mark.parametrize("name", UNGRADED_UNARY)
+def test_unary_op_without_an_exercise_gradient_matches_finite_differences(name, shape, exercise_seed):
+    function, values = UNGRADED_UNARY[name]
     x = values(np.random.default_rng(exercise_seed), shape)
     assert_gradient_matches_finite_differences(function, x, seed=exercise_seed)
 
 
 @pytest.mark.exercise("1.3")
-def test_exp_backward_multiplies_the_upstream_gradient_by_exp(exercise_seed):
+def test_exp_backward_multiplies_the_upstream_gradient_by_exp(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    x, upstream = Tensor(normal(rng, (3, 4)), requires_grad=True), normal(rng, (3, 4))
-    (grad,) = minitorch.exp(x).backward_fn(upstream)
-    np.testing.assert_allclose(grad, upstream * np.exp(x.data), rtol=1e-12, err_msg="d(e^x)/dx = e^x")
+    x, upstream = normal(rng, (3, 4)), normal(rng, (3, 4))
+    (grad,) = student.local_gradients("exp", [x], upstream)
+    np.testing.assert_allclose(grad, upstream * np.exp(x), rtol=1e-12, err_msg="d(e^x)/dx = e^x")
 
 
 @pytest.mark.exercise("1.4")
-def test_log_backward_divides_the_upstream_gradient_by_the_input(exercise_seed):
+def test_log_backward_divides_the_upstream_gradient_by_the_input(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    x, upstream = Tensor(positive(rng, (3, 4)), requires_grad=True), normal(rng, (3, 4))
-    (grad,) = minitorch.log(x).backward_fn(upstream)
-    np.testing.assert_allclose(grad, upstream / x.data, rtol=1e-12, err_msg="d(log x)/dx = 1/x")
+    x, upstream = positive(rng, (3, 4)), normal(rng, (3, 4))
+    (grad,) = student.local_gradients("log", [x], upstream)
+    np.testing.assert_allclose(grad, upstream / x, rtol=1e-12, err_msg="d(log x)/dx = 1/x")
 
 
 @pytest.mark.parametrize("exponent,values", [
@@ -221,22 +241,22 @@ MATMUL_SHAPES = [
 
 @pytest.mark.exercise("2.2")
 @pytest.mark.parametrize("shape_a,shape_b", MATMUL_SHAPES, ids=str)
-def test_matmul_gradient_matches_finite_differences(shape_a, shape_b, exercise_seed):
+def test_matmul_gradient_matches_finite_differences(shape_a, shape_b, exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     a, b = normal(rng, shape_a), normal(rng, shape_b)
-    out = minitorch.matmul(Tensor(a), Tensor(b))
-    np.testing.assert_allclose(out.data, a @ b, rtol=1e-12, err_msg="the forward pass should equal np.matmul")
-    assert_gradient_matches_finite_differences(minitorch.matmul, a, b, seed=exercise_seed)
+    np.testing.assert_allclose(student.forward("matmul", [a, b]), a @ b, rtol=1e-12,
+                               err_msg="the forward pass should equal np.matmul")
+    check_gradients(student, "matmul", [a, b], exercise_seed)
 
 
 @pytest.mark.exercise("2.2")
-def test_matmul_backward_of_matrices_is_g_times_b_transposed_and_a_transposed_times_g(exercise_seed):
+def test_matmul_backward_of_matrices_is_g_times_b_transposed_and_a_transposed_times_g(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    a, b = Tensor(normal(rng, (3, 4)), requires_grad=True), Tensor(normal(rng, (4, 2)), requires_grad=True)
+    a, b = normal(rng, (3, 4)), normal(rng, (4, 2))
     upstream = normal(rng, (3, 2))
-    grad_a, grad_b = minitorch.matmul(a, b).backward_fn(upstream)
-    np.testing.assert_allclose(grad_a, upstream @ b.data.T, rtol=1e-12, err_msg="∂ℓ/∂A = G Bᵀ")
-    np.testing.assert_allclose(grad_b, a.data.T @ upstream, rtol=1e-12, err_msg="∂ℓ/∂B = Aᵀ G")
+    grad_a, grad_b = student.local_gradients("matmul", [a, b], upstream)
+    np.testing.assert_allclose(grad_a, upstream @ b.T, rtol=1e-12, err_msg="∂ℓ/∂A = G Bᵀ")
+    np.testing.assert_allclose(grad_b, a.T @ upstream, rtol=1e-12, err_msg="∂ℓ/∂B = Aᵀ G")
 
 
 # ----------------------------------------------------------------------
@@ -248,26 +268,25 @@ AXES = [None, 0, 1, -1, (0, 2), (-1, 0), ()]
 @pytest.mark.exercise("2.4")
 @pytest.mark.parametrize("keepdims", [False, True], ids=["drop-axes", "keepdims"])
 @pytest.mark.parametrize("axis", AXES, ids=repr)
-def test_sum_gradient_matches_finite_differences(axis, keepdims, exercise_seed):
+def test_sum_gradient_matches_finite_differences(axis, keepdims, exercise_seed, student):
     x = normal(np.random.default_rng(exercise_seed), (2, 3, 4))
-    assert_gradient_matches_finite_differences(lambda t: t.sum(axis=axis, keepdims=keepdims), x, seed=exercise_seed)
+    check_gradients(student, "sum", [x], exercise_seed, axis=axis, keepdims=keepdims)
 
 
 @pytest.mark.exercise("2.4")
 @pytest.mark.parametrize("shape", [(), (1,), (5,), (1, 1)], ids=str)
-def test_sum_of_everything_gradient_matches_finite_differences_on_small_shapes(shape, exercise_seed):
+def test_sum_of_everything_gradient_matches_finite_differences_on_small_shapes(shape, exercise_seed, student):
     x = normal(np.random.default_rng(exercise_seed), shape)
-    assert_gradient_matches_finite_differences(minitorch.sum, x, seed=exercise_seed)
+    check_gradients(student, "sum", [x], exercise_seed)
 
 
 @pytest.mark.exercise("2.4")
 @pytest.mark.parametrize("axis,keepdims", [(1, False), (1, True), ((0, 2), False), (None, False)], ids=str)
-def test_sum_backward_hands_the_upstream_gradient_to_every_summed_element(axis, keepdims, exercise_seed):
+def test_sum_backward_hands_the_upstream_gradient_to_every_summed_element(axis, keepdims, exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    x = Tensor(normal(rng, (2, 3, 4)), requires_grad=True)
-    out = x.sum(axis=axis, keepdims=keepdims)
-    upstream = normal(rng, out.shape)
-    (grad,) = out.backward_fn(upstream)
+    x = normal(rng, (2, 3, 4))
+    upstream = normal(rng, np.sum(x, axis=axis, keepdims=keepdims).shape)
+    (grad,) = student.local_gradients("sum", [x], upstream, axis=axis, keepdims=keepdims)
     summed_axes = (0, 1, 2) if axis is None else axis
     kept = upstream if keepdims else np.expand_dims(upstream, summed_axes)  # put the summed axes back as size 1
     expected = np.broadcast_to(kept, x.shape)  # every summed element gets the gradient of its sum

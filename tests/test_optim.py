@@ -2,7 +2,8 @@
 
 PyTorch is not a dependency, so each optimiser is compared with a plain re-derivation written
 below from the textbook formulas (a loop over steps), and with a few numbers worked out by hand.
-Graded here: exercise 2.5 (the Adam step).
+Graded here: exercise 2.5 (the Adam step), only through the ``student`` fixture: the graded tests drive
+the student's Adam with prescribed gradients (``student.adam_trajectories``) and check where it goes.
 """
 
 from __future__ import annotations
@@ -92,9 +93,9 @@ ADAM_SETTINGS = [
 
 @pytest.mark.exercise("2.5")
 @pytest.mark.parametrize("settings", ADAM_SETTINGS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
-def test_adam_follows_the_textbook_update_step_by_step(settings, exercise_seed):
+def test_adam_follows_the_textbook_update_step_by_step(settings, exercise_seed, student):
     initial, sequences = random_problem(exercise_seed)
-    trajectories = run_optimizer(Adam, initial, sequences, **settings)
+    trajectories = student.adam_trajectories(initial, sequences, **settings)
     for index, (theta, gradients, trajectory) in enumerate(zip(initial, sequences, trajectories)):
         expected = reference_adam(theta, gradients, **settings)
         for step, (got, want) in enumerate(zip(trajectory, expected), start=1):
@@ -104,77 +105,60 @@ def test_adam_follows_the_textbook_update_step_by_step(settings, exercise_seed):
 
 
 @pytest.mark.exercise("2.5")
-def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_gradient(exercise_seed):
+def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_gradient(exercise_seed, student):
     # after one step m̂ = g and v̂ = g², so the update is lr * g / (|g| + eps) ≈ lr * sign(g)
     rng = np.random.default_rng(exercise_seed)
     magnitudes = np.array([1e-3, 1e-2, 1, 10, 100, 1e3]) * rng.uniform(0.5, 2.0, size=6)  # all >= 5e-4
     gradient = rng.choice([-1.0, 1.0], size=6) * magnitudes
-    parameter = Parameter(np.zeros(6))
-    parameter.grad = gradient.copy()
-    Adam([parameter], lr=0.01, eps=1e-8).step()
+    [[after]] = student.adam_trajectories([np.zeros(6)], [[gradient]], lr=0.01, eps=1e-8)
     # lr * |g| / (|g| + eps) differs from lr by less than lr * eps / |g| <= 0.01 * 1e-8 / 5e-4 = 2e-7
-    np.testing.assert_allclose(parameter.data, -0.01 * np.sign(gradient), rtol=0, atol=2e-7,
+    np.testing.assert_allclose(after, -0.01 * np.sign(gradient), rtol=0, atol=2e-7,
                                err_msg="Adam's first step should have size lr whatever the gradient's scale")
 
 
 @pytest.mark.exercise("2.5")
-def test_adam_with_a_constant_gradient_moves_lr_every_step():
-    parameter = Parameter([0.0, 0.0])
-    optimizer = Adam([parameter], lr=0.1, eps=0.0)
-    for _ in range(5):
-        parameter.grad = np.array([2.0, -0.5])
-        optimizer.step()
-    np.testing.assert_allclose(parameter.data, [-0.5, 0.5], rtol=1e-9,
+def test_adam_with_a_constant_gradient_moves_lr_every_step(student):
+    [trajectory] = student.adam_trajectories([np.zeros(2)], [[np.array([2.0, -0.5])] * 5], lr=0.1, eps=0.0)
+    np.testing.assert_allclose(trajectory[-1], [-0.5, 0.5], rtol=1e-9,
                                err_msg="bias correction makes m̂ = g and v̂ = g² for a constant g: steps of size lr")
 
 
 @pytest.mark.exercise("2.5")
-def test_adam_two_steps_match_numbers_worked_out_by_hand():
+def test_adam_two_steps_match_numbers_worked_out_by_hand(student):
     # lr = 0.1, β = (0.9, 0.999), eps = 0, θ0 = 0, gradients 1 then 3.
     # step 1: m = 0.1, v = 0.001, m̂ = 1, v̂ = 1               -> θ1 = -0.1
     # step 2: m = 0.09 + 0.3 = 0.39, v = 0.000999 + 0.009 = 0.009999,
     #         m̂ = 0.39 / 0.19, v̂ = 0.009999 / 0.001999     -> θ2 = -0.1 - 0.1 * 2.05263158 / 2.23651537
-    parameter = Parameter(0.0)
-    optimizer = Adam([parameter], lr=0.1, eps=0.0)
-    parameter.grad = np.array(1.0)
-    optimizer.step()
-    assert parameter.item() == pytest.approx(-0.1, rel=1e-12)
-    parameter.grad = np.array(3.0)
-    optimizer.step()
-    assert parameter.item() == pytest.approx(-0.1917781119, rel=1e-9)
+    [[first, second]] = student.adam_trajectories([np.array(0.0)], [[np.array(1.0), np.array(3.0)]], lr=0.1, eps=0.0)
+    assert float(first) == pytest.approx(-0.1, rel=1e-12)
+    assert float(second) == pytest.approx(-0.1917781119, rel=1e-9)
 
 
 @pytest.mark.exercise("2.5")
-def test_adam_weight_decay_is_added_to_the_gradient():
-    parameter = Parameter([2.0, -3.0])
-    parameter.grad = np.zeros(2)  # all the pull comes from the decay term weight_decay * θ
-    Adam([parameter], lr=0.1, weight_decay=0.01).step()
-    np.testing.assert_allclose(parameter.data, [1.9, -2.9], rtol=1e-6)
+def test_adam_weight_decay_is_added_to_the_gradient(student):
+    # a zero gradient: all the pull comes from the decay term weight_decay * θ
+    [[after]] = student.adam_trajectories([np.array([2.0, -3.0])], [[np.zeros(2)]], lr=0.1, weight_decay=0.01)
+    np.testing.assert_allclose(after, [1.9, -2.9], rtol=1e-6)
 
 
 @pytest.mark.exercise("2.5")
-def test_adam_skips_a_parameter_without_gradient_and_starts_its_count_when_it_gets_one():
-    used, unused = Parameter([1.0]), Parameter([1.0])
-    optimizer = Adam([used, unused], lr=0.1)
-    for _ in range(3):
-        used.grad = np.array([1.0])
-        optimizer.step()
-        np.testing.assert_array_equal(unused.data, [1.0], err_msg="a parameter with grad None must not move")
-    unused.grad = np.array([4.0])
-    optimizer.step()
-    np.testing.assert_allclose(unused.data, [0.9], rtol=1e-6, err_msg=(
+def test_adam_skips_a_parameter_without_gradient_and_starts_its_count_when_it_gets_one(student):
+    # `used` gets a gradient at every step; `unused` none for three steps, then one at the fourth
+    _, unused = student.adam_trajectories([np.array([1.0]), np.array([1.0])],
+                                          [[np.array([1.0])] * 4, [None, None, None, np.array([4.0])]], lr=0.1)
+    for after in unused[:3]:
+        np.testing.assert_array_equal(after, [1.0], err_msg="a parameter with grad None must not move")
+    np.testing.assert_allclose(unused[3], [0.9], rtol=1e-6, err_msg=(
         "a parameter's first update is a first step (t = 1, size lr) even if other parameters were "
         "updated before: PyTorch keeps the step count per parameter"))
 
 
 @pytest.mark.exercise("2.5")
-def test_adam_keeps_float32_parameters_float32():
-    parameter = Parameter(np.ones(3, dtype=np.float32))
-    optimizer = Adam([parameter], lr=0.1)
-    for _ in range(3):
-        parameter.grad = np.full(3, 0.5, dtype=np.float32)
-        optimizer.step()
-    assert parameter.dtype == np.float32
+def test_adam_keeps_float32_parameters_float32(student):
+    [trajectory] = student.adam_trajectories([np.ones(3, dtype=np.float32)], [[np.full(3, 0.5, dtype=np.float32)] * 3],
+                                             lr=0.1)
+    assert all(after.dtype == np.float32 for after in trajectory), (
+        f"float32 parameters came back as {[str(after.dtype) for after in trajectory]}")
 
 
 SGD_SETTINGS = [

@@ -10,23 +10,24 @@ import numpy as np
 import pytest
 
 import minitorch
-from minitorch import Tensor, gradcheck
+from minitorch import Tensor
+from minitorch.exercises.student_code import check_gradients
 
 SHAPES_AND_AXES = [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((2, 3, 4), 0)]
 
 
-def check_gradient(function, scores: np.ndarray, seed: int, what: str) -> None:
-    """gradcheck `function` at `scores`; on failure, a few lines that point at the likely mistake."""
+def check_gradient(student, scores: np.ndarray, seed: int, what: str, **options) -> None:
+    """Check the student's softmax gradient at `scores`; on failure, a few lines that point at the likely mistake."""
     __tracebackhide__ = True
     try:
-        gradcheck(function, [scores], seed=seed)
+        check_gradients(student, "softmax", [scores], seed, **options)
     except minitorch.GradcheckError as error:
         failure = error
     else:
         return
     hint = ""
     try:
-        right_on_a_vector = gradcheck(lambda s: minitorch.softmax(s, axis=0), [scores.reshape(-1)[:4]], seed=seed)
+        right_on_a_vector = check_gradients(student, "softmax", [scores.reshape(-1)[:4]], seed, axis=0)
     except minitorch.GradcheckError:
         right_on_a_vector = False
     if right_on_a_vector and scores.ndim > 1:
@@ -43,9 +44,9 @@ def causal_mask(length: int) -> np.ndarray:
 
 @pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
-def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed):
+def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape) * 3
-    weights = minitorch.softmax(Tensor(scores), axis=axis).data
+    weights = student.softmax(scores, axis=axis)
     sums = weights.sum(axis=axis)
     if not np.allclose(sums, 1.0, rtol=1e-12, atol=0.0):
         whole = " (they sum to 1 over the whole array: the forward's sum ignores `axis`)" if np.isclose(
@@ -57,58 +58,56 @@ def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed):
 
 @pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
-def test_softmax_matches_the_textbook_formula(shape, axis, exercise_seed):
+def test_softmax_matches_the_textbook_formula(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape)
     expected = np.exp(scores) / np.exp(scores).sum(axis=axis, keepdims=True)  # safe: |scores| is small
-    np.testing.assert_allclose(minitorch.softmax(Tensor(scores), axis=axis).data, expected, rtol=1e-12)
+    np.testing.assert_allclose(student.softmax(scores, axis=axis), expected, rtol=1e-12)
 
 
 @pytest.mark.exercise("2.3")
-def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed):
+def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores = rng.standard_normal((4, 6))
     shift = rng.uniform(-50, 50, size=(4, 1))  # a different constant for every row
-    np.testing.assert_allclose(minitorch.softmax(Tensor(scores + shift)).data, minitorch.softmax(Tensor(scores)).data,
+    np.testing.assert_allclose(student.softmax(scores + shift), student.softmax(scores),
                                rtol=1e-10, atol=1e-14, err_msg="softmax(s + c) must equal softmax(s)")
 
 
 @pytest.mark.exercise("2.3")
-def test_softmax_does_not_overflow_for_large_scores():
-    weights = minitorch.softmax(Tensor([[1000.0, 1000.0], [1000.0, 0.0], [-1000.0, -1001.0]])).data
+def test_softmax_does_not_overflow_for_large_scores(student):
+    weights = student.softmax(np.array([[1000.0, 1000.0], [1000.0, 0.0], [-1000.0, -1001.0]]))
     assert np.all(np.isfinite(weights)), f"exp(1000) overflowed: subtract the row maximum first. Got {weights}"
     np.testing.assert_allclose(weights, [[0.5, 0.5], [1.0, 0.0], [1 / (1 + np.exp(-1)), 1 / (1 + np.e)]],
                                rtol=1e-12, atol=1e-300)
 
 
 @pytest.mark.exercise("2.3")
-def test_masked_entries_get_exactly_zero_weight(exercise_seed):
+def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal((5, 5))
     mask = causal_mask(5)
-    weights = minitorch.softmax(Tensor(scores).masked_fill(mask, -np.inf)).data
+    weights = student.forward("softmax", [scores], mask=mask)
     assert np.all(weights[mask] == 0.0), "a key at -inf must get weight exactly 0, not just a small number"
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(weights[0, 0], 1.0, err_msg="row 0 sees only key 0, which gets all the weight")
 
 
 @pytest.mark.exercise("2.3")
-def test_masked_entries_get_exactly_zero_gradient(exercise_seed):
+def test_masked_entries_get_exactly_zero_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     mask = causal_mask(5)
-    scores = Tensor(rng.standard_normal((5, 5)), requires_grad=True)
-    masked = scores.masked_fill(mask, -np.inf).retain_grad()
-    weights = minitorch.softmax(masked)
-    (weights * Tensor(rng.standard_normal((5, 5)))).sum().backward()
-    assert np.all(masked.grad[mask] == 0.0), "the softmax must send exactly 0 gradient to a -inf score"
-    assert np.all(np.isfinite(masked.grad)), "the softmax gradient must stay finite with -inf scores (no inf*0 = nan)"
-    assert np.all(scores.grad[mask] == 0.0), "a masked score does not affect the loss: its gradient must be 0"
+    gradients = student.masked_softmax_gradients(rng.standard_normal((5, 5)), mask, rng.standard_normal((5, 5)))
+    masked, scores = gradients["masked"], gradients["scores"]
+    assert np.all(masked[mask] == 0.0), "the softmax must send exactly 0 gradient to a -inf score"
+    assert np.all(np.isfinite(masked)), "the softmax gradient must stay finite with -inf scores (no inf*0 = nan)"
+    assert np.all(scores[mask] == 0.0), "a masked score does not affect the loss: its gradient must be 0"
 
 
 @pytest.mark.exercise("2.3")
-def test_a_slice_with_every_entry_masked_raises_value_error():
-    scores = Tensor([[-np.inf, -np.inf], [0.0, 1.0]])  # row 0 is fully masked; no column is
+def test_a_slice_with_every_entry_masked_raises_value_error(student):
+    scores = np.array([[-np.inf, -np.inf], [0.0, 1.0]])  # row 0 is fully masked; no column is
     with pytest.raises(ValueError, match="masked"):
-        minitorch.softmax(scores, axis=-1)
-    minitorch.softmax(scores, axis=0)  # column-wise, every slice has a finite entry: fine
+        student.softmax(scores, axis=-1)
+    student.softmax(scores, axis=0)  # column-wise, every slice has a finite entry: fine
 
 
 def test_softmax_of_a_0d_tensor_raises_value_error():
@@ -118,45 +117,39 @@ def test_softmax_of_a_0d_tensor_raises_value_error():
 
 @pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
-def test_softmax_gradient_matches_finite_differences(shape, axis, exercise_seed):
+def test_softmax_gradient_matches_finite_differences(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape)
-    check_gradient(lambda s: minitorch.softmax(s, axis=axis), scores, exercise_seed,
-                   f"scores of shape {shape} along axis {axis}")
+    check_gradient(student, scores, exercise_seed, f"scores of shape {shape} along axis {axis}", axis=axis)
 
 
 @pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("axis", [-1, 0])
-def test_softmax_with_masked_entries_gradient_matches_finite_differences(axis, exercise_seed):
+def test_softmax_with_masked_entries_gradient_matches_finite_differences(axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal((4, 4))
     mask = causal_mask(4)  # every row and every column keeps at least one finite entry
-    check_gradient(lambda s: minitorch.softmax(s.masked_fill(mask, -np.inf), axis=axis), scores, exercise_seed,
-                   f"causally masked (4, 4) scores along axis {axis}")
+    check_gradient(student, scores, exercise_seed, f"causally masked (4, 4) scores along axis {axis}", axis=axis,
+                   mask=mask)
 
 
 @pytest.mark.exercise("2.3")
-def test_softmax_backward_is_the_jacobian_transpose_times_the_upstream_gradient(exercise_seed):
+def test_softmax_backward_is_the_jacobian_transpose_times_the_upstream_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    scores = Tensor(rng.standard_normal(5), requires_grad=True)
-    upstream = rng.standard_normal(5)
-    out = minitorch.softmax(scores)
-    a = out.data
+    scores, upstream = rng.standard_normal(5), rng.standard_normal(5)
+    a = student.softmax(scores)
     jacobian = np.diag(a) - np.outer(a, a)  # ∂a_k/∂s_l = a_k (δ_kl - a_l)
-    (grad,) = out.backward_fn(upstream)
+    (grad,) = student.local_gradients("softmax", [scores], upstream)
     np.testing.assert_allclose(grad, jacobian.T @ upstream, rtol=1e-10, atol=1e-14,
                                err_msg="∂ℓ/∂s_l should be Σ_k g_k a_k (δ_kl - a_l)")
 
 
 @pytest.mark.exercise("2.3")
-def test_softmax_keeps_float32():
-    scores = Tensor(np.array([[1.0, 2.0, -np.inf]], dtype=np.float32), requires_grad=True)
-    weights = minitorch.softmax(scores)
-    assert weights.dtype == np.float32
-    (weights * 2.0).sum().backward()
-    assert scores.grad.dtype == np.float32
+def test_softmax_keeps_float32(student):
+    dtypes = student.softmax_gradient_dtypes(np.array([[1.0, 2.0, -np.inf]], dtype=np.float32))
+    assert dtypes == {"weights": "float32", "gradient": "float32"}, f"float32 scores gave {dtypes}"
 
 
 @pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
-def test_plus_infinity_or_nan_scores_raise_instead_of_returning_nan(bad):
+def test_plus_infinity_or_nan_scores_raise_instead_of_returning_nan(bad, student):
     with pytest.raises(ValueError, match=r"\+inf or NaN"):
-        minitorch.softmax(Tensor([0.0, bad, 1.0]))
+        student.softmax(np.array([0.0, bad, 1.0]))

@@ -1,7 +1,9 @@
 """Specification of minitorch.tensor: Tensor, reverse mode, topological_order, unbroadcast, no_grad.
 
 Chapters 01 and 02. Graded here: exercise 1.2 (topological_order) and 2.1 (unbroadcast),
-both tested on their own, without going through `Tensor.backward`.
+both tested on their own, without going through `Tensor.backward`, and only through the
+``student`` fixture (minitorch/exercises/probes.py): graphs go in as descriptions, orders come
+back as node positions.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 import minitorch
-from minitorch import Tensor, no_grad, topological_order, unbroadcast
+from minitorch import Tensor, no_grad, unbroadcast
 
 
 def leaf(values, dtype=None) -> Tensor:
@@ -49,118 +51,151 @@ def test_every_result_holds_an_ndarray_even_when_it_is_a_single_number(make):
 
 # ----------------------------------------------------------------------
 # exercise 1.2: topological_order
+#
+# A graph is described as data, one node per entry (minitorch.exercises.probes.topological_order):
+# {"op": "leaf", "requires_grad": bool}, {"op": "add" | "mul", "inputs": [i, j]}, {"op": "exp" | "sum",
+# "inputs": [i]}, or {"op": "frozen", "inputs": [i]} (x * 3 computed under no_grad: a constant recorded
+# nowhere, so it has no parents). The student's topological_order(root) comes back as node positions.
 
 
-def ancestors_requiring_grad(root: Tensor) -> dict[int, Tensor]:
+def leaf_node(requires_grad: bool = True) -> dict:
+    return {"op": "leaf", "requires_grad": requires_grad}
+
+
+def parents_of(nodes: list[dict], position: int) -> list[int]:
+    """The parents a node's tensor records (a frozen node records none)."""
+    return [] if nodes[position]["op"] == "frozen" else list(nodes[position].get("inputs", []))
+
+
+def requires_grad(nodes: list[dict]) -> list[bool]:
+    """Whether each node's tensor requires grad: a leaf as told, an operation if one of its parents does."""
+    flags: list[bool] = []
+    for position, node in enumerate(nodes):
+        flags.append(node["requires_grad"] if node["op"] == "leaf" else
+                     any(flags[parent] for parent in parents_of(nodes, position)))
+    return flags
+
+
+def ancestors_requiring_grad(nodes: list[dict], root: int) -> set[int]:
     """Reference: every node reachable from `root` through parents that require grad."""
-    found, stack = {id(root): root}, [root]
+    flags, found, stack = requires_grad(nodes), {root}, [root]
     while stack:
-        for parent in stack.pop().parents:
-            if parent.requires_grad and id(parent) not in found:
-                found[id(parent)] = parent
+        for parent in parents_of(nodes, stack.pop()):
+            if flags[parent] and parent not in found:
+                found.add(parent)
                 stack.append(parent)
     return found
 
 
-def diamond() -> Tensor:
-    x = leaf([1.0, 2.0])
-    left, right = x * 2.0, x.exp()
-    return (left * right).sum()
+def diamond() -> list[dict]:
+    # x = leaf; left, right = x * 2.0, x.exp(); (left * right).sum()
+    return [leaf_node(), leaf_node(False), {"op": "mul", "inputs": [0, 1]}, {"op": "exp", "inputs": [0]},
+            {"op": "mul", "inputs": [2, 3]}, {"op": "sum", "inputs": [4]}]
 
 
-def reused_subexpression() -> Tensor:
-    x, y = leaf([1.0, 2.0]), leaf([3.0, 4.0])
-    h = x * y
-    return (h * h + h - x).sum()
+def reused_subexpression() -> list[dict]:
+    # h = x * y; (h * h + h - x).sum(), with h - x written as h + (-1 * x)
+    return [leaf_node(), leaf_node(), {"op": "mul", "inputs": [0, 1]}, {"op": "mul", "inputs": [2, 2]},
+            {"op": "add", "inputs": [3, 2]}, leaf_node(False), {"op": "mul", "inputs": [5, 0]},
+            {"op": "add", "inputs": [4, 6]}, {"op": "sum", "inputs": [7]}]
 
 
-def graph_with_constants_and_a_no_grad_branch() -> Tensor:
-    x = leaf([1.0, 2.0])
-    with no_grad():
-        frozen = x * 3.0  # a constant: computed from x but recorded nowhere
-    return (x * Tensor([5.0, 6.0]) + frozen).sum()
+def graph_with_constants_and_a_no_grad_branch() -> list[dict]:
+    # (x * Tensor([5, 6]) + frozen).sum(), frozen = x * 3 computed under no_grad
+    return [leaf_node(), leaf_node(False), {"op": "frozen", "inputs": [0]}, {"op": "mul", "inputs": [0, 1]},
+            {"op": "add", "inputs": [3, 2]}, {"op": "sum", "inputs": [4]}]
 
 
-def random_graph(seed: int, size: int = 40) -> Tensor:
+def random_graph(seed: int, size: int = 40) -> list[dict]:
     """A random DAG of add/mul nodes over 4 leaves and 2 constants; nodes may be used twice."""
     rng = np.random.default_rng(seed)
-    nodes = [leaf(rng.standard_normal(3)) for _ in range(4)] + [Tensor(rng.standard_normal(3)) for _ in range(2)]
+    nodes = [leaf_node() for _ in range(4)] + [leaf_node(False) for _ in range(2)]
     for _ in range(size):
         first, second = rng.integers(0, len(nodes), size=2)
-        operation = minitorch.add if rng.random() < 0.5 else minitorch.mul
-        nodes.append(operation(nodes[first], nodes[second]))
-    root = nodes[-1]
-    for node in nodes[-6:-1]:
-        root = root + node
-    return root.sum()
+        nodes.append({"op": "add" if rng.random() < 0.5 else "mul", "inputs": [int(first), int(second)]})
+    root, last = len(nodes) - 1, len(nodes) - 1
+    for node in range(last - 5, last):  # root = root + node, for each of the 5 nodes before the last
+        nodes.append({"op": "add", "inputs": [root, node]})
+        root = len(nodes) - 1
+    return nodes + [{"op": "sum", "inputs": [root]}]
 
 
 GRAPHS = [diamond, reused_subexpression, graph_with_constants_and_a_no_grad_branch]
 
 
-def graphs_to_check(seed: int) -> list[Tensor]:
+def graphs_to_check(seed: int) -> list[list[dict]]:
     return [build() for build in GRAPHS] + [random_graph(seed + offset) for offset in range(5)]
 
 
+def student_order(student, nodes: list[dict], root: int | None = None) -> list[int]:
+    """The student's topological_order of the graph's root (its last node), as node positions."""
+    __tracebackhide__ = True
+    root = len(nodes) - 1 if root is None else root
+    order = student.topological_order(nodes, root)
+    strangers = [position for position in order if not 0 <= position < len(nodes)]
+    if strangers:
+        pytest.fail(f"topological_order returned {len(strangers)} tensor(s) that are not nodes of the graph "
+                    f"(new tensors, or copies): return the graph's own tensors", pytrace=False)
+    return order
+
+
 @pytest.mark.exercise("1.2")
-def test_topological_order_puts_every_node_after_all_of_its_parents(exercise_seed):
-    for root in graphs_to_check(exercise_seed):
-        order = topological_order(root)
-        position = {id(node): index for index, node in enumerate(order)}
+def test_topological_order_puts_every_node_after_all_of_its_parents(exercise_seed, student):
+    for nodes in graphs_to_check(exercise_seed):
+        order, flags = student_order(student, nodes), requires_grad(nodes)
+        position = {node: index for index, node in enumerate(order)}
         for node in order:
-            for parent in node.parents:
-                if parent.requires_grad:
-                    assert id(parent) in position, f"a parent of a '{node.op}' node is missing from the order"
-                    assert position[id(parent)] < position[id(node)], (
-                        f"a '{parent.op}' node comes after its child '{node.op}': reverse mode would "
+            for parent in parents_of(nodes, node):
+                if flags[parent]:
+                    op, parent_op = nodes[node]["op"], nodes[parent]["op"]
+                    assert parent in position, f"a parent of a '{op}' node is missing from the order"
+                    assert position[parent] < position[node], (
+                        f"a '{parent_op}' node comes after its child '{op}': reverse mode would "
                         f"visit the parent before it has received all of its gradient")
 
 
 @pytest.mark.exercise("1.2")
-def test_topological_order_lists_each_node_exactly_once(exercise_seed):
-    for root in graphs_to_check(exercise_seed):
-        order = topological_order(root)
-        ids = [id(node) for node in order]
-        assert len(ids) == len(set(ids)), (
-            f"{len(ids) - len(set(ids))} node(s) appear more than once: a node reached by two paths "
+def test_topological_order_lists_each_node_exactly_once(exercise_seed, student):
+    for nodes in graphs_to_check(exercise_seed):
+        order = student_order(student, nodes)
+        assert len(order) == len(set(order)), (
+            f"{len(order) - len(set(order))} node(s) appear more than once: a node reached by two paths "
             f"must be listed once (keep a set of visited nodes)")
 
 
 @pytest.mark.exercise("1.2")
-def test_topological_order_lists_exactly_the_ancestors_that_require_grad(exercise_seed):
-    for root in graphs_to_check(exercise_seed):
-        order = topological_order(root)
-        expected = ancestors_requiring_grad(root)
-        constants = [node.op for node in order if not node.requires_grad]
+def test_topological_order_lists_exactly_the_ancestors_that_require_grad(exercise_seed, student):
+    for nodes in graphs_to_check(exercise_seed):
+        order, flags = student_order(student, nodes), requires_grad(nodes)
+        expected = ancestors_requiring_grad(nodes, len(nodes) - 1)
+        constants = [nodes[node]["op"] for node in order if not flags[node]]
         assert not constants, f"nodes that do not require grad ({constants}) should be left out"
-        assert {id(node) for node in order} == set(expected), (
+        assert set(order) == expected, (
             f"the order holds {len(order)} nodes but {len(expected)} tensors that require grad lead to the root")
 
 
 @pytest.mark.exercise("1.2")
-def test_topological_order_ends_with_the_root(exercise_seed):
-    for root in graphs_to_check(exercise_seed):
-        assert topological_order(root)[-1] is root, "the root depends on every other node, so it must come last"
+def test_topological_order_ends_with_the_root(exercise_seed, student):
+    for nodes in graphs_to_check(exercise_seed):
+        order = student_order(student, nodes)
+        assert order and order[-1] == len(nodes) - 1, "the root depends on every other node, so it must come last"
 
 
 @pytest.mark.exercise("1.2")
-def test_topological_order_of_a_leaf_is_just_that_leaf():
-    x = leaf([1.0])
-    assert topological_order(x) == [x]
+def test_topological_order_of_a_leaf_is_just_that_leaf(student):
+    assert student_order(student, [leaf_node()]) == [0]
 
 
 @pytest.mark.exercise("1.2")
-def test_topological_order_handles_a_10000_node_chain_without_recursion():
-    x = leaf([1.0])
-    y = x
-    for _ in range(10_000):
-        y = y * 1.0001
+def test_topological_order_handles_a_10000_node_chain_without_recursion(student):
+    nodes = [leaf_node(), leaf_node(False)]  # x and the constant 1.0001
+    nodes += [{"op": "mul", "inputs": [0 if step == 0 else step + 1, 1]} for step in range(10_000)]  # y = y * 1.0001
     try:
-        order = topological_order(y)
+        order = student_order(student, nodes)
     except RecursionError:
         pytest.fail("topological_order hit Python's recursion limit: use an explicit stack, not recursion")
     assert len(order) == 10_001, f"a chain of 10,000 operations on one leaf has 10,001 nodes, got {len(order)}"
-    assert order[0] is x and order[-1] is y
+    assert order[0] == 0 and order[-1] == len(nodes) - 1
 
 
 # ----------------------------------------------------------------------
@@ -190,10 +225,10 @@ BROADCASTS = [  # (gradient shape, the input's shape before broadcasting)
 
 @pytest.mark.exercise("2.1")
 @pytest.mark.parametrize("grad_shape,shape", BROADCASTS, ids=str)
-def test_unbroadcast_sums_the_gradient_over_every_broadcast_copy(grad_shape, shape, exercise_seed):
+def test_unbroadcast_sums_the_gradient_over_every_broadcast_copy(grad_shape, shape, exercise_seed, student):
     grad = np.random.default_rng(exercise_seed).standard_normal(grad_shape)
-    result = unbroadcast(grad.copy(), shape, "test")
-    assert result.shape == shape, f"unbroadcast to {shape} returned shape {result.shape}"
+    result = student.unbroadcast(grad, shape, "test")["result"]
+    assert np.shape(result) == shape, f"unbroadcast to {shape} returned shape {np.shape(result)}"
     np.testing.assert_allclose(result, summed_over_broadcast_copies(grad, shape), rtol=1e-12, atol=1e-12,
                                err_msg=f"each element of a {shape} input broadcast to {grad_shape} should get "
                                        f"the sum of the gradients of all its copies")
@@ -201,11 +236,10 @@ def test_unbroadcast_sums_the_gradient_over_every_broadcast_copy(grad_shape, sha
 
 @pytest.mark.exercise("2.1")
 @pytest.mark.parametrize("grad_shape,shape", BROADCASTS, ids=str)
-def test_unbroadcast_does_not_modify_the_incoming_gradient(grad_shape, shape, exercise_seed):
+def test_unbroadcast_does_not_modify_the_incoming_gradient(grad_shape, shape, exercise_seed, student):
     grad = np.random.default_rng(exercise_seed).standard_normal(grad_shape)
-    before = grad.copy()
-    unbroadcast(grad, shape, "test")
-    np.testing.assert_array_equal(grad, before, err_msg="unbroadcast changed its input array in place")
+    after = student.unbroadcast(grad, shape, "test")["grad_after"]
+    np.testing.assert_array_equal(after, grad, err_msg="unbroadcast changed its input array in place")
 
 
 def test_unbroadcast_returns_a_gradient_that_already_has_the_shape_unchanged():
@@ -220,9 +254,9 @@ def test_unbroadcast_returns_a_gradient_that_already_has_the_shape_unchanged():
     ((3,), (1, 3)),  # broadcasting adds axes on the left, it never removes them
     ((2, 3), (3, 2)),
 ], ids=str)
-def test_unbroadcast_of_an_impossible_gradient_raises_naming_the_op(grad_shape, shape):
+def test_unbroadcast_of_an_impossible_gradient_raises_naming_the_op(grad_shape, shape, student):
     with pytest.raises(ValueError) as error:
-        unbroadcast(np.ones(grad_shape), shape, "my_op")
+        student.unbroadcast(np.ones(grad_shape), shape, "my_op")
     message = str(error.value)
     assert "my_op" in message and str(grad_shape) in message and str(shape) in message, (
         f"the error should name the op and both shapes, got: {message}")

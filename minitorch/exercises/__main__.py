@@ -2,53 +2,36 @@
 
     python -m minitorch.exercises list
     python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
-    python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N] [--timeout S]
-    python -m minitorch.exercises grade SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--exercise-seed N]
-                                        [--only IDS] [--chapter N] [--force]
+    python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N]
+                                                    [--timeout S] [--deadline S] [--over-deadline]
+    python -m minitorch.exercises grade SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--budget S]
+                                        [--exercise-seed N] [--only IDS | --chapter N | --edition DIR]
+                                        [--isolation auto|bubblewrap|unprivileged user|none] [--force]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
+import collections
 import sys
 from pathlib import Path
 
+from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
 from minitorch.exercises.gradescope import build_bundle
-from minitorch.exercises.grading import HUNG_TEST_MARGIN, NO_PROGRESS_MARGIN
+from minitorch.exercises.grading import collect_tests
 from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
+from minitorch.exercises.sandbox import KINDS
 
 
 
 def count_tests(root: Path = ROOT) -> dict[str, int] | None:
-    """Tests collected per exercise ID (collection only: nothing runs); None if collection fails."""
+    """Graded tests collected per exercise ID (collection only: nothing runs); None if collection fails."""
     try:
-        import pytest
-    except ImportError:
+        collected = collect_tests(root, [exercise.id for exercise in load_exercises(root)])
+    except ExerciseError:
         return None
-
-    class CountMarkers:
-        def __init__(self):
-            self.counts: dict[str, int] = {}
-
-        def pytest_collection_modifyitems(self, items):
-            for item in items:
-                mark = item.get_closest_marker("exercise")  # as tests/conftest.py reads it
-                if mark is not None:
-                    self.counts[str(mark.args[0])] = self.counts.get(str(mark.args[0]), 0) + 1
-
-    counter = CountMarkers()
-    # only the files that mark exercises: collecting the others (plotting, chapters) costs seconds
-    marking = [str(path) for path in sorted((Path(root) / "tests").rglob("test_*.py"))
-               if "mark.exercise" in path.read_text(encoding="utf-8")]
-    if not marking:
-        return {}
-    arguments = ["--collect-only", "-qq", "-p", "no:cacheprovider", f"--minitorch-root={root}", *marking]
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        status = pytest.main(arguments, plugins=[counter])
-    return counter.counts if status == 0 else None
+    return dict(collections.Counter(collected.values()))
 
 
 # ----------------------------------------------------------------------
@@ -78,15 +61,12 @@ def _print_list(root: Path) -> None:
 
 def _print_bundle(out: str, settings: dict) -> int:
     print(f"Gradescope autograder written to {Path(out).resolve()}")
-    print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), "
-          f"exercise seed {settings['exercise_seed']}, timeout {settings['timeout']:g} s")
-    # a hung exercise costs two timeouts, and one more when run again alone below an earlier hang; each up to
-    # HUNG_TEST_MARGIN longer for a hang in C; then starting up
-    hangs = 3 * len(settings["exercise_ids"]) - 1
-    worst = hangs * (settings["timeout"] + HUNG_TEST_MARGIN) + NO_PROGRESS_MARGIN
-    print(f"  if every graded exercise hung, grading would take about {worst:g} s: set the platform's timeout "
-          f"above that")
-    print("Upload it as the assignment's autograder (see README.md, For instructors).")
+    print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), a fresh secret "
+          f"exercise seed, {settings['timeout']:g} s per test")
+    print(f"  worst case (every exercise hangs twice): about {settings['worst_case']:g} s; the bundle stops grading at "
+          f"{settings['deadline']:g} s and reports what it graded. Set the platform's timeout above "
+          f"{settings['deadline'] + 60:g} s.")
+    print("Upload it as the assignment's autograder (see chapter 00, For instructors).")
     return 0
 
 
@@ -96,42 +76,50 @@ def _split_list(text: str) -> list[str]:
 
 GRADE_HELP = """\
 Grade a whole class. SUBMISSIONS holds one entry per student: a returned copy of the project (a
-folder) or a .zip of one; the entry's name (without .zip) is the student's ID.
+folder) or a .zip of one; the entry's name (without .zip) is the student's ID. Every entry gets a row
+in the gradebook; one that cannot be graded (a file, a pipe, a link, a broken .zip) says why.
 
-Each student is graded in a child process, in a scratch folder (never this checkout), on a pristine
-copy of THIS project into which only the student's exercise regions are grafted: their code outside
-the regions never runs, and the tests and their helpers are yours. A region that does not compile
-fails its own exercise with the compiler's message. A test that fails with all of the student's
-regions runs again with only its own exercise's region (your solutions for the rest), so a bug in
-one exercise does not cost the points of another that calls it. A test running longer than --timeout fails
-("timed out"); a child that crashes (os._exit, a segfault, out of memory) fails the test it was
-running and a new child goes on. Children run with limits: 4 GiB of memory, CPU time, 256 MiB per
-file written; each test's output is capped at 10 kB in the feedback. A copy holding a symbolic link,
-or a .zip that would unpack to more than 200 MiB, is refused. This guards against mistakes, not against
-a hostile student: for that, run this command inside a container.
+Each exercise is graded on the student's own code for it: the tests run in a check process of yours,
+on your library and your hidden seed, and reach the student's code only through a sandboxed worker
+(bubblewrap, else an unprivileged user when run as root; the first line says which) that holds their
+code for that one exercise and your code for everything else. Only data comes back; the checks that
+decide pass or fail never run the student's code. A test whose calls take longer than --timeout fails
+as timed out; after two such (or crashed) tests an exercise's other tests fail at once; a student's
+whole grading stops at --budget. Code outside the regions never runs; edits there are flagged.
 
-Which exercises count: --only/--chapter if given, else those the class's student edition handed out
-(its minitorch/exercises/edition.json; the most common one in the class), else all of them.
+Which exercises count: --only/--chapter, or --edition (the student edition you handed out), else all of
+them. A student's own copy never decides.
 
-OUT receives grades.csv (student,total,max_total,<points per exercise>,flags), summary.md,
-class.png, run.json, and per student STUDENT/results.json (the Gradescope autograder format) and
-STUDENT/feedback.md. Running again resumes: graded students are kept unless --force. Ctrl-C stops,
-keeping the students already graded.
+OUT receives grades.csv (student,total,max_total,<points per exercise>,flags), summary.md, class.png,
+run.json (with the seed: keep it), and per student STUDENT/results.json (the Gradescope format) and
+STUDENT/feedback.md, both without the seed, and STUDENT/check-log.txt (the full failures, on the
+hidden inputs: for you only). Running again resumes: graded students are kept unless --force.
+Ctrl-C stops, keeping the students already graded.
 """
 
 
 def _add_grade_command(commands) -> None:
-    grade = commands.add_parser("grade", help="grade a folder of returned copies (isolated, time-limited) into a "
+    grade = commands.add_parser("grade", help="grade a folder of returned copies (sandboxed, time-limited) into a "
                                               "gradebook", description=GRADE_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     grade.add_argument("submissions", help="folder with one copy (folder or .zip) per student")
-    grade.add_argument("--out", required=True, help="folder for the gradebook (created if needed)")
-    grade.add_argument("--jobs", type=int, default=1, help="students graded at once (default 1; one per core)")
-    grade.add_argument("--timeout", type=float, default=60.0, help="seconds per test (default 60)")
-    grade.add_argument("--exercise-seed", type=int, default=0,
-                       help="seed of the graded tests' random inputs (default 0; use one the students never saw)")
+    grade.add_argument("--out", required=True, help="folder for the gradebook (created if needed; not inside "
+                                                     "SUBMISSIONS)")
+    grade.add_argument("--jobs", type=checks.number_argument("--jobs", integer=True, minimum=1, maximum=64),
+                       default=1, help="students graded at once (default 1; one per core)")
+    grade.add_argument("--timeout", type=checks.number_argument("--timeout", above=0, maximum=3600), default=60.0,
+                       help="seconds per test (default 60)")
+    grade.add_argument("--budget", type=checks.number_argument("--budget", above=0, maximum=86400), default=900.0,
+                       help="seconds per student; the tests not run by then fail as timed out (default 900)")
+    grade.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
+                       default=0, help="seed of the graded tests' random inputs (default 0; use one the students "
+                                       "never saw)")
     grade.add_argument("--only", default="", help="comma-separated exercise IDs to grade, e.g. 3.1,3.2")
     grade.add_argument("--chapter", default="", help="comma-separated chapters whose exercises to grade")
+    grade.add_argument("--edition", default="", help="the student edition you handed out: grade the exercises its "
+                                                     "minitorch/exercises/edition.json names")
+    grade.add_argument("--isolation", default="auto", choices=["auto", *KINDS],
+                       help="how the students' code is sandboxed (default auto: the strongest available)")
     grade.add_argument("--force", action="store_true", help="grade again students already graded in OUT")
 
 
@@ -156,9 +144,17 @@ def main(argv=None) -> int:
     bundle.add_argument("out", help="the zip to write, e.g. autograder.zip")
     bundle.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
     bundle.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
-    bundle.add_argument("--exercise-seed", type=int, default=None,
-                        help="seed of the graded tests' inputs (default: a fresh random one, kept in the bundle)")
-    bundle.add_argument("--timeout", type=float, default=60.0, help="seconds per graded test (default 60)")
+    bundle.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
+                        default=None, help="seed of the graded tests' inputs (default: a fresh random one, kept in "
+                                           "the bundle)")
+    bundle.add_argument("--timeout", type=checks.number_argument("--timeout", above=0, maximum=3600), default=20.0,
+                        help="seconds per graded test (default 20)")
+    bundle.add_argument("--deadline", type=checks.number_argument("--deadline", above=0, maximum=86400),
+                        default=540.0, help="seconds for a whole submission; the bundle writes its results by then "
+                                            "(default 540, below Gradescope's default limit of 10 minutes)")
+    bundle.add_argument("--over-deadline", action="store_true",
+                        help="build even if a copy that hangs everywhere could outlast --deadline (or the deadline "
+                             "is close to the platform's limit)")
     _add_grade_command(commands)
     args = parser.parse_args(argv)
     root = ROOT
@@ -181,7 +177,8 @@ def main(argv=None) -> int:
         selected = select(exercises, only=_split_list(args.only), chapters=chapters)
         if args.command == "gradescope-bundle":
             return _print_bundle(args.out, build_bundle(args.out, selected, seed=args.exercise_seed,
-                                                        timeout=args.timeout, root=root))
+                                                        timeout=args.timeout, deadline=args.deadline,
+                                                        over_deadline=args.over_deadline, root=root))
         summary = make_student_edition(args.dest, selected, root)
     except ExerciseError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")

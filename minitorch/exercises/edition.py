@@ -13,24 +13,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from minitorch.exercises.registry import (NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError,
-                                          stub_source)
-
-MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in an edition: the exercises it handed out
-
+from minitorch.outputs import OutputPathError, check_output_folder
+from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
+                                          ExerciseError, marker_in, read_manifest_data, stub_source)
 
 def read_manifest(root: Path) -> list[str] | None:
-    """The exercise IDs the edition at `root` handed out; None without a manifest (the full repository)."""
-    path = Path(root) / MANIFEST
-    return manifest_ids(path.read_text(encoding="utf-8"), path) if path.is_file() else None
-
-
-def manifest_ids(text: str, where) -> list[str]:
-    """The IDs handed out, from the text of a manifest (found at `where`, named in the error)."""
-    try:
-        return [str(exercise_id) for exercise_id in json.loads(text)["handed_out"]]
-    except (ValueError, KeyError, TypeError) as error:
-        raise ExerciseError(f"{where} is not a valid edition manifest ({error})") from None
+    """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
+    manifest = read_manifest_data(root)
+    return None if manifest is None else manifest["handed_out"]
 
 
 COMPARED = ("minitorch", "tests")  # the folders whose files the manifest fingerprints
@@ -40,12 +30,12 @@ def outside_regions(text: str) -> list[str]:
     """The lines of `text` outside exercise regions (the marker lines kept, trailing spaces dropped)."""
     kept, inside = [], False
     for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("# END EXERCISE"):
+        marker = marker_in(line)
+        if marker and marker["kind"].upper() == "END":
             inside = False
         if not inside:
             kept.append(line.rstrip())
-        if stripped.startswith("# BEGIN EXERCISE"):
+        if marker and marker["kind"].upper() == "BEGIN":
             inside = True
     return kept
 
@@ -97,7 +87,8 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
 #     # END SPEED COPY OF EXERCISES 2.3 3.2
 # An edition handing out any exercise it names replaces its body by the statement after "student edition:",
 # or, without one, by an error saying that the code is gone and why.
-_SPEED_COPY = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) SPEED COPY OF EXERCISES (?P<ids>\d+\.\d+(?: \d+\.\d+)*)"
+_SPEED_COPY = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) SPEED COPY OF EXERCISES "
+                         r"(?P<ids>\d+\.\d+(?: \d+\.\d+)*)"
                          r"(?: \(student edition: (?P<replacement>.+)\))?[ \t]*$")
 
 
@@ -160,7 +151,11 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
     only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
     Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
     """
-    root, dest = Path(root).resolve(), Path(dest).resolve()
+    try:
+        dest = check_output_folder(dest, option="the edition's folder")
+    except OutputPathError as error:
+        raise ExerciseError(f"{error} (nothing was written)") from None
+    root = Path(root).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ExerciseError(f"{dest} already exists and is not an empty folder; choose a new folder "
                             f"(nothing was written)")

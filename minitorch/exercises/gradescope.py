@@ -8,13 +8,17 @@ student ``/autograder/results/results.json``.
 
     python -m minitorch.exercises gradescope-bundle autograder.zip --only 3.1,3.2 --timeout 60
 
-`build_bundle` writes that zip: ``setup.sh`` (Python and requirements.txt, nothing else),
-``run_autograder``, the grader's own ``minitorch/`` and ``tests/``, and ``bundle.json``, which fixes
-the exercise seed, the exercises graded and the timeout when the bundle is built (students never see
-it). ``run_autograder`` calls `run` (``python3 -m minitorch.exercises.gradescope run``), which finds
-the student's copy in the submission (a folder, or a zip of one), grades it with
-`minitorch.exercises.grading.grade_submission` and writes ``results.json`` atomically; if anything
-fails on the way, results.json says so, with score 0, rather than leave the student an empty page.
+`build_bundle` writes that zip: ``setup.sh`` (Python, requirements.txt and, if the image allows it,
+bubblewrap), ``run_autograder``, the grader's own ``minitorch/`` and ``tests/``, and ``bundle.json``,
+which fixes the exercises, the exercise seed, the timeout per test and the deadline of the whole run
+when the bundle is built (students never see it), and the graded tests. ``run_autograder`` first makes
+the grader's source, the submission and the results folder readable by root only, then calls `run`
+(``python3 -m minitorch.exercises.gradescope run``), which finds the student's copy in the submission
+(a folder, or a zip of one), grades it with `minitorch.exercises.grading.grade_submission` (the
+student's code in a sandboxed worker, bubblewrap or an unprivileged user; the checks in a process of
+the grader's), and writes ``results.json`` atomically. If the deadline comes, the tests not run fail as
+timed out and results.json is written all the same; if anything fails on the way, results.json says
+so, with score 0, rather than leave the student an empty page.
 
 ``AUTOGRADER_ROOT`` (default ``/autograder``) moves the whole layout, so that the bundle can be run
 and tested on any machine: ``$AUTOGRADER_ROOT/{source,submission,results}``.
@@ -26,6 +30,7 @@ import argparse
 import datetime
 import fnmatch
 import json
+import math
 import os
 import re
 import secrets
@@ -37,13 +42,18 @@ import zipfile
 from pathlib import Path
 
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.registry import MAX_UNPACKED_BYTES, NOT_COPIED, ROOT, Exercise, ExerciseError
+from minitorch.exercises.registry import MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError
+from minitorch.exercises.submissions import Entry, find_project, unpack
+from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
-SETTINGS_NAME = "bundle.json"  # in the bundle: seed, exercises, timeout; fixed when it is built
-EDITION_MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # present only in a student edition
+SETTINGS_NAME = "bundle.json"  # in the bundle: seed, exercises, timeout, deadline; fixed when it is built
 DEFAULT_ROOT = "/autograder"
 PUBLIC_SEED = 0  # the seed the students' own test runs use
+PLATFORM_LIMIT = 600.0  # seconds: Gradescope stops an autograder after 10 minutes unless the course raises it
+DEFAULT_DEADLINE = 540.0  # seconds: the bundle stops grading here and writes what it has, before the platform
+START_UP = 30.0  # seconds to start, find and unpack the copy, before the first test
+RESULTS_MARGIN = 20.0  # seconds kept after the check process to write results.json
 
 SETUP_SH = """\
 #!/bin/sh
@@ -62,6 +72,11 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
 fi
 # The image exists only to grade, so pip may install beside the system's Python (Ubuntu 24.04 asks first).
 PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --no-cache-dir -r requirements.txt
+# bubblewrap sandboxes the student's code if the platform's container allows it; without it the grader runs
+# the student's code as an unprivileged user (it says which in the log).
+if ! command -v bwrap >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap || true
+fi
 python3 -c 'import numpy, pytest; print("setup.sh: numpy", numpy.__version__, "and pytest", pytest.__version__)'
 """
 
@@ -76,6 +91,11 @@ results="$AUTOGRADER_ROOT/results"
 scratch="$AUTOGRADER_ROOT/tmp"  # every temporary file stays inside the layout
 mkdir -p "$results" "$scratch"
 rm -f "$results/results.json"
+# The student's code runs as another user (or sandboxed): it must not read the grader's answers and seed, the
+# submission's own files, or write the results; root keeps them to itself.
+chmod 700 "$AUTOGRADER_ROOT/source" "$AUTOGRADER_ROOT/submission" 2>/dev/null
+chmod 711 "$scratch"  # a worker may pass through to its own scratch folder inside, and list nothing
+chmod 755 "$results"
 cd "$AUTOGRADER_ROOT/source" || exit 1
 TMPDIR="$scratch" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$AUTOGRADER_ROOT/source${PYTHONPATH:+:$PYTHONPATH}" \\
     python3 -m minitorch.exercises.gradescope run
@@ -97,35 +117,60 @@ class SubmissionError(ValueError):
 # building the bundle
 
 
+def worst_case(exercise_count: int, timeout: float) -> float:
+    """Seconds a copy whose every exercise hangs could take: each exercise's first DOWNS_PER_EXERCISE tests
+    time out (the rest then fail at once), after START_UP."""
+    from minitorch.exercises.student_code import DOWNS_PER_EXERCISE
+
+    return START_UP + exercise_count * DOWNS_PER_EXERCISE * timeout
+
+
 def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None, timeout: float,
-                 root: Path = ROOT) -> dict:
+                 deadline: float = DEFAULT_DEADLINE, over_deadline: bool = False, root: Path = ROOT) -> dict:
     """Write the autograder zip for `exercises` to `out_zip` (atomically) and return its settings.
 
-    `seed` None draws a fresh one: the graded tests' inputs are then ones no student has seen.
-    `timeout` (seconds) is passed to grade_submission. `root` must be the full book, not a student edition.
-    """
-    root, out = Path(root).resolve(), Path(out_zip).expanduser().resolve()
+    `seed` None draws a fresh one: the graded tests' inputs are then ones no student has seen. `timeout`
+    (seconds) limits each test; `deadline` the whole run, below the platform's own limit: a bundle whose worst
+    case exceeds it is refused unless `over_deadline` (the tests the deadline cuts off then fail as timed out).
+    `root` must be the full book, not a student edition."""
+    from minitorch.exercises.grading import collect_tests
+
+    root = Path(root).resolve()
+    try:
+        out = check_output_file(out_zip, "the bundle", inputs=[root / name for name in BUNDLE_PATHS])
+    except OutputPathError as error:
+        raise ExerciseError(str(error)) from None
     if out.suffix != ".zip":
         raise ExerciseError(f"the bundle is a zip file; name it something.zip, not {out.name}")
-    if not out.parent.is_dir():
-        raise ExerciseError(f"cannot write {out}: the folder {out.parent} does not exist")
-    if any(out.is_relative_to(root / name) for name in BUNDLE_PATHS):
-        raise ExerciseError(f"{out} lies inside {root / out.relative_to(root).parts[0]}, which goes into the bundle; "
-                            f"write it elsewhere, e.g. {root.parent / out.name}")
-    if (root / EDITION_MANIFEST).exists():
-        raise ExerciseError(f"{root} is a student edition ({EDITION_MANIFEST} exists); build the bundle from the "
+    if (root / MANIFEST).exists():
+        raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists); build the bundle from the "
                             f"full book, whose library holds the reference solutions")
     if not exercises:
         raise ExerciseError("no exercises chosen; the bundle would grade nothing")
-    if not timeout > 0:
-        raise ExerciseError(f"--timeout must be a positive number of seconds, got {timeout}")
-    if seed is not None and seed < 0:
+    for name, value in (("--timeout", timeout), ("--deadline", deadline)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ExerciseError(f"{name} must be a finite number of seconds > 0, got {value}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ExerciseError(f"--exercise-seed must be a non-negative whole number, got {seed}")
+    worst = worst_case(len(exercises), timeout)
+    if worst > deadline and not over_deadline:
+        raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
+                            f"--timeout {timeout:g}, beyond the deadline of {deadline:g} s: lower --timeout, grade "
+                            f"fewer exercises, raise --deadline (and the platform's own timeout), or pass "
+                            f"--over-deadline to accept that such a copy's last tests fail as timed out")
+    if deadline > PLATFORM_LIMIT - 30 and not over_deadline:
+        raise ExerciseError(f"--deadline {deadline:g} s leaves Gradescope's default limit of {PLATFORM_LIMIT:g} s no "
+                            f"time to spare: raise the assignment's timeout on Gradescope first, then pass "
+                            f"--over-deadline")
+    ids = [exercise.id for exercise in exercises]
     settings = {
-        "exercise_ids": [exercise.id for exercise in exercises],
+        "exercise_ids": ids,
         "points": sum(exercise.points for exercise in exercises),
         "exercise_seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else seed,  # never the public 0
         "timeout": timeout,
+        "deadline": deadline,
+        "worst_case": worst,
+        "collected": collect_tests(root, ids),  # the graded tests: fixed with the bundle, not collected per student
         "made_from": git_commit(root),
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -171,15 +216,14 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
     """Grade ``autograder_root/submission`` with the grader in `source`; write ``autograder_root/results/results.json``.
 
     Always writes a results.json: a submission without the book in it, or a crash of the grader itself,
-    gives score 0 and says what happened.
-    """
+    gives score 0 and says what happened."""
     started = time.monotonic()
     results_path = Path(autograder_root) / "results" / "results.json"
     try:
         settings = read_settings(source)
         with tempfile.TemporaryDirectory(prefix="minitorch-grading-") as scratch:
-            submission = find_submission(Path(autograder_root) / "submission", Path(scratch) / "unzipped")
-            results = _grade(submission, Path(scratch) / "graded", settings, source)
+            os.chmod(scratch, 0o711)
+            results = _grade(Path(autograder_root) / "submission", Path(scratch), settings, source, started)
     except SubmissionError as error:
         results = failed_results(f"Your submission could not be graded: {error}")
     except Exception as error:  # the grader's fault, not the student's: say so, and keep the traceback for the log
@@ -196,21 +240,32 @@ def read_settings(source: Path) -> dict:
     """bundle.json of the bundle in `source`, checked."""
     path = Path(source) / SETTINGS_NAME
     settings = json.loads(path.read_text(encoding="utf-8"))
-    missing = {"exercise_ids", "exercise_seed", "timeout"} - set(settings)
+    missing = {"exercise_ids", "exercise_seed", "timeout", "deadline", "collected"} - set(settings)
     if missing:
         raise ValueError(f"{path} lacks {', '.join(sorted(missing))}; rebuild the bundle")
     return settings
 
 
-def _grade(submission: Path, out_dir: Path, settings: dict, source: Path) -> dict:
-    from minitorch.exercises.grading import grade_submission  # the grading core
+def _grade(submission: Path, scratch: Path, settings: dict, source: Path, started: float) -> dict:
+    from minitorch.exercises import sandbox
+    from minitorch.exercises.grading import Run, grade_submission
 
-    results = grade_submission(submission, out_dir, exercise_ids=settings["exercise_ids"],
-                               seed=settings["exercise_seed"], timeout=settings["timeout"], grader_root=Path(source),
-                               version=settings.get("made_from"))
-    feedback = Path(out_dir) / "feedback.md"
-    if feedback.is_file():  # the log: instructors see it, students do not (stdout_visibility)
-        print(feedback.read_text(encoding="utf-8"))
+    guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
+    isolation = sandbox.choose("auto", guarded)
+    print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
+    left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN
+    run = Run(settings["exercise_ids"], settings["exercise_seed"], settings["timeout"], max(left, 1.0), isolation,
+              Path(source), settings.get("made_from") or "", dict(settings["collected"]))
+    try:
+        entry = Entry("submission", find_submission(submission, scratch / "unzipped"))
+    except ExerciseError as error:
+        raise SubmissionError(str(error)) from None
+    results = grade_submission(entry, scratch / "graded", run, slot=0, scratch_root=scratch,
+                               log_file=scratch / "check-log.txt")
+    for name in ("feedback.md", "check-log.txt"):  # the log: instructors see it, students do not (stdout_visibility)
+        path = scratch / ("graded" if name == "feedback.md" else "") / name
+        if path.is_file():
+            print(path.read_text(encoding="utf-8"))
     return for_students(results, settings["exercise_seed"])
 
 
@@ -258,10 +313,7 @@ def failed_results(message: str) -> dict:
 
 def write_results(path: Path, results: dict) -> None:
     """Write results.json atomically: Gradescope never reads half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(partial, path)
+    write_atomically(path, json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
 # ----------------------------------------------------------------------
@@ -270,48 +322,21 @@ def write_results(path: Path, results: dict) -> None:
 
 def find_submission(folder: Path, unzip_to: Path) -> Path:
     """The student's copy of the book in `folder`: the folder itself, the one folder inside it that holds
-    minitorch/, or the same inside the one zip file it holds (unpacked into `unzip_to`)."""
+    minitorch/, or the same inside the one .zip it holds (unpacked into `unzip_to`)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise SubmissionError(f"the submission folder {folder} does not exist")
-    found = _project_in(folder)
-    if found is not None:
-        return found
-    zips = sorted(path for path in folder.iterdir() if path.suffix.lower() == ".zip" and path.is_file())
-    if len(zips) == 1:
-        _unzip(zips[0], unzip_to)
-        found = _project_in(unzip_to)
-        if found is not None:
-            return found
-        raise SubmissionError(f"{zips[0].name} holds no minitorch/__init__.py, neither at its top nor in one folder "
-                              f"inside; zip the folder of your copy of the book (the one with minitorch/ and tests/)")
-    listing = ", ".join(sorted(path.name + "/" * path.is_dir() for path in folder.iterdir())) or "nothing"
-    raise SubmissionError(f"it holds no minitorch/__init__.py (found: {listing}). Submit the folder of your copy of "
-                          f"the book (the one with minitorch/ and tests/), or a single zip of it")
-
-
-def _project_in(folder: Path) -> Path | None:
-    if (folder / "minitorch" / "__init__.py").is_file():
-        return folder
-    inside = [path for path in sorted(folder.iterdir()) if path.is_dir() and not path.name.startswith((".", "__"))
-              and (path / "minitorch" / "__init__.py").is_file()]
-    if len(inside) > 1:
-        raise SubmissionError(f"it holds {len(inside)} copies of the book ({', '.join(p.name for p in inside)}); "
-                              f"submit only one")
-    return inside[0] if inside else None
-
-
-def _unzip(archive: Path, dest: Path) -> None:
-    """Unpack a student's zip; zipfile keeps every member inside `dest` (it drops '..' and leading '/')."""
     try:
-        with zipfile.ZipFile(archive) as opened:
-            size = sum(member.file_size for member in opened.infolist())
-            if size > MAX_UNPACKED_BYTES:
-                raise SubmissionError(f"{archive.name} unpacks to {size / 2**20:.0f} MB, more than the "
-                                      f"{MAX_UNPACKED_BYTES // 2**20} MB allowed; leave out data and caches")
-            opened.extractall(dest)
-    except zipfile.BadZipFile as error:
-        raise SubmissionError(f"{archive.name} is not a readable zip file ({error})") from None
+        return find_project(folder, "it")
+    except ExerciseError as error:
+        zips = sorted(path for path in folder.iterdir() if path.suffix.lower() == ".zip" and path.is_file())
+        if len(zips) != 1 or "holds no minitorch" not in str(error):
+            raise SubmissionError(str(error)) from None
+    try:
+        unpack(zips[0], unzip_to)
+        return find_project(unzip_to, zips[0].name)
+    except ExerciseError as error:
+        raise SubmissionError(str(error)) from None
 
 
 # ----------------------------------------------------------------------

@@ -52,18 +52,31 @@ EXERCISES = {
     "9.1": ("the share of heads that sink, Sink_k^eps", 1),
 }
 
+# Exercises renumbered since an edition was handed out (old ID -> current ID): a copy of that edition is
+# graded by the exercise it holds. 2026-12-04 (commit db837b9): Adam became 2.5 and Gu et al.'s alpha 3.5,
+# to follow the book's order.
+RENAMED = {"7.1": "2.5", "8.1": "3.5"}
+
 # What a copy of the project holds (the repository's fixed top level); missing entries are skipped.
 PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci",
                  "chapters", "minitorch", "tests", "figures")
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
 # chapter 09 loads them instead of training for a quarter of an hour
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
+MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
 SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
 
 _ID = re.compile(r"[1-9]\.[1-9][0-9]*")
-_MARKER_LIKE = re.compile(r"^\s*#\s*(BEGIN|END)\s+EXERCISE\b", re.IGNORECASE)
+_MARKER_LIKE = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END)\s+EXERCISE\b\s*(?P<id>\S*)", re.IGNORECASE)
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) EXERCISE (?P<id>\S+)[ \t]*$")
+
+
+def marker_in(line: str, strict: bool = False):
+    """The exercise marker `line` holds, as a match with groups indent, kind (BEGIN/END) and id; None if it holds
+    none. Lenient by default (any spacing or case: how a student's copy may have it); `strict` asks for the exact
+    form the library's own files must use."""
+    return (_MARKER if strict else _MARKER_LIKE).match(line.rstrip("\r\n"))
 
 
 class ExerciseError(ValueError):
@@ -97,6 +110,20 @@ class Exercise:
 
     def stub_message(self, root: Path = ROOT) -> str:
         return stub_message(self.id, self.title, _relative(self.path, root))
+
+
+def read_manifest_data(root: Path) -> dict | None:
+    """The manifest of the edition at `root` ({"handed_out": [IDs], "made_from", "made_at", "files"}), checked;
+    None without one (the full book); ExerciseError naming the file if it is not a valid manifest."""
+    path = Path(root) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest["handed_out"] = [str(exercise_id) for exercise_id in manifest["handed_out"]]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+    return manifest
 
 
 def sort_key(exercise_id: str) -> tuple[int, ...]:
@@ -162,10 +189,10 @@ def scan_file(path: Path) -> list[_Region]:
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     regions, open_region = [], None  # open_region: (id, BEGIN line number, indent)
     for number, line in enumerate(lines, start=1):
-        if not _MARKER_LIKE.match(line):
+        if not marker_in(line):
             continue
         where = f"{path}:{number}"
-        marker = _MARKER.match(line)
+        marker = marker_in(line, strict=True)
         if not marker:
             raise ExerciseError(f"{where}: malformed exercise marker {line.strip()!r}; "
                                 f"write exactly '# BEGIN EXERCISE X.Y' or '# END EXERCISE X.Y'")
@@ -273,11 +300,19 @@ def _check_stub_compiles(exercise: Exercise, root: Path) -> None:
 
 def stub_source(text: str, exercises: list[Exercise], root: Path = ROOT) -> str:
     """`text` (one file's source) with the regions of `exercises` replaced by their stubs."""
+    def stub(exercise: Exercise) -> str:
+        message = json.dumps(exercise.stub_message(root), ensure_ascii=False)  # a valid Python string literal
+        return f"raise NotImplementedError({message})"
+    return replace_regions(text, exercises, stub)
+
+
+def replace_regions(text: str, exercises: list[Exercise], body_of) -> str:
+    """`text` (one file's source) with the body of each region of `exercises` replaced by ``body_of(exercise)``
+    (code written at indentation 0; it is indented to the region's); the markers stay."""
     lines = text.splitlines(keepends=True)
     for exercise in sorted(exercises, key=lambda e: e.begin_line, reverse=True):  # bottom up: numbers stay valid
-        message = json.dumps(exercise.stub_message(root), ensure_ascii=False)  # a valid Python string literal
-        raise_line = f"{exercise.indent}raise NotImplementedError({message})\n"
-        lines[exercise.begin_line:exercise.end_line - 1] = [raise_line]
+        body = [exercise.indent + line if line.strip() else "\n" for line in body_of(exercise).splitlines()]
+        lines[exercise.begin_line:exercise.end_line - 1] = [line.rstrip("\n") + "\n" for line in body]
     return "".join(lines)
 
 

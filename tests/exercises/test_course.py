@@ -180,7 +180,7 @@ def test_a_speed_copy_is_replaced_by_its_statement_or_an_error_and_kept_otherwis
 
 def test_an_edition_handing_out_softmax_attention_trains_with_the_students_own_normaliser(tmp_path):
     make_student_edition(tmp_path / "edition", [e for e in load_exercises(ROOT) if e.id == "3.2"], ROOT)
-    check = ("from minitorch.paper import fast_attention, attention\n"
+    check = ("from minitorch.fast import attention as fast_attention\n"
              "print(fast_attention.fast_normaliser('softmax') is None)\n"
              "from minitorch.tools import numpy_step\n"
              "step = numpy_step.NumpyStep.__new__(numpy_step.NumpyStep); step.normaliser = 'softmax'\n"

@@ -15,13 +15,14 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from minitorch.exercises import ExerciseError, load_exercises
-from minitorch.exercises import gradescope, grading
+from minitorch.exercises import gradescope, grading, submissions
 from minitorch.exercises.gradescope import SubmissionError, build_bundle, find_submission
 
 METADATA = {"1.1": ("doubling", 2), "1.2": ("tripling", 1)}
@@ -29,10 +30,30 @@ LIBRARY = ("def double(x):\n    # BEGIN EXERCISE 1.1\n    return 2 * x\n    # EN
            "def triple(x):\n    # BEGIN EXERCISE 1.2\n    return 3 * x\n    # END EXERCISE 1.2\n")
 
 
+TINY_TESTS = """\
+import pytest
+
+
+@pytest.mark.exercise("1.1")
+def test_double(student):
+    pass
+
+
+@pytest.mark.exercise("1.2")
+def test_triple(student):
+    pass
+"""
+
+
 def tiny_book(folder: Path) -> Path:
-    """A project shaped like the book: a library with two exercises, tests, requirements, and some clutter."""
-    files = {"minitorch/__init__.py": "", "minitorch/ops.py": LIBRARY, "tests/conftest.py": "",
-             "tests/test_ops.py": "def test_double():\n    pass\n", "requirements.txt": "numpy\n",
+    """A project shaped like the book: a library with two exercises, the real conftest and registry, graded
+    tests, requirements, and some clutter."""
+    real = Path(__file__).resolve().parents[2]
+    files = {"minitorch/__init__.py": "", "minitorch/ops.py": LIBRARY,
+             "minitorch/exercises/__init__.py": "", "minitorch/exercises/registry.py":
+             (real / "minitorch" / "exercises" / "registry.py").read_text(),
+             "tests/conftest.py": (real / "tests" / "conftest.py").read_text(),
+             "tests/test_ops.py": TINY_TESTS, "requirements.txt": "numpy\n",
              "README.md": "# tiny\n", "LICENSE": "MIT\n", "chapters/01.ipynb": "{}",
              "minitorch/__pycache__/ops.cpython-311.pyc": "", ".git/config": "[core]\n"}
     for name, text in files.items():
@@ -68,13 +89,16 @@ def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_t
         stored = json.loads(bundle.read("bundle.json"))
         modes = {name: bundle.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
     assert names == {"setup.sh", "run_autograder", "bundle.json", "minitorch/__init__.py", "minitorch/ops.py",
-                     "tests/conftest.py", "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
+                     "minitorch/exercises/__init__.py", "minitorch/exercises/registry.py", "tests/conftest.py",
+                     "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
         "the bundle must hold the scripts at its top, the grader's minitorch/ and tests/, requirements, README, "
         "LICENSE, and no chapters, caches or git history")
     assert all(mode & 0o111 for mode in modes.values()), f"setup.sh and run_autograder must be executable: {modes}"
     assert stored == settings
     assert (stored["exercise_ids"], stored["points"], stored["exercise_seed"], stored["timeout"]) == (
         ["1.2"], 1, 4711, 7.5)
+    assert stored["collected"] == {"tests/test_ops.py::test_triple": "1.2"}, "the graded tests are fixed in the bundle"
+    assert stored["deadline"] == gradescope.DEFAULT_DEADLINE < gradescope.PLATFORM_LIMIT
     assert not list(tmp_path.glob(".*partial")), "the partial zip must be renamed into place, not left beside it"
 
 
@@ -87,26 +111,31 @@ def test_without_a_seed_each_bundle_draws_a_fresh_one_that_is_never_the_public_s
 
 @pytest.mark.parametrize("name, change, message", [
     ("autograder.tar", None, "zip file"),
-    ("minitorch/autograder.zip", None, "goes into the bundle"),
-    ("missing/autograder.zip", None, "does not exist"),
+    ("minitorch/autograder.zip", None, "lies inside the input"),
+    ("a-folder", None, "is a folder"),
     ("autograder.zip", "edition", "student edition"),
     ("autograder.zip", "no exercises", "no exercises"),
     ("autograder.zip", "timeout", "--timeout"),
+    ("autograder.zip", "nan timeout", "--timeout"),
     ("autograder.zip", "seed", "--exercise-seed"),
+    ("autograder.zip", "slow", "--over-deadline"),
+    ("autograder.zip", "deadline", "Gradescope's default limit"),
 ])
 def test_the_bundle_refuses_bad_requests_and_writes_nothing(tmp_path, name, change, message):
     root = tiny_book(tmp_path / "book")
-    exercises, timeout, seed = tiny_exercises(root), 5.0, 1
+    (tmp_path / "a-folder").mkdir()
+    exercises, timeout, seed, deadline = tiny_exercises(root), 5.0, 1, gradescope.DEFAULT_DEADLINE
     if change == "edition":
-        (root / gradescope.EDITION_MANIFEST).parent.mkdir(parents=True)
-        (root / gradescope.EDITION_MANIFEST).write_text('{"handed_out": ["1.1"]}')
+        (root / gradescope.MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+        (root / gradescope.MANIFEST).write_text('{"handed_out": ["1.1"]}')
     exercises = [] if change == "no exercises" else exercises
-    timeout = 0.0 if change == "timeout" else timeout
+    timeout = {"timeout": 0.0, "nan timeout": float("nan"), "slow": 300.0}.get(change, timeout)
     seed = -1 if change == "seed" else seed
+    deadline = 590.0 if change == "deadline" else deadline
     before = sorted(tmp_path.rglob("*"))
     with pytest.raises(ExerciseError, match=message):
         build_bundle(root / name if name.startswith("minitorch/") else tmp_path / name, exercises, seed=seed,
-                     timeout=timeout, root=root)
+                     timeout=timeout, deadline=deadline, root=root)
     assert sorted(tmp_path.rglob("*")) == before
 
 
@@ -121,11 +150,11 @@ def test_the_command_line_writes_a_bundle_for_the_chosen_exercises(tmp_path):
     with zipfile.ZipFile(out) as bundle:
         settings = json.loads(bundle.read("bundle.json"))
     assert settings["exercise_ids"] == ["1.1", "4.1"] and settings["exercise_seed"] == 99 and settings["timeout"] == 9
-    assert "exercise seed 99" in completed.stdout
-    worst = (2 * 2 + 1) * (9 + grading.HUNG_TEST_MARGIN) + grading.NO_PROGRESS_MARGIN  # 2 hung exercises, 1 rerun
-    assert f"grading would take about {worst:g} s" in completed.stdout, (
-        f"the printed worst case should allow each hung exercise two timeouts, one more run again alone, "
-        f"and the margins:\n{completed.stdout}")
+    assert "99" not in completed.stdout, "the seed is fixed in the bundle, not printed"
+    worst = gradescope.START_UP + 2 * 2 * 9  # two exercises, each cut off after two timeouts
+    assert f"about {worst:g} s" in completed.stdout and "stops grading at 540 s" in completed.stdout, (
+        f"the printed worst case should allow each hung exercise two timeouts, and name the deadline:\n"
+        f"{completed.stdout}")
 
 
 @pytest.mark.parametrize("script", ["setup.sh", "run_autograder"])
@@ -139,12 +168,14 @@ def test_the_scripts_are_valid_posix_shell(tmp_path, script):
     assert completed.returncode == 0, f"{script} does not parse: {completed.stderr}"
 
 
-def test_setup_installs_python_and_the_books_requirements_only():
+def test_setup_installs_python_the_books_requirements_and_bubblewrap_only():
     installs = [line.strip() for line in gradescope.SETUP_SH.splitlines() if "install" in line and
                 not line.strip().startswith("#")]
-    assert len(installs) == 2, installs
+    assert len(installs) == 3, installs
     assert installs[0].endswith("apt-get install -y --no-install-recommends python3 python3-pip"), installs[0]
     assert installs[1].endswith("pip install --no-cache-dir -r requirements.txt"), installs[1]
+    assert installs[2].endswith("apt-get install -y --no-install-recommends bubblewrap || true"), (
+        "bubblewrap is installed if the image allows it, and its absence does not fail the set-up")
 
 
 # ----------------------------------------------------------------------
@@ -177,10 +208,10 @@ def test_the_copy_is_found_at_the_top_in_one_folder_or_in_a_single_zip(tmp_path)
 
 
 @pytest.mark.parametrize("contents, message", [
-    ({"answers.py": "x = 1"}, r"no minitorch/__init__\.py \(found: answers\.py\)"),
+    ({"answers.py": "x = 1"}, r"no minitorch/ folder.*\(found: answers\.py\)"),
     ({}, r"found: nothing"),
-    ({"a/minitorch/__init__.py": "", "b/minitorch/__init__.py": ""}, "2 copies of the book"),
-    ({"hand-in.zip": "not a zip"}, "not a readable zip file"),
+    ({"a/minitorch/__init__.py": "", "b/minitorch/__init__.py": ""}, "2 copies of the project"),
+    ({"hand-in.zip": "not a zip"}, "not a readable .zip"),
 ])
 def test_a_submission_without_exactly_one_copy_gets_a_message_saying_what_to_submit(tmp_path, contents, message):
     submission = tmp_path / "submission"
@@ -196,8 +227,8 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monk
     submission = tmp_path / "submission"
     submission.mkdir()
     zip_folder(tiny_book(tmp_path / "book"), submission / "hand-in.zip")
-    monkeypatch.setattr(gradescope, "MAX_UNPACKED_BYTES", 10)
-    with pytest.raises(SubmissionError, match="MB allowed"):
+    monkeypatch.setattr(submissions, "MAX_UNPACKED_BYTES", 10)
+    with pytest.raises(SubmissionError, match="would unpack to"):
         find_submission(submission, tmp_path / "unzipped")
     assert not (tmp_path / "unzipped").exists()
 
@@ -235,7 +266,8 @@ def layout(tmp_path: Path, settings: dict | None = None) -> tuple[Path, Path]:
     return root, root / "results" / "results.json"
 
 
-SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3, "made_from": "abc123"}
+SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3, "deadline": 100, "made_from": "abc123",
+            "collected": {"tests/test_ops.py::test_double": "1.1"}}
 
 
 def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_results_to_results_json(
@@ -243,18 +275,20 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
     root, results_path = layout(tmp_path, SETTINGS)
     calls = []
 
-    def grade_submission(submission, out_dir, *, exercise_ids, seed, timeout, grader_root, version):
-        calls.append((submission, exercise_ids, seed, timeout, grader_root, version))
+    def grade_submission(entry, out_dir, run, slot=0, scratch_root=None, log_file=None):
+        calls.append((entry.path, run.exercise_ids, run.seed, run.timeout, run.grader_root, run.version,
+                      run.known_tests, 0 < run.budget < 100))
         (Path(out_dir) / "feedback.md").parent.mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "feedback.md").write_text("full log")
         return {"score": 2, "output": "graded with seed 5", "tests": [
             {"name": "1.1 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
 
-    monkeypatch.setitem(sys.modules, "minitorch.exercises.grading", type(sys)("grading"))
-    monkeypatch.setattr(sys.modules["minitorch.exercises.grading"], "grade_submission", grade_submission, raising=False)
+    monkeypatch.setattr(grading, "grade_submission", grade_submission)
     results = gradescope.run(root, source=root / "source")
-    assert calls == [(root / "submission", ["1.1"], 5, 3, root / "source", "abc123")], (
-        "the bundle's settings, and the commit it was made from as the grader's version, go to grade_submission")
+    assert calls == [(root / "submission", ["1.1"], 5, 3, (root / "source").resolve(), "abc123",
+                      SETTINGS["collected"], True)], (
+        "the bundle's settings, its graded tests, the commit it was made from as the grader's version, and a budget "
+        "under the deadline go to grade_submission")
     assert json.loads(results_path.read_text()) == results
     assert results["score"] == 2 and results["tests"][0]["status"] == "passed"
     assert results["output"] == "graded with seed (hidden)" and results["stdout_visibility"] == "hidden"
@@ -283,8 +317,8 @@ def test_a_submission_without_the_book_gives_score_0_and_tells_the_student_what_
     (root / "submission" / "notes.txt").write_text("I did it")
     results = gradescope.run(root, source=root / "source")
     assert results["score"] == 0
-    assert results["output"].startswith("Your submission could not be graded: it holds no minitorch/__init__.py "
-                                        "(found: notes.txt)"), results["output"]
+    assert results["output"].startswith("Your submission could not be graded: it holds no minitorch/ folder, neither "
+                                        "at its top nor one level down (found: notes.txt)"), results["output"]
     assert json.loads(results_path.read_text())["output"] == results["output"]
 
 
@@ -336,7 +370,7 @@ def digest(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
-    if (GRADER / gradescope.EDITION_MANIFEST).exists():
+    if (GRADER / gradescope.MANIFEST).exists():
         pytest.skip("these tests belong to a student edition; bundles are built from the full book")
     out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
     completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out),
@@ -449,3 +483,61 @@ def test_an_exercise_that_never_returns_times_out_and_the_others_still_count(bun
     for test in entries_of(results, "4.1"):
         assert test["status"] == "failed" and test["score"] == 0, test
         assert "time" in test["output"].lower() and f"{TIMEOUT}" in test["output"], test["output"]
+
+
+HOSTILE_4_1 = """\
+import glob, os, time
+found = []
+for path in glob.glob("{root}/source/*.json") + glob.glob("/autograder/source/*.json"):
+    try:
+        found.append(open(path).read())
+    except OSError:
+        pass
+for path in ("{root}/source/minitorch/ops.py", "{root}/results/results.json"):
+    try:
+        open(path, "w").write("vandalised")
+    except OSError:
+        pass
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for _ in range(100):
+            try:
+                open("{root}/results/results.json", "w").write('{{"score": 99, "tests": []}}')
+            except OSError:
+                pass
+            time.sleep(0.2)
+    os._exit(0)
+raise ValueError("found: " + " || ".join(found))"""
+
+
+@pytest.mark.slow
+def test_a_hostile_submission_run_as_root_changes_nothing_and_leaves_nothing_behind(bundle, tmp_path):
+    """Run as root (where the platform runs it): the student's code cannot read the seed, write the grader's
+    source or the results, or keep a process alive to rewrite results.json after the run."""
+    root = tmp_path / "autograder"
+
+    def hand_in(submission):
+        copy = copy_of_the_book(submission)
+        exercise = next(e for e in load_exercises(copy) if e.id == "4.1")
+        lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        body = HOSTILE_4_1.format(root=root)
+        lines[exercise.begin_line:exercise.end_line - 1] = [exercise.indent + line + "\n" for line in body.splitlines()]
+        exercise.path.write_text("".join(lines), encoding="utf-8")
+
+    results = run_autograder(bundle, tmp_path, hand_in)
+    time.sleep(2)  # a daemon would have rewritten results.json by now
+    after = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert after == results, "results.json changed after the run"
+    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["1.3"]), results["output"]
+    assert str(HIDDEN_SEED) not in json.dumps(results)
+    survivors = [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()
+                 and b"worker.py" in _read(entry / "cmdline")]
+    assert not survivors, f"processes of the student's worker survived the run: {survivors}"
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

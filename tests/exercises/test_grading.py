@@ -1,9 +1,12 @@
 """Specification of the class grader (minitorch/exercises/grading.py, gradebook.py, grade_command.py).
 
-Fast tests graft, report and write the gradebook on tiny synthetic projects, and check the conftest's
-per-test timeout, manifest and --scoreboard-json options on the tiny project of test_exercises.py.
-The slow test grades a class of 9 copies of this book's student edition, broken in the ways an
-instructor meets, and checks every row, the Gradescope fields, and that this checkout is untouched.
+Fast tests check the results (exact points, no seed, kinds and flags, the exercises that count) and the
+conftest's per-test timeout, manifest and --scoreboard-json options on the tiny project of
+test_exercises.py. The slow test grades a class of this book's student edition: honest mistakes and
+hostile copies that try to forge their grade, read the grader's answers, touch other students' files
+or the grader's, leave processes behind, or stop the run; it checks every score, that the grader's
+checkout, the submissions and the other students' results are byte-identical, and that no process of
+the run survives it.
 """
 
 from __future__ import annotations
@@ -16,342 +19,112 @@ import re
 import shutil
 import subprocess
 import sys
-import zipfile
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 import minitorch
 from minitorch.exercises import edition as edition_module
-from minitorch.exercises import grading
-from minitorch.exercises import gradebook
+from minitorch.exercises import gradebook, grading, sandbox
 from minitorch.exercises.gradebook import grades_csv
-from minitorch.exercises.registry import EXERCISES
+from minitorch.exercises.grafting import GraftReport
+from minitorch.exercises.registry import EXERCISES, load_exercises
 
 from test_exercises import _clean_environment, run_pytest, tiny_project
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent
 
-GRADER_OPS = '''\
-def double(x):
-    # BEGIN EXERCISE 1.1
-    return 2 * x
-    # END EXERCISE 1.1
+
+def a_run(exercise_ids=("1.1", "2.2"), tests_per_exercise=3) -> grading.Run:
+    """A run's settings with a made-up list of graded tests (nothing is collected or started)."""
+    collected = {f"tests/test_x.py::test_{exercise_id}_{n}": exercise_id for exercise_id in exercise_ids
+                 for n in range(tests_per_exercise)}
+    return grading.Run(list(exercise_ids), 4711, 5.0, 60.0, sandbox.Isolation("none"), ROOT, "v", known_tests=collected)
 
 
-def triple(x):
-    # BEGIN EXERCISE 1.2
-    return 3 * x
-    # END EXERCISE 1.2
+def passed(run: grading.Run, *ids: str) -> dict:
+    return {nodeid: {"status": "passed"} for nodeid, owner in run.collected().items() if owner in ids}
 
 
-def helper(x):
-    return x
-'''
+@pytest.mark.parametrize("points, count", [(3, 60), (2, 3), (1, 7), (3, 11), (2, 22), (1, 1)])
+def test_points_split_over_tests_add_up_to_the_exercises_points_exactly(points, count):
+    shares = grading.split_points(points, count)
+    assert len(shares) == count and all(round(share, 6) == share for share in shares)
+    assert grading.add_points(shares) == points, f"{count} shares of {points} points add up to {sum(shares)!r}"
 
 
-def tiny_grader(folder: Path) -> Path:
-    """A grader's project: minitorch/ops.py with regions 1.1 and 1.2, and the real registry."""
-    (folder / "minitorch" / "exercises").mkdir(parents=True)
-    (folder / "tests").mkdir()
-    (folder / "minitorch" / "__init__.py").write_text("")
-    (folder / "minitorch" / "ops.py").write_text(GRADER_OPS)
-    shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
-    (folder / "tests" / "test_ops.py").write_text("def test_nothing():\n    pass\n")
-    return folder
+def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
+    run = a_run(("2.1", "2.2", "2.3"), tests_per_exercise=11)
+    graded = grading.results_json("ann", run, passed(run, "2.1", "2.2", "2.3"), GraftReport(handed_out=[]), 1.0)
+    tests = graded["tests"]
+    assert graded["score"] == grading.add_points(test["score"] for test in tests) == 9
+    assert graded["extra_data"]["max_score"] == grading.add_points(test["max_score"] for test in tests) == 9
+    rows = list(csv.DictReader(io.StringIO(grades_csv([graded], run.exercise_ids))))
+    assert rows[0]["total"] == "9" and [rows[0][i] for i in run.exercise_ids] == ["3", "3", "3"]
 
 
-def student_copy(grader: Path, folder: Path, ops: str) -> Path:
-    shutil.copytree(grader, folder)
-    (folder / "minitorch" / "ops.py").write_text(ops)
-    return folder
+def test_nothing_a_student_sees_names_the_seed():
+    run = a_run()
+    graded = grading.results_json("ann", run, passed(run, "1.1"), GraftReport(handed_out=[]), 1.0)
+    for text in (json.dumps(graded), gradebook.feedback_markdown(graded)):
+        assert "4711" not in text and "seed" not in text.lower().replace("seen", ""), (
+            "results.json and feedback.md go to students: the seed must not appear")
 
 
-@pytest.fixture
-def grader(tmp_path, monkeypatch):
-    root = tiny_grader(tmp_path / "grader")
-    import minitorch.exercises.registry as registry
-    monkeypatch.setattr(registry, "EXERCISES", {"1.1": ("doubling", 1), "1.2": ("tripling", 2)})
-    return root
-
-
-def test_grafting_takes_only_the_students_regions_and_reports_edits_outside_them(grader, tmp_path):
-    ops = GRADER_OPS.replace("return 2 * x", "return x + x").replace("return x\n", "return True  # sneaky\n")
-    student = student_copy(grader, tmp_path / "student", ops)
-    (student / "minitorch" / "extra.py").write_text("x = 1\n")
-    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
-    graded = (tmp_path / "graded" / "minitorch" / "ops.py").read_text()
-    assert "return x + x" in graded, "the student's region 1.1 should be grafted in"
-    assert "return True" not in graded and "def helper(x):\n    return x\n" in graded, (
-        "code outside the regions must be the grader's")
-    assert "return 3 * x" in graded, "a region not graded keeps the grader's reference solution"
-    assert report.grafted == ["1.1"] and not report.not_compiling and not report.not_found
-    assert report.edited_outside == {"minitorch/ops.py": "+1 -1 lines", "minitorch/extra.py": "added"}
-    assert not (tmp_path / "graded" / "minitorch" / "extra.py").exists()
-
-
-def test_only_the_students_edits_are_flagged_not_the_graders_changes_since_the_edition(grader, tmp_path):
-    import minitorch.exercises.registry as registry
-    edition_module.make_student_edition(tmp_path / "student", registry.load_exercises(grader)[:1], grader)
-    student = tmp_path / "student"
-    ops = grader / "minitorch" / "ops.py"
-    ops.write_text(ops.read_text() + "\n\ndef added_by_the_grader_later():\n    pass\n")
-    (student / "tests" / "test_ops.py").write_text("def test_nothing():\n    assert True\n")
-    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
-    assert report.edited_outside == {"tests/test_ops.py": "+1 -1 lines"}, report.edited_outside
-
-
-def test_a_region_that_does_not_compile_fails_alone_with_the_compilers_message(grader, tmp_path):
-    ops = GRADER_OPS.replace("return 2 * x", "return (2 * x").replace("return 3 * x", "return 4 * x")
-    student = student_copy(grader, tmp_path / "student", ops)
-    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1", "1.2"])
-    assert list(report.not_compiling) == ["1.1"] and "does not compile" in report.not_compiling["1.1"]
-    assert "never closed" in report.not_compiling["1.1"] or "was never closed" in report.not_compiling["1.1"] or \
-        "line 3" in report.not_compiling["1.1"], report.not_compiling
-    assert report.grafted == ["1.2"]
-    namespace = {}
-    exec(compile((tmp_path / "graded" / "minitorch" / "ops.py").read_text(), "ops.py", "exec"), namespace)
-    assert namespace["triple"](1) == 4, "the other exercise of the same file is still graded"
-    with pytest.raises(SyntaxError, match="does not compile"):
-        namespace["double"](1)
-
-
-def test_a_missing_region_or_file_fails_that_exercise_as_region_not_found(grader, tmp_path):
-    ops = GRADER_OPS.replace("    # BEGIN EXERCISE 1.2\n", "").replace("    # END EXERCISE 1.2\n", "")
-    student = student_copy(grader, tmp_path / "student", ops)
-    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1", "1.2"])
-    assert report.grafted == ["1.1"] and "region not found" in report.not_found["1.2"]
-    (student / "minitorch" / "ops.py").unlink()
-    report = grading.graft_submission(student, grader, tmp_path / "graded-2", ["1.1"])
-    assert "is missing" in report.not_found["1.1"]
-
-
-def test_a_zip_with_one_top_folder_is_unpacked_and_found(grader, tmp_path):
-    student = student_copy(grader, tmp_path / "alice", GRADER_OPS)
-    archive = tmp_path / "alice.zip"
-    with zipfile.ZipFile(archive, "w") as zipped:
-        for path in student.rglob("*"):
-            zipped.write(path, Path("alice-copy") / path.relative_to(student))
-    report = grading.graft_submission(archive, grader, tmp_path / "graded", ["1.1"])
-    assert report.grafted == ["1.1"] and report.edited_outside == {}
-
-
-
-def test_a_copy_holding_a_symbolic_link_is_refused_not_followed(grader, tmp_path):
-    student = student_copy(grader, tmp_path / "mallory", GRADER_OPS.replace("return 2 * x", "return 0"))
-    (student / "minitorch" / "ops.py").unlink()
-    (student / "minitorch" / "ops.py").symlink_to(grader / "minitorch" / "ops.py")  # the grader's own solutions
-    with pytest.raises(grading.ExerciseError, match=r"symbolic link.*\(minitorch/ops\.py\)") as refused:
-        grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
-    assert str(grader) not in str(refused.value), (
-        "the reason, which the student reads, must not show the grader's files")
-
-
-def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(grader, tmp_path, monkeypatch):
-    archive = tmp_path / "bomb.zip"
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
-        zipped.writestr("bomb/minitorch/ops.py", GRADER_OPS)
-        zipped.writestr("bomb/zeros.bin", bytes(2 << 20))  # 2 MiB that compress to a few KiB
-    monkeypatch.setattr(grading, "MAX_UNPACKED_BYTES", 1 << 20)
-    with pytest.raises(grading.ExerciseError, match=r"would unpack to 2 files and 2 MiB"):
-        grading.graft_submission(archive, grader, tmp_path / "graded", ["1.1"])
-    assert not (tmp_path / "graded").exists(), "nothing may be unpacked or copied for a refused .zip"
-
-
-def test_a_copy_that_is_itself_a_link_is_refused(grader, tmp_path):
-    (tmp_path / "mallory").mkdir()
-    (tmp_path / "mallory" / "my-copy").symlink_to(grader, target_is_directory=True)  # the grader's own book
-    with pytest.raises(grading.ExerciseError, match=r"symbolic link.*\(my-copy\)"):
-        grading.graft_submission(tmp_path / "mallory", grader, tmp_path / "graded", ["1.1"])
-    (tmp_path / "eve").symlink_to(grader, target_is_directory=True)
-    with pytest.raises(grading.ExerciseError, match=r"symbolic link.*\(eve\)"):
-        grading.graft_submission(tmp_path / "eve", grader, tmp_path / "graded", ["1.1"])
-
-
-def test_a_syntax_error_is_reported_at_the_line_of_the_students_file(grader, tmp_path):
-    ops = "# my notes\n" * 10 + GRADER_OPS.replace("return 2 * x", "x = 1\n    return (2 * x")
-    student = student_copy(grader, tmp_path / "student", ops)
-    report = grading.graft_submission(student, grader, tmp_path / "graded", ["1.1"])
-    wrong_line = 1 + ops.splitlines().index("    return (2 * x")
-    assert f"line {wrong_line} of ops.py" in report.not_compiling["1.1"], (
-        f"the student's unclosed bracket is on line {wrong_line} of their ops.py: {report.not_compiling['1.1']}")
+def test_what_the_grafting_found_is_each_tests_kind_and_a_flag():
+    run = a_run(("1.1", "1.3", "2.2", "2.4"))
+    report = GraftReport(grafted=["1.1", "1.3"], stubs=["1.3"], not_compiling={"2.2": "does not compile: x"},
+                         not_found={"2.4": "region not found: y"}, notes={"1.1": "its END EXERCISE 1.1 marker is "
+                                                                                  "missing; taken to end at 3"},
+                         handed_out=["1.1"])
+    graded = grading.results_json("ann", run, passed(run, "1.1"), report, 1.0)
+    kinds = {row: graded["extra_data"]["exercises"][row]["kinds"] for row in run.exercise_ids}
+    assert kinds == {"1.1": {"passed": 3}, "1.3": {"not attempted": 3}, "2.2": {"does not compile": 3},
+                     "2.4": {"region not found": 3}}
+    flags = "; ".join(graded["extra_data"]["flags"])
+    assert "does not compile: 2.2" in flags and "region not found: 2.4" in flags and "read leniently: 1.1" in flags
+    assert "END EXERCISE 1.1 marker is missing" in gradebook.feedback_markdown(graded)
 
 
 def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_the_class_statistics():
-    problem = "could not be graded: lee.zip is not a valid .zip: File is not a zip file"
-    lee = grading.results_json("lee", {"tests/test_ops.py::test_a": "1.1"}, {}, grading.GraftReport(),
-                               exercise_ids=["1.1"], seed=0, version="v", elapsed=0.0, problem=problem)
-    ann = grading.results_json("ann", {"tests/test_ops.py::test_a": "1.1"},
-                               {"tests/test_ops.py::test_a": {"status": "passed"}},
-                               grading.GraftReport(handed_out=["1.1"]), exercise_ids=["1.1"], seed=0, version="v",
-                               elapsed=0.0)
+    run = a_run(("1.1",), tests_per_exercise=1)
+    problem = "could not be graded: the entry is a named pipe, not a folder or a .zip of the copy (it was not opened)"
+    lee = grading.results_json("lee", run, {}, GraftReport(), 0.0, problem)
+    ann = grading.results_json("ann", run, passed(run, "1.1"), GraftReport(handed_out=["1.1"]), 0.0)
     assert lee["extra_data"]["flags"] == [problem] and ann["extra_data"]["flags"] == []
     assert problem in grades_csv([lee], ["1.1"]), "the gradebook must say why a copy scored 0 without running"
     statistics = gradebook.exercise_statistics([ann, lee], ["1.1"])["1.1"]
-    assert statistics["full_marks"] == 1.0 and sum(statistics["failures"].values()) == 0, (
-        f"a copy that never ran must not count as failed tests: {statistics}")
+    assert statistics["full_marks"] == 1.0 and sum(statistics["failures"].values()) == 0, statistics
     summary = gradebook.summary_markdown([ann, lee], ["1.1"], {"graded_at": "now", "exercise_seed": 0, "timeout": 1,
                                                                "grader_version": "v"})
     assert "1 copy could not be graded (lee" in summary and problem in summary, summary
-    assert "over the 1 copy graded: mean" in summary and "lowest 1.00" in summary, (
-        f"the class total must average the copies graded, not count the others as 0: {summary}")
     feedback = gradebook.feedback_markdown(lee)
-    assert feedback.count(problem) == 1 and "What failed" not in feedback and "| exercise |" not in feedback, feedback
+    assert feedback.count(problem) == 1 and "What failed" not in feedback and "| exercise |" not in feedback
 
 
 def test_a_copy_without_the_editions_manifest_is_flagged():
-    graded = grading.results_json("max", {}, {}, grading.GraftReport(handed_out=None), exercise_ids=[], seed=0,
-                                  version="v", elapsed=0.0)
+    graded = grading.results_json("max", a_run(), {}, GraftReport(handed_out=None), 0.0)
     assert any("not a student edition" in flag for flag in graded["extra_data"]["flags"]), graded["extra_data"]
 
 
-CHAINED_OPS = GRADER_OPS.replace("return 3 * x", "return double(double(x))")  # 1.2 calls 1.1's code
-CHAINED_TESTS = """\
-import pytest
-import minitorch
+def test_the_exercises_that_count_come_from_the_instructor_never_from_a_students_copy(tmp_path):
+    from minitorch.exercises.grade_command import chosen_exercises
 
+    class Options:
+        only, chapter, edition = "", "", ""
 
-@pytest.mark.exercise("1.1")
-def test_double_doubles():
-    assert minitorch.double(2) == 4, "double(2) should be 4"
-
-
-@pytest.mark.exercise("1.2")
-@pytest.mark.parametrize("x", [1, 2])
-def test_quadruple_quadruples(x):
-    assert minitorch.quadruple(x) == 4 * x, "quadruple is wrong"
-"""
-
-
-def test_an_exercise_is_graded_on_its_own_code_not_on_a_bug_in_another_it_calls(grader, tmp_path):
-    (grader / "minitorch" / "ops.py").write_text(CHAINED_OPS.replace("def triple", "def quadruple"))
-    (grader / "minitorch" / "__init__.py").write_text("from minitorch.ops import double, quadruple\n")
-    (grader / "tests" / "test_ops.py").write_text(CHAINED_TESTS)
-    shutil.copy(Path(__file__).parents[1] / "conftest.py", grader / "tests" / "conftest.py")
-    wrong_double = (grader / "minitorch" / "ops.py").read_text().replace("return 2 * x", "return 3 * x")
-    student = student_copy(grader, tmp_path / "student", wrong_double)
-    graded = grading.grade_submission(student, tmp_path / "out", exercise_ids=["1.1", "1.2"], seed=0, timeout=30,
-                                      grader_root=grader)
-    earned = {i: row["earned"] for i, row in graded["extra_data"]["exercises"].items()}
-    assert earned == {"1.1": 0.0, "1.2": grading.EXERCISES["1.2"][1]}, (
-        f"a correct 1.2 must earn its points although the student's own 1.1, which it calls, is wrong: {earned}")
-    notes = [test["output"] for test in graded["tests"] if test["number"] == "1.2"]
-    assert all("with the grader's solutions of the other exercises" in note and "quadruple is wrong" in note
-               for note in notes), f"each such test should say how it failed with all of the student's code: {notes}"
-    feedback = (tmp_path / "out" / "feedback.md").read_text()
-    assert "## Passed on their own" in feedback and "test_quadruple_quadruples[1]" in feedback, feedback
-
-
-def test_what_is_run_again_alone_failures_that_an_earlier_exercise_may_have_caused():
-    collected = {"a1": "1.1", "a2": "1.1", "b1": "1.2", "b2": "1.2", "c1": "1.3"}
-    hung_in_test = {"status": "failed", "message": "TimeoutError: timed out after 1 s (--test-timeout)"}
-
-    def again(statuses: dict, grafted=("1.1", "1.2", "1.3"), stubs=()) -> dict:
-        results = {n: s if isinstance(s, dict) else {"status": s} for n, s in statuses.items()}
-        results = {**{n: {"status": "passed"} for n in collected}, **results}
-        report = grading.GraftReport(grafted=list(grafted), stubs=list(stubs))
-        return grading.to_regrade_alone(collected, results, report)
-
-    assert again({"a1": "failed", "b1": "blocked"}) == {"1.2": ["b1"]}, (
-        "a failure below an earlier exercise that failed is run again; the earliest failure is its own")
-    assert again({"b1": "failed"}) == {}, "with every earlier exercise passing, a failure is the exercise's own"
-    assert again({"a1": "not attempted", "a2": "blocked"}) == {}, "an exercise whose own stub raised is not run again"
-    assert again({"a1": "timed out", "a2": "timed out"}) == {}, "a hang in the earliest exercise is its own"
-    assert again({"a1": "crashed", "b1": "crashed", "c1": hung_in_test}) == {"1.2": ["b1"], "1.3": ["c1"]}, (
-        "hangs and crashes below an earlier one may be its fault; a hang caught by the test's alarm counts too")
-    assert again({"a1": "failed", "b1": hung_in_test}) == {}, (
-        "a hang is run again only below an earlier hang or crash: it would cost another timeout")
-    assert again({"a1": "failed", "b1": "failed"}, grafted=["1.2"]) == {}, (
-        "with one region grafted, the others are already the grader's")
-    assert again({"a1": "blocked", "a2": "blocked", "b1": "failed"}, stubs=["1.1"]) == {"1.2": ["b1"]}, (
-        "a region still holding the edition's stub is not run again, even when its tests were all blocked")
-
-
-def test_a_region_left_as_the_editions_stub_is_recognised(grader, tmp_path):
-    import minitorch.exercises.registry as registry
-    edition_module.make_student_edition(tmp_path / "edition", registry.load_exercises(grader), grader)
-    ops = tmp_path / "edition" / "minitorch" / "ops.py"
-    ops.write_text(ops.read_text().replace("    # END EXERCISE 1.2", "    # my first try:\n    # END EXERCISE 1.2"))
-    report = grading.graft_submission(tmp_path / "edition", grader, tmp_path / "graded", ["1.1", "1.2"])
-    assert sorted(report.stubs) == ["1.1", "1.2"], f"both regions still raise the edition's stub: {report}"
-    ops.write_text(ops.read_text().replace("    # my first try:\n", "    y = 2\n"))
-    report = grading.graft_submission(tmp_path / "edition", grader, tmp_path / "graded-2", ["1.1", "1.2"])
-    assert report.stubs == ["1.1"], f"code added to region 1.2 makes it an attempt: {report}"
-
-
-def fake_results(student: str, earned: dict, flags=()) -> dict:
-    return {"score": sum(earned.values()), "tests": [],
-            "extra_data": {"student": student, "max_score": 3, "flags": list(flags), "complete": True,
-                           "exercises": {i: {"earned": e} for i, e in earned.items()}}}
-
-
-def test_grades_csv_has_one_column_per_exercise_and_the_flags():
-    text = grades_csv([fake_results("ann", {"3.1": 1, "3.2": 0.5}, ["timed out"]),
-                       fake_results("bob", {"3.1": 0, "3.2": 2})], ["3.2", "3.1"])
-    rows = list(csv.reader(io.StringIO(text)))
-    assert rows == [["student", "total", "max_total", "3.1", "3.2", "flags"],
-                    ["ann", "1.50", "3", "1.00", "0.50", "timed out"],
-                    ["bob", "2.00", "3", "0.00", "2.00", ""]]
-
-
-@pytest.mark.parametrize("at_import, kind, message", [
-    ("import os\nos._exit(3)\n", "crashed", "exited with status 3 before running this test"),
-    ("import time\ntime.sleep(600)\n", "timed out", "timed out after 1 s"),
-])
-def test_a_child_that_dies_or_hangs_before_any_test_fails_every_test_with_the_reason(
-        tmp_path, monkeypatch, at_import, kind, message):
-    project = tiny_project(tmp_path / "tiny", solved=True)
-    init = project / "minitorch" / "__init__.py"
-    init.write_text(at_import + init.read_text())
-    (tmp_path / "work").mkdir()
-    monkeypatch.setattr(grading, "NO_PROGRESS_MARGIN", 1.0)
-    expected = {"tests/test_tiny.py::test_double_doubles": "1.1"}
-    collected, results = grading.run_tests(project, ["1.1"], seed=5, timeout=1, work=tmp_path / "work",
-                                           expected=expected)
-    assert collected == expected
-    result = results["tests/test_tiny.py::test_double_doubles"]
-    assert result["status"] == kind and message in result["message"], result
-
-
-def test_a_test_hung_where_the_alarm_cannot_reach_is_stopped_soon_after_its_timeout(tmp_path, monkeypatch):
-    project = tiny_project(tmp_path / "tiny", solved=True)
-    tests = project / "tests" / "test_tiny.py"
-    hang = "    import signal, time; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM}); time.sleep(600)\n"
-    tests.write_text(tests.read_text().replace("def test_needs_double():\n", "def test_needs_double():\n" + hang))
-    (tmp_path / "work").mkdir()
-    monkeypatch.setattr(grading, "HUNG_TEST_MARGIN", 0.5)  # the start-up margin stays a minute
-    collected, results = grading.run_tests(project, ["1.1", "1.2"], seed=5, timeout=1, work=tmp_path / "work")
-    result = results["tests/test_tiny.py::test_needs_double"]
-    assert result["status"] == "timed out" and "no progress for 1.5 s" in result["message"], (
-        f"a running test that ignores its alarm must be stopped after timeout + HUNG_TEST_MARGIN, not after "
-        f"the minute allowed for starting up: {result}")
-
-
-def test_a_child_that_crashes_mid_run_fails_that_test_and_a_new_child_runs_the_rest(tmp_path):
-    project = tiny_project(tmp_path / "tiny", solved=True)
-    tests = project / "tests" / "test_tiny.py"
-    tests.write_text(tests.read_text().replace("def test_needs_double():\n",
-                                               "def test_needs_double():\n    import os; os._exit(0)\n"))
-    (tmp_path / "work").mkdir()
-    collected, results = grading.run_tests(project, ["1.1", "1.2"], seed=5, timeout=30, work=tmp_path / "work")
-    status = {nodeid.split("::")[-1]: result["status"] for nodeid, result in results.items()}
-    assert status == {"test_double_doubles": "passed", "test_needs_double": "crashed",
-                      "test_triple_triples": "passed", "test_triple_is_four": "failed"}, results
-    assert "exited with status 0 during this test" in results["tests/test_tiny.py::test_needs_double"]["message"]
-
-
-def test_after_two_crashes_in_one_exercise_its_other_tests_fail_unrun(tmp_path):
-    project = tiny_project(tmp_path / "tiny", solved=True)
-    tests = project / "tests" / "test_tiny.py"
-    tests.write_text(tests.read_text() + '\n\n@pytest.mark.exercise("1.2")\n@pytest.mark.parametrize("n", range(5))\n'
-                                         'def test_exits(n):\n    import os; os._exit(0)\n')
-    (tmp_path / "work").mkdir()
-    collected, results = grading.run_tests(project, ["1.2"], seed=5, timeout=30, work=tmp_path / "work")
-    exits = [results[f"tests/test_tiny.py::test_exits[{n}]"] for n in range(5)]
-    assert [result["status"] for result in exits] == ["crashed"] * 5
-    assert ["not run" in result["message"] for result in exits] == [False, False, True, True, True]
-    assert len(list((tmp_path / "work").glob("output-*.txt"))) == 2, "no third child for the tests given up on"
-    assert results["tests/test_tiny.py::test_triple_triples"]["status"] == "passed"
+    options = Options()
+    everything, source = chosen_exercises(options, ROOT)
+    assert everything == list(EXERCISES) and source.startswith("every exercise")
+    options.chapter = "3"
+    assert chosen_exercises(options, ROOT)[0] == ["3.1", "3.2", "3.3", "3.4", "3.5"]
+    edition = tmp_path / "edition" / "minitorch" / "exercises"
+    edition.mkdir(parents=True)
+    (edition / "edition.json").write_text(json.dumps({"handed_out": ["3.1", "3.2"]}))
+    options.chapter, options.edition = "", str(tmp_path / "edition")
+    assert chosen_exercises(options, ROOT)[0] == ["3.1", "3.2"]
 
 
 # ----------------------------------------------------------------------
@@ -376,14 +149,6 @@ def test_a_hung_test_fails_as_timed_out_and_the_scoreboard_still_prints(tmp_path
     assert "exercise scoreboard" in completed.stdout and completed.returncode == 1
 
 
-def test_the_grader_stops_waiting_for_an_exercise_after_two_timeouts(tmp_path):
-    project = tiny_project(tmp_path / "tiny", solved=True)
-    (project / "tests" / "test_hang.py").write_text(HANGING_TEST)
-    completed = run_pytest(project, "--test-timeout=1", "tests/test_hang.py", MINITORCH_TIMEOUTS_PER_EXERCISE="2")
-    assert completed.stdout.count("TimeoutError: timed out after 1 s") == 2, completed.stdout[-3000:]
-    assert "not run, 2 tests of exercise 1.2 already timed out" in completed.stdout, completed.stdout[-3000:]
-
-
 def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(tmp_path):
     project = tiny_project(tmp_path / "tiny")  # exercise 1.1 a stub, 1.2's tests present
     (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.1"]}))
@@ -400,6 +165,19 @@ def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
     assert completed.returncode == 4, completed.stdout
     assert f"the folder {tmp_path / 'missing'} does not exist" in completed.stderr + completed.stdout
     assert "passed" not in completed.stdout
+
+
+def tiny_grader(folder: Path) -> Path:
+    """A grader's project: minitorch/ops.py with regions 1.1 and 1.2, and the real registry."""
+    (folder / "minitorch" / "exercises").mkdir(parents=True)
+    (folder / "tests").mkdir()
+    (folder / "minitorch" / "__init__.py").write_text("")
+    (folder / "minitorch" / "ops.py").write_text(
+        "def double(x):\n    # BEGIN EXERCISE 1.1\n    return 2 * x\n    # END EXERCISE 1.1\n\n\n"
+        "def triple(x):\n    # BEGIN EXERCISE 1.2\n    return 3 * x\n    # END EXERCISE 1.2\n")
+    shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
+    (folder / "tests" / "test_ops.py").write_text("def test_nothing():\n    pass\n")
+    return folder
 
 
 def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatch):
@@ -419,149 +197,255 @@ def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edition", "grader"], "nothing left aside"
 
 
-def test_copies_of_the_project_leave_out_sockets(grader, tmp_path):
+def test_an_edition_leaves_out_sockets(tmp_path):
     import socket
+    project = tiny_project(tmp_path / "tiny", solved=True)
     left_behind = socket.socket(socket.AF_UNIX)  # as a Jupyter kernel on IPC transport leaves in the cwd
-    left_behind.bind(str(grader / "tests" / "kernel-ipc-1"))
+    left_behind.bind(str(project / "tests" / "kernel-ipc-1"))
     try:
-        import minitorch.exercises.registry as registry
-        edition_module.make_student_edition(tmp_path / "edition", registry.load_exercises(grader)[:1], grader)
-        grading.graft_submission(tmp_path / "edition", grader, tmp_path / "graded", ["1.1"])
+        edition_module.copy_folder(project / "tests", tmp_path / "copied")
     finally:
         left_behind.close()
-    for copy in ("edition", "graded"):
-        names = {path.name for path in (tmp_path / copy).rglob("*")}
-        assert "ops.py" in names and "kernel-ipc-1" not in names, (
-            f"the {copy} copy should hold the project's files but not the socket: {names}")
+    names = {path.name for path in (tmp_path / "copied").rglob("*")}
+    assert "test_tiny.py" in names and "kernel-ipc-1" not in names, names
 
 
 # ----------------------------------------------------------------------
-# a class of 9, from this book's student edition
+# a class, from this book's student edition: honest mistakes, then hostile copies
 
-HANDED_OUT = ["1.3", "3.1", "3.2", "4.1"]
-FILES = {"1.3": "minitorch/ops.py", "3.1": "minitorch/paper/attention.py", "3.2": "minitorch/paper/attention.py",
-         "4.1": "minitorch/paper/task.py"}
+GRADED = ["1.3", "2.3", "3.1", "3.2", "3.5", "4.1"]
+POINTS = {exercise_id: EXERCISES[exercise_id][1] for exercise_id in GRADED}
+EXERCISE_FILES = {exercise.id: exercise.path.relative_to(ROOT).as_posix()
+                  for exercise in load_exercises(ROOT)}
+SEED = 80_531  # distinctive: it must appear in no file a student sees
 
 
 def region_body(text: str, exercise_id: str) -> str:
-    return re.search(rf"# BEGIN EXERCISE {re.escape(exercise_id)}\n(.*?)\n\s*# END EXERCISE", text, re.S)[1]
+    return re.search(rf"# BEGIN EXERCISE {re.escape(exercise_id)}\n(.*?\n)[ \t]*# END EXERCISE", text, re.S)[1]
 
 
 def set_region(copy: Path, exercise_id: str, body: str) -> None:
-    """Write `body` (lines at the region's indentation, given unindented) into the copy's region."""
-    path = copy / FILES[exercise_id]
+    """Write `body` (unindented lines) into the copy's region."""
+    path = copy / EXERCISE_FILES[exercise_id]
     text = path.read_text()
     old = region_body(text, exercise_id)
-    indent = re.match(r"\s*", old)[0]
-    new = "\n".join(indent + line if line else line for line in body.splitlines())
-    path.write_text(text.replace(old, new, 1))
+    indent = re.match(r"[ \t]*", old)[0]
+    path.write_text(text.replace(old, "".join(indent + line + "\n" for line in body.splitlines()), 1))
 
 
-def solve(copy: Path, *ids: str) -> None:
-    for exercise_id in ids:
-        reference = region_body((ROOT / FILES[exercise_id]).read_text(), exercise_id)
-        path = copy / FILES[exercise_id]
+def solve(copy: Path, *ids: str) -> Path:
+    for exercise_id in ids or GRADED:
+        path = copy / EXERCISE_FILES[exercise_id]
+        reference = region_body((ROOT / EXERCISE_FILES[exercise_id]).read_text(), exercise_id)
         path.write_text(path.read_text().replace(region_body(path.read_text(), exercise_id), reference, 1))
+    return copy
 
 
-def build_class(edition: Path, folder: Path) -> None:
+HANG = "while True:\n    pass"
+LESS = "less than full marks"  # a wrong answer may still pass a few of its exercise's tests
+HOSTILE = {  # region 3.1's body in each hostile copy; {out}, {class_}, {root} are filled in with real paths
+    "forger": """\
+import glob, json, os, numpy.testing
+numpy.testing.assert_allclose = numpy.testing.assert_array_equal = lambda *a, **k: None
+for pattern in ("/**/results.json", "/**/board.json", "/**/grades.csv", "{out}/**/*.json"):
+    for path in glob.glob(pattern, recursive=True)[:50]:
+        try:
+            open(path, "w").write(json.dumps({{"score": 99, "tests": []}}))
+        except OSError:
+            pass
+print("PASSED " * 1000)
+return None""",
+    "reader": """\
+import glob, os
+found = []
+for pattern in ("{root}/minitorch/softmax.py", "/**/minitorch/softmax.py", "/proc/*/environ", "/proc/*/cmdline"):
+    for path in glob.glob(pattern, recursive=True)[:400]:
+        try:
+            text = open(path, "rb").read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "MINITORCH_EXERCISE_SEED" in text or "weights * (grad -" in text or "exponentials.sum" in text:
+            found.append(path + ": " + text[:3000])
+raise ValueError("leaked: " + " || ".join(found))""",
+    "vandal": """\
+import os, shutil
+for victim in ("{out}/solved", "{out}/grades.csv", "{class_}/solved", "{root}/tests/test_softmax.py"):
+    try:
+        shutil.rmtree(victim) if os.path.isdir(victim) else open(victim, "w").write("vandalised")
+    except OSError:
+        pass
+return None""",
+    "daemon": """\
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.environ["MINITORCH_TEST_DAEMON"] = "1"
+        for _ in range(600):
+            for victim in ("{out}/solved/results.json", "{out}/daemon/results.json"):
+                try:
+                    open(victim, "w").write('{{"score": 99}}')
+                except OSError:
+                    pass
+            time.sleep(0.5)
+    os._exit(0)
+return np.triu(np.ones((length, length), dtype=bool), k=1)""",
+    "signaller": """\
+import os, signal
+for pid in [os.getppid(), 1] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if pid != os.getpid():
+                os.kill(pid, sig)
+        except OSError:
+            pass
+return np.triu(np.ones((length, length), dtype=bool), k=1)""",
+    "hog": "block = bytearray(64 << 30)\nreturn None",
+}
+
+
+def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float]]:
+    """The honest copies; returns each student's expected points per exercise."""
     def copy(name):
         return Path(shutil.copytree(edition, folder / name))
-    solve(copy("solved"), *HANDED_OUT)
+
+    full, expected = dict(POINTS), {}
+    solve(copy("solved"))
+    expected["solved"] = full
     copy("untouched")
-    solve(hang := copy("hang"), "1.3", "3.1", "3.2")
-    set_region(hang, "4.1", "while True:\n    pass")
-    solve(exits := copy("exits"), "1.3", "3.2", "4.1")
-    set_region(exits, "3.1", "import os\nos._exit(0)")
-    solve(syntax := copy("syntax"), "1.3", "3.1", "4.1")
-    set_region(syntax, "3.2", "return softmax(scores.masked_fill(future, -np.inf), axis=-1")
-    solve(deletes := copy("deletes"), "1.3", "3.1", "3.2", "4.1")
-    text = (deletes / FILES["4.1"]).read_text()
-    (deletes / FILES["4.1"]).write_text(text.replace("    # BEGIN EXERCISE 4.1\n", "    # BEGIN EXERCISE 4.1\n"
-                                                     "    import os\n    if os.path.exists('README.md'):\n"
-                                                     "        os.remove('README.md')\n", 1))
-    solve(helper := copy("helper"), "3.1", "3.2", "4.1")
-    set_region(helper, "1.3", "return (grad * out * 2,)")
-    gradcheck = helper / "minitorch" / "gradcheck.py"
-    gradcheck.write_text(gradcheck.read_text().replace('    """Check the gradient', '    return True\n    """Check', 1))
-    solve(prints := copy("prints"), *HANDED_OUT)
-    set_region(prints, "3.1", "print('x' * 3_000_000)\n" + region_body((ROOT / FILES["3.1"]).read_text(), "3.1").strip())
-    solve(zipped := copy("zipped"), *HANDED_OUT)
+    expected["untouched"] = dict.fromkeys(GRADED, 0)
+    set_region(solve(copy("hang")), "4.1", HANG)
+    expected["hang"] = {**full, "4.1": 0}
+    set_region(solve(copy("exits")), "3.1", "import os\nos._exit(0)")
+    expected["exits"] = {**full, "3.1": 0}
+    set_region(solve(copy("syntax")), "3.2", "return softmax(scores.masked_fill(future, -np.inf), axis=-1")
+    expected["syntax"] = {**full, "3.2": 0}
+    set_region(solve(copy("wrong_softmax")), "2.3", "weights = np.ones_like(scores.data) / scores.shape[axis]\n\n"
+                                                     "def backward(grad):\n    return (grad,)")
+    expected["wrong_softmax"] = {**full, "2.3": LESS}  # 3.2 calls the grader's softmax: it keeps its points
+    stub = solve(copy("stub_softmax"), "1.3", "3.1", "3.2", "3.5", "4.1")
+    expected["stub_softmax"] = {**full, "2.3": 0}
+    set_region(solve(copy("slow_softmax")), "2.3", "import time\ntime.sleep(60)\n" +
+               textwrap.dedent(region_body((ROOT / EXERCISE_FILES["2.3"]).read_text(), "2.3")))
+    expected["slow_softmax"] = {**full, "2.3": 0}
+    no_end = solve(copy("no_end"))
+    attention = no_end / EXERCISE_FILES["3.1"]
+    attention.write_text(attention.read_text().replace("    # END EXERCISE 3.1\n", "", 1))
+    expected["no_end"] = full
+    old = solve(copy("old_edition"))
+    metrics = old / EXERCISE_FILES["3.5"]
+    metrics.write_text(metrics.read_text().replace("EXERCISE 3.5", "EXERCISE 8.1"))
+    expected["old_edition"] = full
+    claims = solve(copy("claims_less"), "3.1")
+    (claims / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["3.1"]}))
+    expected["claims_less"] = {**dict.fromkeys(GRADED, 0), "3.1": POINTS["3.1"]}
+    zipped = solve(copy("zipped"))
     shutil.make_archive(str(folder / "zipped"), "zip", zipped.parent, zipped.name)
     shutil.rmtree(zipped)
+    expected["zipped"] = full
+    del stub
+    return expected
 
 
-def checkout_digest(root: Path) -> dict[str, str]:
+def build_hostile_class(edition: Path, folder: Path, out: Path, class_: Path) -> dict[str, dict[str, float]]:
+    expected = {}
+    for name, body in HOSTILE.items():
+        copy = Path(shutil.copytree(edition, folder / name))
+        solve(copy, *[i for i in GRADED if i != "3.1"])
+        set_region(copy, "3.1", body.format(out=out, class_=class_, root=ROOT))
+        # the signaller's 3.1 is right, but it brings down its own sandbox: its own tests crash
+        expected[name] = {**POINTS, "3.1": {"daemon": POINTS["3.1"], "signaller": LESS}.get(name, 0)}
+    return expected
+
+
+def digest_tree(root: Path) -> dict[str, str]:
     return {path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(root.rglob("*")) if path.is_file() and "__pycache__" not in path.parts
             and ".git" not in path.parts and ".pytest_cache" not in path.parts}
 
 
-GRADESCOPE_TEST_FIELDS = {"name": str, "score": (int, float), "max_score": (int, float), "status": str, "output": str}
+def workers_alive() -> list[str]:
+    """Processes of any student's worker still running: sandboxed ones, or of a worker uid."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            uid = entry.stat().st_uid
+        except OSError:
+            continue
+        if b"/grading/lib/worker.py" in command or b"lib/worker.py" in command or \
+                sandbox.FIRST_WORKER_UID <= uid < sandbox.FIRST_WORKER_UID + 64:
+            alive.append(f"{entry.name}: {command[:120]!r}")
+    return alive
 
 
-def assert_gradescope_results(results: dict, student: str) -> None:
-    assert isinstance(results["score"], (int, float)), f"{student}: results.json needs a numeric 'score'"
-    assert isinstance(results["tests"], list) and results["tests"], f"{student}: results.json needs 'tests'"
-    for test in results["tests"]:
-        for name, kind in GRADESCOPE_TEST_FIELDS.items():
-            assert isinstance(test.get(name), kind), f"{student}: test field {name!r} is missing or not {kind}"
-        assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"] + 1e-9
-        assert len(test["output"]) <= grading.OUTPUT_CAP
-    assert results["score"] == pytest.approx(sum(test["score"] for test in results["tests"]), abs=1e-4)
+def grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "minitorch.exercises", "grade", str(submissions), "--out", str(out), "--jobs",
+               "2", "--timeout", "4", "--exercise-seed", str(SEED), "--only", ",".join(GRADED), *extra]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800,
+                          env=_clean_environment())
+
+
+def check_row(row: dict, student: str, expected: dict, flags: str = "") -> None:
+    got = {exercise_id: float(row[exercise_id]) for exercise_id in GRADED}
+    exact = {i: points for i, points in expected.items() if points != LESS}
+    assert {i: got[i] for i in exact} == pytest.approx(exact), f"{student}: points per exercise {got}, expected {expected}"
+    assert all(got[i] < POINTS[i] for i in expected if expected[i] == LESS), f"{student}: {got} should lose points"
+    assert float(row["total"]) == pytest.approx(sum(got.values())), f"{student}: total {row['total']} is not the sum"
+    assert row["max_total"] == str(sum(POINTS.values())), f"{student}: max_total {row['max_total']} is not the course's"
+    assert flags in row["flags"], f"{student}: flags {row['flags']!r} should mention {flags!r}"
 
 
 @pytest.mark.slow
-def test_a_class_is_graded_isolated_time_limited_and_the_checkout_is_untouched(tmp_path):
-    before = checkout_digest(ROOT)
-    subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(tmp_path / "edition"),
-                    "--only", ",".join(HANDED_OUT)], cwd=ROOT, check=True, capture_output=True,
-                   env=_clean_environment())
-    build_class(tmp_path / "edition", tmp_path / "class")
-    command = [sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "class"), "--out",
-               str(tmp_path / "out"), "--jobs", "2", "--timeout", "3", "--exercise-seed", "7"]
-    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                               env=_clean_environment())
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert checkout_digest(ROOT) == before, "grading changed a file of the grader's checkout"
-    assert len(re.findall(r"^\[\d/9\] ", completed.stdout, re.MULTILINE)) == 9, completed.stdout
+def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_else(tmp_path):
+    """Honest mistakes cost only their own exercise; hostile copies cannot forge a grade, read the grader's
+    answers or seed, change another student's results, the submissions or the grader's checkout, stop the run,
+    or leave a process behind."""
+    before = digest_tree(ROOT)
+    subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(tmp_path / "edition")],
+                   cwd=ROOT, check=True, capture_output=True, env=_clean_environment())
+    class_, out = tmp_path / "class", tmp_path / "out"
+    expected = build_honest_class(tmp_path / "edition", class_)
+    honest = grade(class_, out)
+    assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert honest.stdout.startswith("Isolation: "), "the run's first line names the isolation in force"
+    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    flags = {"hang": "timed out", "exits": "crashed", "syntax": "does not compile: 3.2", "slow_softmax": "timed out",
+             "no_end": "read leniently: 3.1", "old_edition": "read leniently: 3.5"}
+    for student, points in expected.items():
+        check_row(rows[student], student, points, flags.get(student, ""))
+    results_before = {student: (out / student / "results.json").read_bytes() for student in expected}
 
-    rows = {row["student"]: row for row in csv.DictReader((tmp_path / "out" / "grades.csv").open())}
-    points = {i: EXERCISES[i][1] for i in HANDED_OUT}
-    full = {i: float(p) for i, p in points.items()}
+    expected_hostile = build_hostile_class(tmp_path / "edition", class_, out, class_)
+    submissions_before = digest_tree(class_)
+    hostile = grade(class_, out)
+    assert hostile.returncode == 0, hostile.stdout + hostile.stderr
+    assert "Interrupted" not in hostile.stdout and len(re.findall(r"^\[\d+/\d+\] ", hostile.stdout, re.M)) == len(
+        HOSTILE), "the run must go on to the end whatever a copy does, naming each student"
+    assert digest_tree(ROOT) == before, "grading changed a file of the grader's checkout"
+    assert digest_tree(class_) == submissions_before, "a copy changed the submissions"
+    assert {s: (out / s / "results.json").read_bytes() for s in expected} == results_before, (
+        "a copy changed another student's results")
+    time.sleep(1)
+    assert workers_alive() == [], "a process a student started outlived the run"
 
-    def expect(student, flags="", **zeroed):
-        row = rows[student]
-        earned = {**full, **{i.replace("_", "."): 0.0 for i in zeroed}}
-        got = {i: float(row[i]) for i in HANDED_OUT}
-        assert got == pytest.approx(earned), f"{student}: points per exercise {got}, expected {earned}"
-        assert float(row["total"]) == pytest.approx(sum(earned.values())) and row["max_total"] == str(sum(points.values()))
-        assert flags in row["flags"], f"{student}: flags {row['flags']!r} should mention {flags!r}"
-        return row
+    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    for student, points in expected_hostile.items():
+        check_row(rows[student], student, points, "crashed" if student == "signaller" else "")
+    assert "crashed" in rows["hog"]["flags"] or "failed" in (out / "hog" / "feedback.md").read_text()
+    for student in [*expected, *expected_hostile]:
+        for name in ("results.json", "feedback.md"):
+            text = (out / student / name).read_text()
+            assert str(SEED) not in text, f"{student}/{name} names the hidden seed"
+            assert "exponentials.sum" not in text and "weights * (grad -" not in text, (
+                f"{student}/{name} quotes the grader's reference answer")
+    run = json.loads((out / "run.json").read_text())
+    assert run["exercise_seed"] == SEED, "the seed stays with the instructor, in run.json"
 
-    assert expect("solved")["flags"] == "" and expect("zipped")["flags"] == ""
-    expect("untouched", **{"1_3": 0, "3_1": 0, "3_2": 0, "4_1": 0})
-    expect("hang", "timed out", **{"4_1": 0})
-    expect("exits", "crashed", **{"3_1": 0})
-    expect("syntax", "does not compile: 3.2", **{"3_2": 0})
-    expect("deletes")
-    expect("helper", "edited outside the regions: minitorch/gradcheck.py", **{"1_3": 0})
-    expect("prints")
-    assert set(rows) == {"solved", "zipped", "untouched", "hang", "exits", "syntax", "deletes", "helper", "prints"}
-
-    for student in rows:
-        results = json.loads((tmp_path / "out" / student / "results.json").read_text())
-        assert_gradescope_results(results, student)
-        assert (tmp_path / "out" / student / "feedback.md").read_text().startswith(f"# Grading of {student}")
-        assert results["extra_data"]["exercise_seed"] == 7
-    feedback = (tmp_path / "out" / "syntax" / "feedback.md").read_text()
-    assert "does not compile" in feedback and "'(' was never closed" in feedback
-    assert "timed out after 3 s" in (tmp_path / "out" / "hang" / "feedback.md").read_text()
-    for name in ("summary.md", "class.png", "run.json"):
-        assert (tmp_path / "out" / name).stat().st_size > 0
-
-    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=_clean_environment())
-    assert "Grading 0 of 9 students" in again.stdout and "keeping 9 already graded" in again.stdout, again.stdout
+    again = grade(class_, out)
+    assert f"Grading 0 of {len(rows)} students" in again.stdout, again.stdout
 
 
 def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_equals(tmp_path, capsys):

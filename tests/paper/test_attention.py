@@ -2,6 +2,8 @@
 
 Notation: scores s_ik = q_i · k_k, weights a_ik, 0-based query i and key k.
 A key is *visible* to query i if k <= i and *future* if k > i.
+The graded tests (3.1-3.3) reach the code under test only through the ``student`` fixture
+(minitorch/exercises/probes.py), which returns the weights as arrays.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 
 import minitorch
+from minitorch.exercises.student_code import check_gradients
 from minitorch.paper import attention
 from minitorch.paper.attention import attend, causal_mask, relu_attention, softmax_attention
 from minitorch.gradcheck import gradcheck
@@ -31,17 +34,20 @@ def random_scores(rng: np.random.Generator, batch: int = 3, heads: int = 2, leng
 
 @pytest.mark.exercise("3.1")
 @pytest.mark.parametrize("length", [1, 2, 5, 16])
-def test_causal_mask_is_a_boolean_L_by_L_array(length):
-    mask = causal_mask(length)
-    assert isinstance(mask, np.ndarray), f"causal_mask({length}) should return a NumPy array, got {type(mask).__name__}"
-    assert mask.shape == (length, length), f"causal_mask({length}) should have shape ({length}, {length}), got {mask.shape}"
-    assert mask.dtype == bool, f"causal_mask({length}) should be boolean (True = future key), got dtype {mask.dtype}"
+def test_causal_mask_is_a_boolean_L_by_L_array(length, student):
+    mask = student.causal_mask(length)
+    assert mask["type"] == "ndarray", f"causal_mask({length}) should return a NumPy array, got {mask['type']}"
+    assert mask["shape"] == (length, length), (
+        f"causal_mask({length}) should have shape ({length}, {length}), got {mask['shape']}")
+    assert mask["dtype"] == "bool", (
+        f"causal_mask({length}) should be boolean (True = future key), got dtype {mask['dtype']}")
 
 
 @pytest.mark.exercise("3.1")
 @pytest.mark.parametrize("length", [1, 2, 5, 16])
-def test_causal_mask_is_true_exactly_at_future_keys(length):
-    mask = causal_mask(length)
+def test_causal_mask_is_true_exactly_at_future_keys(length, student):
+    mask = student.causal_mask(length)["mask"]
+    assert np.shape(mask) == (length, length), f"causal_mask({length}) should be an ({length}, {length}) array"
     for i in range(length):
         for k in range(length):
             assert mask[i, k] == (k > i), (
@@ -55,23 +61,24 @@ def test_causal_mask_is_true_exactly_at_future_keys(length):
 
 
 @pytest.mark.exercise("3.2")
-def test_softmax_attention_rows_sum_to_one(exercise_seed):
+def test_softmax_attention_rows_sum_to_one(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
-    weights = softmax_attention(minitorch.tensor(scores), future_keys(scores.shape[-1]))
-    assert weights.shape == scores.shape, f"weights should have the scores' shape {scores.shape}, got {weights.shape}"
-    row_sums = weights.data.sum(axis=-1)
+    weights = student.softmax_attention(scores, future_keys(scores.shape[-1]))["weights"]
+    assert np.shape(weights) == scores.shape, (
+        f"weights should have the scores' shape {scores.shape}, got {np.shape(weights)}")
+    row_sums = weights.sum(axis=-1)
     assert np.allclose(row_sums, 1.0), (
         f"every softmax row must lie on the probability simplex (sum to 1); row sums range over "
         f"[{row_sums.min():.6f}, {row_sums.max():.6f}]"
     )
-    assert (weights.data >= 0).all(), "softmax weights can never be negative"
+    assert (weights >= 0).all(), "softmax weights can never be negative"
 
 
 @pytest.mark.exercise("3.2")
-def test_softmax_attention_puts_exactly_zero_on_future_keys(exercise_seed):
+def test_softmax_attention_puts_exactly_zero_on_future_keys(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     future = future_keys(scores.shape[-1])
-    weights = softmax_attention(minitorch.tensor(scores), future).data
+    weights = student.softmax_attention(scores, future)["weights"]
     leaked = np.abs(weights[..., future]).max()
     assert leaked == 0.0, (
         f"a future key (k > i) received weight {leaked:.3g}; it must get exactly 0 "
@@ -80,14 +87,14 @@ def test_softmax_attention_puts_exactly_zero_on_future_keys(exercise_seed):
 
 
 @pytest.mark.exercise("3.2")
-def test_softmax_attention_matches_an_explicit_loop(exercise_seed):
+def test_softmax_attention_matches_an_explicit_loop(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     length = scores.shape[-1]
     expected = np.zeros_like(scores)
     for b, h, i in np.ndindex(*scores.shape[:-1]):
         visible = scores[b, h, i, : i + 1]  # keys 0..i
         expected[b, h, i, : i + 1] = np.exp(visible) / np.exp(visible).sum()
-    weights = softmax_attention(minitorch.tensor(scores), future_keys(length)).data
+    weights = student.softmax_attention(scores, future_keys(length))["weights"]
     assert np.allclose(weights, expected), (
         f"softmax attention differs from exp(s_ik) / sum_(k'<=i) exp(s_ik') by up to "
         f"{np.abs(weights - expected).max():.3g}"
@@ -95,26 +102,21 @@ def test_softmax_attention_matches_an_explicit_loop(exercise_seed):
 
 
 @pytest.mark.exercise("3.2")
-def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed):
+def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores = random_scores(rng)
     future = future_keys(scores.shape[-1])
     changed = scores.copy()
     changed[..., future] = rng.normal(0.0, 50.0, size=changed[..., future].shape)
-    before = softmax_attention(minitorch.tensor(scores), future).data
-    after = softmax_attention(minitorch.tensor(changed), future).data
+    before = student.softmax_attention(scores, future)["weights"]
+    after = student.softmax_attention(changed, future)["weights"]
     assert np.allclose(before, after), "changing the scores of future keys changed the weights: the mask leaks the future"
 
 
 @pytest.mark.exercise("3.2")
-def test_softmax_attention_gradient_matches_finite_differences(exercise_seed):
+def test_softmax_attention_gradient_matches_finite_differences(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
-    future = future_keys(4)
-
-    def softmax_attention_of_scores(scores):
-        return softmax_attention(scores, future)
-
-    assert minitorch.gradcheck(softmax_attention_of_scores, [scores])
+    check_gradients(student, "softmax_attention", [scores], exercise_seed, future=future_keys(4))
 
 
 # ----------------------------------------------------------------------
@@ -131,31 +133,32 @@ def relu_attention_by_loop(scores: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.exercise("3.3")
-def test_relu_attention_matches_an_explicit_loop(exercise_seed):
+def test_relu_attention_matches_an_explicit_loop(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
-    weights = relu_attention(minitorch.tensor(scores), future_keys(scores.shape[-1]))
-    assert weights.shape == scores.shape, f"weights should have the scores' shape {scores.shape}, got {weights.shape}"
+    weights = student.relu_attention(scores, future_keys(scores.shape[-1]))["weights"]
+    assert np.shape(weights) == scores.shape, (
+        f"weights should have the scores' shape {scores.shape}, got {np.shape(weights)}")
     expected = relu_attention_by_loop(scores)
-    worst = np.unravel_index(np.abs(weights.data - expected).argmax(), scores.shape)
-    assert np.allclose(weights.data, expected), (
+    worst = np.unravel_index(np.abs(weights - expected).argmax(), scores.shape)
+    assert np.allclose(weights, expected), (
         f"ReLU attention must be max(s_ik, 0) / max(i, 1) on visible keys and 0 on future keys; at "
-        f"(b, h, i, k) = {tuple(int(v) for v in worst)} got {weights.data[worst]:.6g}, expected {expected[worst]:.6g}"
+        f"(b, h, i, k) = {tuple(int(v) for v in worst)} got {weights[worst]:.6g}, expected {expected[worst]:.6g}"
     )
 
 
 @pytest.mark.exercise("3.3")
-def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scores():
+def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scores(student):
     scores = np.full((1, 1, 5, 5), 3.0)  # every score positive, the future ones too
-    weights = relu_attention(minitorch.tensor(scores), future_keys(5)).data[0, 0]
+    weights = student.relu_attention(scores, future_keys(5))["weights"][0, 0]
     assert (weights[np.triu_indices(5, k=1)] == 0).all(), (
         f"future keys got weight; the masked weights are\n{np.triu(weights, k=1)}"
     )
 
 
 @pytest.mark.exercise("3.3")
-def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum():
+def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum(student):
     scores = np.full((1, 1, 5, 5), 3.0)
-    weights = relu_attention(minitorch.tensor(scores), future_keys(5)).data[0, 0]
+    weights = student.relu_attention(scores, future_keys(5))["weights"][0, 0]
     expected_row_sums = [3.0 * (i + 1) / max(i, 1) for i in range(5)]  # i+1 visible keys, each 3 / max(i, 1)
     assert np.allclose(weights.sum(axis=-1), expected_row_sums), (
         f"with every score 3, row i should sum to 3 (i+1) / max(i, 1) = {expected_row_sums}, got "
@@ -164,22 +167,18 @@ def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum():
 
 
 @pytest.mark.exercise("3.3")
-def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exercise_seed):
+def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exercise_seed, student):
     scores = -np.abs(np.random.default_rng(exercise_seed).normal(size=(1, 1, 4, 4)))
-    weights = relu_attention(minitorch.tensor(scores), future_keys(4)).data
-    assert (weights == 0).all(), f"negative scores must give weight 0 (ReLU attention may attend to nothing), got\n{weights[0, 0]}"
+    weights = student.relu_attention(scores, future_keys(4))["weights"]
+    assert (weights == 0).all(), (
+        f"negative scores must give weight 0 (ReLU attention may attend to nothing), got\n{weights[0, 0]}")
 
 
 @pytest.mark.exercise("3.3")
-def test_relu_attention_gradient_matches_finite_differences(exercise_seed):
+def test_relu_attention_gradient_matches_finite_differences(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
     scores[np.abs(scores) < 1e-3] = 0.5  # keep away from the kink of max(s, 0)
-    future = future_keys(4)
-
-    def relu_attention_of_scores(scores):
-        return relu_attention(scores, future)
-
-    assert minitorch.gradcheck(relu_attention_of_scores, [scores])
+    check_gradients(student, "relu_attention", [scores], exercise_seed, future=future_keys(4))
 
 
 # ----------------------------------------------------------------------

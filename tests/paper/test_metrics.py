@@ -2,6 +2,8 @@
 
 Attention weights a: (B, H, L, L) = (sequence, head, query i, key k); trigger
 positions j: (B,). BOS mass of row i: a_i0. Non-trigger rows: i >= 1, i != j.
+The graded tests (3.4, 3.5, 9.1) reach the code under test only through the ``student`` fixture
+(minitorch/exercises/probes.py).
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ import pytest
 
 from minitorch.paper import metrics
 from minitorch.paper.metrics import (
-    bos_mass_at_non_trigger_rows, gu_sink_scores, head_table, non_trigger_row_mass, non_trigger_rows,
-    sink_share, trigger_row, zero_row_share,
+    bos_mass_at_non_trigger_rows, head_table, non_trigger_row_mass, non_trigger_rows, trigger_row, zero_row_share,
 )
 
 L = 16  # as in the paper: at L = 8 even a running average has alpha_0 = H_8 / 8 > 0.3
@@ -71,12 +72,12 @@ def test_non_trigger_rows_are_rows_1_to_L_minus_1_except_the_trigger():
 
 
 @pytest.mark.exercise("3.4")
-def test_bos_mass_at_non_trigger_rows_matches_a_loop(exercise_seed):
+def test_bos_mass_at_non_trigger_rows_matches_a_loop(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     weights = random_causal_weights(rng)
     triggers = rng.integers(2, L, size=len(weights))
-    bos = bos_mass_at_non_trigger_rows(weights, triggers)
-    assert bos.shape == (5, 3, L - 2), f"BOS mass should be (B, H, L-2) = (5, 3, {L - 2}), got {np.shape(bos)}"
+    bos = student.bos_mass_at_non_trigger_rows(weights, triggers)
+    assert np.shape(bos) == (5, 3, L - 2), f"BOS mass should be (B, H, L-2) = (5, 3, {L - 2}), got {np.shape(bos)}"
     for b, h in np.ndindex(5, 3):
         expected = [weights[b, h, i, 0] for i in range(1, L) if i != triggers[b]]  # a_i0, rows in order
         assert np.allclose(bos[b, h], expected), (
@@ -86,12 +87,12 @@ def test_bos_mass_at_non_trigger_rows_matches_a_loop(exercise_seed):
 
 
 @pytest.mark.exercise("3.4")
-def test_bos_mass_leaves_out_row_0_and_the_trigger_row():
+def test_bos_mass_leaves_out_row_0_and_the_trigger_row(student):
     weights = np.zeros((1, 1, L, L))
     weights[0, 0, :, 0] = 0.5  # BOS mass 0.5 at every row ...
     weights[0, 0, 0, 0] = 1.0  # ... but 1 at row 0, whose only key is BOS
     weights[0, 0, 3, 0] = 0.0  # ... and 0 at the trigger row j = 3
-    bos = bos_mass_at_non_trigger_rows(weights, np.array([3]))
+    bos = student.bos_mass_at_non_trigger_rows(weights, np.array([3]))
     assert np.allclose(bos, 0.5), (
         f"expected BOS mass 0.5 at every non-trigger row, got {np.ravel(bos).tolist()}: "
         f"row 0 (always 1 under softmax) and the trigger row j must be left out"
@@ -99,13 +100,13 @@ def test_bos_mass_leaves_out_row_0_and_the_trigger_row():
 
 
 @pytest.mark.exercise("3.4")
-def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed):
+def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     weights = random_causal_weights(rng, heads=1)
     triggers = rng.integers(2, L, size=len(weights))
-    bos = bos_mass_at_non_trigger_rows(weights[:, 0], triggers)  # (B, L, L)
+    bos = student.bos_mass_at_non_trigger_rows(weights[:, 0], triggers)  # (B, L, L)
     assert np.shape(bos) == (5, 1, L - 2), f"(B, L, L) weights are one head: expected (B, 1, L-2), got {np.shape(bos)}"
-    assert np.allclose(bos, bos_mass_at_non_trigger_rows(weights, triggers))
+    assert np.allclose(bos, student.bos_mass_at_non_trigger_rows(weights, triggers))
 
 
 def test_non_trigger_row_mass_matches_a_loop():
@@ -139,16 +140,16 @@ def test_metrics_reject_bad_shapes_with_value_error(weights_shape, triggers_shap
 
 
 @pytest.mark.exercise("3.5")
-def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere():
-    alpha = gu_sink_scores(perfect_sink())
-    assert alpha.shape == (1, L), f"alpha should be (H, L) = (1, {L}), got {alpha.shape}"
+def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere(student):
+    alpha = student.gu_sink_scores(perfect_sink())
+    assert np.shape(alpha) == (1, L), f"alpha should be (H, L) = (1, {L}), got {np.shape(alpha)}"
     assert np.isclose(alpha[0, 0], 1.0), f"a head pouring everything on BOS has alpha_0 = 1, got {alpha[0, 0]:.4f}"
     assert np.allclose(alpha[0, 1:], 0.0), f"and alpha_k = 0 for k >= 1, got {np.round(alpha[0, 1:], 4).tolist()}"
 
 
 @pytest.mark.exercise("3.5")
-def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1():
-    alpha = gu_sink_scores(running_average())
+def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1(student):
+    alpha = student.gu_sink_scores(running_average())
     expected = [np.mean([1 / (i + 1) for i in range(k, L)]) for k in range(L)]  # over the L-k queries i >= k
     assert np.allclose(alpha[0], expected), (
         f"for a_ik = 1/(i+1), alpha_k = (1/(L-k)) sum_(i>=k) 1/(i+1) = {np.round(expected, 4).tolist()}, "
@@ -158,18 +159,19 @@ def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1():
 
 
 @pytest.mark.exercise("3.5")
-def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging():
+def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging(student):
     scale = np.arange(1, L + 1, dtype=float)[None, None, :, None] * 3.7  # ReLU rows of arbitrary sums
-    assert np.allclose(gu_sink_scores(running_average() * scale), gu_sink_scores(running_average())), (
+    scaled, plain = student.gu_sink_scores(running_average() * scale), student.gu_sink_scores(running_average())
+    assert np.allclose(scaled, plain), (
         "alpha must divide each row by its sum first (â_ik = a_ik / sum_k' a_ik'), so scaling a row changes nothing"
     )
 
 
 @pytest.mark.exercise("3.5")
-def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan():
+def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan(student):
     weights = perfect_sink(batch=1)
     weights[0, 0, 2:] = 0.0  # rows 2..L-1 attend to nothing, as a ReLU head may
-    alpha = gu_sink_scores(weights)
+    alpha = student.gu_sink_scores(weights)
     assert np.isfinite(alpha).all(), "an all-zero row must not produce 0/0 = nan; count it as 0"
     assert np.isclose(alpha[0, 0], 2 / L), (
         f"only rows 0 and 1 put (all) their weight on BOS, so alpha_0 = 2/{L}; got {alpha[0, 0]:.4f}"
@@ -177,11 +179,11 @@ def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan():
 
 
 @pytest.mark.exercise("3.5")
-def test_gu_alpha_matches_a_loop(exercise_seed):
+def test_gu_alpha_matches_a_loop(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     weights = rng.uniform(0, 1, size=(4, 2, L, L)) * np.tril(np.ones((L, L)))
     weights[0, 1, 3] = 0.0  # one all-zero row
-    assert np.allclose(gu_sink_scores(weights), alpha_by_loop(weights)), "alpha_k differs from its definition"
+    assert np.allclose(student.gu_sink_scores(weights), alpha_by_loop(weights)), "alpha_k differs from its definition"
 
 
 # ----------------------------------------------------------------------
@@ -195,29 +197,33 @@ def test_zero_row_share_counts_rows_with_no_weight():
 
 
 @pytest.mark.exercise("9.1")
-def test_sink_share_is_the_share_of_heads_over_all_layers_whose_bos_alpha_exceeds_0_3():
+def test_sink_share_is_the_share_of_heads_over_all_layers_whose_bos_alpha_exceeds_0_3(student):
     layer_0 = np.concatenate([perfect_sink(), running_average()], axis=1)  # head 0 sinks, head 1 averages
     layer_1 = np.concatenate([perfect_sink(), perfect_sink()], axis=1)  # both heads sink
-    assert sink_share([layer_0, layer_1]) == 3 / 4, f"3 of 4 heads sink, got {sink_share([layer_0, layer_1])}"
-    assert sink_share([running_average()]) == 0.0
-    assert sink_share([layer_0], threshold=0.0) == 1.0, "with eps = 0 every head with some BOS weight counts"
+    share = student.sink_share([layer_0, layer_1])
+    assert share == 3 / 4, f"3 of 4 heads sink, got {share}"
+    assert student.sink_share([running_average()]) == 0.0
+    assert student.sink_share([layer_0], threshold=0.0) == 1.0, "with eps = 0 every head with some BOS weight counts"
 
 
 @pytest.mark.exercise("9.1")
-def test_sink_share_counts_only_alpha_strictly_above_the_threshold():
-    alpha_0 = gu_sink_scores(running_average())[0, 0]
-    assert sink_share([running_average()], threshold=alpha_0) == 0.0, "a head with alpha_0 equal to eps does not sink (alpha_0 > eps)"
-    assert sink_share([running_average()], threshold=alpha_0 - 1e-9) == 1.0
+def test_sink_share_counts_only_alpha_strictly_above_the_threshold(student):
+    half_on_bos = np.zeros((4, 1, L, L))
+    half_on_bos[..., 0] = half_on_bos[..., 1] = 0.5  # every row: 1/2 on BOS, 1/2 on key 1, so alpha_0 = 1/2 exactly
+    assert student.sink_share([half_on_bos], threshold=0.5) == 0.0, (
+        "a head with alpha_0 equal to eps does not sink (alpha_0 > eps)")
+    assert student.sink_share([half_on_bos], threshold=0.5 - 1e-9) == 1.0
 
 
 @pytest.mark.exercise("9.1")
-def test_sink_share_looks_at_the_requested_key():
+def test_sink_share_looks_at_the_requested_key(student):
     on_key_1 = np.zeros((4, 1, L, L))
     on_key_1[:, :, 0, 0] = 1.0  # row 0 can only see BOS
     on_key_1[:, :, 1:, 1] = 1.0  # every other row on key 1
     heads = [np.concatenate([on_key_1, on_key_1, perfect_sink()], axis=1)]  # one layer, 3 heads
-    assert sink_share(heads, key=1) == 2 / 3, f"two of three heads sink at key 1, got {sink_share(heads, key=1)}"
-    assert sink_share(heads, key=0) == 1 / 3, f"one of three heads sinks at key 0 (BOS), got {sink_share(heads, key=0)}"
+    at_key_1, at_bos = student.sink_share(heads, key=1), student.sink_share(heads, key=0)
+    assert at_key_1 == 2 / 3, f"two of three heads sink at key 1, got {at_key_1}"
+    assert at_bos == 1 / 3, f"one of three heads sinks at key 0 (BOS), got {at_bos}"
 
 
 def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():

@@ -2,6 +2,8 @@
 
 Sequences x_0..x_{L-1} in R^n, 0-based positions, BOS at 0, one trigger at j.
 Coordinates: 0 BOS flag, 1 trigger flag, 2..n-2 content, n-1 bias channel.
+The graded tests (4.1) reach make_targets only through the ``student`` fixture
+(minitorch/exercises/probes.py), which also returns x and the triggers as they were after the call.
 """
 
 from __future__ import annotations
@@ -152,11 +154,11 @@ def targets_by_loop(x: np.ndarray, triggers: np.ndarray, residual: bool) -> np.n
 
 @pytest.mark.exercise("4.1")
 @pytest.mark.parametrize("residual", [False, True], ids=["single_layer", "residual"])
-def test_targets_match_a_plain_loop(residual, exercise_seed):
+def test_targets_match_a_plain_loop(residual, exercise_seed, student):
     x, triggers = make_inputs(64, np.random.default_rng(exercise_seed))
-    y = make_targets(x, triggers, residual=residual)
+    y = student.make_targets(x, triggers, residual=residual)["targets"]
     expected = targets_by_loop(x, triggers, residual)
-    assert y.shape == x.shape, f"targets must have the inputs' shape {x.shape}, got {y.shape}"
+    assert np.shape(y) == x.shape, f"targets must have the inputs' shape {x.shape}, got {np.shape(y)}"
     wrong = np.argwhere(~np.isclose(y, expected))
     assert len(wrong) == 0, (
         f"{'residual' if residual else 'single-layer'} targets differ from the definition at "
@@ -166,47 +168,47 @@ def test_targets_match_a_plain_loop(residual, exercise_seed):
 
 
 @pytest.mark.exercise("4.1")
-def test_single_layer_targets_are_zero_away_from_the_trigger(exercise_seed):
+def test_single_layer_targets_are_zero_away_from_the_trigger(exercise_seed, student):
     x, triggers = make_inputs(64, np.random.default_rng(exercise_seed))
-    y = make_targets(x, triggers)
+    y = student.make_targets(x, triggers)["targets"]
     away = np.arange(L) != triggers[:, None]  # (B, L)
     assert (y[away] == 0).all(), "a single-layer model's target y_i must be exactly 0 at every i != j"
 
 
 @pytest.mark.exercise("4.1")
-def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_included():
+def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_included(student):
     # a tiny sequence by hand: L = 4, n = 4 (BOS flag, trigger flag, one content coordinate, bias)
     x = np.array([[[1.0, 0.0, 0.0, 0.0],    # BOS
                    [0.0, 0.0, 0.6, 1.0],    # content
                    [0.0, 1.0, -0.3, 0.0],   # trigger, j = 2
                    [0.0, 0.0, 0.9, 1.0]]])  # after the trigger: not averaged
-    y = make_targets(x, np.array([2]))
+    y = student.make_targets(x, np.array([2]))["targets"]
     expected_mean = np.array([0.0, 0.5, 0.15, 0.5])  # (x_1 + x_2) / 2
     assert np.allclose(y[0, 2], expected_mean), (
         f"at the trigger j = 2 the target is (x_1 + x_2) / 2 = {expected_mean}, got {y[0, 2]} "
         f"(BOS x_0 is left out, the trigger x_2 is included, x_3 comes after the trigger)"
     )
-    y_residual = make_targets(x, np.array([2]), residual=True)
+    y_residual = student.make_targets(x, np.array([2]), residual=True)["targets"]
     assert np.allclose(y_residual[0, 2], x[0, 2] + expected_mean), "residual target at the trigger is x_j + the mean"
     assert np.allclose(y_residual[0, [0, 1, 3]], x[0, [0, 1, 3]]), "residual target away from the trigger is x_i"
 
 
 @pytest.mark.exercise("4.1")
-def test_make_targets_leaves_its_inputs_untouched(exercise_seed):
+def test_make_targets_leaves_its_inputs_untouched(exercise_seed, student):
     x, triggers = make_inputs(8, np.random.default_rng(exercise_seed))
-    x_before, triggers_before = x.copy(), triggers.copy()
-    make_targets(x, triggers, residual=True)
-    make_targets(x, triggers, residual=False)
-    assert np.array_equal(x, x_before) and np.array_equal(triggers, triggers_before), (
-        "make_targets changed x or the triggers in place; build y in a new array"
-    )
+    for residual in (True, False):
+        after = student.make_targets(x, triggers, residual=residual)
+        assert np.array_equal(after["x_after"], x) and np.array_equal(after["triggers_after"], triggers), (
+            "make_targets changed x or the triggers in place; build y in a new array"
+        )
 
 
 @pytest.mark.exercise("4.1")
-def test_targets_work_for_any_length_and_width(exercise_seed):
+def test_targets_work_for_any_length_and_width(exercise_seed, student):
     x, triggers = make_inputs(16, np.random.default_rng(exercise_seed), length=5, width=6)
     for residual in (False, True):
-        assert np.allclose(make_targets(x, triggers, residual), targets_by_loop(x, triggers, residual)), (
+        y = student.make_targets(x, triggers, residual)["targets"]
+        assert np.shape(y) == x.shape and np.allclose(y, targets_by_loop(x, triggers, residual)), (
             f"targets are wrong for L = 5, n = 6 (residual={residual}): do not hard-code L = n = 16"
         )
 

@@ -3,6 +3,10 @@
 Each proof step of chapter 05 is an inequality or identity that must hold for
 *every* model and input; we check it on random models and random inputs, and
 on the constructions, so that a wrong step cannot hide behind a good model.
+
+The graded tests (5.1, 6.1) get the student's constructions through the ``student`` fixture as data
+(class, config, weights), load the weights into a model built here, and evaluate it with helpers that
+no exercise fills in; the targets they compare with are computed here.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import pytest
 from minitorch.paper import theory
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
 from minitorch.paper.models import ResidualModel, SingleLayerModel, build_model
-from minitorch.paper.task import SEQUENCE_LENGTH, WIDTH, make_batch, make_targets
+from minitorch.paper.task import SEQUENCE_LENGTH, WIDTH, make_batch, make_inputs, make_targets
 
 L, n = SEQUENCE_LENGTH, WIDTH
 
@@ -41,14 +45,45 @@ def some_models():
     return models
 
 
+# --- The graded constructions (5.1, 6.1), as the student fixture returns them --------------------
+
+def targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) -> np.ndarray:
+    """The task's targets, written here rather than with make_targets (exercise 4.1): 0 (or x_i if
+    residual) at every row, plus the mean of x_1..x_j at the trigger row j."""
+    sequences = np.arange(len(x))
+    running_sums = np.cumsum(x[:, 1:], axis=1)  # (B, L-1, n): entry k-1 is x_1 + ... + x_k
+    means = running_sums[sequences, triggers - 1] / triggers[:, None]  # (B, n)
+    y = x.copy() if residual else np.zeros_like(x)
+    y[sequences, triggers] += means
+    return y
+
+
+def rebuilt(construction: dict, model, what: str):
+    """`model` (built here) holding the weights of the student's construction `what`, a SingleLayerModel with
+    `model`'s normaliser, which the student fixture returns as data: {"class", "config", "weights"}."""
+    __tracebackhide__ = True
+    normaliser = model.config["normaliser"]
+    if construction["class"] != "SingleLayerModel" or construction["config"].get("normaliser") != normaliser:
+        pytest.fail(f"{what} must return a SingleLayerModel with the '{normaliser}' normaliser, got a "
+                    f"{construction['class']} with config {construction['config']}", pytrace=False)
+    model.load_state_dict(construction["weights"])
+    return model
+
+
+def bos_mass_min_at_non_trigger_rows(attention: np.ndarray, triggers: np.ndarray) -> float:
+    """The smallest a_i0 over every head and non-trigger row (i >= 1, i != j) of one layer's weights (B, H, L, L)."""
+    rows = np.arange(attention.shape[-1])
+    non_trigger = (rows >= 1) & (rows != triggers[:, None])  # (B, L)
+    return float(attention[..., 0].transpose(0, 2, 1)[non_trigger].min())  # (B, L, H)[rows kept] -> (rows, H)
+
+
 # --- Theorem 3: the ReLU construction --------------------------------------------------------
 
 @pytest.mark.exercise("6.1")
-def test_relu_construction_is_exact_on_10000_random_sequences(exercise_seed):
-    model = theory.relu_construction()
-    assert isinstance(model, SingleLayerModel) and model.config["normaliser"] == "relu", \
-        "relu_construction must return a SingleLayerModel with the 'relu' normaliser"
-    x, y, triggers = make_batch(10_000, np.random.default_rng(exercise_seed))
+def test_relu_construction_is_exact_on_10000_random_sequences(exercise_seed, student):
+    model = rebuilt(student.relu_construction(), SingleLayerModel(n, 1, "relu"), "relu_construction")
+    x, triggers = make_inputs(10_000, np.random.default_rng(exercise_seed))
+    y = targets(x, triggers)
     assert set(triggers.tolist()) == set(range(2, L)), "the sample should contain every trigger position 2..L-1"
     prediction, attention = theory.predict_with_attention(model, x)
     error = np.abs(prediction - y).max()
@@ -65,21 +100,21 @@ def test_relu_construction_is_exact_on_10000_random_sequences(exercise_seed):
 
 
 @pytest.mark.exercise("6.1")
-def test_relu_construction_also_solves_the_residual_task(exercise_seed):
-    model = ResidualModel(n, 1, 1, "relu")
-    model.load_state_dict(theory.relu_construction().state_dict())
-    x, y, _ = make_batch(2000, np.random.default_rng(exercise_seed + 1), residual=True)
-    error = np.abs(theory.predict_with_attention(model, x)[0] - y).max()
+def test_relu_construction_also_solves_the_residual_task(exercise_seed, student):
+    model = rebuilt(student.relu_construction(), ResidualModel(n, 1, 1, "relu"), "relu_construction")
+    x, triggers = make_inputs(2000, np.random.default_rng(exercise_seed + 1))
+    error = np.abs(theory.predict_with_attention(model, x)[0] - targets(x, triggers, residual=True)).max()
     assert error < 1e-12, f"with a residual connection the same weights should give x + mean exactly, error {error:.3e}"
 
 
 # --- The softmax family ------------------------------------------------------------------------
 
 @pytest.mark.exercise("5.1")
-def test_softmax_construction_attention_matches_its_closed_form(exercise_seed):
+def test_softmax_construction_attention_matches_its_closed_form(exercise_seed, student):
     for scale in (0.0, 2.0, 7.5):
-        model = theory.softmax_construction(scale)
-        x, y, triggers = make_batch(200, np.random.default_rng(exercise_seed))
+        model = rebuilt(student.softmax_construction(scale), SingleLayerModel(n, 1, "softmax"),
+                        f"softmax_construction({scale})")
+        x, triggers = make_inputs(200, np.random.default_rng(exercise_seed))
         prediction, attention = theory.predict_with_attention(model, x)
         bos = attention[0][:, 0, :, 0]  # (B, L)
         rows = np.arange(L)[None, :].repeat(len(x), axis=0)
@@ -96,14 +131,21 @@ def test_softmax_construction_attention_matches_its_closed_form(exercise_seed):
 
 
 @pytest.mark.exercise("5.1")
-def test_softmax_family_error_falls_monotonically_while_bos_mass_rises_to_one(exercise_seed):
+def test_softmax_family_error_falls_monotonically_while_bos_mass_rises_to_one(exercise_seed, student):
     scales = np.array([0.0, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0])
-    family = theory.softmax_family(scales, size_per_trigger=8, seed=exercise_seed)
-    errors, bos = family["worst_case_error"], family["bos_mass_min"]
+    x, triggers = theory.stress_inputs(8, seed=exercise_seed)  # every trigger in 2..15, corners included
+    errors, bos = [], []
+    for scale in scales:  # what theory.softmax_family measures, on the student's constructions
+        model = rebuilt(student.softmax_construction(scale), SingleLayerModel(n, 1, "softmax"),
+                        f"softmax_construction({scale})")
+        prediction, attention = theory.predict_with_attention(model, x)
+        errors.append(np.abs(prediction - targets(x, triggers)).max())
+        bos.append(bos_mass_min_at_non_trigger_rows(attention[0], triggers))
+    errors, bos = np.array(errors), np.array(bos)
     assert np.all(np.diff(errors) < 0), f"worst-case error should fall strictly as c grows: {errors}"
     assert np.all(np.diff(bos) > 0), f"the smallest BOS mass should rise strictly as c grows: {bos}"
     assert bos[-1] > 1 - 1e-11 and errors[-1] < 1e-11, "at c = 30 the sink should be complete and the error ~0"
-    assert np.allclose(errors, family["exact_worst_case_error"], rtol=1e-9), \
+    assert np.allclose(errors, (L - 1) / (np.exp(scales) + L - 1), rtol=1e-9), \
         "the measured worst case (all contents +1 is in the stress set) should equal (L-1)/(e^c + L-1)"
     assert np.allclose(1 - bos, errors, rtol=1e-9, atol=1e-15), "along the family, 1 - min BOS mass = worst-case error"
 

@@ -243,7 +243,7 @@ def test_force_replaces_a_folder_of_other_files(tiny_book, tmp_path):
 def test_jobs_must_be_a_positive_whole_number():
     for jobs in ("0", "1.5", "two"):
         run = _book("--jobs", jobs, timeout=60)
-        assert run.returncode == 2 and "--jobs must be a whole number >= 1" in run.stderr, run.stderr
+        assert run.returncode == 2 and "argument --jobs: must be a whole number >= 1" in run.stderr, run.stderr
 
 
 # --- slow: the real book in quick mode ----------------------------------------------------------

@@ -1,0 +1,324 @@
+"""How a graded test reaches the student's code: the ``student`` fixture (chapter 00, "How grading works").
+
+A graded test writes ``student.softmax(scores, axis=-1)``; the fixture decides where that runs:
+
+- `Direct` (a student's own ``pytest -m ex2_3``, or an instructor checking one trusted copy): the probe
+  (`minitorch.exercises.probes`) runs here, on the copy under test, and its answer is passed through
+  the channel's format so that both modes see the same data.
+- `ThroughWorker` (the class grader and the Gradescope bundle, when MINITORCH_GRADING_PLAN names a plan):
+  the probe runs in the student's sandboxed worker (`minitorch.exercises.worker`), in the library built for
+  the test's own exercise; this process, which decides pass or fail, never runs the student's code. It
+  answers the worker's requests for other exercises with its reference library
+  (`minitorch.exercises.services`), never for the exercise under test. A test's calls together get the plan's
+  timeout; the student's whole grading gets the plan's budget. A worker that hangs, dies or sends what the
+  channel refuses fails the test as *timed out* or *crashed* and is replaced; after two such tests of one
+  exercise, its remaining tests fail at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from minitorch.exercises import channel, probes, sandbox
+from minitorch.gradcheck import GradcheckError, compare_with_finite_differences
+
+DOWNS_PER_EXERCISE = 2  # tests of one exercise that may time out or crash before the rest fail unrun
+CONTROL_PATIENCE = 10.0  # seconds the worker's control loop gets to answer (it runs no student code)
+OUTPUT_KEPT = 4000  # characters of the worker's printed output kept for a crash's message
+
+
+class GradingOutcome(Exception):
+    """How a test ended when the grader, not a check, decides it; `kind` is its kind in the gradebook."""
+
+    kind = "failed"
+
+    def __init__(self, message: str, kind: str | None = None):
+        super().__init__(message)
+        self.kind = kind or self.kind
+
+
+class WorkerDown(GradingOutcome):
+    """The student's code did not answer: `kind` is "timed out" or "crashed"."""
+
+    kind = "crashed"
+
+
+class TimedOut(WorkerDown):
+    kind = "timed out"
+
+
+class Crashed(WorkerDown):
+    kind = "crashed"
+
+
+class Direct:
+    """The probes, run in this process on the library under test."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or not callable(getattr(probes, name, None)):
+            raise AttributeError(f"the student fixture has no probe named {name!r} (see minitorch/exercises/probes.py)")
+        probe = getattr(probes, name)
+
+        @functools.wraps(probe)
+        def call(*args, **kwargs):
+            return channel.as_data(probe(*args, **kwargs))
+        return call
+
+
+class ThroughWorker:
+    """The probes, run in the student's worker for one exercise."""
+
+    def __init__(self, pool: "WorkerPool", exercise_id: str):
+        self.pool, self.exercise_id, self.started = pool, exercise_id, time.monotonic()
+        self.calls = 0  # a graded test that never reached the student's code cannot pass (tests/conftest.py)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return functools.partial(self._call, name)
+
+    def _call(self, name: str, *args, **kwargs):
+        self.calls += 1
+        return self.pool.call(self.exercise_id, self.started, name, *args, **kwargs)
+
+
+class WorkerPool:
+    """One student's worker, and the one exercise child it runs at a time, seen from the grader's side."""
+
+    def __init__(self, plan: dict):
+        self.plan = plan
+        self.isolation = sandbox.Isolation(**plan["isolation"])
+        if self.isolation.kind == "none":  # a daemon's orphans become ours, so that stop() can find them
+            sandbox.become_subreaper()
+        self.deadline = time.monotonic() + float(plan["budget"])
+        self.timeout = float(plan["timeout"])
+        self.worker: sandbox.Worker | None = None
+        self.child: tuple[str, int, socket.socket] | None = None  # (exercise, pid, socket)
+        self.downs: dict[str, list[WorkerDown]] = collections.defaultdict(list)
+        self.output = collections.deque(maxlen=OUTPUT_KEPT)
+
+    # --- calls -------------------------------------------------------------------------------------
+
+    def call(self, exercise_id: str, test_started: float, probe: str, *args, **kwargs):
+        if len(self.downs[exercise_id]) >= DOWNS_PER_EXERCISE:
+            last = self.downs[exercise_id][-1]
+            raise type(last)(f"not run: {len(self.downs[exercise_id])} tests of exercise {exercise_id} already "
+                             f"{last.kind} ({last})")
+        deadline = min(test_started + self.timeout, self.deadline)
+        if time.monotonic() >= self.deadline:
+            raise TimedOut(f"not run: the student's time budget of {self.plan['budget']:g} s is used up")
+        try:
+            _, _, connection = self._child_for(exercise_id)
+            channel.send_with_deadline(connection, {"call": probe, "args": list(args), "kwargs": kwargs}, deadline)
+            answered, value = self._answer(exercise_id, connection, deadline)
+        except WorkerDown as down:
+            self.downs[exercise_id].append(down)
+            self._drop_child()
+            raise
+        except TimeoutError:
+            budget = time.monotonic() >= self.deadline - 0.01
+            down = TimedOut(f"timed out: the student's time budget of {self.plan['budget']:g} s ran out"
+                            if budget else f"timed out after {self.timeout:g} s (the test's time limit)")
+            self.downs[exercise_id].append(down)
+            self._drop_child()
+            raise down from None
+        except (channel.ChannelClosed, OSError) as error:
+            down = Crashed(self._crash_message(error))
+            self.downs[exercise_id].append(down)
+            raise down from None
+        if answered == "error":
+            raise value  # the student's code raised it (rebuilt from data by the channel)
+        return value
+
+    def _answer(self, exercise_id: str, connection: socket.socket, deadline: float):
+        while True:
+            try:
+                message = channel.receive(connection, deadline)
+            except channel.ChannelError as error:
+                self._drop_child()
+                raise Crashed(f"crashed: the worker sent something that is not plain data ({error})") from None
+            if not isinstance(message, dict):
+                self._drop_child()
+                raise Crashed("crashed: the worker's answer is not a message")
+            if "service" in message:
+                channel.send_with_deadline(connection, self._serve(exercise_id, message), deadline)
+            elif "value" in message:
+                return "value", message["value"]
+            elif "error" in message:
+                return "error", channel.rebuild_error(message["error"])
+            else:
+                self._drop_child()
+                raise Crashed("crashed: the worker's answer is neither a value nor an error")
+
+    def _serve(self, exercise_id: str, message: dict) -> dict:
+        """The grader's answer for another exercise's region (never for the one under test)."""
+        from minitorch.exercises.services import SERVICES
+
+        asked = message.get("service")
+        if asked == exercise_id or asked not in SERVICES:
+            return channel.error_message(PermissionError(
+                f"the grader computes other exercises' regions only; exercise {asked!r} is not one it answers "
+                f"while grading exercise {exercise_id}"))
+        try:
+            args = message.get("args")
+            return {"value": SERVICES[asked](*(args if isinstance(args, list) else []))}
+        except Exception as error:  # the stand-in's inputs were wrong: the student's code sees the error
+            return channel.error_message(error)
+
+    # --- the worker and its children ---------------------------------------------------------------
+
+    def _child_for(self, exercise_id: str) -> tuple[str, int, socket.socket]:
+        if self.child is not None and self.child[0] == exercise_id:
+            return self.child
+        self._drop_child()
+        worker = self._worker()
+        grader_end, child_end = socket.socketpair()
+        try:
+            library = worker.library(self.plan["exercises"][exercise_id])
+            control_deadline = time.monotonic() + CONTROL_PATIENCE
+            channel.send_with_deadline(worker.control, {"start": library}, control_deadline)
+            socket.send_fds(worker.control, [b"x"], [child_end.fileno()])
+            started = channel.receive(worker.control, control_deadline)
+            pid = int(started["started"])
+        except (OSError, EOFError, TimeoutError, ValueError, KeyError, TypeError) as error:
+            grader_end.close()
+            self._stop_worker()
+            raise Crashed(f"crashed: the sandbox could not start the exercise ({type(error).__name__}: {error}); "
+                          f"{self._recent_output()}") from None
+        finally:
+            child_end.close()
+        self.child = (exercise_id, pid, grader_end)
+        return self.child
+
+    def _worker(self) -> sandbox.Worker:
+        if self.worker is not None and self.worker.process.poll() is None:
+            return self.worker
+        self._stop_worker()
+        reader, writer = os.pipe()
+        output = os.fdopen(writer, "wb")
+        self.worker = sandbox.start(self.isolation, int(self.plan["slot"]), Path(self.plan["library_root"]),
+                                    Path(self.plan["home"]), output)
+        output.close()
+        threading.Thread(target=self._drain, args=(reader,), daemon=True).start()
+        return self.worker
+
+    def _drain(self, reader: int) -> None:
+        """Keep the end of what the worker prints (a crash's message quotes it); never block the worker."""
+        with os.fdopen(reader, "rb") as pipe:
+            for chunk in iter(lambda: pipe.read1(4096), b""):
+                self.output.extend(chunk.decode("utf-8", "replace"))
+
+    def _recent_output(self) -> str:
+        text = "".join(self.output).strip()
+        return f"it printed: ...{text[-1500:]}" if text else "it printed nothing"
+
+    def _crash_message(self, error: BaseException) -> str:
+        """Why the child's socket closed: its exit status, from the worker."""
+        status = "unknown"
+        if self.child is not None and self.worker is not None:
+            try:
+                deadline = time.monotonic() + CONTROL_PATIENCE
+                channel.send_with_deadline(self.worker.control, {"wait": self.child[1], "seconds": 2.0}, deadline)
+                status = str(channel.receive(self.worker.control, deadline).get("status"))
+            except (OSError, EOFError, TimeoutError, ValueError, AttributeError):
+                self._stop_worker()
+        self._drop_child()
+        return crash_message(status, self._recent_output())
+
+    def _drop_child(self) -> None:
+        """Close the exercise child's socket and have the worker kill it."""
+        if self.child is None:
+            return
+        _, pid, connection = self.child
+        self.child = None
+        connection.close()
+        if self.worker is None:
+            return
+        try:
+            deadline = time.monotonic() + CONTROL_PATIENCE
+            channel.send_with_deadline(self.worker.control, {"kill": pid}, deadline)
+            channel.receive(self.worker.control, deadline)
+        except (OSError, EOFError, TimeoutError, ValueError):
+            self._stop_worker()
+
+    def _stop_worker(self) -> None:
+        if self.worker is not None:
+            sandbox.stop(self.worker)
+            self.worker = None
+        self.child = None
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child[2].close()
+            self.child = None
+        self._stop_worker()
+
+
+def crash_message(status: str, output: str) -> str:
+    """'crashed: ...' for a worker child that ended with `status` ('exit 0', 'signal 11', ...)."""
+    kind, _, number = status.partition(" ")
+    if kind == "exit":
+        how = (f"the code ended the process with exit status {number} before the test ended "
+               f"(os._exit, or exit at the C level)")
+    elif kind == "signal":
+        import signal as signals
+        try:
+            name = signals.Signals(int(number)).name
+        except ValueError:
+            name = f"signal {number}"
+        hint = {"SIGSEGV": " (a segmentation fault)", "SIGKILL": " (killed, perhaps out of memory)",
+                "SIGXCPU": " (the CPU time limit)", "SIGXFSZ": " (a file grew past the size limit)",
+                "SIGINT": " (an interrupt the code sent itself)"}.get(name, "")
+        how = f"the process died by {name}{hint}"
+    else:
+        how = "the process ended"
+    return f"crashed: {how}; {output}"
+
+
+def check_gradients(student, expression: str, inputs, seed: int = 0, **options) -> bool:
+    """Check the gradients the student's code computes for the named expression (`probes.EXPRESSIONS`) at
+    `inputs` against central differences of the expression computed here (when a class is graded, by the
+    grader's library): ℓ = Σ w ⊙ output for a random w drawn from `seed`. True, or GradcheckError."""
+    __tracebackhide__ = True
+    points = [np.array(value, dtype=np.float64) for value in inputs]
+    weights = np.random.default_rng(seed).standard_normal(np.shape(probes.forward(expression, points, **options)))
+    answer = student.gradients(expression, [point.copy() for point in points], weights, **options)
+    claimed = answer.get("gradients") if isinstance(answer, dict) else None
+    if not isinstance(claimed, list):
+        raise GradcheckError(f"gradcheck failed for {expression}: the gradients came back as {type(claimed).__name__}")
+    claimed = [np.zeros_like(point) if gradient is None else gradient for point, gradient in zip(points, claimed)] + \
+        claimed[len(points):]
+
+    def objective() -> float:
+        return float((probes.forward(expression, points, **options) * weights).sum())
+
+    return compare_with_finite_differences(expression, points, claimed, objective)
+
+
+def decided_outcome(exercise_id: str) -> GradingOutcome | None:
+    """For a test of an exercise the grading plan decided before any test ran: its outcome; else None."""
+    path = os.environ.get("MINITORCH_GRADING_PLAN")
+    found = _decided(path).get(exercise_id) if path else None
+    return None if found is None else GradingOutcome(found[1], kind=found[0])
+
+
+@functools.lru_cache(maxsize=4)
+def _decided(path: str) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8")).get("decided", {})
+
+
+def from_environment():
+    """`Direct()`, or a WorkerPool for the plan that MINITORCH_GRADING_PLAN names."""
+    path = os.environ.get("MINITORCH_GRADING_PLAN")
+    if not path:
+        return Direct()
+    return WorkerPool(json.loads(Path(path).read_text(encoding="utf-8")))
