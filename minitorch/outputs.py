@@ -100,6 +100,12 @@ def _check_writable(target: Path, shown, option: str) -> None:
         raise OutputPathError(f"{option} {shown}: cannot write in this folder (permission denied or read-only)")
 
 
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
 def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     """Write `data` beside `path`, then rename it over `path`: a reader sees the old file or the new one,
     never half of one. `mode` defaults to what open() would give (0o666 less the umask)."""
@@ -107,11 +113,7 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temporary, mode)  # mkstemp makes files only their owner can read
+        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)  # mkstemp makes files only their owner can read
         with os.fdopen(handle, "wb") as file:
             file.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(temporary, path)
@@ -187,6 +189,7 @@ def building_aside(target, replacing=None):
     target = Path(os.path.realpath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
     try:
         yield staging
         if replacing is None:
