@@ -11,7 +11,6 @@ failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it w
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -55,7 +54,6 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     failures: list[Run] = []
     try:
         with building_aside(target) as staging:
-            staging.chmod(0o777 & ~_umask())  # a folder others may read, as mkdir would make it (not mkdtemp's 700)
             write_assets(staging / "_static")
             for run in execute_all(chosen, quick, jobs, keep_going, report):
                 write_chapter(staging, run, chapters, built, pages, quick)
@@ -73,11 +71,6 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     report(f"Wrote {target / 'index.html'} in {time.perf_counter() - start:.1f} s")
     return failures
 
-
-def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
 
 
 class _Discard(Exception):
