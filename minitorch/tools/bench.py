@@ -25,6 +25,38 @@ which `minitorch.exercises.edition` removes).
 
 ``--reproduce`` also times ``python -m minitorch reproduce`` end to end and
 compares it with the author's scripts, estimated from their per-step times.
+
+Measured on a 2-core AMD EPYC virtual machine (Python 3.11.7, NumPy 2.4.6, PyTorch not installed) shared
+with other work, each number the best of two runs of ``python -m minitorch bench --relu``:
+
+=============  ============  ===========  ==============  ===============  ===============
+model          minitorch ms  readable ms  NumPy floor ms  minitorch/floor  readable/floor
+=============  ============  ===========  ==============  ===============  ===============
+softmax 1x1    0.62          1.66         0.47            1.32             3.53
+softmax 2x2    2.06          6.81         1.86            1.11             3.66
+softmax 4x4    7.95          27.02        7.69            1.03             3.51
+relu 1x1       0.52          1.57         0.37            1.41             4.24
+relu 2x2       1.80          6.82         1.53            1.18             4.46
+relu 4x4       6.76          26.95        6.46            1.05             4.17
+=============  ============  ===========  ==============  ===============  ===============
+
+Peak memory per process: 76-97 MiB for each of the three. The code before the fast path moved into
+`minitorch.fast` (commit ba89ca4) needed 1.20 / 1.33 / 1.65x the floor (softmax 4x4 / 2x2 / 1x1) and
+1.43 / 1.56 / 1.95x (ReLU), measured the same way in the same session. What is left on the fast path is
+the engine's bookkeeping (about ten graph nodes per step, recorded, sorted and visited backwards) and
+Adam, one parameter at a time; the readable path takes 2.7-4.0x the fast path's time: its products run
+on head views that are not contiguous, every step is its own graph node, and the engine's softmax
+reduces the 16 keys with NumPy's slow short-axis reductions.
+
+The whole reproduction, ``python -m minitorch reproduce --jobs 2``, took 318 s for 56,888 steps, against
+379 s for the code of commit ba89ca4, run back to back; every model array, history, result and figure of
+the two runs is byte for byte the same (and the same as ``figures/``). The author's PyTorch scripts load
+their data one sample at a time and take about 12 / 13 / 22 ms per 1x1 / 2x2 / 4x4 step on a 2-core
+machine like this one (measured once, `AUTHORS_MS_PER_STEP`); for the same steps that is about 17.5
+minutes, so the reproduction here is about 3.3x faster end to end. On this shared machine the end-to-end
+time moves by about 15% from run to run. An earlier session with PyTorch 2.13.0 (CPU) installed measured
+its eager step at 1.07 / 4.47 / 14.86 ms (softmax 1x1 / 2x2 / 4x4), with a peak of over 300 MiB per
+process: at these sizes the cost is dispatch, not arithmetic.
 """
 
 from __future__ import annotations
