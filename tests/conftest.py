@@ -57,18 +57,17 @@ _STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed o
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
-def _load_registry():
-    """minitorch/exercises/registry.py of this repository, loaded by path: titles and points come from the
-    grader's copy, and loading it imports nothing from the minitorch under test."""
-    name = "_minitorch_exercise_registry"
-    spec = importlib.util.spec_from_file_location(name, REPOSITORY / "minitorch" / "exercises" / "registry.py")
+def _load_by_path(name: str, path: Path):
+    """A module of this repository, loaded from its file without importing the minitorch under test."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-registry = _load_registry()
+# minitorch/exercises/registry.py of this repository: titles and points come from the grader's copy
+registry = _load_by_path("_minitorch_exercise_registry", REPOSITORY / "minitorch" / "exercises" / "registry.py")
 
 
 def pytest_addoption(parser):
@@ -121,9 +120,34 @@ def _finite_seconds(text) -> float:
 
 def _check_scoreboard_folder(config) -> None:
     path = config.getoption("--scoreboard-json")
-    if path and not Path(path).expanduser().resolve().parent.is_dir():
+    if path is None:
+        return
+    if not Path(path).expanduser().resolve().parent.is_dir():
         raise pytest.UsageError(f"--scoreboard-json={path}: the folder {Path(path).expanduser().resolve().parent} "
                                 f"does not exist; create it first (no test was run)")
+    checker = REPOSITORY / "minitorch" / "outputs.py"  # standard library only
+    if not checker.is_file():
+        return
+    outputs = _load_by_path("_minitorch_outputs", checker)
+    try:
+        outputs.check_output_file(path, "--scoreboard-json")
+    except outputs.OutputPathError as error:
+        raise pytest.UsageError(f"{error} (no test was run)") from None
+
+
+def _check_exercise_markers(config) -> None:
+    """`-m ex9_9` or `-m ch08` names no exercise: say so, with the valid ones, instead of deselecting everything."""
+    expression = config.getoption("markexpr") or ""
+    chapters = sorted({int(exercise_id.split(".")[0]) for exercise_id in registry.EXERCISES})
+    for chapter, number in re.findall(r"\bex(\d+)_(\d+)\b", expression):
+        if f"{chapter}.{number}" not in registry.EXERCISES:
+            known = ", ".join(sorted(registry.EXERCISES, key=registry.sort_key))
+            raise pytest.UsageError(f"-m {expression!r}: there is no exercise {chapter}.{number}; the exercises are "
+                                    f"{known} (python -m minitorch.exercises list)")
+    for chapter in re.findall(r"\bch(\d+)\b", expression):
+        if int(chapter) not in chapters:
+            raise pytest.UsageError(f"-m {expression!r}: chapter {chapter} has no graded exercises; the chapters "
+                                    f"with exercises are {', '.join(f'{c:02d}' for c in chapters)}")
 
 
 def handed_out(root: Path) -> set[str] | None:
@@ -170,6 +194,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"ch{chapter:02d}: tests of the exercises of chapter {chapter:02d}")
 
     _check_scoreboard_folder(config)
+    _check_exercise_markers(config)
     root = Path(config.getoption("--minitorch-root") or REPOSITORY).expanduser().resolve()
     _use_minitorch_from(root)
     scoreboard = Scoreboard(config, root, _exercise_seed(config))

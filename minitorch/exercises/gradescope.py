@@ -248,12 +248,12 @@ def read_settings(source: Path) -> dict:
 
 def _grade(submission: Path, scratch: Path, settings: dict, source: Path, started: float) -> dict:
     from minitorch.exercises import sandbox
-    from minitorch.exercises.grading import Run, grade_submission
+    from minitorch.exercises.grading import CHECK_PROCESS_MARGIN, Run, grade_submission
 
     guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
     isolation = sandbox.choose("auto", guarded)
     print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
-    left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN
+    left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN - CHECK_PROCESS_MARGIN
     run = Run(settings["exercise_ids"], settings["exercise_seed"], settings["timeout"], max(left, 1.0), isolation,
               Path(source), settings.get("made_from") or "", dict(settings["collected"]))
     try:

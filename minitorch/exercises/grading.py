@@ -39,7 +39,7 @@ from minitorch.exercises.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
 
 OUTPUT_CAP = 10_000  # characters of a test's output kept in results.json
-CHECK_PROCESS_MARGIN = 120.0  # seconds the check process may take beyond the student's budget (start-up, checks)
+CHECK_PROCESS_MARGIN = 30.0  # seconds the check process may take beyond the student's budget (start-up, checks)
 TIMED_OUT, CRASHED = "timed out", "crashed"
 
 
