@@ -204,6 +204,18 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
+def quick_book(tmp_path_factory):
+    """The HTML book built in quick mode, once per session: (its folder, the chapters that failed). Building it
+    runs every chapter of the project under test top to bottom (tests/test_chapters.py reads that, and
+    tests/tools/test_html_book.py the pages), so the suite runs each chapter once, not twice."""
+    from minitorch.tools.book.build import build_book
+
+    out = tmp_path_factory.mktemp("quick") / "book"
+    failures = build_book(out, quick=True, jobs=2, keep_going=True, report=lambda line: None)
+    return out, failures
+
+
+@pytest.fixture(scope="session")
 def exercise_seed(pytestconfig) -> int:
     """The seed of randomised graded tests (--exercise-seed, else MINITORCH_EXERCISE_SEED, else 0)."""
     return _exercise_seed(pytestconfig)

@@ -143,12 +143,13 @@ def test_no_process_the_student_starts_outlives_the_worker(tmp_path, pools):
             "        while True:\n            time.sleep(1)\n    os._exit(0)\ntime.sleep(1)\nreturn None")
     pool = pool_for(tmp_path, body)
     call(pool)
-    if ISOLATION.kind == "bubblewrap":  # the pid is the sandbox's own: find the daemon by the file it holds open
+    if ISOLATION.kind == "bubblewrap":  # the pid it wrote is the sandbox's own: watch the sandbox's PID namespace
         assert (tmp_path / "home" / "daemon.pid").exists(), "the daemon should have started"
-        before = _sandboxed_pythons()
+        namespace = _pid_namespace_below(pool.worker.process.pid)
+        assert len(_members_of(namespace)) >= 3, "the worker, its exercise child and the daemon should be running"
         pool.close()
         time.sleep(0.5)
-        assert not (before & _sandboxed_pythons()), "a process of the sandbox survived it"
+        assert _members_of(namespace) == [], "a process of the sandbox survived it"
     else:
         pid = int((tmp_path / "home" / "daemon.pid").read_text())
         pool.close()
@@ -164,14 +165,39 @@ def _alive(pid: int) -> bool:
     return not Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
 
 
-def _sandboxed_pythons() -> set[int]:
-    """Processes running the worker script from inside a sandbox."""
-    found = set()
+def _pid_namespace_below(outer: int) -> str:
+    """The PID namespace of the sandbox that the bubblewrap process `outer` started."""
+    own = os.readlink("/proc/self/ns/pid")
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"/grading/lib/worker.py" in (entry / "cmdline").read_bytes():
-                    found.add(int(entry.name))
-            except OSError:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
                 pass
-    return found
+    frontier = [outer]
+    while frontier:
+        current = frontier.pop()
+        for pid, parent in parents.items():
+            if parent == current:
+                try:
+                    namespace = os.readlink(f"/proc/{pid}/ns/pid")
+                except OSError:
+                    continue
+                if namespace != own:
+                    return namespace
+                frontier.append(pid)
+    raise AssertionError("the sandbox's processes were not found")
+
+
+def _members_of(namespace: str) -> list[int]:
+    """The live processes of a PID namespace (a zombie has ended: only its exit status waits to be collected)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "pid") == namespace and _alive(int(entry.name)):
+                    members.append(int(entry.name))
+            except (OSError, IndexError):
+                pass
+    return members

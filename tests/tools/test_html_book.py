@@ -248,13 +248,6 @@ def test_jobs_must_be_a_positive_whole_number():
 
 # --- slow: the real book in quick mode ----------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def quick_book(tmp_path_factory):
-    out = tmp_path_factory.mktemp("quick") / "book"
-    failures = build_book(out, quick=True, jobs=2, keep_going=True, report=_quiet)
-    return out, failures
-
-
 @pytest.mark.slow
 def test_every_chapter_builds_in_quick_mode(quick_book):
     _, failures = quick_book
