@@ -533,6 +533,11 @@ def outcomes_of(process: subprocess.Popen, board: Path) -> dict[str, dict]:
     return json.loads(board.read_text())["tests"]
 
 
+def gist(message: str) -> str:
+    """A failure message short enough to list: its opening and, where it is long (a traceback), its end."""
+    return message if len(message) <= 700 else f"{message[:160]} [...] {message[-500:]}"
+
+
 def listing(problems: list[str]) -> str:
     return "\n".join(problems[:25]) + (f"\n... and {len(problems) - 25} more" if len(problems) > 25 else "")
 
@@ -547,7 +552,7 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     full_outcomes, partial_outcomes = (outcomes_of(*run) for run in runs)
     print(f"both editions' fast tests ran in {time.perf_counter() - started:.0f} s")
 
-    graded_wrongly = [f"{nodeid}: {test['status']}: {test['message'][:160]}" for nodeid, test in full_outcomes.items()
+    graded_wrongly = [f"{nodeid}: {test['status']}: {gist(test['message'])}" for nodeid, test in full_outcomes.items()
                       if test["exercise"] and test["status"] not in ("not attempted", "blocked")]
     assert not graded_wrongly, (
         "with every exercise a stub, every graded test must fail with its own stub (not attempted) or wait for "
@@ -557,7 +562,7 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     unreached = sorted(set(exercises.EXERCISES) - reached, key=exercises.sort_key)
     assert not unreached, (f"no test of exercise(s) {unreached} reaches its own stub: all of them wait for other "
                            f"exercises; add a test that calls the exercise's code directly")
-    broken = [f"{nodeid}: {test['status']}: {test['message'][:160]}" for nodeid, test in full_outcomes.items()
+    broken = [f"{nodeid}: {test['status']}: {gist(test['message'])}" for nodeid, test in full_outcomes.items()
               if not test["exercise"] and test["status"] not in ("passed", "blocked", "skipped")]
     assert not broken, ("tests that grade no exercise must pass in the student edition, or wait for a named "
                         "exercise (blocked); these fail (if they fail in the reference too, fix them there):\n"
@@ -568,7 +573,7 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     for nodeid, test in partial_outcomes.items():
         expected = ("not attempted", "blocked") if test["exercise"] in handed_out else ("passed", "blocked", "skipped")
         if test["status"] not in expected or (test["status"] == "blocked" and test["blocked_by"] not in handed_out):
-            wrong.append(f"{nodeid} (exercise {test['exercise']}): {test['status']}: {test['message'][:160]}")
+            wrong.append(f"{nodeid} (exercise {test['exercise']}): {test['status']}: {gist(test['message'])}")
     assert not wrong, (f"in an edition handing out only {sorted(handed_out)}, every other test must pass, and "
                        f"the tests of those exercises must fail with their stubs:\n" + listing(wrong))
     total = json.loads((tmp_path / "partial.json").read_text())["total"]

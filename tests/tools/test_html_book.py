@@ -331,3 +331,17 @@ def test_pages_load_in_a_browser_without_javascript_errors_or_missing_files(quic
         console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
         errors = [line for line in console if "Uncaught" in line or "ERR_" in line or "error" in line.lower()]
         assert not errors, f"{page} has JavaScript errors or missing files in the browser:\n" + "\n".join(errors)
+
+
+def test_a_kernel_that_does_not_start_is_one_line_not_a_traceback(tiny_book, tmp_path, monkeypatch):
+    from minitorch.tools.book.chapters import find_chapters as chapters_in
+    from minitorch.tools.book.execute import KERNEL_START_ATTEMPTS, execute_chapter
+
+    dying = tmp_path / "dying"
+    dying.mkdir()
+    (dying / "sitecustomize.py").write_text("import os\nos._exit(7)\n")  # every new Python, the kernel too, dies
+    monkeypatch.setenv("PYTHONPATH", str(dying))
+    run = execute_chapter(chapters_in(tiny_book)[0], quick=True)
+    assert run.failed and run.failed_cell is None, "a kernel that never started must fail the chapter, at no cell"
+    assert f"01_first.ipynb: the kernel did not start ({KERNEL_START_ATTEMPTS} tries): " in run.failure, run.failure
+    assert "\n" not in run.failure, f"the reason must be one line:\n{run.failure}"

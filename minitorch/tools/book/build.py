@@ -57,7 +57,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             write_assets(staging / "_static")
             for run in execute_all(chosen, quick, jobs, keep_going, report):
                 write_chapter(staging, run, chapters, built, pages, quick)
-                if run.failed_cell:
+                if run.failed:
                     failures.append(run)
             if failures and not keep_going:
                 raise _Discard  # building_aside deletes the new book and leaves the earlier one
@@ -81,7 +81,7 @@ def write_chapter(book: Path, run: Run, chapters: list[Chapter], built: set[str]
                   quick: bool) -> None:
     """The chapter's page and its executed notebook (notebooks/NN_title.ipynb, the page's download)."""
     cells = cells_html(run.notebook_json, run.chapter, pages)
-    failure = run.failure if run.failed_cell else ""
+    failure = run.failure if run.failed else ""
     (book / run.chapter.page).write_text(chapter_page(cells, chapters, built, run.chapter, quick, failure),
                                          encoding="utf-8")
     (book / "notebooks").mkdir(exist_ok=True)

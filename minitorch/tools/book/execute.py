@@ -12,6 +12,8 @@ from pathlib import Path
 from minitorch.tools.book.chapters import Chapter
 
 CELL_TIMEOUT = 1800  # seconds one cell may run before the build gives up on it
+KERNEL_STARTUP_TIMEOUT = 300  # seconds a kernel may take to start (nbclient's 60 is short on a loaded machine)
+KERNEL_START_ATTEMPTS = 2  # a second try when a kernel does not start (two kernels may race for one port)
 # Figures reach the page through the inline backend (each plt.show() becomes a PNG output); a shell's
 # MPLBACKEND=Agg would draw them nowhere, so the kernel's backend is set here, not inherited.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
@@ -27,7 +29,8 @@ KERNEL_ARGUMENTS = [
 
 @dataclass
 class Run:
-    """What executing one chapter gave: the executed notebook (JSON text) and, if a cell raised, where."""
+    """What executing one chapter gave: the executed notebook (JSON text) and, if it failed, why: a cell
+    raised (``failed_cell`` says which) or the kernel never started (``failed_cell`` is None)."""
 
     chapter: Chapter
     notebook_json: str
@@ -36,7 +39,13 @@ class Run:
     error: str = ""
 
     @property
+    def failed(self) -> bool:
+        return bool(self.error)
+
+    @property
     def failure(self) -> str:
+        if self.failed_cell is None:
+            return f"{self.chapter.path.name}: {self.error}"
         return f"{self.chapter.path.name}: cell {self.failed_cell} raised {self.error}"
 
 
@@ -52,24 +61,38 @@ def execute_chapter(chapter: Chapter, quick: bool) -> Run:
 
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     os.environ["MINITORCH_QUICK"] = "1" if quick else "0"
-    notebook = nbformat.read(chapter.path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
-                                     extra_arguments=KERNEL_ARGUMENTS,
-                                     resources={"metadata": {"path": str(chapter.path.parent)}})
     start = time.perf_counter()
     previous_handler = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
-        failed_cell, error = _execute_cells(client, notebook)
+        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+            notebook = nbformat.read(chapter.path, as_version=4)
+            client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, startup_timeout=KERNEL_STARTUP_TIMEOUT,
+                                             kernel_name="python3", extra_arguments=KERNEL_ARGUMENTS,
+                                             resources={"metadata": {"path": str(chapter.path.parent)}})
+            try:
+                failed_cell, error = _execute_cells(client, notebook)
+                break
+            except _KernelDidNotStart as not_started:
+                failed_cell, error = None, f"the kernel did not start ({attempt} tries): {not_started}"
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
     return Run(chapter, nbformat.writes(notebook), time.perf_counter() - start, failed_cell, error)
+
+
+class _KernelDidNotStart(Exception):
+    """The kernel failed before the first cell ran (a timeout, a port taken by another kernel)."""
 
 
 def _execute_cells(client, notebook) -> tuple[int | None, str]:
     """Run the cells in order; return the 1-based position of the one that raised and its error."""
     import nbclient
 
-    with client.setup_kernel():
+    kernel = client.setup_kernel()
+    try:
+        kernel.__enter__()  # starts the kernel; nbclient shuts down what it started if this fails
+    except Exception as error:  # noqa: BLE001 - whatever stops a kernel starting is reported in one line
+        raise _KernelDidNotStart(f"{type(error).__name__}: {error}") from None
+    try:
         for index, cell in enumerate(notebook.cells):
             try:
                 client.execute_cell(cell, index)
@@ -79,6 +102,8 @@ def _execute_cells(client, notebook) -> tuple[int | None, str]:
                 return index + 1, f"timed out after {CELL_TIMEOUT} s"
             except nbclient.exceptions.DeadKernelError:
                 return index + 1, "DeadKernelError: the kernel died (the cell crashed Python or ran out of memory)"
+    finally:
+        kernel.__exit__(None, None, None)  # shuts the kernel down
     return None, ""
 
 
@@ -90,7 +115,7 @@ def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: boo
             run = execute_chapter(chapter, quick)
             report(progress_line(run))
             yield run
-            if run.failed_cell and not keep_going:
+            if run.failed and not keep_going:
                 return
         return
     executor = ProcessPoolExecutor(max_workers=jobs)
@@ -100,7 +125,7 @@ def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: boo
             run = future.result()
             report(progress_line(run))
             yield run
-            if run.failed_cell and not keep_going:
+            if run.failed and not keep_going:
                 for pending in futures:
                     pending.cancel()
     except BaseException:
@@ -112,5 +137,7 @@ def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: boo
 
 
 def progress_line(run: Run) -> str:
-    status = f"FAILED at cell {run.failed_cell}" if run.failed_cell else "ok"
+    status = "ok"
+    if run.failed:
+        status = f"FAILED at cell {run.failed_cell}" if run.failed_cell else "FAILED: the kernel did not start"
     return f"  {run.chapter.path.stem:<40s} {run.seconds:7.1f} s  {status}"
