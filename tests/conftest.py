@@ -399,8 +399,14 @@ class Scoreboard:
         if totals["skipped"]:
             write(f"({totals['skipped']} graded test(s) skipped for other reasons; they earn nothing)")
         blockers = sorted({r["blocked_by"] for r in self.results.values() if r["blocked_by"]}, key=registry.sort_key)
-        if blockers:
-            write(f"blocked tests wait for exercise(s) {', '.join(blockers)}: finish those first")
+        own = [blocker for blocker in blockers if self.counted is None or blocker in self.counted]
+        inherited = [blocker for blocker in blockers if blocker not in own]
+        if own:
+            write(f"blocked tests wait for exercise(s) {', '.join(own)}: finish those first")
+        if inherited:  # a partial edition made from a copy that had not written them
+            write(f"blocked tests also wait for exercise(s) {', '.join(inherited)}, which this edition did not hand "
+                  f"out: the copy it was made from still had their stubs (an edition made from the full book has "
+                  f"their answers)")
 
     def pytest_sessionfinish(self, session):
         path = self.config.getoption("--scoreboard-json")

@@ -658,7 +658,21 @@ def test_gradcheck_away_from_kinks_passes_and_says_nothing_of_them():
     assert gradcheck(lambda t: t.relu() + t.log(), [np.array([0.5, 2.0])])
 
 
-def test_training_on_nan_data_says_the_data_is_to_blame(monkeypatch):
+def _refusing_softmax(scores, future):
+    """Softmax attention as exercise 2.3's contract allows it to meet NaN: a ValueError, in its own words."""
+    if not np.isfinite(scores.data).all():
+        raise ValueError("my softmax will not normalise these scores")
+    from minitorch.paper import attention
+    return attention.softmax_attention(scores, future)
+
+
+@pytest.mark.parametrize("path", ["readable", "fast", "a softmax refusing in its own words"])
+def test_training_on_nan_data_says_the_data_is_to_blame(path, monkeypatch):
+    """Whatever trains (the library's softmax, which raises ValueError on NaN as exercise 2.3 asks; the fast
+    path, whose array softmax lets NaN through to the loss, or runs the student's softmax in an edition that
+    removed it; any softmax raising ValueError), the error says the batch holds NaN."""
+    from minitorch import fast
+    from minitorch.paper import attention
     from minitorch.paper import train as train_module
 
     make_batch = train_module.make_batch
@@ -669,8 +683,13 @@ def test_training_on_nan_data_says_the_data_is_to_blame(monkeypatch):
         return x, y, triggers
 
     monkeypatch.setattr(train_module, "make_batch", batch_with_nan)
+    model = tiny_model()
+    if path == "fast":
+        model = fast.speed_up(model)
+    elif path != "readable":
+        monkeypatch.setitem(attention.NORMALISERS, "softmax", _refusing_softmax)
     with pytest.raises(FloatingPointError, match="at step 1 .*batch itself holds NaN"):
-        train_module.train(tiny_model(), lr=1e-3, max_steps=5, progress=False)
+        train_module.train(model, lr=1e-3, max_steps=5, progress=False)
 
 
 def _tensor_of(data, **options):

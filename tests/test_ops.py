@@ -225,12 +225,16 @@ def test_sigmoid_of_huge_inputs_is_exactly_0_or_1_with_finite_gradients(dtype):
 # ----------------------------------------------------------------------
 # matmul
 
-MATMUL_SHAPES = [
+# Chapter 02 prints the backward of a product of matrices, (G Bᵀ, Aᵀ G), and of a stack of them; exercise 2.2
+# is the rule for every shape np.matmul takes. One test covers the printed cases, one per shape the vectors.
+MATRIX_SHAPES = [
     ((3, 4), (4, 2)),
     ((2, 3, 4), (4, 5)),  # a stack of matrices times one weight matrix
     ((3, 4), (2, 4, 5)),  # one matrix times a stack
     ((2, 1, 3, 4), (5, 4, 2)),  # batch axes broadcast: (2, 1) with (5,) -> (2, 5)
     ((1, 3, 4), (2, 4, 5)),
+]
+VECTOR_SHAPES = [
     ((4,), (4, 2)),  # 1-D on the left: a row vector
     ((3, 4), (4,)),  # 1-D on the right: a column vector
     ((4,), (4,)),  # dot product: a 0-d result
@@ -239,24 +243,33 @@ MATMUL_SHAPES = [
 ]
 
 
-@pytest.mark.exercise("2.2")
-@pytest.mark.parametrize("shape_a,shape_b", MATMUL_SHAPES, ids=str)
-def test_matmul_gradient_matches_finite_differences(shape_a, shape_b, exercise_seed, student):
-    rng = np.random.default_rng(exercise_seed)
+def check_matmul(student, shape_a, shape_b, seed: int) -> None:
+    """The forward pass equals np.matmul and the gradients match finite differences, for operands of these shapes."""
+    __tracebackhide__ = True
+    rng = np.random.default_rng(seed)
     a, b = normal(rng, shape_a), normal(rng, shape_b)
     np.testing.assert_allclose(student.forward("matmul", [a, b]), a @ b, rtol=1e-12,
                                err_msg="the forward pass should equal np.matmul")
-    check_gradients(student, "matmul", [a, b], exercise_seed)
+    check_gradients(student, "matmul", [a, b], seed)
 
 
 @pytest.mark.exercise("2.2")
-def test_matmul_backward_of_matrices_is_g_times_b_transposed_and_a_transposed_times_g(exercise_seed, student):
+def test_matmul_backward_of_matrices_and_stacks_is_g_times_b_transposed_and_a_transposed_times_g(exercise_seed,
+                                                                                                  student):
     rng = np.random.default_rng(exercise_seed)
     a, b = normal(rng, (3, 4)), normal(rng, (4, 2))
     upstream = normal(rng, (3, 2))
     grad_a, grad_b = student.local_gradients("matmul", [a, b], upstream)
     np.testing.assert_allclose(grad_a, upstream @ b.T, rtol=1e-12, err_msg="∂ℓ/∂A = G Bᵀ")
     np.testing.assert_allclose(grad_b, a.T @ upstream, rtol=1e-12, err_msg="∂ℓ/∂B = Aᵀ G")
+    for shape_a, shape_b in MATRIX_SHAPES:
+        check_matmul(student, shape_a, shape_b, exercise_seed)
+
+
+@pytest.mark.exercise("2.2")
+@pytest.mark.parametrize("shape_a,shape_b", VECTOR_SHAPES, ids=str)
+def test_matmul_gradient_with_a_vector_operand_matches_finite_differences(shape_a, shape_b, exercise_seed, student):
+    check_matmul(student, shape_a, shape_b, exercise_seed)
 
 
 # ----------------------------------------------------------------------

@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder
-from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
-                                          ExerciseError, marker_in, read_manifest_data, stub_source)
+from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
+                                          Exercise, ExerciseError, marker_in, read_manifest_data, stub_source)
 
 def read_manifest(root: Path) -> list[str] | None:
     """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
@@ -143,7 +143,8 @@ def remove_speed_copies_in(dest: Path, handed_out) -> None:
 def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
     """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
 
-    Speed copies of the selected exercises (see `remove_speed_copies`) go too. Also drops notebook cells
+    Speed copies of the selected exercises (see `remove_speed_copies`) go too, and so do the instructor's own
+    tests (`registry.INSTRUCTOR_ONLY`). Also drops notebook cells
     tagged "solution" (answers to graded exercises; cells tagged "self-check", the answers to
     predict-then-check questions, stay), clears outputs, and writes the manifest
     (minitorch/exercises/edition.json: the IDs handed out). `dest` must lie outside `root` and must not
@@ -194,6 +195,8 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
             copy_folder(source, dest / name)
         elif source.is_file():
             shutil.copy2(source, dest / name)
+    for name in INSTRUCTOR_ONLY:  # the instructor's tests stay with the instructor
+        (dest / name).unlink(missing_ok=True)
 
     by_file: dict[Path, list[Exercise]] = {}
     for exercise in selected:

@@ -62,6 +62,10 @@ PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci"
                  "chapters", "minitorch", "tests", "figures")
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
 # chapter 09 loads them instead of training for a quarter of an hour
+# The instructor's own tests, which a student edition leaves out: they hold regular expressions of every answer
+# (ANSWER_SIGNATURES), or graft the full book's answers, which an edition does not have.
+INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_grafting.py",
+                   "tests/exercises/test_grafted_edition.py")
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them

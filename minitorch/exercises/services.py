@@ -61,8 +61,8 @@ return Tensor.from_op(ask_grader('3.3', 'forward', scores.data, future), (scores
     "3.4": _ASK + "return ask_grader('3.4', np.asarray(weights), np.asarray(triggers))",
     "3.5": _ASK + "return ask_grader('3.5', np.asarray(weights))",
     "4.1": _ASK + "return ask_grader('4.1', x, triggers, residual)",
-    "5.1": _ASK + "model.load_state_dict(ask_grader('5.1', scale, width))\nreturn model",
-    "6.1": _ASK + "model.load_state_dict(ask_grader('6.1', width))\nreturn model",
+    "5.1": _ASK + "model.load_state_dict(ask_grader('5.1', scale, width, u))\nreturn model",
+    "6.1": _ASK + "model.load_state_dict(ask_grader('6.1', width, u))\nreturn model",
     "9.1": _ASK + "return ask_grader('9.1', [np.asarray(weights) for weights in per_layer_weights], key, threshold)",
 }
 
@@ -137,8 +137,8 @@ SERVICES = {
     "3.4": lambda weights, triggers: metrics.bos_mass_at_non_trigger_rows(weights, triggers),
     "3.5": lambda weights: metrics.gu_sink_scores(weights),
     "4.1": lambda x, triggers, residual: task.make_targets(x, triggers, residual=residual),
-    "5.1": lambda scale, width: theory.softmax_construction(scale, width).state_dict(),
-    "6.1": lambda width: theory.relu_construction(width).state_dict(),
+    "5.1": lambda scale, width, u: theory.softmax_construction(scale, width, u).state_dict(),
+    "6.1": lambda width, u: theory.relu_construction(width, u).state_dict(),
     "9.1": lambda per_layer_weights, key, threshold: metrics.sink_share(per_layer_weights, key=key,
                                                                          threshold=threshold),
 }

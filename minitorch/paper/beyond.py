@@ -8,9 +8,10 @@ Four experiments the paper did not run, each written to ``figures/beyond/``:
    the right output is 0, where does the attention mass go: to BOS (a sink),
    to the content keys, or *nowhere* (rows that sum to less than 1)?
 2. **The log T law.** Softmax 1x1 models trained at L = 8, 16, 32, 64. To put
-   mass ``1 - δ`` on BOS against n content keys, the BOS score must beat the
-   content scores' mean by at least ``log n + log((1 - δ)/δ)`` (chapter 10
-   derives it from Jensen's inequality). We measure that gap row by row.
+   mass ``1 - ρ`` on BOS against n content keys (ρ, the row's leak: chapter 10's
+   name, apart from the worst-case error δ), the BOS score must beat the content
+   scores' mean by at least ``log n + log((1 - ρ)/ρ)`` (chapter 10 derives it from
+   Jensen's inequality). We measure that gap row by row.
 3. **Seeds.** The 4 layer x 4 head softmax model over 10 seeds: the share of
    heads that sink, layer by layer, and the spread of steps to the stop.
 4. **The price of a sink.** Along training, the error left at non-trigger
@@ -124,31 +125,31 @@ def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
 # the log T law
 
 
-def gap_bound(content_keys, delta, bos_mass=None):
-    """The least BOS-minus-mean-content score gap that puts mass 1 - δ on BOS against n keys.
+def gap_bound(content_keys, leak, bos_mass=None):
+    """The least BOS-minus-mean-content score gap that puts mass 1 - ρ on BOS against n keys (ρ = `leak`).
 
-    ``a_0 = 1 / (1 + Σ_k e^{s_k - s_0}) ≥ 1 - δ`` and, by Jensen,
+    ``a_0 = 1 / (1 + Σ_k e^{s_k - s_0}) ≥ 1 - ρ`` and, by Jensen,
     ``Σ_k e^{s_k - s_0} ≥ n e^{mean_k s_k - s_0}``, so
-    ``s_0 - mean_k s_k ≥ log n + log((1 - δ)/δ)``. Pass `bos_mass` = 1 - δ when
-    it is known more accurately than by subtracting δ from 1 (δ near 1).
+    ``s_0 - mean_k s_k ≥ log n + log((1 - ρ)/ρ)``. Pass `bos_mass` = 1 - ρ when
+    it is known more accurately than by subtracting ρ from 1 (ρ near 1).
     """
-    delta = np.asarray(delta, dtype=float)
-    bos_mass = 1.0 - delta if bos_mass is None else np.asarray(bos_mass, dtype=float)
+    leak = np.asarray(leak, dtype=float)
+    bos_mass = 1.0 - leak if bos_mass is None else np.asarray(bos_mass, dtype=float)
     with np.errstate(divide="ignore"):  # a_0 = 0 gives the (true) bound -inf
-        return np.log(content_keys) + np.log(bos_mass) - np.log(delta)
+        return np.log(content_keys) + np.log(bos_mass) - np.log(leak)
 
 
 def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
-    """Row by row, at non-trigger rows i ≥ 2: the gap s_i0 - mean_{1≤k≤i} s_ik and δ_i = 1 - a_i0.
+    """Row by row, at non-trigger rows i ≥ 2: the gap s_i0 - mean_{1≤k≤i} s_ik and the leak ρ_i = 1 - a_i0.
 
-    Returns per-row arrays (sequences averaged): n = i content keys, mean gap,
-    mean bound, and the smallest (gap - bound) over every sequence and row
-    (never negative: the bound is a theorem).
+    Returns per-row lists (sequences averaged): ``content_keys`` (n = i), ``gap``, ``bound`` and ``delta``
+    (the mean leak ρ_i; the key keeps the name results.json has always used), and ``slack_min``, the smallest
+    (gap - bound) over every sequence and row (never negative: the bound is a theorem).
     """
     if model.config["heads"] != 1 or model.config["layers"] != 1 or model.config["normaliser"] != "softmax":
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = model.layers[0]
-    xs = x.astype(np.float64)  # in float64: δ can be far below float32's resolution near 1
+    xs = x.astype(np.float64)  # in float64: ρ can be far below float32's resolution near 1
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
     length = x.shape[1]
@@ -157,12 +158,12 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
     content_mean = np.where(future, 0.0, scores)[:, :, 1:].sum(-1) / np.maximum(np.arange(length), 1)  # (B, L)
     gap = scores[:, :, 0] - content_mean  # (B, L)
-    delta = weights[:, :, 1:].sum(axis=-1)  # δ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
-    gap, delta, bos = gap[:, rows], delta[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
-    bound = gap_bound(rows, delta, bos)
+    leak = weights[:, :, 1:].sum(axis=-1)  # ρ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
+    gap, leak, bos = gap[:, rows], leak[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
+    bound = gap_bound(rows, leak, bos)
     keep = metrics.non_trigger_rows(triggers, length)[:, rows]  # (B, L-2)
     mean_of = lambda values: [float(values[keep[:, r], r].mean()) for r in range(len(rows))]  # noqa: E731
-    return dict(content_keys=rows.tolist(), gap=mean_of(gap), bound=mean_of(bound), delta=mean_of(delta),
+    return dict(content_keys=rows.tolist(), gap=mean_of(gap), bound=mean_of(bound), delta=mean_of(leak),
                 slack_min=float((gap - bound)[keep].min()))
 
 
@@ -292,7 +293,7 @@ def beyond_markdown(results: dict) -> str:
                               for key, value in run["learned"].items())
             lines.append(f"- {run['normaliser']}, seed {run['seed']}: {found}")
     lines += ["", "## The log T law (softmax 1x1; last row i = L-1, n = L-1 content keys; seed 0)", "",
-              "| L | steps | δ = 1 - a_i0 | gap s_i0 - mean s_ik | bound log n + log((1-δ)/δ) | least slack, any row |",
+              "| L | steps | ρ = 1 - a_i0 | gap s_i0 - mean s_ik | bound log n + log((1-ρ)/ρ) | least slack, any row |",
               "|---:|---:|---:|---:|---:|---:|"]
     for run in results["law"]:
         lines.append(f"| {run['length']} | {run['steps']:,} | {run['delta'][-1]:.2e} | {run['gap'][-1]:.2f} "

@@ -8,7 +8,10 @@ All functions take attention weights ``a`` as an array of shape (B, H, L, L)
 - *Non-trigger rows*: ``i ∈ {1, ..., L-1}``, ``i ≠ j``. Row 0 is left out on
   purpose: its only visible key is BOS, so a softmax row 0 is 1 on BOS for
   every model, sink or not.
-- *Trigger row*: row j. A perfect model puts 1/j on each of keys 1..j there.
+- *Trigger row*: row j, where the model must read its input. A single softmax head that solves the task
+  puts about 1/j on each of keys 1..j and almost nothing on BOS there (approximately, and for heads trained
+  with the trigger at several positions); a ReLU head may scale its row and use BOS as a constant input
+  (chapter 08's trained head: 0.178 on BOS and 0.428 on each key at j = 7).
 - Gu et al.'s sink score (ICLR 2025): ``α_k = (1/(L-k)) Σ_{i ≥ k} â_ik``
   (0-based k; the mean weight key k receives from the queries that see it),
   where ``â`` is ``a`` with each row divided by its sum. A head sinks at k

@@ -4,7 +4,9 @@ For each chapter N, a student edition in which the exercises of chapters after N
 chapters up to N are solved, as in the reference) must run chapter N top to bottom in quick mode. In the
 same run, each region of chapter N's own exercises records which cell reached it, and no cell may reach an
 exercise before the chapter has named it ("exercise X.Y", in the text or in a comment of that cell): a
-student who reads in order is told about an exercise before a cell needs it.
+student who reads in order is told about an exercise before a cell needs it. And the first cell that needs
+one of the chapter's own exercises says so where a student stopped by its stub will look, in that cell's
+comments or in the markdown cell right above it: "write exercise X.Y first".
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under tes
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 PROBE = "__import__('builtins').__dict__.setdefault('_minitorch_regions_reached', [])"
 _NAMED = re.compile(r"[Ee]xercises?\s+(\d+\.\d+(?:\s*(?:,|and|or|-|–)\s*\d+\.\d+)*)")
+_WRITE_FIRST = re.compile(r"[Ww]rite ((?:exercises? )?\d+\.\d+(?:\s*(?:,|and|or|-|–)\s*\d+\.\d+)*) first")
 
 
 def exercises_named(text: str) -> set[str]:
@@ -36,6 +39,21 @@ def exercises_named(text: str) -> set[str]:
                 chapter, start, stop = first.split(".")[0], int(first.split(".")[1]), int(last.split(".")[1])
                 named.update(f"{chapter}.{number}" for number in range(start, stop + 1))
     return named
+
+
+def write_first_notes(text: str) -> set[str]:
+    """The exercise IDs a text tells the reader to write first: 'write exercise 9.1 first', 'write exercises 3.1
+    and 3.2 first'."""
+    return {exercise_id for listing in _WRITE_FIRST.findall(text)
+            for exercise_id in exercises_named("exercises " + listing.split(" ", 1)[-1]
+                                               if listing.startswith("exercise") else "exercises " + listing)}
+
+
+def noted_before(cells: list[dict], index: int) -> set[str]:
+    """What cell `index` (its comments) and the markdown cell right above it tell the reader to write first."""
+    notes = write_first_notes("".join(cells[index]["source"]))
+    above = next((cell for cell in reversed(cells[:index]) if cell["cell_type"] == "markdown"), None)
+    return notes | (write_first_notes("".join(above["source"])) if above else set())
 
 
 def first_naming_cell(cells: list[dict]) -> dict[str, int]:
@@ -62,6 +80,10 @@ def test_exercises_named_reads_single_ids_lists_and_ranges():
     assert exercises_named("Exercises 2.1-2.5 are **graded**") == {"2.1", "2.2", "2.3", "2.4", "2.5"}
     assert exercises_named("**Exercise 3.5 (graded): Gu") == {"3.5"}
     assert exercises_named("at 2.5 times the exercise") == set()
+    assert write_first_notes("In the student edition, write exercise 9.1 first.") == {"9.1"}
+    assert write_first_notes("write exercises 3.1 and 3.2 first") == {"3.1", "3.2"}
+    assert write_first_notes("Write 3.4 first, then run") == {"3.4"}
+    assert write_first_notes("write it before you run this cell (exercise 5.1)") == set()
 
 
 def record_reaching(edition: Path, exercises) -> None:
@@ -129,12 +151,18 @@ def test_a_student_who_has_solved_the_exercises_so_far_can_run_the_chapter(chapt
                     f"cannot run it:\n{unquote_stubs(failure)[-3000:]}", pytrace=False)
 
     named = first_naming_cell(notebook.cells)
-    early = []
+    early, unnoted, seen = [], [], set()
     for index, reached in sorted(reached_by_cell(probed, follows).items()):
         for exercise_id in sorted(reached):
             if named.get(exercise_id, len(notebook.cells)) > index:  # named in the cell itself is in time
                 where = (f"the first cell that names it is cell {named[exercise_id]}" if exercise_id in named
                          else "no markdown cell names it")
                 early.append(f"cell {index} runs exercise {exercise_id}, but {where}")
+            if exercise_id not in seen and exercise_id not in noted_before(notebook.cells, index):
+                unnoted.append(f"cell {index} is the first to run exercise {exercise_id}")
+            seen.add(exercise_id)
     assert not early, (f"{chapter.name}: cells need an exercise before the text sets it; name it ('exercise X.Y') "
                        f"before the first cell that needs it, or rewrite the cell:\n" + "\n".join(early))
+    assert not unnoted, (f"{chapter.name}: in the student edition these cells stop at an exercise's stub; say "
+                         f"'write exercise X.Y first' in the cell's comments or in the markdown cell right above it:\n"
+                         + "\n".join(unnoted))

@@ -21,7 +21,7 @@ from minitorch.exercises.grafting import build_libraries
 from minitorch.exercises.registry import MANIFEST, ROOT, load_exercises
 from minitorch.exercises.services import STAND_INS
 
-from test_course import ANSWER_SIGNATURES, code_only
+from test_answer_leaks import ANSWER_SIGNATURES, code_only
 
 EXERCISES = {exercise.id: exercise for exercise in load_exercises(ROOT)}
 pytestmark = pytest.mark.skipif((ROOT / MANIFEST).exists(), reason="a student edition: these tests graft the full "

@@ -132,7 +132,27 @@ def test_bad_arguments_raise_value_error_naming_the_argument(arguments, named):
 
 
 # ----------------------------------------------------------------------
-# Exercise 4.1: the targets
+# Exercise 4.1: the targets, computed on the whole batch at once
+#
+# Chapter 04 prints the targets as a loop over the sequences; the exercise is the version without one. So
+# every graded test first checks that make_targets does not loop over the sequences in Python (the probe
+# counts the lines of Python it runs for one sequence and for 33 copies of it), then checks its property.
+
+LOOP_SLACK = 16  # a loop over the sequences runs at least 32 more lines for 33 copies than for one
+
+
+def targets_of(student, x, triggers, residual=False) -> dict:
+    """The student's make_targets(x, triggers, residual) as the probe returns it, once it is known to work on
+    the whole batch at once."""
+    __tracebackhide__ = True
+    answer = student.make_targets(x, triggers, residual=residual)
+    one, many = answer["python_lines"]["one"], answer["python_lines"]["many"]
+    if many > one + LOOP_SLACK:
+        pytest.fail(f"make_targets ran {one} lines of Python for one sequence and {many} for 33 copies of it: it "
+                    f"loops over the sequences. Exercise 4.1 asks for NumPy operations on the whole batch, with "
+                    f"no Python loop over the sequences (chapter 04 prints that loop; the exercise is the version "
+                    f"without it)", pytrace=False)
+    return answer
 
 
 def targets_by_loop(x: np.ndarray, triggers: np.ndarray, residual: bool) -> np.ndarray:
@@ -156,7 +176,7 @@ def targets_by_loop(x: np.ndarray, triggers: np.ndarray, residual: bool) -> np.n
 @pytest.mark.parametrize("residual", [False, True], ids=["single_layer", "residual"])
 def test_targets_match_a_plain_loop(residual, exercise_seed, student):
     x, triggers = make_inputs(64, np.random.default_rng(exercise_seed))
-    y = student.make_targets(x, triggers, residual=residual)["targets"]
+    y = targets_of(student, x, triggers, residual)["targets"]
     expected = targets_by_loop(x, triggers, residual)
     assert np.shape(y) == x.shape, f"targets must have the inputs' shape {x.shape}, got {np.shape(y)}"
     wrong = np.argwhere(~np.isclose(y, expected))
@@ -170,7 +190,7 @@ def test_targets_match_a_plain_loop(residual, exercise_seed, student):
 @pytest.mark.exercise("4.1")
 def test_single_layer_targets_are_zero_away_from_the_trigger(exercise_seed, student):
     x, triggers = make_inputs(64, np.random.default_rng(exercise_seed))
-    y = student.make_targets(x, triggers)["targets"]
+    y = targets_of(student, x, triggers)["targets"]
     away = np.arange(L) != triggers[:, None]  # (B, L)
     assert (y[away] == 0).all(), "a single-layer model's target y_i must be exactly 0 at every i != j"
 
@@ -182,13 +202,13 @@ def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_inc
                    [0.0, 0.0, 0.6, 1.0],    # content
                    [0.0, 1.0, -0.3, 0.0],   # trigger, j = 2
                    [0.0, 0.0, 0.9, 1.0]]])  # after the trigger: not averaged
-    y = student.make_targets(x, np.array([2]))["targets"]
+    y = targets_of(student, x, np.array([2]))["targets"]
     expected_mean = np.array([0.0, 0.5, 0.15, 0.5])  # (x_1 + x_2) / 2
     assert np.allclose(y[0, 2], expected_mean), (
         f"at the trigger j = 2 the target is (x_1 + x_2) / 2 = {expected_mean}, got {y[0, 2]} "
         f"(BOS x_0 is left out, the trigger x_2 is included, x_3 comes after the trigger)"
     )
-    y_residual = student.make_targets(x, np.array([2]), residual=True)["targets"]
+    y_residual = targets_of(student, x, np.array([2]), residual=True)["targets"]
     assert np.allclose(y_residual[0, 2], x[0, 2] + expected_mean), "residual target at the trigger is x_j + the mean"
     assert np.allclose(y_residual[0, [0, 1, 3]], x[0, [0, 1, 3]]), "residual target away from the trigger is x_i"
 
@@ -197,7 +217,7 @@ def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_inc
 def test_make_targets_leaves_its_inputs_untouched(exercise_seed, student):
     x, triggers = make_inputs(8, np.random.default_rng(exercise_seed))
     for residual in (True, False):
-        after = student.make_targets(x, triggers, residual=residual)
+        after = targets_of(student, x, triggers, residual)
         assert np.array_equal(after["x_after"], x) and np.array_equal(after["triggers_after"], triggers), (
             "make_targets changed x or the triggers in place; build y in a new array"
         )
@@ -207,7 +227,7 @@ def test_make_targets_leaves_its_inputs_untouched(exercise_seed, student):
 def test_targets_work_for_any_length_and_width(exercise_seed, student):
     x, triggers = make_inputs(16, np.random.default_rng(exercise_seed), length=5, width=6)
     for residual in (False, True):
-        y = student.make_targets(x, triggers, residual)["targets"]
+        y = targets_of(student, x, triggers, residual)["targets"]
         assert np.shape(y) == x.shape and np.allclose(y, targets_by_loop(x, triggers, residual)), (
             f"targets are wrong for L = 5, n = 6 (residual={residual}): do not hard-code L = n = 16"
         )

@@ -18,8 +18,8 @@ The figure of chapter 05 that puts them together is `minitorch.paper.plotting.pl
 """
 
 from minitorch.paper.theory.constructions import (  # noqa: F401
-    construction_worst_case, fixed_trigger_counterexample, load_head, relu_construction, softmax_construction,
-    trigger_row_sink_construction, two_layer_construction, unit_vectors, value_map,
+    construction_worst_case, fixed_trigger_counterexample, load_head, query_key_direction, relu_construction,
+    softmax_construction, trigger_row_sink_construction, two_layer_construction, unit_vectors, value_map,
 )
 from minitorch.paper.theory.bounds import (  # noqa: F401
     TRAINING_TRIGGERS, affine_fit_of_reciprocal, theorem1_bos_lower_bound, theorem1_error_lower_bound,

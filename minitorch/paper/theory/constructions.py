@@ -9,7 +9,8 @@ Each returns a model of `minitorch.paper.models`, so that it runs through the re
 - `two_layer_construction` (Theorem 2): one layer sinks, the other does not;
 - `trigger_row_sink_construction` (Theorem 2): no head sinks at a non-trigger row.
 
-`unit_vectors` names the coordinates of a token and `load_head` writes one head's four matrices into
+`unit_vectors` names the coordinates of a token, `query_key_direction` checks the unit vector u along which
+the two exact constructions point their queries and keys, and `load_head` writes one head's four matrices into
 a model; `value_map` reads a head's ``W = W_O W_V`` back out.
 """
 
@@ -63,17 +64,32 @@ def value_map(model: AttentionModel, layer: int = 0, head: int = 0) -> np.ndarra
 
 
 
-def relu_construction(width: int = WIDTH) -> SingleLayerModel:
+def query_key_direction(direction, width: int) -> np.ndarray:
+    """The unit vector u along which a construction's queries and keys point: `direction` checked, as a float
+    array of shape (n,) with norm 1 (to 1e-9); None means ``e_0``. Only ``u . u = 1`` enters the scores, so
+    any unit vector gives the same attention (chapters 03 and 06)."""
+    width = checks.integer("query_key_direction", "width", width, minimum=MIN_WIDTH)
+    if direction is None:
+        return np.eye(width)[BOS]
+    u = np.asarray(direction, dtype=float)
+    if u.shape != (width,) or not np.isfinite(u).all() or abs(np.linalg.norm(u) - 1.0) > 1e-9:
+        raise ValueError(f"direction must be a unit vector of {width} finite numbers (the width n), got an array "
+                         f"of shape {u.shape} with norm {np.linalg.norm(u) if np.isfinite(u).all() else 'not finite'}")
+    return u
+
+
+def relu_construction(width: int = WIDTH, direction=None) -> SingleLayerModel:
     """Theorem 3: ReLU weights that solve the task exactly, with no sink.
 
-    ``W_Q = u e_t^T``, ``W_K = u (e_b + e_t)^T``, ``W_V = W_O = I`` with u = e_0.
-    Then ``s_ik = [i = j] [k >= 1]``: after ReLU and the divisor j, the trigger
+    ``W_Q = u e_t^T``, ``W_K = u (e_b + e_t)^T``, ``W_V = W_O = I`` with u the unit vector `direction`
+    (None: u = e_0). Then ``q_i = [x_i is the trigger] u``, ``k_k = [k >= 1] u`` and
+    ``s_ik = (u . u) [i = j] [k >= 1] = [i = j] [k >= 1]``: after ReLU and the divisor j, the trigger
     row puts 1/j on each of keys 1..j (the exact mean); every other row is 0.
     """
+    u = query_key_direction(direction, width)
     model = SingleLayerModel(width, heads=1, normaliser="relu")
     # BEGIN EXERCISE 6.1
-    e_0, e_t, e_b, _ = unit_vectors(width)
-    u = e_0  # any unit vector works: scores only need q_i . k_k = (e_t . x_i)((e_b + e_t) . x_k)
+    _, e_t, e_b, _ = unit_vectors(width)
     W_Q = np.outer(u, e_t)  # q_i = [x_i is the trigger] u
     W_K = np.outer(u, e_b + e_t)  # k_k = [x_k is not BOS] u
     identity = np.eye(width)
@@ -81,20 +97,19 @@ def relu_construction(width: int = WIDTH) -> SingleLayerModel:
     # END EXERCISE 6.1
 
 
-def softmax_construction(scale: float, width: int = WIDTH) -> SingleLayerModel:
+def softmax_construction(scale: float, width: int = WIDTH, direction=None) -> SingleLayerModel:
     """The softmax family of chapter 05: a sink whose strength is the scale c.
 
-    ``W_Q = c u (e_b - e_t)^T``, ``W_K = u e_0^T``, ``W_V = I - e_0 e_0^T``,
-    ``W_O = I`` with u = e_0. Only the BOS key gets a non-zero score: +c from a
-    content query, -c from the trigger. So a non-trigger row i puts
-    ``e^c / (e^c + i)`` on BOS, the trigger row ``e^-c / (e^-c + j)``; BOS's
-    value is 0 and every other token's value is the token itself.
+    ``W_Q = c u (e_b - e_t)^T``, ``W_K = u e_0^T``, ``W_V = I - e_0 e_0^T``, ``W_O = I`` with u the unit
+    vector `direction` (None: u = e_0). Only the BOS key gets a non-zero score, ``(u . u)(±c) = ±c``:
+    +c from a content query, -c from the trigger. So a non-trigger row i puts ``e^c / (e^c + i)`` on BOS,
+    the trigger row ``e^-c / (e^-c + j)``; BOS's value is 0 and every other token's value is the token itself.
     """
     scale = checks.finite_number("softmax_construction", "scale", scale)
+    u = query_key_direction(direction, width)
     model = SingleLayerModel(width, heads=1, normaliser="softmax")
     # BEGIN EXERCISE 5.1
     e_0, e_t, e_b, _ = unit_vectors(width)
-    u = e_0
     W_Q = scale * np.outer(u, e_b - e_t)  # q_i = +c u at content tokens, -c u at the trigger
     W_K = np.outer(u, e_0)  # k_k = u at BOS, 0 elsewhere
     W_V = np.eye(width) - np.outer(e_0, e_0)  # BOS's value is 0; other tokens keep their value

@@ -19,7 +19,8 @@ import numpy as np
 from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
 from minitorch.paper.models import AttentionModel, as_built
-from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TRIGGER, WIDTH, make_targets, make_test_set
+from minitorch.paper.task import (BOS, SEQUENCE_LENGTH, TEST_SEED, TRIGGER, WIDTH, make_batch, make_targets,
+                                  make_test_set)
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
 from minitorch.paper.theory.constructions import MIN_WIDTH, construction_worst_case, softmax_construction
 from minitorch.tensor import no_grad
@@ -117,8 +118,12 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
 
     - ``worst_case_error``, ``bos_mass_min``, ``bos_mass_mean``: on `stress_inputs`
       (every trigger in J, corners included);
-    - ``test_max_error``, ``test_bos_mass_min``: on `test_size` test sequences
-      (j = 7, seed 12345), the setting of our earlier 500-sequence check (chapter 05);
+    - ``random_max_error``, ``random_bos_mass_min``: on `test_size` random sequences whose triggers are
+      drawn as in training, from {2, ..., L-1} (the test set's seed, 12345): the setting of our earlier
+      500-sequence check (chapter 05). Its largest error is the bias coordinate of row L-2 in a sequence
+      whose trigger is L-1, ``(L-2)/(e^c + L-2)``; its smallest BOS mass, row L-1's ``e^c/(e^c + L-1)``;
+    - ``test_max_error``, ``test_bos_mass_min``: on `test_size` test sequences (j = 7, seed 12345), where
+      the largest error is row L-1's bias coordinate, ``(L-2)/(e^c + L-1)``;
     - ``exact_worst_case_error``: the formula of `construction_worst_case`.
 
     Each construction goes through `speed_up` before it is measured (``python -m minitorch reproduce``
@@ -127,15 +132,18 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     scales = np.asarray(scales, dtype=float)
     stress = stress_inputs(size_per_trigger, seed, triggers)
     test_x, _, test_triggers = make_test_set(size=test_size)
-    columns = {name: [] for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean",
-                                     "test_max_error", "test_bos_mass_min", "exact_worst_case_error")}
+    random_x, _, random_triggers = make_batch(test_size, np.random.default_rng(TEST_SEED))
+    columns = {name: [] for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean", "random_max_error",
+                                     "random_bos_mass_min", "test_max_error", "test_bos_mass_min",
+                                     "exact_worst_case_error")}
     for scale in scales:
         model = speed_up(softmax_construction(scale))
         measured = worst_case(model, inputs=stress)
-        on_test = worst_case(model, inputs=(test_x, test_triggers))
         for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean"):
             columns[name].append(measured[name])
-        columns["test_max_error"].append(on_test["worst_case_error"])
-        columns["test_bos_mass_min"].append(on_test["bos_mass_min"])
+        for prefix, inputs in (("random", (random_x, random_triggers)), ("test", (test_x, test_triggers))):
+            measured = worst_case(model, inputs=inputs)
+            columns[f"{prefix}_max_error"].append(measured["worst_case_error"])
+            columns[f"{prefix}_bos_mass_min"].append(measured["bos_mass_min"])
         columns["exact_worst_case_error"].append(construction_worst_case(scale)[0] if scale >= 0 else np.nan)
     return dict(scale=scales, **{name: np.array(values) for name, values in columns.items()})
