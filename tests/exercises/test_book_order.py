@@ -44,6 +44,7 @@ def exercises_named(text: str) -> set[str]:
 def write_first_notes(text: str) -> set[str]:
     """The exercise IDs a text tells the reader to write first: 'write exercise 9.1 first', 'write exercises 3.1
     and 3.2 first'."""
+    text = " ".join(text.split())  # a note may wrap: "write\nexercise 3.2 first"
     return {exercise_id for listing in _WRITE_FIRST.findall(text)
             for exercise_id in exercises_named("exercises " + listing.split(" ", 1)[-1]
                                                if listing.startswith("exercise") else "exercises " + listing)}
@@ -83,6 +84,7 @@ def test_exercises_named_reads_single_ids_lists_and_ranges():
     assert write_first_notes("In the student edition, write exercise 9.1 first.") == {"9.1"}
     assert write_first_notes("write exercises 3.1 and 3.2 first") == {"3.1", "3.2"}
     assert write_first_notes("Write 3.4 first, then run") == {"3.4"}
+    assert write_first_notes("In the student edition, write\nexercise 3.2 first.") == {"3.2"}
     assert write_first_notes("write it before you run this cell (exercise 5.1)") == set()
 
 
