@@ -21,7 +21,8 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     reproduce = commands.add_parser("reproduce", help="train the paper's six models; write figures and results")
-    reproduce.add_argument("--quick", action="store_true", help="small step budgets: under a minute, not the paper's numbers")
+    reproduce.add_argument("--quick", action="store_true",
+                           help="small step budgets: under a minute, not the paper's numbers")
     reproduce.add_argument("--only", default=None, help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
     reproduce.add_argument("--seed", type=number_argument("--seed", integer=True, minimum=0), default=0,
                            help="seed for weights and data (default 0, as in the paper)")

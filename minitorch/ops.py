@@ -287,7 +287,8 @@ def reshape(a, *shape) -> Tensor:
     try:
         out = a.data.reshape(shape)
     except ValueError:
-        raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) into {shape}") from None
+        raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) "
+                         f"into {shape}") from None
     return Tensor.from_op(out, (a,), lambda grad: (grad.reshape(a.shape),), "reshape")
 
 

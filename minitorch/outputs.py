@@ -113,7 +113,8 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)  # mkstemp makes files only their owner can read
+        # mkstemp makes files only their owner can read
+        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(handle, "wb") as file:
             file.write(data.encode("utf-8") if isinstance(data, str) else data)
         os.replace(temporary, path)

@@ -36,7 +36,8 @@ def test_bad_arguments_exit_with_a_message_naming_the_problem(arguments, message
 @pytest.mark.slow
 def test_reproduce_only_1x1_quick_from_the_command_line(tmp_path):
     completed = subprocess.run(
-        [sys.executable, "-m", "minitorch", "reproduce", "--quick", "--only", "1x1", "--out", str(tmp_path), "--no-progress"],
+        [sys.executable, "-m", "minitorch", "reproduce", "--quick", "--only", "1x1", "--out", str(tmp_path),
+         "--no-progress"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "fig3_single_layer.png").is_file()

@@ -102,7 +102,8 @@ TMPDIR="$scratch" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$AUTOGRADER_ROOT/source$
 status=$?
 rm -rf "$scratch"
 if [ ! -s "$results/results.json" ]; then  # python3 itself failed: the student still gets a page that says so
-    printf '{"score": 0, "output": "The autograder failed before it could grade (python3 exited with status %s). Nothing was graded; please tell your instructor.", "tests": []}\\n' \\
+    printf '{"score": 0, "output": "The autograder failed before it could grade (python3 exited with status %s). \
+Nothing was graded; please tell your instructor.", "tests": []}\\n' \\
         "$status" > "$results/results.json"
 fi
 exit 0

@@ -268,8 +268,8 @@ def load_exercises(root: Path = ROOT, metadata: dict | None = None) -> list[Exer
     regions = {region.id: region for region in find_regions(root)}
     for exercise_id, (title, points) in metadata.items():
         if not _ID.fullmatch(exercise_id):
-            raise ExerciseError(f"EXERCISES in minitorch/exercises/registry.py: ID {exercise_id!r} is not of the form X.Y "
-                                f"with X a chapter in 1..9")
+            raise ExerciseError(f"EXERCISES in minitorch/exercises/registry.py: ID {exercise_id!r} is not of the "
+                                f"form X.Y with X a chapter in 1..9")
         if not isinstance(title, str) or not title.strip() or "\n" in title:
             raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a one-line title, got {title!r}")
         if not isinstance(points, int) or points <= 0:
@@ -278,8 +278,8 @@ def load_exercises(root: Path = ROOT, metadata: dict | None = None) -> list[Exer
     unlisted = sorted(set(regions) - set(metadata), key=sort_key)
     if unlisted:
         where = ", ".join(f"{regions[i].id} ({regions[i].path.name}:{regions[i].begin_line})" for i in unlisted)
-        raise ExerciseError(f"exercise region(s) {where} have no entry in EXERCISES in minitorch/exercises/registry.py; "
-                            f"add a (title, points) for each")
+        raise ExerciseError(f"exercise region(s) {where} have no entry in EXERCISES in "
+                            f"minitorch/exercises/registry.py; add a (title, points) for each")
     without_region = sorted(set(metadata) - set(regions), key=sort_key)
     if without_region:
         raise ExerciseError(f"EXERCISES in minitorch/exercises/registry.py lists {', '.join(without_region)}, but no "

@@ -293,7 +293,8 @@ def beyond_markdown(results: dict) -> str:
                               for key, value in run["learned"].items())
             lines.append(f"- {run['normaliser']}, seed {run['seed']}: {found}")
     lines += ["", "## The log T law (softmax 1x1; last row i = L-1, n = L-1 content keys; seed 0)", "",
-              "| L | steps | ρ = 1 - a_i0 | gap s_i0 - mean s_ik | bound log n + log((1-ρ)/ρ) | least slack, any row |",
+              "| L | steps | ρ = 1 - a_i0 | gap s_i0 - mean s_ik | bound log n + log((1-ρ)/ρ) "
+              "| least slack, any row |",
               "|---:|---:|---:|---:|---:|---:|"]
     for run in results["law"]:
         lines.append(f"| {run['length']} | {run['steps']:,} | {run['delta'][-1]:.2e} | {run['gap'][-1]:.2f} "

@@ -347,7 +347,8 @@ def main(argv=None) -> int:
     parser.add_argument("--blocks", type=number_argument("--blocks", **count), default=5,
                         help="timed blocks; the fastest counts (default 5)")
     parser.add_argument("--rounds", type=number_argument("--rounds", **count), default=3,
-                        help="times each measurement is repeated, interleaved with the others; the best counts (default 3)")
+                        help="times each measurement is repeated, interleaved with the others; the best counts "
+                             "(default 3)")
     parser.add_argument("--threads", type=number_argument("--threads", **count), default=1,
                         help="BLAS/PyTorch threads per process (default 1, as each reproduce worker runs)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")

@@ -52,7 +52,8 @@ ANSWER_SIGNATURES = {
     "2.4": [r"broadcast_to\(grad,a\.shape\)"],
     "2.5": [r"\(1-beta2\)\*grad\*grad", r"1-beta1\*\*"],
     "3.1": [r"\.triu\(|np\.triu\(|\.tril\(|np\.tril\("],
-    "3.2": [r"masked_fill\(future,-np\.inf\)", r"where\(future,-np\.inf", r"float\(\"-inf\"\)", r"visible>0,0\.0,-np\.inf"],
+    "3.2": [r"masked_fill\(future,-np\.inf\)", r"where\(future,-np\.inf", r"float\(\"-inf\"\)",
+            r"visible>0,0\.0,-np\.inf"],
     "3.3": [r"relu\(scores\)\*visible", r"relu\(scores\.masked_fill\(future,0\.0\)\)",
             r"maximum\(scores,0\.0,out=scores\)"],
     "3.4": [r"at_non_trigger_rows\(weights\[\.\.\.,0\]"],
@@ -165,7 +166,8 @@ def _without_minitorch_root() -> dict:
 def code_cells(chapter: Path) -> list[tuple[int, str]]:
     """(index, Python source) of each code cell, IPython's % lines left out."""
     cells = json.loads(chapter.read_text(encoding="utf-8"))["cells"]
-    return [(index, "\n".join(line for line in "".join(cell["source"]).splitlines() if not line.lstrip().startswith("%")))
+    return [(index, "\n".join(line for line in "".join(cell["source"]).splitlines()
+                              if not line.lstrip().startswith("%")))
             for index, cell in enumerate(cells) if cell["cell_type"] == "code"]
 
 
@@ -277,7 +279,8 @@ def test_a_softmax_backward_summing_without_its_axis_fails_briefly_naming_the_li
                                env={key: value for key, value in os.environ.items()
                                     if key not in ("MINITORCH_ROOT", "PYTEST_ADDOPTS")})
     output = completed.stdout
-    failures = re.split(r"\n_{3,} test_\S+ _{3,}\n", output.split("= FAILURES =")[-1].split("short test summary")[0])[1:]
+    failures = re.split(r"\n_{3,} test_\S+ _{3,}\n",
+                        output.split("= FAILURES =")[-1].split("short test summary")[0])[1:]
     assert failures, f"the wrong backward should fail the gradient tests:\n{output[-2000:]}"
     too_long = [failure for failure in failures if len(failure.strip().splitlines()) > 12]
     assert not too_long, f"a failure should fit on a screen (12 lines at most); this one does not:\n{too_long[0]}"

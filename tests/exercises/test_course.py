@@ -70,9 +70,11 @@ def test_each_predict_then_check_answer_is_a_self_check_cell(chapter):
 
 
 def test_a_speed_copy_is_replaced_by_its_statement_or_an_error_and_kept_otherwise():
-    source = ("def fast(name):\n    if name:\n        # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)\n"
+    source = ("def fast(name):\n    if name:\n"
+              "        # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)\n"
               "        return lambda s: s * (g - 1)\n        # END SPEED COPY OF EXERCISES 2.3 3.2\n    return 0\n\n\n"
-              "def floor():\n    # BEGIN SPEED COPY OF EXERCISES 2.5\n    return 'adam'\n    # END SPEED COPY OF EXERCISES 2.5\n")
+              "def floor():\n    # BEGIN SPEED COPY OF EXERCISES 2.5\n    return 'adam'\n"
+              "    # END SPEED COPY OF EXERCISES 2.5\n")
     assert edition.remove_speed_copies(source, {"4.1"}, "m.py") == source, "nothing handed out is named: no change"
     namespace: dict = {}
     exec(edition.remove_speed_copies(source, {"3.2", "2.5"}, "m.py"), namespace)

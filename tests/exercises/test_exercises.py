@@ -328,7 +328,8 @@ def test_every_exercise_has_tests_and_every_marked_exercise_exists():
     untested = sorted(known - set(marked), key=exercises.sort_key)
     assert not untested, f"exercise(s) {untested} have no test marked @pytest.mark.exercise(...): nothing grades them"
     unknown = sorted(set(marked) - known, key=exercises.sort_key)
-    assert not unknown, f"tests are marked with exercise(s) {unknown}, which minitorch/exercises/registry.py does not list"
+    assert not unknown, (
+        f"tests are marked with exercise(s) {unknown}, which minitorch/exercises/registry.py does not list")
 
 
 def test_each_chapter_names_its_graded_exercises():

@@ -391,7 +391,8 @@ def grade(submissions: Path, out: Path, *extra: str) -> subprocess.CompletedProc
 def check_row(row: dict, student: str, expected: dict, flags: str = "") -> None:
     got = {exercise_id: float(row[exercise_id]) for exercise_id in GRADED}
     exact = {i: points for i, points in expected.items() if points != LESS}
-    assert {i: got[i] for i in exact} == pytest.approx(exact), f"{student}: points per exercise {got}, expected {expected}"
+    assert {i: got[i] for i in exact} == pytest.approx(exact), (
+        f"{student}: points per exercise {got}, expected {expected}")
     assert all(got[i] < POINTS[i] for i in expected if expected[i] == LESS), f"{student}: {got} should lose points"
     assert float(row["total"]) == pytest.approx(sum(got.values())), f"{student}: total {row['total']} is not the sum"
     assert row["max_total"] == str(sum(POINTS.values())), f"{student}: max_total {row['max_total']} is not the course's"

@@ -73,6 +73,7 @@ def test_a_student_who_solves_every_exercise_sees_only_passing_tests(tmp_path):
         + output[-3000:])
     total = json.loads(board.read_text())["total"]
     points = sum(points for _, points in EXERCISES.values())
-    assert total == {"points": points, "earned": float(points)}, f"the scoreboard should read {points} / {points}: {total}"
+    assert total == {"points": points, "earned": float(points)}, (
+        f"the scoreboard should read {points} / {points}: {total}")
     skipped = sorted(set(re.findall(r"^SKIPPED \[\d+\] [^:]+:\d+: (.*)$", output, flags=re.MULTILINE)))
     print(f"{summary}\nskipped, with their reasons:\n" + "\n".join(skipped))

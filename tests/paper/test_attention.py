@@ -110,7 +110,8 @@ def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed, stud
     changed[..., future] = rng.normal(0.0, 50.0, size=changed[..., future].shape)
     before = student.softmax_attention(scores, future)["weights"]
     after = student.softmax_attention(changed, future)["weights"]
-    assert np.allclose(before, after), "changing the scores of future keys changed the weights: the mask leaks the future"
+    assert np.allclose(before, after), (
+        "changing the scores of future keys changed the weights: the mask leaks the future")
 
 
 @pytest.mark.exercise("3.2")
@@ -197,7 +198,8 @@ def test_attend_returns_the_weighted_sum_of_values_and_the_weights(normaliser):
     assert weights.shape == (batch, heads, length, length), f"weights should be (B, H, L, L), got {weights.shape}"
     scores = queries @ keys.swapaxes(-1, -2)  # s_ik = q_i · k_k
     expected_weights = attention.NORMALISERS[normaliser](minitorch.tensor(scores), causal_mask(length)).data
-    assert np.allclose(weights.data, expected_weights), "attend's weights are not the normaliser applied to s_ik = q_i · k_k"
+    assert np.allclose(weights.data, expected_weights), (
+        "attend's weights are not the normaliser applied to s_ik = q_i · k_k")
     assert np.allclose(output.data, expected_weights @ values), "attend's output is not o_i = sum_k a_ik v_k"
 
 
@@ -231,7 +233,8 @@ def test_attend_rejects_values_of_a_different_length():
 
 
 def test_the_registry_holds_softmax_and_relu():
-    assert attention.NORMALISERS.get("softmax") is softmax_attention, "'softmax' should be registered as softmax_attention"
+    assert attention.NORMALISERS.get("softmax") is softmax_attention, (
+        "'softmax' should be registered as softmax_attention")
     assert attention.NORMALISERS.get("relu") is relu_attention, "'relu' should be registered as relu_attention"
 
 

@@ -27,19 +27,22 @@ def test_every_row_of_a_softmax_model_respects_the_gap_bound(length, std):
         weight.data[...] = np.random.default_rng(2).normal(0.0, std, weight.shape)
     x, _, triggers = make_batch(200, np.random.default_rng(3), length=length)
     gaps = beyond.score_gaps(model, x, triggers)
-    assert gaps["slack_min"] >= -1e-9, f"a row's score gap fell below log n + log((1-δ)/δ) by {-gaps['slack_min']:.3g}"
+    assert gaps["slack_min"] >= -1e-9, \
+        f"a row's score gap fell below log n + log((1-δ)/δ) by {-gaps['slack_min']:.3g}"
     assert gaps["content_keys"] == list(range(2, length)), "rows 2..L-1 should be reported, with n = i content keys"
 
 
 def test_score_gaps_refuses_a_model_it_cannot_read():
     with pytest.raises(ValueError, match="one-layer, one-head softmax"):
-        beyond.score_gaps(build_model(16, 2, 1, "softmax", residual=False), *make_batch(4, np.random.default_rng(0))[::2])
+        beyond.score_gaps(build_model(16, 2, 1, "softmax", residual=False),
+                          *make_batch(4, np.random.default_rng(0))[::2])
 
 
 def test_the_mass_split_adds_up_to_one():
     weights = np.random.default_rng(0).uniform(0, 0.3, size=(5, 2, 6, 6)) * np.tril(np.ones((6, 6)))
     split = beyond.mass_split([weights], np.full(5, 3))
-    assert np.isclose(split["bos"] + split["content"] + split["nowhere"], 1.0), f"BOS + content + nowhere = 1, got {split}"
+    assert np.isclose(split["bos"] + split["content"] + split["nowhere"], 1.0), \
+        f"BOS + content + nowhere = 1, got {split}"
 
 
 def test_the_zoo_holds_every_registered_normaliser_the_paper_pair_first():

@@ -63,7 +63,8 @@ def test_non_trigger_rows_are_rows_1_to_L_minus_1_except_the_trigger():
     for b, j in enumerate(triggers):
         expected = [i for i in range(L) if i >= 1 and i != j]
         assert np.flatnonzero(rows[b]).tolist() == expected, (
-            f"with j = {j} the non-trigger rows are {expected} (row 0 and row j left out), got {np.flatnonzero(rows[b]).tolist()}"
+            f"with j = {j} the non-trigger rows are {expected} (row 0 and row j left out), "
+            f"got {np.flatnonzero(rows[b]).tolist()}"
         )
 
 
@@ -126,10 +127,13 @@ def test_trigger_row_picks_row_j_of_each_sequence_and_head():
     rows = trigger_row(weights, triggers)
     assert rows.shape == (5, 3, L), f"trigger_row should return (B, H, L), got {rows.shape}"
     for b, h in np.ndindex(5, 3):
-        assert np.array_equal(rows[b, h], weights[b, h, triggers[b]]), f"sequence {b}, head {h}: not row j = {triggers[b]}"
+        assert np.array_equal(rows[b, h], weights[b, h, triggers[b]]), (
+            f"sequence {b}, head {h}: not row j = {triggers[b]}"
+        )
 
 
-@pytest.mark.parametrize("weights_shape, triggers_shape", [((2, 1, L, L + 1), (2,)), ((2, L), (2,)), ((2, 1, L, L), (3,))])
+@pytest.mark.parametrize("weights_shape, triggers_shape",
+                         [((2, 1, L, L + 1), (2,)), ((2, L), (2,)), ((2, 1, L, L), (3,))])
 def test_metrics_reject_bad_shapes_with_value_error(weights_shape, triggers_shape):
     with pytest.raises(ValueError):
         bos_mass_at_non_trigger_rows(np.zeros(weights_shape), np.full(triggers_shape, 2))
@@ -230,13 +234,16 @@ def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
     triggers = np.full(4, 5)
     layer_0 = np.concatenate([perfect_sink(), running_average()], axis=1)
     table = head_table([layer_0, perfect_sink()], triggers)
-    assert [(row["layer"], row["head"]) for row in table] == [(0, 0), (0, 1), (1, 0)], "one row per (layer, head), in order"
+    assert [(row["layer"], row["head"]) for row in table] == [(0, 0), (0, 1), (1, 0)], (
+        "one row per (layer, head), in order"
+    )
     sink, average = table[0], table[1]
     assert sink["bos_mass_mean"] == 1.0 and sink["bos_mass_min"] == 1.0 and sink["gu_alpha_bos"] == 1.0
     assert sink["gu_sinks"] is True and average["gu_sinks"] is False
     expected_mean = np.mean([1 / (i + 1) for i in range(1, L) if i != 5])
     assert np.isclose(average["bos_mass_mean"], expected_mean), (
-        f"running average: mean BOS mass over non-trigger rows should be {expected_mean:.4f}, got {average['bos_mass_mean']:.4f}"
+        f"running average: mean BOS mass over non-trigger rows should be {expected_mean:.4f}, "
+        f"got {average['bos_mass_mean']:.4f}"
     )
     assert np.isclose(average["trigger_bos"], 1 / 6), "running average: the trigger row j = 5 puts 1/6 on BOS"
     assert np.isclose(average["row_mass_max"], 1.0)

@@ -65,7 +65,9 @@ def test_heads_have_full_width_so_W_QKV_are_Hn_by_n_and_W_O_is_n_by_Hn(heads):
     for name in ("W_Q", "W_K", "W_V"):
         shape = getattr(layer, name).weight.shape
         assert shape == (heads * 8, 8), f"{name} should be (H n) x n = ({heads * 8}, 8), got {shape}"
-    assert layer.W_O.weight.shape == (8, heads * 8), f"W_O should be n x (H n) = (8, {heads * 8}), got {layer.W_O.weight.shape}"
+    assert layer.W_O.weight.shape == (8, heads * 8), (
+        f"W_O should be n x (H n) = (8, {heads * 8}), got {layer.W_O.weight.shape}"
+    )
 
 
 @pytest.mark.parametrize("layers, heads", [(1, 1), (2, 2), (4, 4)])
@@ -75,10 +77,13 @@ def test_parameter_names_and_count(layers, heads):
     expected = [f"layers.{l}.{w}.weight" for l in range(layers) for w in ("W_Q", "W_K", "W_V", "W_O")]
     assert names == expected, f"parameter names should be {expected}, got {names}"
     count = sum(p.size for p in model.parameters())
-    assert count == layers * 4 * heads * 16 * 16, f"a {layers}x{heads} model has layers * 4 * H n^2 parameters, got {count}"
+    assert count == layers * 4 * heads * 16 * 16, (
+        f"a {layers}x{heads} model has layers * 4 * H n^2 parameters, got {count}"
+    )
 
 
-@pytest.mark.parametrize("model", [SingleLayerModel(heads=2), ResidualModel(heads=2, layers=2)], ids=["single", "residual"])
+@pytest.mark.parametrize("model", [SingleLayerModel(heads=2), ResidualModel(heads=2, layers=2)],
+                         ids=["single", "residual"])
 def test_models_have_no_biases(model):
     for index, layer in enumerate(model.layers):
         for name in ("W_Q", "W_K", "W_V", "W_O"):
@@ -91,14 +96,18 @@ def test_initial_weights_are_normal_with_standard_deviation_0_02():
     assert abs(values.std() - 0.02) < 0.001, f"initial weights should have std 0.02, got {values.std():.5f}"
     assert abs(values.mean()) < 0.001, f"initial weights should have mean 0, got {values.mean():.5f}"
     share_within_one_std = (np.abs(values) < 0.02).mean()
-    assert abs(share_within_one_std - 0.6827) < 0.02, f"weights look not normal: {share_within_one_std:.3f} lie within one std"
+    assert abs(share_within_one_std - 0.6827) < 0.02, (
+        f"weights look not normal: {share_within_one_std:.3f} lie within one std"
+    )
 
 
 def test_the_seed_fixes_the_initial_weights():
     same = [ResidualModel(heads=2, layers=2, seed=3).state_dict() for _ in range(2)]
     other = ResidualModel(heads=2, layers=2, seed=4).state_dict()
     assert all(np.array_equal(same[0][name], same[1][name]) for name in same[0]), "same seed, different weights"
-    assert not np.array_equal(same[0]["layers.0.W_Q.weight"], other["layers.0.W_Q.weight"]), "different seeds, same weights"
+    assert not np.array_equal(same[0]["layers.0.W_Q.weight"], other["layers.0.W_Q.weight"]), (
+        "different seeds, same weights"
+    )
 
 
 # ----------------------------------------------------------------------
@@ -116,7 +125,9 @@ def test_single_layer_model_computes_W_O_times_the_attention_weighted_values(nor
     x = inputs(width=8)
     prediction, (weights,) = model(x, return_attention=True)
     expected_output, expected_weights = layer_by_formula(model.layers[0], x, normaliser)
-    assert np.allclose(weights, expected_weights), "the attention weights differ from the normaliser of s_ik = (W_Q x_i) . (W_K x_k)"
+    assert np.allclose(weights, expected_weights), (
+        "the attention weights differ from the normaliser of s_ik = (W_Q x_i) . (W_K x_k)"
+    )
     assert np.allclose(prediction.data, expected_output), (
         "the prediction differs from W_O [head outputs concatenated], head output sum_k a_ik W_V x_k "
         "(weights act on column vectors: nn.Linear computes x W^T)"
@@ -133,7 +144,9 @@ def test_residual_model_adds_each_layer_update_to_the_stream(normaliser):
     for layer in model.layers:
         update, _ = layer_by_formula(layer, stream, normaliser)
         stream = stream + update  # x <- x + Attention_l(x)
-    assert np.allclose(model(x).data, stream), "a residual model's prediction is x + update_1 + update_2 + ... layer by layer"
+    assert np.allclose(model(x).data, stream), (
+        "a residual model's prediction is x + update_1 + update_2 + ... layer by layer"
+    )
 
 
 @pytest.mark.parametrize("layers, heads", [(1, 1), (2, 2), (4, 3)])
@@ -141,10 +154,14 @@ def test_return_attention_gives_one_B_H_L_L_array_per_layer(layers, heads):
     model = ResidualModel(width=8, heads=heads, layers=layers)
     prediction, attention = model(inputs(batch=5, length=7, width=8), return_attention=True)
     assert prediction.shape == (5, 7, 8), f"prediction should be (B, L, n) = (5, 7, 8), got {prediction.shape}"
-    assert isinstance(attention, list) and len(attention) == layers, f"expected a list of {layers} arrays, got {type(attention).__name__} of length {len(attention)}"
+    assert isinstance(attention, list) and len(attention) == layers, (
+        f"expected a list of {layers} arrays, got {type(attention).__name__} of length {len(attention)}"
+    )
     for index, weights in enumerate(attention):
         assert isinstance(weights, np.ndarray), f"layer {index}: attention should be a NumPy array"
-        assert weights.shape == (5, heads, 7, 7), f"layer {index}: attention should be (B, H, L, L) = (5, {heads}, 7, 7), got {weights.shape}"
+        assert weights.shape == (5, heads, 7, 7), (
+            f"layer {index}: attention should be (B, H, L, L) = (5, {heads}, 7, 7), got {weights.shape}"
+        )
 
 
 def test_softmax_model_rows_sum_to_one_and_relu_model_rows_need_not():
@@ -201,7 +218,8 @@ def test_extra_parameters_come_after_W_O_so_a_one_layer_model_shares_the_softmax
 @pytest.mark.parametrize("layers", [1, 2], ids=["single", "residual_2x2"])
 @pytest.mark.parametrize("normaliser", SINK_FREE)
 def test_a_sink_free_model_runs_forward_and_backward(normaliser, layers, dtype):
-    model = build_model(width=8, heads=2, layers=layers, normaliser=normaliser, residual=layers > 1, seed=0, dtype=dtype)
+    model = build_model(width=8, heads=2, layers=layers, normaliser=normaliser, residual=layers > 1, seed=0,
+                        dtype=dtype)
     x, y, _ = make_batch(4, np.random.default_rng(0), residual=layers > 1, length=6, width=8)
     prediction = model(x)
     ((prediction - y) ** 2).mean().backward()

@@ -69,7 +69,8 @@ def row_by_formula(name: str, visible: np.ndarray, length: int, sink_logit: floa
 def by_loop(name: str, scores: np.ndarray, sink_logits: np.ndarray) -> np.ndarray:
     expected = np.zeros_like(scores)
     for b, h, i in np.ndindex(*scores.shape[:-1]):
-        expected[b, h, i, : i + 1] = row_by_formula(name, scores[b, h, i, : i + 1], scores.shape[-1], sink_logits[h, 0, 0])
+        expected[b, h, i, : i + 1] = row_by_formula(name, scores[b, h, i, : i + 1], scores.shape[-1],
+                                                    sink_logits[h, 0, 0])
     return expected
 
 
@@ -78,7 +79,9 @@ def test_normaliser_matches_its_formula_written_as_a_loop_over_rows(name):
     scores, sink_logits = random_scores(), random_sink_logits()
     weights = normalise(name, scores, sink_logits).data
     expected = by_loop(name, scores, sink_logits)
-    assert weights.shape == scores.shape, f"{name}: weights should have the scores' shape {scores.shape}, got {weights.shape}"
+    assert weights.shape == scores.shape, (
+        f"{name}: weights should have the scores' shape {scores.shape}, got {weights.shape}"
+    )
     worst = np.unravel_index(np.abs(weights - expected).argmax(), scores.shape)
     assert np.allclose(weights, expected, rtol=1e-12, atol=1e-15), (
         f"{name}: at (b, h, i, k) = {tuple(int(v) for v in worst)} got {weights[worst]:.10g}, "
@@ -151,7 +154,8 @@ def test_huge_scores_give_finite_weights_and_finite_gradients(name, sink_logit):
         weights = normalise(name, scores, S)
         weights.backward(np.random.default_rng(8).normal(size=scores.shape))
     assert np.isfinite(weights.data).all() and (weights.data >= 0).all() and (weights.data <= 1).all(), (
-        f"{name}: scores of ±1000 gave weights outside [0, 1] or not finite: the stable form must keep every exponent <= 0"
+        f"{name}: scores of ±1000 gave weights outside [0, 1] or not finite: "
+        f"the stable form must keep every exponent <= 0"
     )
     assert np.isfinite(scores.grad).all(), f"{name}: scores of ±1000 gave a gradient that is not finite"
     if name == "sink_logit":
@@ -189,7 +193,8 @@ def test_sigmoid_rows_are_not_normalised_and_a_zero_score_gets_one_over_L_plus_o
     assert np.ptp(row_sums) > 0.5, f"sigmoid rows are not normalised, yet their sums span only {np.ptp(row_sums):.3g}"
     at_zero = normalise("sigmoid", np.zeros((1, 1, LENGTH, LENGTH))).data[0, 0]
     np.testing.assert_allclose(at_zero[~future_keys()], 1.0 / (LENGTH + 1), rtol=1e-14, err_msg=(
-        f"with b = -log L, a score of 0 gives σ(-log L) = 1/(L+1) = 1/{LENGTH + 1} (L = {LENGTH} keys, whatever the row)"
+        f"with b = -log L, a score of 0 gives σ(-log L) = 1/(L+1) = 1/{LENGTH + 1} "
+        f"(L = {LENGTH} keys, whatever the row)"
     ))
 
 
@@ -198,7 +203,8 @@ def test_softpick_gives_exactly_zero_weight_to_every_negative_score():
     weights = normalise("softpick", scores).data
     negative = (scores < 0) & ~future_keys()
     assert (weights[negative] == 0.0).all(), (
-        f"softpick: a negative score got weight {np.abs(weights[negative]).max():.3g}; relu(e^s - 1) is exactly 0 for s < 0"
+        f"softpick: a negative score got weight {np.abs(weights[negative]).max():.3g}; "
+        f"relu(e^s - 1) is exactly 0 for s < 0"
     )
     assert (weights.sum(axis=-1) <= 1.0).all(), "softpick: a row sums to more than 1, but sum relu(d) <= sum |d|"
 
@@ -229,7 +235,9 @@ def test_each_sink_free_normaliser_is_registered_with_what_a_layer_must_build():
     for name in SINK_FREE:
         options = normaliser_options(name)
         expected = ["sink_logit"] if name == "sink_logit" else []
-        assert list(options.parameters) == expected, f"{name} should declare parameters {expected}, got {list(options.parameters)}"
+        assert list(options.parameters) == expected, (
+            f"{name} should declare parameters {expected}, got {list(options.parameters)}"
+        )
         assert options.output_gate == (name == "gated"), f"{name}: output_gate should be {name == 'gated'}"
     initial = normaliser_options("sink_logit").parameters["sink_logit"](4)
     assert initial.shape == (4, 1, 1, 1) and (initial == 0).all(), (

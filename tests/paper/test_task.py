@@ -74,7 +74,8 @@ def test_content_is_uniform_on_minus_one_to_one_at_every_non_bos_token(training_
     # Uniform(-1, 1): mean 0, variance 1/3, a flat histogram. With ~780,000 draws
     # these bounds are many standard errors wide, yet miss any other distribution.
     assert abs(content.mean()) < 0.01, f"content mean should be ~0, got {content.mean():.4f}"
-    assert abs(content.var() - 1 / 3) < 0.01, f"content variance should be ~1/3 (Uniform(-1, 1)), got {content.var():.4f}"
+    assert abs(content.var() - 1 / 3) < 0.01, (
+        f"content variance should be ~1/3 (Uniform(-1, 1)), got {content.var():.4f}")
     histogram, _ = np.histogram(content, bins=10, range=(-1, 1))
     assert (np.abs(histogram / content.size - 0.1) < 0.005).all(), f"content histogram is not flat: {histogram}"
     trigger_content = x[np.arange(len(x)), triggers][:, CONTENT]
@@ -96,7 +97,8 @@ def test_training_triggers_cover_2_to_L_minus_1_uniformly_and_nothing_else(train
 @pytest.mark.parametrize("trigger", [1, 7, L - 1])
 def test_a_fixed_trigger_puts_every_trigger_there(trigger):
     x, triggers = make_inputs(50, np.random.default_rng(1), trigger=trigger)
-    assert (triggers == trigger).all(), f"make_inputs(trigger={trigger}) returned trigger positions {np.unique(triggers)}"
+    assert (triggers == trigger).all(), (
+        f"make_inputs(trigger={trigger}) returned trigger positions {np.unique(triggers)}")
     assert (x[:, trigger, TRIGGER_FLAG] == 1).all() and (x[:, :, TRIGGER_FLAG].sum(axis=1) == 1).all()
 
 

@@ -348,7 +348,8 @@ def test_theorem1_bound_holds_for_a_trained_1x1_softmax_model():
     assert measured["bos_mass_min"] >= bound, \
         (f"trained model: min BOS {measured['bos_mass_min']:.5f} < bound {bound:.5f} "
          f"at δ̂ = {measured['worst_case_error']:.2e}")
-    assert bound > 0.5, f"the bound should be informative for a trained model (δ̂ = {measured['worst_case_error']:.2e})"
+    assert bound > 0.5, \
+        f"the bound should be informative for a trained model (δ̂ = {measured['worst_case_error']:.2e})"
 
 
 # --- Theorem 2 --------------------------------------------------------------------------------------

@@ -39,7 +39,8 @@ def test_the_floor_takes_the_same_steps_as_minitorch_in_float64(layers, heads, n
         loss.backward()
         optimizer.step()
         floor_loss = floor.step(x, y)
-        assert np.isclose(floor_loss, loss.item(), rtol=1e-12), f"step {step}: loss {floor_loss} vs minitorch {loss.item()}"
+        assert np.isclose(floor_loss, loss.item(), rtol=1e-12), (
+            f"step {step}: loss {floor_loss} vs minitorch {loss.item()}")
     expected = model.state_dict()
     for name, weights in floor.state_dict().items():
         np.testing.assert_allclose(weights, expected[name], rtol=1e-9, atol=1e-13,
