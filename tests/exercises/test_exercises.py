@@ -3,7 +3,8 @@
 Fast tests: the registry on small synthetic files, the stub, the stripping of solution cells, the
 command line, the book's own registry, and the grading (not attempted, blocked, scoreboard, root,
 seed) run on a tiny project. One slow test is the self-check of the whole scheme: it builds the
-student edition into a temporary folder and runs the fast suite there.
+student edition into a temporary folder and runs the fast suite there, then puts this copy's answers back
+into that edition's regions and runs again every test that stopped at a stub.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -24,6 +26,7 @@ import minitorch
 from minitorch import exercises
 from minitorch.exercises import __main__ as exercises_cli
 from minitorch.exercises import ExerciseError, load_exercises, make_student_edition, stub_error, stub_source
+from minitorch.exercises.registry import replace_regions
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 TESTS = Path(__file__).resolve().parent.parent  # the tests that grade it
@@ -518,13 +521,29 @@ def build_edition(folder: Path, *options: str) -> None:
     assert completed.returncode == 0, f"student-edition {' '.join(options)} failed:\n{completed.stderr}"
 
 
-def start_fast_tests(folder: Path, seed: int) -> tuple[subprocess.Popen, Path]:
-    """Run the edition's own tests, -m "not slow", in the background; they write a JSON scoreboard."""
-    board = folder.parent / f"{folder.name}.json"
+def graft_answers(edition: Path, root: Path = ROOT) -> None:
+    """Put the body of every region of `root` (the reference answers, in the full book) into the same region of
+    `edition`."""
+    bodies = {}
+    for exercise in load_exercises(root):
+        lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        bodies[exercise.id] = textwrap.dedent("".join(lines[exercise.begin_line:exercise.end_line - 1]))
+    by_file: dict[Path, list] = {}
+    for exercise in load_exercises(edition):
+        by_file.setdefault(exercise.path, []).append(exercise)
+    for path, regions in by_file.items():  # all of a file's regions at once: their line numbers stay valid
+        text = replace_regions(path.read_text(encoding="utf-8"), regions, lambda exercise: bodies[exercise.id])
+        path.write_text(text, encoding="utf-8")
+
+
+def start_fast_tests(folder: Path, seed: int, *tests: str, board_name: str = "") -> tuple[subprocess.Popen, Path]:
+    """Run the edition's own tests in the background: `tests` (node IDs), or all of them, -m "not slow". They
+    write a JSON scoreboard."""
+    board = folder.parent / f"{board_name or folder.name}.json"
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-m", "not slow", "-p", "no:cacheprovider",
-         f"--scoreboard-json={board}"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=_clean_environment(MINITORCH_EXERCISE_SEED=str(seed)))
+         f"--scoreboard-json={board}", *tests], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, env=_clean_environment(MINITORCH_EXERCISE_SEED=str(seed)))
     return process, board
 
 
@@ -581,3 +600,23 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     own_points = sum(exercises.EXERCISES[exercise_id][1] for exercise_id in handed_out)
     assert total == {"points": own_points, "earned": 0.0}, (
         f"the untouched partial edition should score 0 out of its own {own_points} points, not {total}")
+
+    # A student who solves every exercise sees only passing tests. The tests that passed or skipped above never
+    # reached a stub, so they run the same with the answers in; the rest run again, every region answered.
+    stopped = [nodeid for nodeid, test in full_outcomes.items() if test["status"] in ("not attempted", "blocked")]
+    graft_answers(full)
+    started = time.perf_counter()
+    solved_outcomes = outcomes_of(*start_fast_tests(full, exercise_seed, *stopped, board_name="solved"))
+    print(f"the {len(stopped)} tests that stopped at a stub ran again, solved, in {time.perf_counter() - started:.0f} s")
+    failing = [f"{nodeid}: {test['status']}: {gist(test['message'])}" for nodeid, test in solved_outcomes.items()
+               if test["status"] not in ("passed", "skipped")]
+    missing = sorted(set(stopped) - set(solved_outcomes))
+    assert not failing and not missing, (
+        "in the full student edition with every exercise solved (this copy's answers put back into its regions), "
+        "every test that stopped at a stub must pass; a test that needs the reference answers or an instructor "
+        "test belongs out of the edition (INSTRUCTOR_ONLY) or skips there, saying why. These fail:\n"
+        + listing(failing) + (f"\nand these did not run: {listing(missing)}" if missing else ""))
+    total = json.loads((tmp_path / "solved.json").read_text())["total"]
+    points = sum(points for _, points in exercises.EXERCISES.values())
+    assert total == {"points": points, "earned": float(points)}, (
+        f"with every exercise solved the scoreboard should read {points} / {points}, not {total}")
