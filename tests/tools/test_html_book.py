@@ -154,6 +154,20 @@ def test_tiny_book_has_every_part_of_a_page(tiny_book, tmp_path):
         "the folder the book was built in was left behind"
 
 
+def test_kernels_side_by_side_use_one_blas_thread_each(tiny_book, tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    for name in ("01_first", "02_second"):
+        _notebook(tiny_book / f"{name}.ipynb", name,
+                  "import os\nprint('BLAS threads:', os.environ.get('OPENBLAS_NUM_THREADS'))")
+    out = tmp_path / "book"
+    assert build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", jobs=2, report=_quiet) == []
+    for name in ("01_first", "02_second"):
+        page = (out / f"{name}.html").read_text(encoding="utf-8")
+        assert "BLAS threads: 1" in page, (
+            f"{name}: a kernel of a --jobs 2 build should get OPENBLAS_NUM_THREADS=1 (two kernels each running a "
+            f"BLAS thread per core fight over the cores: chapter 07 trained 11x slower)")
+
+
 def test_a_quick_build_says_so_on_every_page(tiny_book, tmp_path):
     out = tmp_path / "book"
     build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", quick=True, report=_quiet)
