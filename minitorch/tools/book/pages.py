@@ -28,9 +28,10 @@ CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\
 NOT_LINKED_INSIDE = ("a", "code", "pre", "script", "style")
 SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
 QUICK_BANNER = (
-    '<div class="book-banner book-quick" role="note"><strong>Quick build.</strong> The outputs on this page come '
-    "from small training runs (<code>--quick</code>), so their numbers and figures differ from the prose, which "
-    "describes the full runs.</div>")
+    '<div class="book-banner book-quick" role="note"><strong>Quick build.</strong> The chapters ran in quick mode '
+    "(<code>--quick</code>): chapters 05 and 06 check their theorems on fewer inputs, and chapter 10 trains its own "
+    "models for 60 steps instead of 1500, so its numbers there are for illustration (chapter 00 lists what quick "
+    "mode changes). Build without <code>--quick</code> for the outputs the prose describes.</div>")
 
 
 def link_chapters(page: str, pages: dict[str, str]) -> str:
