@@ -15,7 +15,8 @@ from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
-                                          Exercise, ExerciseError, marker_in, read_manifest_data, stub_source)
+                                          Exercise, ExerciseError, marker_in, raise_statement, read_manifest_data,
+                                          stub_source)
 
 def read_manifest(root: Path) -> list[str] | None:
     """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
@@ -115,8 +116,8 @@ def remove_speed_copies(text: str, handed_out, where: str) -> str:
             if open_copy[2]:
                 message = (f"{where}:{number}: this code was removed from the student edition because it holds a "
                            f"copy of the answer to exercise(s) {', '.join(ids)}; it runs in the full repository")
-                replacement = marker["replacement"] or f"raise RuntimeError({json.dumps(message, ensure_ascii=False)})"
-                kept.append(f"{marker['indent']}{replacement}\n")
+                replacement = marker["replacement"] or raise_statement("RuntimeError", message, marker["indent"])
+                kept.extend(f"{marker['indent']}{line}\n" for line in replacement.splitlines())
             continue
         if not open_copy or open_copy[0] != ids:
             raise ExerciseError(f"{where}:{number}: END SPEED COPY OF EXERCISES {' '.join(ids)} does not close a "

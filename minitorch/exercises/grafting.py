@@ -15,6 +15,7 @@ exercise it is now. Each finding is a note in the report, which the student's fe
 
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib.util
 import os
@@ -22,6 +23,7 @@ import py_compile
 import re
 import shutil
 import subprocess
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -255,11 +257,21 @@ def _graft(exercise: Exercise, region: StudentRegion, all_exercises: list[Exerci
 
 
 def is_stub(body: list[str], exercise_id: str) -> bool:
-    """True if the region's only code is the edition's `raise NotImplementedError(<stub message>)`."""
-    code = [line for line in body if line.strip() and not line.strip().startswith("#")]
-    found = STUB_ERROR.search("".join(code))
-    return len(code) == 1 and code[0].strip().startswith("raise NotImplementedError(") and bool(found) \
-        and found[1] == exercise_id
+    """True if the region's only code is the edition's `raise NotImplementedError(<stub message>)`, on one line
+    or several."""
+    try:
+        statements = ast.parse(textwrap.dedent("".join(body))).body
+    except SyntaxError:
+        return False
+    if len(statements) != 1 or not isinstance(statements[0], ast.Raise):
+        return False
+    raised = statements[0].exc
+    if not (isinstance(raised, ast.Call) and isinstance(raised.func, ast.Name)
+            and raised.func.id == "NotImplementedError" and len(raised.args) == 1 and not raised.keywords
+            and isinstance(raised.args[0], ast.Constant) and isinstance(raised.args[0].value, str)):
+        return False
+    found = STUB_ERROR.search(raised.args[0].value)
+    return bool(found) and found[1] == exercise_id
 
 
 def _write_library(folder: Path, base: Path, relative: str, source: str) -> None:

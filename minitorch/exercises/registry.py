@@ -69,6 +69,7 @@ INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
+LINE_LENGTH = 120  # the book's longest line of code, stubs included (tests/test_line_length.py)
 SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
 
 _ID = re.compile(r"[1-9]\.[1-9][0-9]*")
@@ -303,11 +304,36 @@ def _check_stub_compiles(exercise: Exercise, root: Path) -> None:
 
 
 def stub_source(text: str, exercises: list[Exercise], root: Path = ROOT) -> str:
-    """`text` (one file's source) with the regions of `exercises` replaced by their stubs."""
+    """`text` (one file's source) with the regions of `exercises` replaced by their stubs: one
+    ``raise NotImplementedError("...")``, its message split over lines of at most LINE_LENGTH characters."""
     def stub(exercise: Exercise) -> str:
-        message = json.dumps(exercise.stub_message(root), ensure_ascii=False)  # a valid Python string literal
-        return f"raise NotImplementedError({message})"
+        return raise_statement("NotImplementedError", exercise.stub_message(root), exercise.indent)
     return replace_regions(text, exercises, stub)
+
+
+def raise_statement(exception: str, message: str, indent: str) -> str:
+    """The code ``raise exception("message")``, to be written at `indent`: one line, or the message split over
+    several so that no line is longer than LINE_LENGTH. (Returned without the indent.)"""
+    one_line = f"raise {exception}({json.dumps(message, ensure_ascii=False)})"
+    if len(indent + one_line) <= LINE_LENGTH:
+        return one_line
+    width = LINE_LENGTH - len(indent) - len("    )")  # what one line of the message may take
+    literals = [json.dumps(piece, ensure_ascii=False) for piece in _split_words(message, width)]
+    return f"raise {exception}(\n" + "\n".join(f"    {literal}" for literal in literals) + ")"
+
+
+def _split_words(message: str, width: int) -> list[str]:
+    """`message` in pieces that join back to it, each (as a JSON string literal) at most `width` long where a
+    word allows: every piece but the last ends with its space."""
+    pieces = [""]
+    for word in message.split(" "):
+        candidate = f"{pieces[-1]} {word}" if pieces[-1] else word
+        if pieces[-1] and len(json.dumps(candidate + " ", ensure_ascii=False)) > width:
+            pieces[-1] += " "
+            pieces.append(word)
+        else:
+            pieces[-1] = candidate
+    return pieces
 
 
 def replace_regions(text: str, exercises: list[Exercise], body_of) -> str:

@@ -26,7 +26,8 @@ import minitorch
 from minitorch import exercises
 from minitorch.exercises import __main__ as exercises_cli
 from minitorch.exercises import ExerciseError, load_exercises, make_student_edition, stub_error, stub_source
-from minitorch.exercises.registry import replace_regions
+from minitorch.exercises.grafting import is_stub
+from minitorch.exercises.registry import LINE_LENGTH, replace_regions
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 TESTS = Path(__file__).resolve().parent.parent  # the tests that grade it
@@ -169,6 +170,25 @@ def test_the_stub_replaces_the_region_keeps_the_markers_and_raises_an_error_nami
     with pytest.raises(NotImplementedError, match=r"^Exercise 2\.10 \(chapter 02\): tripling\."):
         namespace["Scaler"]().scale(1)
     assert namespace["Scaler"]().scale(0) == 0, "code outside the region must be untouched"
+
+
+def test_a_long_stub_is_split_over_lines_that_fit_and_raises_the_same_message(tmp_path):
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    long_title = "a title long enough that its stub cannot fit on one line of code " * 3
+    chosen = load_exercises(root, {"1.1": ("doubling", 2), "2.10": (long_title.strip(), 1)})
+    stubbed = stub_source(SOURCE, chosen, root)
+    too_long = [line for line in stubbed.splitlines() if len(line) > LINE_LENGTH]
+    assert not too_long, f"stub lines longer than {LINE_LENGTH} characters:\n" + "\n".join(too_long)
+    namespace: dict = {}
+    exec(compile(stubbed, "ops.py", "exec"), namespace)
+    with pytest.raises(NotImplementedError) as error:
+        namespace["Scaler"]().scale(1)
+    assert str(error.value) == chosen[1].stub_message(root), "the split message must join back to the whole message"
+    for exercise in load_exercises(root, {"1.1": ("doubling", 2), "2.10": (long_title.strip(), 1)}):
+        body = stubbed.splitlines(keepends=True)[line_of(stubbed, f"# BEGIN EXERCISE {exercise.id}"):
+                                                 line_of(stubbed, f"# END EXERCISE {exercise.id}") - 1]
+        assert is_stub(body, exercise.id), f"the grader must see the stub of {exercise.id} as untouched:\n{body}"
+        assert not is_stub(body, "3.1"), "a stub is the stub of its own exercise only"
 
 
 def test_making_an_edition_of_an_edition_changes_nothing(tmp_path):
@@ -607,7 +627,8 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     graft_answers(full)
     started = time.perf_counter()
     solved_outcomes = outcomes_of(*start_fast_tests(full, exercise_seed, *stopped, board_name="solved"))
-    print(f"the {len(stopped)} tests that stopped at a stub ran again, solved, in {time.perf_counter() - started:.0f} s")
+    print(f"the {len(stopped)} tests that stopped at a stub ran again, solved, "
+          f"in {time.perf_counter() - started:.0f} s")
     failing = [f"{nodeid}: {test['status']}: {gist(test['message'])}" for nodeid, test in solved_outcomes.items()
                if test["status"] not in ("passed", "skipped")]
     missing = sorted(set(stopped) - set(solved_outcomes))
