@@ -245,12 +245,14 @@ def _bubblewrap_command(readable: list[str], library_root, home, script: list[st
     command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if uid is not None:
         command += ["--uid", str(uid), "--gid", str(uid)]
+    # An empty /tmp first, then Python's folders on top: a virtual environment in /tmp stays visible.
+    command += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for folder in readable:
         command += ["--ro-bind", folder, folder]
     if library_root is not None:
         command += ["--ro-bind", str(library_root), SANDBOX_ROOT + "/lib", "--bind", str(home), SANDBOX_ROOT + "/home",
                     "--chdir", SANDBOX_ROOT + "/home"]
-    return command + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", *script]
+    return command + ["--", *script]
 
 
 def _base_environment(home: str) -> dict:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +25,18 @@ from minitorch.exercises.grafting import build_libraries
 from minitorch.exercises.registry import ROOT, load_exercises
 from minitorch.exercises.student_code import Crashed, TimedOut, WorkerPool
 
-ISOLATION = sandbox.choose("bubblewrap" if shutil.which("bwrap") else "none")
+
+def strongest_isolation() -> tuple[sandbox.Isolation, str]:
+    """bubblewrap where it runs, else none; and why not bubblewrap (empty if it is in force)."""
+    if shutil.which("bwrap") is None:
+        return sandbox.choose("none"), "the bwrap command is not installed"
+    try:
+        return sandbox.choose("bubblewrap"), ""
+    except sandbox.IsolationError as error:  # installed but unusable here (a container without user namespaces)
+        return sandbox.choose("none"), str(error)
+
+
+ISOLATION, NO_BUBBLEWRAP = strongest_isolation()
 CAUSAL_MASK = next(exercise for exercise in load_exercises(ROOT) if exercise.id == "3.1")
 
 
@@ -52,6 +65,20 @@ def pools():
     yield made
     for pool in made:
         pool.close()
+
+
+@pytest.mark.skipif(bool(NO_BUBBLEWRAP), reason=NO_BUBBLEWRAP)
+def test_bubblewrap_runs_the_python_of_a_virtual_environment_in_tmp(tmp_path):
+    # The README suggests a virtual environment; one in /tmp must not vanish under the sandbox's own empty /tmp.
+    venv = tmp_path / "venv"
+    made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, f"could not make a virtual environment: {made.stderr}"
+    chosen = subprocess.run([str(venv / "bin" / "python"), "-c",
+                             "from minitorch.exercises import sandbox; print(sandbox.choose('bubblewrap').kind)"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert chosen.returncode == 0 and chosen.stdout.strip() == "bubblewrap", (
+        f"a grader run from a virtual environment in {tmp_path} cannot use bubblewrap:\n{chosen.stderr[-1500:]}")
 
 
 def call(pool: WorkerPool, probe: str = "causal_mask", *args):
