@@ -112,7 +112,7 @@ def grade_class(args, root: Path) -> int:
         finally:
             slots.put(slot)
 
-    started, done, failed = time.monotonic(), 0, []
+    started, done, failed, graded_now = time.monotonic(), 0, [], 0
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
     try:
         futures = {pool.submit(grade, entry): student for student, entry in todo.items()}
@@ -126,6 +126,7 @@ def grade_class(args, root: Path) -> int:
                 print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {type(error).__name__}: "
                       f"{error}", flush=True)
                 continue
+            graded_now += 1
             elapsed = time.monotonic() - started
             flags = graded["extra_data"]["flags"]
             print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
@@ -134,16 +135,19 @@ def grade_class(args, root: Path) -> int:
                   flush=True)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
-        stop_grading()
+        stop_grading(run)
+        pool.shutdown(wait=True)  # the students being graded stop, writing nothing
         rows = write_gradebook(out, ids, record, found)
-        print(f"\nInterrupted: kept the {len(rows)} students graded so far in {out}; run the same command again "
-              f"to grade the rest.", flush=True)
+        print(f"\nInterrupted: the {graded_now} students graded in this run are kept ({len(rows)} in "
+              f"{out / 'grades.csv'}); those being graded were stopped and nothing of theirs was written. Run the "
+              f"same command again to grade them and the rest.", flush=True)
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch, ignore_errors=True)
     rows = write_gradebook(out, ids, record, found)
-    print(f"Graded {len(rows)} students in {_minutes(time.monotonic() - started)}: {out / 'grades.csv'}, "
+    print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in the gradebook): "
+          f"{out / 'grades.csv'}, "
           f"{out / 'summary.md'}; per student STUDENT/feedback.md and STUDENT/results.json (for the student) and "
           f"STUDENT/check-log.txt (the full failures on the hidden inputs: for you only)")
     if failed:

@@ -56,6 +56,7 @@ class Run:
     version: str = ""
     known_tests: dict[str, str] = field(default_factory=dict)  # node ID -> exercise ID (else collected if needed)
     base: Path | None = None  # the stand-in library every student's libraries start from (made once, on first use)
+    stopped: threading.Event = field(default_factory=threading.Event)  # set by stop_grading (Ctrl-C)
 
     def __post_init__(self):
         self.grader_root = Path(self.grader_root).resolve()
@@ -163,10 +164,12 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
                                      _edition_files(run.grader_root, project), run.base_library(folder.parent))
         except ExerciseError as error:  # the student reads this too: name their entry, not our scratch paths
             problem = "could not be graded: " + str(error).replace(str(folder) + os.sep, "")
-        if not problem:
+        if not problem and not run.stopped.is_set():
             results, collected, log = _check(run, slot, report, private, libraries, home)
     finally:
         _remove(folder)
+    if run.stopped.is_set():  # the check process was stopped half-way: what it reached is not this student's grade
+        raise GradingStopped(f"{entry.student}: grading was stopped (Ctrl-C) before it ended; nothing was written")
     graded = results_json(entry.student, run, results, report, time.monotonic() - started, problem,
                           collected or run.collected())
     from minitorch.exercises.gradebook import feedback_markdown
@@ -217,7 +220,8 @@ def _check(run: Run, slot: int, report: GraftReport, private: Path, libraries: P
     environment = {"MINITORCH_GRADING_PLAN": str(private / "plan.json"), "MINITORCH_EXERCISE_SEED": str(run.seed),
                    "MINITORCH_GRADING_RECORD": str(record), "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"}
     finished = _run_pytest(run.grader_root, run.exercise_ids, [], environment, log,
-                           patience=run.budget + CHECK_PROCESS_MARGIN, on_start=_remember)
+                           patience=run.budget + CHECK_PROCESS_MARGIN,
+                           on_start=lambda process: _remember(process, run))
     try:
         if uid is not None:
             sandbox.kill_every_process_of(uid)
@@ -264,9 +268,11 @@ _running: set[subprocess.Popen] = set()  # check processes, stopped on Ctrl-C
 _running_lock = threading.Lock()
 
 
-def _remember(process: subprocess.Popen) -> None:
+def _remember(process: subprocess.Popen, run: Run) -> None:
     with _running_lock:
         _running.add(process)
+    if run.stopped.is_set():  # started just as Ctrl-C came: stop_grading may have missed it
+        os.killpg(process.pid, 9)
 
 
 def _forget() -> None:
@@ -275,8 +281,14 @@ def _forget() -> None:
             _running.discard(process)
 
 
-def stop_grading() -> None:
-    """Stop every check process now (Ctrl-C); each takes its student's worker down with it."""
+class GradingStopped(Exception):
+    """Ctrl-C stopped a student's grading: nothing of it is written, so the next run grades them again."""
+
+
+def stop_grading(run: Run) -> None:
+    """Stop every check process now (Ctrl-C); each takes its student's worker down with it, and no student whose
+    grading had not ended gets a results.json."""
+    run.stopped.set()
     with _running_lock:
         for process in _running:
             try:

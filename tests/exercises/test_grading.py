@@ -15,8 +15,10 @@ import csv
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -447,6 +449,45 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
 
     again = grade(class_, out)
     assert f"Grading 0 of {len(rows)} students" in again.stdout, again.stdout
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_students_graded_and_writes_nothing_for_the_one_being_graded(tmp_path):
+    """Ctrl-C while a student is being graded: those finished keep their grades, the one stopped half-way gets no
+    results.json (a partial score kept by the next run would cost them points), and the same command again grades
+    them in full."""
+    subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(tmp_path / "edition")],
+                   cwd=ROOT, check=True, capture_output=True, env=_clean_environment())
+    class_, out = tmp_path / "class", tmp_path / "out"
+    solve(shutil.copytree(tmp_path / "edition", class_ / "a_first"))
+    slow = solve(shutil.copytree(tmp_path / "edition", class_ / "b_slow"))
+    reference = textwrap.dedent(region_body((ROOT / EXERCISE_FILES["3.1"]).read_text(), "3.1"))
+    set_region(slow, "3.1", "import time\ntime.sleep(1.5)\n" + reference)  # right, but 8 tests take 12 s or more
+    command = [sys.executable, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out), "--jobs", "1",
+               "--timeout", "20", "--exercise-seed", str(SEED), "--only", ",".join(GRADED)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=_clean_environment(), start_new_session=True)
+    printed = []
+    for line in process.stdout:
+        printed.append(line)
+        if line.startswith("[1/2] a_first"):
+            time.sleep(2)  # b_slow's check process is running
+            os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the whole foreground group
+            break
+    rest, _ = process.communicate(timeout=300)
+    output = "".join(printed) + rest
+    assert process.returncode == 130 and "Interrupted: the 1 students graded in this run are kept" in output, output
+    assert (out / "a_first" / "results.json").exists(), "the student graded before Ctrl-C keeps their grade"
+    assert not (out / "b_slow" / "results.json").exists(), (
+        f"the student stopped half-way must get no results.json, or the next run keeps a partial score:\n{output}")
+    time.sleep(1)
+    assert workers_alive() == [], "a process of the stopped student outlived the run"
+
+    again = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=_clean_environment())
+    assert again.returncode == 0 and "Grading 1 of 2 students" in again.stdout, again.stdout + again.stderr
+    rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    for student in ("a_first", "b_slow"):
+        check_row(rows[student], student, dict(POINTS))
 
 
 def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_equals(tmp_path, capsys):
