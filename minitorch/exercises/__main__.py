@@ -188,7 +188,10 @@ def main(argv=None) -> int:
     print(f"Students run: python -m pytest -m ex{summary['stubbed'][0].replace('.', '_')}  (one exercise), "
           f"python -m pytest -m \"not slow\"  (everything)")
     print("To grade the copies that come back (one folder or .zip per student in SUBMISSIONS), from this repository:")
-    print("  python -m minitorch.exercises grade SUBMISSIONS --out GRADES --jobs 2")
+    print(f"  python -m minitorch.exercises grade SUBMISSIONS --out GRADES --edition {Path(args.dest).resolve()} "
+          f"--exercise-seed SEED --jobs 2")
+    print("  (--edition grades what this edition handed out; SEED is a number of yours that students never see: "
+          "their own tests use 0)")
     print("or one copy in this process: python -m pytest -m \"not slow\" --minitorch-root=PATH/TO/THEIR/COPY")
     return 0
 
