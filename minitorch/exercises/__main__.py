@@ -64,8 +64,11 @@ def _print_bundle(out: str, settings: dict) -> int:
     print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), a fresh secret "
           f"exercise seed, {settings['timeout']:g} s per test")
     print(f"  worst case (every exercise hangs twice): about {settings['worst_case']:g} s; the bundle stops grading at "
-          f"{settings['deadline']:g} s and reports what it graded. Set the platform's timeout above "
-          f"{settings['deadline'] + 60:g} s.")
+          f"{settings['deadline']:g} s and reports what it graded.")
+    needed = settings["deadline"] + 60  # a minute for the container to start and results.json to be read
+    print(f"  The platform's timeout must be at least {needed:g} s: "
+          + ("Gradescope's default (10 minutes) is enough." if needed <= 600 else
+             "raise it from Gradescope's default of 10 minutes (40 at most)."))
     print("Upload it as the assignment's autograder (see chapter 00, For instructors).")
     return 0
 
