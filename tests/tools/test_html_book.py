@@ -201,23 +201,69 @@ def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, t
         (out / "01_first.html").read_text(encoding="utf-8"), "--keep-going marks a failed chapter's page"
 
 
-def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path, jobs):
     out = tmp_path / "book"
     build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
     earlier = sorted(path.relative_to(out) for path in out.rglob("*"))
-    _notebook(tiny_book / "02_second.ipynb", "Two", "import time\ntime.sleep(120)")
+    _notebook(tiny_book / "02_second.ipynb", "Two", "import time\ntime.sleep(600)")
     build = subprocess.Popen([sys.executable, "-m", "minitorch", "book", "--chapters", str(tiny_book), "--out",
-                              str(out), "--jobs", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              str(out), "--jobs", jobs], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     assert "01_first" in build.stdout.readline() + build.stdout.readline(), "the build did not start"
-    time.sleep(2)  # inside chapter 02's sleeping cell
+    time.sleep(2)  # on a loaded machine this may land in chapter 01's page or chapter 02's kernel start
     build.send_signal(signal.SIGINT)
-    _, stderr = build.communicate(timeout=60)
-    assert build.returncode == 130, stderr
-    assert "is as it was" in stderr and "Traceback" not in stderr, stderr
+    try:
+        _, stderr = build.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        build.kill()
+        _, stderr = build.communicate()
+        pytest.fail(f"the build (--jobs {jobs}) or a process holding its output was still running 120 s after "
+                    f"Ctrl-C:\n{stderr}")
+    # 130, or death by SIGINT: Python 3.11 run with -m exits so when the interrupt passed through exec()
+    # (nbconvert's templates); a shell shows 130 for both.
+    assert build.returncode in (130, -signal.SIGINT), f"exit status {build.returncode}:\n{stderr}"
+    assert "is as it was" in stderr and "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
     assert sorted(path.relative_to(out) for path in out.rglob("*")) == earlier, "Ctrl-C changed the earlier book"
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".book")] == [], \
         "Ctrl-C left the half-built book behind"
+
+
+def test_a_lost_ctrl_c_still_stops_the_running_cell(tiny_book, tmp_path):
+    """Python drops a KeyboardInterrupt raised inside a finalizer; the stop must not depend on it."""
+    import threading
+
+    from minitorch.tools.book.chapters import find_chapters as chapters_in
+    from minitorch.tools.book.execute import Stop, execute_chapter
+
+    started = tmp_path / "started"
+    _notebook(tiny_book / "02_second.ipynb", "Two",
+              f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(600)")
+    stop = Stop()
+    kernel_group = []
+
+    def ctrl_c_whose_interrupt_is_lost():
+        while not started.exists():
+            time.sleep(0.1)
+        kernel_group.append(stop.client.km.provisioner.pgid)
+        stop.request()  # what the Ctrl-C handler does before it raises
+
+    threading.Thread(target=ctrl_c_whose_interrupt_is_lost, daemon=True).start()
+    outcome = []
+
+    def run_chapter():
+        try:
+            outcome.append(execute_chapter(chapters_in(tiny_book)[1], quick=True, stop=stop))
+        except KeyboardInterrupt:
+            outcome.append("interrupted")
+
+    chapter = threading.Thread(target=run_chapter, daemon=True)
+    chapter.start()
+    chapter.join(timeout=300)
+    assert not chapter.is_alive(), "the 600 s cell kept running after the stop: a lost Ctrl-C waits for the cell"
+    assert outcome == ["interrupted"], f"a stopped chapter must raise KeyboardInterrupt, not return {outcome}"
+    with pytest.raises(ProcessLookupError):
+        os.killpg(kernel_group[0], 0)  # no process left in the kernel's group (a zombie would still count)
 
 
 @pytest.mark.parametrize("case", ["a file", "the filesystem root", "empty", "the chapters' parent",

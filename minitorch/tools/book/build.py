@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 from minitorch.outputs import OutputPathError, building_aside, check_output_folder
@@ -55,10 +56,11 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     try:
         with building_aside(target) as staging:
             write_assets(staging / "_static")
-            for run in execute_all(chosen, quick, jobs, keep_going, report):
-                write_chapter(staging, run, chapters, built, pages, quick)
-                if run.failed:
-                    failures.append(run)
+            with closing(execute_all(chosen, quick, jobs, keep_going, report)) as runs:  # closed: kernels stopped
+                for run in runs:
+                    write_chapter(staging, run, chapters, built, pages, quick)
+                    if run.failed:
+                        failures.append(run)
             if failures and not keep_going:
                 raise _Discard  # building_aside deletes the new book and leaves the earlier one
             failed = {run.chapter.path.name for run in failures}

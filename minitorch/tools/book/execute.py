@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,98 +53,202 @@ class Run:
         return f"{self.chapter.path.name}: cell {self.failed_cell} raised {self.error}"
 
 
-def _stop_on_sigterm(signum, frame):
-    raise KeyboardInterrupt  # unwinds nbclient's context, which shuts the kernel down
+class Stop:
+    """Ctrl-C (SIGINT) or SIGTERM while chapters run. The handler remembers it, kills the running kernel
+    at once, and then:
+    - in the building process, ends the ``--jobs`` workers and raises KeyboardInterrupt;
+    - in a worker (``worker=True``), exits the worker: its parent reports the stop.
+
+    Killing at once matters because a KeyboardInterrupt can be lost: Python drops an exception raised in
+    a finalizer or a weakref callback, and a Ctrl-C that landed there while a kernel started used to leave
+    the build waiting for the next cell to finish (a 120 s cell: 120 s). With the kernel dead, that cell
+    ends within a second and `check` raises the interrupt again; Python's note about the lost one is not
+    printed. A worker exits rather than raise because one that lives on waits forever on the pool's queue
+    if an idle worker died holding its lock."""
+
+    def __init__(self, worker: bool = False):
+        self.worker = worker
+        self.requested = False
+        self.client = None  # the NotebookClient of the chapter running in this process
+        self.workers = None  # the ProcessPoolExecutor of `execute_all`, in the building process
+
+    def __call__(self, signum, frame):
+        self.request()
+        if self.worker:
+            os._exit(128 + signum)  # the kernel is dead; nothing of the worker's is worth unwinding
+        self.end_workers()
+        raise KeyboardInterrupt
+
+    def request(self) -> None:
+        """Remember the stop and kill the running kernel (its cell ends; `check` then raises)."""
+        self.requested = True
+        kernel_manager = getattr(self.client, "km", None)
+        kernel_group = getattr(getattr(kernel_manager, "provisioner", None), "pgid", None)
+        if kernel_group:
+            with suppress(OSError):  # already gone
+                os.killpg(kernel_group, signal.SIGKILL)  # the kernel and anything a cell started
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if a stop was asked for, even if the first one was lost."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self):
+        """Handle SIGINT and SIGTERM with this Stop inside the block (main thread only)."""
+        previous = {signum: signal.signal(signum, self) for signum in (signal.SIGINT, signal.SIGTERM)}
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = self._unraisable
+        try:
+            yield self
+        finally:
+            sys.unraisablehook = previous_hook
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def end_workers(self) -> None:
+        for process in list((getattr(self.workers, "_processes", None) or {}).values()):
+            with suppress(OSError):
+                process.terminate()  # each worker kills its kernel and exits
+
+    def _unraisable(self, unraisable) -> None:
+        if not (self.requested and unraisable.exc_type is KeyboardInterrupt):  # a lost stop is raised again
+            sys.__unraisablehook__(unraisable)
 
 
-def execute_chapter(chapter: Chapter, quick: bool) -> Run:
+def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None) -> Run:
     """Run one chapter top to bottom in a fresh kernel (working directory: its folder); a raising cell
-    stops it and is recorded."""
+    stops it and is recorded. Ctrl-C or SIGTERM raise KeyboardInterrupt once the kernel is down; ``stop``
+    is the caller's Stop, already installed (by default the chapter installs its own)."""
+    if stop is None:
+        with Stop().installed() as own_stop:
+            return execute_chapter(chapter, quick, own_stop)
     import nbclient
     import nbformat
 
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     os.environ["MINITORCH_QUICK"] = "1" if quick else "0"
     start = time.perf_counter()
-    previous_handler = signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    try:
-        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
-            notebook = nbformat.read(chapter.path, as_version=4)
-            client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, startup_timeout=KERNEL_STARTUP_TIMEOUT,
-                                             kernel_name="python3", extra_arguments=KERNEL_ARGUMENTS,
-                                             resources={"metadata": {"path": str(chapter.path.parent)}})
-            try:
-                failed_cell, error = _execute_cells(client, notebook)
-                break
-            except _KernelDidNotStart as not_started:
-                failed_cell, error = None, f"the kernel did not start ({attempt} tries): {not_started}"
-    finally:
-        signal.signal(signal.SIGTERM, previous_handler)
+    for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+        stop.check()
+        notebook = nbformat.read(chapter.path, as_version=4)
+        stop.client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, startup_timeout=KERNEL_STARTUP_TIMEOUT,
+                                              kernel_name="python3", extra_arguments=KERNEL_ARGUMENTS,
+                                              resources={"metadata": {"path": str(chapter.path.parent)}})
+        try:
+            failed_cell, error = _execute_cells(stop, notebook)
+            break
+        except _KernelDidNotStart as not_started:
+            failed_cell, error = None, f"the kernel did not start ({attempt} tries): {not_started}"
+    stop.client = None
     return Run(chapter, nbformat.writes(notebook), time.perf_counter() - start, failed_cell, error)
+
+
+def _execute_in_worker(chapter: Chapter, quick: bool) -> Run:
+    """`execute_chapter` in a ``--jobs`` worker: a stop kills the kernel and exits the worker."""
+    with Stop(worker=True).installed() as stop:
+        return execute_chapter(chapter, quick, stop)
 
 
 class _KernelDidNotStart(Exception):
     """The kernel failed before the first cell ran (a timeout, a port taken by another kernel)."""
 
 
-def _execute_cells(client, notebook) -> tuple[int | None, str]:
-    """Run the cells in order; return the 1-based position of the one that raised and its error."""
+def _execute_cells(stop: Stop, notebook) -> tuple[int | None, str]:
+    """Run the cells in order with ``stop.client``; return the 1-based position of the one that raised
+    and its error."""
     import nbclient
 
+    client = stop.client
     kernel = client.setup_kernel()
     try:
         kernel.__enter__()  # starts the kernel; nbclient shuts down what it started if this fails
+    except KeyboardInterrupt:
+        _finish_abandoned_tasks()
+        raise
     except Exception as error:  # noqa: BLE001 - whatever stops a kernel starting is reported in one line
+        stop.check()  # the kernel died because Ctrl-C killed it
         raise _KernelDidNotStart(f"{type(error).__name__}: {error}") from None
     try:
         for index, cell in enumerate(notebook.cells):
+            stop.check()
             try:
                 client.execute_cell(cell, index)
             except nbclient.exceptions.CellExecutionError as raised:
+                stop.check()
                 return index + 1, f"{raised.ename}: {raised.evalue}"
             except nbclient.exceptions.CellTimeoutError:
                 return index + 1, f"timed out after {CELL_TIMEOUT} s"
             except nbclient.exceptions.DeadKernelError:
+                stop.check()  # the kernel died because Ctrl-C killed it
                 return index + 1, "DeadKernelError: the kernel died (the cell crashed Python or ran out of memory)"
+        stop.check()
+    except KeyboardInterrupt:
+        _finish_abandoned_tasks()
+        raise
     finally:
         kernel.__exit__(None, None, None)  # shuts the kernel down
     return None, ""
 
 
+def _finish_abandoned_tasks() -> None:
+    """Cancel and finish what a KeyboardInterrupt left pending in nbclient's event loop (the running
+    cell's tasks), keeping their errors. Left alone, the cell's task would fail when the shutdown finds
+    the killed kernel dead, and asyncio would print "Task exception was never retrieved" with a
+    traceback after the build's last line."""
+    with suppress(RuntimeError):  # no event loop in this thread: nothing was left
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        abandoned = asyncio.all_tasks(loop)
+        for task in abandoned:
+            task.cancel()
+        if abandoned and not loop.is_running():
+            finished = asyncio.gather(*abandoned, return_exceptions=True)  # their errors are taken, not printed
+            loop.run_until_complete(asyncio.wait_for(finished, timeout=10))
+
+
 def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: bool, report=print):
     """Yield each chapter's Run as it finishes, ``jobs`` kernels at once; stop early on a failure
-    unless ``keep_going`` (chapters already running still finish and are yielded)."""
-    if jobs == 1:
-        for chapter in chapters:
-            run = execute_chapter(chapter, quick)
-            report(progress_line(run))
-            yield run
-            if run.failed and not keep_going:
-                return
-        return
-    executor = ProcessPoolExecutor(max_workers=jobs, initializer=_one_blas_thread)
-    try:
-        futures = [executor.submit(execute_chapter, chapter, quick) for chapter in chapters]
-        for future in as_completed(futures):
-            run = future.result()
-            report(progress_line(run))
-            yield run
-            if run.failed and not keep_going:
-                for pending in futures:
-                    pending.cancel()
-    except BaseException:
-        for process in list(getattr(executor, "_processes", {}).values()):
-            process.terminate()  # each worker shuts its kernel down on SIGTERM
-        executor.shutdown(wait=True, cancel_futures=True)
-        raise
-    executor.shutdown(wait=True, cancel_futures=True)
+    unless ``keep_going`` (chapters already running still finish and are yielded). Ctrl-C or SIGTERM
+    stop every kernel and raise KeyboardInterrupt."""
+    with Stop().installed() as stop:
+        if jobs == 1:
+            for chapter in chapters:
+                run = execute_chapter(chapter, quick, stop)
+                report(progress_line(run))
+                yield run
+                if run.failed and not keep_going:
+                    return
+            return
+        stop.workers = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker)
+        try:
+            futures = [stop.workers.submit(_execute_in_worker, chapter, quick) for chapter in chapters]
+            for future in as_completed(futures):
+                run = future.result()
+                report(progress_line(run))
+                yield run
+                if run.failed and not keep_going:
+                    for pending in futures:
+                        pending.cancel()
+        except BaseException as error:
+            stop.end_workers()
+            stop.workers.shutdown(wait=True, cancel_futures=True)
+            if isinstance(error, Exception):
+                stop.check()  # a worker ended by Ctrl-C broke the pool: report the Ctrl-C, not the broken pool
+            raise
+        stop.workers.shutdown(wait=True, cancel_futures=True)
 
 
-def _one_blas_thread() -> None:
-    """In a worker of `execute_all`: its kernels use one BLAS thread each. Kernels side by side that each
-    start a BLAS thread per core fight over the cores: with --jobs 2 on 2 cores, chapter 07's training took
-    21.7 s instead of 1.9 s."""
+def _start_worker() -> None:
+    """Set up a worker of `execute_all`.
+
+    Its kernels use one BLAS thread each: kernels side by side that each start a BLAS thread per core
+    fight over the cores (with --jobs 2 on 2 cores, chapter 07's training took 21.7 s instead of 1.9 s).
+
+    A forked worker inherits the parent's Stop; between chapters it should rather die quietly when the
+    parent ends it (SIGTERM) and leave Ctrl-C to the parent. `_execute_in_worker` installs its own Stop."""
     os.environ.update({name: "1" for name in THREAD_VARIABLES})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def progress_line(run: Run) -> str:
