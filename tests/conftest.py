@@ -35,7 +35,8 @@ Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *blocked* if the stub belongs to another exercise: it is reported as skipped, "blocked: needs
   exercise X.Y (chapter NN) first", and earns nothing.
 The end of the output is a per-exercise scoreboard (passed, failed, not attempted, blocked,
-points = points x passed / tests), printed when graded tests ran.
+points = points x passed / tests), printed when graded tests ran; "failed" counts every way a test can
+fail (timed out, crashed, ... in class grading), and a line under the table names those kinds.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests b
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 _STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed out", "crashed", "does not compile",
              "region not found")
+_COLUMNS = ("passed", "failed", "not attempted", "blocked")  # the scoreboard's columns; skipped is a line under it
+_FAILURE_KINDS = ("timed out", "crashed", "does not compile", "region not found")  # shown in the failed column
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
@@ -283,6 +286,12 @@ def _chapter_of(exercise_id: str) -> str:
     return f"{int(exercise_id.split('.')[0]):02d}"
 
 
+def _column_counts(row: dict) -> list[int]:
+    """A scoreboard row's counts per column: every kind of failure is counted as failed."""
+    return [row["passed"], row["failed"] + sum(row[kind] for kind in _FAILURE_KINDS), row["not attempted"],
+            row["blocked"]]
+
+
 class Scoreboard:
     """Classifies outcomes (passed, failed, not attempted, blocked, skipped) and prints the scoreboard."""
 
@@ -387,16 +396,17 @@ class Scoreboard:
         width = max(len(row["title"]) for row in table.values()) + 2
 
         def line(name, title, counts, earned, points):
-            return (f"{name:<9}{title:<{width}}" + "".join(f"{count:>{len(status) + 2}}" for status, count
-                                                          in zip(_STATUSES[:4], counts)) + f"{earned:>10}{points}")
+            return (f"{name:<9}{title:<{width}}" + "".join(f"{count:>{len(column) + 2}}" for column, count
+                                                          in zip(_COLUMNS, counts)) + f"{earned:>10}{points}")
 
-        write(line("exercise", "title", _STATUSES[:4], "points", ""))
+        write(line("exercise", "title", _COLUMNS, "points", ""))
         for exercise_id, row in table.items():
-            write(line(exercise_id, row["title"], [row[s] for s in _STATUSES[:4]], f"{row['earned']:.2f}",
-                       f" / {row['points']}"))
+            write(line(exercise_id, row["title"], _column_counts(row), f"{row['earned']:.2f}", f" / {row['points']}"))
         totals = {key: sum(row[key] for row in table.values()) for key in (*_STATUSES, "earned", "points")}
-        write(line("total", "", [totals[s] for s in _STATUSES[:4]], f"{totals['earned']:.2f}",
-                   f" / {totals['points']}"))
+        write(line("total", "", _column_counts(totals), f"{totals['earned']:.2f}", f" / {totals['points']}"))
+        other_failures = [f"{totals[kind]} {kind}" for kind in _FAILURE_KINDS if totals[kind]]
+        if other_failures:
+            write(f"(the failed column includes {', '.join(other_failures)})")
         if totals["skipped"]:
             write(f"({totals['skipped']} graded test(s) skipped for other reasons; they earn nothing)")
         blockers = sorted({r["blocked_by"] for r in self.results.values() if r["blocked_by"]}, key=registry.sort_key)

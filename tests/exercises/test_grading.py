@@ -151,6 +151,35 @@ def test_a_hung_test_fails_as_timed_out_and_the_scoreboard_still_prints(tmp_path
     assert "exercise scoreboard" in completed.stdout and completed.returncode == 1
 
 
+def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
+    """Class grading's extra kinds (timed out, crashed, ...) are failures: the printed row must add up."""
+    import conftest
+
+    class Terminal:  # the two calls of pytest's terminal reporter that the scoreboard makes
+        def __init__(self):
+            self.lines: list[str] = []
+
+        def section(self, title, sep):
+            self.lines.append(title)
+
+        def write_line(self, line):
+            self.lines.append(line)
+
+    board = object.__new__(conftest.Scoreboard)
+    board.seed, board.counted = 0, None
+    kinds = ["passed", "failed", "timed out", "crashed", "does not compile", "region not found"]
+    board.exercise_of = {f"test_{n}": "1.2" for n in range(len(kinds))}
+    board.results = {f"test_{n}": {"status": kind, "blocked_by": None} for n, kind in enumerate(kinds)}
+    terminal = Terminal()
+    board.write_scoreboard(terminal)
+    text = "\n".join(terminal.lines)
+    row = next(line for line in terminal.lines if line.startswith("1.2 "))
+    counts = row.split("/")[0].split()[-5:-1]  # passed, failed, not attempted, blocked
+    assert counts == ["1", "5", "0", "0"], f"a test that timed out or crashed must count as failed:\n{text}"
+    assert ("(the failed column includes 1 timed out, 1 crashed, 1 does not compile, 1 region not found)"
+            in terminal.lines), f"the scoreboard must name the kinds in its failed column:\n{text}"
+
+
 def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(tmp_path):
     project = tiny_project(tmp_path / "tiny")  # exercise 1.1 a stub, 1.2's tests present
     (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.1"]}))
