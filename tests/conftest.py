@@ -53,10 +53,9 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent  # the project these tests belong to
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
-_STATUSES = ("passed", "failed", "not attempted", "blocked", "skipped", "timed out", "crashed", "does not compile",
-             "region not found")
 _COLUMNS = ("passed", "failed", "not attempted", "blocked")  # the scoreboard's columns; skipped is a line under it
 _FAILURE_KINDS = ("timed out", "crashed", "does not compile", "region not found")  # shown in the failed column
+_STATUSES = (*_COLUMNS, "skipped", *_FAILURE_KINDS)
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading log
 
 
