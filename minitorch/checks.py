@@ -7,6 +7,7 @@ check returns the value as a plain Python number, so that a NumPy integer
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -90,3 +91,15 @@ def number_argument(name: str, **limits):
 
     parse.__name__ = name
     return parse
+
+
+def inputs_checked_by(check):
+    """Decorator: the function receives its inputs as ``check(*args, **kwargs)`` returns them (a tuple, in
+    the function's order), checked and converted. An exercise's function keeps the library's checks of its
+    inputs outside its body this way, so that its body is what the exercise asks for."""
+    def decorate(function):
+        @functools.wraps(function)
+        def checked(*args, **kwargs):
+            return function(*check(*args, **kwargs))
+        return checked
+    return decorate

@@ -55,16 +55,16 @@ def add(a, b) -> Tensor:
     return Tensor.from_op(a.data + b.data, (a, b), backward, "add")
 
 
+def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exercise 1.1: mul's backward rule. Given ``g = ∂ℓ/∂(ab)`` and the inputs' values, return
+    ``(∂ℓ/∂a, ∂ℓ/∂b)`` as arrays (at the broadcast shape is fine: `unbroadcast` folds them)."""
+    return grad * b, grad * a  # ∂(ab)/∂a = b, ∂(ab)/∂b = a
+
+
 def mul(a, b) -> Tensor:
     """a * b (elementwise), with broadcasting."""
     a, b = _binary_inputs("mul", a, b)
-
-    def backward(grad):
-        # BEGIN EXERCISE 1.1
-        return grad * b.data, grad * a.data  # ∂(ab)/∂a = b, ∂(ab)/∂b = a
-        # END EXERCISE 1.1
-
-    return Tensor.from_op(a.data * b.data, (a, b), backward, "mul")
+    return Tensor.from_op(a.data * b.data, (a, b), lambda grad: mul_backward(grad, a.data, b.data), "mul")
 
 
 def neg(a) -> Tensor:
@@ -102,29 +102,28 @@ def div(a, b) -> Tensor:
     return mul(a, pow(b, -1.0))
 
 
+def exp_backward(grad: np.ndarray, out: np.ndarray) -> tuple[np.ndarray]:
+    """Exercise 1.3: exp's backward rule. Given ``g = ∂ℓ/∂out`` and the forward's result ``out = e^a``,
+    return ``(∂ℓ/∂a,)``."""
+    return (grad * out,)  # d(e^a)/da = e^a, which the forward already computed
+
+
 def exp(a) -> Tensor:
     """e ** a (elementwise)."""
     a = as_tensor(a)
     out = np.exp(a.data)
+    return Tensor.from_op(out, (a,), lambda grad: exp_backward(grad, out), "exp")
 
-    def backward(grad):
-        # BEGIN EXERCISE 1.3
-        return (grad * out,)  # d(e^a)/da = e^a, which we already computed
-        # END EXERCISE 1.3
 
-    return Tensor.from_op(out, (a,), backward, "exp")
+def log_backward(grad: np.ndarray, a: np.ndarray) -> tuple[np.ndarray]:
+    """Exercise 1.4: log's backward rule. Given ``g = ∂ℓ/∂(log a)`` and the input's value, return ``(∂ℓ/∂a,)``."""
+    return (grad / a,)  # d(log a)/da = 1/a
 
 
 def log(a) -> Tensor:
     """Natural logarithm (elementwise)."""
     a = as_tensor(a)
-
-    def backward(grad):
-        # BEGIN EXERCISE 1.4
-        return (grad / a.data,)  # d(log a)/da = 1/a
-        # END EXERCISE 1.4
-
-    return Tensor.from_op(np.log(a.data), (a,), backward, "log")
+    return Tensor.from_op(np.log(a.data), (a,), lambda grad: log_backward(grad, a.data), "log")
 
 
 def relu(a) -> Tensor:
@@ -158,6 +157,27 @@ def sigmoid(a) -> Tensor:
 # matrix product
 
 
+def matmul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exercise 2.2: matmul's backward rule. For ``out = a @ b`` (NumPy's shapes: a 1-D operand is a
+    vector) and ``G = ∂ℓ/∂out``, return ``(∂ℓ/∂a, ∂ℓ/∂b) = (G bᵀ, aᵀ G)``; batch axes may stay
+    (`unbroadcast` sums them away)."""
+    # Treat vectors as matrices: (p,) on the left is (1, p), on the right (p, 1).
+    a_mat = a[None, :] if a.ndim == 1 else a
+    b_mat = b[:, None] if b.ndim == 1 else b
+    # b's axis goes back first: for (p,) @ (p,) the gradient is 0-d, () -> (1,) -> (1, 1)
+    if b.ndim == 1:
+        grad = np.expand_dims(grad, -1)  # (..., m) -> (..., m, 1)
+    if a.ndim == 1:
+        grad = np.expand_dims(grad, -2)  # (..., n) -> (..., 1, n)
+    grad_a = grad @ np.swapaxes(b_mat, -1, -2)  # (..., m, n) @ (..., n, p) -> (..., m, p)
+    grad_b = np.swapaxes(a_mat, -1, -2) @ grad  # (..., p, m) @ (..., m, n) -> (..., p, n)
+    if a.ndim == 1:
+        grad_a = grad_a[..., 0, :]  # (..., 1, p) -> (..., p)
+    if b.ndim == 1:
+        grad_b = grad_b[..., 0]  # (..., p, 1) -> (..., p)
+    return grad_a, grad_b  # batch axes are summed away by unbroadcast
+
+
 def matmul(a, b) -> Tensor:
     """a @ b: matrix product over the last two axes, batch axes broadcast.
 
@@ -184,26 +204,7 @@ def matmul(a, b) -> Tensor:
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
         ) from None
 
-    def backward(grad):
-        # BEGIN EXERCISE 2.2
-        # Treat vectors as matrices: (p,) on the left is (1, p), on the right (p, 1).
-        a_mat = a.data[None, :] if a.ndim == 1 else a.data
-        b_mat = b.data[:, None] if b.ndim == 1 else b.data
-        # b's axis goes back first: for (p,) @ (p,) the gradient is 0-d, () -> (1,) -> (1, 1)
-        if b.ndim == 1:
-            grad = np.expand_dims(grad, -1)  # (..., m) -> (..., m, 1)
-        if a.ndim == 1:
-            grad = np.expand_dims(grad, -2)  # (..., n) -> (..., 1, n)
-        grad_a = grad @ np.swapaxes(b_mat, -1, -2)  # (..., m, n) @ (..., n, p) -> (..., m, p)
-        grad_b = np.swapaxes(a_mat, -1, -2) @ grad  # (..., p, m) @ (..., m, n) -> (..., p, n)
-        if a.ndim == 1:
-            grad_a = grad_a[..., 0, :]  # (..., 1, p) -> (..., p)
-        if b.ndim == 1:
-            grad_b = grad_b[..., 0]  # (..., p, 1) -> (..., p)
-        return grad_a, grad_b  # batch axes are summed away by unbroadcast
-        # END EXERCISE 2.2
-
-    return Tensor.from_op(a.data @ b.data, (a, b), backward, "matmul")
+    return Tensor.from_op(a.data @ b.data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 
 
 # ----------------------------------------------------------------------
@@ -234,19 +235,21 @@ def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.n
     return grad if keepdims else np.expand_dims(grad, axes)
 
 
+def sum_backward(grad: np.ndarray, shape: tuple, axes: tuple, keepdims: bool) -> tuple[np.ndarray]:
+    """Exercise 2.4: sum's backward rule. For ``out = a.sum(axes, keepdims)`` with ``a`` of `shape`
+    (`axes` a sorted tuple of axis indices) and ``g = ∂ℓ/∂out``, return ``(∂ℓ/∂a,)``, of `shape`."""
+    # every summed element receives the gradient of the sum it went into
+    grad = _restore_reduced_axes(grad, axes, keepdims)
+    return (np.broadcast_to(grad, shape),)
+
+
 def sum(a, axis=None, keepdims: bool = False) -> Tensor:
     """Sum over `axis` (all axes by default)."""
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim, "sum")
 
-    def backward(grad):
-        # BEGIN EXERCISE 2.4
-        # every summed element receives the gradient of the sum it went into
-        grad = _restore_reduced_axes(grad, axes, keepdims)
-        return (np.broadcast_to(grad, a.shape),)
-        # END EXERCISE 2.4
-
-    return Tensor.from_op(a.data.sum(axis=axes, keepdims=keepdims), (a,), backward, "sum")
+    return Tensor.from_op(a.data.sum(axis=axes, keepdims=keepdims), (a,),
+                          lambda grad: sum_backward(grad, a.shape, axes, keepdims), "sum")
 
 
 def mean(a, axis=None, keepdims: bool = False) -> Tensor:

@@ -104,19 +104,24 @@ class Adam(Optimizer):
         self.step_counts = [0] * len(self.parameters)
 
     def step(self) -> None:
-        beta1, beta2 = self.betas
-        for index, (parameter, m, v) in enumerate(zip(self.parameters, self.first_moments, self.second_moments)):
+        for index, parameter in enumerate(self.parameters):
             if parameter.grad is None:
                 continue
             self.step_counts[index] += 1
-            t = self.step_counts[index]
-            # BEGIN EXERCISE 2.5
-            grad = parameter.grad + self.weight_decay * parameter.data if self.weight_decay else parameter.grad
-            m *= beta1
-            m += (1 - beta1) * grad
-            v *= beta2
-            v += (1 - beta2) * grad * grad
-            step_size = self.lr / (1 - beta1**t)
-            denominator = np.sqrt(v) / np.sqrt(1 - beta2**t) + self.eps
-            parameter.data -= step_size * m / denominator
-            # END EXERCISE 2.5
+            parameter.data, self.first_moments[index], self.second_moments[index] = adam_update(
+                parameter.data, parameter.grad, self.first_moments[index], self.second_moments[index],
+                self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
+
+
+def adam_update(theta: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float,
+                betas: tuple[float, float], eps: float, weight_decay: float):
+    """Exercise 2.5: one Adam update of one parameter ``θ`` (see `Adam`): return the new ``(θ, m, v)``,
+    new arrays (the ones given are not changed). `t` counts this parameter's updates, this one included
+    (1 at the first); ``g = grad + weight_decay · θ``."""
+    beta1, beta2 = betas
+    grad = grad + weight_decay * theta if weight_decay else grad
+    m = m * beta1 + (1 - beta1) * grad
+    v = v * beta2 + (1 - beta2) * grad * grad
+    step_size = lr / (1 - beta1**t)
+    denominator = np.sqrt(v) / np.sqrt(1 - beta2**t) + eps
+    return (theta - step_size * m / denominator).astype(theta.dtype), m, v  # θ keeps its dtype (float32 stays)

@@ -35,7 +35,14 @@ def softmax(scores, axis: int = -1) -> Tensor:
         raise ValueError("softmax: needs at least one axis, got a 0-dimensional tensor")
     if scores.data.size == 0:  # e.g. a length-0 axis: nothing to normalise, an empty result (as PyTorch)
         return Tensor.from_op(np.zeros_like(scores.data), (scores,), lambda grad: (np.zeros_like(grad),), "softmax")
-    # BEGIN EXERCISE 2.3
+    return stable_softmax(scores, axis)
+
+
+def stable_softmax(scores: Tensor, axis: int) -> Tensor:
+    """Exercise 2.3: the softmax of `scores` (a Tensor with at least one element) along `axis`, forward
+    and fused backward, as one graph node: ``Tensor.from_op(weights, (scores,), backward, "softmax")``.
+    A slice whose every entry is -inf, or a score of +inf or NaN, raises the ValueError of
+    `_explain_non_finite`. Write any helper inside this function."""
     shift = scores.data.max(axis=axis, keepdims=True)  # m, one per slice
     if not np.isfinite(shift).all():
         _explain_non_finite(shift)
@@ -45,7 +52,6 @@ def softmax(scores, axis: int = -1) -> Tensor:
     def backward(grad):
         # ∂ℓ/∂s = a ⊙ (g - Σ_k g_k a_k)
         return (weights * (grad - (grad * weights).sum(axis=axis, keepdims=True)),)
-    # END EXERCISE 2.3
 
     return Tensor.from_op(weights, (scores,), backward, "softmax")
 

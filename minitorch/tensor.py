@@ -424,9 +424,8 @@ def topological_order(root: Tensor) -> list[Tensor]:
     depth works (a recursive version hits Python's recursion limit near 1,000
     nodes). A node is appended only after all of its parents, so reading the
     list backwards visits every node before any of its parents: the order
-    reverse mode needs.
+    reverse mode needs. (Exercise 1.2.)
     """
-    # BEGIN EXERCISE 1.2
     order: list[Tensor] = []
     visited: set[int] = set()
     stack = [(root, False)]  # (node, are its parents already in `order`?)
@@ -443,24 +442,16 @@ def topological_order(root: Tensor) -> list[Tensor]:
             if parent.requires_grad and id(parent) not in visited:
                 stack.append((parent, False))
     return order
-    # END EXERCISE 1.2
 
 
-def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
-    """Fold a gradient computed at a broadcast shape back to `shape`.
+def sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
+    """Exercise 2.1: the gradient of broadcasting. `grad` was computed at a broadcast shape; return it
+    summed back to `shape` (without changing `grad` in place).
 
-    If ``x`` of shape `shape` was broadcast up to ``grad.shape`` in the
-    forward pass, each element of ``x`` was used once per copy, so its
-    gradient is the *sum* over the copies: sum away the leading axes that
-    broadcasting added, then every axis where ``x`` had size 1.
-
-    This is the only place where broadcasting is undone; a gradient that no
-    broadcast could explain is an error of the operation `op`.
+    If ``x`` of shape `shape` was broadcast up to ``grad.shape`` in the forward pass, each element of
+    ``x`` was used once per copy, so its gradient is the *sum* over the copies: sum away the leading
+    axes that broadcasting added, then every axis where ``x`` had size 1 (keeping it, as size 1).
     """
-    if grad.shape == tuple(shape):
-        return grad  # nothing was broadcast (kept outside the exercise so chapter 01 runs without it)
-    incoming_shape = grad.shape
-    # BEGIN EXERCISE 2.1
     extra = grad.ndim - len(shape)
     if extra > 0:
         grad = grad.sum(axis=tuple(range(extra)))  # (extra..., *shape') -> shape'
@@ -469,7 +460,19 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     ) if grad.ndim == len(shape) else ()
     if size_one_axes:
         grad = grad.sum(axis=size_one_axes, keepdims=True)
-    # END EXERCISE 2.1
+    return grad
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
+    """Fold a gradient computed at a broadcast shape back to `shape` (with `sum_to_shape`).
+
+    This is the only place where broadcasting is undone; a gradient that no
+    broadcast could explain is an error of the operation `op`.
+    """
+    if grad.shape == tuple(shape):
+        return grad  # nothing was broadcast (so chapter 01 runs before exercise 2.1 is written)
+    incoming_shape = grad.shape
+    grad = np.asarray(sum_to_shape(grad, tuple(shape)))
     if grad.shape != tuple(shape):
         raise ValueError(
             f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "

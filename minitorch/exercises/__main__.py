@@ -44,7 +44,7 @@ def _print_list(root: Path) -> None:
     rows = [("ID", "chapter", "title", "where", "points", "tests")]
     for exercise in exercises:
         tests = "?" if counts is None else str(counts.get(exercise.id, 0))
-        rows.append((exercise.id, f"{exercise.chapter:02d}", exercise.title, exercise.location(root),
+        rows.append((exercise.id, f"{exercise.chapter:02d}", exercise.title, f"{exercise.module}: {exercise.function}",
                      str(exercise.points), tests))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
@@ -88,7 +88,7 @@ on your library and your hidden seed, and reach the student's code only through 
 code for that one exercise and your code for everything else. Only data comes back; the checks that
 decide pass or fail never run the student's code. A test whose calls take longer than --timeout fails
 as timed out; after two such (or crashed) tests an exercise's other tests fail at once; a student's
-whole grading stops at --budget. Code outside the regions never runs; edits there are flagged.
+whole grading stops at --budget. Only each exercise's function is taken from a copy: code outside it never runs.
 
 Which exercises count: --only/--chapter, or --edition (the student edition you handed out), else all of
 them. A student's own copy never decides.
@@ -132,8 +132,8 @@ def main(argv=None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="every exercise: ID, chapter, title, where, points, number of tests")
     edition = commands.add_parser(
-        "student-edition", help="copy the project to DEST with exercise regions replaced by stubs",
-        description="Copy the project to DEST with the chosen exercise regions replaced by "
+        "student-edition", help="copy the project to DEST with the chosen exercises' functions stubbed",
+        description="Copy the project to DEST with the chosen exercises' functions replaced by "
                     "raise NotImplementedError(...) and notebook cells tagged 'solution' (answers to graded "
                     "exercises) removed; 'self-check' cells (predict-then-check answers) stay. "
                     "--only and --chapter together select the union; neither selects every exercise.")

@@ -292,17 +292,3 @@ def rebuild_error(error: dict) -> Exception:
                 rebuilt.add_note(f"(raised as {names[0]}, a subclass of {name})")
             return rebuilt
     return StudentError(f"{names[0] if names else 'an exception'}: {message}")
-
-
-CONNECTION: socket.socket | None = None  # in a worker's child: its socket to the grader (worker.py sets it)
-
-
-def ask_grader(exercise_id: str, *args):
-    """In a worker: the grader's result for a region of another exercise (see services.py)."""
-    if CONNECTION is None:
-        raise RuntimeError(f"exercise {exercise_id}'s stand-in runs only inside a grading worker")
-    send(CONNECTION, {"service": exercise_id, "args": list(args)})
-    reply = receive(CONNECTION)
-    if "error" in reply:
-        raise rebuild_error(reply["error"])
-    return reply["value"]

@@ -1,13 +1,12 @@
-"""The student edition: a copy of the project with exercise regions replaced by stubs (chapter 00)."""
+"""The student edition: a copy of the project with the chosen exercises' functions stubbed (chapter 00)."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import datetime
-import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -15,8 +14,13 @@ from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
-                                          Exercise, ExerciseError, marker_in, raise_statement, read_manifest_data,
-                                          stub_source)
+                                          Exercise, ExerciseError, load_exercises, read_manifest_data,
+                                          stubbed_source)
+
+# Names every module has without defining them: an exercise's function may use them.
+MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
+                  "__cached__", "__annotations__")
+
 
 def read_manifest(root: Path) -> list[str] | None:
     """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
@@ -24,36 +28,19 @@ def read_manifest(root: Path) -> list[str] | None:
     return None if manifest is None else manifest["handed_out"]
 
 
-COMPARED = ("minitorch", "tests")  # the folders whose files the manifest fingerprints
-
-
-def outside_regions(text: str) -> list[str]:
-    """The lines of `text` outside exercise regions (the marker lines kept, trailing spaces dropped)."""
-    kept, inside = [], False
-    for line in text.splitlines():
-        marker = marker_in(line)
-        if marker and marker["kind"].upper() == "END":
-            inside = False
-        if not inside:
-            kept.append(line.rstrip())
-        if marker and marker["kind"].upper() == "BEGIN":
-            inside = True
-    return kept
-
-
-def project_files(root: Path) -> list[str]:
-    """The files of minitorch/ and tests/ (relative paths), caches and the manifest left out."""
-    return sorted(path.relative_to(root).as_posix() for folder in COMPARED for path in (Path(root) / folder).rglob("*")
-                  if path.is_file() and not {"__pycache__", ".pytest_cache"} & set(path.parts)
-                  and path.suffix != ".pyc" and path.relative_to(root) != MANIFEST)
-
-
-def fingerprint(path: Path) -> str:
-    """sha256 of a file's content outside the exercise regions (all of it, for a file that is not Python)."""
-    data = Path(path).read_bytes()
-    if path.suffix == ".py":
-        data = "\n".join(outside_regions(data.decode("utf-8", "replace"))).encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+def module_names(text: str) -> list[str]:
+    """The names a module's source binds at its top level (imports, functions, classes, assignments), and the
+    names every module has: what an exercise's function may use besides its own (student_function)."""
+    names = set(MODULE_DUNDERS)
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name))
+    return sorted(names)
 
 
 def git_commit(root: Path) -> str | None:
@@ -69,7 +56,6 @@ def git_commit(root: Path) -> str | None:
     return commit.stdout.strip() + ("+changes" if status.stdout.strip() else "")
 
 
-
 def strip_solutions(notebook: dict) -> tuple[dict, int]:
     """The notebook without its solution cells (answers to graded exercises) and with every output cleared;
     and how many cells went. Self-check cells (answers to predict-then-check questions) stay."""
@@ -82,73 +68,14 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
     return {**notebook, "cells": kept}, removed
 
 
-# A speed copy: a faster (or differently written) copy of exercise answers outside their regions, e.g.
-#     # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)
-#     ...
-#     # END SPEED COPY OF EXERCISES 2.3 3.2
-# An edition handing out any exercise it names replaces its body by the statement after "student edition:",
-# or, without one, by an error saying that the code is gone and why.
-_SPEED_COPY = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) SPEED COPY OF EXERCISES "
-                         r"(?P<ids>\d+\.\d+(?: \d+\.\d+)*)"
-                         r"(?: \(student edition: (?P<replacement>.+)\))?[ \t]*$")
-
-
-def remove_speed_copies(text: str, handed_out, where: str) -> str:
-    """`text` (the source of file `where`) with the body of every speed copy that names a handed-out
-    exercise replaced by one line at the BEGIN marker's indentation; the markers stay."""
-    handed_out, kept, open_copy = set(handed_out), [], None  # open_copy: (ids, BEGIN line, dropping?)
-    for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        if "SPEED COPY" not in line:
-            if open_copy is None or not open_copy[2]:
-                kept.append(line)
-            continue
-        marker = _SPEED_COPY.match(line.rstrip("\r\n"))
-        if not marker:
-            raise ExerciseError(f"{where}:{number}: malformed speed-copy marker {line.strip()!r}; write '# BEGIN SPEED "
-                                f"COPY OF EXERCISES 2.3 3.2' (optionally ' (student edition: <statement>)') and "
-                                f"'# END SPEED COPY OF EXERCISES 2.3 3.2'")
-        ids = marker["ids"].split()
-        if marker["kind"] == "BEGIN":
-            if open_copy:
-                raise ExerciseError(f"{where}:{number}: speed copy inside the one opened at line {open_copy[1]}")
-            open_copy = (ids, number, bool(handed_out & set(ids)))
-            kept.append(line)
-            if open_copy[2]:
-                message = (f"{where}:{number}: this code was removed from the student edition because it holds a "
-                           f"copy of the answer to exercise(s) {', '.join(ids)}; it runs in the full repository")
-                replacement = marker["replacement"] or raise_statement("RuntimeError", message, marker["indent"])
-                kept.extend(f"{marker['indent']}{line}\n" for line in replacement.splitlines())
-            continue
-        if not open_copy or open_copy[0] != ids:
-            raise ExerciseError(f"{where}:{number}: END SPEED COPY OF EXERCISES {' '.join(ids)} does not close a "
-                                f"BEGIN with the same exercises")
-        open_copy = None
-        kept.append(line)
-    if open_copy:
-        raise ExerciseError(f"{where}:{open_copy[1]}: BEGIN SPEED COPY has no END")
-    return "".join(kept)
-
-
-def remove_speed_copies_in(dest: Path, handed_out) -> None:
-    """Apply `remove_speed_copies` to every module of the edition's minitorch/ but the course's own code."""
-    for path in sorted((dest / "minitorch").rglob("*.py")):
-        if path.relative_to(dest / "minitorch").parts[0] == "exercises":
-            continue
-        text = path.read_text(encoding="utf-8")
-        if "SPEED COPY" in text:
-            edited = remove_speed_copies(text, handed_out, path.relative_to(dest).as_posix())
-            if edited != text:
-                path.write_text(edited, encoding="utf-8")
-
-
 def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
-    """Copy the project at `root` to `dest`, replacing the `selected` regions by stubs.
+    """Copy the project at `root` to `dest`, the body of each `selected` exercise's function replaced by its stub.
 
-    Speed copies of the selected exercises (see `remove_speed_copies`) go too, and so do the instructor's own
-    tests (`registry.INSTRUCTOR_ONLY`). Also drops notebook cells
+    The instructor's own files (`registry.INSTRUCTOR_ONLY`) are left out. Also drops notebook cells
     tagged "solution" (answers to graded exercises; cells tagged "self-check", the answers to
     predict-then-check questions, stay), clears outputs, and writes the manifest
-    (minitorch/exercises/edition.json: the IDs handed out). `dest` must lie outside `root` and must not
+    (minitorch/exercises/edition.json: the IDs handed out, and the names each exercise's module defines, which
+    a student's own run checks the functions against). `dest` must lie outside `root` and must not
     exist or be an empty folder. The edition is built in a temporary sibling folder and moved into place
     only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
     Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
@@ -199,13 +126,14 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
     for name in INSTRUCTOR_ONLY:  # the instructor's tests stay with the instructor
         (dest / name).unlink(missing_ok=True)
 
-    by_file: dict[Path, list[Exercise]] = {}
+    by_module: dict[str, list[Exercise]] = {}
     for exercise in selected:
-        by_file.setdefault(exercise.path.resolve(), []).append(exercise)
-    for path, exercises in by_file.items():
-        target = dest / path.relative_to(root)
-        target.write_text(stub_source(path.read_text(encoding="utf-8"), exercises, root), encoding="utf-8")
-    remove_speed_copies_in(dest, {exercise.id for exercise in selected})
+        by_module.setdefault(exercise.module, []).append(exercise)
+    for module, exercises in by_module.items():
+        (dest / module).write_text(stubbed_source((root / module).read_text(encoding="utf-8"), exercises, module),
+                                   encoding="utf-8")
+    names = {module: module_names((dest / module).read_text(encoding="utf-8"))
+             for module in sorted({exercise.module for exercise in load_exercises(root)})}
 
     removed = 0
     for path in sorted((dest / "chapters").glob("*.ipynb")):
@@ -216,8 +144,7 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
             path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     manifest = {"handed_out": [exercise.id for exercise in selected], "made_from": git_commit(root),
                 "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                # what the edition held outside the regions: the grader tells the students' edits from its own
-                "files": {name: fingerprint(dest / name) for name in project_files(dest)}}
+                "module_names": names}
     (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return {"stubbed": [exercise.id for exercise in selected], "solution_cells_removed": removed}

@@ -1,7 +1,8 @@
 """Grading one returned copy (chapter 00, "How grading works").
 
-1. The copy is found (`submissions`) and, for each exercise, a library is built that holds the student's
-   code for that exercise only (`grafting`); code outside the regions never runs.
+1. The copy is found (`submissions`); the files that define the graded exercises' functions are copied,
+   unread, beside the run's stand-in library (`libraries`). Only each exercise's function is ever taken from
+   them, in the worker: code outside the functions never runs.
 2. The grader's own tests run in a child process of the grader's (the *check process*), on the grader's
    library and with the hidden seed. It runs no student code: each graded test reaches the student's
    code through the ``student`` fixture, which asks the student's sandboxed worker (`sandbox`, `worker`)
@@ -32,15 +33,15 @@ from pathlib import Path
 
 from minitorch.exercises import sandbox
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.grafting import (DOES_NOT_COMPILE, NOT_FOUND, GraftReport, build_libraries,
-                                          edition_files_at, prepare_base)
-from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, load_exercises, read_manifest_data, sort_key
+from minitorch.exercises.libraries import StudentFiles, copy_student_files, give_library, prepare_base
+from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, sort_key
 from minitorch.exercises.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
 
 OUTPUT_CAP = 10_000  # characters of a test's output kept in results.json
 CHECK_PROCESS_MARGIN = 30.0  # seconds the check process may take beyond the student's budget (start-up, checks)
-TIMED_OUT, CRASHED = "timed out", "crashed"
+TIMED_OUT, CRASHED, REFUSED = "timed out", "crashed", "refused"
+STUDENT_FUNCTION_KINDS = ("function not found", "does not compile", "too large", "helper outside the function")
 
 
 @dataclass
@@ -153,15 +154,15 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
     user when several students run at once."""
     started = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix=f"student-{slot}-", dir=scratch_root))
-    report, problem, results, collected, log = GraftReport(), "", {}, {}, ""
+    report, problem, results, collected, log = StudentFiles(), "", {}, {}, ""
     try:
         os.chmod(folder, 0o711)  # a worker may pass through to its own folders, but list nothing
         private, libraries, home = folder / "private", folder / "lib", folder / "home"
         private.mkdir(mode=0o700)
         try:
             project = open_copy(entry, private)
-            report = build_libraries(run.grader_root, project, run.exercise_ids, libraries,
-                                     _edition_files(run.grader_root, project), run.base_library(folder.parent))
+            give_library(run.base_library(folder.parent), libraries)
+            report = copy_student_files(project, [EXERCISES[i] for i in run.exercise_ids], libraries)
         except ExerciseError as error:  # the student reads this too: name their entry, not our scratch paths
             problem = "could not be graded: " + str(error).replace(str(folder) + os.sep, "")
         if not problem and not run.stopped.is_set():
@@ -182,38 +183,21 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
     return graded
 
 
-def _edition_files(grader_root: Path, project: Path):
-    """What the copy's edition held, from the grader's git history, when its manifest has no fingerprints."""
-    try:
-        manifest = read_manifest_data(project)
-    except ExerciseError:
-        return None
-    if manifest is None or isinstance(manifest.get("files"), dict):
-        return None
-    return edition_files_at(grader_root, manifest.get("made_from"), manifest.get("handed_out"))
+def decided(report: StudentFiles) -> dict[str, list[str]]:
+    """{exercise ID: [kind, message]} for the exercises whose tests need not run: the copy has no regular file
+    of at most MAX_MODULE_BYTES where the function belongs. The check process reports their tests so."""
+    return {exercise_id: [message.split(":")[0], message] for exercise_id, message in report.missing.items()}
 
 
-def decided(report: GraftReport, grader_root: Path = ROOT) -> dict[str, list[str]]:
-    """{exercise ID: [kind, message]} for the exercises whose tests need not run: the region is missing, does not
-    compile, or is still the edition's stub (its message says what to write, where, and how to check it). The
-    check process reports their tests so, without a worker."""
-    found = {exercise_id: [NOT_FOUND, message] for exercise_id, message in report.not_found.items()}
-    found.update({exercise_id: [DOES_NOT_COMPILE, message] for exercise_id, message in report.not_compiling.items()})
-    stubs = {exercise.id: exercise for exercise in load_exercises(grader_root) if exercise.id in report.stubs}
-    found.update({exercise_id: ["not attempted", f"not attempted: {exercise.stub_message(grader_root)}"]
-                  for exercise_id, exercise in stubs.items()})
-    return found
-
-
-def _check(run: Run, slot: int, report: GraftReport, private: Path, libraries: Path, home: Path):
+def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: Path, home: Path):
     """Run the check process with the student's worker: ({node ID: result}, {node ID: exercise ID}, its log)."""
     uid = sandbox.worker_uid(slot) if run.isolation.kind == "unprivileged user" else None
     home.mkdir(mode=0o700)
     if uid is not None:  # (bubblewrap shows the worker these two folders only, as the grader's own user)
         _hand_over(libraries, home, uid)
     plan = {"isolation": run.isolation.__dict__, "slot": slot, "library_root": str(libraries), "home": str(home),
-            "exercises": {exercise_id: exercise_id for exercise_id in report.grafted},
-            "decided": decided(report, run.grader_root),
+            "exercises": {exercise_id: f"student/{module}" for exercise_id, module in report.copied.items()},
+            "decided": decided(report),
             "timeout": run.timeout, "budget": run.budget}
     (private / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     log, record = private / "log.txt", private / "record.jsonl"
@@ -255,8 +239,8 @@ def read_record(record: Path) -> tuple[dict, dict]:
 
 
 def _hand_over(libraries: Path, home: Path, uid: int) -> None:
-    """The student's libraries readable by their worker's user only (root's folders, its group); home its own.
-    Files linked from the run's base library (no answer in them, and shared) stay as they are."""
+    """The student's files readable by their worker's user only (root's folders, its group); home its own.
+    Files linked from the run's stand-in library (no answer in them, and shared) stay as they are."""
     for path in [libraries, *libraries.rglob("*")]:
         if path.is_dir() or path.lstat().st_nlink == 1:
             os.chown(path, 0, uid)
@@ -318,7 +302,7 @@ def add_points(values) -> float:
 
 def _kind(result: dict | None, exercise_id: str, decided_before: dict, problem: str) -> tuple[str, str]:
     """(kind, message) of one test: passed, failed, not attempted, blocked, timed out, crashed, does not
-    compile, region not found, not graded."""
+    compile, function not found, too large, helper outside the function, refused, not graded."""
     if problem:
         return "not graded", problem
     if result is None and exercise_id in decided_before:
@@ -326,21 +310,24 @@ def _kind(result: dict | None, exercise_id: str, decided_before: dict, problem: 
     if result is None:
         return "failed", "did not run (the check process ended before it)"
     status = result.get("status") or "failed"
-    known = ("passed", "failed", "not attempted", "blocked", TIMED_OUT, CRASHED, DOES_NOT_COMPILE, NOT_FOUND)
+    known = ("passed", "failed", "not attempted", "blocked", TIMED_OUT, CRASHED, *STUDENT_FUNCTION_KINDS, REFUSED)
     return status if status in known else "failed", str(result.get("message") or "")
 
 
-def results_json(student: str, run: Run, results: dict, report: GraftReport, elapsed: float, problem: str = "",
+def results_json(student: str, run: Run, results: dict, report: StudentFiles, elapsed: float, problem: str = "",
                  collected: dict[str, str] | None = None) -> dict:
     """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output), and in
     extra_data what the gradebook needs. It names no seed: students may see this file."""
-    tests, exercises, decided_before = [], {}, decided(report, run.grader_root)
+    tests, exercises, decided_before = [], {}, decided(report)
     for exercise_id in sorted(run.exercise_ids, key=sort_key):
-        title, points = EXERCISES[exercise_id]
+        title, points = EXERCISES[exercise_id].title, EXERCISES[exercise_id].points
         nodeids = [nodeid for nodeid, owner in (collected or run.collected()).items() if owner == exercise_id]
         shares, kinds = split_points(points, len(nodeids)) if nodeids else [], []
+        refused = [results[n]["message"] for n in nodeids if (results.get(n) or {}).get("status") == REFUSED]
         for nodeid, share in zip(nodeids, shares):
             kind, message = _kind(results.get(nodeid), exercise_id, decided_before, problem)
+            if refused and kind == "passed":  # asked for what it does not need: the exercise earns nothing
+                kind, message = REFUSED, refused[0]
             kinds.append(kind)
             output = message[:OUTPUT_CAP]  # the reason only: a traceback of the check process quotes its code
             tests.append({"name": f"{exercise_id} {title}: {nodeid.split('::', 1)[-1]}", "number": exercise_id,
@@ -357,24 +344,23 @@ def results_json(student: str, run: Run, results: dict, report: GraftReport, ela
         "tests": tests,
         "extra_data": {"student": student, "max_score": sum(row["points"] for row in exercises.values()),
                        "exercises": exercises, "flags": [problem] if problem else flags_of(tests, report),
-                       "notes": report.notes, "grader_version": run.version,
+                       "grader_version": run.version,
                        "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                       "isolation": run.isolation.kind, "edited_outside_regions": report.edited_outside,
-                       "handed_out": report.handed_out, "graded": not problem, "complete": True},
+                       "isolation": run.isolation.kind, "handed_out": report.handed_out, "graded": not problem,
+                       "complete": True},
     }
 
 
-def flags_of(tests: list[dict], report: GraftReport) -> list[str]:
+def flags_of(tests: list[dict], report: StudentFiles) -> list[str]:
     kinds = {test["extra_data"]["kind"] for test in tests}
     flags = [kind for kind in (TIMED_OUT, CRASHED) if kind in kinds]
-    if report.not_compiling:
-        flags.append(f"{DOES_NOT_COMPILE}: {' '.join(report.not_compiling)}")
-    if report.not_found:
-        flags.append(f"{NOT_FOUND}: {' '.join(report.not_found)}")
-    if report.notes:
-        flags.append("read leniently: " + "; ".join(f"{i}: {note.split(';')[0]}" for i, note in report.notes.items()))
-    if report.edited_outside:
-        flags.append(f"edited outside the regions: {' '.join(report.edited_outside)}")
+    refused = sorted({test["number"] for test in tests if test["extra_data"]["kind"] == REFUSED}, key=sort_key)
+    if refused:
+        flags.append(f"{REFUSED}: exercise(s) {' '.join(refused)} asked the grader for exercises they do not need")
+    for kind in STUDENT_FUNCTION_KINDS:
+        exercises = sorted({test["number"] for test in tests if test["extra_data"]["kind"] == kind}, key=sort_key)
+        if exercises:
+            flags.append(f"{kind}: {' '.join(exercises)}")
     if report.handed_out is None:
         flags.append("not a student edition (no minitorch/exercises/edition.json): a copy of the full book holds "
                      "every answer")

@@ -16,7 +16,7 @@ the answer back into data. Probes hold no answers: they only call the functions 
 
 from __future__ import annotations
 
-import sys
+import importlib
 
 import numpy as np
 
@@ -24,6 +24,8 @@ import minitorch
 from minitorch import Tensor, no_grad
 from minitorch.nn import Parameter
 from minitorch.optim import Adam
+from minitorch.exercises.registry import EXERCISES
+from minitorch.exercises.student_function import source_of
 from minitorch.paper import attention, metrics, task, theory
 
 
@@ -189,45 +191,23 @@ def sink_share(per_layer_weights, **options):
 
 
 def make_targets(x, triggers, residual: bool = False) -> dict:
-    """{"targets": y, "x_after": x, "triggers_after": triggers, "python_lines": {"one": ..., "many": ...}}:
-    the inputs after the call, to see that make_targets left them untouched; and how many lines of Python in
-    make_targets's own file (its code, and any function or comprehension written in it) ran for the first
-    sequence alone and for `MANY_SEQUENCES` copies of it, to see whether it loops over the sequences (the
-    copies share their trigger and contents, so only a loop over the batch tells the two counts apart)."""
+    """{"targets": y, "x_after": x, "triggers_after": triggers}: the inputs after the call, to see that
+    make_targets left them untouched."""
     x, triggers = np.array(x), np.array(triggers)
     targets = np.asarray(task.make_targets(x, triggers, residual=residual))
-    copies = np.zeros(MANY_SEQUENCES, dtype=int)  # the first sequence, MANY_SEQUENCES times
-    lines = {"one": _python_lines(task.make_targets, x[:1].copy(), triggers[:1].copy(), residual=residual),
-             "many": _python_lines(task.make_targets, x[copies], triggers[copies], residual=residual)}
-    return {"targets": targets, "x_after": x, "triggers_after": triggers, "python_lines": lines}
+    return {"targets": targets, "x_after": x, "triggers_after": triggers}
 
 
-MANY_SEQUENCES = 33  # a loop over the sequences runs at least 32 more lines for these than for one
+SOURCES: dict[str, str] = {}  # in a grading worker: the source of the student's function it swapped in
 
 
-def _python_lines(function, *args, **kwargs) -> int:
-    """How many lines of Python in `function`'s own source file run during ``function(*args, **kwargs)``:
-    its own lines and those of any function, lambda or comprehension written in that file (NumPy's code,
-    written elsewhere, is not counted). The count of a call that works on whole arrays does not grow with
-    the batch; a Python loop over the sequences adds lines for every sequence."""
-    source_file = function.__code__.co_filename
-    lines = 0
-
-    def trace(frame, event, arg):
-        nonlocal lines
-        if frame.f_code.co_filename != source_file:
-            return None  # no line events from other files' code
-        if event == "line":
-            lines += 1
-        return trace
-
-    previous = sys.gettrace()
-    sys.settrace(trace)
-    try:
-        function(*args, **kwargs)
-    finally:
-        sys.settrace(previous)
-    return lines
+def function_source(exercise_id: str) -> str:
+    """The source of the exercise's function as it runs here: what the grader's checks on how an answer is
+    written (its syntax tree, read in the grader's process) look at."""
+    if exercise_id in SOURCES:
+        return SOURCES[exercise_id]
+    exercise = EXERCISES[exercise_id]
+    return source_of(getattr(importlib.import_module(exercise.python_module), exercise.function))
 
 
 def relu_construction(width: int = task.WIDTH, direction=None) -> dict:

@@ -1,28 +1,24 @@
-"""The graded exercises: where they are and what a stub says (chapter 00).
+"""The graded exercises, declared once (chapter 00).
 
-An exercise is a region of library code between two marker lines (X = its chapter)::
+An exercise is one function of the library with a fixed signature, in the module of its concept, as in
+Cornell's minitorch: mul's backward rule is `minitorch.ops.mul_backward`, which mul's graph node calls.
+The student writes its body; the stub a student edition hands out is that body replaced by::
 
-    # BEGIN EXERCISE X.Y
-    ...the reference solution...
-    # END EXERCISE X.Y
+    raise NotImplementedError("Exercise X.Y (chapter 0X): <title>. Write the body of <function> in
+                               minitorch/<file>.py; check with: python -m pytest -m exX_Y")
 
-The region must be a block of statements at one indentation level, so that it can be replaced
-wholesale. The student edition (`minitorch.exercises.edition`) replaces it by one line, at the BEGIN
-line's indentation::
+Everything else is derived from the table `EXERCISES` below: the stubs (`minitorch.exercises.edition`),
+the stand-ins and the services of class grading (`minitorch.exercises.stand_in`, `services`), the test
+markers (``pytest -m exX_Y``, tests/conftest.py) and the scoreboard. Adding an exercise touches its
+function, its tests and one line of the table.
 
-    raise NotImplementedError("Exercise X.Y (chapter 0X): <title>. Write it in minitorch/<file>.py
-                               between the BEGIN/END EXERCISE X.Y markers; check with: ...")
-
-and keeps both markers, so the student knows where to write and the edition can be made again
-from a copy. The same ID names the chapter's exercise, the test marker (``pytest -m exX_Y``) and
-the stub's error; tests/conftest.py reads the table `EXERCISES` below for titles and points.
-
-This module uses only the standard library: the tests' conftest and the grader load it by path,
-without importing the minitorch under test.
+This module uses only the standard library: the tests' conftest, the grader and the sandboxed worker load
+it by path, without importing the minitorch under test.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -30,75 +26,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the project this file belongs to
 
-# Exercise ID -> (title, points). Every region in minitorch/ needs an entry, and every entry a region.
-EXERCISES = {
-    "1.1": ("the backward rule of mul", 1),
-    "1.2": ("topological_order, the order in which backward visits the graph", 3),
-    "1.3": ("the backward rule of exp", 1),
-    "1.4": ("the backward rule of log", 1),
-    "2.1": ("unbroadcast, the gradient of broadcasting", 3),
-    "2.2": ("the backward rule of matmul", 3),
-    "2.3": ("the softmax, forward and fused backward", 3),
-    "2.4": ("the backward rule of sum", 2),
-    "2.5": ("the Adam step", 3),
-    "3.1": ("the causal mask", 1),
-    "3.2": ("softmax attention", 2),
-    "3.3": ("ReLU attention", 2),
-    "3.4": ("the BOS mass at non-trigger rows", 2),
-    "3.5": ("Gu et al.'s sink score alpha_k", 2),
-    "4.1": ("the task's targets", 2),
-    "5.1": ("the softmax construction: a sink of strength c", 2),
-    "6.1": ("the ReLU construction of Theorem 3", 2),
-    "9.1": ("the share of heads that sink, Sink_k^eps", 1),
-}
-
-# Exercises renumbered since an edition was handed out (old ID -> current ID): a copy of that edition is
-# graded by the exercise it holds. 2026-12-04 (commit db837b9): Adam became 2.5 and Gu et al.'s alpha 3.5,
-# to follow the book's order.
-RENAMED = {"7.1": "2.5", "8.1": "3.5"}
-
-# What a copy of the project holds (the repository's fixed top level); missing entries are skipped.
-PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci",
-                 "chapters", "minitorch", "tests", "figures")
-NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
-# chapter 09 loads them instead of training for a quarter of an hour
-# The instructor's own tests, which a student edition leaves out: they hold regular expressions of every answer
-# (ANSWER_SIGNATURES), or graft the full book's answers, which an edition does not have.
-INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_grafting.py",
-                   "tests/exercises/test_grafted_edition.py")
-MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
-MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
-SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
-LINE_LENGTH = 120  # the book's longest line of code, stubs included (tests/test_line_length.py)
-SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
-
-_ID = re.compile(r"[1-9]\.[1-9][0-9]*")
-_MARKER_LIKE = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END)\s+EXERCISE\b\s*(?P<id>\S*)", re.IGNORECASE)
-_MARKER = re.compile(r"^(?P<indent>[ \t]*)# (?P<kind>BEGIN|END) EXERCISE (?P<id>\S+)[ \t]*$")
-
-
-def marker_in(line: str, strict: bool = False):
-    """The exercise marker `line` holds, as a match with groups indent, kind (BEGIN/END) and id; None if it holds
-    none. Lenient by default (any spacing or case: how a student's copy may have it); `strict` asks for the exact
-    form the library's own files must use."""
-    return (_MARKER if strict else _MARKER_LIKE).match(line.rstrip("\r\n"))
-
-
-class ExerciseError(ValueError):
-    """A marker, a region or the metadata table is malformed; the message says where."""
-
 
 @dataclass(frozen=True)
 class Exercise:
-    """One graded region: its ID, metadata, and where it lives (1-based marker lines)."""
+    """One graded exercise: the function a student writes, and what grading it needs."""
 
-    id: str
+    id: str  # X.Y, X its chapter
     title: str
     points: int
-    path: Path
-    begin_line: int
-    end_line: int
-    indent: str
+    module: str  # the file that defines the function, relative to the project
+    function: str  # its name, at the top level of `module`
+    needs: tuple[str, ...] = ()  # the exercises whose functions its tests call besides its own (stand-ins)
 
     @property
     def chapter(self) -> int:
@@ -109,26 +47,71 @@ class Exercise:
         """The pytest marker selecting its tests: 2.3 -> ex2_3."""
         return "ex" + self.id.replace(".", "_")
 
-    def location(self, root: Path = ROOT) -> str:
-        """'minitorch/softmax.py:36', the BEGIN line."""
-        return f"{_relative(self.path, root)}:{self.begin_line}"
+    @property
+    def python_module(self) -> str:
+        """'minitorch.ops' for 'minitorch/ops.py'."""
+        return self.module[:-len(".py")].replace("/", ".")
 
-    def stub_message(self, root: Path = ROOT) -> str:
-        return stub_message(self.id, self.title, _relative(self.path, root))
+    def stub_message(self) -> str:
+        return stub_message(self.id, self.title, self.function, self.module)
 
 
-def read_manifest_data(root: Path) -> dict | None:
-    """The manifest of the edition at `root` ({"handed_out": [IDs], "made_from", "made_at", "files"}), checked;
-    None without one (the full book); ExerciseError naming the file if it is not a valid manifest."""
-    path = Path(root) / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        manifest["handed_out"] = [str(exercise_id) for exercise_id in manifest["handed_out"]]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
-        raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
-    return manifest
+# The table: one line per exercise. `needs` lists what the exercise's graded tests reach through the library
+# besides the function itself (a full backward pass needs topological_order and unbroadcast's sum_to_shape, say);
+# while X is graded, a request for any other exercise's function is refused and the copy flagged.
+_BACKWARD = ("1.2", "2.1")  # every test that runs a whole backward pass
+EXERCISES = {exercise.id: exercise for exercise in (
+    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", _BACKWARD),
+    Exercise("1.2", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
+             "topological_order", ("1.1", "1.3", "2.1", "2.4")),
+    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", _BACKWARD),
+    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", _BACKWARD),
+    Exercise("2.1", "sum_to_shape, the gradient of broadcasting", 3, "minitorch/tensor.py", "sum_to_shape",
+             ("1.1", "1.2", "1.3", "1.4", "2.2", "2.4")),
+    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.1", "1.2", "2.1", "2.4")),
+    Exercise("2.3", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
+             ("1.1", "1.2", "2.1", "2.4")),
+    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.1", "1.2", "2.1")),
+    Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update"),
+    Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask"),
+    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention",
+             ("1.1", "1.2", "2.1", "2.3", "2.4")),
+    Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention",
+             ("1.1", "1.2", "2.1", "2.4")),
+    Exercise("3.4", "the BOS mass at non-trigger rows", 2, "minitorch/paper/metrics.py",
+             "bos_mass_at_non_trigger_rows"),
+    Exercise("3.5", "Gu et al.'s sink score alpha_k", 2, "minitorch/paper/metrics.py", "gu_sink_scores"),
+    Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets"),
+    Exercise("5.1", "the softmax construction: a sink of strength c", 2, "minitorch/paper/theory/constructions.py",
+             "softmax_construction_weights", ("3.1", "3.2", "2.3")),
+    Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
+             "relu_construction_weights", ("3.1", "3.3")),
+    Exercise("9.1", "the share of heads that sink, Sink_k^eps", 1, "minitorch/paper/metrics.py", "sink_share",
+             ("3.5",)),
+)}
+
+# What a copy of the project holds (the repository's fixed top level); missing entries are skipped.
+PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci",
+                 "chapters", "minitorch", "tests", "figures")
+NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
+# chapter 09 loads them instead of training for a quarter of an hour
+# The instructor's own files, which a student edition leaves out: tests that hold every reference answer or
+# graft them, and the hand-fused NumPy floor of the benchmark and the fast path (it repeats answers as array code).
+INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_grafted_edition.py",
+                   "minitorch/fast/hand_fused.py")
+MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
+MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
+SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
+LINE_LENGTH = 120  # the book's longest line of code, stubs included (tests/test_line_length.py)
+SELF_CHECK_TAG = "self-check"  # the answer to a predict-then-check question: the student edition keeps it
+MAX_FUNCTION_LINES = 400  # an exercise function longer than this is refused unread (the longest answer has 20)
+MAX_MODULE_BYTES = 1 << 20  # a file holding an exercise may be at most this big (the largest has 20 KB)
+
+_ID = re.compile(r"[1-9]\.[1-9][0-9]*")
+
+
+class ExerciseError(ValueError):
+    """The table, a function or a manifest is malformed; the message says where."""
 
 
 def sort_key(exercise_id: str) -> tuple[int, ...]:
@@ -136,18 +119,16 @@ def sort_key(exercise_id: str) -> tuple[int, ...]:
     return tuple(int(part) for part in exercise_id.split("."))
 
 
-def stub_message(exercise_id: str, title: str, relative_path: str) -> str:
-    """The error a stub raises. tests/conftest.py recognises it by this exact wording."""
+def stub_message(exercise_id: str, title: str, function: str, module: str) -> str:
+    """The error a stub raises. tests/conftest.py recognises it by this wording (`STUB_ERROR`)."""
     return (f"Exercise {exercise_id} (chapter {int(exercise_id.split('.')[0]):02d}): {title}. "
-            f"Write it in {relative_path} between the BEGIN/END EXERCISE {exercise_id} markers; "
+            f"Write the body of {function} in {module}; "
             f"check with: python -m pytest -m ex{exercise_id.replace('.', '_')}")
 
 
 # The stub's error as it appears in any text (a traceback, a notebook's CellExecutionError):
-STUB_ERROR = re.compile(r"Exercise (\d+\.\d+) \(chapter \d+\): [^\n]*? between the BEGIN/END EXERCISE \1 markers"
+STUB_ERROR = re.compile(r"Exercise (\d+\.\d+) \(chapter \d+\): [^\n]*? Write the body of \w+ in [\w/.]+"
                         r"(?:; check with: python -m pytest -m ex\d+_\d+)?")
-
-
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")  # notebook tracebacks come coloured
 
 
@@ -165,150 +146,60 @@ def stub_error(exception: BaseException | None) -> tuple[str, str] | None:
     return None
 
 
-def _relative(path: Path, root: Path) -> str:
+def read_manifest_data(root: Path) -> dict | None:
+    """The manifest of the edition at `root` ({"handed_out": [IDs], "module_names", "made_from", "made_at"}),
+    checked; None without one (the full book); ExerciseError naming the file if it is not a valid manifest."""
+    path = Path(root) / MANIFEST
+    if not path.is_file():
+        return None
     try:
-        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
-    except ValueError:
-        return Path(path).as_posix()
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest["handed_out"] = [str(exercise_id) for exercise_id in manifest["handed_out"]]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+        raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+    return manifest
 
 
 # ----------------------------------------------------------------------
-# finding and checking the regions
+# the functions in the source: found by the syntax tree, never by guessing where code ends
 
 
-@dataclass(frozen=True)
-class _Region:
-    id: str
-    path: Path
-    begin_line: int
-    end_line: int
-    indent: str
+def function_node(tree: ast.Module, name: str) -> ast.FunctionDef | None:
+    """The function `name` defined at the top level of a module's tree (the last one, as Python keeps it)."""
+    found = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name]
+    return found[-1] if found else None
 
 
-def _indentation(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t"))]
+def body_after_docstring(node: ast.FunctionDef) -> list[ast.stmt]:
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body
 
 
-def scan_file(path: Path) -> list[_Region]:
-    """The exercise regions of one source file, checked for well-formed, paired markers."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    regions, open_region = [], None  # open_region: (id, BEGIN line number, indent)
-    for number, line in enumerate(lines, start=1):
-        if not marker_in(line):
-            continue
-        where = f"{path}:{number}"
-        marker = marker_in(line, strict=True)
-        if not marker:
-            raise ExerciseError(f"{where}: malformed exercise marker {line.strip()!r}; "
-                                f"write exactly '# BEGIN EXERCISE X.Y' or '# END EXERCISE X.Y'")
-        kind, exercise_id, indent = marker["kind"], marker["id"], marker["indent"]
-        if not _ID.fullmatch(exercise_id):
-            raise ExerciseError(f"{where}: exercise ID {exercise_id!r} is not of the form X.Y "
-                                f"with X a chapter in 1..9 (e.g. 3.2)")
-        if kind == "BEGIN":
-            if open_region:
-                raise ExerciseError(f"{where}: BEGIN EXERCISE {exercise_id} inside exercise {open_region[0]} "
-                                    f"(opened at line {open_region[1]}); regions cannot nest")
-            open_region = (exercise_id, number, indent)
-            continue
-        if not open_region:
-            raise ExerciseError(f"{where}: END EXERCISE {exercise_id} without a BEGIN EXERCISE {exercise_id} before it")
-        opened_id, begin, begin_indent = open_region
-        if exercise_id != opened_id:
-            raise ExerciseError(f"{where}: END EXERCISE {exercise_id} closes BEGIN EXERCISE {opened_id} "
-                                f"(line {begin}); the IDs must match")
-        if indent != begin_indent:
-            raise ExerciseError(f"{where}: END EXERCISE {exercise_id} is not indented like its BEGIN (line {begin})")
-        _check_block(path, lines, exercise_id, begin, number, begin_indent)
-        regions.append(_Region(exercise_id, Path(path), begin, number, begin_indent))
-        open_region = None
-    if open_region:
-        raise ExerciseError(f"{path}:{open_region[1]}: BEGIN EXERCISE {open_region[0]} has no END EXERCISE "
-                            f"{open_region[0]}")
-    return regions
-
-
-def _check_block(path, lines, exercise_id, begin, end, indent) -> None:
-    """A region must be statements at the BEGIN line's indentation (deeper only inside them)."""
-    body = [(number, line) for number, line in enumerate(lines[begin:end - 1], start=begin + 1) if line.strip()]
-    code = [(number, line) for number, line in body if not line.lstrip().startswith("#")]
-    if not code:
-        raise ExerciseError(f"{path}:{begin}: exercise {exercise_id} has no code between its markers")
-    for number, line in body:
-        if not _indentation(line).startswith(indent):
-            raise ExerciseError(f"{path}:{number}: line of exercise {exercise_id} is indented less than its "
-                                f"BEGIN line; a region must be one block at one indentation level")
-    if _indentation(code[0][1]) != indent:
-        raise ExerciseError(f"{path}:{code[0][0]}: exercise {exercise_id} starts deeper than its BEGIN line; "
-                            f"the first statement must be at the BEGIN line's indentation")
-
-
-def find_regions(root: Path = ROOT) -> list[_Region]:
-    """Every region in root/minitorch/**/*.py (the course's own code, minitorch/exercises/, holds none),
-    with unique IDs."""
-    package = Path(root) / "minitorch"
-    if not (package / "__init__.py").is_file():
-        raise ExerciseError(f"{root} is not a minitorch project: {package / '__init__.py'} does not exist")
-    regions, first_seen = [], {}
-    for path in sorted(package.rglob("*.py")):
-        if path.relative_to(package).parts[0] == "exercises":
-            continue
-        for region in scan_file(path):
-            if region.id in first_seen:
-                other = first_seen[region.id]
-                raise ExerciseError(f"exercise {region.id} is marked twice: {other.path}:{other.begin_line} "
-                                    f"and {region.path}:{region.begin_line}; IDs must be unique")
-            first_seen[region.id] = region
-            regions.append(region)
-    return regions
-
-
-def load_exercises(root: Path = ROOT, metadata: dict | None = None) -> list[Exercise]:
-    """The regions joined with their metadata, in ID order; ExerciseError if they disagree."""
-    metadata = EXERCISES if metadata is None else metadata
-    regions = {region.id: region for region in find_regions(root)}
-    for exercise_id, (title, points) in metadata.items():
-        if not _ID.fullmatch(exercise_id):
-            raise ExerciseError(f"EXERCISES in minitorch/exercises/registry.py: ID {exercise_id!r} is not of the "
-                                f"form X.Y with X a chapter in 1..9")
-        if not isinstance(title, str) or not title.strip() or "\n" in title:
-            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a one-line title, got {title!r}")
-        if not isinstance(points, int) or points <= 0:
-            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a positive whole number of points, "
-                                f"got {points!r}")
-    unlisted = sorted(set(regions) - set(metadata), key=sort_key)
-    if unlisted:
-        where = ", ".join(f"{regions[i].id} ({regions[i].path.name}:{regions[i].begin_line})" for i in unlisted)
-        raise ExerciseError(f"exercise region(s) {where} have no entry in EXERCISES in "
-                            f"minitorch/exercises/registry.py; add a (title, points) for each")
-    without_region = sorted(set(metadata) - set(regions), key=sort_key)
-    if without_region:
-        raise ExerciseError(f"EXERCISES in minitorch/exercises/registry.py lists {', '.join(without_region)}, but no "
-                            f"'# BEGIN EXERCISE' region in {Path(root) / 'minitorch'} has that ID")
-    exercises = [Exercise(region.id, *metadata[region.id], region.path, region.begin_line, region.end_line,
-                          region.indent) for region in regions.values()]
-    for exercise in exercises:
-        _check_stub_compiles(exercise, root)
-    return sorted(exercises, key=lambda exercise: sort_key(exercise.id))
-
-
-def _check_stub_compiles(exercise: Exercise, root: Path) -> None:
-    text = exercise.path.read_text(encoding="utf-8")
-    try:
-        compile(stub_source(text, [exercise], root), str(exercise.path), "exec")
-    except SyntaxError as error:
-        raise ExerciseError(f"{exercise.location(root)}: replacing exercise {exercise.id} by its stub breaks the "
-                            f"file ({error.msg}, line {error.lineno}); a region must be a whole block of "
-                            f"statements") from None
-
-
-
-def stub_source(text: str, exercises: list[Exercise], root: Path = ROOT) -> str:
-    """`text` (one file's source) with the regions of `exercises` replaced by their stubs: one
-    ``raise NotImplementedError("...")``, its message split over lines of at most LINE_LENGTH characters."""
-    def stub(exercise: Exercise) -> str:
-        return raise_statement("NotImplementedError", exercise.stub_message(root), exercise.indent)
-    return replace_regions(text, exercises, stub)
+def replace_bodies(text: str, bodies: dict[str, str], where: str = "") -> str:
+    """`text` (a module's source) with the body of each top-level function named in `bodies` replaced by the
+    code given for it (written at indentation 0; indented like the body). The def line, its decorators and its
+    docstring stay."""
+    tree = ast.parse(text, where or "<source>")
+    lines = text.splitlines(keepends=True)
+    spans = []
+    for name, code in bodies.items():
+        node = function_node(tree, name)
+        if node is None:
+            raise ExerciseError(f"{where}: no function {name} at the top level")
+        body = body_after_docstring(node)
+        if not body:
+            raise ExerciseError(f"{where}: function {name} has no body after its docstring")
+        indent = " " * body[0].col_offset
+        if lines[body[0].lineno - 1][:body[0].col_offset].strip():
+            raise ExerciseError(f"{where}:{body[0].lineno}: {name}'s body must start on a line of its own")
+        new = [indent + line if line.strip() else "\n" for line in code.splitlines(keepends=True)]
+        spans.append((body[0].lineno - 1, node.end_lineno, [line.rstrip("\n") + "\n" for line in new]))
+    for start, end, new in sorted(spans, reverse=True):  # bottom up: line numbers stay valid
+        lines[start:end] = new
+    return "".join(lines)
 
 
 def raise_statement(exception: str, message: str, indent: str) -> str:
@@ -336,14 +227,55 @@ def _split_words(message: str, width: int) -> list[str]:
     return pieces
 
 
-def replace_regions(text: str, exercises: list[Exercise], body_of) -> str:
-    """`text` (one file's source) with the body of each region of `exercises` replaced by ``body_of(exercise)``
-    (code written at indentation 0; it is indented to the region's); the markers stay."""
-    lines = text.splitlines(keepends=True)
-    for exercise in sorted(exercises, key=lambda e: e.begin_line, reverse=True):  # bottom up: numbers stay valid
-        body = [exercise.indent + line if line.strip() else "\n" for line in body_of(exercise).splitlines()]
-        lines[exercise.begin_line:exercise.end_line - 1] = [line.rstrip("\n") + "\n" for line in body]
-    return "".join(lines)
+def stub_body(exercise: Exercise) -> str:
+    """The body a student edition gives the exercise's function: its NotImplementedError."""
+    return raise_statement("NotImplementedError", exercise.stub_message(), "    ") + "\n"
+
+
+def stubbed_source(text: str, exercises, where: str = "") -> str:
+    """One module's source with the functions of `exercises` stubbed."""
+    return replace_bodies(text, {exercise.function: stub_body(exercise) for exercise in exercises}, where)
+
+
+def is_stub(node: ast.FunctionDef, exercise: Exercise) -> bool:
+    """True if the function's only code is the edition's ``raise NotImplementedError(<its stub message>)``."""
+    body = body_after_docstring(node)
+    if len(body) != 1 or not isinstance(body[0], ast.Raise):
+        return False
+    raised = body[0].exc
+    if not (isinstance(raised, ast.Call) and isinstance(raised.func, ast.Name)
+            and raised.func.id == "NotImplementedError" and len(raised.args) == 1 and not raised.keywords
+            and isinstance(raised.args[0], ast.Constant) and isinstance(raised.args[0].value, str)):
+        return False
+    found = STUB_ERROR.search(raised.args[0].value)
+    return bool(found) and found[1] == exercise.id
+
+
+def load_exercises(root: Path = ROOT, table: dict | None = None) -> list[Exercise]:
+    """The table's exercises in ID order, each checked against the source at `root`: its module exists and
+    defines its function at the top level; ExerciseError naming what is wrong."""
+    table = EXERCISES if table is None else table
+    trees: dict[str, ast.Module] = {}
+    for exercise_id, exercise in table.items():
+        if not _ID.fullmatch(exercise_id) or exercise.id != exercise_id:
+            raise ExerciseError(f"EXERCISES in minitorch/exercises/registry.py: ID {exercise_id!r} is not of the "
+                                f"form X.Y with X a chapter in 1..9, or differs from its entry's")
+        if not isinstance(exercise.points, int) or exercise.points <= 0:
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a positive whole number of points")
+        unknown = [needed for needed in exercise.needs if needed not in table or needed == exercise_id]
+        if unknown:
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs {', '.join(unknown)}, which is not "
+                                f"another exercise of the table")
+        path = Path(root) / exercise.module
+        if exercise.module not in trees:
+            try:
+                trees[exercise.module] = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            except (OSError, SyntaxError, UnicodeDecodeError) as error:
+                raise ExerciseError(f"exercise {exercise_id}: cannot read {path} ({error})") from None
+        if function_node(trees[exercise.module], exercise.function) is None:
+            raise ExerciseError(f"exercise {exercise_id}: {exercise.module} defines no function "
+                                f"{exercise.function} at its top level")
+    return sorted(table.values(), key=lambda exercise: sort_key(exercise.id))
 
 
 def select(exercises: list[Exercise], only=(), chapters=()) -> list[Exercise]:

@@ -6,10 +6,11 @@ A graded test writes ``student.softmax(scores, axis=-1)``; the fixture decides w
   (`minitorch.exercises.probes`) runs here, on the copy under test, and its answer is passed through
   the channel's format so that both modes see the same data.
 - `ThroughWorker` (the class grader and the Gradescope bundle, when MINITORCH_GRADING_PLAN names a plan):
-  the probe runs in the student's sandboxed worker (`minitorch.exercises.worker`), in the library built for
-  the test's own exercise; this process, which decides pass or fail, never runs the student's code. It
-  answers the worker's requests for other exercises with its reference library
-  (`minitorch.exercises.services`), never for the exercise under test. A test's calls together get the plan's
+  the probe runs in the student's sandboxed worker (`minitorch.exercises.worker`), where the test's own
+  exercise is the student's function and every other one a stand-in; this process, which decides pass or
+  fail, never runs the student's code. It answers the stand-ins' requests with its reference library
+  (`minitorch.exercises.services`), only for the exercises the table says the graded one needs: any other
+  request is refused, and the exercise earns nothing (it is flagged). A test's calls together get the plan's
   timeout; the student's whole grading gets the plan's budget. A worker that hangs, dies or sends what the
   channel refuses fails the test as *timed out* or *crashed* and is replaced; after two such tests of one
   exercise, its remaining tests fail at once.
@@ -29,6 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from minitorch.exercises import channel, probes, sandbox
+from minitorch.exercises.registry import EXERCISES, read_manifest_data
+from minitorch.exercises.student_function import helper_message, helpers_outside, source_of
 from minitorch.gradcheck import GradcheckError, compare_with_finite_differences
 
 DOWNS_PER_EXERCISE = 2  # tests of one exercise that may time out or crash before the rest fail unrun
@@ -58,6 +61,12 @@ class TimedOut(WorkerDown):
 
 class Crashed(WorkerDown):
     kind = "crashed"
+
+
+class Refused(GradingOutcome):
+    """The exercise's code asked the grader for an exercise it does not need: it earns nothing."""
+
+    kind = "refused"
 
 
 class Direct:
@@ -105,10 +114,13 @@ class WorkerPool:
         self.child: tuple[str, int, socket.socket] | None = None  # (exercise, pid, socket)
         self.downs: dict[str, list[WorkerDown]] = collections.defaultdict(list)
         self.output = collections.deque(maxlen=OUTPUT_KEPT)
+        self.refused: dict[str, str] = {}  # exercise ID -> why it earns nothing
 
     # --- calls -------------------------------------------------------------------------------------
 
     def call(self, exercise_id: str, test_started: float, probe: str, *args, **kwargs):
+        if exercise_id in self.refused:
+            raise Refused(self.refused[exercise_id])
         if len(self.downs[exercise_id]) >= DOWNS_PER_EXERCISE:
             last = self.downs[exercise_id][-1]
             raise type(last)(f"not run: {len(self.downs[exercise_id])} tests of exercise {exercise_id} already "
@@ -135,6 +147,8 @@ class WorkerPool:
             down = Crashed(self._crash_message(error))
             self.downs[exercise_id].append(down)
             raise down from None
+        if exercise_id in self.refused:
+            raise Refused(self.refused[exercise_id])
         if answered == "error":
             raise value  # the student's code raised it (rebuilt from data by the channel)
         return value
@@ -155,22 +169,26 @@ class WorkerPool:
                 return "value", message["value"]
             elif "error" in message:
                 return "error", channel.rebuild_error(message["error"])
+            elif "grading" in message and isinstance(message["grading"], dict):  # the function could not be taken
+                return "error", GradingOutcome(str(message["grading"].get("message"))[:2000],
+                                               kind=_known_kind(message["grading"].get("kind")))
             else:
                 self._drop_child()
                 raise Crashed("crashed: the worker's answer is neither a value nor an error")
 
     def _serve(self, exercise_id: str, message: dict) -> dict:
-        """The grader's answer for another exercise's region (never for the one under test)."""
-        from minitorch.exercises.services import SERVICES
+        """The grader's answer for a function exercise `exercise_id` needs (never for itself); a request for any
+        other is refused, and the exercise flagged: its remaining tests fail, and the gradebook gives it 0."""
+        from minitorch.exercises import services
 
         asked = message.get("service")
-        if asked == exercise_id or asked not in SERVICES:
-            return channel.error_message(PermissionError(
-                f"the grader computes other exercises' regions only; exercise {asked!r} is not one it answers "
-                f"while grading exercise {exercise_id}"))
+        if asked not in EXERCISES[exercise_id].needs:
+            self.refused.setdefault(exercise_id, f"refused: while exercise {exercise_id} was graded, its code asked "
+                                                 f"the grader for exercise {str(asked)[:20]!r}, which it does not "
+                                                 f"need; exercise {exercise_id} earns nothing")
+            return channel.error_message(PermissionError(self.refused[exercise_id]))
         try:
-            args = message.get("args")
-            return {"value": SERVICES[asked](*(args if isinstance(args, list) else []))}
+            return services.answer(asked, message)
         except Exception as error:  # the stand-in's inputs were wrong: the student's code sees the error
             return channel.error_message(error)
 
@@ -183,9 +201,10 @@ class WorkerPool:
         worker = self._worker()
         grader_end, child_end = socket.socketpair()
         try:
-            library = worker.library(self.plan["exercises"][exercise_id])
+            start = {"start": worker.library("base"), "exercise": exercise_id,
+                     "student_file": worker.library(self.plan["exercises"][exercise_id])}
             control_deadline = time.monotonic() + CONTROL_PATIENCE
-            channel.send_with_deadline(worker.control, {"start": library}, control_deadline)
+            channel.send_with_deadline(worker.control, start, control_deadline)
             socket.send_fds(worker.control, [b"x"], [child_end.fileno()])
             started = channel.receive(worker.control, control_deadline)
             pid = int(started["started"])
@@ -302,6 +321,34 @@ def check_gradients(student, expression: str, inputs, seed: int = 0, **options) 
         return float((probes.forward(expression, points, **options) * weights).sum())
 
     return compare_with_finite_differences(expression, points, claimed, objective)
+
+
+def _known_kind(kind) -> str:
+    from minitorch.exercises import student_function as found
+
+    known = (found.NOT_FOUND, found.DOES_NOT_COMPILE, found.TOO_LARGE, found.HELPER_OUTSIDE, "crashed")
+    return kind if kind in known else "failed"
+
+
+def helper_problem(exercise_id: str, root: Path) -> str | None:
+    """In a student's own run: the same message the grader gives when the exercise's function uses a helper
+    written outside it (a name its module, as the edition at `root` handed it out, does not define); None if
+    there is none, or in the full book (no manifest)."""
+    import importlib
+
+    manifest = read_manifest_data(root)
+    exercise = EXERCISES[exercise_id]
+    available = (manifest or {}).get("module_names", {}).get(exercise.module)
+    if available is None:
+        return None
+    function = getattr(importlib.import_module(exercise.python_module), exercise.function, None)
+    try:
+        import ast
+        node = ast.parse(source_of(function)).body[0]
+    except (TypeError, OSError, SyntaxError, IndexError):
+        return None
+    outside = helpers_outside(node, available)
+    return helper_message(exercise, outside) if outside else None
 
 
 def decided_outcome(exercise_id: str) -> GradingOutcome | None:

@@ -4,16 +4,19 @@ The grader starts it once per student, inside the sandbox (`minitorch.exercises.
 
     python -I worker.py CONTROL_FD
 
-It imports NumPy once and then waits on its control socket. For each exercise the grader sends the
-folder of that exercise's library (the grader's library with the student's code in that one exercise's
-region, and stand-ins that ask the grader for every other exercise) together with a fresh socket; the
-worker forks a child that imports that library and answers the test's calls on that socket: a call
-names a probe (`minitorch.exercises.probes`) and its arguments, and the answer is the probe's value or
-the exception it raised, as data (`minitorch.exercises.channel`). The worker itself never imports the
-minitorch package, so that each child imports its own exercise's library.
+It imports NumPy once and then waits on its control socket. For each exercise X the grader sends the
+library (the grader's library in which every exercise's function is a stand-in that asks the grader,
+`minitorch.exercises.stand_in`), the exercise's ID and the student's file that defines X's function,
+together with a fresh socket. The worker forks a child that imports the library, reads the student's file,
+takes X's function alone and swaps it in (`minitorch.exercises.student_function`): reading, parsing and
+compiling the student's code happen here, inside the sandbox and its budget, never in the grader. The child
+then answers the test's calls on its socket: a call names a probe (`minitorch.exercises.probes`) and its
+arguments, and the answer is the probe's value or the exception it raised, as data
+(`minitorch.exercises.channel`). The worker itself never imports the minitorch package, so that each child
+imports its own.
 
 Control messages (grader -> worker -> grader):
-    {"start": library_folder} then one socket passed with it  ->  {"started": pid}
+    {"start": library_folder, "exercise": "X.Y", "student_file": path} then one socket  ->  {"started": pid}
     {"wait": pid, "seconds": s}                                  ->  {"status": "exit 0" | "signal 9" | "running"}
     {"kill": pid}                                                ->  {"status": ...}
 """
@@ -53,7 +56,7 @@ def main(argv) -> int:
             pid = os.fork()
             if pid == 0:
                 control.close()
-                os._exit(_serve(message["start"], socket.socket(fileno=descriptors[0])))
+                os._exit(_serve(message, socket.socket(fileno=descriptors[0])))
             for descriptor in descriptors:
                 os.close(descriptor)
             channel.send(control, {"started": pid})
@@ -94,18 +97,22 @@ def reap_exited() -> None:
             return
 
 
-def _serve(library: str, connection: socket.socket) -> int:
-    """A child: import the exercise's library and answer calls until the grader closes the socket."""
+def _serve(start: dict, connection: socket.socket) -> int:
+    """A child: import the library, swap in the student's function, answer calls until the grader closes."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    sys.path.insert(0, library)
-    from minitorch.exercises import channel, probes  # this exercise's library (the grader's code)
+    sys.path.insert(0, start["start"])
+    from minitorch.exercises import channel, probes, stand_in  # the library's own (the grader's code)
 
-    channel.CONNECTION = connection  # the stand-ins of the other exercises ask the grader through it
+    stand_in.CONNECTION = connection  # the stand-ins of the other exercises ask the grader through it
+    problem = _install(start["exercise"], start["student_file"], probes)
     while True:
         try:
             request = channel.receive(connection)
         except channel.ChannelClosed:
             return 0
+        if problem is not None:  # every test of this exercise gets the same reason
+            connection.sendall(channel.encode(problem))
+            continue
         try:
             probe = getattr(probes, request["call"]) if not request["call"].startswith("_") else None
             if not callable(probe):
@@ -115,6 +122,44 @@ def _serve(library: str, connection: socket.socket) -> int:
         except BaseException as error:  # the student's code raised (or exited): that is the answer
             frame = channel.encode(channel.error_message(error))
         connection.sendall(frame)
+
+
+def _install(exercise_id: str, student_file: str, probes) -> dict | None:
+    """Swap the student's function for exercise `exercise_id` into the library; None, or the message that
+    answers every call when it cannot be graded (not found, does not compile, too large, a helper outside)."""
+    import importlib
+
+    from minitorch.exercises import registry, student_function as found
+
+    exercise = registry.EXERCISES[exercise_id]
+    try:
+        data = Path(student_file).read_bytes()[:registry.MAX_MODULE_BYTES + 1]
+        if len(data) > registry.MAX_MODULE_BYTES:
+            raise found.StudentFunctionError(found.TOO_LARGE, f"{found.TOO_LARGE}: {exercise.module} is larger than "
+                                                              f"{registry.MAX_MODULE_BYTES:,} bytes")
+        try:
+            text = found.decode(data)
+        except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+            raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"{found.DOES_NOT_COMPILE}: "
+                                                                     f"{exercise.module}: {error}") from None
+        node = found.find(text, exercise, registry.MAX_FUNCTION_LINES)
+        module = importlib.import_module(exercise.python_module)
+        outside = found.helpers_outside(node, dir(module))
+        if outside:
+            raise found.StudentFunctionError(found.HELPER_OUTSIDE, found.helper_message(exercise, outside))
+        try:
+            function = found.compile_alone(node, exercise.module, vars(module))
+        except SyntaxError as error:
+            raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"{found.DOES_NOT_COMPILE}: {exercise.module}: "
+                                                                     f"{error.msg} (line {error.lineno})") from None
+        found.swap_in(getattr(module, exercise.function), function)
+        probes.SOURCES[exercise_id] = "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])
+    except found.StudentFunctionError as error:
+        return {"grading": {"kind": error.kind, "message": str(error)}}
+    except Exception as error:  # defining the function ran the student's code (a default value), and it raised
+        return {"grading": {"kind": "crashed", "message": f"crashed while defining {exercise.function}: "
+                                                          f"{type(error).__name__}: {error}"[:2000]}}
+    return None
 
 
 if __name__ == "__main__":

@@ -85,29 +85,24 @@ def normaliser_options(name: str) -> NormaliserOptions:
 
 
 def causal_mask(length: int) -> np.ndarray:
-    """Boolean (L, L) mask, True where key k lies in the future of query i (k > i)."""
-    # BEGIN EXERCISE 3.1
+    """Exercise 3.1: the boolean (L, L) mask, True where key k lies in the future of query i (k > i)."""
     return np.triu(np.ones((length, length), dtype=bool), k=1)
-    # END EXERCISE 3.1
 
 
 @register_normaliser("softmax")
 def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
-    """Softmax over the visible keys: future keys get score -inf, hence weight 0."""
-    # BEGIN EXERCISE 3.2
+    """Exercise 3.2: softmax over the visible keys (scores (..., L, L), `future` the causal mask): future
+    keys get score -inf, hence weight 0."""
     return softmax(scores.masked_fill(future, -np.inf), axis=-1)
-    # END EXERCISE 3.2
 
 
 @register_normaliser("relu")
 def relu_attention(scores: Tensor, future: np.ndarray) -> Tensor:
-    """``max(s_ik, 0) / max(i, 1)`` on visible keys, 0 on future keys."""
-    # BEGIN EXERCISE 3.3
+    """Exercise 3.3: ``max(s_ik, 0) / max(i, 1)`` on visible keys, 0 on future keys (scores (..., L, L))."""
     length = scores.shape[-1]
     row_divisor = np.maximum(np.arange(length), 1).reshape(length, 1)  # (L, 1): max(i, 1)
     visible = np.logical_not(future).astype(scores.dtype)  # (L, L): 1 on keys k <= i, 0 on future keys
     return ops.relu(scores) * visible / row_divisor
-    # END EXERCISE 3.3
 
 
 def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "softmax",

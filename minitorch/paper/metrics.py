@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
+
 # Two thresholds, two definitions of "sinks":
 SINK_BOS_MASS = 0.9  # this book's: a head sinks if its mean BOS mass at non-trigger rows is at least this
 SINK_THRESHOLD = 0.3  # Gu et al.'s ε (ICLR 2025): a head sinks at key k if α_k > ε
@@ -55,12 +57,19 @@ def at_non_trigger_rows(per_row: np.ndarray, triggers) -> np.ndarray:
     return kept.reshape(batch, length - 2, heads).transpose(0, 2, 1)  # -> (B, H, L-2)
 
 
-def bos_mass_at_non_trigger_rows(weights, triggers) -> np.ndarray:
-    """The BOS weights ``a_i0`` at non-trigger rows: (B, H, L-2) (sequence, head, row)."""
-    # BEGIN EXERCISE 3.4
-    weights = _check(weights, triggers)
+def _weights_and_triggers(weights, triggers):
+    return _check(weights, triggers), np.asarray(triggers)
+
+
+def _weights_alone(weights, triggers=None):
+    return _check(weights, np.zeros(np.shape(weights)[0]) if triggers is None else triggers), triggers
+
+
+@checks.inputs_checked_by(_weights_and_triggers)
+def bos_mass_at_non_trigger_rows(weights: np.ndarray, triggers: np.ndarray) -> np.ndarray:
+    """Exercise 3.4: the BOS weights ``a_i0`` at non-trigger rows: (B, H, L-2) (sequence, head, row), for
+    weights (B, H, L, L) and triggers (B,), both checked before they arrive."""
     return at_non_trigger_rows(weights[..., 0], triggers)  # a_i0 is column 0
-    # END EXERCISE 3.4
 
 
 def non_trigger_row_mass(weights, triggers) -> np.ndarray:
@@ -75,17 +84,16 @@ def trigger_row(weights, triggers) -> np.ndarray:
     return weights[np.arange(weights.shape[0]), :, np.asarray(triggers), :]
 
 
-def gu_sink_scores(weights, triggers=None) -> np.ndarray:
-    """Gu et al.'s ``α_k`` for every head and key, averaged over sequences: (H, L)."""
-    weights = _check(weights, np.zeros(np.shape(weights)[0]) if triggers is None else triggers)
-    # BEGIN EXERCISE 3.5
+@checks.inputs_checked_by(_weights_alone)
+def gu_sink_scores(weights: np.ndarray, triggers=None) -> np.ndarray:
+    """Exercise 3.5: Gu et al.'s ``α_k`` for every head and key, averaged over sequences: (H, L), for
+    weights (B, H, L, L), checked before they arrive (`triggers` is not used)."""
     row_sums = weights.sum(axis=-1, keepdims=True)  # (B, H, L, 1)
     safe_sums = np.where(row_sums > 0, row_sums, 1.0)
     normalised = np.where(row_sums > 0, weights / safe_sums, 0.0)  # an all-zero row stays 0
     length = weights.shape[-1]
     queries_seeing_key = length - np.arange(length)  # key k is seen by rows k..L-1
     return normalised.sum(axis=2).mean(axis=0) / queries_seeing_key  # (B, H, L) -> (H, L)
-    # END EXERCISE 3.5
 
 
 def zero_row_share(weights) -> float:
@@ -95,11 +103,10 @@ def zero_row_share(weights) -> float:
 
 
 def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD) -> float:
-    """Gu et al.'s ``Sink_k^ε``: the share of all heads (all layers) with ``α_k > ε``."""
-    # BEGIN EXERCISE 9.1
+    """Exercise 9.1: Gu et al.'s ``Sink_k^ε``: the share of all heads (all layers) with ``α_k > ε``
+    (`gu_sink_scores` gives the α of one layer's heads)."""
     scores = np.concatenate([gu_sink_scores(weights)[:, key] for weights in per_layer_weights])  # (layers*H,)
     return float((scores > threshold).mean())
-    # END EXERCISE 9.1
 
 
 def head_table(per_layer_weights, triggers) -> list[dict]:

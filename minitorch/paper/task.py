@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
+
 SEQUENCE_LENGTH = 16  # L
 WIDTH = 16  # n
 BOS, TRIGGER = 0, 1  # coordinates of the two flags; the bias channel is n - 1
@@ -58,8 +60,8 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
     return x, triggers
 
 
-def make_targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) -> np.ndarray:
-    """The targets y (B, L, n) for inputs x (B, L, n) with triggers j (B,)."""
+def _targets_inputs(x, triggers, residual=False):
+    """make_targets's inputs, checked: (x, triggers, residual)."""
     x, triggers = np.asarray(x), np.asarray(triggers)
     if x.ndim != 3:
         raise ValueError(f"make_targets: x must have shape (B, L, n), got {x.shape}")
@@ -68,7 +70,13 @@ def make_targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) ->
                          f"got {triggers.dtype} of shape {triggers.shape}")
     if not ((1 <= triggers) & (triggers < x.shape[1])).all():
         raise ValueError(f"make_targets: every trigger position must lie in 1..{x.shape[1] - 1}, got {triggers}")
-    # BEGIN EXERCISE 4.1
+    return x, triggers, residual
+
+
+@checks.inputs_checked_by(_targets_inputs)
+def make_targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) -> np.ndarray:
+    """Exercise 4.1: the targets y (B, L, n) for inputs x (B, L, n) with triggers j (B,), checked before
+    they arrive, with no Python loop over the sequences (work on whole arrays)."""
     batch, length, _ = x.shape
     positions = np.arange(length)
     # up_to_trigger[b, k] = 1 for 1 <= k <= j_b: the tokens the trigger averages
@@ -77,7 +85,6 @@ def make_targets(x: np.ndarray, triggers: np.ndarray, residual: bool = False) ->
     y = x.copy() if residual else np.zeros_like(x)
     y[np.arange(batch), triggers] += means
     return y
-    # END EXERCISE 4.1
 
 
 def make_batch(batch: int, rng: np.random.Generator, residual: bool = False, trigger=None,

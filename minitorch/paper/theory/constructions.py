@@ -79,42 +79,47 @@ def query_key_direction(direction, width: int) -> np.ndarray:
 
 
 def relu_construction(width: int = WIDTH, direction=None) -> SingleLayerModel:
-    """Theorem 3: ReLU weights that solve the task exactly, with no sink.
-
-    ``W_Q = u e_t^T``, ``W_K = u (e_b + e_t)^T``, ``W_V = W_O = I`` with u the unit vector `direction`
-    (None: u = e_0). Then ``q_i = [x_i is the trigger] u``, ``k_k = [k >= 1] u`` and
-    ``s_ik = (u . u) [i = j] [k >= 1] = [i = j] [k >= 1]``: after ReLU and the divisor j, the trigger
-    row puts 1/j on each of keys 1..j (the exact mean); every other row is 0.
-    """
+    """Theorem 3: one ReLU head that solves the task exactly, with no sink (chapter 06): the trigger row
+    puts 1/j on each of keys 1..j (the exact mean) and every other row is 0. Its weights are
+    `relu_construction_weights` (exercise 6.1), with u the unit vector `direction` (None: u = e_0)."""
     u = query_key_direction(direction, width)
     model = SingleLayerModel(width, heads=1, normaliser="relu")
-    # BEGIN EXERCISE 6.1
+    return load_head(model, 0, 0, *relu_construction_weights(u, width))
+
+
+def relu_construction_weights(u: np.ndarray, width: int) -> tuple:
+    """Exercise 6.1: the matrices ``(W_Q, W_K, W_V, W_O)``, each (n, n), of one ReLU head that solves the
+    task exactly with no sink: every non-trigger row of its attention is 0 and the trigger row puts 1/j on
+    each of keys 1..j, so the head outputs the mean of tokens 1..j at j and 0 elsewhere. Queries and keys
+    point along the unit vector `u` (shape (n,)); `unit_vectors(width)` gives e_0, e_t, e_b, e_n."""
     _, e_t, e_b, _ = unit_vectors(width)
     W_Q = np.outer(u, e_t)  # q_i = [x_i is the trigger] u
     W_K = np.outer(u, e_b + e_t)  # k_k = [x_k is not BOS] u
     identity = np.eye(width)
-    return load_head(model, 0, 0, W_Q, W_K, identity, identity)
-    # END EXERCISE 6.1
+    return W_Q, W_K, identity, identity
 
 
 def softmax_construction(scale: float, width: int = WIDTH, direction=None) -> SingleLayerModel:
-    """The softmax family of chapter 05: a sink whose strength is the scale c.
-
-    ``W_Q = c u (e_b - e_t)^T``, ``W_K = u e_0^T``, ``W_V = I - e_0 e_0^T``, ``W_O = I`` with u the unit
-    vector `direction` (None: u = e_0). Only the BOS key gets a non-zero score, ``(u . u)(±c) = ±c``:
-    +c from a content query, -c from the trigger. So a non-trigger row i puts ``e^c / (e^c + i)`` on BOS,
-    the trigger row ``e^-c / (e^-c + j)``; BOS's value is 0 and every other token's value is the token itself.
-    """
+    """The softmax family of chapter 05: a sink whose strength is the scale c. A non-trigger row i puts
+    ``e^c / (e^c + i)`` on BOS, the trigger row ``e^-c / (e^-c + j)``; BOS's value is 0. Its weights are
+    `softmax_construction_weights` (exercise 5.1), with u the unit vector `direction` (None: u = e_0)."""
     scale = checks.finite_number("softmax_construction", "scale", scale)
     u = query_key_direction(direction, width)
     model = SingleLayerModel(width, heads=1, normaliser="softmax")
-    # BEGIN EXERCISE 5.1
+    return load_head(model, 0, 0, *softmax_construction_weights(scale, u, width))
+
+
+def softmax_construction_weights(scale: float, u: np.ndarray, width: int) -> tuple:
+    """Exercise 5.1: the matrices ``(W_Q, W_K, W_V, W_O)``, each (n, n), of one softmax head with a sink of
+    strength c = `scale`: only the BOS key gets a non-zero score, +c from a content query and -c from the
+    trigger, so a non-trigger row i puts ``e^c / (e^c + i)`` on BOS and the trigger row
+    ``e^-c / (e^-c + j)``; BOS's value is 0 and every other token's value is the token itself. Queries and
+    keys point along the unit vector `u` (shape (n,)); `unit_vectors(width)` gives e_0, e_t, e_b, e_n."""
     e_0, e_t, e_b, _ = unit_vectors(width)
     W_Q = scale * np.outer(u, e_b - e_t)  # q_i = +c u at content tokens, -c u at the trigger
     W_K = np.outer(u, e_0)  # k_k = u at BOS, 0 elsewhere
     W_V = np.eye(width) - np.outer(e_0, e_0)  # BOS's value is 0; other tokens keep their value
-    return load_head(model, 0, 0, W_Q, W_K, W_V, np.eye(width))
-    # END EXERCISE 5.1
+    return W_Q, W_K, W_V, np.eye(width)
 
 
 def construction_worst_case(scale: float, length: int = SEQUENCE_LENGTH) -> tuple[float, float]:
