@@ -3,7 +3,7 @@
 The engine's softmax (chapter 02) takes ``x.max(axis)`` and ``x.sum(axis)``. These two helpers are
 faster on the attention's short rows: the same maxima, and the same sums up to the order of the
 additions. The fast path's softmax (`minitorch.fast.attention`) and the benchmark's NumPy floor
-(`minitorch.tools.numpy_step`) use them. Nothing here builds a graph.
+(`minitorch.fast.hand_fused`) use them. Nothing here builds a graph.
 """
 
 from __future__ import annotations

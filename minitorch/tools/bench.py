@@ -7,7 +7,7 @@ fresh batch of 128 sequences) of the paper's three model shapes, side by side:
   ``python -m minitorch reproduce`` trains;
 - **minitorch readable**: the same model on the readable path, the code the chapters show and
   the default of `minitorch.paper.train`;
-- **numpy floor**: `minitorch.tools.numpy_step`, the same step written by hand in
+- **numpy floor**: `minitorch.fast.hand_fused.NumpyStep`, the same step written by hand in
   NumPy with no autograd, the fastest we could make it;
 - **pytorch**: the same model in PyTorch eager mode, only if ``torch`` is
   already installed (it is never a requirement).
@@ -19,9 +19,8 @@ then several blocks of steps; the number reported is the fastest block's
 median, the one least disturbed by other work on the machine. Wall-clock
 numbers depend on the machine and its load; the tests never assert them.
 
-In a student edition that hands out exercise 2.3, 2.5 or 3.1-3.3, the floor and the PyTorch step stop
-with an error saying so: their normalisers and Adam are copies of those answers ("speed copies",
-which `minitorch.exercises.edition` removes).
+A student edition has no floor: `minitorch.fast.hand_fused` repeats answers to exercises 2.3, 2.5 and
+3.1-3.3, so the edition leaves it out, and `bench` says so and stops.
 
 ``--reproduce`` also times ``python -m minitorch reproduce`` end to end and
 compares it with the author's scripts, estimated from their per-step times.
@@ -62,6 +61,7 @@ process: at these sizes the cost is dispatch, not arithmetic.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -124,7 +124,7 @@ def numpy_floor_step(layers: int, heads: int, normaliser: str, dtype):
     """`step(x, y)` of the hand-written NumPy floor, from the same initial weights."""
     from minitorch.fast.memory import keep_freed_memory
     from minitorch.paper.models import build_model
-    from minitorch.tools.numpy_step import NumpyStep
+    from minitorch.fast.hand_fused import NumpyStep
     from minitorch.paper.train import BETAS
 
     keep_freed_memory()
@@ -136,6 +136,7 @@ def pytorch_step(layers: int, heads: int, normaliser: str, dtype):
     """`step(x, y)` of the same model in PyTorch eager mode, vectorised over the batch."""
     import torch
 
+    from minitorch.fast.hand_fused import torch_normaliser
     from minitorch.paper.models import build_model
     from minitorch.paper.train import BETAS
 
@@ -143,15 +144,7 @@ def pytorch_step(layers: int, heads: int, normaliser: str, dtype):
     weights = {name: torch.tensor(array, requires_grad=True) for name, array in model.state_dict().items()}
     optimizer = torch.optim.Adam(weights.values(), lr=LR, betas=BETAS)
     n, length = 16, 16
-    # BEGIN SPEED COPY OF EXERCISES 3.1 3.2 3.3
-    future = torch.ones(length, length, dtype=torch.bool).triu(1)
-    divisor = torch.arange(length).clamp(min=1).view(length, 1).to(getattr(torch, np.dtype(dtype).name))
-
-    def normalise(scores):  # (B, H, L, L) -> weights
-        if normaliser == "softmax":
-            return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-        return torch.relu(scores.masked_fill(future, 0.0)) / divisor
-    # END SPEED COPY OF EXERCISES 3.1 3.2 3.3
+    normalise = torch_normaliser(normaliser, length, dtype)  # (B, H, L, L) -> weights
 
     def forward(x):
         batch = x.shape[0]
@@ -366,6 +359,10 @@ def main(argv=None) -> int:
         json_path = None if args.json is None else check_output_file(args.json, "--json")
     except OutputPathError as error:
         parser.error(str(error))
+    if importlib.util.find_spec("minitorch.fast.hand_fused") is None:
+        print("bench: this copy has no minitorch/fast/hand_fused.py, the hand-fused NumPy floor it compares with: "
+              "it repeats answers to exercises, so a student edition leaves it out", file=sys.stderr)
+        return 2
     normalisers = ("softmax", "relu") if args.relu else ("softmax",)
     results = dict(steps=run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds))
     if args.reproduce:

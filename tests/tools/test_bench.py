@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from minitorch.tools import bench, numpy_step
+from minitorch.tools import bench
 
-# A student edition that hands out the exercises the floor copies (2.3, 2.5, 3.1-3.3) removes those copies.
+# A student edition leaves the floor out: it repeats answers to exercises 2.3, 2.5 and 3.1-3.3.
 needs_the_floor = pytest.mark.skipif(
-    "removed from the student edition" in Path(numpy_step.__file__).read_text(encoding="utf-8"),
+    importlib.util.find_spec("minitorch.fast.hand_fused") is None,
     reason="this student edition removed the NumPy floor: it holds answers to exercises")
 
 @pytest.mark.parametrize("implementation", ["minitorch", "minitorch readable",

@@ -1,9 +1,15 @@
-"""The floor: one training step written by hand in NumPy, no autograd (chapter 00).
+"""Hand-fused array code: the instructor's one copy of answers, for speed (chapter 00).
 
-Its normalisers and its Adam are answers to exercises (2.3, 2.5, 3.1-3.3), marked as "speed copies":
-the student edition replaces them by an error, so the floor runs only in the full repository.
+The book's softmax and ReLU normalisers (exercises 2.3 and 3.1-3.3) and Adam (2.5), written again as array
+code with their backward beside them, in place and with the short-axis reductions of `minitorch.fast.arrays`.
+Two things use them: the fast path's fused attention (`minitorch.fast.attention`, which `reproduce` trains
+with), and the benchmark's floor, `NumpyStep`, one training step written by hand in NumPy, no autograd.
 
-`python -m minitorch.tools.bench` times minitorch against this. Every gradient
+They repeat answers, so a student edition leaves this file out (`registry.INSTRUCTOR_ONLY`), and so does the
+library a grading worker runs: there the fast path calls the exercise functions themselves (the student's, or
+the grader's through the stand-ins), and `bench` says why it has no floor to compare with.
+
+`python -m minitorch bench` times minitorch against `NumpyStep`. Every gradient
 below is derived on paper and written out, with no graph, no Tensor objects
 and as few temporary arrays as we could manage, so it is as fast as NumPy
 lets this step be. If minitorch's step is close to it, the engine's
@@ -26,6 +32,56 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch.fast.arrays import max_along, sum_along  # pure NumPy: the fastest max and sum over 16 keys
+
+
+def softmax_normaliser(scores: np.ndarray, future: np.ndarray):
+    """`minitorch.paper.attention.softmax_attention` as array code: ``(A, backward)`` with
+    ``backward(∂ℓ/∂A) = ∂ℓ/∂S``, in place in the caller's gradient array."""
+    hide_future = np.where(future, -np.inf, 0.0).astype(scores.dtype)  # (L, L): -inf on future keys, else 0
+    weights = scores + hide_future  # (..., L, L): future keys get -inf, hence weight 0 (faster than np.where)
+    weights -= max_along(weights, -1)
+    np.exp(weights, out=weights)
+    weights /= sum_along(weights, -1)
+
+    def backward(grad):  # a ⊙ (g - Σ_k g_k a_k), in place in g (the caller's own array)
+        grad -= sum_along(grad * weights, -1)
+        grad *= weights
+        return grad
+    return weights, backward
+
+
+def relu_normaliser(scores: np.ndarray, future: np.ndarray):
+    """`minitorch.paper.attention.relu_attention` as array code: ``(A, backward)``, as `softmax_normaliser`."""
+    length = scores.shape[-1]
+    visible = np.logical_not(future).astype(scores.dtype)  # (L, L): 1 on keys k <= i
+    reciprocal = np.maximum(np.arange(length), 1).reshape(length, 1).astype(scores.dtype) ** -1.0  # 1/max(i, 1)
+    weights = np.maximum(scores, 0)
+    weights *= visible
+    weights *= reciprocal
+
+    def backward(grad):  # in place in g (the caller's own array)
+        grad *= reciprocal
+        grad *= visible
+        grad *= scores > 0
+        return grad
+    return weights, backward
+
+
+NORMALISERS = {"softmax": softmax_normaliser, "relu": relu_normaliser}
+
+
+def torch_normaliser(normaliser: str, length: int, dtype):
+    """The same normaliser in PyTorch, for the benchmark's comparison: scores (B, H, L, L) -> weights."""
+    import torch
+
+    future = torch.ones(length, length, dtype=torch.bool).triu(1)
+    divisor = torch.arange(length).clamp(min=1).view(length, 1).to(getattr(torch, np.dtype(dtype).name))
+
+    def normalise(scores):
+        if normaliser == "softmax":
+            return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        return torch.relu(scores.masked_fill(future, 0.0)) / divisor
+    return normalise
 
 
 class NumpyStep:
@@ -51,36 +107,6 @@ class NumpyStep:
         self.params = self.qkv + self.out
         self.moments = [(np.zeros_like(p), np.zeros_like(p)) for p in self.params]
 
-    # -- the normalisers, forward and backward ------------------------------------------
-
-    def _normalise(self, scores: np.ndarray) -> np.ndarray:
-        """Scores (H, B, L, L) -> weights, in place. Future keys get weight 0."""
-        # BEGIN SPEED COPY OF EXERCISES 2.3 3.1 3.2 3.3
-        length = scores.shape[-1]
-        visible = np.tril(np.ones((length, length), dtype=scores.dtype))
-        if self.normaliser == "softmax":
-            scores += np.where(visible > 0, 0.0, -np.inf).astype(scores.dtype)  # future keys: -inf
-            scores -= max_along(scores, -1)
-            np.exp(scores, out=scores)
-            scores /= sum_along(scores, -1)
-            return scores
-        np.maximum(scores, 0.0, out=scores)  # relu: max(s, 0) / max(i, 1) on visible keys
-        scores *= visible / np.maximum(np.arange(length), 1)[:, None].astype(scores.dtype)
-        return scores
-        # END SPEED COPY OF EXERCISES 2.3 3.1 3.2 3.3
-
-    def _normalise_backward(self, weights: np.ndarray, grad: np.ndarray) -> np.ndarray:
-        """dℓ/da -> dℓ/ds, in place in `grad`."""
-        # BEGIN SPEED COPY OF EXERCISES 2.3 3.3
-        if self.normaliser == "softmax":  # a ⊙ (g - Σ_k g_k a_k)
-            grad -= sum_along(grad * weights, -1)
-            grad *= weights
-            return grad
-        length = weights.shape[-1]  # relu: ∂a/∂s = 1/max(i, 1) where a > 0, else 0
-        grad *= (weights > 0) / np.maximum(np.arange(length), 1)[:, None].astype(grad.dtype)
-        return grad
-        # END SPEED COPY OF EXERCISES 2.3 3.3
-
     # -- one layer ------------------------------------------------------------------------
 
     def _layer_forward(self, x: np.ndarray, qkv: np.ndarray, out: np.ndarray):
@@ -89,14 +115,16 @@ class NumpyStep:
         projected = rows @ qkv.reshape(3 * self.heads, n, n).transpose(0, 2, 1)  # (3H, B*L, n)
         projected = projected.reshape(3, self.heads, batch, length, n)
         queries, keys, values = projected  # each (H, B, L, n)
-        weights = self._normalise(queries @ keys.transpose(0, 1, 3, 2))  # (H, B, L, L)
+        scores = queries @ keys.transpose(0, 1, 3, 2)  # (H, B, L, L)
+        future = np.triu(np.ones((length, length), dtype=bool), k=1)  # (L, L): True on keys k > i
+        weights, normaliser_backward = NORMALISERS[self.normaliser](scores, future)
         heads_out = weights @ values  # (H, B, L, n)
         joined = heads_out.transpose(1, 2, 0, 3).reshape(batch * length, self.heads * n)  # (B*L, H*n)
         update = (joined @ out.T).reshape(batch, length, n)
-        return update, (rows, projected, weights, joined)
+        return update, (rows, projected, weights, joined, normaliser_backward)
 
     def _layer_backward(self, grad_update, cache, qkv, out, need_grad_x: bool = True):
-        rows, projected, weights, joined = cache
+        rows, projected, weights, joined, normaliser_backward = cache
         queries, keys, values = projected
         heads, batch, length, n = queries.shape
         grad_rows = grad_update.reshape(batch * length, n)
@@ -104,7 +132,7 @@ class NumpyStep:
         grad_heads = (grad_rows @ out).reshape(batch, length, heads, n).transpose(2, 0, 1, 3)  # (H, B, L, n)
         grad_projected = np.empty_like(projected)  # (3, H, B, L, n)
         np.matmul(weights.transpose(0, 1, 3, 2), grad_heads, out=grad_projected[2])  # dV = Aᵀ dO
-        grad_scores = self._normalise_backward(weights, grad_heads @ values.transpose(0, 1, 3, 2))  # dA = dO Vᵀ
+        grad_scores = normaliser_backward(grad_heads @ values.transpose(0, 1, 3, 2))  # dA = dO Vᵀ in, dS out
         np.matmul(grad_scores, keys, out=grad_projected[0])  # dQ = dS K
         np.matmul(grad_scores.transpose(0, 1, 3, 2), queries, out=grad_projected[1])  # dK = dSᵀ Q
         flat = grad_projected.reshape(3 * heads, batch * length, n)
@@ -142,7 +170,6 @@ class NumpyStep:
         return loss
 
     def _adam(self, grads) -> None:
-        # BEGIN SPEED COPY OF EXERCISES 2.5
         beta1, beta2 = self.betas
         self.t += 1
         step_size = self.lr / (1 - beta1 ** self.t)
@@ -156,7 +183,6 @@ class NumpyStep:
             denominator /= root_correction
             denominator += self.eps
             param -= step_size * m / denominator
-        # END SPEED COPY OF EXERCISES 2.5
 
     def state_dict(self) -> dict:
         """The weights under the names `minitorch.paper.models` uses."""
