@@ -14,8 +14,7 @@ from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
-                                          Exercise, ExerciseError, load_exercises, read_manifest_data,
-                                          stubbed_source)
+                                          Exercise, ExerciseError, read_manifest_data, stubbed_source)
 
 # Names every module has without defining them: an exercise's function may use them.
 MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -132,8 +131,7 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
     for module, exercises in by_module.items():
         (dest / module).write_text(stubbed_source((root / module).read_text(encoding="utf-8"), exercises, module),
                                    encoding="utf-8")
-    names = {module: module_names((dest / module).read_text(encoding="utf-8"))
-             for module in sorted({exercise.module for exercise in load_exercises(root)})}
+    names = {module: module_names((dest / module).read_text(encoding="utf-8")) for module in sorted(by_module)}
 
     removed = 0
     for path in sorted((dest / "chapters").glob("*.ipynb")):

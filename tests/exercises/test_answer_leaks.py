@@ -1,12 +1,13 @@
 """Instructor-only (a student edition leaves this file out: `registry.INSTRUCTOR_ONLY`): no answer to a graded
 exercise is given away, by the library of any edition or by the chapters (chapter 00).
 
-- `ANSWER_SIGNATURES` are regular expressions of every reference answer, as its region and other code spell it.
-  No edition holds an exercise's answer outside its region (speed copies are removed with it), and no chapter
-  cell spells out an answer, except those the chapters print on purpose to teach (`PRINTED_IN_THE_CHAPTERS`).
+- `ANSWER_SIGNATURES` are regular expressions of every reference answer, as its function and other code spell
+  it. No edition holds an exercise's answer outside its function (the hand-fused copies stay with the
+  instructor), and no chapter cell spells out an answer, except those the chapters print on purpose to teach
+  (`PRINTED_IN_THE_CHAPTERS`).
 - For those, the exercise grades what is not printed (4.1 without a loop over the sequences; 5.1 and 6.1 for
-  any unit vector u, where the chapters print u = e_0): each printed answer (`PRINTED_ANSWERS`), pasted into
-  its region, passes none of the exercise's tests.
+  any unit vector u, where the chapters print u = e_0): each printed answer (`PRINTED_ANSWERS`), pasted as
+  the body of its function, passes none of the exercise's tests.
 - A graded test that fails says what is wrong in a few lines (checked on a softmax written like the reference).
 """
 
@@ -28,28 +29,28 @@ import numpy as np
 import pytest
 
 import minitorch
-from minitorch.exercises import edition, load_exercises, stub_source
-from minitorch.exercises.registry import replace_regions
+from minitorch.exercises.registry import (INSTRUCTOR_ONLY, body_after_docstring, function_node, load_exercises,
+                                          replace_bodies, stubbed_source)
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
 
 # ----------------------------------------------------------------------
-# no answer outside its region
+# no answer outside its function
 
 # What gives each exercise's answer away, however it is spelled (NumPy, minitorch or PyTorch), as regular
 # expressions over code with comments and whitespace removed. The first must match the reference answer; the
 # others are the same answer as other code spells it (the NumPy floor, PyTorch, the fast attention).
 ANSWER_SIGNATURES = {
-    "1.1": [r"grad\*b\.data,grad\*a\.data"],
+    "1.1": [r"grad\*b,grad\*a"],
     "1.2": [r"stack\.append\(\(node,True\)\)"],
     "1.3": [r"return\(grad\*out,\)"],
-    "1.4": [r"return\(grad/a\.data,\)"],
+    "1.4": [r"return\(grad/a,\)"],
     "2.1": [r"\.sum\(axis=tuple\(range\(", r"size==1andgrad\.shape\[axis\]!=1"],
-    "2.2": [r"a\.data\[None,:\]ifa\.ndim==1", r"np\.swapaxes\(a_mat,-1,-2\)@grad"],
+    "2.2": [r"a\[None,:\]ifa\.ndim==1", r"np\.swapaxes\(a_mat,-1,-2\)@grad"],
     "2.3": [r"\*\(grad-", r"grad-=sum_along\(grad\*weights", r"-=?max_along\(|\.data-shift\)"],
-    "2.4": [r"broadcast_to\(grad,a\.shape\)"],
+    "2.4": [r"broadcast_to\(grad,shape\)"],
     "2.5": [r"\(1-beta2\)\*grad\*grad", r"1-beta1\*\*"],
     "3.1": [r"\.triu\(|np\.triu\(|\.tril\(|np\.tril\("],
     "3.2": [r"masked_fill\(future,-np\.inf\)", r"where\(future,-np\.inf", r"float\(\"-inf\"\)",
@@ -73,21 +74,25 @@ def code_only(text: str) -> str:
                                                                            tokenize.DEDENT))
 
 
-def region_source(exercise) -> str:
-    lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
-    return "".join(lines[exercise.begin_line:exercise.end_line - 1])
+def function_body(exercise, root: Path = ROOT) -> str:
+    """The body of the exercise's function (after its docstring), as its module spells it."""
+    text = (root / exercise.module).read_text(encoding="utf-8")
+    body = body_after_docstring(function_node(ast.parse(text), exercise.function))
+    return "".join(text.splitlines(keepends=True)[body[0].lineno - 1:body[-1].end_lineno])
 
 
 def library_files() -> list[Path]:
-    """minitorch/'s modules, without the course's own code (minitorch/exercises/ describes answers, holds none)."""
+    """minitorch/'s modules a student edition holds, without the course's own code (minitorch/exercises/
+    describes answers, holds none)."""
     package = ROOT / "minitorch"
-    return [path for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != "exercises"]
+    return [path for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != "exercises"
+            and path.relative_to(ROOT).as_posix() not in INSTRUCTOR_ONLY]
 
 
 def test_every_exercise_has_answer_signatures_that_match_its_reference_answer():
     for exercise in load_exercises(ROOT):
         assert exercise.id in ANSWER_SIGNATURES, f"add exercise {exercise.id} to ANSWER_SIGNATURES"
-        answer, signature = code_only(region_source(exercise)), ANSWER_SIGNATURES[exercise.id][0]
+        answer, signature = code_only(function_body(exercise)), ANSWER_SIGNATURES[exercise.id][0]
         assert re.search(signature, answer), (f"the first signature {signature!r} of exercise {exercise.id} no "
                                               f"longer matches its reference answer; update it:\n{answer}")
 
@@ -99,28 +104,29 @@ def test_an_edition_handing_out_an_exercise_holds_its_answer_nowhere(exercise):
     leaks = []
     for path in library_files():
         text = path.read_text(encoding="utf-8")
-        if path == exercise.path:
-            text = stub_source(text, [exercise], ROOT)
         relative = path.relative_to(ROOT).as_posix()
-        code = code_only(edition.remove_speed_copies(text, {exercise.id}, relative))
+        if relative == exercise.module:
+            text = stubbed_source(text, [exercise], relative)
+        code = code_only(text)
         leaks += [f"{relative}: {signature!r}" for signature in ANSWER_SIGNATURES[exercise.id]
                   if re.search(signature, code)]
-    assert not leaks, (f"an edition handing out exercise {exercise.id} still holds its answer outside its region; "
-                       f"move that code into the region, or mark it '# BEGIN SPEED COPY OF EXERCISES "
-                       f"{exercise.id} ...' so that the edition removes it:\n" + "\n".join(leaks))
+    assert not leaks, (f"an edition handing out exercise {exercise.id} still holds its answer outside its function "
+                       f"{exercise.function}; call that function instead, or move the copy into "
+                       f"minitorch/fast/hand_fused.py, which editions leave out:\n" + "\n".join(leaks))
 
 
 # The chapters print three answers on purpose, as teaching: chapter 04 writes the targets as a loop over the
 # sequences (4.1), chapters 03 to 05 build the two constructions by hand with u = e_0 (5.1, 6.1). The exercises
 # ask for what is not printed, so a printed answer is no answer. Every chapter cell that matches a signature of
 # these exercises (or PRINTED_FORMS, the loop) must define one of the PRINTED_ANSWERS, each of which is pasted
-# into its region and must pass none of the exercise's tests.
+# as its function's body and must pass none of the exercise's tests.
 PRINTED_IN_THE_CHAPTERS = {"4.1", "5.1", "6.1"}
 PRINTED_FORMS = {"4.1": [r"forkinrange\(1,j\+1\)"]}  # the loop summing x_1..x_j
 
-# (exercise, chapter, name the cell defines, what the region returns, whether it is the exercise's answer where
-# the chapter uses it): the cell's function definitions and the statements that build `name` are pasted into the
-# region after CHAPTER_NAMES, the names the chapters set up for the constructions (numpy is the module's own `np`).
+# (exercise, chapter, name the cell defines, what the function returns, whether it is the exercise's answer where
+# the chapter uses it): the cell's function definitions and the statements that build `name` are pasted as the
+# function's body after CHAPTER_NAMES, the names the chapters set up for the constructions (numpy is the
+# module's own `np`); a construction's function returns the weights of the model the chapter builds.
 PRINTED_ANSWERS = [
     ("4.1", "04_the_trigger_conditional_task", "targets_by_loop", "targets_by_loop(x, triggers, residual)", True),
     ("5.1", "03_attention_two_ways", "hand_built_sink", "hand_built_sink(scale)", True),
@@ -186,14 +192,16 @@ def _builds(node: ast.stmt, name: str) -> bool:
         (isinstance(receiver, ast.Name) and receiver.id == name)
 
 
-def printed_region_body(exercise_id: str, chapter: str, name: str, returned: str) -> str:
-    """The region body that answers with the chapter's printed code: its function definitions and the statements
-    building `name`, after the names the chapters set up."""
+def printed_body(exercise_id: str, chapter: str, name: str, returned: str) -> str:
+    """The function body that answers with the chapter's printed code: its function definitions and the
+    statements building `name`, after the names the chapters set up."""
     for _, source in code_cells(ROOT / "chapters" / f"{chapter}.ipynb"):
         if defines(source, name):
             tree = ast.parse(source)
             kept = [ast.get_source_segment(source, node) for node in tree.body
                     if isinstance(node, ast.FunctionDef) or _builds(node, name)]
+            if exercise_id in ("5.1", "6.1"):  # the weights of the model the chapter builds
+                returned = f"tuple(({returned}).state_dict()[f'layers.0.W_{{p}}.weight'] for p in 'QKVO')"
             return CHAPTER_NAMES[exercise_id] + "\n".join(kept) + f"\nreturn {returned}\n"
     raise AssertionError(f"{chapter} no longer defines {name!r}; update PRINTED_ANSWERS")
 
@@ -218,8 +226,8 @@ def test_no_chapter_cell_spells_out_a_graded_answer_but_those_printed_on_purpose
 
 
 @pytest.mark.slow
-def test_a_printed_answer_pasted_into_its_region_passes_none_of_its_tests(tmp_path):
-    """Each of PRINTED_ANSWERS is pasted, in turn, into its region of a copy of the project. It must compute what
+def test_a_printed_answer_pasted_as_its_function_passes_none_of_its_tests(tmp_path):
+    """Each of PRINTED_ANSWERS is pasted, in turn, as its function's body in a copy of the project. It must compute what
     the reference computes where the chapter uses it (WHERE_PRINTED: u = e_0, a batch), so the paste works; and
     the exercise's own tests (`pytest -m exX_Y`) run there must all fail."""
     copy = tmp_path / "copy"
@@ -229,9 +237,10 @@ def test_a_printed_answer_pasted_into_its_region_passes_none_of_its_tests(tmp_pa
     earned = []
     for exercise_id, chapter, name, returned, is_the_answer in PRINTED_ANSWERS:
         exercise = exercises[exercise_id]
-        original = exercise.path.read_text(encoding="utf-8")
-        body = printed_region_body(exercise_id, chapter, name, returned)
-        exercise.path.write_text(replace_regions(original, [exercise], lambda _: body), encoding="utf-8")
+        path = copy / exercise.module
+        original = path.read_text(encoding="utf-8")
+        body = printed_body(exercise_id, chapter, name, returned)
+        path.write_text(replace_bodies(original, {exercise.function: body}, exercise.module), encoding="utf-8")
         try:
             pasted = where_printed(exercise_id, copy)
             if is_the_answer:
@@ -244,13 +253,13 @@ def test_a_printed_answer_pasted_into_its_region_passes_none_of_its_tests(tmp_pa
                                         "no:cacheprovider", f"--scoreboard-json={board}"], cwd=copy,
                                        capture_output=True, text=True, timeout=600, env=_without_minitorch_root())
         finally:
-            exercise.path.write_text(original, encoding="utf-8")
+            path.write_text(original, encoding="utf-8")
         assert board.exists(), f"the tests of {exercise_id} did not run:\n{completed.stdout[-2000:]}"
         row = json.loads(board.read_text())["exercises"][exercise_id]
         if row["passed"] or row["failed"] != row["tests"]:
             earned.append(f"{chapter}'s {name} as exercise {exercise_id}: {row['passed']} of {row['tests']} tests "
                           f"passed, {row['failed']} failed")
-    assert not earned, ("a printed answer pasted into its region should fail every test of its exercise (the "
+    assert not earned, ("a printed answer pasted as its function should fail every test of its exercise (the "
                         "exercise grades what the chapters do not print):\n" + "\n".join(earned))
 
 

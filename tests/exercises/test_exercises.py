@@ -4,7 +4,7 @@ Fast tests: the registry on small synthetic files, the stub, the stripping of so
 command line, the book's own registry, and the grading (not attempted, blocked, scoreboard, root,
 seed) run on a tiny project. One slow test is the self-check of the whole scheme: it builds the
 student edition into a temporary folder and runs the fast suite there, then puts this copy's answers back
-into that edition's regions and runs again every test that stopped at a stub.
+into that edition's functions and runs again every test that stopped at a stub.
 """
 
 from __future__ import annotations
@@ -23,33 +23,44 @@ from pathlib import Path
 import pytest
 
 import minitorch
-from minitorch import exercises
 from minitorch.exercises import __main__ as exercises_cli
-from minitorch.exercises import ExerciseError, load_exercises, make_student_edition, stub_error, stub_source
-from minitorch.exercises.grafting import is_stub
-from minitorch.exercises.registry import LINE_LENGTH, replace_regions
+from minitorch.exercises import registry as exercises
+from minitorch.exercises.edition import make_student_edition, strip_solutions
+from minitorch.exercises.registry import (EXERCISES, LINE_LENGTH, Exercise, ExerciseError, body_after_docstring,
+                                          function_node, is_stub, load_exercises, replace_bodies, stub_error,
+                                          stubbed_source)
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 TESTS = Path(__file__).resolve().parent.parent  # the tests that grade it
 
 SOURCE = '''\
+import functools
+
+
+def checked(function):
+    @functools.wraps(function)
+    def run(x):
+        return function(abs(x))
+    return run
+
+
 def double(x):
     """Twice x."""
-    # BEGIN EXERCISE 1.1
     result = 2 * x
     return result
-    # END EXERCISE 1.1
 
 
-class Scaler:
-    def scale(self, x):
-        if x:
-            # BEGIN EXERCISE 2.10
-            return x * 3
-            # END EXERCISE 2.10
-        return 0
+@checked
+def triple(x):
+    """Three times x."""
+    return x * 3
+
+
+def untouched(x):
+    return x + 1
 '''
-METADATA = {"1.1": ("doubling", 2), "2.10": ("tripling", 1)}
+TABLE = {"1.1": Exercise("1.1", "doubling", 2, "minitorch/ops.py", "double"),
+         "2.10": Exercise("2.10", "tripling", 1, "minitorch/ops.py", "triple", ("1.1",))}
 
 
 def make_project(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -59,148 +70,78 @@ def make_project(tmp_path: Path, files: dict[str, str]) -> Path:
     (root / "minitorch" / "__init__.py").write_text("")
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
+        (root / name).write_text(text)
     return root
 
 
-def line_of(text: str, fragment: str) -> int:
-    return next(number for number, line in enumerate(text.splitlines(), start=1) if fragment in line)
-
-
 # ----------------------------------------------------------------------
-# finding regions
+# the table
 
 
-def test_regions_are_found_with_their_marker_lines_and_indentation(tmp_path):
+def test_the_table_is_checked_against_the_source_and_sorted_by_id_as_numbers(tmp_path):
     root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
-    found = {exercise.id: exercise for exercise in load_exercises(root, METADATA)}
-    assert list(found) == ["1.1", "2.10"]
-    assert (found["1.1"].begin_line, found["1.1"].end_line, found["1.1"].indent) == (
-        line_of(SOURCE, "BEGIN EXERCISE 1.1"), line_of(SOURCE, "END EXERCISE 1.1"), " " * 4)
-    assert (found["2.10"].begin_line, found["2.10"].indent) == (line_of(SOURCE, "BEGIN EXERCISE 2.10"), " " * 12)
-    assert found["2.10"].chapter == 2 and found["2.10"].marker == "ex2_10"
-    assert found["1.1"].location(root) == f"minitorch/ops.py:{line_of(SOURCE, 'BEGIN EXERCISE 1.1')}"
+    table = {**TABLE, "2.9": Exercise("2.9", "adding", 1, "minitorch/ops.py", "untouched")}
+    assert [exercise.id for exercise in load_exercises(root, table)] == ["1.1", "2.9", "2.10"]
 
 
-def test_ids_sort_as_numbers_so_2_10_comes_after_2_9(tmp_path):
-    source = "".join(f"def f{i}():\n    # BEGIN EXERCISE 2.{i}\n    pass\n    # END EXERCISE 2.{i}\n"
-                     for i in (10, 9, 1))
-    root = make_project(tmp_path, {"minitorch/ops.py": source})
-    ids = [e.id for e in load_exercises(root, {f"2.{i}": ("t", 1) for i in (1, 9, 10)})]
-    assert ids == ["2.1", "2.9", "2.10"]
-
-
-def region(body: str, begin: str = "# BEGIN EXERCISE 1.1", end: str = "# END EXERCISE 1.1") -> str:
-    return f"def f(x):\n    {begin}\n{body}    {end}\n    return x\n"
-
-
-MALFORMED = {
-    "begin without end": ("def f():\n    # BEGIN EXERCISE 1.1\n    pass\n", "has no END EXERCISE 1.1"),
-    "end without begin": ("def f():\n    pass\n    # END EXERCISE 1.1\n", "without a BEGIN"),
-    "ids differ": (region("    pass\n", end="# END EXERCISE 1.2"), "closes BEGIN EXERCISE 1.1"),
-    "nested": (region("    # BEGIN EXERCISE 1.2\n    pass\n    # END EXERCISE 1.2\n"), "cannot nest"),
-    "id without a dot": (region("    pass\n", "# BEGIN EXERCISE 3", "# END EXERCISE 3"), "not of the form X.Y"),
-    "chapter 0": (region("    pass\n", "# BEGIN EXERCISE 0.1", "# END EXERCISE 0.1"), "not of the form X.Y"),
-    "chapter 10": (region("    pass\n", "# BEGIN EXERCISE 10.1", "# END EXERCISE 10.1"), "not of the form X.Y"),
-    "no space after #": (region("    pass\n", begin="#BEGIN EXERCISE 1.1"), "malformed exercise marker"),
-    "text after the id": (region("    pass\n", begin="# BEGIN EXERCISE 1.1 (mul)"), "malformed exercise marker"),
-    "end indented differently": ("def f():\n    # BEGIN EXERCISE 1.1\n    pass\n        # END EXERCISE 1.1\n",
-                                 "not indented like its BEGIN"),
-    "body less indented": ("class A:\n    def f(self):\n        # BEGIN EXERCISE 1.1\n        x = 1\n"
-                           "    y = 2\n        # END EXERCISE 1.1\n", "indented less than its BEGIN"),
-    "body starts deeper": (region("        pass\n"), "starts deeper than its BEGIN"),
-    "empty": (region("    # nothing here yet\n"), "has no code"),
-}
-
-
-@pytest.mark.parametrize("source,message", MALFORMED.values(), ids=MALFORMED.keys())
-def test_malformed_regions_are_refused_naming_the_file_and_line(tmp_path, source, message):
-    root = make_project(tmp_path, {"minitorch/ops.py": source})
-    with pytest.raises(ExerciseError) as error:
-        exercises.find_regions(root)
-    assert message in str(error.value), f"expected {message!r} in: {error.value}"
-    assert re.search(r"ops\.py:\d+", str(error.value)), f"the error should name file:line, got: {error.value}"
-
-
-def test_a_region_whose_stub_would_break_the_file_is_refused(tmp_path):
-    source = ("def f():\n    # BEGIN EXERCISE 1.1\n    try:\n        y = 1\n    # END EXERCISE 1.1\n"
-              "    except ValueError:\n        pass\n")
-    root = make_project(tmp_path, {"minitorch/ops.py": source})
-    with pytest.raises(ExerciseError, match="breaks the file"):
-        load_exercises(root, {"1.1": ("t", 1)})
-
-
-def test_an_id_used_twice_is_refused(tmp_path):
-    one = "def f():\n    # BEGIN EXERCISE 1.1\n    pass\n    # END EXERCISE 1.1\n"
-    root = make_project(tmp_path, {"minitorch/a.py": one, "minitorch/b.py": one})
-    with pytest.raises(ExerciseError, match=r"exercise 1\.1 is marked twice"):
-        exercises.find_regions(root)
-
-
-def test_regions_and_metadata_must_match_both_ways(tmp_path):
+@pytest.mark.parametrize("entry,message", [
+    (Exercise("1.3", "gone", 1, "minitorch/ops.py", "quadruple"), "defines no function quadruple at its top level"),
+    (Exercise("1.3", "gone", 1, "minitorch/nowhere.py", "double"), "cannot read"),
+    (Exercise("1.3", "free", 0, "minitorch/ops.py", "double"), "positive whole number of points"),
+    (Exercise("1.3", "lonely", 1, "minitorch/ops.py", "double", ("7.7",)), "needs 7.7, which is not another"),
+    (Exercise("1.3", "itself", 1, "minitorch/ops.py", "double", ("1.3",)), "needs 1.3, which is not another"),
+    (Exercise("0.3", "chapterless", 1, "minitorch/ops.py", "double"), "is not of the form X.Y"),
+], ids=["no-function", "no-module", "no-points", "unknown-need", "needs-itself", "bad-id"])
+def test_a_malformed_table_entry_is_refused_naming_what_is_wrong(tmp_path, entry, message):
     root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
-    with pytest.raises(ExerciseError, match=r"2\.10 \(ops\.py:\d+\) have no entry in EXERCISES"):
-        load_exercises(root, {"1.1": ("doubling", 2)})
-    with pytest.raises(ExerciseError, match=r"lists 3\.1, but no '# BEGIN EXERCISE' region"):
-        load_exercises(root, {**METADATA, "3.1": ("masking", 1)})
-    with pytest.raises(ExerciseError, match="positive whole number of points"):
-        load_exercises(root, {**METADATA, "1.1": ("doubling", 0)})
-    with pytest.raises(ExerciseError, match="one-line title"):
-        load_exercises(root, {**METADATA, "1.1": ("", 1)})
+    with pytest.raises(ExerciseError, match=message):
+        load_exercises(root, {**TABLE, entry.id: entry})
 
 
 # ----------------------------------------------------------------------
 # the stub
 
 
-def test_the_stub_replaces_the_region_keeps_the_markers_and_raises_an_error_naming_the_exercise(tmp_path):
-    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
-    stubbed = stub_source(SOURCE, load_exercises(root, METADATA), root)
-    assert "result = 2 * x" not in stubbed and "return x * 3" not in stubbed, "the solutions must be gone"
-    assert stubbed.count("# BEGIN EXERCISE") == 2 and stubbed.count("# END EXERCISE") == 2, "markers must stay"
-    raise_line = stubbed.splitlines()[line_of(stubbed, "BEGIN EXERCISE 2.10")]
-    assert raise_line.startswith(" " * 12 + "raise NotImplementedError("), "the stub keeps the BEGIN line's indentation"
-
+def test_the_stub_replaces_the_body_keeps_def_decorator_and_docstring_and_raises_naming_the_function(tmp_path):
+    stubbed = stubbed_source(SOURCE, TABLE.values(), "minitorch/ops.py")
+    assert "result = 2 * x" not in stubbed and "return x * 3" not in stubbed, "the answers must be gone"
+    assert '    """Twice x."""' in stubbed and "@checked\ndef triple(x):" in stubbed, "def, decorator, docstring stay"
     namespace: dict = {}
     exec(compile(stubbed, "ops.py", "exec"), namespace)
     with pytest.raises(NotImplementedError) as error:
         namespace["double"](3)
-    assert str(error.value) == ("Exercise 1.1 (chapter 01): doubling. Write it in minitorch/ops.py between the "
-                                "BEGIN/END EXERCISE 1.1 markers; check with: python -m pytest -m ex1_1")
+    assert str(error.value) == ("Exercise 1.1 (chapter 01): doubling. Write the body of double in minitorch/ops.py; "
+                                "check with: python -m pytest -m ex1_1")
     with pytest.raises(NotImplementedError, match=r"^Exercise 2\.10 \(chapter 02\): tripling\."):
-        namespace["Scaler"]().scale(1)
-    assert namespace["Scaler"]().scale(0) == 0, "code outside the region must be untouched"
+        namespace["triple"](1)
+    assert namespace["untouched"](1) == 2, "code outside the functions must be untouched"
 
 
 def test_a_long_stub_is_split_over_lines_that_fit_and_raises_the_same_message(tmp_path):
-    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
-    long_title = "a title long enough that its stub cannot fit on one line of code " * 3
-    chosen = load_exercises(root, {"1.1": ("doubling", 2), "2.10": (long_title.strip(), 1)})
-    stubbed = stub_source(SOURCE, chosen, root)
+    long_title = ("a title long enough that its stub cannot fit on one line of code " * 3).strip()
+    table = {**TABLE, "2.10": Exercise("2.10", long_title, 1, "minitorch/ops.py", "triple")}
+    stubbed = stubbed_source(SOURCE, table.values(), "minitorch/ops.py")
     too_long = [line for line in stubbed.splitlines() if len(line) > LINE_LENGTH]
     assert not too_long, f"stub lines longer than {LINE_LENGTH} characters:\n" + "\n".join(too_long)
     namespace: dict = {}
     exec(compile(stubbed, "ops.py", "exec"), namespace)
     with pytest.raises(NotImplementedError) as error:
-        namespace["Scaler"]().scale(1)
-    assert str(error.value) == chosen[1].stub_message(root), "the split message must join back to the whole message"
-    for exercise in chosen:
-        body = stubbed.splitlines(keepends=True)[line_of(stubbed, f"# BEGIN EXERCISE {exercise.id}"):
-                                                 line_of(stubbed, f"# END EXERCISE {exercise.id}") - 1]
-        assert is_stub(body, exercise.id), f"the grader must see the stub of {exercise.id} as untouched:\n{body}"
-        assert not is_stub(body, "3.1"), "a stub is the stub of its own exercise only"
+        namespace["triple"](1)
+    assert str(error.value) == table["2.10"].stub_message(), "the split message must join back to the whole message"
+    tree = ast.parse(stubbed)
+    for exercise in table.values():
+        node = function_node(tree, exercise.function)
+        assert is_stub(node, exercise), f"the grader must see the stub of {exercise.id} as untouched"
+        assert not is_stub(node, EXERCISES["3.1"]), "a stub is the stub of its own exercise only"
 
 
-def test_making_an_edition_of_an_edition_changes_nothing(tmp_path):
-    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
-    once = stub_source(SOURCE, load_exercises(root, METADATA), root)
-    (root / "minitorch" / "ops.py").write_text(once)
-    twice = stub_source(once, load_exercises(root, METADATA), root)
-    assert twice == once
+def test_making_an_edition_of_an_edition_changes_nothing():
+    once = stubbed_source(SOURCE, TABLE.values(), "minitorch/ops.py")
+    assert stubbed_source(once, TABLE.values(), "minitorch/ops.py") == once
 
 
 def test_stub_error_finds_the_exercise_in_the_error_its_cause_or_a_quoted_coloured_traceback():
-    message = exercises.stub_message("1.2", "ordering", "minitorch/tensor.py")
+    message = exercises.stub_message("1.2", "ordering", "topological_order", "minitorch/tensor.py")
     assert stub_error(NotImplementedError(message)) == ("1.2", message)
     try:
         try:
@@ -209,7 +150,7 @@ def test_stub_error_finds_the_exercise_in_the_error_its_cause_or_a_quoted_colour
             raise RuntimeError("a chapter cell failed") from cause
     except RuntimeError as error:
         assert stub_error(error)[0] == "1.2"
-    other = exercises.stub_message("3.1", "mask", "minitorch/paper/attention.py")
+    other = exercises.stub_message("3.1", "mask", "causal_mask", "minitorch/paper/attention.py")
     quoted = AssertionError(f"cell 4 raised:\n{other}\n...\n\x1b[0;31mNotImplementedError\x1b[0m: {message}")
     assert stub_error(quoted)[0] == "1.2", "in a quoted traceback the error raised is the last one"
     assert stub_error(NotImplementedError("subclasses must implement step")) is None
@@ -227,7 +168,7 @@ def test_strip_solutions_drops_solution_cells_and_clears_outputs():
         {"cell_type": "code", "metadata": {"tags": ["other"]}, "source": ["x = 1"],
          "outputs": [{"output_type": "stream", "name": "stdout", "text": ["1"]}], "execution_count": 3},
     ]}
-    stripped, removed = exercises.strip_solutions(notebook)
+    stripped, removed = strip_solutions(notebook)
     assert removed == 1
     assert [cell["source"] for cell in stripped["cells"]] == [["**Exercise 1.5 (predict, then check)**"], ["x = 1"]]
     assert stripped["cells"][1]["outputs"] == [] and stripped["cells"][1]["execution_count"] is None
@@ -254,9 +195,9 @@ def synthetic_book(tmp_path: Path) -> Path:
     return root
 
 
-def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp_path):
+def test_the_edition_copies_the_project_only_with_the_chosen_functions_stubbed(tmp_path):
     root = synthetic_book(tmp_path)
-    chosen = [e for e in load_exercises(root, METADATA) if e.id == "2.10"]
+    chosen = [TABLE["2.10"]]
     summary = make_student_edition(tmp_path / "edition", chosen, root)
     copied = {path.relative_to(tmp_path / "edition").as_posix() for path in (tmp_path / "edition").rglob("*")
               if path.is_file()}
@@ -265,6 +206,8 @@ def test_the_edition_copies_the_project_only_with_the_chosen_regions_stubbed(tmp
                       "figures/models/m.npz", "minitorch/exercises/edition.json"}, copied
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
     assert manifest["handed_out"] == ["2.10"], "the edition records the exercises it handed out"
+    assert {"checked", "double", "functools", "untouched", "__name__"} <= set(manifest["module_names"]["minitorch/ops.py"]), (
+        "the edition records the names each handed-out function's module defines (helpers outside are refused)")
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
     assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
@@ -292,9 +235,8 @@ def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_proje
 
 
 def test_select_takes_the_union_of_ids_and_chapters_and_names_the_valid_choices(tmp_path):
-    source = SOURCE + "def g():\n    # BEGIN EXERCISE 3.1\n    pass\n    # END EXERCISE 3.1\n"
-    root = make_project(tmp_path, {"minitorch/ops.py": source})
-    found = load_exercises(root, {**METADATA, "3.1": ("masking", 1)})
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    found = load_exercises(root, {**TABLE, "3.1": Exercise("3.1", "masking", 1, "minitorch/ops.py", "untouched")})
     assert [e.id for e in exercises.select(found)] == ["1.1", "2.10", "3.1"], "no choice means every exercise"
     assert [e.id for e in exercises.select(found, only=["3.1"], chapters=[1])] == ["1.1", "3.1"]
     with pytest.raises(ExerciseError, match=r"unknown exercise ID\(s\) 9\.9; the exercises are 1\.1, 2\.10, 3\.1"):
@@ -342,7 +284,7 @@ def test_the_book_has_at_least_15_valid_exercises_in_chapters_1_to_9():
     assert len(found) >= 15, f"the book should assign at least 15 exercises, found {len(found)}"
     assert {e.chapter for e in found} <= set(range(1, 10))
     for exercise in found:
-        assert stub_error(NotImplementedError(exercise.stub_message(ROOT)))[0] == exercise.id, (
+        assert stub_error(NotImplementedError(exercise.stub_message()))[0] == exercise.id, (
             f"conftest.py would not recognise the stub of exercise {exercise.id}")
 
 
@@ -355,13 +297,15 @@ def test_every_exercise_has_tests_and_every_marked_exercise_exists():
         f"tests are marked with exercise(s) {unknown}, which minitorch/exercises/registry.py does not list")
 
 
-def test_each_chapter_names_its_graded_exercises():
+def test_each_chapter_names_its_graded_exercises_and_the_function_each_asks_for():
     missing = []
     for exercise in load_exercises(ROOT):
         chapters = sorted((ROOT / "chapters").glob(f"{exercise.chapter:02d}_*.ipynb"))
-        if chapters and f"Exercise {exercise.id} (graded)" not in chapters[0].read_text(encoding="utf-8"):
-            missing.append(f"{exercise.id} in {chapters[0].name}")
-    assert not missing, f"each chapter should state its graded exercises as 'Exercise X.Y (graded)': {missing}"
+        text = chapters[0].read_text(encoding="utf-8") if chapters else ""
+        if chapters and (f"Exercise {exercise.id} (graded)" not in text or f"`{exercise.function}`" not in text):
+            missing.append(f"{exercise.id} ({exercise.function}) in {chapters[0].name}")
+    assert not missing, (f"each chapter should state its graded exercises as 'Exercise X.Y (graded)' and name the "
+                         f"function each asks for, in backticks: {missing}")
 
 
 def _draws_with_a_fixed_seed(function: ast.FunctionDef) -> list[str]:
@@ -388,7 +332,7 @@ def test_list_prints_every_exercise_with_chapter_place_points_and_test_count():
     for exercise in load_exercises(ROOT):
         row = next((line for line in lines if line.startswith(exercise.id + " ")), None)
         assert row is not None, f"exercise {exercise.id} is missing from the list:\n{completed.stdout}"
-        assert exercise.location(ROOT) in row and f" {exercise.chapter:02d} " in row and exercise.title in row, row
+        assert f"{exercise.module}: {exercise.function}" in row and f" {exercise.chapter:02d} " in row and exercise.title in row, row
         points, tests = row.split()[-2:]
         assert points == str(exercise.points) and int(tests) >= 1, f"points or test count wrong in: {row}"
 
@@ -446,12 +390,12 @@ def test_seed(exercise_seed):
 
 def tiny_project(folder: Path, solved: bool = False) -> Path:
     """Exercise 1.1 (double) as a stub, or solved; triple is always there."""
-    message = exercises.stub_message("1.1", exercises.EXERCISES["1.1"][0], "minitorch/__init__.py")
+    message = exercises.stub_message("1.1", exercises.EXERCISES["1.1"].title, "double", "minitorch/__init__.py")
     body = "return 2 * x" if solved else f"raise NotImplementedError({json.dumps(message)})"
     (folder / "minitorch").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "minitorch" / "__init__.py").write_text(
-        f"def double(x):\n    # BEGIN EXERCISE 1.1\n    {body}\n    # END EXERCISE 1.1\n\n\n"
+        f"def double(x):\n    {body}\n\n\n"
         f"def triple(x):\n    return 3 * x\n")
     (folder / "minitorch" / "exercises").mkdir()
     shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
@@ -476,7 +420,7 @@ def test_stub_failures_are_not_attempted_or_blocked_and_the_scoreboard_adds_up(t
                       "test_seed": "passed"}, completed.stdout
     first, second = report["exercises"]["1.1"], report["exercises"]["1.2"]
     assert (first["not attempted"], first["earned"]) == (1, 0.0)
-    points = exercises.EXERCISES["1.2"][1]
+    points = exercises.EXERCISES["1.2"].points
     assert (second["passed"], second["failed"], second["blocked"], second["tests"]) == (1, 1, 1, 3)
     assert second["earned"] == pytest.approx(points / 3), "points x passed / tests"
     assert report["exercise_seed"] == 5 and report["minitorch_root"] == str(project.resolve())
@@ -485,7 +429,7 @@ def test_stub_failures_are_not_attempted_or_blocked_and_the_scoreboard_adds_up(t
     assert "not attempted: Exercise 1.1 (chapter 01)" in output
     assert output.index("exercise scoreboard (seed 5)") > output.index("short test summary info"), (
         "the scoreboard should come at the end of the output")
-    total_points = exercises.EXERCISES["1.1"][1] + points
+    total_points = exercises.EXERCISES["1.1"].points + points
     assert re.search(rf"^total\s+1\s+1\s+1\s+1\s+{points / 3:.2f} / {total_points}$", output, re.MULTILINE), (
         "the total row should read passed 1, failed 1, not attempted 1, blocked 1:\n"
         + output[output.index("exercise scoreboard"):])
@@ -541,19 +485,22 @@ def build_edition(folder: Path, *options: str) -> None:
     assert completed.returncode == 0, f"student-edition {' '.join(options)} failed:\n{completed.stderr}"
 
 
+def reference_body(exercise, root: Path = ROOT) -> str:
+    """The body of the exercise's function in `root` (after its docstring), at indentation 0."""
+    text = (root / exercise.module).read_text(encoding="utf-8")
+    body = body_after_docstring(function_node(ast.parse(text), exercise.function))
+    return textwrap.dedent("".join(text.splitlines(keepends=True)[body[0].lineno - 1:body[-1].end_lineno]))
+
+
 def graft_answers(edition: Path, root: Path = ROOT) -> None:
-    """Put the body of every region of `root` (the reference answers, in the full book) into the same region of
-    `edition`."""
-    bodies = {}
+    """Put the body of every exercise's function in `root` (the reference answers, in the full book) into the
+    same function of `edition`."""
+    by_module: dict[str, dict] = {}
     for exercise in load_exercises(root):
-        lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
-        bodies[exercise.id] = textwrap.dedent("".join(lines[exercise.begin_line:exercise.end_line - 1]))
-    by_file: dict[Path, list] = {}
-    for exercise in load_exercises(edition):
-        by_file.setdefault(exercise.path, []).append(exercise)
-    for path, regions in by_file.items():  # all of a file's regions at once: their line numbers stay valid
-        text = replace_regions(path.read_text(encoding="utf-8"), regions, lambda exercise: bodies[exercise.id])
-        path.write_text(text, encoding="utf-8")
+        by_module.setdefault(exercise.module, {})[exercise.function] = reference_body(exercise, root)
+    for module, bodies in by_module.items():
+        path = edition / module
+        path.write_text(replace_bodies(path.read_text(encoding="utf-8"), bodies, module), encoding="utf-8")
 
 
 def start_fast_tests(folder: Path, seed: int, *tests: str, board_name: str = "") -> tuple[subprocess.Popen, Path]:
@@ -617,7 +564,7 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     assert not wrong, (f"in an edition handing out only {sorted(handed_out)}, every other test must pass, and "
                        f"the tests of those exercises must fail with their stubs:\n" + listing(wrong))
     total = json.loads((tmp_path / "partial.json").read_text())["total"]
-    own_points = sum(exercises.EXERCISES[exercise_id][1] for exercise_id in handed_out)
+    own_points = sum(exercises.EXERCISES[exercise_id].points for exercise_id in handed_out)
     assert total == {"points": own_points, "earned": 0.0}, (
         f"the untouched partial edition should score 0 out of its own {own_points} points, not {total}")
 
@@ -633,11 +580,11 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
                if test["status"] not in ("passed", "skipped")]
     missing = sorted(set(stopped) - set(solved_outcomes))
     assert not failing and not missing, (
-        "in the full student edition with every exercise solved (this copy's answers put back into its regions), "
+        "in the full student edition with every exercise solved (this copy's answers put back into its functions), "
         "every test that stopped at a stub must pass; a test that needs the reference answers or an instructor "
         "test belongs out of the edition (INSTRUCTOR_ONLY) or skips there, saying why. These fail:\n"
         + listing(failing) + (f"\nand these did not run: {listing(missing)}" if missing else ""))
     total = json.loads((tmp_path / "solved.json").read_text())["total"]
-    points = sum(points for _, points in exercises.EXERCISES.values())
+    points = sum(exercise.points for exercise in exercises.EXERCISES.values())
     assert total == {"points": points, "earned": float(points)}, (
         f"with every exercise solved the scoreboard should read {points} / {points}, not {total}")
