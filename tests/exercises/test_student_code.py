@@ -1,9 +1,11 @@
 """Specification of the grader's side of a student's worker (minitorch/exercises/student_code.py, sandbox.py,
-worker.py): whatever the code in a region does, the grader gets data back, or a clear "timed out" or
-"crashed", and no process of the student's outlives the worker.
+worker.py, student_function.py): whatever a student's function does, the grader gets data back, or a clear
+"timed out", "crashed" or reason why the function cannot be graded, and no process of the student's outlives
+the worker.
 
-Each test puts a region body into exercise 3.1 (causal_mask) of a copy of this book, builds that copy's
-worker libraries and calls the probe the way a graded test does, with the strongest isolation available.
+Each test writes a body for exercise 3.1's function (causal_mask) in a copy of this book, gives the worker the
+run's stand-in library and that copy's file, and calls the probe the way a graded test does, with the strongest
+isolation available.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import pytest
 
 from minitorch.exercises import sandbox
 from minitorch.exercises.channel import StudentError
-from minitorch.exercises.grafting import build_libraries
-from minitorch.exercises.registry import ROOT, load_exercises
-from minitorch.exercises.student_code import Crashed, TimedOut, WorkerPool
+from minitorch.exercises.libraries import copy_student_files, give_library, prepare_base
+from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, ROOT, replace_bodies
+from minitorch.exercises.student_code import Crashed, GradingOutcome, Refused, TimedOut, WorkerPool
 
 
 def strongest_isolation() -> tuple[sandbox.Isolation, str]:
@@ -37,23 +39,26 @@ def strongest_isolation() -> tuple[sandbox.Isolation, str]:
 
 
 ISOLATION, NO_BUBBLEWRAP = strongest_isolation()
-CAUSAL_MASK = next(exercise for exercise in load_exercises(ROOT) if exercise.id == "3.1")
+CAUSAL_MASK = EXERCISES["3.1"]
 
 
-def pool_for(tmp_path: Path, body: str, timeout: float = 5.0, budget: float = 120.0) -> WorkerPool:
-    """A worker pool for a copy whose region 3.1 holds `body` (unindented)."""
+def pool_for(tmp_path: Path, body: str, timeout: float = 5.0, budget: float = 120.0, exercise=CAUSAL_MASK,
+             source: bytes | None = None) -> WorkerPool:
+    """A worker pool for a copy whose `exercise` function has the body `body` (unindented); or whose file is
+    `source` (bytes), if given."""
     copy = tmp_path / "copy"
     shutil.copytree(ROOT / "minitorch", copy / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
-    path = copy / CAUSAL_MASK.path.relative_to(ROOT)
-    lines = path.read_text().splitlines(keepends=True)
-    lines[CAUSAL_MASK.begin_line:CAUSAL_MASK.end_line - 1] = [CAUSAL_MASK.indent + line + "\n"
-                                                              for line in body.splitlines()]
-    path.write_text("".join(lines))
-    report = build_libraries(ROOT, copy, ["3.1"], tmp_path / "lib")
-    assert report.grafted == ["3.1"], report
+    path = copy / exercise.module
+    if source is None:
+        source = replace_bodies(path.read_text(), {exercise.function: body}, exercise.module).encode()
+    path.write_bytes(source)
+    give_library(prepare_base(ROOT, tmp_path / "base"), tmp_path / "lib")
+    found = copy_student_files(copy, [exercise], tmp_path / "lib")
+    assert exercise.id in found.copied, found
     (tmp_path / "home").mkdir()
     plan = {"isolation": ISOLATION.__dict__, "slot": 0, "library_root": str(tmp_path / "lib"),
-            "home": str(tmp_path / "home"), "exercises": {"3.1": "3.1"}, "timeout": timeout, "budget": budget}
+            "home": str(tmp_path / "home"), "exercises": {exercise.id: f"student/{exercise.module}"},
+            "timeout": timeout, "budget": budget}
     if ISOLATION.kind == "unprivileged user":
         os.chown(tmp_path / "home", sandbox.worker_uid(0), sandbox.worker_uid(0))
     return WorkerPool(json.loads(json.dumps(plan)))
@@ -81,11 +86,11 @@ def test_bubblewrap_runs_the_python_of_a_virtual_environment_in_tmp(tmp_path):
         f"a grader run from a virtual environment in {tmp_path} cannot use bubblewrap:\n{chosen.stderr[-1500:]}")
 
 
-def call(pool: WorkerPool, probe: str = "causal_mask", *args):
-    return pool.call("3.1", time.monotonic(), probe, *(args or (4,)))
+def call(pool: WorkerPool, probe: str = "causal_mask", *args, exercise_id: str = "3.1"):
+    return pool.call(exercise_id, time.monotonic(), probe, *(args or (4,)))
 
 
-def test_a_correct_region_answers_with_data(tmp_path, pools):
+def test_a_correct_function_answers_with_data(tmp_path, pools):
     pools.append(pool := pool_for(tmp_path, "return np.triu(np.ones((length, length), dtype=bool), k=1)"))
     mask = call(pool)["mask"]
     assert isinstance(mask, np.ndarray) and mask.dtype == bool and mask.shape == (4, 4)
@@ -129,18 +134,111 @@ def test_an_exit_in_the_middle_of_a_test_is_a_crash_with_its_status(tmp_path, po
 
 
 def test_garbage_written_to_the_channel_is_a_crash_not_data(tmp_path, pools):
-    body = ("from minitorch.exercises import channel\nimport struct\n"
-            "channel.CONNECTION.sendall(struct.pack('>I', 12) + b'not a frame!')\nreturn None")
+    body = ("from minitorch.exercises import stand_in\nimport struct\n"
+            "stand_in.CONNECTION.sendall(struct.pack('>I', 12) + b'not a frame!')\nreturn None")
     pools.append(pool := pool_for(tmp_path, body))
     with pytest.raises(Crashed, match="not plain data"):
         call(pool)
 
 
 def test_the_grader_never_answers_for_the_exercise_under_test(tmp_path, pools):
-    body = "from minitorch.exercises.channel import ask_grader\nreturn ask_grader('3.1', length)"
+    body = "from minitorch.exercises.stand_in import ask_grader\nreturn ask_grader('3.1', length)"
     pools.append(pool := pool_for(tmp_path, body))
-    with pytest.raises(PermissionError, match="while grading exercise 3.1"):
+    for _ in range(2):  # the test that asked, and every later test of the exercise, fail
+        with pytest.raises(Refused, match="asked the grader for exercise '3.1', which it does not need; exercise "
+                                          "3.1 earns nothing"):
+            call(pool)
+
+
+def test_asking_for_another_exercises_function_it_does_not_need_is_refused_and_flagged(tmp_path, pools):
+    """Exercise 2.3's stable_softmax calling 3.2's softmax_attention (the grader's, through its stand-in) must
+    earn nothing: 2.3 does not need 3.2 (registry.EXERCISES)."""
+    assert "3.2" not in EXERCISES["2.3"].needs
+    body = ("from minitorch.paper import attention\nimport numpy as np\n"
+            "return attention.softmax_attention(scores, np.zeros(scores.shape[-2:], dtype=bool))")
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["2.3"]))
+    with pytest.raises(Refused, match="asked the grader for exercise '3.2'"):
+        pool.call("2.3", time.monotonic(), "softmax", np.zeros((2, 2)), -1)
+    assert "2.3" in pool.refused, "the copy is flagged"
+
+
+def test_a_stand_in_the_exercise_needs_is_answered_with_the_graders_result_and_gradient(tmp_path, pools):
+    """3.2 needs 2.3: a student's softmax_attention on the grader's stable_softmax gets values and gradients."""
+    assert "2.3" in EXERCISES["3.2"].needs
+    body = "return softmax(scores.masked_fill(future, -np.inf), axis=-1)"
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["3.2"]))
+    scores, future = np.arange(9.0).reshape(3, 3), np.triu(np.ones((3, 3), dtype=bool), 1)
+    weights = pool.call("3.2", time.monotonic(), "softmax_attention", scores, future)["weights"]
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0)
+    gradients = pool.call("3.2", time.monotonic(), "gradients", "softmax_attention", [scores], np.ones((3, 3)),
+                          future=future)["gradients"]
+    np.testing.assert_allclose(gradients[0], 0.0, atol=1e-12)  # rows of a softmax sum to one: Σ ∂/∂s = 0
+
+
+@pytest.mark.parametrize("indent", ["", "        "], ids=["column-0", "deeper"])
+def test_exercise_markers_of_an_old_edition_anywhere_change_nothing(tmp_path, pools, indent):
+    body = (f"{indent}# BEGIN EXERCISE 3.1\n"
+            "return np.triu(np.ones((length, length), dtype=bool), k=1)\n"
+            f"{indent}# END EXERCISE 3.1")
+    pools.append(pool := pool_for(tmp_path, body))
+    assert call(pool)["mask"].shape == (4, 4)
+
+
+def test_a_latin_1_file_with_its_coding_cookie_is_graded(tmp_path, pools):
+    text = (ROOT / CAUSAL_MASK.module).read_text()
+    text = "# -*- coding: latin-1 -*-\n" + replace_bodies(
+        text, {"causal_mask": "# Größe: L × L\nreturn np.triu(np.ones((length, length), dtype=bool), k=1)\n"},
+        CAUSAL_MASK.module).replace("×", "x")
+    pools.append(pool := pool_for(tmp_path, "", source=text.encode("latin-1", errors="replace")))
+    assert call(pool)["mask"].shape == (4, 4)
+
+
+def test_a_helper_outside_the_function_gets_the_message_the_students_own_run_gives(tmp_path, pools):
+    from minitorch.exercises.student_code import helper_problem
+
+    text = replace_bodies((ROOT / CAUSAL_MASK.module).read_text(), {"causal_mask": "return _upper(length)\n"},
+                          CAUSAL_MASK.module)
+    text += "\n\ndef _upper(length):\n    return np.triu(np.ones((length, length), dtype=bool), k=1)\n"
+    pools.append(pool := pool_for(tmp_path, "", source=text.encode()))
+    with pytest.raises(GradingOutcome) as graded:
         call(pool)
+    assert graded.value.kind == "helper outside the function"
+    assert "write helpers (functions, imports, constants) inside causal_mask" in str(graded.value)
+    # The student's own run (an edition: the manifest lists the module's names) says the same, word for word.
+    edition = tmp_path / "edition"
+    shutil.copytree(tmp_path / "copy" / "minitorch", edition / "minitorch")
+    from minitorch.exercises.edition import module_names
+    manifest = {"handed_out": ["3.1"], "module_names": {CAUSAL_MASK.module: module_names(
+        (ROOT / CAUSAL_MASK.module).read_text())}}
+    (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps(manifest))
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
+              "from minitorch.exercises.student_code import helper_problem\n"
+              "print(helper_problem('3.1', Path(sys.argv[1])))")
+    local = subprocess.run([sys.executable, "-c", script, str(edition)], capture_output=True, text=True, timeout=120)
+    assert local.stdout.strip() == str(graded.value), local.stderr
+
+
+def test_a_huge_function_is_refused_unread_within_the_budget(tmp_path, pools):
+    body = "x = 0\n" * (MAX_FUNCTION_LINES + 10) + "return np.triu(np.ones((length, length), dtype=bool), k=1)"
+    pools.append(pool := pool_for(tmp_path, body))
+    with pytest.raises(GradingOutcome, match=f"may have at most {MAX_FUNCTION_LINES:,}") as graded:
+        call(pool)
+    assert graded.value.kind == "too large"
+
+
+def test_a_file_beyond_the_size_limit_is_never_copied(tmp_path):
+    copy = tmp_path / "copy"
+    (copy / "minitorch" / "paper").mkdir(parents=True)
+    (copy / CAUSAL_MASK.module).write_bytes(b"#" * (2 << 20))
+    found = copy_student_files(copy, [CAUSAL_MASK], tmp_path / "lib")
+    assert "too large" in found.missing["3.1"] and not (tmp_path / "lib" / "student").exists()
+
+
+def test_a_function_that_does_not_compile_or_is_missing_says_so(tmp_path, pools):
+    pools.append(pool := pool_for(tmp_path, "return (", exercise=CAUSAL_MASK))
+    with pytest.raises(GradingOutcome, match="does not compile") as graded:
+        call(pool)
+    assert graded.value.kind == "does not compile"
 
 
 def test_the_students_time_budget_fails_what_is_left(tmp_path, pools):
