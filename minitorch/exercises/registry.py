@@ -56,34 +56,34 @@ class Exercise:
         return stub_message(self.id, self.title, self.function, self.module)
 
 
-# The table: one line per exercise. `needs` lists what the exercise's graded tests reach through the library
-# besides the function itself (a full backward pass needs topological_order and unbroadcast's sum_to_shape, say);
-# while X is graded, a request for any other exercise's function is refused and the copy flagged.
-_BACKWARD = ("1.2", "2.1")  # every test that runs a whole backward pass
+# The table: one line per exercise. `needs` lists the exercises whose functions X's graded tests reach besides X's
+# own (a whole backward pass needs topological_order, say), and, for the functions that work on Tensors, those an
+# honest answer may build on (the engine's backward rules). While X is graded, a request for any other exercise's
+# function is refused and the copy flagged: 2.3 cannot borrow 3.2's softmax. tests/exercises/test_exercises.py
+# checks that the graded tests need nothing more.
+_ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.4")  # the backward rules, their order and sum_to_shape
 EXERCISES = {exercise.id: exercise for exercise in (
-    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", _BACKWARD),
+    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.2",)),
     Exercise("1.2", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
-             "topological_order", ("1.1", "1.3", "2.1", "2.4")),
-    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", _BACKWARD),
-    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", _BACKWARD),
+             "topological_order"),
+    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.2",)),
+    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.2",)),
     Exercise("2.1", "sum_to_shape, the gradient of broadcasting", 3, "minitorch/tensor.py", "sum_to_shape",
-             ("1.1", "1.2", "1.3", "1.4", "2.2", "2.4")),
-    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.1", "1.2", "2.1", "2.4")),
+             ("1.1", "1.2")),
+    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.2", "2.1")),
     Exercise("2.3", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
-             ("1.1", "1.2", "2.1", "2.4")),
-    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.1", "1.2", "2.1")),
+             ("1.1", "1.2", "2.4")),
+    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.2",)),
     Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update"),
     Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask"),
-    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention",
-             ("1.1", "1.2", "2.1", "2.3", "2.4")),
-    Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention",
-             ("1.1", "1.2", "2.1", "2.4")),
+    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention", (*_ENGINE, "2.3")),
+    Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention", _ENGINE),
     Exercise("3.4", "the BOS mass at non-trigger rows", 2, "minitorch/paper/metrics.py",
              "bos_mass_at_non_trigger_rows"),
     Exercise("3.5", "Gu et al.'s sink score alpha_k", 2, "minitorch/paper/metrics.py", "gu_sink_scores"),
     Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets"),
     Exercise("5.1", "the softmax construction: a sink of strength c", 2, "minitorch/paper/theory/constructions.py",
-             "softmax_construction_weights", ("3.1", "3.2", "2.3")),
+             "softmax_construction_weights", ("2.3", "3.1", "3.2")),
     Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
              "relu_construction_weights", ("3.1", "3.3")),
     Exercise("9.1", "the share of heads that sink, Sink_k^eps", 1, "minitorch/paper/metrics.py", "sink_share",

@@ -48,9 +48,11 @@ def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
     try:
         tree = ast.parse(text, exercise.module)
     except (SyntaxError, ValueError) as error:
-        line = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
-        raise StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: "
-                                                     f"{getattr(error, 'msg', error)}{line}") from None
+        tree = _the_function_alone(text, exercise.function, max_lines)  # the error may lie in another function
+        if tree is None:
+            line = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
+            raise StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: "
+                                                         f"{getattr(error, 'msg', error)}{line}") from None
     node = function_node(tree, exercise.function)
     if node is None:
         raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} defines no function "
@@ -60,6 +62,26 @@ def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
         raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {exercise.function} has {lines:,} lines; an exercise "
                                               f"function may have at most {max_lines:,}")
     return node
+
+
+def _the_function_alone(text: str, name: str, max_lines: int) -> ast.Module | None:
+    """For a file that does not parse as a whole: the function `name` parsed on its own (its line numbers kept),
+    if a run of lines from its top-level ``def`` to just before a later line at column 0 parses; else None."""
+    lines = text.splitlines(keepends=True)
+    starts = [index for index, line in enumerate(lines) if line.startswith((f"def {name}(", f"def {name} ("))]
+    if not starts:
+        return None
+    start = starts[-1]
+    while start > 0 and lines[start - 1].startswith("@"):  # its decorators
+        start -= 1
+    ends = [index for index in range(start + 1, min(len(lines), start + max_lines + 1))
+            if lines[index][:1] not in ("", " ", "\t", "\n", "\r", "#", ")", "]", "}")] + [len(lines)]
+    for end in ends:
+        try:
+            return ast.parse("\n" * start + "".join(lines[start:end]))
+        except (SyntaxError, ValueError):
+            continue
+    return None
 
 
 def bound_and_read(node: ast.AST) -> tuple[set[str], set[str]]:

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 import minitorch
-from minitorch.exercises import load_exercises, make_student_edition
+from minitorch.exercises.edition import make_student_edition
+from minitorch.exercises.registry import load_exercises
 from minitorch.exercises.registry import STUB_ERROR
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)

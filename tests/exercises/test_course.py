@@ -27,8 +27,9 @@ from pathlib import Path
 import pytest
 
 import minitorch
-from minitorch.exercises import ExerciseError, edition, load_exercises, make_student_edition, stub_source
-from minitorch.exercises.registry import SELF_CHECK_TAG, SOLUTION_TAG
+from minitorch.exercises import edition
+from minitorch.exercises.edition import make_student_edition
+from minitorch.exercises.registry import EXERCISES, SELF_CHECK_TAG, SOLUTION_TAG, stubbed_source
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -69,38 +70,19 @@ def test_each_predict_then_check_answer_is_a_self_check_cell(chapter):
                        f"graded answers): {wrong}")
 
 
-def test_a_speed_copy_is_replaced_by_its_statement_or_an_error_and_kept_otherwise():
-    source = ("def fast(name):\n    if name:\n"
-              "        # BEGIN SPEED COPY OF EXERCISES 2.3 3.2 (student edition: return None)\n"
-              "        return lambda s: s * (g - 1)\n        # END SPEED COPY OF EXERCISES 2.3 3.2\n    return 0\n\n\n"
-              "def floor():\n    # BEGIN SPEED COPY OF EXERCISES 2.5\n    return 'adam'\n"
-              "    # END SPEED COPY OF EXERCISES 2.5\n")
-    assert edition.remove_speed_copies(source, {"4.1"}, "m.py") == source, "nothing handed out is named: no change"
-    namespace: dict = {}
-    exec(edition.remove_speed_copies(source, {"3.2", "2.5"}, "m.py"), namespace)
-    assert namespace["fast"](True) is None
-    with pytest.raises(RuntimeError, match=r"m\.py:\d+: .*removed from the student edition .*exercise\(s\) 2\.5"):
-        namespace["floor"]()
-    for broken in ("    # BEGIN SPEED COPY OF EXERCISES 2.3\n    x = 1\n",
-                   "    # BEGIN SPEED COPY OF EXERCISES 2.3\n    x = 1\n    # END SPEED COPY OF EXERCISES 3.2\n",
-                   "    # BEGIN SPEED COPY OF EXERCISE 2.3\n"):
-        with pytest.raises(ExerciseError, match=r"m\.py:\d+"):
-            edition.remove_speed_copies(broken, {"2.3"}, "m.py")
-
-
-def test_an_edition_handing_out_softmax_attention_trains_with_the_students_own_normaliser(tmp_path):
-    make_student_edition(tmp_path / "edition", [e for e in load_exercises(ROOT) if e.id == "3.2"], ROOT)
+def test_an_edition_trains_with_the_students_own_functions_and_bench_says_it_has_no_floor(tmp_path):
+    make_student_edition(tmp_path / "edition", [EXERCISES["3.2"]], ROOT)
+    assert not (tmp_path / "edition" / "minitorch" / "fast" / "hand_fused.py").exists(), (
+        "the hand-fused copies of the answers stay with the instructor")
     check = ("from minitorch.fast import attention as fast_attention\n"
-             "print(fast_attention.fast_normaliser('softmax') is None)\n"
-             "from minitorch.tools import numpy_step\n"
-             "step = numpy_step.NumpyStep.__new__(numpy_step.NumpyStep); step.normaliser = 'softmax'\n"
-             "try:\n    step._normalise(__import__('numpy').zeros((1, 1, 3, 3)))\n"
-             "except RuntimeError as error:\n    print(error)\n")
+             "print(fast_attention.fast_normaliser('softmax') is None)\n")
+    environment = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     completed = subprocess.run([sys.executable, "-c", check], cwd=tmp_path / "edition", capture_output=True,
-                               text=True, timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    lines = completed.stdout.splitlines()
-    assert completed.returncode == 0 and lines and lines[0] == "True", completed.stdout + completed.stderr
-    assert "removed from the student edition" in completed.stdout and "3.2" in completed.stdout, completed.stdout
+                               text=True, timeout=120, env=environment)
+    assert completed.returncode == 0 and completed.stdout.strip() == "True", completed.stdout + completed.stderr
+    bench = subprocess.run([sys.executable, "-m", "minitorch", "bench"], cwd=tmp_path / "edition",
+                           capture_output=True, text=True, timeout=120, env=environment)
+    assert bench.returncode == 2 and "no minitorch/fast/hand_fused.py" in bench.stderr, bench.stdout + bench.stderr
 
 
 # ----------------------------------------------------------------------
@@ -114,10 +96,13 @@ def test_a_chapter_kernel_picks_up_a_solved_exercise_without_a_restart(tmp_path)
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     shutil.copytree(ROOT / "minitorch", tmp_path / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
-    chosen = [exercise for exercise in load_exercises(tmp_path) if exercise.id in ("1.2", "2.5", "3.2")]
-    solved = {exercise.path: exercise.path.read_text(encoding="utf-8") for exercise in chosen}
-    for path, text in solved.items():
-        path.write_text(stub_source(text, [e for e in chosen if e.path == path], tmp_path), encoding="utf-8")
+    chosen = [EXERCISES[exercise_id] for exercise_id in ("1.2", "2.5", "3.2")]
+    solved = {tmp_path / exercise.module: (tmp_path / exercise.module).read_text(encoding="utf-8")
+              for exercise in chosen}
+    for exercise in chosen:
+        path = tmp_path / exercise.module
+        path.write_text(stubbed_source(path.read_text(encoding="utf-8"), [exercise], exercise.module),
+                        encoding="utf-8")
     (tmp_path / "solve.py").write_text(
         "import os, time\n" + "".join(
             f"open({str(path)!r}, 'w', encoding='utf-8').write({text!r})\n"

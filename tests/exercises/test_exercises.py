@@ -588,3 +588,55 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
     points = sum(exercise.points for exercise in exercises.EXERCISES.values())
     assert total == {"points": points, "earned": float(points)}, (
         f"with every exercise solved the scoreboard should read {points} / {points}, not {total}")
+
+
+# ----------------------------------------------------------------------
+# what each exercise needs
+
+
+NEEDS_RECORDER = '''
+import importlib, inspect, json, sys
+import pytest
+from minitorch.exercises.registry import EXERCISES
+
+codes = {inspect.unwrap(getattr(importlib.import_module(e.python_module), e.function)).__code__: e.id
+         for e in EXERCISES.values()}
+reached = {}
+
+
+class Recorder:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        mark = item.get_closest_marker("exercise")
+        seen = reached.setdefault(str(mark.args[0]), set()) if mark else set()
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code in codes:
+                seen.add(codes[frame.f_code])
+        sys.setprofile(profile)
+        yield
+        sys.setprofile(None)
+
+
+status = pytest.main(["-q", "-p", "no:cacheprovider", "-m", "not slow", *sys.argv[1:]], plugins=[Recorder()])
+print("REACHED " + json.dumps({key: sorted(value - {key}) for key, value in reached.items()}))
+'''
+
+
+@pytest.mark.slow
+def test_each_exercise_needs_what_its_graded_tests_reach_of_the_other_exercises(tmp_path):
+    """While X is graded, the grader answers a stand-in only for the exercises the table says X needs: run every
+    graded test on the reference library, recording which exercise functions each exercise's tests reach."""
+    from minitorch.exercises.grading import graded_test_files
+
+    (tmp_path / "record.py").write_text(NEEDS_RECORDER)
+    completed = subprocess.run([sys.executable, str(tmp_path / "record.py"), *graded_test_files(ROOT)], cwd=ROOT,
+                               capture_output=True, text=True, timeout=900,
+                               env=_clean_environment(PYTHONPATH=str(ROOT)))
+    line = next((line for line in completed.stdout.splitlines() if line.startswith("REACHED ")), None)
+    assert line, completed.stdout[-3000:] + completed.stderr[-2000:]
+    missing = {exercise_id: sorted(set(reached) - set(EXERCISES[exercise_id].needs))
+               for exercise_id, reached in json.loads(line.removeprefix("REACHED ")).items()}
+    missing = {exercise_id: found for exercise_id, found in missing.items() if found}
+    assert not missing, (f"the graded tests of these exercises reach other exercises' functions that the table does "
+                         f"not list in `needs`; an honest copy would be refused: {missing}")

@@ -9,7 +9,7 @@ that grades an exercise and require of each graded test (a test marked ``exercis
 ``pytest.param``) that it
 
 - takes the ``student`` fixture and uses it;
-- refers to no library code that runs an exercise's region: the functions and classes holding a region,
+- refers to no library code that runs an exercise's function: the exercises' functions themselves,
   the library functions that call one of those by name (``div`` calls ``mul``, ``gradcheck`` calls
   ``topological_order``, ...), the Tensor itself and the ``backward``/``backward_fn`` methods, the probes
   themselves (called directly they run here), also not through a helper function of the test file.
@@ -84,16 +84,11 @@ def library_modules() -> list[types.ModuleType]:
 
 
 def region_owners() -> dict[object, tuple[str, str]]:
-    """Each module-level function or class of the library holding an exercise region -> (why it is off limits,
-    what it runs)."""
+    """Each exercise's function -> (why it is off limits, what it runs)."""
     owners = {}
     for exercise in load_exercises(REPOSITORY):
-        relative = exercise.path.resolve().relative_to(REPOSITORY).with_suffix("")
-        module = importlib.import_module(".".join(relative.parts))
-        tree = ast.parse(exercise.path.read_text(encoding="utf-8"))
-        owner = next(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                     and node.lineno <= exercise.begin_line <= node.end_lineno)
-        owners[getattr(module, owner.name)] = (f"it holds exercise {exercise.id}", f"exercise {exercise.id}")
+        module = importlib.import_module(exercise.python_module)
+        owners[getattr(module, exercise.function)] = (f"it is exercise {exercise.id}", f"exercise {exercise.id}")
     return owners
 
 
@@ -224,12 +219,12 @@ def test_every_graded_test_reaches_the_students_code_only_through_the_student_fi
 
 def test_the_library_code_off_limits_covers_every_exercise_and_what_calls_it():
     forbidden = off_limits()
-    held = {runs.removeprefix("exercise ") for why, runs in forbidden.values() if why.startswith("it holds")}
-    assert held == {exercise.id for exercise in load_exercises(REPOSITORY)}, "an exercise's region owner was missed"
+    held = {runs.removeprefix("exercise ") for why, runs in forbidden.values() if why.startswith("it is exercise")}
+    assert held == {exercise.id for exercise in load_exercises(REPOSITORY)}, "an exercise's function was missed"
     from minitorch.paper import task, theory
 
     for wrapper in (minitorch.div, minitorch.gradcheck, task.make_batch, theory.softmax_family, theory.worst_case):
-        assert wrapper in forbidden, f"{_name_of(wrapper)} runs an exercise's region but is not off limits"
+        assert wrapper in forbidden, f"{_name_of(wrapper)} runs an exercise's function but is not off limits"
     for helper in (task.make_inputs, theory.predict_with_attention, theory.stress_inputs):
         assert helper not in forbidden, f"{_name_of(helper)} runs no exercise, yet: {forbidden.get(helper)}"
 

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.exercises import ExerciseError, load_exercises
+from minitorch.exercises.registry import Exercise, ExerciseError, load_exercises
 from minitorch.exercises import gradescope, grading, submissions
 from minitorch.exercises.gradescope import SubmissionError, build_bundle, find_submission
 
-METADATA = {"1.1": ("doubling", 2), "1.2": ("tripling", 1)}
-LIBRARY = ("def double(x):\n    # BEGIN EXERCISE 1.1\n    return 2 * x\n    # END EXERCISE 1.1\n\n\n"
-           "def triple(x):\n    # BEGIN EXERCISE 1.2\n    return 3 * x\n    # END EXERCISE 1.2\n")
+METADATA = {"1.1": Exercise("1.1", "doubling", 2, "minitorch/ops.py", "double"),
+            "1.2": Exercise("1.2", "tripling", 1, "minitorch/ops.py", "triple")}
+LIBRARY = "def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n"
 
 
 TINY_TESTS = """\

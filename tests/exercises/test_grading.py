@@ -31,10 +31,10 @@ import minitorch
 from minitorch.exercises import edition as edition_module
 from minitorch.exercises import gradebook, grading, sandbox
 from minitorch.exercises.gradebook import grades_csv
-from minitorch.exercises.grafting import GraftReport
-from minitorch.exercises.registry import EXERCISES, load_exercises
+from minitorch.exercises.libraries import StudentFiles
+from minitorch.exercises.registry import EXERCISES, load_exercises, replace_bodies
 
-from test_exercises import _clean_environment, run_pytest, tiny_project
+from test_exercises import _clean_environment, reference_body, run_pytest, tiny_project
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def test_points_split_over_tests_add_up_to_the_exercises_points_exactly(points, 
 
 def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
     run = a_run(("2.1", "2.2", "2.3"), tests_per_exercise=11)
-    graded = grading.results_json("ann", run, passed(run, "2.1", "2.2", "2.3"), GraftReport(handed_out=[]), 1.0)
+    graded = grading.results_json("ann", run, passed(run, "2.1", "2.2", "2.3"), StudentFiles(handed_out=[]), 1.0)
     tests = graded["tests"]
     assert graded["score"] == grading.add_points(test["score"] for test in tests) == 9
     assert graded["extra_data"]["max_score"] == grading.add_points(test["max_score"] for test in tests) == 9
@@ -69,32 +69,38 @@ def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
 
 def test_nothing_a_student_sees_names_the_seed():
     run = a_run()
-    graded = grading.results_json("ann", run, passed(run, "1.1"), GraftReport(handed_out=[]), 1.0)
+    graded = grading.results_json("ann", run, passed(run, "1.1"), StudentFiles(handed_out=[]), 1.0)
     for text in (json.dumps(graded), gradebook.feedback_markdown(graded)):
         assert "4711" not in text and "seed" not in text.lower().replace("seen", ""), (
             "results.json and feedback.md go to students: the seed must not appear")
 
 
-def test_what_the_grafting_found_is_each_tests_kind_and_a_flag():
-    run = a_run(("1.1", "1.3", "2.2", "2.4"))
-    report = GraftReport(grafted=["1.1", "1.3"], stubs=["1.3"], not_compiling={"2.2": "does not compile: x"},
-                         not_found={"2.4": "region not found: y"}, notes={"1.1": "its END EXERCISE 1.1 marker is "
-                                                                                  "missing; taken to end at 3"},
-                         handed_out=["1.1"])
-    graded = grading.results_json("ann", run, passed(run, "1.1"), report, 1.0)
+def test_what_the_worker_and_the_files_found_is_each_tests_kind_and_a_flag():
+    run = a_run(("1.1", "1.3", "2.2", "2.4", "3.1"))
+    report = StudentFiles(copied={"1.1": "minitorch/ops.py"}, missing={"2.4": "function not found: no ops.py"},
+                          handed_out=["1.1"])
+    results = {**passed(run, "1.1"),
+               **{nodeid: {"status": "not attempted"} for nodeid, owner in run.collected().items() if owner == "1.3"},
+               **{nodeid: {"status": "does not compile", "message": "does not compile: x"}
+                  for nodeid, owner in run.collected().items() if owner == "2.2"},
+               **{nodeid: {"status": "passed" if nodeid.endswith("0") else "refused", "message": "refused: asked 3.2"}
+                  for nodeid, owner in run.collected().items() if owner == "3.1"}}
+    graded = grading.results_json("ann", run, results, report, 1.0)
     kinds = {row: graded["extra_data"]["exercises"][row]["kinds"] for row in run.exercise_ids}
     assert kinds == {"1.1": {"passed": 3}, "1.3": {"not attempted": 3}, "2.2": {"does not compile": 3},
-                     "2.4": {"region not found": 3}}
+                     "2.4": {"function not found": 3}, "3.1": {"refused": 3}}, (
+        "a test that passed before its exercise asked for what it does not need earns nothing either")
+    assert graded["extra_data"]["exercises"]["3.1"]["earned"] == 0
     flags = "; ".join(graded["extra_data"]["flags"])
-    assert "does not compile: 2.2" in flags and "region not found: 2.4" in flags and "read leniently: 1.1" in flags
-    assert "END EXERCISE 1.1 marker is missing" in gradebook.feedback_markdown(graded)
+    assert "does not compile: 2.2" in flags and "function not found: 2.4" in flags and "refused: exercise(s) 3.1" \
+        in flags
 
 
 def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_the_class_statistics():
     run = a_run(("1.1",), tests_per_exercise=1)
     problem = "could not be graded: the entry is a named pipe, not a folder or a .zip of the copy (it was not opened)"
-    lee = grading.results_json("lee", run, {}, GraftReport(), 0.0, problem)
-    ann = grading.results_json("ann", run, passed(run, "1.1"), GraftReport(handed_out=["1.1"]), 0.0)
+    lee = grading.results_json("lee", run, {}, StudentFiles(), 0.0, problem)
+    ann = grading.results_json("ann", run, passed(run, "1.1"), StudentFiles(handed_out=["1.1"]), 0.0)
     assert lee["extra_data"]["flags"] == [problem] and ann["extra_data"]["flags"] == []
     assert problem in grades_csv([lee], ["1.1"]), "the gradebook must say why a copy scored 0 without running"
     statistics = gradebook.exercise_statistics([ann, lee], ["1.1"])["1.1"]
@@ -107,7 +113,7 @@ def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_th
 
 
 def test_a_copy_without_the_editions_manifest_is_flagged():
-    graded = grading.results_json("max", a_run(), {}, GraftReport(handed_out=None), 0.0)
+    graded = grading.results_json("max", a_run(), {}, StudentFiles(handed_out=None), 0.0)
     assert any("not a student edition" in flag for flag in graded["extra_data"]["flags"]), graded["extra_data"]
 
 
@@ -167,7 +173,7 @@ def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
 
     board = object.__new__(conftest.Scoreboard)
     board.seed, board.counted = 0, None
-    kinds = ["passed", "failed", "timed out", "crashed", "does not compile", "region not found"]
+    kinds = ["passed", "failed", "timed out", "crashed", "does not compile", "function not found"]
     board.exercise_of = {f"test_{n}": "1.2" for n in range(len(kinds))}
     board.results = {f"test_{n}": {"status": kind, "blocked_by": None} for n, kind in enumerate(kinds)}
     terminal = Terminal()
@@ -176,7 +182,7 @@ def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
     row = next(line for line in terminal.lines if line.startswith("1.2 "))
     counts = row.split("/")[0].split()[-5:-1]  # passed, failed, not attempted, blocked
     assert counts == ["1", "5", "0", "0"], f"a test that timed out or crashed must count as failed:\n{text}"
-    assert ("(the failed column includes 1 timed out, 1 crashed, 1 does not compile, 1 region not found)"
+    assert ("(the failed column includes 1 timed out, 1 crashed, 1 does not compile, 1 function not found)"
             in terminal.lines), f"the scoreboard must name the kinds in its failed column:\n{text}"
 
 
@@ -186,8 +192,8 @@ def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(t
     completed = run_pytest(project, "--exercise-seed=5", f"--scoreboard-json={tmp_path / 'board.json'}")
     board = json.loads((tmp_path / "board.json").read_text())
     assert list(board["exercises"]) == ["1.1"], "only the exercise handed out is graded"
-    assert board["total"] == {"points": EXERCISES["1.1"][1], "earned": 0.0}
-    assert re.search(rf"^total .* 0\.00 / {EXERCISES['1.1'][1]}$", completed.stdout, re.MULTILINE), completed.stdout
+    assert board["total"] == {"points": EXERCISES["1.1"].points, "earned": 0.0}
+    assert re.search(rf"^total .* 0\.00 / {EXERCISES['1.1'].points}$", completed.stdout, re.MULTILINE), completed.stdout
 
 
 def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
@@ -199,13 +205,11 @@ def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
 
 
 def tiny_grader(folder: Path) -> Path:
-    """A grader's project: minitorch/ops.py with regions 1.1 and 1.2, and the real registry."""
+    """A grader's project: minitorch/ops.py with the functions of exercises 1.1 and 1.2, and the real registry."""
     (folder / "minitorch" / "exercises").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "minitorch" / "__init__.py").write_text("")
-    (folder / "minitorch" / "ops.py").write_text(
-        "def double(x):\n    # BEGIN EXERCISE 1.1\n    return 2 * x\n    # END EXERCISE 1.1\n\n\n"
-        "def triple(x):\n    # BEGIN EXERCISE 1.2\n    return 3 * x\n    # END EXERCISE 1.2\n")
+    (folder / "minitorch" / "ops.py").write_text("def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n")
     shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
     (folder / "tests" / "test_ops.py").write_text("def test_nothing():\n    pass\n")
     return folder
@@ -214,14 +218,16 @@ def tiny_grader(folder: Path) -> Path:
 def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatch):
     grader = tiny_grader(tmp_path / "grader")
     import minitorch.exercises.registry as registry
-    exercises = registry.load_exercises(grader, {"1.1": ("doubling", 1), "1.2": ("tripling", 2)})
+    exercises = registry.load_exercises(grader, {
+        "1.1": registry.Exercise("1.1", "doubling", 1, "minitorch/ops.py", "double"),
+        "1.2": registry.Exercise("1.2", "tripling", 2, "minitorch/ops.py", "triple")})
     edition_module.make_student_edition(tmp_path / "edition", exercises[:1], grader)
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
     assert manifest["handed_out"] == ["1.1"] and "made_at" in manifest and "made_from" in manifest
 
     def disk_full(*arguments):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(edition_module, "stub_source", disk_full)
+    monkeypatch.setattr(edition_module, "stubbed_source", disk_full)
     with pytest.raises(OSError, match="No space left"):
         edition_module.make_student_edition(tmp_path / "broken", exercises[:1], grader)
     assert not (tmp_path / "broken").exists(), "a failed build must not leave a copy with the solutions"
@@ -245,30 +251,20 @@ def test_an_edition_leaves_out_sockets(tmp_path):
 # a class, from this book's student edition: honest mistakes, then hostile copies
 
 GRADED = ["1.3", "2.3", "3.1", "3.2", "3.5", "4.1"]
-POINTS = {exercise_id: EXERCISES[exercise_id][1] for exercise_id in GRADED}
-EXERCISE_FILES = {exercise.id: exercise.path.relative_to(ROOT).as_posix()
-                  for exercise in load_exercises(ROOT)}
+POINTS = {exercise_id: EXERCISES[exercise_id].points for exercise_id in GRADED}
 SEED = 80_531  # distinctive: it must appear in no file a student sees
 
 
-def region_body(text: str, exercise_id: str) -> str:
-    return re.search(rf"# BEGIN EXERCISE {re.escape(exercise_id)}\n(.*?\n)[ \t]*# END EXERCISE", text, re.S)[1]
-
-
 def set_region(copy: Path, exercise_id: str, body: str) -> None:
-    """Write `body` (unindented lines) into the copy's region."""
-    path = copy / EXERCISE_FILES[exercise_id]
-    text = path.read_text()
-    old = region_body(text, exercise_id)
-    indent = re.match(r"[ \t]*", old)[0]
-    path.write_text(text.replace(old, "".join(indent + line + "\n" for line in body.splitlines()), 1))
+    """Write `body` (unindented lines) as the body of the exercise's function in the copy."""
+    exercise = EXERCISES[exercise_id]
+    path = copy / exercise.module
+    path.write_text(replace_bodies(path.read_text(), {exercise.function: body}, exercise.module))
 
 
 def solve(copy: Path, *ids: str) -> Path:
     for exercise_id in ids or GRADED:
-        path = copy / EXERCISE_FILES[exercise_id]
-        reference = region_body((ROOT / EXERCISE_FILES[exercise_id]).read_text(), exercise_id)
-        path.write_text(path.read_text().replace(region_body(path.read_text(), exercise_id), reference, 1))
+        set_region(copy, exercise_id, reference_body(EXERCISES[exercise_id]))
     return copy
 
 
@@ -345,8 +341,8 @@ def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float
     expected["solved"] = full
     copy("untouched")
     expected["untouched"] = dict.fromkeys(GRADED, 0)
-    set_region(solve(copy("hang")), "4.1", HANG)
-    expected["hang"] = {**full, "4.1": 0}
+    set_region(solve(copy("hang")), "3.5", HANG)  # (in 4.1 the loop alone fails it, before anything runs)
+    expected["hang"] = {**full, "3.5": 0}
     set_region(solve(copy("exits")), "3.1", "import os\nos._exit(0)")
     expected["exits"] = {**full, "3.1": 0}
     set_region(solve(copy("syntax")), "3.2", "return softmax(scores.masked_fill(future, -np.inf), axis=-1")
@@ -357,16 +353,29 @@ def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float
     stub = solve(copy("stub_softmax"), "1.3", "3.1", "3.2", "3.5", "4.1")
     expected["stub_softmax"] = {**full, "2.3": 0}
     set_region(solve(copy("slow_softmax")), "2.3", "import time\ntime.sleep(60)\n" +
-               textwrap.dedent(region_body((ROOT / EXERCISE_FILES["2.3"]).read_text(), "2.3")))
+               reference_body(EXERCISES["2.3"]))
     expected["slow_softmax"] = {**full, "2.3": 0}
-    no_end = solve(copy("no_end"))
-    attention = no_end / EXERCISE_FILES["3.1"]
-    attention.write_text(attention.read_text().replace("    # END EXERCISE 3.1\n", "", 1))
-    expected["no_end"] = full
-    old = solve(copy("old_edition"))
-    metrics = old / EXERCISE_FILES["3.5"]
-    metrics.write_text(metrics.read_text().replace("EXERCISE 3.5", "EXERCISE 8.1"))
-    expected["old_edition"] = full
+    set_region(solve(copy("markers")), "3.1", "# BEGIN EXERCISE 3.1\n" + reference_body(EXERCISES["3.1"]) +
+               "        # END EXERCISE 3.1\n")  # an old edition's markers, anywhere: nothing to read
+    expected["markers"] = full
+    latin = solve(copy("latin1"))
+    attention = latin / EXERCISES["3.1"].module
+    attention.write_bytes(("# -*- coding: latin-1 -*-\n# Größe\n" + attention.read_text()).encode("latin-1", "replace"))
+    expected["latin1"] = full
+    helper = solve(copy("helper_outside"))
+    set_region(helper, "3.1", "return _upper(length)")
+    with open(helper / EXERCISES["3.1"].module, "a") as module:
+        module.write("\n\ndef _upper(length):\n    return np.triu(np.ones((length, length), dtype=bool), k=1)\n")
+    expected["helper_outside"] = {**full, "3.1": 0}
+    set_region(solve(copy("borrower")), "2.3", "from minitorch.paper import attention\n"  # 2.3 does not need 3.2
+               "return attention.softmax_attention(scores, np.zeros(scores.shape[-2:], dtype=bool))")
+    expected["borrower"] = {**full, "2.3": 0}
+    set_region(solve(copy("tracer")), "4.1", "import sys\nsys.settrace(None)\n"  # a loop, hidden from any tracer
+               "y = x.copy() if residual else np.zeros_like(x)\nfor b in range(x.shape[0]):\n"
+               "    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)\nreturn y")
+    expected["tracer"] = {**full, "4.1": 0}
+    set_region(solve(copy("huge")), "3.1", "x = 0\n" * 2_000_000 + reference_body(EXERCISES["3.1"]))
+    expected["huge"] = {**full, "3.1": 0}
     claims = solve(copy("claims_less"), "3.1")
     (claims / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["3.1"]}))
     expected["claims_less"] = {**dict.fromkeys(GRADED, 0), "3.1": POINTS["3.1"]}
@@ -445,7 +454,8 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
     assert honest.stdout.startswith("Isolation: "), "the run's first line names the isolation in force"
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
     flags = {"hang": "timed out", "exits": "crashed", "syntax": "does not compile: 3.2", "slow_softmax": "timed out",
-             "no_end": "read leniently: 3.1", "old_edition": "read leniently: 3.5"}
+             "helper_outside": "helper outside the function: 3.1", "borrower": "refused: exercise(s) 2.3",
+             "huge": "too large: 3.1"}
     for student, points in expected.items():
         check_row(rows[student], student, points, flags.get(student, ""))
     results_before = {student: (out / student / "results.json").read_bytes() for student in expected}
@@ -491,7 +501,7 @@ def test_ctrl_c_keeps_the_students_graded_and_writes_nothing_for_the_one_being_g
     class_, out = tmp_path / "class", tmp_path / "out"
     solve(shutil.copytree(tmp_path / "edition", class_ / "a_first"))
     slow = solve(shutil.copytree(tmp_path / "edition", class_ / "b_slow"))
-    reference = textwrap.dedent(region_body((ROOT / EXERCISE_FILES["3.1"]).read_text(), "3.1"))
+    reference = reference_body(EXERCISES["3.1"])
     set_region(slow, "3.1", "import time\ntime.sleep(1.5)\n" + reference)  # right, but 8 tests take 12 s or more
     command = [sys.executable, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out), "--jobs", "1",
                "--timeout", "20", "--exercise-seed", str(SEED), "--only", ",".join(GRADED)]
