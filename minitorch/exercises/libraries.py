@@ -97,7 +97,8 @@ def give_library(base: Path, dest: Path) -> None:
 
 def copy_student_files(project: Path, exercises, dest: Path) -> StudentFiles:
     """Copy, unread, each file of the copy at `project` that defines one of `exercises`' functions into
-    dest/STUDENT/; say which exercises cannot be graded and why."""
+    dest/STUDENT/; say which exercises cannot be graded and why. ExerciseError for a copy of an edition made
+    before exercises were functions (`registry.OLD_EDITION`) or with a manifest that is not one."""
     found = StudentFiles()
     for exercise in exercises:
         source = Path(project) / exercise.module
@@ -119,10 +120,7 @@ def copy_student_files(project: Path, exercises, dest: Path) -> StudentFiles:
                 with open(source, "rb") as given, open(target, "wb") as copied:
                     copied.write(given.read(MAX_MODULE_BYTES + 1))
             found.copied[exercise.id] = exercise.module
-    try:
-        manifest = read_manifest_data(project)
-    except ExerciseError:
-        manifest = None
+    manifest = read_manifest_data(project)  # an old edition's is refused, naming what it is
     found.handed_out = None if manifest is None else manifest["handed_out"]
     return found
 

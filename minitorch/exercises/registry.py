@@ -157,7 +157,16 @@ def read_manifest_data(root: Path) -> dict | None:
         manifest["handed_out"] = [str(exercise_id) for exercise_id in manifest["handed_out"]]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
         raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+    if "files" in manifest:  # the fingerprints only editions of marked regions recorded
+        raise ExerciseError(OLD_EDITION)
     return manifest
+
+
+# An edition handed out before exercises were functions is refused, not converted: its answers sit in regions of
+# functions that no longer exist, and guessing where they go is what this design removed.
+OLD_EDITION = ("an edition made before exercises became functions (its minitorch/exercises/edition.json lists "
+               "fingerprints; its answers sit between BEGIN/END EXERCISE markers): make a new edition and copy each "
+               "answer into the function its chapter names")
 
 
 # ----------------------------------------------------------------------

@@ -326,3 +326,15 @@ def _members_of(namespace: str) -> list[int]:
             except (OSError, IndexError):
                 pass
     return members
+
+
+def test_a_copy_of_an_edition_from_before_exercises_were_functions_is_refused_in_one_line(tmp_path):
+    from minitorch.exercises.registry import ExerciseError
+
+    copy = tmp_path / "copy"
+    (copy / "minitorch" / "exercises").mkdir(parents=True)
+    (copy / "minitorch" / "exercises" / "edition.json").write_text(json.dumps(
+        {"handed_out": ["3.1"], "made_from": "a1e9307", "files": {"minitorch/ops.py": "0" * 64}}))
+    with pytest.raises(ExerciseError, match="an edition made before exercises became functions") as refused:
+        copy_student_files(copy, [CAUSAL_MASK], tmp_path / "lib")
+    assert "\n" not in str(refused.value)
