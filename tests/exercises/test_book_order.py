@@ -2,7 +2,7 @@
 
 For each chapter N, a student edition in which the exercises of chapters after N are stubs (and those of
 chapters up to N are solved, as in the reference) must run chapter N top to bottom in quick mode. In the
-same run, each region of chapter N's own exercises records which cell reached it, and no cell may reach an
+same run, each function of chapter N's own exercises records which cell reached it, and no cell may reach an
 exercise before the chapter has named it ("exercise X.Y", in the text or in a comment of that cell): a
 student who reads in order is told about an exercise before a cell needs it. And the first cell that needs
 one of the chapter's own exercises says so where a student stopped by its stub will look, in that cell's
@@ -11,6 +11,7 @@ comments or in the markdown cell right above it: "write exercise X.Y first".
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -20,8 +21,7 @@ import pytest
 
 import minitorch
 from minitorch.exercises.edition import make_student_edition
-from minitorch.exercises.registry import load_exercises
-from minitorch.exercises.registry import STUB_ERROR
+from minitorch.exercises.registry import STUB_ERROR, body_after_docstring, function_node, load_exercises
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -90,17 +90,18 @@ def test_exercises_named_reads_single_ids_lists_and_ranges():
 
 
 def record_reaching(edition: Path, exercises) -> None:
-    """Make each region of `exercises` in the edition append its ID to a list in builtins when it runs."""
+    """Make each function of `exercises` in the edition append its ID to a list in builtins when it runs."""
     for exercise in exercises:
-        path = edition / exercise.path.relative_to(ROOT)
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        begin = next(number for number, line in enumerate(lines) if line.strip() == f"# BEGIN EXERCISE {exercise.id}")
-        lines.insert(begin + 1, f"{exercise.indent}{PROBE}.append({exercise.id!r})\n")
+        path = edition / exercise.module
+        text = path.read_text(encoding="utf-8")
+        body = body_after_docstring(function_node(ast.parse(text), exercise.function))
+        lines = text.splitlines(keepends=True)
+        lines.insert(body[0].lineno - 1, " " * body[0].col_offset + f"{PROBE}.append({exercise.id!r})\n")
         path.write_text("".join(lines), encoding="utf-8")
 
 
 def with_probes(notebook):
-    """The notebook with a probe cell after every code cell, printing (and clearing) the regions reached;
+    """The notebook with a probe cell after every code cell, printing (and clearing) the functions reached;
     and for each probe, the index of the chapter's cell it follows."""
     nbformat = pytest.importorskip("nbformat")
     probed, follows = nbformat.v4.new_notebook(metadata=notebook.metadata), {}

@@ -209,7 +209,8 @@ def tiny_grader(folder: Path) -> Path:
     (folder / "minitorch" / "exercises").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "minitorch" / "__init__.py").write_text("")
-    (folder / "minitorch" / "ops.py").write_text("def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n")
+    (folder / "minitorch" / "ops.py").write_text("def double(x):\n    return 2 * x\n\n\n"
+                                                 "def triple(x):\n    return 3 * x\n")
     shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
     (folder / "tests" / "test_ops.py").write_text("def test_nothing():\n    pass\n")
     return folder
