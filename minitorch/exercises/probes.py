@@ -198,14 +198,10 @@ def make_targets(x, triggers, residual: bool = False) -> dict:
     return {"targets": targets, "x_after": x, "triggers_after": triggers}
 
 
-SOURCES: dict[str, str] = {}  # in a grading worker: the source of the student's function it swapped in
-
-
 def function_source(exercise_id: str) -> str:
-    """The source of the exercise's function as it runs here: what the grader's checks on how an answer is
-    written (its syntax tree, read in the grader's process) look at."""
-    if exercise_id in SOURCES:
-        return SOURCES[exercise_id]
+    """The source of the exercise's function: what the grader's checks on how an answer is written (its syntax
+    tree, read in the grader's process) look at. (When a class is graded the grader answers this itself, with
+    what the worker read from the file before any of the student's code ran.)"""
     exercise = EXERCISES[exercise_id]
     return source_of(getattr(importlib.import_module(exercise.python_module), exercise.function))
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 
 import numpy as np
 
+from minitorch.exercises.channel import MAX_ARRAY_ELEMENTS
 from minitorch.exercises.registry import EXERCISES
 from minitorch.exercises.stand_in import MAX_GRAPH_NODES
 from minitorch.tensor import Tensor
@@ -24,9 +26,33 @@ def reference_function(exercise_id: str):
     return getattr(importlib.import_module(exercise.python_module), exercise.function)
 
 
+MAX_INTEGER = 4096  # an integer argument (a length, a size) beyond this is refused before anything is allocated
+
+
+def check_size(value) -> None:
+    """Refuse, before computing anything, a request whose integers or shapes would make the grader allocate more
+    than a check needs: every integer at most MAX_INTEGER, every tuple of integers (a shape) at most
+    channel.MAX_ARRAY_ELEMENTS in product. (Arrays arrive within the channel's limits already.)"""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int) and abs(value) > MAX_INTEGER:
+        raise ValueError(f"the grader computes other exercises' functions for sizes up to {MAX_INTEGER}, got {value}")
+    if isinstance(value, (tuple, list)):
+        if value and all(isinstance(item, int) and not isinstance(item, bool) for item in value) and \
+                math.prod(abs(item) for item in value) > MAX_ARRAY_ELEMENTS:
+            raise ValueError(f"the grader computes other exercises' functions for shapes of at most "
+                             f"{MAX_ARRAY_ELEMENTS:,} elements, got {tuple(value)}")
+        for item in value:
+            check_size(item)
+    if isinstance(value, dict):
+        for item in value.values():
+            check_size(item)
+
+
 def answer(exercise_id: str, request: dict) -> dict:
     """The reply to one stand-in's request: {"value"}, {"tensor"}, {"nodes"} or, for a backward pass,
     {"gradients"}."""
+    check_size(request.get("args"))
     function = reference_function(exercise_id)
     graph = request.get("graph") or {"parents": [], "requires_grad": []}
     if "upstream" in request:

@@ -115,6 +115,7 @@ class WorkerPool:
         self.downs: dict[str, list[WorkerDown]] = collections.defaultdict(list)
         self.output = collections.deque(maxlen=OUTPUT_KEPT)
         self.refused: dict[str, str] = {}  # exercise ID -> why it earns nothing
+        self.sources: dict[str, str | None] = {}  # exercise ID -> its function's source, as the worker first sent it
 
     # --- calls -------------------------------------------------------------------------------------
 
@@ -130,6 +131,8 @@ class WorkerPool:
             raise TimedOut(f"not run: the student's time budget of {self.plan['budget']:g} s is used up")
         try:
             _, _, connection = self._child_for(exercise_id)
+            if probe == "function_source":  # what the worker read before any of the student's code ran
+                return self._source(exercise_id, connection, deadline)
             channel.send_with_deadline(connection, {"call": probe, "args": list(args), "kwargs": kwargs}, deadline)
             answered, value = self._answer(exercise_id, connection, deadline)
         except WorkerDown as down:
@@ -153,6 +156,25 @@ class WorkerPool:
             raise value  # the student's code raised it (rebuilt from data by the channel)
         return value
 
+    def _source(self, exercise_id: str, connection: socket.socket, deadline: float) -> str:
+        """The source of the student's function as the worker's child read it from the file, sent before it
+        defined the function: no code of the student's had run, so none can have changed it. The grader's checks
+        on how an answer is written parse it here."""
+        if exercise_id not in self.sources:
+            try:
+                first = channel.receive(connection, deadline)
+            except channel.ChannelError as error:
+                raise Crashed(f"crashed: the worker sent something that is not plain data ({error})") from None
+            if not isinstance(first, dict) or "source" not in first:
+                raise Crashed("crashed: the worker did not send the function's source first")
+            self.sources[exercise_id] = first["source"]
+        source = self.sources[exercise_id]
+        if not isinstance(source, str):  # the function could not be taken: the worker says why
+            channel.send_with_deadline(connection, {"call": "function_source", "args": [exercise_id]}, deadline)
+            answered, value = self._answer(exercise_id, connection, deadline)
+            raise value if answered == "error" else Crashed("crashed: the worker answered without a function")
+        return source
+
     def _answer(self, exercise_id: str, connection: socket.socket, deadline: float):
         while True:
             try:
@@ -163,7 +185,9 @@ class WorkerPool:
             if not isinstance(message, dict):
                 self._drop_child()
                 raise Crashed("crashed: the worker's answer is not a message")
-            if "service" in message:
+            if "source" in message and set(message) == {"source"}:  # sent first, before any call; later ones are
+                self.sources.setdefault(exercise_id, message["source"])  # the student's and change nothing
+            elif "service" in message:
                 channel.send_with_deadline(connection, self._serve(exercise_id, message), deadline)
             elif "value" in message:
                 return "value", message["value"]

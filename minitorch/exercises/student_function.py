@@ -154,7 +154,10 @@ LOOPING_CALLS = ("map", "vectorize", "apply_along_axis", "apply_over_axes", "fro
 def loops_in(source: str) -> list[str]:
     """Each Python loop in the function's source, as 'for (line 3)': for, while, comprehensions, recursion and
     calls that loop in Python for you (map, np.vectorize, np.apply_along_axis, ...). [] for whole-array code."""
-    node = ast.parse(textwrap.dedent(source)).body[0]
+    try:
+        node = ast.parse(textwrap.dedent(source)).body[0]
+    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+        return ["source that does not parse as one function"]
     found = []
     for child in ast.walk(node):
         kind = {ast.For: "for", ast.AsyncFor: "for", ast.While: "while", ast.ListComp: "a list comprehension",

@@ -104,7 +104,7 @@ def _serve(start: dict, connection: socket.socket) -> int:
     from minitorch.exercises import channel, probes, stand_in  # the library's own (the grader's code)
 
     stand_in.CONNECTION = connection  # the stand-ins of the other exercises ask the grader through it
-    problem = _install(start["exercise"], start["student_file"], probes)
+    problem = _install(start["exercise"], start["student_file"], connection, channel)
     while True:
         try:
             request = channel.receive(connection)
@@ -124,14 +124,16 @@ def _serve(start: dict, connection: socket.socket) -> int:
         connection.sendall(frame)
 
 
-def _install(exercise_id: str, student_file: str, probes) -> dict | None:
+def _install(exercise_id: str, student_file: str, connection, channel) -> dict | None:
     """Swap the student's function for exercise `exercise_id` into the library; None, or the message that
-    answers every call when it cannot be graded (not found, does not compile, too large, a helper outside)."""
+    answers every call when it cannot be graded (not found, does not compile, too large, a helper outside).
+    The function's source goes to the grader first, before defining the function runs any of the student's
+    code (a default value): the grader's checks on how an answer is written read that."""
     import importlib
 
     from minitorch.exercises import registry, student_function as found
 
-    exercise = registry.EXERCISES[exercise_id]
+    exercise, sent = registry.EXERCISES[exercise_id], False
     try:
         data = Path(student_file).read_bytes()[:registry.MAX_MODULE_BYTES + 1]
         if len(data) > registry.MAX_MODULE_BYTES:
@@ -143,6 +145,8 @@ def _install(exercise_id: str, student_file: str, probes) -> dict | None:
             raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"{found.DOES_NOT_COMPILE}: "
                                                                      f"{exercise.module}: {error}") from None
         node = found.find(text, exercise, registry.MAX_FUNCTION_LINES)
+        sent = True
+        connection.sendall(channel.encode({"source": "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])}))
         module = importlib.import_module(exercise.python_module)
         outside = found.helpers_outside(node, dir(module))
         if outside:
@@ -153,13 +157,16 @@ def _install(exercise_id: str, student_file: str, probes) -> dict | None:
             raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"{found.DOES_NOT_COMPILE}: {exercise.module}: "
                                                                      f"{error.msg} (line {error.lineno})") from None
         found.swap_in(getattr(module, exercise.function), function)
-        probes.SOURCES[exercise_id] = "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])
     except found.StudentFunctionError as error:
-        return {"grading": {"kind": error.kind, "message": str(error)}}
+        problem = {"grading": {"kind": error.kind, "message": str(error)}}
     except Exception as error:  # defining the function ran the student's code (a default value), and it raised
-        return {"grading": {"kind": "crashed", "message": f"crashed while defining {exercise.function}: "
-                                                          f"{type(error).__name__}: {error}"[:2000]}}
-    return None
+        problem = {"grading": {"kind": "crashed", "message": f"crashed while defining {exercise.function}: "
+                                                             f"{type(error).__name__}: {error}"[:2000]}}
+    else:
+        return None
+    if not sent:
+        connection.sendall(channel.encode({"source": None}))
+    return problem
 
 
 if __name__ == "__main__":

@@ -338,3 +338,30 @@ def test_a_copy_of_an_edition_from_before_exercises_were_functions_is_refused_in
     with pytest.raises(ExerciseError, match="an edition made before exercises became functions") as refused:
         copy_student_files(copy, [CAUSAL_MASK], tmp_path / "lib")
     assert "\n" not in str(refused.value)
+
+
+def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_student_code_ran(tmp_path, pools):
+    """A looping make_targets that, once called, turns off tracing and sends the grader a loop-free 'source':
+    the grader keeps the source the worker read from the file first."""
+    from minitorch.exercises.student_function import loops_in
+
+    body = ("import sys\nsys.settrace(None)\nfrom minitorch.exercises import channel, stand_in\n"
+            "stand_in.CONNECTION.sendall(channel.encode({'source': 'def make_targets(x, triggers, residual):\\n"
+            "    return x'}))\n"
+            "y = x.copy() if residual else np.zeros_like(x)\nfor b in range(x.shape[0]):\n"
+            "    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)\nreturn y")
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["4.1"]))
+    x, triggers = np.zeros((2, 16, 16)), np.array([3, 5])
+    pool.call("4.1", time.monotonic(), "make_targets", x, triggers)  # sends its forged source
+    source = pool.call("4.1", time.monotonic(), "function_source", "4.1")
+    assert "for b in range" in source and [loop.split()[0] for loop in loops_in(source)] == ["for"], source
+
+
+def test_the_grader_refuses_a_request_that_would_make_it_allocate_before_allocating(tmp_path, pools):
+    """5.1 needs 3.1: causal_mask(40000) asked of the grader would take it 1.6 GB; it is refused unallocated."""
+    from minitorch.exercises.services import MAX_INTEGER
+
+    body = "from minitorch.paper.attention import causal_mask\nreturn causal_mask(40000)"
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["5.1"]))
+    with pytest.raises(ValueError, match=f"for sizes up to {MAX_INTEGER}, got 40000"):
+        pool.call("5.1", time.monotonic(), "softmax_construction", 2.0)
