@@ -256,8 +256,8 @@ class StudentCode:
             items.sort(key=lambda item: registry.sort_key(_exercise_of(item) or "99.99"))
 
     def pytest_runtest_setup(self, item):
-        """An exercise decided before grading (region missing, not compiling, still the stub) fails its tests
-        here, with that reason, and no worker starts for it."""
+        """An exercise decided before grading (the copy has no file for its function, or one too large) fails its
+        tests here, with that reason, and no worker starts for it."""
         if self.grading and _exercise_of(item) is not None:
             from minitorch.exercises.student_code import decided_outcome
             outcome = decided_outcome(_exercise_of(item))

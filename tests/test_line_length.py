@@ -1,5 +1,5 @@
 """One line length throughout: no line of Python in minitorch/ or tests/ is longer than LINE_LENGTH (120)
-characters, in the book and in a student edition, whose stubs and removed speed copies are written to fit."""
+characters, in the book and in a student edition, whose stubs are written to fit."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Specification of minitorch.softmax: a_k = exp(s_k - m) / Σ_k' exp(s_k' - m), fused with its backward.
 
-Chapter 02; the tests marked 2.3 grade the exercise (forward and backward live in one region).
+Chapter 02; the tests marked 2.3 grade the exercise (stable_softmax: forward and backward in one function).
 Masked entries are -inf scores: they must get weight exactly 0 and gradient exactly 0.
 """
 

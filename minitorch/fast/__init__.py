@@ -9,8 +9,9 @@ with ``model = fast.speed_up(model)``. What that changes, and where each trick l
   batched product (`project_blocks`), ``W_O`` applied head by head (`apply_output_blocks`), each with
   its backward written beside it;
 - `attention`: scores, normaliser and weighted sum as one graph node with a hand-written backward;
-  the book's softmax and ReLU run there as array code, speed copies of exercises 2.3, 3.2 and 3.3
-  (a student edition handing those out removes them, and the student's own normaliser runs);
+  the book's softmax and ReLU run there as hand-fused array code (`hand_fused`, the instructor's one copy
+  of those answers, which a student edition leaves out: there the student's own functions run);
+- `hand_fused`: that array code, and the benchmark's floor, `NumpyStep`;
 - `arrays`: the softmax's max and sum over the 16 keys, faster than NumPy's reductions;
 - `memory`: glibc asked to keep freed memory for reuse (process-wide; a no-op without glibc).
 

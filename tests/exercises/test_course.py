@@ -2,9 +2,9 @@
 
 - The answers to predict-then-check questions are tagged "self-check" and stay in the student edition;
   only cells tagged "solution" (answers to graded exercises) are removed.
-- The library's fast copies of exercises ("speed copies") go from an edition that hands those exercises out,
-  and so do the instructor's own tests (`registry.INSTRUCTOR_ONLY`): the edition holds no regular expression
-  of any answer, and a student who solves every exercise sees only passing tests.
+- The instructor's own files (`registry.INSTRUCTOR_ONLY`: the hand-fused copies of answers, and tests holding
+  regular expressions of every answer) stay out of every edition, and a student who solves every exercise sees
+  only passing tests.
 - A solved exercise is picked up by a running chapter without a restart.
 
 The search of every edition for the answers it hands out, and of the chapters for answers they print, is

@@ -494,7 +494,7 @@ def reference_body(exercise, root: Path = ROOT) -> str:
     return textwrap.dedent("".join(text.splitlines(keepends=True)[body[0].lineno - 1:body[-1].end_lineno]))
 
 
-def graft_answers(edition: Path, root: Path = ROOT) -> None:
+def put_back_answers(edition: Path, root: Path = ROOT) -> None:
     """Put the body of every exercise's function in `root` (the reference answers, in the full book) into the
     same function of `edition`."""
     by_module: dict[str, dict] = {}
@@ -571,9 +571,9 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
         f"the untouched partial edition should score 0 out of its own {own_points} points, not {total}")
 
     # A student who solves every exercise sees only passing tests. The tests that passed or skipped above never
-    # reached a stub, so they run the same with the answers in; the rest run again, every region answered.
+    # reached a stub, so they run the same with the answers in; the rest run again, every function answered.
     stopped = [nodeid for nodeid, test in full_outcomes.items() if test["status"] in ("not attempted", "blocked")]
-    graft_answers(full)
+    put_back_answers(full)
     started = time.perf_counter()
     solved_outcomes = outcomes_of(*start_fast_tests(full, exercise_seed, *stopped, board_name="solved"))
     print(f"the {len(stopped)} tests that stopped at a stub ran again, solved, "

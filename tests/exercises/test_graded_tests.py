@@ -73,7 +73,7 @@ def exercises_graded_by(function, module: types.ModuleType) -> set[str]:
 
 
 # ----------------------------------------------------------------------
-# what runs an exercise's region
+# what runs an exercise's function
 
 
 def library_modules() -> list[types.ModuleType]:
@@ -83,7 +83,7 @@ def library_modules() -> list[types.ModuleType]:
     return [minitorch, *(importlib.import_module(name) for name in names)]
 
 
-def region_owners() -> dict[object, tuple[str, str]]:
+def exercise_functions() -> dict[object, tuple[str, str]]:
     """Each exercise's function -> (why it is off limits, what it runs)."""
     owners = {}
     for exercise in load_exercises(REPOSITORY):
@@ -131,9 +131,9 @@ def library_functions() -> set:
 
 
 def off_limits() -> dict[object, tuple[str, str]]:
-    """Library code a graded test may not refer to -> (why, what it runs): the region owners, the Tensor, and every
-    library function that refers by name to one of those (looked for again until nothing new is found)."""
-    found = region_owners()
+    """Library code a graded test may not refer to -> (why, what it runs): the exercises' functions, the Tensor,
+    and every library function that refers by name to one of those (looked for again until nothing new is found)."""
+    found = exercise_functions()
     tensors = "the exercises' backward rules"
     found[minitorch.Tensor] = ("its operations run the exercises' backward rules", tensors)
     found[minitorch.tensor] = ("it builds a Tensor, whose operations run the exercises' backward rules", tensors)
@@ -186,7 +186,7 @@ def problems_of(name: str, module: types.ModuleType, tree: ast.Module, forbidden
             target = resolve(node, vars(module))
             if _is_hashable(target) and target in forbidden:
                 problems.append(f"refers to {ast.unparse(node)} at line {node.lineno}{where}, library code that runs "
-                                f"an exercise's region ({forbidden[target][0]})")
+                                f"an exercise's function ({forbidden[target][0]})")
             elif isinstance(node, ast.Name) and node.id in functions and node.id not in seen and node.id != name:
                 seen.add(node.id)
                 to_read.append(functions[node.id])

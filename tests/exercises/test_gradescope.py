@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.exercises.registry import Exercise, ExerciseError, load_exercises
+from minitorch.exercises.registry import Exercise, ExerciseError, load_exercises, replace_bodies
 from minitorch.exercises import gradescope, grading, submissions
 from minitorch.exercises.gradescope import SubmissionError, build_bundle, find_submission
 
@@ -388,12 +388,11 @@ def copy_of_the_book(dest: Path) -> Path:
 
 
 def never_returning(copy: Path, exercise_id: str) -> None:
-    """Replace the body of one exercise region in `copy` by an endless loop."""
+    """Replace the body of one exercise's function in `copy` by an endless loop."""
     exercise = next(e for e in load_exercises(copy) if e.id == exercise_id)
-    lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
-    lines[exercise.begin_line:exercise.end_line - 1] = [f"{exercise.indent}while True:\n",
-                                                        f"{exercise.indent}    pass\n"]
-    exercise.path.write_text("".join(lines), encoding="utf-8")
+    path = copy / exercise.module
+    path.write_text(replace_bodies(path.read_text(encoding="utf-8"), {exercise.function: "while True:\n    pass\n"},
+                                   exercise.module), encoding="utf-8")
 
 
 def everything_under(folder: Path) -> dict[str, str]:

@@ -256,7 +256,7 @@ POINTS = {exercise_id: EXERCISES[exercise_id].points for exercise_id in GRADED}
 SEED = 80_531  # distinctive: it must appear in no file a student sees
 
 
-def set_region(copy: Path, exercise_id: str, body: str) -> None:
+def set_body(copy: Path, exercise_id: str, body: str) -> None:
     """Write `body` (unindented lines) as the body of the exercise's function in the copy."""
     exercise = EXERCISES[exercise_id]
     path = copy / exercise.module
@@ -265,13 +265,13 @@ def set_region(copy: Path, exercise_id: str, body: str) -> None:
 
 def solve(copy: Path, *ids: str) -> Path:
     for exercise_id in ids or GRADED:
-        set_region(copy, exercise_id, reference_body(EXERCISES[exercise_id]))
+        set_body(copy, exercise_id, reference_body(EXERCISES[exercise_id]))
     return copy
 
 
 HANG = "while True:\n    pass"
 LESS = "less than full marks"  # a wrong answer may still pass a few of its exercise's tests
-HOSTILE = {  # region 3.1's body in each hostile copy; {out}, {class_}, {root} are filled in with real paths
+HOSTILE = {  # the body of 3.1's function in each hostile copy; {out}, {class_}, {root} are filled in with real paths
     "forger": """\
 import glob, json, os, numpy.testing
 numpy.testing.assert_allclose = numpy.testing.assert_array_equal = lambda *a, **k: None
@@ -342,21 +342,21 @@ def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float
     expected["solved"] = full
     copy("untouched")
     expected["untouched"] = dict.fromkeys(GRADED, 0)
-    set_region(solve(copy("hang")), "3.5", HANG)  # (in 4.1 the loop alone fails it, before anything runs)
+    set_body(solve(copy("hang")), "3.5", HANG)  # (in 4.1 the loop alone fails it, before anything runs)
     expected["hang"] = {**full, "3.5": 0}
-    set_region(solve(copy("exits")), "3.1", "import os\nos._exit(0)")
+    set_body(solve(copy("exits")), "3.1", "import os\nos._exit(0)")
     expected["exits"] = {**full, "3.1": 0}
-    set_region(solve(copy("syntax")), "3.2", "return softmax(scores.masked_fill(future, -np.inf), axis=-1")
+    set_body(solve(copy("syntax")), "3.2", "return softmax(scores.masked_fill(future, -np.inf), axis=-1")
     expected["syntax"] = {**full, "3.2": 0}
-    set_region(solve(copy("wrong_softmax")), "2.3", "weights = np.ones_like(scores.data) / scores.shape[axis]\n\n"
+    set_body(solve(copy("wrong_softmax")), "2.3", "weights = np.ones_like(scores.data) / scores.shape[axis]\n\n"
                                                      "def backward(grad):\n    return (grad,)")
     expected["wrong_softmax"] = {**full, "2.3": LESS}  # 3.2 calls the grader's softmax: it keeps its points
     stub = solve(copy("stub_softmax"), "1.3", "3.1", "3.2", "3.5", "4.1")
     expected["stub_softmax"] = {**full, "2.3": 0}
-    set_region(solve(copy("slow_softmax")), "2.3", "import time\ntime.sleep(60)\n" +
+    set_body(solve(copy("slow_softmax")), "2.3", "import time\ntime.sleep(60)\n" +
                reference_body(EXERCISES["2.3"]))
     expected["slow_softmax"] = {**full, "2.3": 0}
-    set_region(solve(copy("markers")), "3.1", "# BEGIN EXERCISE 3.1\n" + reference_body(EXERCISES["3.1"]) +
+    set_body(solve(copy("markers")), "3.1", "# BEGIN EXERCISE 3.1\n" + reference_body(EXERCISES["3.1"]) +
                "        # END EXERCISE 3.1\n")  # an old edition's markers, anywhere: nothing to read
     expected["markers"] = full
     latin = solve(copy("latin1"))
@@ -364,18 +364,18 @@ def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float
     attention.write_bytes(("# -*- coding: latin-1 -*-\n# Größe\n" + attention.read_text()).encode("latin-1", "replace"))
     expected["latin1"] = full
     helper = solve(copy("helper_outside"))
-    set_region(helper, "3.1", "return _upper(length)")
+    set_body(helper, "3.1", "return _upper(length)")
     with open(helper / EXERCISES["3.1"].module, "a") as module:
         module.write("\n\ndef _upper(length):\n    return np.triu(np.ones((length, length), dtype=bool), k=1)\n")
     expected["helper_outside"] = {**full, "3.1": 0}
-    set_region(solve(copy("borrower")), "2.3", "from minitorch.paper import attention\n"  # 2.3 does not need 3.2
+    set_body(solve(copy("borrower")), "2.3", "from minitorch.paper import attention\n"  # 2.3 does not need 3.2
                "return attention.softmax_attention(scores, np.zeros(scores.shape[-2:], dtype=bool))")
     expected["borrower"] = {**full, "2.3": 0}
-    set_region(solve(copy("tracer")), "4.1", "import sys\nsys.settrace(None)\n"  # a loop, hidden from any tracer
+    set_body(solve(copy("tracer")), "4.1", "import sys\nsys.settrace(None)\n"  # a loop, hidden from any tracer
                "y = x.copy() if residual else np.zeros_like(x)\nfor b in range(x.shape[0]):\n"
                "    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)\nreturn y")
     expected["tracer"] = {**full, "4.1": 0}
-    set_region(solve(copy("huge")), "3.1", "x = 0\n" * 2_000_000 + reference_body(EXERCISES["3.1"]))
+    set_body(solve(copy("huge")), "3.1", "x = 0\n" * 2_000_000 + reference_body(EXERCISES["3.1"]))
     expected["huge"] = {**full, "3.1": 0, "3.2": 0}  # a 12 MB attention.py is refused unread, and 3.2 lives there
     claims = solve(copy("claims_less"), "3.1")
     (claims / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["3.1"]}))
@@ -393,7 +393,7 @@ def build_hostile_class(edition: Path, folder: Path, out: Path, class_: Path) ->
     for name, body in HOSTILE.items():
         copy = Path(shutil.copytree(edition, folder / name))
         solve(copy, *[i for i in GRADED if i != "3.1"])
-        set_region(copy, "3.1", body.format(out=out, class_=class_, root=ROOT))
+        set_body(copy, "3.1", body.format(out=out, class_=class_, root=ROOT))
         # the signaller's 3.1 is right, but it brings down its own sandbox: its own tests crash
         expected[name] = {**POINTS, "3.1": {"daemon": POINTS["3.1"], "signaller": LESS}.get(name, 0)}
     return expected
@@ -503,7 +503,7 @@ def test_ctrl_c_keeps_the_students_graded_and_writes_nothing_for_the_one_being_g
     solve(shutil.copytree(tmp_path / "edition", class_ / "a_first"))
     slow = solve(shutil.copytree(tmp_path / "edition", class_ / "b_slow"))
     reference = reference_body(EXERCISES["3.1"])
-    set_region(slow, "3.1", "import time\ntime.sleep(1.5)\n" + reference)  # right, but 8 tests take 12 s or more
+    set_body(slow, "3.1", "import time\ntime.sleep(1.5)\n" + reference)  # right, but 8 tests take 12 s or more
     command = [sys.executable, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out), "--jobs", "1",
                "--timeout", "20", "--exercise-seed", str(SEED), "--only", ",".join(GRADED)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
