@@ -96,10 +96,12 @@ def main(argv=None) -> int:
         except OutputPathError as error:  # raised before any work
             parser.error(str(error))
         except KeyboardInterrupt:
-            print("reproduce: interrupted (Ctrl-C)", file=sys.stderr)
+            print("reproduce: interrupted (Ctrl-C or a stop signal)", file=sys.stderr)
             return 130
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from minitorch.commands import run_command
+
+    sys.exit(run_command(main, name="python -m minitorch"))
