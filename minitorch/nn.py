@@ -64,7 +64,7 @@ class Module:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """A copy of every parameter's values, by dotted name."""
-        return {name: parameter.data.copy() for name, parameter in self.named_parameters()}
+        return {name: parameter._data.copy() for name, parameter in self.named_parameters()}
 
     def load_state_dict(self, state: dict) -> None:
         """Copy values from `state` into the parameters (names and shapes must match)."""

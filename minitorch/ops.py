@@ -36,7 +36,7 @@ def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
     """Turn numbers and arrays into Tensors, matching the other side's dtype."""
     like = a if isinstance(a, Tensor) else b
     a, b = as_tensor(a, like), as_tensor(b, like)
-    if a.data.shape != b.data.shape and a.data.ndim and b.data.ndim:  # equal shapes and scalars always broadcast
+    if a._data.shape != b._data.shape and a._data.ndim and b._data.ndim:  # equal shapes and scalars always broadcast
         _broadcast_shape(op, a, b)
     return a, b
 
@@ -52,7 +52,7 @@ def add(a, b) -> Tensor:
     def backward(grad):
         return grad, grad  # ∂(a+b)/∂a = ∂(a+b)/∂b = 1
 
-    return Tensor.from_op(a.data + b.data, (a, b), backward, "add")
+    return Tensor.from_op(a._data + b._data, (a, b), backward, "add")
 
 
 def mul(a, b) -> Tensor:
@@ -64,13 +64,13 @@ def mul(a, b) -> Tensor:
         return grad * b.data, grad * a.data  # ∂(ab)/∂a = b, ∂(ab)/∂b = a
         # END EXERCISE 1.1
 
-    return Tensor.from_op(a.data * b.data, (a, b), backward, "mul")
+    return Tensor.from_op(a._data * b._data, (a, b), backward, "mul")
 
 
 def neg(a) -> Tensor:
     """-a."""
     a = as_tensor(a)
-    return Tensor.from_op(-a.data, (a,), lambda grad: (-grad,), "neg")
+    return Tensor.from_op(-a._data, (a,), lambda grad: (-grad,), "neg")
 
 
 def pow(a, exponent) -> Tensor:
@@ -84,10 +84,10 @@ def pow(a, exponent) -> Tensor:
 
     def backward(grad):
         if exponent == 0:  # a^0 = 1 is constant: 0 everywhere, also at a = 0, where p a^(p-1) would be 0 * inf
-            return (np.zeros_like(a.data),)
-        return (grad * exponent * a.data ** (exponent - 1),)  # d(a^p)/da = p a^(p-1)
+            return (np.zeros_like(a._data),)
+        return (grad * exponent * a._data ** (exponent - 1),)  # d(a^p)/da = p a^(p-1)
 
-    return Tensor.from_op(a.data**exponent, (a,), backward, "pow")
+    return Tensor.from_op(a._data**exponent, (a,), backward, "pow")
 
 
 def sub(a, b) -> Tensor:
@@ -105,7 +105,7 @@ def div(a, b) -> Tensor:
 def exp(a) -> Tensor:
     """e ** a (elementwise)."""
     a = as_tensor(a)
-    out = np.exp(a.data)
+    out = np.exp(a._data)
 
     def backward(grad):
         # BEGIN EXERCISE 1.3
@@ -124,7 +124,7 @@ def log(a) -> Tensor:
         return (grad / a.data,)  # d(log a)/da = 1/a
         # END EXERCISE 1.4
 
-    return Tensor.from_op(np.log(a.data), (a,), backward, "log")
+    return Tensor.from_op(np.log(a._data), (a,), backward, "log")
 
 
 def relu(a) -> Tensor:
@@ -132,9 +132,9 @@ def relu(a) -> Tensor:
     a = as_tensor(a)
 
     def backward(grad):
-        return (grad * (a.data > 0),)
+        return (grad * (a._data > 0),)
 
-    return Tensor.from_op(np.maximum(a.data, 0), (a,), backward, "relu")
+    return Tensor.from_op(np.maximum(a._data, 0), (a,), backward, "relu")
 
 
 def sigmoid(a) -> Tensor:
@@ -145,8 +145,8 @@ def sigmoid(a) -> Tensor:
     (The textbook form overflows at a ≈ -710 in float64, a ≈ -89 in float32.)
     """
     a = as_tensor(a)
-    small = np.exp(-np.abs(a.data))  # e^(-|a|), in (0, 1]
-    out = np.where(a.data >= 0, 1.0, small) / (1.0 + small)
+    small = np.exp(-np.abs(a._data))  # e^(-|a|), in (0, 1]
+    out = np.where(a._data >= 0, 1.0, small) / (1.0 + small)
 
     def backward(grad):
         return (grad * out * (1.0 - out),)  # dσ/da = σ (1 - σ), which we already computed
@@ -203,7 +203,7 @@ def matmul(a, b) -> Tensor:
         return grad_a, grad_b  # batch axes are summed away by unbroadcast
         # END EXERCISE 2.2
 
-    return Tensor.from_op(a.data @ b.data, (a, b), backward, "matmul")
+    return Tensor.from_op(a._data @ b._data, (a, b), backward, "matmul")
 
 
 # ----------------------------------------------------------------------
@@ -246,7 +246,7 @@ def sum(a, axis=None, keepdims: bool = False) -> Tensor:
         return (np.broadcast_to(grad, a.shape),)
         # END EXERCISE 2.4
 
-    return Tensor.from_op(a.data.sum(axis=axes, keepdims=keepdims), (a,), backward, "sum")
+    return Tensor.from_op(a._data.sum(axis=axes, keepdims=keepdims), (a,), backward, "sum")
 
 
 def mean(a, axis=None, keepdims: bool = False) -> Tensor:
@@ -264,10 +264,10 @@ def max(a, axis=None, keepdims: bool = False) -> Tensor:
     if any(a.shape[ax] == 0 for ax in axes):
         raise ValueError(f"max: a tensor of shape {a.shape} has no elements along axis {axis}, so no maximum "
                          f"(as in NumPy and PyTorch)")
-    out = a.data.max(axis=axes, keepdims=True)
+    out = a._data.max(axis=axes, keepdims=True)
 
     def backward(grad):
-        winners = a.data == out  # (..., 1, ...) broadcasts against a
+        winners = a._data == out  # (..., 1, ...) broadcasts against a
         share = winners / winners.sum(axis=axes, keepdims=True)
         return (share * _restore_reduced_axes(grad, axes, keepdims),)
 
@@ -285,7 +285,7 @@ def reshape(a, *shape) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     try:
-        out = a.data.reshape(shape)
+        out = a._data.reshape(shape)
     except ValueError:
         raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) "
                          f"into {shape}") from None
@@ -297,14 +297,14 @@ def permute(a, *axes) -> Tensor:
     a = as_tensor(a)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
-    ndim = a.data.ndim
+    ndim = a._data.ndim
     in_range = all(-ndim <= ax < ndim for ax in axes)
     if not in_range or sorted(ax % ndim for ax in axes) != list(range(ndim)):
         raise ValueError(f"permute: {axes} is not a permutation of the {ndim} axes of a tensor of shape {a.shape}")
     inverse = [0] * ndim  # undoes the permutation: input axis axes[i] comes back from output axis i
     for position, ax in enumerate(axes):
         inverse[ax % ndim] = position
-    return Tensor.from_op(a.data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
+    return Tensor.from_op(a._data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
 
 
 def transpose(a, axis1: int = -2, axis2: int = -1) -> Tensor:
@@ -333,14 +333,14 @@ def getitem(a, index) -> Tensor:
         )
 
     def backward(grad):
-        full = np.zeros_like(a.data)
+        full = np.zeros_like(a._data)
         if _is_basic_index(index):
             full[index] = grad
         else:
             np.add.at(full, index, grad)  # an element picked twice gets both gradients
         return (full,)
 
-    return Tensor.from_op(a.data[index], (a,), backward, "getitem")
+    return Tensor.from_op(a._data[index], (a,), backward, "getitem")
 
 
 # ----------------------------------------------------------------------
@@ -349,7 +349,7 @@ def getitem(a, index) -> Tensor:
 
 def where(condition, a, b) -> Tensor:
     """Elementwise `a` where `condition` is true, else `b` (all broadcast)."""
-    condition = np.asarray(condition.data if isinstance(condition, Tensor) else condition)
+    condition = np.asarray(condition._data if isinstance(condition, Tensor) else condition)
     if condition.dtype != bool:
         raise TypeError(f"where: the condition must be a boolean mask, got dtype {condition.dtype}")
     like = a if isinstance(a, Tensor) else b
@@ -365,7 +365,7 @@ def where(condition, a, b) -> Tensor:
         return (np.where(condition, grad, 0.0) if a.requires_grad else None,
                 np.where(condition, 0.0, grad) if b.requires_grad else None)
 
-    return Tensor.from_op(np.where(condition, a.data, b.data), (a, b), backward, "where")
+    return Tensor.from_op(np.where(condition, a._data, b._data), (a, b), backward, "where")
 
 
 def masked_fill(a, mask, value: float) -> Tensor:
@@ -391,7 +391,7 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
     tensors = _some_tensors("concatenate", tensors)
     try:
-        out = np.concatenate([t.data for t in tensors], axis=axis)
+        out = np.concatenate([t._data for t in tensors], axis=axis)
     except ValueError as error:
         raise ValueError(f"concatenate: shapes {[t.shape for t in tensors]} along axis {axis}: {error}") from None
     boundaries = np.cumsum([t.shape[axis] for t in tensors])[:-1]
@@ -408,7 +408,7 @@ def stack(tensors, axis: int = 0) -> Tensor:
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
-    out = np.stack([t.data for t in tensors], axis=axis)
+    out = np.stack([t._data for t in tensors], axis=axis)
 
     def backward(grad):
         return tuple(np.moveaxis(grad, axis, 0))  # one slice per input

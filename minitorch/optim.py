@@ -66,12 +66,13 @@ class SGD(Optimizer):
         for index, parameter in enumerate(self.parameters):
             if parameter.grad is None:
                 continue
-            grad = parameter.grad + self.weight_decay * parameter.data
+            parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
+            grad = parameter.grad + self.weight_decay * parameter._data
             if self.momentum:
                 previous = self.buffers[index]
                 grad = grad if previous is None else self.momentum * previous + grad
                 self.buffers[index] = grad
-            parameter.data -= self.lr * grad
+            parameter._data -= self.lr * grad
 
 
 class Adam(Optimizer):
@@ -110,6 +111,7 @@ class Adam(Optimizer):
                 continue
             self.step_counts[index] += 1
             t = self.step_counts[index]
+            parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
             # BEGIN EXERCISE 2.5
             grad = parameter.grad + self.weight_decay * parameter.data if self.weight_decay else parameter.grad
             m *= beta1

@@ -33,8 +33,8 @@ def softmax(scores, axis: int = -1) -> Tensor:
     scores = as_tensor(scores)
     if scores.ndim == 0:
         raise ValueError("softmax: needs at least one axis, got a 0-dimensional tensor")
-    if scores.data.size == 0:  # e.g. a length-0 axis: nothing to normalise, an empty result (as PyTorch)
-        return Tensor.from_op(np.zeros_like(scores.data), (scores,), lambda grad: (np.zeros_like(grad),), "softmax")
+    if scores._data.size == 0:  # e.g. a length-0 axis: nothing to normalise, an empty result (as PyTorch)
+        return Tensor.from_op(np.zeros_like(scores._data), (scores,), lambda grad: (np.zeros_like(grad),), "softmax")
     # BEGIN EXERCISE 2.3
     shift = scores.data.max(axis=axis, keepdims=True)  # m, one per slice
     if not np.isfinite(shift).all():
