@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.outputs import write_atomically
+from minitorch.outputs import check_input_file, write_atomically
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
@@ -216,6 +216,7 @@ def load_model(path) -> AttentionModel:
     def not_a_model(reason: str) -> ModelFileError:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")
 
+    check_input_file(path, "load_model", error=ModelFileError)  # a FIFO would block open() forever
     try:
         with open(path, "rb") as file:  # closed here even when NumPy fails midway (a truncated archive)
             archive = np.load(file, allow_pickle=False)
@@ -230,6 +231,8 @@ def load_model(path) -> AttentionModel:
     except (EOFError, zipfile.BadZipFile, KeyError, OSError) as error:  # (never suggest allow_pickle: unsafe)
         raise not_a_model("the file is empty" if path.stat().st_size == 0 else
                           f"a truncated or damaged archive ({type(error).__name__}: {error})") from None
+    except MemoryError:  # an array header claiming more than the file could hold (M27)
+        raise not_a_model("an array in it claims more memory than this machine has (a damaged header?)") from None
     except ValueError as error:
         if str(error).startswith("Object arrays"):  # NumPy will not unpickle them (that could run code)
             raise not_a_model("it stores Python objects, not arrays of numbers") from None

@@ -329,7 +329,7 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
         subprocess.run([sys.executable, "-m", "minitorch", "reproduce", "--out", scratch, "--jobs", str(jobs),
                         "--no-progress"], check=True, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - start
-        models = json.loads((Path(scratch) / "results.json").read_text())["models"]
+        models = json.loads((Path(scratch) / "results.json").read_text(encoding="utf-8"))["models"]
     steps = {name: model["steps"] for name, model in models.items()}
     authors = authors_estimate_seconds(steps)
     result = dict(wall_seconds=wall, steps=steps, authors_estimate_seconds=authors, speedup=authors / wall, jobs=jobs)
