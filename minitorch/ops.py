@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.tensor import Tensor, as_tensor
 
 
@@ -81,6 +82,13 @@ def pow(a, exponent) -> Tensor:
             f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
             f"for a tensor exponent write exp(b * log(a))"
         )
+    try:  # a NumPy float64 exponent would make float32 data float64, where x * np.float64(2) stays float32
+        exponent = float(exponent) if isinstance(exponent, (np.floating, float)) else exponent
+        if isinstance(exponent, numbers.Integral) and builtins.abs(exponent) > 2**63 - 1:
+            exponent = float(exponent)  # NumPy takes integer exponents up to 64 bits; beyond, a float
+    except OverflowError:
+        raise OverflowError(f"pow: the exponent, an integer of {exponent.bit_length()} bits, is too large for a "
+                            f"float (at most about 1.8e308)") from None
 
     def backward(grad):
         if exponent == 0:  # a^0 = 1 is constant: 0 everywhere, also at a = 0, where p a^(p-1) would be 0 * inf
@@ -267,7 +275,7 @@ def max(a, axis=None, keepdims: bool = False) -> Tensor:
     out = a._data.max(axis=axes, keepdims=True)
 
     def backward(grad):
-        winners = a._data == out  # (..., 1, ...) broadcasts against a
+        winners = (a._data == out) | (np.isnan(a._data) & np.isnan(out))  # a NaN maximum is its NaN's (PyTorch)
         share = winners / winners.sum(axis=axes, keepdims=True)
         return (share * _restore_reduced_axes(grad, axes, keepdims),)
 
@@ -284,6 +292,7 @@ def reshape(a, *shape) -> Tensor:
     a = as_tensor(a)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    shape = checks.sizes("reshape", "the shape", shape, allow_unknown=True)
     try:
         out = a._data.reshape(shape)
     except ValueError:
@@ -297,6 +306,8 @@ def permute(a, *axes) -> Tensor:
     a = as_tensor(a)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
+    for axis in axes:
+        checks.axis("permute", axis, a.ndim, name="each axis")
     ndim = a._data.ndim
     in_range = all(-ndim <= ax < ndim for ax in axes)
     if not in_range or sorted(ax % ndim for ax in axes) != list(range(ndim)):
@@ -390,6 +401,9 @@ def _some_tensors(op: str, tensors) -> list[Tensor]:
 def concatenate(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
     tensors = _some_tensors("concatenate", tensors)
+    if tensors[0].ndim == 0:
+        raise ValueError("concatenate: zero-dimensional tensors have no axis to join along; use stack")
+    axis = checks.axis("concatenate", axis, tensors[0].ndim)
     try:
         out = np.concatenate([t._data for t in tensors], axis=axis)
     except ValueError as error:
@@ -408,6 +422,7 @@ def stack(tensors, axis: int = 0) -> Tensor:
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
+    axis = checks.axis("stack", axis, tensors[0].ndim, new=True)
     out = np.stack([t._data for t in tensors], axis=axis)
 
     def backward(grad):

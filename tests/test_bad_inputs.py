@@ -881,10 +881,10 @@ def test_every_chapter_reads_minitorch_quick_through_the_one_parser():
     (["reproduce", "--seed", "abc"], "--seed", "a whole number >= 0"),
     (["reproduce", "--jobs", "0"], "--jobs", "a whole number >= 1"),
     (["reproduce", "--jobs", "nan"], "--jobs", "a whole number >= 1"),
-    (["bench", "--steps", "0"], "--steps", "a whole number >= 1"),
+    (["bench", "--steps", "0"], "--steps", "a whole number >= 1 <= 10000"),
     (["bench", "--threads", "inf"], "--threads", "a whole number >= 1"),
-    (["bench", "--rounds", "2.5"], "--rounds", "a whole number >= 1"),
-    (["bench", "--jobs", "-2"], "--jobs", "a whole number >= 1"),
+    (["bench", "--rounds", "2.5"], "--rounds", "a whole number >= 1 <= 20"),
+    (["bench", "--jobs", "-2"], "--jobs", "a whole number >= 1 <= 64"),
 ])
 def test_a_number_option_names_itself_and_the_values_allowed(capsys, arguments, option, wanted):
     from minitorch.__main__ import main
