@@ -37,8 +37,8 @@ def axis(owner: str, value, ndim: int, name: str = "axis", new: bool = False) ->
         raise TypeError(f"{owner}: {name} must be an integer, got {value!r} ({type(value).__name__})")
     places = ndim + 1 if new else max(ndim, 1)  # a 0-d tensor accepts axis 0, as in PyTorch
     if not -places <= value < places:
-        raise ValueError(f"{owner}: {name} {value} is out of range for {places} "
-                         f"{'places' if new else 'axes'} (a tensor with {ndim} dimensions); use -{places}..{places - 1}")
+        raise ValueError(f"{owner}: {name} {value} is out of range for {places} {'places' if new else 'axes'} "
+                         f"(a tensor with {ndim} dimensions); use -{places}..{places - 1}")
     return int(value) % places
 
 

@@ -35,13 +35,7 @@ def is_grad_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def no_grad():
-    """A context (also usable as a decorator) in which no graph is recorded.
-
-    Results computed inside have ``requires_grad=False``: use it for
-    evaluation, where gradients are not needed and the graph would only cost
-    memory.
-    """
+def _no_grad():
     global _grad_enabled
     previous = _grad_enabled
     _grad_enabled = False
@@ -49,6 +43,33 @@ def no_grad():
         yield
     finally:
         _grad_enabled = previous
+
+
+class _NoGradType(type):
+    """``with no_grad:`` (without the parentheses) names the fix instead of Python's protocol error."""
+
+    def __enter__(cls):
+        raise TypeError("write `with minitorch.no_grad():`, with the parentheses")
+
+    def __exit__(cls, *exception):
+        return False
+
+
+class no_grad(metaclass=_NoGradType):
+    """A context (``with no_grad():``) or a decorator (``@no_grad()`` or ``@no_grad``) in which no graph is
+    recorded.
+
+    Results computed inside have ``requires_grad=False``: use it for
+    evaluation, where gradients are not needed and the graph would only cost
+    memory.
+    """
+
+    def __new__(cls, function=None):
+        if function is None:
+            return _no_grad()
+        if not callable(function):
+            raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
+        return _no_grad()(function)
 
 
 def _as_float_array(data, dtype) -> np.ndarray:
@@ -66,15 +87,22 @@ def _as_float_array(data, dtype) -> np.ndarray:
     except ValueError as error:  # e.g. nested lists of unequal lengths
         raise ValueError(f"cannot make a Tensor from this {type(data).__name__}: {error}") from None
     if array.dtype == object:  # e.g. an integer too large for 64 bits, which a float can still hold
+        if any(item is None for item in array.ravel()):  # float(None) is not an error to NumPy: it gives nan
+            raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding None: every element must "
+                            f"be a number (write float('nan') for a missing value)")
         try:
             array = np.asarray(data, dtype=np.float64)
         except (TypeError, ValueError, OverflowError) as error:
             kinds = sorted({type(item).__name__ for item in np.asarray(data, dtype=object).ravel()})
             raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding {', '.join(kinds)}: "
                             f"{error}") from None
-    if dtype is None:
-        dtype = array.dtype if array.dtype in FLOAT_DTYPES else DEFAULT_DTYPE
-    dtype = np.dtype(dtype)
+    if dtype is None:  # float32 and float64 stay as they are, in either byte order ('>f4' is float32 too)
+        native = array.dtype.newbyteorder("=") if array.dtype.kind == "f" else None
+        dtype = native if native in FLOAT_DTYPES else DEFAULT_DTYPE
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype!r}") from None
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
     if array.dtype.kind not in "biuf":

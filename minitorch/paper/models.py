@@ -131,6 +131,9 @@ class AttentionModel(Module):
         if x.ndim != 3 or x.shape[-1] != self.config["width"] or x.shape[1] == 0:
             raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}) with "
                              f"L >= 1 (a sequence holds at least its BOS token), got {x.shape}")
+        heads = self.config["heads"]
+        checks.memory(type(self).__name__, "the attention weights (B, H, L, L)",
+                      (x.shape[0], heads, x.shape[1], x.shape[1]), x.dtype.itemsize)  # L = 60,000: 27 GiB
         attention = []
         for layer in self.layers:
             update, weights = layer(x)

@@ -57,7 +57,8 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     try:
         with building_aside(target) as staging:
             write_assets(staging / "_static")
-            with closing(execute_all(chosen, quick, jobs, keep_going, report, cell_timeout)) as runs:  # closed: kernels stopped
+            runs = execute_all(chosen, quick, jobs, keep_going, report, cell_timeout)
+            with closing(runs):  # closed: kernels stopped
                 for run in runs:
                     write_chapter(staging, run, chapters, built, pages, quick)
                     if run.failed:
