@@ -220,6 +220,7 @@ def load_model(path) -> AttentionModel:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")
 
     check_input_file(path, "load_model", error=ModelFileError)  # a FIFO would block open() forever
+    archive = None
     try:
         with open(path, "rb") as file:  # closed here even when NumPy fails midway (a truncated archive)
             archive = np.load(file, allow_pickle=False)
@@ -239,6 +240,8 @@ def load_model(path) -> AttentionModel:
     except ValueError as error:
         if str(error).startswith("Object arrays"):  # NumPy will not unpickle them (that could run code)
             raise not_a_model("it stores Python objects, not arrays of numbers") from None
+        if isinstance(archive, np.lib.npyio.NpzFile):  # the archive opened; one of its arrays did not read
+            raise not_a_model(f"an .npz archive with a truncated or damaged array ({error})") from None
         raise not_a_model("neither an .npz archive nor a .npy array") from None
     try:
         config = json.loads(config_text)
