@@ -83,7 +83,7 @@ def pow(a, exponent) -> Tensor:
             f"for a tensor exponent write exp(b * log(a))"
         )
     try:  # a NumPy float64 exponent would make float32 data float64, where x * np.float64(2) stays float32
-        exponent = float(exponent) if isinstance(exponent, (np.floating, float)) else exponent
+        exponent = int(exponent) if isinstance(exponent, numbers.Integral) else float(exponent)
         if isinstance(exponent, numbers.Integral) and builtins.abs(exponent) > 2**63 - 1:
             exponent = float(exponent)  # NumPy takes integer exponents up to 64 bits; beyond, a float
     except OverflowError:

@@ -288,3 +288,246 @@ def optim_of(name, parameters, **options):
     from minitorch import optim
 
     return getattr(optim, name)(parameters, lr=0.1, **options)
+
+
+# ----------------------------------------------------------------------
+# round three, cause 5: arguments are checked before NumPy, and the error names the function and the argument
+
+
+def _unchecked_call(name):
+    import minitorch
+    from minitorch import optim, tensor
+    from minitorch.fast import speed_up
+    from minitorch.nn import Linear, Parameter
+    from minitorch.paper import task
+    from minitorch.paper.attention import causal_mask
+
+    rng = np.random.default_rng(0)
+    pair = [tensor([1.0]), tensor([2.0])]
+    return {
+        "concatenate-axis-1.5": lambda: minitorch.concatenate(pair, axis=1.5),
+        "concatenate-axis-3": lambda: minitorch.concatenate(pair, axis=3),
+        "stack-axis-5": lambda: minitorch.stack(pair, axis=5),
+        "stack-axis-true": lambda: minitorch.stack(pair, axis=True),
+        "reshape-2.0": lambda: tensor(np.zeros(6)).reshape(2.0, 3),
+        "reshape-tuple-and-int": lambda: tensor(np.zeros(6)).reshape((2, 3), 4),
+        "reshape-minus-2": lambda: tensor(np.zeros(6)).reshape(-2, -3),
+        "permute-bools": lambda: tensor(np.zeros((2, 3))).permute(True, False),
+        "permute-strings": lambda: tensor(np.zeros((2, 3))).permute("1", "0"),
+        "softmax-axis-3": lambda: tensor([1.0, 2.0]).softmax(axis=3),
+        "softmax-axis-1.5": lambda: tensor([[1.0, 2.0]]).softmax(axis=1.5),
+        "causal-mask-minus-1": lambda: causal_mask(-1),
+        "causal-mask-float": lambda: causal_mask(4.0),
+        "linear-of-a-number": lambda: Linear(2, 3)(tensor(1.0)),
+        "linear-too-large": lambda: Linear(10**6, 10**6),
+        "sgd-of-none": lambda: optim.SGD(None, lr=0.1),
+        "adam-of-a-string": lambda: optim.Adam("weights", lr=0.1),
+        "make-inputs-trigger-float": lambda: task.make_inputs(2, rng, trigger=3.0),
+        "make-inputs-batch-true": lambda: task.make_inputs(True, rng),
+        "make-inputs-length-float": lambda: task.make_inputs(2, rng, length=3.5),
+        "make-inputs-width-float": lambda: task.make_inputs(2, rng, width=16.0),
+        "make-inputs-batch-huge": lambda: task.make_inputs(10**9, rng),
+        "forward-at-length-60000": lambda: tiny_model()(np.zeros((1, 60_000, 16))),
+        "pow-huge-exponent": lambda: tensor([1.0]) ** (2**2000),
+        "dtype-nonsense": lambda: tensor([1.0], dtype="nonsense"),
+        "speed-up-none": lambda: speed_up(None),
+        "adam-p-data-new-shape": lambda: setattr(Parameter(np.zeros(2)), "data", np.ones(3)),
+        "data-a-tensor": lambda: setattr(tensor([1.0]), "data", tensor([2.0])),
+        "no-grad-without-parentheses": lambda: minitorch.no_grad.__enter__(),
+    }[name]
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("concatenate-axis-1.5", TypeError, r"concatenate: axis must be an integer, got 1.5"),
+    ("concatenate-axis-3", ValueError, r"concatenate: axis 3 is out of range"),
+    ("stack-axis-5", ValueError, r"stack: axis 5 is out of range for 2 places"),
+    ("stack-axis-true", TypeError, r"stack: axis must be an integer, got True"),
+    ("reshape-2.0", TypeError, r"reshape: the shape must hold integers, got 2.0"),
+    ("reshape-tuple-and-int", TypeError, r"reshape: the shape must hold integers, got \(2, 3\)"),
+    ("reshape-minus-2", ValueError, r"reshape: the shape must hold sizes >= 0"),
+    ("permute-bools", TypeError, r"permute: each axis must be an integer, got True"),
+    ("permute-strings", TypeError, r"permute: each axis must be an integer, got '1'"),
+    ("softmax-axis-3", ValueError, r"softmax: axis 3 is out of range"),
+    ("softmax-axis-1.5", TypeError, r"softmax: axis must be an integer, got 1.5"),
+    ("causal-mask-minus-1", ValueError, r"causal_mask: length must be an integer >= 0, got -1"),
+    ("causal-mask-float", TypeError, r"causal_mask: length must be an integer"),
+    ("linear-of-a-number", ValueError, r"Linear\(2, 3\): input has last axis none \(shape \(\)\)"),
+    ("linear-too-large", MemoryError, r"Linear: the weight of shape \(1000000, 1000000\) would need"),
+    ("sgd-of-none", TypeError, r"SGD: expected a list of parameters, got NoneType"),
+    ("adam-of-a-string", TypeError, r"Adam: expected a list of parameters, got str"),
+    ("make-inputs-trigger-float", ValueError, r"make_inputs: trigger must be a whole number .*got 3.0 \(float\)"),
+    ("make-inputs-batch-true", TypeError, r"make_inputs: batch must be an integer >= 1, got True"),
+    ("make-inputs-length-float", TypeError, r"make_inputs: length must be an integer >= 1, got 3.5"),
+    ("make-inputs-width-float", TypeError, r"make_inputs: width must be an integer >= 1, got 16.0"),
+    ("make-inputs-batch-huge", MemoryError, r"make_inputs: the inputs .* would need .* GiB"),
+    ("forward-at-length-60000", MemoryError, r"SingleLayerModel: the attention weights .*\(1, 1, 60000, 60000\)"),
+    ("pow-huge-exponent", OverflowError, r"pow: the exponent, an integer of 2001 bits, is too large"),
+    ("dtype-nonsense", TypeError, r"Tensor dtype must be float32 or float64, got 'nonsense'"),
+    ("speed-up-none", TypeError, r"speed_up: expected a model .* got NoneType"),
+    ("adam-p-data-new-shape", ValueError, r"x.data = ...: new values of shape \(3,\) for a tensor of shape \(2,\)"),
+    ("data-a-tensor", TypeError, r"x.data = <Tensor>"),
+    ("no-grad-without-parentheses", TypeError, r"with minitorch.no_grad\(\):"),
+])
+def test_an_argument_numpy_would_refuse_is_refused_first_naming_the_function_and_argument(name, error, culprit):
+    with pytest.raises(error, match=culprit):
+        _unchecked_call(name)()
+
+
+def test_the_arguments_numpy_would_take_still_work():
+    import minitorch
+    from minitorch import optim, tensor
+    from minitorch.nn import Parameter
+
+    pair = [tensor([[1.0]]), tensor([[2.0]])]
+    assert minitorch.concatenate(pair, axis=np.int64(-1)).shape == (1, 2), "a NumPy integer axis is an axis"
+    assert minitorch.stack(pair, axis=-1).shape == (1, 1, 2), "stack's axis -1 is after the last axis"
+    assert tensor(np.zeros(6)).reshape(np.int64(2), -1).shape == (2, 3), "reshape takes NumPy integers and one -1"
+    optim.Adam([Parameter(np.zeros(2))], betas=np.array([0.9, 0.99]))  # a pair given as an array is a pair
+
+    @minitorch.no_grad
+    def doubled(x):
+        return x * 2
+
+    assert not doubled(tensor([1.0], requires_grad=True)).requires_grad, "@no_grad without parentheses decorates"
+
+
+# ----------------------------------------------------------------------
+# round three, cause 6: what the engine computed silently wrong is now right, or refused
+
+
+def _changed_between_backwards(kind):
+    """A graph whose backward ran, then a change of the kind named: (the graph's loss, the leaf x)."""
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    if kind == "a-constant-edited":  # E81: c.data[0] = 50 gave x.grad [50, 1]
+        c = tensor([1.0, 1.0])
+        loss = (x * c).sum()
+        loss.backward()
+        c.data[0] = 50.0
+    elif kind == "an-intermediate-edited":  # E33: y.numpy()[0] = 100 gave [600, 36]
+        y = x * 3
+        loss = (y * y).sum()
+        loss.backward()
+        y.numpy()[0] = 100.0
+    elif kind == "a-constant-replaced":
+        c = tensor([1.0, 1.0])
+        loss = (x * c).sum()
+        loss.backward()
+        c.data = np.array([50.0, 1.0])
+    elif kind == "in-place-operator-on-a-constant":
+        c = tensor([1.0, 1.0])
+        loss = (x * c).sum()
+        loss.backward()
+        c *= 50.0
+    else:  # "a-parameter-updated-under-no-grad"
+        import minitorch
+
+        loss = (x * x).sum()
+        loss.backward()
+        with minitorch.no_grad():
+            x -= 0.5
+    x.zero_grad()
+    return loss, x
+
+
+def _silently_wrong_before(name):
+    import minitorch
+    from minitorch import tensor
+    from minitorch.nn import Linear
+    from minitorch.paper import task
+
+    def iterate_a_number():
+        return list(tensor(5.0))
+
+    def parameter_plus_equals():
+        model = Linear(2, 2)
+        model.weight += 0.0
+
+    def integer_data_gradient():
+        x = tensor([1.0, 2.0], requires_grad=True)
+        x.data = np.array([1, 2])
+        (x * tensor([0.5, 0.5])).sum().backward()
+        return x.grad
+
+    rng = np.random.default_rng(0)
+    return {
+        "none-in-a-list": lambda: tensor([1.0, None]),
+        "iterate-a-0-d-tensor": iterate_a_number,
+        "parameter-plus-equals": parameter_plus_equals,
+        "asarray-of-a-tensor-that-requires-grad": lambda: np.asarray(tensor([1.0, 2.0], requires_grad=True)),
+        "residual-the-string-False": lambda: task.make_targets(*task.make_inputs(2, rng), residual="False"),
+        "make-batch-residual-the-string-False": lambda: task.make_batch(2, rng, residual="False"),
+        "manual-seed-true": lambda: minitorch.manual_seed(True),
+        "integer-data": integer_data_gradient,
+    }[name]
+
+
+@pytest.mark.parametrize("kind", ["a-constant-edited", "an-intermediate-edited", "a-constant-replaced",
+                                  "in-place-operator-on-a-constant", "a-parameter-updated-under-no-grad"])
+def test_a_backward_through_values_changed_since_the_forward_pass_raises(kind):
+    loss, x = _changed_between_backwards(kind)
+    with pytest.raises(RuntimeError, match=r"was given new values after '.*' used it \(version \d+ then, \d+ now"):
+        loss.backward()
+    assert x.grad is None, "a refused backward must not leave a partial gradient"
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("none-in-a-list", TypeError, r"holding None.*float\('nan'\)"),
+    ("iterate-a-0-d-tensor", TypeError, r"iteration over a 0-d tensor"),
+    ("parameter-plus-equals", RuntimeError, r"leaf that requires grad .*with minitorch.no_grad\(\)"),
+    ("asarray-of-a-tensor-that-requires-grad", TypeError, r"requires grad cannot become a NumPy array.*detach"),
+    ("residual-the-string-False", TypeError, r"make_targets: residual must be True or False, got 'False'"),
+    ("make-batch-residual-the-string-False", TypeError, r"residual must be True or False"),
+    ("manual-seed-true", ValueError, r"manual_seed: the seed must be a non-negative integer, got True"),
+])
+def test_what_was_silently_wrong_is_refused_naming_the_fix(name, error, culprit):
+    with pytest.raises(error, match=culprit):
+        _silently_wrong_before(name)()
+
+
+@pytest.mark.parametrize("name,check", [
+    ("integer-data", lambda grad: np.testing.assert_array_equal(grad, [0.5, 0.5])),
+    ("big-endian-float32", None),
+    ("float32-to-a-numpy-float64-power", None),
+    ("max-over-a-nan", None),
+    ("protocols", None),
+    ("a-parameter-stays-a-parameter-under-no-grad", None),
+])
+def test_what_was_silently_wrong_is_now_right(name, check):
+    import minitorch
+    from minitorch import tensor
+    from minitorch.nn import Linear, Parameter
+
+    if name == "integer-data":  # P17: the gradient was cast to int, [0, 0]
+        check(_silently_wrong_before(name)())
+    elif name == "big-endian-float32":  # E10: '>f4' became float64
+        assert tensor(np.array([1.5], dtype=">f4")).dtype == np.float32, "big-endian float32 data stays float32"
+        assert tensor(np.array([1.5], dtype=">f8")).dtype == np.float64
+    elif name == "float32-to-a-numpy-float64-power":  # E48
+        x = tensor([2.0], dtype=np.float32)
+        assert (x ** np.float64(2)).dtype == np.float32, "x ** np.float64(2) stays float32, as x * np.float64(2)"
+        assert (x ** np.int64(3)).dtype == np.float32
+    elif name == "max-over-a-nan":  # E46: the gradient was NaN everywhere; PyTorch gives it to the NaN
+        x = tensor([1.0, np.nan, 3.0], requires_grad=True)
+        x.max().backward()
+        np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0])
+        y = tensor([[1.0, np.nan], [4.0, 2.0]], requires_grad=True)
+        y.max(axis=1).sum().backward()
+        np.testing.assert_array_equal(y.grad, [[0.0, 1.0], [1.0, 0.0]], err_msg="per row: the NaN or the maximum")
+    elif name == "protocols":  # E18, E50, E51, E52, E82, E83
+        t = tensor([1.0, 2.0])
+        assert [v.item() for v in t] == [1.0, 2.0] and len(t) == 2, "iterating goes over the first axis"
+        assert float(tensor([2.5])) == 2.5 and np.sum(t) == 3.0 and np.allclose(t, [1.0, 2.0])
+        array = np.asarray(t, dtype=float)
+        assert type(array) is np.ndarray and array.dtype == np.float64 and array.tolist() == [1.0, 2.0]
+        with pytest.raises(TypeError, match="float\\(\\) of a tensor of shape \\(2,\\)"):
+            float(t)
+        rows = list(tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True))
+        assert all(row.requires_grad for row in rows), "the rows of a tensor that requires grad keep its graph"
+    else:  # E54: += turned the weight into a plain Tensor and the optimiser lost it
+        model = Linear(2, 2)
+        with minitorch.no_grad():
+            model.weight += 1.0
+            model.weight *= 2.0
+        assert isinstance(model.weight, Parameter) and len(model.parameters()) == 2, "still a Parameter, still listed"
