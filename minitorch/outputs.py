@@ -181,7 +181,8 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
         # mkstemp makes files only their owner can read
         os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(handle, "wb") as file:
-            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
+            file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

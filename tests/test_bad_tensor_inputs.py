@@ -493,6 +493,9 @@ def test_what_was_silently_wrong_is_refused_naming_the_fix(name, error, culprit)
     ("max-over-a-nan", None),
     ("protocols", None),
     ("a-parameter-stays-a-parameter-under-no-grad", None),
+    ("optimizer-step-after-a-new-forward", "SGD"),
+    ("optimizer-step-after-a-new-forward", "Adam"),
+    ("data-a-list", None),
 ])
 def test_what_was_silently_wrong_is_now_right(name, check):
     import minitorch
@@ -525,6 +528,23 @@ def test_what_was_silently_wrong_is_now_right(name, check):
             float(t)
         rows = list(tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True))
         assert all(row.requires_grad for row in rows), "the rows of a tensor that requires grad keep its graph"
+    elif name == "optimizer-step-after-a-new-forward":  # P15, P18: "output array is read-only"
+        from minitorch import optim
+
+        model, x = Linear(2, 2), tensor([[1.0, 2.0]])
+        optimizer = getattr(optim, check)(model.parameters(), lr=0.1)
+        (model(x) ** 2).sum().backward()
+        pending = (model(x) ** 2).sum()  # a forward whose backward has not run
+        before = model.weight.data.copy()
+        optimizer.step()
+        assert not np.array_equal(model.weight.data, before), "the step must update the weights"
+        with pytest.raises(RuntimeError, match="was given new values"):
+            pending.backward()  # it read the weights before the step: its gradient would be wrong
+    elif name == "data-a-list":  # P16: AttributeError: 'list' object has no attribute 'shape'
+        x = tensor([1.0, 2.0], requires_grad=True)
+        x.data = [3.0, 4.0]
+        (x * x).sum().backward()
+        assert x.data.dtype == np.float64 and x.grad.tolist() == [6.0, 8.0]
     else:  # E54: += turned the weight into a plain Tensor and the optimiser lost it
         model = Linear(2, 2)
         with minitorch.no_grad():
