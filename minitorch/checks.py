@@ -63,7 +63,7 @@ MEMORY_LIMIT_BYTES = 4 * 2**30  # an array larger than this is refused before Nu
 def memory(owner: str, what: str, shape, itemsize: int = 8, limit: int = MEMORY_LIMIT_BYTES) -> None:
     """Refuse, with a MemoryError that names `owner` and `what`, an array of `shape` larger than `limit` bytes:
     a clear message at once, not NumPy's after the machine starts swapping."""
-    needed = itemsize * math.prod(int(size) for size in shape)
+    needed = itemsize * math.prod(shape)
     if needed > limit:
         raise MemoryError(f"{owner}: {what} of shape {tuple(int(size) for size in shape)} would need "
                           f"{needed / 2**30:,.1f} GiB (the limit is {limit / 2**30:g} GiB); use smaller sizes")

@@ -292,7 +292,8 @@ def reshape(a, *shape) -> Tensor:
     a = as_tensor(a)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    shape = checks.sizes("reshape", "the shape", shape, allow_unknown=True)
+    if not all([type(size) is int for size in shape]):  # the usual case costs one pass (this is the hot path)
+        shape = checks.sizes("reshape", "the shape", shape, allow_unknown=True)
     try:
         out = a._data.reshape(shape)
     except ValueError:
@@ -306,8 +307,9 @@ def permute(a, *axes) -> Tensor:
     a = as_tensor(a)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
-    for axis in axes:
-        checks.axis("permute", axis, a.ndim, name="each axis")
+    if not all([type(axis) is int for axis in axes]):  # the usual case costs one pass (this is the hot path)
+        for axis in axes:
+            checks.axis("permute", axis, a.ndim, name="each axis")
     ndim = a._data.ndim
     in_range = all(-ndim <= ax < ndim for ax in axes)
     if not in_range or sorted(ax % ndim for ax in axes) != list(range(ndim)):
