@@ -51,6 +51,9 @@ def main(argv=None) -> int:
                       help="build every chapter even after one fails, write the book with the failed ones marked, "
                            "and list all failures at the end (without it, a failure leaves the earlier book)")
     book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
+    book.add_argument("--cell-timeout", type=number_argument("--cell-timeout", above=0, maximum=86400), default=600,
+                      help="seconds one cell may run before its chapter fails (default 600; the book's longest cell "
+                           "takes well under a minute)")
     book.add_argument("--force", action="store_true",
                       help="replace --out even if it holds files that are not an earlier book")
 
@@ -96,10 +99,12 @@ def main(argv=None) -> int:
         except OutputPathError as error:  # raised before any work
             parser.error(str(error))
         except KeyboardInterrupt:
-            print("reproduce: interrupted (Ctrl-C)", file=sys.stderr)
+            print("reproduce: interrupted (Ctrl-C or a stop signal)", file=sys.stderr)
             return 130
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from minitorch.commands import run_command
+
+    sys.exit(run_command(main, name="python -m minitorch"))

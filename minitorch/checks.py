@@ -11,15 +11,63 @@ import functools
 import math
 import numbers
 
+import numpy as np
+
 
 def integer(owner: str, name: str, value, minimum: int = 1) -> int:
     """`value` as an int, or a TypeError/ValueError saying ``owner: name must be ...``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r} "
                         f"({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value}")
     return int(value)
+
+
+def flag(owner: str, name: str, value) -> bool:
+    """`value` as a bool, or a TypeError: only True or False (NumPy's too), since bool('False') is True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{owner}: {name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def axis(owner: str, value, ndim: int, name: str = "axis", new: bool = False) -> int:
+    """`value` as an axis index in 0..ndim-1 (negatives count from the end), or an error naming `owner`.
+    With `new`, an axis to insert (as stack's): one of ndim + 1 places."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{owner}: {name} must be an integer, got {value!r} ({type(value).__name__})")
+    places = ndim + 1 if new else max(ndim, 1)  # a 0-d tensor accepts axis 0, as in PyTorch
+    if not -places <= value < places:
+        raise ValueError(f"{owner}: {name} {value} is out of range for {places} {'places' if new else 'axes'} "
+                         f"(a tensor with {ndim} dimensions); use -{places}..{places - 1}")
+    return int(value) % places
+
+
+def sizes(owner: str, name: str, values, allow_unknown: bool = False) -> tuple[int, ...]:
+    """`values` (a tuple or list of integers) as a shape, or an error naming `owner`; with `allow_unknown`
+    one size may be -1 (reshape's "whatever is left")."""
+    if not isinstance(values, (tuple, list)):
+        raise TypeError(f"{owner}: {name} must be a tuple of integers, got {values!r} ({type(values).__name__})")
+    for value in values:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{owner}: {name} must hold integers, got {value!r} ({type(value).__name__}) in "
+                            f"{tuple(values)!r}")
+        if value < 0 and not (allow_unknown and value == -1):
+            raise ValueError(f"{owner}: {name} must hold sizes >= 0{' (or one -1)' if allow_unknown else ''}, "
+                             f"got {tuple(values)!r}")
+    return tuple(int(value) for value in values)
+
+
+MEMORY_LIMIT_BYTES = 4 * 2**30  # an array larger than this is refused before NumPy tries to allocate it
+
+
+def memory(owner: str, what: str, shape, itemsize: int = 8, limit: int = MEMORY_LIMIT_BYTES) -> None:
+    """Refuse, with a MemoryError that names `owner` and `what`, an array of `shape` larger than `limit` bytes:
+    a clear message at once, not NumPy's after the machine starts swapping."""
+    needed = itemsize * math.prod(shape)
+    if needed > limit:
+        raise MemoryError(f"{owner}: {what} of shape {tuple(int(size) for size in shape)} would need "
+                          f"{needed / 2**30:,.1f} GiB (the limit is {limit / 2**30:g} GiB); use smaller sizes")
 
 
 def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> float:

@@ -64,7 +64,7 @@ class Module:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """A copy of every parameter's values, by dotted name."""
-        return {name: parameter.data.copy() for name, parameter in self.named_parameters()}
+        return {name: parameter._data.copy() for name, parameter in self.named_parameters()}
 
     def load_state_dict(self, state: dict) -> None:
         """Copy values from `state` into the parameters (names and shapes must match)."""
@@ -104,16 +104,17 @@ class Linear(Module):
                  init_std: float = 0.02, rng: np.random.Generator | None = None, dtype=np.float64):
         in_features = checks.integer("Linear", "in_features", in_features)
         out_features = checks.integer("Linear", "out_features", out_features)
+        checks.memory("Linear", "the weight", (out_features, in_features), np.dtype(dtype).itemsize)
         rng = default_generator() if rng is None else rng
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(rng.normal(0.0, init_std, size=(out_features, in_features)), dtype=dtype)
         self.bias = Parameter(np.zeros(out_features), dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        if x.shape[-1] != self.in_features:
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise ValueError(
                 f"Linear({self.in_features}, {self.out_features}): input has last axis "
-                f"{x.shape[-1]} (shape {x.shape}), expected {self.in_features}"
+                f"{x.shape[-1] if x.ndim else 'none'} (shape {x.shape}), expected {self.in_features}"
             )
         rows = x.reshape(-1, self.in_features)  # (..., in) -> (N, in): one matrix product, not one per sequence
         out = (rows @ self.weight.T).reshape(*x.shape[:-1], self.out_features)  # (N, out) -> (..., out)

@@ -18,6 +18,7 @@ import numbers
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.tensor import Tensor, as_tensor
 
 
@@ -36,7 +37,7 @@ def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
     """Turn numbers and arrays into Tensors, matching the other side's dtype."""
     like = a if isinstance(a, Tensor) else b
     a, b = as_tensor(a, like), as_tensor(b, like)
-    if a.data.shape != b.data.shape and a.data.ndim and b.data.ndim:  # equal shapes and scalars always broadcast
+    if a._data.shape != b._data.shape and a._data.ndim and b._data.ndim:  # equal shapes and scalars always broadcast
         _broadcast_shape(op, a, b)
     return a, b
 
@@ -52,7 +53,7 @@ def add(a, b) -> Tensor:
     def backward(grad):
         return grad, grad  # ∂(a+b)/∂a = ∂(a+b)/∂b = 1
 
-    return Tensor.from_op(a.data + b.data, (a, b), backward, "add")
+    return Tensor.from_op(a._data + b._data, (a, b), backward, "add")
 
 
 def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,13 +65,13 @@ def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
 def mul(a, b) -> Tensor:
     """a * b (elementwise), with broadcasting."""
     a, b = _binary_inputs("mul", a, b)
-    return Tensor.from_op(a.data * b.data, (a, b), lambda grad: mul_backward(grad, a.data, b.data), "mul")
+    return Tensor.from_op(a._data * b._data, (a, b), lambda grad: mul_backward(grad, a.data, b.data), "mul")
 
 
 def neg(a) -> Tensor:
     """-a."""
     a = as_tensor(a)
-    return Tensor.from_op(-a.data, (a,), lambda grad: (-grad,), "neg")
+    return Tensor.from_op(-a._data, (a,), lambda grad: (-grad,), "neg")
 
 
 def pow(a, exponent) -> Tensor:
@@ -81,13 +82,20 @@ def pow(a, exponent) -> Tensor:
             f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
             f"for a tensor exponent write exp(b * log(a))"
         )
+    try:  # a NumPy float64 exponent would make float32 data float64, where x * np.float64(2) stays float32
+        exponent = int(exponent) if isinstance(exponent, numbers.Integral) else float(exponent)
+        if isinstance(exponent, numbers.Integral) and builtins.abs(exponent) > 2**63 - 1:
+            exponent = float(exponent)  # NumPy takes integer exponents up to 64 bits; beyond, a float
+    except OverflowError:
+        raise OverflowError(f"pow: the exponent, an integer of {exponent.bit_length()} bits, is too large for a "
+                            f"float (at most about 1.8e308)") from None
 
     def backward(grad):
         if exponent == 0:  # a^0 = 1 is constant: 0 everywhere, also at a = 0, where p a^(p-1) would be 0 * inf
-            return (np.zeros_like(a.data),)
-        return (grad * exponent * a.data ** (exponent - 1),)  # d(a^p)/da = p a^(p-1)
+            return (np.zeros_like(a._data),)
+        return (grad * exponent * a._data ** (exponent - 1),)  # d(a^p)/da = p a^(p-1)
 
-    return Tensor.from_op(a.data**exponent, (a,), backward, "pow")
+    return Tensor.from_op(a._data**exponent, (a,), backward, "pow")
 
 
 def sub(a, b) -> Tensor:
@@ -111,7 +119,7 @@ def exp_backward(grad: np.ndarray, out: np.ndarray) -> tuple[np.ndarray]:
 def exp(a) -> Tensor:
     """e ** a (elementwise)."""
     a = as_tensor(a)
-    out = np.exp(a.data)
+    out = np.exp(a._data)
     return Tensor.from_op(out, (a,), lambda grad: exp_backward(grad, out), "exp")
 
 
@@ -123,7 +131,7 @@ def log_backward(grad: np.ndarray, a: np.ndarray) -> tuple[np.ndarray]:
 def log(a) -> Tensor:
     """Natural logarithm (elementwise)."""
     a = as_tensor(a)
-    return Tensor.from_op(np.log(a.data), (a,), lambda grad: log_backward(grad, a.data), "log")
+    return Tensor.from_op(np.log(a._data), (a,), lambda grad: log_backward(grad, a.data), "log")
 
 
 def relu(a) -> Tensor:
@@ -131,9 +139,9 @@ def relu(a) -> Tensor:
     a = as_tensor(a)
 
     def backward(grad):
-        return (grad * (a.data > 0),)
+        return (grad * (a._data > 0),)
 
-    return Tensor.from_op(np.maximum(a.data, 0), (a,), backward, "relu")
+    return Tensor.from_op(np.maximum(a._data, 0), (a,), backward, "relu")
 
 
 def sigmoid(a) -> Tensor:
@@ -144,8 +152,8 @@ def sigmoid(a) -> Tensor:
     (The textbook form overflows at a ≈ -710 in float64, a ≈ -89 in float32.)
     """
     a = as_tensor(a)
-    small = np.exp(-np.abs(a.data))  # e^(-|a|), in (0, 1]
-    out = np.where(a.data >= 0, 1.0, small) / (1.0 + small)
+    small = np.exp(-np.abs(a._data))  # e^(-|a|), in (0, 1]
+    out = np.where(a._data >= 0, 1.0, small) / (1.0 + small)
 
     def backward(grad):
         return (grad * out * (1.0 - out),)  # dσ/da = σ (1 - σ), which we already computed
@@ -204,7 +212,7 @@ def matmul(a, b) -> Tensor:
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
         ) from None
 
-    return Tensor.from_op(a.data @ b.data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
+    return Tensor.from_op(a._data @ b._data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 
 
 # ----------------------------------------------------------------------
@@ -248,7 +256,7 @@ def sum(a, axis=None, keepdims: bool = False) -> Tensor:
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim, "sum")
 
-    return Tensor.from_op(a.data.sum(axis=axes, keepdims=keepdims), (a,),
+    return Tensor.from_op(a._data.sum(axis=axes, keepdims=keepdims), (a,),
                           lambda grad: sum_backward(grad, a.shape, axes, keepdims), "sum")
 
 
@@ -267,10 +275,10 @@ def max(a, axis=None, keepdims: bool = False) -> Tensor:
     if any(a.shape[ax] == 0 for ax in axes):
         raise ValueError(f"max: a tensor of shape {a.shape} has no elements along axis {axis}, so no maximum "
                          f"(as in NumPy and PyTorch)")
-    out = a.data.max(axis=axes, keepdims=True)
+    out = a._data.max(axis=axes, keepdims=True)
 
     def backward(grad):
-        winners = a.data == out  # (..., 1, ...) broadcasts against a
+        winners = (a._data == out) | (np.isnan(a._data) & np.isnan(out))  # a NaN maximum is its NaN's (PyTorch)
         share = winners / winners.sum(axis=axes, keepdims=True)
         return (share * _restore_reduced_axes(grad, axes, keepdims),)
 
@@ -287,8 +295,10 @@ def reshape(a, *shape) -> Tensor:
     a = as_tensor(a)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if not all([type(size) is int for size in shape]):  # the usual case costs one pass (this is the hot path)
+        shape = checks.sizes("reshape", "the shape", shape, allow_unknown=True)
     try:
-        out = a.data.reshape(shape)
+        out = a._data.reshape(shape)
     except ValueError:
         raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} ({a.size} elements) "
                          f"into {shape}") from None
@@ -300,14 +310,17 @@ def permute(a, *axes) -> Tensor:
     a = as_tensor(a)
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
-    ndim = a.data.ndim
+    if not all([type(axis) is int for axis in axes]):  # the usual case costs one pass (this is the hot path)
+        for axis in axes:
+            checks.axis("permute", axis, a.ndim, name="each axis")
+    ndim = a._data.ndim
     in_range = all(-ndim <= ax < ndim for ax in axes)
     if not in_range or sorted(ax % ndim for ax in axes) != list(range(ndim)):
         raise ValueError(f"permute: {axes} is not a permutation of the {ndim} axes of a tensor of shape {a.shape}")
     inverse = [0] * ndim  # undoes the permutation: input axis axes[i] comes back from output axis i
     for position, ax in enumerate(axes):
         inverse[ax % ndim] = position
-    return Tensor.from_op(a.data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
+    return Tensor.from_op(a._data.transpose(axes), (a,), lambda grad: (grad.transpose(inverse),), "permute")
 
 
 def transpose(a, axis1: int = -2, axis2: int = -1) -> Tensor:
@@ -336,14 +349,14 @@ def getitem(a, index) -> Tensor:
         )
 
     def backward(grad):
-        full = np.zeros_like(a.data)
+        full = np.zeros_like(a._data)
         if _is_basic_index(index):
             full[index] = grad
         else:
             np.add.at(full, index, grad)  # an element picked twice gets both gradients
         return (full,)
 
-    return Tensor.from_op(a.data[index], (a,), backward, "getitem")
+    return Tensor.from_op(a._data[index], (a,), backward, "getitem")
 
 
 # ----------------------------------------------------------------------
@@ -352,7 +365,7 @@ def getitem(a, index) -> Tensor:
 
 def where(condition, a, b) -> Tensor:
     """Elementwise `a` where `condition` is true, else `b` (all broadcast)."""
-    condition = np.asarray(condition.data if isinstance(condition, Tensor) else condition)
+    condition = np.asarray(condition._data if isinstance(condition, Tensor) else condition)
     if condition.dtype != bool:
         raise TypeError(f"where: the condition must be a boolean mask, got dtype {condition.dtype}")
     like = a if isinstance(a, Tensor) else b
@@ -368,7 +381,7 @@ def where(condition, a, b) -> Tensor:
         return (np.where(condition, grad, 0.0) if a.requires_grad else None,
                 np.where(condition, 0.0, grad) if b.requires_grad else None)
 
-    return Tensor.from_op(np.where(condition, a.data, b.data), (a, b), backward, "where")
+    return Tensor.from_op(np.where(condition, a._data, b._data), (a, b), backward, "where")
 
 
 def masked_fill(a, mask, value: float) -> Tensor:
@@ -393,8 +406,11 @@ def _some_tensors(op: str, tensors) -> list[Tensor]:
 def concatenate(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
     tensors = _some_tensors("concatenate", tensors)
+    if tensors[0].ndim == 0:
+        raise ValueError("concatenate: zero-dimensional tensors have no axis to join along; use stack")
+    axis = checks.axis("concatenate", axis, tensors[0].ndim)
     try:
-        out = np.concatenate([t.data for t in tensors], axis=axis)
+        out = np.concatenate([t._data for t in tensors], axis=axis)
     except ValueError as error:
         raise ValueError(f"concatenate: shapes {[t.shape for t in tensors]} along axis {axis}: {error}") from None
     boundaries = np.cumsum([t.shape[axis] for t in tensors])[:-1]
@@ -411,7 +427,8 @@ def stack(tensors, axis: int = 0) -> Tensor:
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
-    out = np.stack([t.data for t in tensors], axis=axis)
+    axis = checks.axis("stack", axis, tensors[0].ndim, new=True)
+    out = np.stack([t._data for t in tensors], axis=axis)
 
     def backward(grad):
         return tuple(np.moveaxis(grad, axis, 0))  # one slice per input

@@ -31,6 +31,9 @@ class Optimizer:
 
 def checked_parameters(owner: str, parameters) -> list[Tensor]:
     """`parameters` as a list of distinct tensors, or an error saying what was passed instead."""
+    if parameters is None or isinstance(parameters, (str, bytes, dict)):
+        raise TypeError(f"{owner}: expected a list of parameters, got {type(parameters).__name__}; pass "
+                        f"model.parameters() or [p]")
     if isinstance(parameters, (Module, Tensor)):
         what = "a model" if isinstance(parameters, Module) else "a single Tensor"
         raise TypeError(f"{owner}: expected a list of parameters, got {what}; pass model.parameters() or [p]")
@@ -66,12 +69,13 @@ class SGD(Optimizer):
         for index, parameter in enumerate(self.parameters):
             if parameter.grad is None:
                 continue
-            grad = parameter.grad + self.weight_decay * parameter.data
+            parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
+            grad = parameter.grad + self.weight_decay * parameter._data
             if self.momentum:
                 previous = self.buffers[index]
                 grad = grad if previous is None else self.momentum * previous + grad
                 self.buffers[index] = grad
-            parameter.data -= self.lr * grad
+            parameter._data -= self.lr * grad
 
 
 class Adam(Optimizer):
@@ -90,6 +94,7 @@ class Adam(Optimizer):
 
     def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         super().__init__(parameters, lr)
+        betas = tuple(betas.tolist()) if isinstance(betas, np.ndarray) and betas.shape == (2,) else betas
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"Adam: betas must be a pair (beta1, beta2), e.g. (0.9, 0.999), got {betas!r}")
         beta1, beta2 = (checks.positive_number("Adam", "betas", beta, allow_zero=True) for beta in betas)

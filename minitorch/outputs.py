@@ -15,13 +15,21 @@ not replaced whole: a run records the files it wrote there (`RecordedRun`), and 
 folder replaces exactly those, all of them, with its own (`files_to_replace`, then `building_aside` with
 `replacing`). An earlier run of a different command line is replaced only with ``--force``, so a folder
 never ends as a mixture of two runs, and files no run recorded are never deleted unasked.
+The path rule, for every path a command reads or writes (`checked_path`, used by the checks above and by
+`check_input_file`): a name longer than the file system allows (255 bytes) or a symbolic-link loop is reported
+before any work, in one line; a file that is read must be a regular file (a FIFO would block the reader
+forever, a device never ends); `write_atomically` leaves room for its temporary suffix, writes text as UTF-8,
+and writes through a symbolic link to the file it names, keeping the link.
+
 This module uses only the standard library.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import shutil
 import signal
 import tempfile
@@ -31,10 +39,65 @@ from pathlib import Path, PurePosixPath
 
 ROOT = Path(__file__).resolve().parent.parent  # the project this library belongs to
 PROJECT_SOURCES = ("minitorch", "tests", "chapters", ".git")  # no command writes into these
+NAME_MAX, PATH_MAX = 255, 4095  # bytes in one name and in a whole path, on Linux's file systems
+TEMPORARY_NAME_BYTES = 120  # of a name kept in a temporary name beside it: room for the prefix and suffix
 
 
-class OutputPathError(ValueError):
+class PathError(ValueError):
+    """A path that cannot be read or written as asked; the message names the option and the reason."""
+
+
+class OutputPathError(PathError):
     """An output path that cannot be written as asked; the message names the option and the reason."""
+
+
+def checked_path(path, option: str, follow_links: bool = True, error=PathError) -> Path:
+    """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
+    above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
+    255 bytes, a path longer than 4095 bytes, a symbolic-link loop."""
+    if path is None or not str(path).strip():
+        raise error(f"{option} is empty; name the place")
+    shown = str(path)
+    try:
+        absolute = os.path.abspath(Path(shown).expanduser())
+    except FileNotFoundError:
+        raise error(f"{option} {shown}: the working folder no longer exists (deleted?); cd to a folder that "
+                    f"does, or give an absolute path") from None
+    for name in Path(absolute).parts:
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise error(f"{option} {shown[:60]}...: a name of {len(os.fsencode(name))} bytes is too long (at most "
+                        f"{NAME_MAX}); choose a shorter name")
+    if len(os.fsencode(absolute)) > PATH_MAX:
+        raise error(f"{option} {shown[:60]}...: the path is {len(os.fsencode(absolute))} bytes long (at most "
+                    f"{PATH_MAX}); choose a shorter one")
+    parent, name = os.path.split(absolute)
+    resolved = os.path.realpath(absolute) if follow_links else os.path.join(os.path.realpath(parent), name)
+    try:
+        os.stat(resolved, follow_symlinks=follow_links)
+    except OSError as problem:
+        if problem.errno == errno.ELOOP:
+            raise error(f"{option} {shown}: a symbolic link in it points back to itself (a loop); remove the "
+                        f"link or name another path") from None
+        if problem.errno == errno.ENAMETOOLONG:
+            raise error(f"{option} {shown[:60]}...: the path is too long once its links are resolved") from None
+    return Path(resolved)
+
+
+def check_input_file(path, option: str, error=PathError) -> Path:
+    """`path` as an absolute path to a regular file to read, or `error` (FileNotFoundError if it does not
+    exist): a FIFO, a socket or a device is refused before it is opened, since reading one may block forever
+    or never end."""
+    target = checked_path(path, option, error=error)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+    if stat.S_ISDIR(mode):
+        raise error(f"{option} {path}: is a folder; name a file")
+    if not stat.S_ISREG(mode):
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise error(f"{option} {path}: is {kind}, not a regular file; reading it could wait forever")
+    return target
 
 
 def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
@@ -63,9 +126,7 @@ def check_output_file(path, option: str, inputs=()) -> Path:
 
 
 def _checked_path(path, option: str) -> Path:
-    if path is None or not str(path).strip():
-        raise OutputPathError(f"{option} is empty; name the place to write")
-    target = Path(os.path.realpath(Path(str(path)).expanduser()))  # links resolved: '--out link' is where it points
+    target = checked_path(path, option, error=OutputPathError)  # links resolved: '--out link' is where it points
     if target == Path(target.anchor):
         raise OutputPathError(f"{option} {path}: is the filesystem root; name a folder of its own")
     return target
@@ -73,7 +134,7 @@ def _checked_path(path, option: str) -> Path:
 
 def _check_apart_from(target: Path, shown, option: str, inputs) -> None:
     """The output must not be, hold or sit inside an input or the project's sources."""
-    guarded = [(Path(os.path.realpath(Path(str(path)).expanduser())), f"the input {path}") for path in inputs]
+    guarded = [(checked_path(path, "an input", error=OutputPathError), f"the input {path}") for path in inputs]
     guarded += [(ROOT / name, f"the project's own {name}/") for name in PROJECT_SOURCES]
     for folder, what in guarded:
         if target == folder or folder in target.parents:
@@ -107,16 +168,21 @@ def _umask() -> int:
 
 
 def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
-    """Write `data` beside `path`, then rename it over `path`: a reader sees the old file or the new one,
-    never half of one. `mode` defaults to what open() would give (0o666 less the umask)."""
-    path = Path(path)
+    """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
+    the new one, never half of one. `mode` defaults to what open() would give (0o666 less the umask). A
+    symbolic link is kept: the file it names is replaced (as writing into the link would)."""
+    path = checked_path(path, "writing")
+    if path.exists() and not path.is_file():
+        raise PathError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    kept = os.fsencode(path.name)[:TEMPORARY_NAME_BYTES].decode(errors="ignore")  # a 255-byte name still fits
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
     try:
         # mkstemp makes files only their owner can read
         os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
         with os.fdopen(handle, "wb") as file:
-            file.write(data.encode("utf-8") if isinstance(data, str) else data)
+            # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
+            file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -153,7 +219,8 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
     anything in the way of a planned file that no earlier run recorded (a file named ``models`` where a
     folder of models goes)."""
     target = Path(target)
-    replacing = set(earlier.files) if earlier else set()
+    # a record lists files: a folder named there (a hand-edited or damaged record) is never deleted on its word
+    replacing = {name for name in earlier.files if not (target / name).is_dir()} if earlier else set()
     if earlier and earlier.command != command and not force:
         raise OutputPathError(f"{option} {target}: holds an earlier, different run ({earlier.command}); this run "
                               f"({command}) would replace all {len(earlier.files)} of its files. Add --force to "

@@ -15,7 +15,7 @@ _generator = np.random.default_rng(0)
 def manual_seed(seed: int) -> np.random.Generator:
     """Reset minitorch's default generator to `seed` and return it."""
     global _generator
-    if not isinstance(seed, (int, np.integer)) or seed < 0:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"manual_seed: the seed must be a non-negative integer, got {seed!r}")
     _generator = np.random.default_rng(int(seed))
     return _generator

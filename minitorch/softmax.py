@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.tensor import Tensor, as_tensor
 
 
@@ -33,8 +34,10 @@ def softmax(scores, axis: int = -1) -> Tensor:
     scores = as_tensor(scores)
     if scores.ndim == 0:
         raise ValueError("softmax: needs at least one axis, got a 0-dimensional tensor")
-    if scores.data.size == 0:  # e.g. a length-0 axis: nothing to normalise, an empty result (as PyTorch)
-        return Tensor.from_op(np.zeros_like(scores.data), (scores,), lambda grad: (np.zeros_like(grad),), "softmax")
+    if type(axis) is not int or not -scores.ndim <= axis < scores.ndim:  # (the usual case: one comparison)
+        axis = checks.axis("softmax", axis, scores.ndim)
+    if scores._data.size == 0:  # e.g. a length-0 axis: nothing to normalise, an empty result (as PyTorch)
+        return Tensor.from_op(np.zeros_like(scores._data), (scores,), lambda grad: (np.zeros_like(grad),), "softmax")
     return stable_softmax(scores, axis)
 
 

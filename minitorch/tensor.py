@@ -35,13 +35,7 @@ def is_grad_enabled() -> bool:
 
 
 @contextlib.contextmanager
-def no_grad():
-    """A context (also usable as a decorator) in which no graph is recorded.
-
-    Results computed inside have ``requires_grad=False``: use it for
-    evaluation, where gradients are not needed and the graph would only cost
-    memory.
-    """
+def _no_grad():
     global _grad_enabled
     previous = _grad_enabled
     _grad_enabled = False
@@ -51,10 +45,37 @@ def no_grad():
         _grad_enabled = previous
 
 
+class _NoGradType(type):
+    """``with no_grad:`` (without the parentheses) names the fix instead of Python's protocol error."""
+
+    def __enter__(cls):
+        raise TypeError("write `with minitorch.no_grad():`, with the parentheses")
+
+    def __exit__(cls, *exception):
+        return False
+
+
+class no_grad(metaclass=_NoGradType):
+    """A context (``with no_grad():``) or a decorator (``@no_grad()`` or ``@no_grad``) in which no graph is
+    recorded.
+
+    Results computed inside have ``requires_grad=False``: use it for
+    evaluation, where gradients are not needed and the graph would only cost
+    memory.
+    """
+
+    def __new__(cls, function=None):
+        if function is None:
+            return _no_grad()
+        if not callable(function):
+            raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
+        return _no_grad()(function)
+
+
 def _as_float_array(data, dtype) -> np.ndarray:
     """Convert `data` to a floating-point ndarray (float64 unless told), or a TypeError naming what was passed."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     if isinstance(data, (list, tuple)) and any(isinstance(item, Tensor) for item in data):
         raise TypeError("cannot make a Tensor from a list of Tensors: join them with minitorch.stack(tensors) "
                         "(which keeps their gradients), or pass their values (t.data)")
@@ -66,15 +87,22 @@ def _as_float_array(data, dtype) -> np.ndarray:
     except ValueError as error:  # e.g. nested lists of unequal lengths
         raise ValueError(f"cannot make a Tensor from this {type(data).__name__}: {error}") from None
     if array.dtype == object:  # e.g. an integer too large for 64 bits, which a float can still hold
+        if any(item is None for item in array.ravel()):  # float(None) is not an error to NumPy: it gives nan
+            raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding None: every element must "
+                            f"be a number (write float('nan') for a missing value)")
         try:
             array = np.asarray(data, dtype=np.float64)
         except (TypeError, ValueError, OverflowError) as error:
             kinds = sorted({type(item).__name__ for item in np.asarray(data, dtype=object).ravel()})
             raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding {', '.join(kinds)}: "
                             f"{error}") from None
-    if dtype is None:
-        dtype = array.dtype if array.dtype in FLOAT_DTYPES else DEFAULT_DTYPE
-    dtype = np.dtype(dtype)
+    if dtype is None:  # float32 and float64 stay as they are, in either byte order ('>f4' is float32 too)
+        native = array.dtype.newbyteorder("=") if array.dtype.kind == "f" else None
+        dtype = native if native in FLOAT_DTYPES else DEFAULT_DTYPE
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype!r}") from None
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
     if array.dtype.kind not in "biuf":
@@ -100,20 +128,32 @@ class Tensor:
     leaves it reaches, as in PyTorch. Call `zero_grad` (or the optimizer's
     ``zero_grad``) between steps.
 
-    Between a recorded operation and `backward`, the arrays the operation
-    used are read-only (its backward still needs them): ``x.data[0] = 5``
-    then fails with NumPy's "assignment destination is read-only". Edit after
-    `backward`, or give the tensor a copy to edit (``x.data = x.data.copy()``)
-    and run the forward pass again; a `backward` through the old graph then
-    raises, naming the operation whose input changed. So does a second
-    `backward` through a graph after an optimizer step changed its
-    parameters; with the parameters unchanged, it gives the same gradients.
+    Changing values a graph recorded (version counters, as in PyTorch):
+    every tensor counts the changes to its values (``_version``); an
+    operation notes the count of each input it read, and `backward` raises,
+    naming the operation, if an input changed since. A change is replacing
+    ``x.data = ...``, an optimizer step, an in-place operator (``x += 1``,
+    under `no_grad` for a parameter), or taking ``x.data`` / ``x.numpy()``
+    after a `backward` (which may be written to: NumPy cannot tell a read from
+    a write). Between a recorded operation and its `backward`, the arrays it
+    read are read-only: ``x.data[0] = 5`` then fails with NumPy's "assignment
+    destination is read-only"; edit after `backward`, or give the tensor a
+    copy to edit (``x.data = x.data.copy()``) and run the forward pass again.
+    With nothing changed, a second `backward` gives the same gradients.
+
+    Protocols: ``len(t)`` and ``iter(t)`` go over the first axis (a 0-d
+    tensor has neither); ``float(t)`` needs one element; ``np.asarray(t)`` is
+    the values (a read-only view: NumPy's functions on a tensor compute
+    without gradients, so a tensor that requires grad says so, and asks for
+    ``t.detach()`` or ``t.numpy()``).
     """
 
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
-        self.data = np.array(_as_float_array(data, dtype))  # a copy: updating the tensor never changes `data`
+        self._data = np.array(_as_float_array(data, dtype))  # a copy: updating the tensor never changes `data`
+        self._version = 0  # how many times the values changed (see the class docstring)
+        self._released = False  # a backward through every graph that froze the array has run
         if not isinstance(requires_grad, (bool, np.bool_)):  # bool('False') would be True
             raise TypeError(f"requires_grad must be True or False, got {requires_grad!r} "
                             f"({type(requires_grad).__name__})")
@@ -134,7 +174,9 @@ class Tensor:
         parent requires a gradient and we are not inside `no_grad()`.
         """
         out = Tensor.__new__(Tensor)
-        out.data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
+        out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
+        out._version = 0
+        out._released = False
         out.grad = None
         out.op = op
         out._retains_grad = False
@@ -143,14 +185,43 @@ class Tensor:
             out.parents = parents
             out.backward_fn = backward_fn
             # backward_fn reads these arrays later: they may not change until backward has run
-            out.inputs_used = tuple([parent.data for parent in parents])
-            for array in out.inputs_used:
-                array.flags.writeable = False
-            out.data.flags.writeable = False
+            out.versions_used = tuple([parent._version for parent in parents])
+            for parent in parents:
+                parent._data.flags.writeable = False
+                parent._released = False
+            out._data.flags.writeable = False
         else:
             out.parents = ()
             out.backward_fn = None
         return out
+
+    @property
+    def data(self) -> np.ndarray:
+        """The values, an ndarray. After a `backward`, taking them counts as a change (they may be written to)."""
+        if self._released:
+            self._prepare_to_change()
+        return self._data
+
+    @data.setter
+    def data(self, values) -> None:
+        """Replace the values: converted to this tensor's dtype; a tensor that requires grad keeps its shape."""
+        if values is self._data:  # `x.data -= 1` sets back the array it changed in place
+            return
+        if isinstance(values, Tensor):
+            raise TypeError("x.data = <Tensor>: assign its values (t.data), or use the tensor itself")
+        array = _as_float_array(values, self._data.dtype)
+        if self.requires_grad and array.shape != self._data.shape:
+            raise ValueError(f"x.data = ...: new values of shape {array.shape} for a tensor of shape {self.shape} "
+                             f"that requires grad (an optimizer holds state of its shape); make a new tensor")
+        self._data = array
+        self._version += 1
+        self._released = False
+
+    def _prepare_to_change(self) -> None:
+        """About to be changed in place (an optimizer step, ``x.data[0] = 5``): writable again, one version on."""
+        self._version += 1
+        self._released = False
+        _writable(self._data)
 
     @property
     def is_leaf(self) -> bool:
@@ -174,15 +245,15 @@ class Tensor:
                 "and compute outside no_grad()."
             )
         if grad is None:
-            if self.data.size != 1:
+            if self._data.size != 1:
                 raise RuntimeError(
                     f"backward() without a gradient needs a single-number tensor, "
                     f"but this one has shape {self.shape}. Reduce it first "
                     f"(e.g. loss = out.sum() or out.mean()), or pass "
                     f"grad=<array of shape {self.shape}>."
                 )
-            grad = np.ones_like(self.data)
-        grad = _as_float_array(grad, self.data.dtype)
+            grad = np.ones_like(self._data)
+        grad = _as_float_array(grad, self._data.dtype)
         if grad.shape != self.shape:
             raise ValueError(
                 f"backward(grad): grad has shape {grad.shape} but the tensor has shape {self.shape}"
@@ -191,6 +262,7 @@ class Tensor:
         order = topological_order(self)
         for node in order:
             _check_inputs_unchanged(node)  # before any .grad changes
+        _mark_released(order, False)  # the backward functions read .data: that is no change
         grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
         for node in reversed(order):
             node_grad = grads.pop(id(node), None)
@@ -212,14 +284,13 @@ class Tensor:
                 if parent_grad is None or not parent.requires_grad:
                     continue
                 parent_grad = np.asarray(parent_grad)
-                if parent_grad.shape != parent.data.shape:
-                    parent_grad = unbroadcast(parent_grad, parent.data.shape, node.op)
-                if parent_grad.dtype != parent.data.dtype:
-                    parent_grad = parent_grad.astype(parent.data.dtype)
+                if parent_grad.shape != parent._data.shape:
+                    parent_grad = unbroadcast(parent_grad, parent._data.shape, node.op)
+                if parent_grad.dtype != parent._data.dtype:
+                    parent_grad = parent_grad.astype(parent._data.dtype)
                 previous = grads.get(id(parent))
                 grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
-        _release(order)
-        _writable(self.data)  # a root's own result was frozen for its backward, if it has one
+        _mark_released(order, True)
 
     def retain_grad(self) -> "Tensor":
         """Also store ``.grad`` on this intermediate (non-leaf) tensor."""
@@ -232,48 +303,77 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same values, cut from the graph (shares memory)."""
-        return Tensor.from_op(self.data, (), None, "detach")
+        return Tensor.from_op(self._data, (), None, "detach")
 
     def numpy(self) -> np.ndarray:
         """The underlying ndarray (shares memory; read-only while a recorded operation still needs it)."""
         return self.data
 
+    def __array__(self, dtype=None, copy=None):
+        """The values for NumPy (``np.asarray(t)``, ``np.sum(t)``), read-only: NumPy computes without gradients,
+        so a tensor that requires grad is refused (use t.detach() or t.numpy(), or minitorch's own operation)."""
+        if self.requires_grad:
+            raise TypeError("a tensor that requires grad cannot become a NumPy array: NumPy would compute without "
+                            "its gradient. Use minitorch's operation (t.sum(), t.exp(), ...), or take the values "
+                            "without gradient: t.detach() or t.numpy()")
+        if copy is False and dtype is not None and np.dtype(dtype) != self._data.dtype:
+            raise ValueError(f"np.asarray(tensor, dtype={dtype}, copy=False): the tensor holds {self.dtype}")
+        array = self._data.view()
+        array.flags.writeable = False
+        return array.astype(dtype) if dtype is not None else array.copy() if copy else array
+
+    def __array_function__(self, function, types, args, kwargs):
+        """NumPy's functions (np.sum, np.allclose, ...) on tensors: computed on the values, as on arrays, without
+        gradients; a tensor that requires grad is refused (see __array__)."""
+        return function(*_values_for_numpy(args), **_values_for_numpy(kwargs))
+
+    def __float__(self) -> float:
+        if self.size != 1:
+            raise TypeError(f"float() of a tensor of shape {self.shape}: it needs exactly one element")
+        return float(self._data.item())
+
+    def __iter__(self):
+        """The tensor's rows (its slices along the first axis), as ``t[0], t[1], ...``, gradients kept."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor: it holds a single number (shape ()); use .item()")
+        return (self[index] for index in range(len(self._data)))
+
     def item(self) -> float:
         """The single number held by a one-element tensor."""
-        return self.data.item()
+        return self._data.item()
 
     # ------------------------------------------------------------------
     # array attributes
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self) -> int:
-        return self.data.size
+        return self._data.size
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor: it holds a single number (shape ()); use .item() for the "
                             "number, .size for the count of elements")
-        return len(self.data)
+        return len(self._data)
 
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
-        body = np.array2string(self.data, precision=4, separator=", ", prefix="Tensor(")
+        body = np.array2string(self._data, precision=4, separator=", ", prefix="Tensor(")
         return f"Tensor({body}{grad})"
 
     def astype(self, dtype) -> "Tensor":
         """A copy converted to `dtype` (not differentiable)."""
-        return Tensor(self.data, dtype=dtype)
+        return Tensor(self._data, dtype=dtype)
 
     # The arithmetic operators (+, *, @, ...) and methods such as .sum() are attached by
     # minitorch/ops.py, where the operations live; softmax.py attaches .softmax().
@@ -299,6 +399,19 @@ class Tensor:
 
     __hash__ = object.__hash__  # tensors are graph nodes, hashed by identity
 
+    # In-place operators (x += y): they change this tensor's own values (one version on), as in PyTorch.
+    def __iadd__(self, other):
+        return _in_place(self, other, "+=", np.add)
+
+    def __isub__(self, other):
+        return _in_place(self, other, "-=", np.subtract)
+
+    def __imul__(self, other):
+        return _in_place(self, other, "*=", np.multiply)
+
+    def __itruediv__(self, other):
+        return _in_place(self, other, "/=", np.true_divide)
+
     def __bool__(self):
         raise TypeError(
             "the truth value of a Tensor is ambiguous; compare .item() or use "
@@ -310,39 +423,65 @@ class Tensor:
 # values a backward needs may not change before it runs
 #
 # A backward reads its operation's inputs (mul's ∂(ab)/∂a = b) or result (exp's) when it runs, not
-# when the operation ran. Changing them in between would give a wrong gradient without a word, so a
-# recorded operation makes the arrays it read, and its result, read-only (NumPy then refuses an
-# in-place edit such as ``x.data[0] = 5``: "assignment destination is read-only"), and backward checks
-# that no input was given a new array (``x.data = ...``). Backward makes them writable again, so an
-# optimizer (or gradcheck) can update the parameters in place after it. Each operation then keeps a
-# copy of the parameters it read (the tensors created with requires_grad=True): a second backward
-# through the same graph gives the same gradients if they are unchanged, and raises if they changed
-# (an optimizer step in between; PyTorch raises too, "modified by an inplace operation").
+# when the operation ran. Changing them in between would give a wrong gradient without a word. So,
+# as PyTorch does, every tensor counts the changes to its values (its version), an operation notes
+# the version of each input it read (`versions_used`), and backward raises if one moved on. NumPy
+# cannot report a write into an array, so the arrays a graph read, and its results, stay read-only
+# (``x.data[0] = 5`` fails: "assignment destination is read-only"); what may write to one makes it
+# writable and moves the version on first: an optimizer step, an in-place operator, the data setter,
+# and taking ``x.data`` or ``x.numpy()`` once a backward through the graph has run (`_released`).
+# That costs one integer per input, where a copy of every array would cost its size.
 
 
 def _check_inputs_unchanged(node: "Tensor") -> None:
-    """Raise if an input of `node` no longer holds the values the forward pass read."""
-    for position, (parent, used) in enumerate(zip(node.parents, node.inputs_used if node.parents else ())):
-        if parent.data is not used and not np.array_equal(parent.data, used, equal_nan=True):
+    """Raise if an input of `node` changed since the forward pass read it."""
+    for position, (parent, version) in enumerate(zip(node.parents, node.versions_used if node.parents else ())):
+        if parent._version != version:
             raise RuntimeError(
                 f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
-                f"after '{node.op}' used it (its .data was replaced, or it was changed in place after an "
-                f"earlier backward(), as an optimizer step does), so its gradient would come from the wrong "
-                f"values. Run the forward pass again from the changed tensor (to keep the old values, copy "
-                f"them first: old = x.data.copy())."
+                f"after '{node.op}' used it (version {version} then, {parent._version} now: its .data was "
+                f"replaced, changed in place, or taken after an earlier backward(), or an optimizer step "
+                f"changed it), so its gradient would come from the wrong values. Run the forward pass again "
+                f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
             )
 
 
-def _release(order: list) -> None:
-    """After backward: the arrays the graph read may be written again (parents first, so that a
-    view's base is writable before the view). Each operation keeps a copy of the parameters it read: the
-    tensors created with requires_grad=True (op "leaf"), which an optimizer step changes in place."""
+def _mark_released(order: list, released: bool) -> None:
+    """Whether taking .data of the graph's tensors counts as a change (True once its backward has run)."""
     for node in order:
-        if node.parents:
-            for array in node.inputs_used:
-                _writable(array)
-            node.inputs_used = tuple([parent.data.copy() if parent.op == "leaf" and parent.requires_grad else used
-                                      for parent, used in zip(node.parents, node.inputs_used)])
+        node._released = released
+        for parent in node.parents:
+            parent._released = released
+
+
+def _values_for_numpy(arguments):
+    """`arguments` with every Tensor in them (also inside lists, tuples and dicts) replaced by its values."""
+    if isinstance(arguments, Tensor):
+        return np.asarray(arguments)
+    if isinstance(arguments, (list, tuple)):
+        return type(arguments)(_values_for_numpy(item) for item in arguments)
+    if isinstance(arguments, dict):
+        return {key: _values_for_numpy(value) for key, value in arguments.items()}
+    return arguments
+
+
+def _in_place(tensor: Tensor, other, symbol: str, operation) -> Tensor:
+    """``tensor <symbol>= other`` on `tensor`'s own values; refused where a gradient would be lost."""
+    other_requires_grad = isinstance(other, Tensor) and other.requires_grad
+    if _grad_enabled and (tensor.requires_grad or other_requires_grad):
+        if tensor.is_leaf and tensor.requires_grad:
+            raise RuntimeError(
+                f"x {symbol} ...: x is a leaf that requires grad (a parameter); changing it in place would be "
+                f"recorded nowhere. To update it, as an optimizer does: with minitorch.no_grad(): x {symbol} ...; "
+                f"for a new tensor: y = x {symbol[0]} ...")
+        return {"+=": Tensor.__add__, "-=": Tensor.__sub__, "*=": Tensor.__mul__,
+                "/=": Tensor.__truediv__}[symbol](tensor, other)  # recorded, as a new tensor
+    values = _raw(other)
+    tensor._prepare_to_change()
+    if not tensor._data.flags.writeable:  # a view of an array that stays read-only
+        raise ValueError(f"x {symbol} ...: this tensor's values are a read-only view; write y = x {symbol[0]} ...")
+    operation(tensor._data, values, out=tensor._data, casting="same_kind")
+    return tensor
 
 
 def _writable(array: np.ndarray) -> None:
@@ -370,7 +509,7 @@ Tensor = _keep_one_tensor_class(Tensor)
 
 
 def _raw(x):
-    return x.data if isinstance(x, Tensor) else x
+    return x._data if isinstance(x, Tensor) else x
 
 
 class Mask(np.ndarray):
@@ -396,7 +535,7 @@ class Mask(np.ndarray):
 def _compare(comparison, tensor: Tensor, other):
     if not isinstance(other, (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)):
         return NotImplemented  # Python then says "'<' not supported between instances of 'Tensor' and 'str'"
-    return np.asarray(comparison(tensor.data, _raw(other))).view(Mask)
+    return np.asarray(comparison(tensor._data, _raw(other))).view(Mask)
 
 
 def as_tensor(x, like: Tensor | None = None) -> Tensor:

@@ -200,4 +200,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from minitorch.commands import run_command
+
+    sys.exit(run_command(main, name="python -m minitorch.exercises"))

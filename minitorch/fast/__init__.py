@@ -32,6 +32,8 @@ def speed_up(model: AttentionModel) -> AttentionModel:
     """Put `model` on the fast path, in place, and return it: its layers become `FusedAttentionLayer`s
     holding the very same parameters (an optimizer built before or after sees no difference), and
     this process keeps freed memory for reuse."""
+    if not isinstance(model, AttentionModel):
+        raise TypeError(f"speed_up: expected a model from minitorch.paper.build_model, got {type(model).__name__}")
     keep_freed_memory()
     model.layers = [FusedAttentionLayer.taking_over(layer) for layer in model.layers]
     return model

@@ -38,7 +38,7 @@ def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters:
     if projected.ndim < 3 or projected.shape[0] != 3:
         raise ValueError(f"attend_stacked: expected queries, keys and values stacked as (3, ..., L, d), "
                          f"got shape {projected.shape}")
-    queries, keys, values = projected.data
+    queries, keys, values = projected._data
     scores = queries @ np.swapaxes(keys, -1, -2)  # (..., L, d) @ (..., d, L) -> (..., L, L)
     needs_grad = is_grad_enabled() and projected.requires_grad
     array_normaliser = None if parameters else fast_normaliser(normaliser)
@@ -47,11 +47,11 @@ def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters:
         weights = Tensor.from_op(weights, (), None, "weights")
     else:
         weights, normaliser_backward = _through_a_small_graph(scores, normaliser, parameters, needs_grad)
-    output = weights.data @ values  # (..., L, L) @ (..., L, d) -> (..., L, d)
+    output = weights._data @ values  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
     def backward(grad):
-        stacked = np.empty_like(projected.data)  # (3, ..., L, d): ∂ℓ/∂Q, ∂ℓ/∂K, ∂ℓ/∂V
-        np.matmul(np.swapaxes(weights.data, -1, -2), grad, out=stacked[2])  # Aᵀ G
+        stacked = np.empty_like(projected._data)  # (3, ..., L, d): ∂ℓ/∂Q, ∂ℓ/∂K, ∂ℓ/∂V
+        np.matmul(np.swapaxes(weights._data, -1, -2), grad, out=stacked[2])  # Aᵀ G
         grad_scores = normaliser_backward(grad @ np.swapaxes(values, -1, -2))  # G Vᵀ in, ∂ℓ/∂S out
         if grad_scores is None:  # nothing upstream of the scores learns
             stacked[:2] = 0.0

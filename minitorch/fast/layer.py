@@ -64,17 +64,17 @@ def project_blocks(rows: Tensor, *weights: Tensor) -> Tensor:
     for G (k, N, n): ``∂ℓ/∂W^b = G[b]ᵀ rows`` and ``∂ℓ/∂rows = Σ_b G[b] W^b``.
     """
     width = rows.shape[-1]
-    stacked = np.concatenate([weight.data for weight in weights])  # (k*n, n)
+    stacked = np.concatenate([weight._data for weight in weights])  # (k*n, n)
     blocks = stacked.reshape(-1, width, width)  # (k, n, n)
     transposed = blocks.transpose(0, 2, 1)  # (W^b)ᵀ for every b
 
     def backward(grad):  # grad: (k, N, n)
         grad_rows = (grad @ blocks).sum(axis=0) if rows.requires_grad else None  # Σ_b G[b] W^b: (N, n)
-        grad_transposed = np.swapaxes(rows.data, -1, -2) @ grad  # rowsᵀ G[b]: (k, n, n), ∂ℓ/∂(W^b)ᵀ
+        grad_transposed = np.swapaxes(rows._data, -1, -2) @ grad  # rowsᵀ G[b]: (k, n, n), ∂ℓ/∂(W^b)ᵀ
         grad_stacked = grad_transposed.transpose(0, 2, 1).reshape(stacked.shape)  # (k*n, n)
         return (grad_rows, *_split_rows(grad_stacked, weights))
 
-    return Tensor.from_op(rows.data @ transposed, (rows, *weights), backward, "project_blocks")
+    return Tensor.from_op(rows._data @ transposed, (rows, *weights), backward, "project_blocks")
 
 
 def _split_rows(stacked: np.ndarray, weights: tuple) -> list[np.ndarray]:
@@ -94,8 +94,8 @@ def apply_output_blocks(heads_out: Tensor, W_O: Tensor) -> Tensor:
     ``∂ℓ/∂o^h = G W_O^h`` and ``∂ℓ/∂W_O^h = G[h-th copy]ᵀ o^h``.
     """
     heads, batch, length, width = heads_out.shape
-    rows_out = heads_out.data.reshape(heads, batch * length, width)  # (H, N, n)
-    transposed = W_O.data.reshape(width, heads, width).transpose(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
+    rows_out = heads_out._data.reshape(heads, batch * length, width)  # (H, N, n)
+    transposed = W_O._data.reshape(width, heads, width).transpose(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ
     update = (rows_out @ transposed).sum(axis=(0,))  # (H, N, n) -> (N, n)
 
     def backward(grad):  # grad: (B, L, n)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from minitorch import ops
+from minitorch import checks, ops
 from minitorch.softmax import softmax
 from minitorch.tensor import Tensor
 
@@ -84,6 +84,11 @@ def normaliser_options(name: str) -> NormaliserOptions:
     return NORMALISER_OPTIONS.get(name, NormaliserOptions())
 
 
+def _length(length) -> tuple:
+    return (checks.integer("causal_mask", "length", length, minimum=0),)
+
+
+@checks.inputs_checked_by(_length)
 def causal_mask(length: int) -> np.ndarray:
     """Exercise 3.1: the boolean (L, L) mask, True where key k lies in the future of query i (k > i)."""
     return np.triu(np.ones((length, length), dtype=bool), k=1)
@@ -129,3 +134,5 @@ def check_attention_shapes(queries: Tensor, keys: Tensor, values: Tensor) -> Non
             f"attend: queries {queries.shape}, keys {keys.shape} and values {values.shape} "
             f"must agree on every axis but the values' last"
         )
+    checks.memory("attend", "the attention scores (..., L, L)", (*queries.shape[:-1], queries.shape[-2]),
+                  queries.dtype.itemsize)

@@ -244,7 +244,7 @@ def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str, speed_u
         results[experiment[function]].append(output)
     results["wall_time_seconds"] = time.perf_counter() - started
     written = write_beyond_figures(results, out)
-    (out / "results.md").write_text(beyond_markdown(results))
+    (out / "results.md").write_text(beyond_markdown(results), encoding="utf-8")
     write_record(out, results, indent=1)
     return results, len(written)
 

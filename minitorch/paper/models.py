@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.outputs import write_atomically
+from minitorch.outputs import check_input_file, write_atomically
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
@@ -131,6 +131,9 @@ class AttentionModel(Module):
         if x.ndim != 3 or x.shape[-1] != self.config["width"] or x.shape[1] == 0:
             raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}) with "
                              f"L >= 1 (a sequence holds at least its BOS token), got {x.shape}")
+        heads = self.config["heads"]
+        checks.memory(type(self).__name__, "the attention weights (B, H, L, L)",
+                      (x.shape[0], heads, x.shape[1], x.shape[1]), x.dtype.itemsize)  # L = 60,000: 27 GiB
         attention = []
         for layer in self.layers:
             update, weights = layer(x)
@@ -216,6 +219,8 @@ def load_model(path) -> AttentionModel:
     def not_a_model(reason: str) -> ModelFileError:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")
 
+    check_input_file(path, "load_model", error=ModelFileError)  # a FIFO would block open() forever
+    archive = None
     try:
         with open(path, "rb") as file:  # closed here even when NumPy fails midway (a truncated archive)
             archive = np.load(file, allow_pickle=False)
@@ -230,9 +235,13 @@ def load_model(path) -> AttentionModel:
     except (EOFError, zipfile.BadZipFile, KeyError, OSError) as error:  # (never suggest allow_pickle: unsafe)
         raise not_a_model("the file is empty" if path.stat().st_size == 0 else
                           f"a truncated or damaged archive ({type(error).__name__}: {error})") from None
+    except MemoryError:  # an array header claiming more than the file could hold (M27)
+        raise not_a_model("an array in it claims more memory than this machine has (a damaged header?)") from None
     except ValueError as error:
         if str(error).startswith("Object arrays"):  # NumPy will not unpickle them (that could run code)
             raise not_a_model("it stores Python objects, not arrays of numbers") from None
+        if isinstance(archive, np.lib.npyio.NpzFile):  # the archive opened; one of its arrays did not read
+            raise not_a_model(f"an .npz archive with a truncated or damaged array ({error})") from None
         raise not_a_model("neither an .npz archive nor a .npy array") from None
     try:
         config = json.loads(config_text)

@@ -279,13 +279,13 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
         key = f"{normaliser}_{name}"
         runs[key] = dict(result=result, evaluation=evaluation, attention=attention, worst_case=worst_case)
         save_model(result.model, out / "models" / f"{key}.npz")
-        (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history))
+        (out / "models" / f"{key}_history.json").write_text(json.dumps(result.history), encoding="utf-8")
         log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
             f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
             f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
     written = write_figures(runs, out, speed_up)
     results = _results_document(runs, quick, only, seed, time.perf_counter() - started)
-    (out / "results.md").write_text(results_markdown(results))
+    (out / "results.md").write_text(results_markdown(results), encoding="utf-8")
     write_record(out, results)
     return results, len(written)
 

@@ -37,17 +37,21 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
     x: (B, L, n). `trigger` = None draws each j uniformly from {2, ..., L-1};
     an int fixes j for every sequence.
     """
+    batch = checks.integer("make_inputs", "batch", batch)
+    length, width = checks.integer("make_inputs", "length", length), checks.integer("make_inputs", "width", width)
     if length < 3 or width < 4:
         raise ValueError(f"make_inputs: need length >= 3 and width >= 4, got length={length}, width={width}")
-    if not isinstance(batch, (int, np.integer)) or batch < 1:
-        raise ValueError(f"make_inputs: batch must be a positive integer, got {batch!r}")
+    checks.memory("make_inputs", "the inputs (B, L, n)", (batch, length, width))
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"make_inputs: rng must be a NumPy Generator, e.g. np.random.default_rng(0), "
                         f"got {type(rng).__name__}")
     if trigger is None:
         triggers = rng.integers(2, length, size=batch)  # (B,)
     else:
-        if isinstance(trigger, bool) or not isinstance(trigger, (int, np.integer)) or not 1 <= trigger < length:
+        if isinstance(trigger, (bool, np.bool_)) or not isinstance(trigger, (int, np.integer)):
+            raise ValueError(f"make_inputs: trigger must be a whole number (an int) in 1..{length - 1}, got "
+                             f"{trigger!r} ({type(trigger).__name__})")
+        if not 1 <= trigger < length:
             raise ValueError(f"make_inputs: trigger must lie in 1..{length - 1}, got {trigger}")
         triggers = np.full(batch, trigger)
     x = np.zeros((batch, length, width))
@@ -70,6 +74,7 @@ def _targets_inputs(x, triggers, residual=False):
                          f"got {triggers.dtype} of shape {triggers.shape}")
     if not ((1 <= triggers) & (triggers < x.shape[1])).all():
         raise ValueError(f"make_targets: every trigger position must lie in 1..{x.shape[1] - 1}, got {triggers}")
+    residual = checks.flag("make_targets", "residual", residual)  # the string 'False' would be true
     return x, triggers, residual
 
 

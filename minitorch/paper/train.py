@@ -54,10 +54,10 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
     the prediction's shape: a silent broadcast would average the wrong errors.
     """
     prediction = as_tensor(prediction)
-    target = np.asarray(target.data if isinstance(target, Tensor) else target, dtype=prediction.dtype)
+    target = np.asarray(target._data if isinstance(target, Tensor) else target, dtype=prediction.dtype)
     if target.shape != prediction.shape:
         raise ValueError(f"mse_loss: prediction {prediction.shape} and target {target.shape} must have the same shape")
-    difference = prediction.data - target
+    difference = prediction._data - target
 
     def backward(grad):
         return (grad * (2.0 / difference.size) * difference,)
@@ -69,7 +69,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     """Measure `model` on a fixed set: errors, BOS mass, trigger row. Returns (measures, weights)."""
     with no_grad():
         prediction, attention = model(x, return_attention=True)
-    error = np.abs(prediction.data - y)  # (B, L, n)
+    error = np.abs(prediction._data - y)  # (B, L, n)
     first = attention[0]  # (B, H, L, L) of the first layer
     off_trigger = metrics.non_trigger_rows(triggers, error.shape[1])  # (B, L)
     bos = np.stack([metrics.bos_mass_at_non_trigger_rows(w, triggers) for w in attention])  # (layers, B, H, L-2)
@@ -139,13 +139,13 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
         with _explaining_non_finite_numbers("the forward pass failed", step, lr, model, x, y):
             prediction = model(x.astype(dtype))
             loss = mse_loss(prediction, y.astype(dtype))
-        if not np.isfinite(loss.data):
+        if not np.isfinite(loss._data):
             raise _not_finite(f"the loss became {loss.item()}", step, lr, x, y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         step += 1
-        max_error = float(np.abs(prediction.data - y).max())
+        max_error = float(np.abs(prediction._data - y).max())
         converged = max_error < stop_error
         if step % record_every == 0 or converged or step == max_steps:
             with _explaining_non_finite_numbers("measuring the probe set failed", step - 1, lr, model, x, y):
@@ -169,7 +169,7 @@ def _explaining_non_finite_numbers(what: str, step: int, lr: float, model: Atten
     try:
         yield
     except ValueError as error:
-        if _finite(x, y) and all(np.isfinite(parameter.data).all() for parameter in model.parameters()):
+        if _finite(x, y) and all(np.isfinite(parameter._data).all() for parameter in model.parameters()):
             raise  # no number went bad: an error of its own
         raise _not_finite(what, step, lr, x, y) from error
 

@@ -322,7 +322,7 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
         subprocess.run([sys.executable, "-m", "minitorch", "reproduce", "--out", scratch, "--jobs", str(jobs),
                         "--no-progress"], check=True, stdout=subprocess.DEVNULL)
         wall = time.perf_counter() - start
-        models = json.loads((Path(scratch) / "results.json").read_text())["models"]
+        models = json.loads((Path(scratch) / "results.json").read_text(encoding="utf-8"))["models"]
     steps = {name: model["steps"] for name, model in models.items()}
     authors = authors_estimate_seconds(steps)
     result = dict(wall_seconds=wall, steps=steps, authors_estimate_seconds=authors, speedup=authors / wall, jobs=jobs)
@@ -335,25 +335,32 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitorch.tools.bench", description=__doc__.split("\n")[0])
     count = dict(integer=True, minimum=1)
-    parser.add_argument("--steps", type=number_argument("--steps", **count), default=40,
-                        help="steps per timed block (default 40)")
-    parser.add_argument("--blocks", type=number_argument("--blocks", **count), default=5,
-                        help="timed blocks; the fastest counts (default 5)")
-    parser.add_argument("--rounds", type=number_argument("--rounds", **count), default=3,
+    # bounded, so that a typo (--steps 1000000000) cannot run for days: 10,000 steps of 4x4 take about 2 minutes
+    parser.add_argument("--steps", type=number_argument("--steps", **count, maximum=10_000), default=40,
+                        help="steps per timed block (default 40, at most 10,000)")
+    parser.add_argument("--blocks", type=number_argument("--blocks", **count, maximum=100), default=5,
+                        help="timed blocks; the fastest counts (default 5, at most 100)")
+    parser.add_argument("--rounds", type=number_argument("--rounds", **count, maximum=20), default=3,
                         help="times each measurement is repeated, interleaved with the others; the best counts "
-                             "(default 3)")
+                             "(default 3, at most 20)")
     parser.add_argument("--threads", type=number_argument("--threads", **count), default=1,
                         help="BLAS/PyTorch threads per process (default 1, as each reproduce worker runs)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--relu", action="store_true", help="also time the ReLU-attention models")
     parser.add_argument("--reproduce", action="store_true", help="also time `python -m minitorch reproduce`")
-    parser.add_argument("--jobs", type=number_argument("--jobs", **count), default=2,
+    parser.add_argument("--jobs", type=number_argument("--jobs", **count, maximum=64), default=2,
                         help="--jobs for the timed reproduce (default 2)")
     parser.add_argument("--json", default=None, help="also write the measurements to this file")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # one measurement, in a fresh process started by `measure`
-        print(json.dumps(_measure_here(*json.loads(args.child))))
+        try:
+            measurement = json.loads(args.child)
+            if not isinstance(measurement, list) or len(measurement) != 7:
+                raise ValueError("not a list of 7 values")
+        except ValueError as error:
+            parser.error(f"--child (used by bench itself) takes the JSON list `measure` writes: {error}")
+        print(json.dumps(_measure_here(*measurement)))
         return 0
     try:  # before minutes of measuring
         json_path = None if args.json is None else check_output_file(args.json, "--json")
@@ -373,4 +380,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from minitorch.commands import run_command
+
+    sys.exit(run_command(main, name="python -m minitorch.tools.bench"))

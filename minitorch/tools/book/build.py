@@ -19,7 +19,7 @@ from pathlib import Path
 from minitorch.outputs import OutputPathError, building_aside, check_output_folder
 from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
-from minitorch.tools.book.execute import Run, execute_all
+from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,7 +38,7 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
 
 def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
                only: list[str] | None = None, jobs: int = 1, keep_going: bool = False, force: bool = False,
-               report=None) -> list[Run]:
+               report=None, cell_timeout: float = CELL_TIMEOUT) -> list[Run]:
     """Execute the chapters and write the book into ``out``; return the failed runs (empty if none).
 
     A failure stops the build and leaves ``out`` as it was, unless ``keep_going``: then every chapter
@@ -50,13 +50,15 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     chosen = find_chapters(chapters_dir, only)
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
     pages = {chapter.number: chapter.page for chapter in chapters if chapter.path.name in built}
+    jobs = min(jobs, len(chosen))  # --jobs 200 for one chapter starts one kernel, not 200 workers
     report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")
     start = time.perf_counter()
     failures: list[Run] = []
     try:
         with building_aside(target) as staging:
             write_assets(staging / "_static")
-            with closing(execute_all(chosen, quick, jobs, keep_going, report)) as runs:  # closed: kernels stopped
+            runs = execute_all(chosen, quick, jobs, keep_going, report, cell_timeout)
+            with closing(runs):  # closed: kernels stopped
                 for run in runs:
                     write_chapter(staging, run, chapters, built, pages, quick)
                     if run.failed:
@@ -96,7 +98,8 @@ def main(args) -> int:
     chapters_dir = Path(args.chapters) if args.chapters else ROOT / "chapters"
     try:
         failures = build_book(args.out, chapters_dir=chapters_dir, quick=args.quick, only=only, jobs=args.jobs,
-                              keep_going=args.keep_going, force=args.force)
+                              keep_going=args.keep_going, force=args.force,
+                              cell_timeout=getattr(args, "cell_timeout", CELL_TIMEOUT))
     except (OutputPathError, BookError) as error:
         print(f"python -m minitorch book: error: {error}", file=sys.stderr)
         return 2

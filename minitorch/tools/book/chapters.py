@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitorch.outputs import PathError, check_input_file
+
 CHAPTER_NAME = re.compile(r"^(\d\d)_.+\.ipynb$")
 TITLE_PREFIX = re.compile(r"^Chapter\s+\d\d\s*[—–:-]\s*")  # "Chapter 03 — " before the title proper
 
@@ -58,6 +60,10 @@ def chapter_title(path: Path) -> str:
     """The first '# ' heading of the notebook's markdown, or its file name if it has none."""
     import nbformat
 
+    try:
+        check_input_file(path, "a chapter")  # a FIFO named like a chapter would block the read forever
+    except (PathError, OSError) as error:
+        raise BookError(str(error)) from None
     try:
         notebook = nbformat.read(path, as_version=4)
     except Exception as error:  # not JSON, not a notebook: name the file

@@ -15,7 +15,8 @@ from pathlib import Path
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
 
-CELL_TIMEOUT = 1800  # seconds one cell may run before the build gives up on it
+CELL_TIMEOUT = 600  # default seconds one cell may run before the build gives up on it (--cell-timeout); the
+# longest cell of the book, full mode, takes well under a minute on 2 cores
 KERNEL_STARTUP_TIMEOUT = 300  # seconds a kernel may take to start (nbclient's 60 is short on a loaded machine)
 KERNEL_START_ATTEMPTS = 2  # a second try when a kernel does not start (two kernels may race for one port)
 # Figures reach the page through the inline backend (each plt.show() becomes a PNG output); a shell's
@@ -116,13 +117,13 @@ class Stop:
             sys.__unraisablehook__(unraisable)
 
 
-def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None) -> Run:
+def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None, cell_timeout: float = CELL_TIMEOUT) -> Run:
     """Run one chapter top to bottom in a fresh kernel (working directory: its folder); a raising cell
     stops it and is recorded. Ctrl-C or SIGTERM raise KeyboardInterrupt once the kernel is down; ``stop``
     is the caller's Stop, already installed (by default the chapter installs its own)."""
     if stop is None:
         with Stop().installed() as own_stop:
-            return execute_chapter(chapter, quick, own_stop)
+            return execute_chapter(chapter, quick, own_stop, cell_timeout)
     import nbclient
     import nbformat
 
@@ -132,11 +133,11 @@ def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None) -> 
     for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
         stop.check()
         notebook = nbformat.read(chapter.path, as_version=4)
-        stop.client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT, startup_timeout=KERNEL_STARTUP_TIMEOUT,
+        stop.client = nbclient.NotebookClient(notebook, timeout=cell_timeout, startup_timeout=KERNEL_STARTUP_TIMEOUT,
                                               kernel_name="python3", extra_arguments=KERNEL_ARGUMENTS,
                                               resources={"metadata": {"path": str(chapter.path.parent)}})
         try:
-            failed_cell, error = _execute_cells(stop, notebook)
+            failed_cell, error = _execute_cells(stop, notebook, cell_timeout)
             break
         except _KernelDidNotStart as not_started:
             failed_cell, error = None, f"the kernel did not start ({attempt} tries): {not_started}"
@@ -144,17 +145,17 @@ def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None) -> 
     return Run(chapter, nbformat.writes(notebook), time.perf_counter() - start, failed_cell, error)
 
 
-def _execute_in_worker(chapter: Chapter, quick: bool) -> Run:
+def _execute_in_worker(chapter: Chapter, quick: bool, cell_timeout: float) -> Run:
     """`execute_chapter` in a ``--jobs`` worker: a stop kills the kernel and exits the worker."""
     with Stop(worker=True).installed() as stop:
-        return execute_chapter(chapter, quick, stop)
+        return execute_chapter(chapter, quick, stop, cell_timeout)
 
 
 class _KernelDidNotStart(Exception):
     """The kernel failed before the first cell ran (a timeout, a port taken by another kernel)."""
 
 
-def _execute_cells(stop: Stop, notebook) -> tuple[int | None, str]:
+def _execute_cells(stop: Stop, notebook, cell_timeout: float) -> tuple[int | None, str]:
     """Run the cells in order with ``stop.client``; return the 1-based position of the one that raised
     and its error."""
     import nbclient
@@ -178,7 +179,7 @@ def _execute_cells(stop: Stop, notebook) -> tuple[int | None, str]:
                 stop.check()
                 return index + 1, f"{raised.ename}: {raised.evalue}"
             except nbclient.exceptions.CellTimeoutError:
-                return index + 1, f"timed out after {CELL_TIMEOUT} s"
+                return index + 1, f"timed out after {cell_timeout:g} s (--cell-timeout)"
             except nbclient.exceptions.DeadKernelError:
                 stop.check()  # the kernel died because Ctrl-C killed it
                 return index + 1, "DeadKernelError: the kernel died (the cell crashed Python or ran out of memory)"
@@ -206,22 +207,23 @@ def _finish_abandoned_tasks() -> None:
             loop.run_until_complete(asyncio.wait_for(finished, timeout=10))
 
 
-def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: bool, report=print):
+def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: bool, report=print,
+                cell_timeout: float = CELL_TIMEOUT):
     """Yield each chapter's Run as it finishes, ``jobs`` kernels at once; stop early on a failure
     unless ``keep_going`` (chapters already running still finish and are yielded). Ctrl-C or SIGTERM
     stop every kernel and raise KeyboardInterrupt."""
     with Stop().installed() as stop:
         if jobs == 1:
             for chapter in chapters:
-                run = execute_chapter(chapter, quick, stop)
+                run = execute_chapter(chapter, quick, stop, cell_timeout)
                 report(progress_line(run))
                 yield run
                 if run.failed and not keep_going:
                     return
             return
-        stop.workers = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker)
+        stop.workers = ProcessPoolExecutor(max_workers=min(jobs, len(chapters)), initializer=_start_worker)
         try:
-            futures = [stop.workers.submit(_execute_in_worker, chapter, quick) for chapter in chapters]
+            futures = [stop.workers.submit(_execute_in_worker, chapter, quick, cell_timeout) for chapter in chapters]
             for future in as_completed(futures):
                 run = future.result()
                 report(progress_line(run))

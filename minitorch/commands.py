@@ -1,0 +1,99 @@
+"""One wrapper around every command's ``main`` (``python -m minitorch ...``, ``python -m minitorch.exercises ...``,
+``python -m minitorch.tools.bench ...``), so that every command stops the same way:
+
+- **SIGTERM and SIGHUP take the Ctrl-C path.** They raise KeyboardInterrupt in the main thread, as Ctrl-C does,
+  so the code that already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being
+  built aside deleted, the old output left as it was. The exit status is 128 + the signal's number (130 for
+  Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the signal ended.
+- **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
+  a symbolic-link loop, ...), not a traceback.
+- **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import sys
+
+STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+# what to do about an OSError, by errno: the advice printed after the path and the system's reason
+_ADVICE = {
+    errno.ENOSPC: "the disk is full: free some space, or write somewhere else",
+    errno.EDQUOT: "your disk quota is used up: free some space, or write somewhere else",
+    errno.ENAMETOOLONG: "a name is too long (at most 255 bytes per name on most file systems): choose a shorter one",
+    errno.ELOOP: "a symbolic link points back to itself (a loop): remove it, or name another path",
+    errno.EACCES: "permission denied: choose a place you may write to (or read from)",
+    errno.EPERM: "the operation is not permitted there: choose another place",
+    errno.EROFS: "the file system is read-only: choose another place",
+    errno.ENOENT: "no such file or folder (was it, or the working folder, deleted?)",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "it is a folder where a file was expected",
+    errno.EEXIST: "something already exists there",
+    errno.ENOTEMPTY: "the folder is not empty (another run writing to it at the same time?)",
+    errno.EIO: "an input/output error of the disk or device",
+    errno.EMFILE: "too many open files: raise the limit (ulimit -n) or run fewer jobs",
+}
+
+
+def describe_os_error(error: OSError) -> str:
+    """One line for `error`: the path(s) it names, the system's reason and what to do."""
+    if isinstance(error, shutil.Error) and error.args and isinstance(error.args[0], list) and error.args[0]:
+        source, destination, reason = error.args[0][0]  # copytree's list of (source, destination, why)
+        more = len(error.args[0]) - 1
+        return f"copying {source} to {destination}: {reason}" + (f" (and {more} more)" if more else "")
+    paths = [str(path) for path in (error.filename, error.filename2) if path is not None]
+    where = " -> ".join(paths) + ": " if paths else ""
+    reason = error.strerror or str(error) or type(error).__name__
+    advice = _ADVICE.get(error.errno)
+    return f"{where}{reason}" + (f"; {advice}" if advice else "")
+
+
+class _Stopped:
+    """The signal that asked the command to stop (SIGINT unless a handler here saw another)."""
+    signum = signal.SIGINT
+
+
+def _stop(signum, frame) -> None:
+    _Stopped.signum = signum
+    raise KeyboardInterrupt
+
+
+def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
+    """``main(argv)`` with the stops described in the module docstring; returns the exit status."""
+    previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
+    _Stopped.signum = signal.SIGINT
+    try:
+        status = main(argv)
+        sys.stdout.flush()  # here, not at exit, so that a full disk or a closed pipe is handled below
+        status = 0 if status is None else status
+        if status == 128 + signal.SIGINT and _Stopped.signum != signal.SIGINT:
+            status = 128 + _Stopped.signum  # main handled the stop as Ctrl-C; report the signal it was
+        return status
+    except KeyboardInterrupt:
+        print(f"{name}: stopped by {signal.Signals(_Stopped.signum).name}", file=sys.stderr)
+        return 128 + _Stopped.signum
+    except BrokenPipeError:
+        _silence_stdout()
+        return 128 + signal.SIGPIPE
+    except OSError as error:
+        if error.filename is None:  # a write to stdout (> /dev/full) names no file: what is buffered would fail again
+            _silence_stdout()
+        print(f"{name}: error: {describe_os_error(error)}", file=sys.stderr)
+        return 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: what is still buffered would fail again when Python flushes it at exit."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,168 @@
+"""Every command stops the same way (minitorch.commands.run_command, round three of the bad-input catalogue):
+SIGTERM and SIGHUP take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the signal), an
+OSError is one line naming the path and what to do, and a closed pipe is quiet."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bad_input_helpers import ROOT
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM, SIGHUP and process groups are POSIX")
+
+
+def _command(*arguments, **options) -> subprocess.CompletedProcess:
+    options = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **options}
+    return subprocess.run([sys.executable, "-m", *arguments], cwd=ROOT, text=True, timeout=300, **options)
+
+
+# ----------------------------------------------------------------------
+# cause 1: signals other than Ctrl-C
+
+
+def _build_aside_then_get(signum, target: Path):
+    """A command's main that builds `target` aside (as reproduce and book do) and gets `signum` midway."""
+    from minitorch.outputs import building_aside
+
+    def main(argv):
+        with building_aside(target) as staging:
+            (staging / "half.txt").write_text("half of a result", encoding="utf-8")
+            os.kill(os.getpid(), signum)
+            time.sleep(30)  # the signal arrives long before
+        return 0
+
+    return main
+
+
+def _bench_then_get(signum, target: Path):
+    """bench's main, interrupted while it measures (BN-D printed a KeyboardInterrupt traceback)."""
+    from minitorch.tools import bench
+
+    def measuring(*args, **kwargs):
+        os.kill(os.getpid(), signum)
+        time.sleep(30)
+
+    def main(argv):
+        original, bench.run_steps = bench.run_steps, measuring
+        try:
+            return bench.main(["--json", str(target / "bench.json")])
+        finally:
+            bench.run_steps = original
+
+    return main
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
+@pytest.mark.parametrize("make_main", [_build_aside_then_get, _bench_then_get], ids=["building-aside", "bench"])
+def test_a_stop_signal_takes_the_ctrl_c_path_and_leaves_nothing_half_written(tmp_path, capsys, make_main, signum):
+    from minitorch.commands import run_command
+
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "earlier.txt").write_text("the earlier result", encoding="utf-8")
+    status = run_command(make_main(signum, target), [], name="python -m minitorch")
+    assert status == 128 + signum, f"a command stopped by signal {signum} must exit {128 + signum}, got {status}"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"], "a folder being built was left beside"
+    assert sorted(path.name for path in target.iterdir()) == ["earlier.txt"], "the earlier output was changed"
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and signal.Signals(signum).name in error, f"one line naming the signal: {error}"
+    assert signal.getsignal(signal.SIGTERM) is not None, "the wrapper must put the previous handlers back"
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_partial_folder(tmp_path, signum):
+    """RR-C, RR-D: the signal reached the main process only; its workers trained on, and .X.partial-* stayed."""
+    out = tmp_path / "X"
+    process = subprocess.Popen([sys.executable, "-m", "minitorch", "reproduce", "--quick", "--jobs", "2",
+                                "--no-progress", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.5)
+        workers = [pid for pid in _children(process.pid)
+                   if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(workers) >= 2, "the two workers did not start"
+    os.kill(process.pid, signum)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 128 + signum, f"exit {process.returncode}, expected {128 + signum}:\n{output}"
+    time.sleep(1)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
+             and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    assert not alive, f"workers {alive} outlived the stopped run"
+    assert list(tmp_path.iterdir()) == [], f"the stopped run left {[p.name for p in tmp_path.iterdir()]}"
+    assert "nothing was written" in output and "Traceback" not in output, output
+
+
+# ----------------------------------------------------------------------
+# cause 2: OS errors are one line, naming the path and what to do
+
+
+@pytest.mark.parametrize("raised,named", [
+    (OSError(errno.ENOSPC, "No space left on device", "/full/run/results.json"),
+     r"/full/run/results.json: No space left on device; the disk is full"),
+    (OSError(errno.ENAMETOOLONG, "File name too long", "a" * 300), r"a name is too long .*choose a shorter one"),
+    (OSError(errno.ELOOP, "Too many levels of symbolic links", "loop"), r"loop: .*points back to itself"),
+    (OSError(errno.EROFS, "Read-only file system", "/ro/run"), r"/ro/run: Read-only file system; .*another place"),
+    (FileNotFoundError(errno.ENOENT, "No such file or directory", "gone"), r"gone: .*working folder, deleted"),
+    (shutil.Error([("book/a.html", "/full/a.html", "[Errno 28] No space left on device")]),
+     r"copying book/a.html to /full/a.html: \[Errno 28\] No space left on device"),
+], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "copytree-disk-full"])
+def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, named):
+    from minitorch.commands import run_command
+
+    def main(argv):
+        raise raised
+
+    assert run_command(main, [], name="python -m minitorch") == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error, f"not one line: {error}"
+    assert error.startswith("python -m minitorch: error: ") and re.search(named, error), error
+
+
+@pytest.mark.parametrize("arguments", [
+    ("minitorch", "reproduce", "--quick", "--only", "1x1", "--out", "r" * 300),
+    ("minitorch", "book", "--only", "01", "--out", "b" * 300),
+    ("minitorch", "bench", "--json", "j" * 300 + ".json"),
+    ("minitorch.exercises", "grade", "{subs}", "--out", "g" * 300),
+], ids=["reproduce-out", "book-out", "bench-json", "grade-out"])
+def test_a_name_too_long_is_refused_in_one_line_before_any_work(tmp_path, arguments):
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    result = _command(*[argument.format(subs=tmp_path / "subs") for argument in arguments])
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert re.search(r"a name of 30[05] bytes is too long \(at most 255\)", result.stderr), result.stderr
+
+
+def test_a_closed_pipe_is_quiet_and_a_full_disk_is_one_line():
+    listing = subprocess.run(f"{sys.executable} -m minitorch.exercises list | head -1", shell=True, cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in listing.stderr and "BrokenPipe" not in listing.stderr, listing.stderr
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        result = _command("minitorch.exercises", "list", stdout=full, stderr=subprocess.PIPE)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "No space left on device; the disk is full" in result.stderr, result.stderr

@@ -1,0 +1,78 @@
+"""The course's commands and pytest's options: a clear line, before any work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bad_input_helpers import ROOT
+
+
+def _course(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minitorch.exercises", *arguments], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("arguments,culprit", [
+    (["--timeout", "nan"], "argument --timeout: must be a finite number > 0"),
+    (["--timeout", "inf"], "argument --timeout: must be a finite number > 0"),
+    (["--timeout", "0"], "argument --timeout: must be a finite number > 0"),
+    (["--jobs", "1.5"], "argument --jobs: must be a whole number >= 1"),
+    (["--budget", "-1"], "argument --budget: must be a finite number > 0"),
+    (["--exercise-seed", "x"], "argument --exercise-seed: must be a whole number >= 0"),
+    (["--isolation", "chroot"], "argument --isolation: invalid choice"),
+], ids=["timeout-nan", "timeout-inf", "timeout-0", "jobs", "budget", "seed", "isolation"])
+def test_grade_refuses_a_bad_number_or_choice_before_any_work(tmp_path, arguments, culprit):
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "grades"), *arguments)
+    assert completed.returncode == 2 and culprit in completed.stderr, completed.stderr
+    assert not (tmp_path / "grades").exists(), "nothing may be written for a refused command"
+
+
+@pytest.mark.parametrize("out", ["subs", "subs/grades", "subs/ann/notes.txt", ""], ids=["the-submissions",
+                                                                                     "inside-them", "a-file", "empty"])
+def test_grade_refuses_an_output_folder_that_would_mix_with_the_submissions(tmp_path, out):
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    (tmp_path / "subs" / "ann" / "notes.txt").write_text("mine")
+    before = sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*"))
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / out) if out else "")
+    assert completed.returncode == 2 and "--out" in completed.stderr, completed.stderr
+    assert sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*")) == before, "a refused run wrote"
+
+
+@pytest.mark.parametrize("arguments,culprit", [
+    (["--timeout", "inf"], "argument --timeout: must be a finite number > 0"),
+    (["--timeout", "nan"], "argument --timeout: must be a finite number > 0"),
+    (["--deadline", "0"], "argument --deadline: must be a finite number > 0"),
+    (["--exercise-seed", "-3"], "argument --exercise-seed: must be a whole number >= 0"),
+], ids=["timeout-inf", "timeout-nan", "deadline", "seed"])
+def test_gradescope_bundle_refuses_a_bad_number_before_building(tmp_path, arguments, culprit):
+    completed = _course("gradescope-bundle", str(tmp_path / "autograder.zip"), "--only", "3.1", *arguments)
+    assert completed.returncode == 2 and culprit in completed.stderr, completed.stderr
+    assert not (tmp_path / "autograder.zip").exists()
+
+
+@pytest.mark.parametrize("arguments,culprit", [
+    (["--test-timeout=nan"], "--test-timeout must be a finite number of seconds"),
+    (["--test-timeout=inf"], "--test-timeout must be a finite number of seconds"),
+    (["--exercise-seed=1.5"], "--exercise-seed must be a whole number"),
+    (["-m", "ex9_9"], "there is no exercise 9.9"),
+    (["-m", "ch08"], "chapter 08 has no graded exercises"),
+    (["--scoreboard-json={tmp}"], "is a folder; name a file"),
+], ids=["timeout-nan", "timeout-inf", "seed", "no-such-exercise", "no-such-chapter", "scoreboard-folder"])
+def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, arguments, culprit):
+    arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments,
+                                "tests/test_readme.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 4, completed.stdout + completed.stderr
+    assert culprit in completed.stdout + completed.stderr, completed.stdout + completed.stderr
+    assert "passed" not in completed.stdout
+
+
+def test_student_edition_refuses_a_destination_it_cannot_write_before_any_work(tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    completed = _course("student-edition", str(tmp_path / "taken" / "edition"))
+    assert completed.returncode == 2 and "is a file, so nothing can be created below it" in completed.stderr

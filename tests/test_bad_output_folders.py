@@ -1,0 +1,333 @@
+"""reproduce: what it writes, and where. A bad output folder is refused before any work, a run that does not
+complete changes nothing, a rerun replaces exactly the files of the earlier run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bad_input_helpers import ROOT, file_hashes
+
+
+def test_only_with_nothing_selected_is_a_usage_error(capsys):
+    from minitorch.__main__ import main
+
+    for selection in (",", "", "1x1,,2x2", "1x1,1x1"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["reproduce", "--only", selection])
+        assert exit_info.value.code == 2, f"--only {selection!r} must be refused, not run"
+        assert "--only" in capsys.readouterr().err
+
+
+def test_reproduce_refuses_an_empty_selection(tmp_path):
+    from minitorch.paper.reproduce import reproduce
+
+    with pytest.raises(ValueError, match="only"):
+        reproduce(tmp_path, only=[], progress=False, log=lambda message: None)
+    assert not any(tmp_path.iterdir()), "a refused run must write nothing"
+
+
+@pytest.mark.parametrize("arguments,expected", [
+    (["reproduce"], "figures"),
+    (["reproduce", "--only", "1x1,2x2,4x4"], "figures"),
+    (["reproduce", "--only", "1x1", "--seed", "1"], "runs/seed1_only-1x1"),
+    (["reproduce", "--only", "1x1"], "runs/only-1x1"),
+    (["reproduce", "--seed", "2"], "runs/seed2"),
+    (["reproduce", "--quick"], "runs/quick"),
+    (["reproduce", "--quick", "--seed", "3"], "runs/quick_seed3"),
+    (["reproduce", "--quick", "--only", "1x1"], "runs/quick_only-1x1"),
+    (["reproduce", "--out", ""], ""),
+    (["reproduce", "--seed", "2", "--out", "elsewhere"], "elsewhere"),
+])
+def test_only_the_books_own_run_defaults_to_the_books_figures(monkeypatch, arguments, expected):
+    from minitorch.__main__ import main
+
+    calls = {}
+    monkeypatch.setattr("minitorch.paper.reproduce.reproduce", lambda out, **kwargs: calls.setdefault("out", out))
+    main(arguments)
+    assert calls["out"] == expected, f"{' '.join(arguments)} must write to {expected!r}, not {calls['out']!r}"
+
+
+def _fake_previous_run(folder: Path, only=("1x1",), quick=False, seed=0) -> dict:
+    """Every file a run of `only` writes, with a results.json that records them, as a real run's does."""
+    from minitorch.paper.reproduce import run_command, run_files
+
+    files = run_files(list(only))
+    for name in files:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(f"previous {name}".encode())
+    (folder / "results.json").write_text(json.dumps(dict(command=run_command(quick, list(only), seed), files=files)))
+    return file_hashes(folder)
+
+
+def _write_a_run(out_folder, *args):
+    """Stands in for `_reproduce_into`: a completed 1x1 run, in no time."""
+    from minitorch.paper.reproduce import run_files
+
+    for name in run_files(["1x1"]):
+        (out_folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (out_folder / name).write_text("new")
+    return {"total_wall_time_seconds": 1}, 0
+
+
+def _no_work(*args):
+    pytest.fail("the run started its work although its output folder was refused")
+
+
+def test_a_run_that_fails_midway_leaves_the_previous_results_untouched(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    before = _fake_previous_run(out)
+
+    def fail_after_writing_some(out_folder, *args):
+        (out_folder / "results.json").write_text("{}")  # a half-finished run
+        raise RuntimeError("a model failed")
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", fail_after_writing_some)
+    with pytest.raises(RuntimeError):
+        reproduce_module.reproduce(out, only=["1x1"], progress=False, log=lambda message: None)
+    assert file_hashes(out) == before, "a run that did not complete must not replace any file of the previous run"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"], "no partial folder may be left behind"
+
+
+def test_a_rerun_replaces_the_previous_files_and_touches_no_other(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    _fake_previous_run(out)
+    (out / "beyond").mkdir()
+    (out / "beyond" / "results.md").write_text("chapter 10")
+    (out / "models" / "mine.npz").write_text("a reader's own model")
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_run)
+    reproduce_module.reproduce(out, only=["1x1"], progress=False, log=lambda message: None)
+    assert (out / "models" / "softmax_1x1.npz").read_text() == "new" and (out / "results.json").read_text() == "new"
+    assert (out / "beyond" / "results.md").read_text() == "chapter 10", "a run must not touch files it does not own"
+    assert (out / "models" / "mine.npz").read_text() == "a reader's own model", "nor files in its folders"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to oneself is POSIX")
+def test_ctrl_c_while_a_completed_run_is_moved_into_place_does_not_cut_it_in_half(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    _fake_previous_run(out)
+    replace = os.replace
+
+    def interrupted_replace(source, target):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C between two files of the move
+        replace(source, target)
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_run)
+    monkeypatch.setattr(reproduce_module.os, "replace", interrupted_replace)
+    try:
+        reproduce_module.reproduce(out, only=["1x1"], progress=False, log=lambda message: None)
+    except KeyboardInterrupt:  # caught, so that a failure here does not stop the whole test session
+        pytest.fail("Ctrl-C interrupted the move of a completed run into its folder")
+    monkeypatch.undo()
+    assert (out / "results.json").read_text() == (out / "results.md").read_text() == "new", \
+        "the move of a completed run must finish: results.json and results.md must come from the same run"
+
+
+def test_a_partial_run_without_out_leaves_the_books_figures_untouched(tmp_path, monkeypatch):
+    from minitorch.__main__ import main
+    from minitorch.paper import reproduce as reproduce_module
+
+    monkeypatch.chdir(tmp_path)
+    before = _fake_previous_run(tmp_path / "figures", only=("1x1", "2x2", "4x4"))
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_run)
+    main(["reproduce", "--only", "1x1", "--seed", "1", "--no-progress"])
+    assert file_hashes(tmp_path / "figures") == before, "reproduce --only 1x1 --seed 1 must not touch figures/"
+    assert (tmp_path / "runs" / "seed1_only-1x1" / "results.json").is_file(), "it writes to runs/seed1_only-1x1/"
+
+
+def test_an_interrupted_run_says_what_was_kept_and_changes_nothing(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "figures"
+    before = _fake_previous_run(out, only=("1x1", "2x2", "4x4"))
+
+    def interrupted(out_folder, *args):
+        (out_folder / "sink_forming.gif").write_bytes(b"GIF89a")  # a shorter GIF, as the issue saw
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", interrupted)
+    said = []
+    with pytest.raises(KeyboardInterrupt):
+        reproduce_module.reproduce(out, progress=False, log=said.append)
+    assert file_hashes(out) == before and sorted(path.name for path in tmp_path.iterdir()) == ["figures"]
+    assert any("nothing was written" in line and str(out) in line for line in said), said
+
+
+def _in_the_way(kind: str):
+    """Write into a folder what stands in the way of a quick 1x1 run: (its files' hashes, what a refusal says)."""
+    def write(folder: Path):
+        if kind == "a-file-named-models":
+            folder.mkdir()
+            (folder / "models").write_text("not a folder")
+            return "holds models where this run writes its own files"
+        if kind == "results-json-of-no-run":
+            folder.mkdir()
+            (folder / "results.json").write_text("my own notes")
+            return "holds results.json where"
+        only, quick, seed = {"an-earlier-full-run": (("1x1", "2x2", "4x4"), False, 0),
+                             "an-earlier-quick-run": (("1x1", "2x2", "4x4"), True, 0),
+                             "another-seed": (("1x1",), True, 1)}[kind]
+        _fake_previous_run(folder, only, quick, seed)
+        return "holds an earlier, different run (reproduce"
+    return write
+
+
+@pytest.mark.parametrize("kind", ["a-file-named-models", "results-json-of-no-run", "an-earlier-full-run",
+                                  "an-earlier-quick-run", "another-seed"])
+def test_a_folder_holding_another_run_is_refused_before_any_work_naming_force(tmp_path, monkeypatch, capsys, kind):
+    from minitorch.__main__ import main
+
+    out = tmp_path / "DIR"
+    culprit = _in_the_way(kind)(out)
+    before = file_hashes(out)
+    monkeypatch.setattr("minitorch.paper.reproduce._reproduce_into", _no_work)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "--quick", "--only", "1x1", "--out", str(out)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and culprit in error and "--force" in error, error
+    assert file_hashes(out) == before and sorted(path.name for path in tmp_path.iterdir()) == ["DIR"]
+
+
+@pytest.mark.parametrize("kind", ["a-file-named-models", "results-json-of-no-run", "an-earlier-full-run"])
+def test_force_replaces_the_earlier_run_whole_and_keeps_every_other_file(tmp_path, monkeypatch, kind):
+    from minitorch.__main__ import main
+    from minitorch.paper.reproduce import recorded_run, run_files
+
+    out = tmp_path / "DIR"
+    _in_the_way(kind)(out)
+    (out / "beyond").mkdir()
+    (out / "beyond" / "zoo_mass.png").write_text("another command's figure")
+    (out / "notes.txt").write_text("a reader's notes")
+
+    def write_a_recorded_run(out_folder, *args):
+        from minitorch.paper.reproduce import write_record
+
+        _write_a_run(out_folder)
+        write_record(out_folder, dict(command="reproduce --quick --only 1x1"))
+        return {"total_wall_time_seconds": 1}, 0
+
+    monkeypatch.setattr("minitorch.paper.reproduce._reproduce_into", write_a_recorded_run)
+    main(["reproduce", "--quick", "--only", "1x1", "--out", str(out), "--force"])
+    own = set(run_files(["1x1"]))
+    left = {path.relative_to(out).as_posix() for path in out.rglob("*") if not path.is_dir()}
+    assert left == own | {"beyond/zoo_mass.png", "notes.txt"}, \
+        f"the earlier run must be replaced whole and nothing else touched; left over: {sorted(left - own)}"
+    assert recorded_run(out).command == "reproduce --quick --only 1x1" and set(recorded_run(out).files) == own
+
+
+def test_the_books_own_runs_are_recognised_as_such(tmp_path):
+    from minitorch.paper.beyond import FILES, _recorded_before_files
+    from minitorch.paper.reproduce import ARCHITECTURES, recorded_run, run_files
+
+    book = recorded_run(ROOT / "figures")
+    assert book is not None and book.command == "reproduce", "`reproduce` must replace figures/ without --force"
+    assert set(book.files) == set(run_files(list(ARCHITECTURES))), "figures/ holds what a full run writes"
+    assert all((ROOT / "figures" / name).is_file() for name in book.files)
+    beyond = recorded_run(ROOT / "figures" / "beyond", legacy=_recorded_before_files)
+    assert beyond is not None and beyond.command == "reproduce --beyond" and set(beyond.files) == set(FILES)
+    (tmp_path / "results.json").write_text(json.dumps(dict(command="reproduce", files=["../../etc/passwd"])))
+    assert recorded_run(tmp_path) is None, "a record naming files outside its folder is no record"
+
+
+def _bad_output_path(tmp_path: Path, kind: str, wants_folder: bool) -> tuple[str, str]:
+    """(a path of this kind, what the refusal must say)."""
+    (tmp_path / "taken").write_text("a file")
+    if kind == "read-only":
+        if os.geteuid() == 0:
+            pytest.skip("root may write in any folder, so a read-only folder cannot be made")
+        (tmp_path / "locked").mkdir()
+        (tmp_path / "locked").chmod(0o500)
+        return str(tmp_path / "locked" / "out"), "cannot write"
+    return {
+        "empty": ("", "is empty"),
+        "root": ("/", "is the filesystem root"),
+        "file-or-folder": (str(tmp_path / "taken"), "is a file, not a folder") if wants_folder
+        else (str(tmp_path), "is a folder; name a file"),
+        "below-a-file": (str(tmp_path / "taken" / "below"), "is a file, so nothing can be created below it"),
+        "in-the-sources": (str(ROOT / "minitorch" / "out"), "lies inside the project's own minitorch/"),
+    }[kind]
+
+
+@pytest.mark.parametrize("command", ["reproduce --quick --only 1x1 --out", "reproduce --beyond --quick --out",
+                                     "bench --json"])
+@pytest.mark.parametrize("kind", ["empty", "root", "file-or-folder", "below-a-file", "in-the-sources", "read-only"])
+def test_an_output_path_is_checked_before_any_work(tmp_path, monkeypatch, capsys, command, kind):
+    from minitorch.__main__ import main
+
+    monkeypatch.setattr("minitorch.paper.reproduce._reproduce_into", _no_work)
+    monkeypatch.setattr("minitorch.paper.beyond._run_beyond_into", _no_work)
+    monkeypatch.setattr("minitorch.tools.bench.run_steps", _no_work)
+    option = command.split()[-1]
+    path, reason = _bad_output_path(tmp_path, kind, wants_folder=option == "--out")
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main(command.split() + [path])
+    finally:
+        if (tmp_path / "locked").exists():
+            (tmp_path / "locked").chmod(0o700)
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and f"{option} " in error and reason in error, error
+
+
+@pytest.mark.parametrize("arguments,culprit", [(dict(seed=-1), "seed"), (dict(jobs=0), "jobs"),
+                                               (dict(seed=0.5), "seed")])
+def test_reproduce_names_a_bad_seed_or_jobs_before_writing(tmp_path, arguments, culprit):
+    from minitorch.paper.reproduce import reproduce
+
+    with pytest.raises((TypeError, ValueError), match=culprit):
+        reproduce(tmp_path / "out", progress=False, log=lambda message: None, **arguments)
+    assert not any(tmp_path.iterdir()), "a refused run must write nothing"
+
+
+def _group_is_gone(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and SIGINT are POSIX")
+def test_ctrl_c_stops_every_worker_promptly_and_keeps_the_previous_run(tmp_path):
+    out = tmp_path / "run"
+    before = _fake_previous_run(out, only=("1x1", "2x2", "4x4"), quick=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "minitorch", "reproduce", "--quick", "--jobs", "2", "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    output = []
+    for line in process.stdout:  # wait until the workers are training: a progress line names a model
+        output.append(line)
+        if "softmax" in line or "relu" in line:
+            break
+    time.sleep(1.0)
+    os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in a terminal: the whole foreground group
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        pytest.fail("reproduce --jobs 2 did not exit within 15 s of Ctrl-C:\n" + "".join(output))
+    output.append(process.stdout.read())
+    assert process.returncode == 130, f"Ctrl-C must exit with 130, got {process.returncode}:\n{''.join(output)}"
+    deadline = time.monotonic() + 10
+    while not _group_is_gone(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _group_is_gone(process.pid), "a worker process outlived the interrupted run"
+    assert file_hashes(out) == before, "an interrupted run must leave the previous run's files byte-identical"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"], "an interrupted run must leave nothing beside"
+    assert "nothing was written" in "".join(output), "the run must say what was kept"

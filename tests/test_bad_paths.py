@@ -1,0 +1,232 @@
+"""The path rule (minitorch.outputs, round three of the bad-input catalogue): a path too long, a symbolic-link
+loop, a deleted working folder or a special file is refused in one line before any work; a save goes through a
+symbolic link; an output folder's files belong to a recorded run or are refused; nothing waits forever."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minitorch.paper.models import ModelFileError, load_model, save_model
+from bad_input_helpers import file_hashes, tiny_model
+
+
+def _finishes_within(seconds: float, function):
+    """function() in a thread; its exception or result, or a test failure if it is still waiting after `seconds`
+    (a FIFO opened for reading waits forever for a writer)."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = function()
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"still waiting after {seconds} s: a special file must be refused before it is opened")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+# ----------------------------------------------------------------------
+# the path rule
+
+
+def _bad_path(tmp_path: Path, kind: str) -> str:
+    if kind == "name-too-long":
+        return str(tmp_path / ("n" * 300))
+    if kind == "path-too-long":
+        return str(tmp_path / "/".join(["d" * 200] * 25))
+    if kind == "symlink-loop":
+        os.symlink("loop", tmp_path / "loop")
+        return str(tmp_path / "loop")
+    if kind == "loop-in-a-folder-above":
+        os.symlink("up", tmp_path / "up")
+        return str(tmp_path / "up" / "run")
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind,reason", [
+    ("name-too-long", r"a name of 300 bytes is too long \(at most 255\)"),
+    ("path-too-long", r"the path is \d+ bytes long \(at most 4095\)"),
+    ("symlink-loop", r"points back to itself \(a loop\)"),
+    ("loop-in-a-folder-above", r"points back to itself \(a loop\)"),
+])
+@pytest.mark.parametrize("check", ["folder", "file", "input"])
+def test_a_path_that_cannot_be_opened_is_refused_in_one_line_naming_why(tmp_path, kind, reason, check):
+    from minitorch.outputs import PathError, check_input_file, check_output_file, check_output_folder
+
+    path = _bad_path(tmp_path, kind)
+    calls = {"folder": lambda: check_output_folder(path, "--out"), "file": lambda: check_output_file(path, "--json"),
+             "input": lambda: check_input_file(path, "load_model")}
+    with pytest.raises(PathError, match=reason) as refused:
+        calls[check]()
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 300, "one short line, not the whole path"
+
+
+def test_a_deleted_working_folder_is_named_as_such(tmp_path, monkeypatch):
+    from minitorch.outputs import OutputPathError, check_output_folder
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(OutputPathError, match="the working folder no longer exists"):
+        check_output_folder("runs/quick")
+
+
+@pytest.mark.parametrize("length", [200, 246, 251])
+def test_save_model_of_a_legal_long_name_leaves_room_for_its_temporary_name(tmp_path, length):
+    """M18: a 250-character name failed on its temporary name, '.<name>.<random>.tmp'."""
+    path = tmp_path / ("a" * (length - len(".npz")) + ".npz")
+    save_model(tiny_model(), path)
+    assert load_model(path).config == tiny_model().config and sorted(tmp_path.iterdir()) == [path]
+
+
+def test_text_is_written_as_utf_8_whatever_the_locale(tmp_path, monkeypatch):
+    from minitorch.outputs import write_atomically
+
+    monkeypatch.setenv("LC_ALL", "en_US.ISO-8859-1")
+    write_atomically(tmp_path / "results.md", "Theorem 1: a₁ ≥ 1 − δ")
+    assert (tmp_path / "results.md").read_bytes().decode("utf-8") == "Theorem 1: a₁ ≥ 1 − δ"
+
+
+# ----------------------------------------------------------------------
+# cause 3: who owns an output folder
+
+
+def _recorded_folders_then_rerun(tmp_path, monkeypatch):
+    """RR-H: a record naming folders ('models', 'beyond') let a rerun delete the user's files in them."""
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "run"
+    (out / "models").mkdir(parents=True)
+    (out / "models" / "mine.npz").write_text("the user's own model")
+    (out / "beyond").mkdir()
+    (out / "beyond" / "results.md").write_text("the user's own results")
+    (out / "results.json").write_text(json.dumps({"command": "reproduce --quick --only 1x1",
+                                                  "files": ["results.json", "models", "beyond"]}))
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_1x1_run)
+    reproduce_module.reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda line: None)
+    return out, ["models/mine.npz", "beyond/results.md"]
+
+
+def _write_a_1x1_run(out_folder, *args):
+    from minitorch.paper.reproduce import run_files
+
+    for name in run_files(["1x1"]):
+        (out_folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (out_folder / name).write_text("new")
+    return {"total_wall_time_seconds": 1}, 0
+
+
+def _save_through_a_symlink(tmp_path, monkeypatch):
+    """M21: the link was replaced by a file, and the file it named kept the old weights."""
+    save_model(tiny_model(seed=1), tmp_path / "real.npz")
+    os.symlink("real.npz", tmp_path / "link.npz")
+    save_model(tiny_model(seed=2), tmp_path / "link.npz")
+    assert (tmp_path / "link.npz").is_symlink(), "the link must stay a link"
+    new, saved = tiny_model(seed=2).state_dict(), load_model(tmp_path / "real.npz").state_dict()
+    assert all(np.array_equal(new[name], saved[name]) for name in new), "the file the link names has the new weights"
+    return tmp_path, []
+
+
+def _a_users_grades_in_the_way(tmp_path, monkeypatch):
+    """G08 (grade --out): the helper a command calls before writing its files into a folder it does not own."""
+    from minitorch.outputs import OutputPathError, files_to_replace
+
+    (tmp_path / "grades.csv").write_text("my own grades")
+    with pytest.raises(OutputPathError, match=r"holds grades.csv .*no earlier run recorded them; add --force"):
+        files_to_replace(tmp_path, ["grades.csv", "summary.md"], None, "grade subs")
+    return tmp_path, ["grades.csv"]
+
+
+@pytest.mark.parametrize("scenario", [_recorded_folders_then_rerun, _save_through_a_symlink,
+                                      _a_users_grades_in_the_way],
+                         ids=["record-naming-folders", "save-through-a-symlink", "user-files-in-the-way"])
+def test_files_no_run_recorded_are_never_replaced_and_a_link_is_written_through(tmp_path, monkeypatch, scenario):
+    out, kept = scenario(tmp_path, monkeypatch)
+    for name in kept:
+        assert (out / name).read_text().startswith(("the user's own", "my own")), f"{name} was replaced or deleted"
+
+
+# ----------------------------------------------------------------------
+# cause 4: nothing waits forever
+
+
+def _fifo(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+def _huge_header_model(tmp_path: Path) -> Path:
+    """M27: an .npz whose W_Q claims 10^13 floats gave MemoryError, not the model-file error."""
+    import zipfile
+
+    save_model(tiny_model(), tmp_path / "m.npz")
+    with zipfile.ZipFile(tmp_path / "m.npz") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    name = next(name for name in members if "W_Q" in name)
+    header_end = members[name].index(b"\n") + 1
+    header = members[name][:header_end].replace(b"(16, 16)", b"(10000000000000,)")
+    members[name] = header + members[name][header_end:]
+    with zipfile.ZipFile(tmp_path / "huge.npz", "w") as archive:
+        for member, data in members.items():
+            archive.writestr(member, data)
+    return tmp_path / "huge.npz"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("case,error,culprit", [
+    ("load-model-of-a-fifo", ModelFileError, r"is a named pipe \(FIFO\), not a regular file"),
+    ("a-fifo-named-like-a-chapter", "BookError", r"01_pipe.ipynb: is a named pipe \(FIFO\)"),
+    ("load-model-of-a-device", ModelFileError, r"is a device or socket, not a regular file"),
+    ("a-header-claiming-10-13-floats", ModelFileError, r"claims more memory than this machine has"),
+    ("bench-steps-10-9", SystemExit, None),
+])
+def test_what_would_wait_forever_is_refused_at_once(tmp_path, capsys, case, error, culprit):
+    from minitorch.tools.book.chapters import BookError, find_chapters
+
+    error = BookError if error == "BookError" else error
+    calls = {
+        "load-model-of-a-fifo": lambda: load_model(_fifo(tmp_path, "f.npz")),
+        "a-fifo-named-like-a-chapter": lambda: find_chapters(_fifo(tmp_path, "01_pipe.ipynb").parent),
+        "load-model-of-a-device": lambda: load_model("/dev/null"),
+        "a-header-claiming-10-13-floats": lambda: load_model(_huge_header_model(tmp_path)),
+        "bench-steps-10-9": lambda: __import__("minitorch.tools.bench").tools.bench.main(["--steps", "1000000000"]),
+    }
+    with pytest.raises(error, match=culprit):
+        _finishes_within(20, calls[case])
+    if case == "bench-steps-10-9":
+        assert "--steps: must be a whole number >= 1 <= 10000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs,chapters,expected", [(200, ["01"], 1), (2, ["01", "02", "03"], 2), (1, ["01"], 1)])
+def test_the_books_jobs_are_capped_at_the_chapters_built_and_the_cell_timeout_reaches_the_kernels(
+        tmp_path, monkeypatch, jobs, chapters, expected):
+    """BR8: --jobs 200 for one chapter forked 200 workers. BR6: a cell could run 30 minutes, with no option."""
+    from minitorch.__main__ import main
+    from minitorch.tools.book import build
+
+    seen = {}
+
+    def execute_all(chosen, quick, jobs, keep_going, report, cell_timeout):
+        seen.update(jobs=jobs, cell_timeout=cell_timeout)
+        raise KeyboardInterrupt  # enough: the build stops here, and says the old book is kept
+
+    monkeypatch.setattr(build, "execute_all", execute_all)
+    monkeypatch.setattr(build, "mathjax_folder", lambda: None)
+    status = main(["book", "--only", ",".join(chapters), "--jobs", str(jobs), "--cell-timeout", "5",
+                   "--out", str(tmp_path / "book")])
+    assert status == 130 and seen == {"jobs": expected, "cell_timeout": 5}, seen
+    assert file_hashes(tmp_path) == {}, "a stopped build writes nothing"

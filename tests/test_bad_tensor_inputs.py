@@ -1,0 +1,553 @@
+"""The engine: a bad argument or a changed input gets a clear error naming the operation, never a wrong
+gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bad_input_helpers import tiny_model
+
+
+def test_editing_an_input_in_place_before_backward_is_refused():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (x * x).sum()
+    with pytest.raises(ValueError, match="read-only"):
+        x.data[0] = 5.0  # mul's backward needs the old x: editing it now would give a wrong gradient
+    loss.backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 4.0, 6.0])
+    x.data[0] = 5.0  # after backward, the values are the student's again (an optimizer step does this)
+
+
+def test_replacing_an_input_before_backward_names_the_operation():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    loss = (x * x).sum()
+    x.data = np.array([5.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError, match=r"input 0 of 'mul'.*after 'mul' used it.*copy"):
+        loss.backward()
+
+
+def test_the_documented_way_to_edit_before_backward_works_and_the_old_graph_refuses():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    old_loss = (x * x).sum()
+    x.data = x.data.copy()  # as Tensor's docstring says
+    x.data[0] = 3.0
+    (x * x).sum().backward()
+    np.testing.assert_array_equal(x.grad, [6.0, 4.0])
+    with pytest.raises(RuntimeError, match="'mul'"):
+        old_loss.backward()
+
+
+def test_editing_a_saved_result_in_place_before_backward_is_refused():
+    from minitorch import tensor
+
+    x = tensor([0.5, 1.0], requires_grad=True)
+    out = x.exp()  # exp's backward reuses its own result
+    with pytest.raises(ValueError, match="read-only"):
+        out.data *= 2
+
+
+def test_optimizer_steps_still_update_parameters_in_place():
+    from minitorch.optim import Adam
+
+    model = tiny_model()
+    optimizer = Adam(model.parameters(), lr=1e-3)
+    x = np.random.default_rng(0).normal(size=(2, 16, 16))
+    for _ in range(2):  # forward, backward, step, twice: the step must find the parameters writable
+        optimizer.zero_grad()
+        (model(x) ** 2).mean().backward()
+        optimizer.step()
+
+
+def test_load_state_dict_works_while_a_graph_holds_the_old_weights():
+    model, other = tiny_model(), tiny_model(seed=1)
+    loss = model(np.ones((1, 4, 16))).sum()
+    model.load_state_dict(other.state_dict())
+    with pytest.raises(RuntimeError, match="was given new values"):
+        loss.backward()  # the graph was built from the weights just replaced
+
+
+def test_reductions_of_an_empty_tensor_behave_as_numpy_and_pytorch():
+    from minitorch import tensor
+
+    empty = tensor(np.zeros((0, 3)), requires_grad=True)
+    assert np.isnan(empty.mean().item()), "the mean of no numbers is NaN (NumPy, PyTorch)"
+    assert empty.sum().item() == 0.0
+    assert empty.softmax(0).shape == (0, 3) and empty.softmax(1).shape == (0, 3), "a softmax of nothing is empty"
+    with pytest.raises(ValueError, match=r"max: a tensor of shape \(0, 3\) has no elements"):
+        empty.max()
+    with pytest.raises(ValueError, match="no elements along axis 0"):
+        empty.max(axis=0)
+    empty.mean().backward()
+    assert empty.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("function,point,op", [
+    (lambda t: t.relu(), [0.0, 1.0], "relu"),
+    (lambda t: t.log(), [0.0, 1.0], "log"),
+])
+def test_gradcheck_at_a_kink_says_the_point_is_not_differentiable(function, point, op):
+    from minitorch.gradcheck import GradcheckError, gradcheck
+
+    with np.errstate(all="ignore"), pytest.raises(GradcheckError, match=f"not differentiable: '{op}'"):
+        gradcheck(function, [np.array(point)])
+
+
+def test_gradcheck_away_from_kinks_passes_and_says_nothing_of_them():
+    from minitorch.gradcheck import gradcheck
+
+    assert gradcheck(lambda t: t.relu() + t.log(), [np.array([0.5, 2.0])])
+
+
+def _refusing_softmax(scores, future):
+    """Softmax attention as exercise 2.3's contract allows it to meet NaN: a ValueError, in its own words."""
+    if not np.isfinite(scores.data).all():
+        raise ValueError("my softmax will not normalise these scores")
+    from minitorch.paper import attention
+    return attention.softmax_attention(scores, future)
+
+
+@pytest.mark.parametrize("path", ["readable", "fast", "a softmax refusing in its own words"])
+def test_training_on_nan_data_says_the_data_is_to_blame(path, monkeypatch):
+    """Whatever trains (the library's softmax, which raises ValueError on NaN as exercise 2.3 asks; the fast
+    path, whose array softmax lets NaN through to the loss, or runs the student's softmax in an edition that
+    removed it; any softmax raising ValueError), the error says the batch holds NaN."""
+    from minitorch import fast
+    from minitorch.paper import attention
+    from minitorch.paper import train as train_module
+
+    make_batch = train_module.make_batch
+
+    def batch_with_nan(*args, **kwargs):
+        x, y, triggers = make_batch(*args, **kwargs)
+        x[0, 1, 2] = np.nan  # e.g. a student's task code that divides by zero
+        return x, y, triggers
+
+    monkeypatch.setattr(train_module, "make_batch", batch_with_nan)
+    model = tiny_model()
+    if path == "fast":
+        model = fast.speed_up(model)
+    elif path != "readable":
+        monkeypatch.setitem(attention.NORMALISERS, "softmax", _refusing_softmax)
+    with pytest.raises(FloatingPointError, match="at step 1 .*batch itself holds NaN"):
+        train_module.train(model, lr=1e-3, max_steps=5, progress=False)
+
+
+def _tensor_of(data, **options):
+    from minitorch import tensor
+
+    return lambda: tensor(data, **options)
+
+
+@pytest.mark.parametrize("make,error,culprit", [
+    (_tensor_of(None), TypeError, "from NoneType"),
+    (_tensor_of("1.5"), TypeError, "from str"),
+    (_tensor_of({"a": 1.0}), TypeError, "from dict"),
+    (_tensor_of([[1.0, 2.0], [3.0]]), ValueError, "list"),
+    (_tensor_of([2**2000]), TypeError, "holding int"),
+    (_tensor_of([1j]), TypeError, "complex128"),
+    (lambda: _tensor_of([_tensor_of(1.0)(), _tensor_of(2.0)()])(), TypeError, r"list of Tensors.*stack"),
+    (_tensor_of([1.0], requires_grad="False"), TypeError, r"requires_grad must be True or False, got 'False'"),
+], ids=["None", "str", "dict", "ragged", "int-beyond-float", "complex", "list-of-tensors", "requires-grad-str"])
+def test_tensor_construction_names_what_was_passed(make, error, culprit):
+    with pytest.raises(error, match=culprit):
+        make()
+
+
+def test_tensor_of_an_integer_beyond_64_bits_is_the_float_it_rounds_to():
+    from minitorch import tensor
+
+    assert tensor([2**70]).item() == float(2**70), "a float tensor holds 2**70 as NumPy's float would"
+
+
+def _engine_call(name):
+    import minitorch
+    from minitorch.nn import Linear
+
+    x = minitorch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    return {
+        "sum-axis-float": lambda: x.sum(axis=1.5),
+        "sum-axis-twice": lambda: x.sum(axis=(0, -2)),
+        "mean-axis-bool": lambda: x.mean(axis=True),
+        "transpose-axis-5": lambda: x.transpose(0, 5),
+        "stack-nothing": lambda: minitorch.stack([]),
+        "concatenate-nothing": lambda: minitorch.concatenate([]),
+        "stack-one-tensor": lambda: minitorch.stack(x),
+        "gradcheck-step-0": lambda: minitorch.gradcheck(lambda t: t * t, [np.ones(2)], step=0),
+        "gradcheck-step-nan": lambda: minitorch.gradcheck(lambda t: t * t, [np.ones(2)], step=float("nan")),
+        "linear-float-size": lambda: Linear(2.5, 3),
+        "linear-zero-size": lambda: Linear(2, 0),
+    }[name]
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("sum-axis-float", TypeError, r"sum: an axis must be an integer, got 1.5"),
+    ("sum-axis-twice", ValueError, "sum: axis .* same axis twice"),
+    ("mean-axis-bool", TypeError, "mean: an axis must be an integer"),
+    ("transpose-axis-5", ValueError, "transpose: axis 5 is out of range for a tensor with 2 dimensions"),
+    ("stack-nothing", ValueError, "stack: got no tensors"),
+    ("concatenate-nothing", ValueError, "concatenate: got no tensors"),
+    ("stack-one-tensor", TypeError, r"stack: expected a list of tensors, got one Tensor"),
+    ("gradcheck-step-0", ValueError, "gradcheck: step must be a finite number > 0, got 0"),
+    ("gradcheck-step-nan", ValueError, "gradcheck: step must be a finite number > 0, got nan"),
+    ("linear-float-size", TypeError, "Linear: in_features must be an integer >= 1, got 2.5"),
+    ("linear-zero-size", ValueError, "Linear: out_features must be an integer >= 1, got 0"),
+])
+def test_an_engine_operation_names_a_bad_argument(name, error, culprit):
+    with pytest.raises(error, match=culprit):
+        _engine_call(name)()
+
+
+@pytest.mark.parametrize("question,culprit", [
+    (lambda x, y: len(x.sum()), "len\\(\\) of a 0-d tensor"),
+    (lambda x, y: x < "a", "'<' not supported between instances of 'Tensor' and 'str'"),
+    (lambda x, y: x in [y], r"any\(t is x for t in tensors\)"),
+    (lambda x, y: bool(x == y), r"\(x == y\).all\(\)"),
+], ids=["len-0d", "less-than-str", "in-list", "if-equal"])
+def test_a_python_question_a_tensor_cannot_answer_says_what_to_ask_instead(question, culprit):
+    from minitorch import tensor
+
+    x, y = tensor([1.0, 2.0]), tensor([1.0, 3.0])
+    with pytest.raises(TypeError, match=culprit):
+        question(x, y)
+
+
+def test_python_questions_a_tensor_can_answer_keep_working():
+    from minitorch import tensor
+
+    x, y = tensor([1.0, 2.0]), tensor([1.0, 3.0])
+    assert x in [x, y], "`in` finds the very same tensor (Python compares identity before values)"
+    assert tensor([2.0]) in [tensor([2.0])], "one element: `in` compares the values, as in PyTorch"
+    assert x != "a" and not (x == None), "a Tensor equals no string and not None"  # noqa: E711
+    np.testing.assert_array_equal(x.data[x > 1.5], [2.0])
+    assert repr(x == y) == "array([ True, False])" and type((x == y).all()) is np.bool_, "a mask reads as NumPy's"
+
+
+def test_the_gradient_of_x_to_the_power_0_is_0_everywhere_also_at_0():
+    from minitorch import tensor
+
+    x = tensor([0.0, 2.0], requires_grad=True)
+    with np.errstate(all="raise"):  # no 0 * inf on the way
+        (x**0).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 0.0], err_msg="d(x^0)/dx = 0, as PyTorch gives, not nan at 0")
+
+
+@pytest.mark.parametrize("change", ["SGD", "Adam", "in-place-edit", "new-data"])
+def test_a_second_backward_after_the_parameters_changed_raises_instead_of_a_wrong_gradient(change):
+    from minitorch import optim, tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    if change in ("SGD", "Adam"):
+        getattr(optim, change)([x], lr=0.1).step()
+    elif change == "in-place-edit":
+        x.data[0] = 5.0
+    else:
+        x.data = np.array([5.0, 2.0])
+    x.zero_grad()
+    with pytest.raises(RuntimeError, match=r"input 0 of 'mul' .*was given new values.*optimizer step.*forward pass"):
+        y.backward()
+    assert x.grad is None, "a refused backward must not leave a partial gradient"
+
+
+def test_a_second_backward_through_an_unchanged_graph_gives_the_same_gradient():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    x.zero_grad()
+    y.backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 4.0], err_msg="nothing changed: the same gradient, 2x")
+
+
+@pytest.mark.parametrize("make,error,culprit", [
+    (lambda p, model: optim_of("Adam", model), TypeError, "got a model; pass model.parameters()"),
+    (lambda p, model: optim_of("SGD", p), TypeError, r"got a single Tensor; pass model.parameters\(\) or \[p\]"),
+    (lambda p, model: optim_of("Adam", [np.zeros(3)]), TypeError, "parameter 0 is of type ndarray, not a Tensor"),
+    (lambda p, model: optim_of("Adam", [p, p]), ValueError, "parameter 1 is parameter 0 again"),
+    (lambda p, model: optim_of("SGD", [p, p]), ValueError, "parameter 1 is parameter 0 again"),
+    (lambda p, model: optim_of("Adam", [p], betas=(0.9,)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
+    (lambda p, model: optim_of("Adam", [p], betas=(0.9, "0.99")), TypeError, "betas must be a finite number"),
+], ids=["adam-of-a-model", "sgd-of-one-tensor", "adam-of-arrays", "adam-p-p", "sgd-p-p", "one-beta", "beta-str"])
+def test_an_optimizer_names_what_is_not_a_list_of_distinct_parameters(make, error, culprit):
+    from minitorch.nn import Linear, Parameter
+
+    with pytest.raises(error, match=culprit):
+        make(Parameter(np.zeros(2)), Linear(2, 3))
+
+
+def optim_of(name, parameters, **options):
+    from minitorch import optim
+
+    return getattr(optim, name)(parameters, lr=0.1, **options)
+
+
+# ----------------------------------------------------------------------
+# round three, cause 5: arguments are checked before NumPy, and the error names the function and the argument
+
+
+def _unchecked_call(name):
+    import minitorch
+    from minitorch import optim, tensor
+    from minitorch.fast import speed_up
+    from minitorch.nn import Linear, Parameter
+    from minitorch.paper import task
+    from minitorch.paper.attention import causal_mask
+
+    rng = np.random.default_rng(0)
+    pair = [tensor([1.0]), tensor([2.0])]
+    return {
+        "concatenate-axis-1.5": lambda: minitorch.concatenate(pair, axis=1.5),
+        "concatenate-axis-3": lambda: minitorch.concatenate(pair, axis=3),
+        "stack-axis-5": lambda: minitorch.stack(pair, axis=5),
+        "stack-axis-true": lambda: minitorch.stack(pair, axis=True),
+        "reshape-2.0": lambda: tensor(np.zeros(6)).reshape(2.0, 3),
+        "reshape-tuple-and-int": lambda: tensor(np.zeros(6)).reshape((2, 3), 4),
+        "reshape-minus-2": lambda: tensor(np.zeros(6)).reshape(-2, -3),
+        "permute-bools": lambda: tensor(np.zeros((2, 3))).permute(True, False),
+        "permute-strings": lambda: tensor(np.zeros((2, 3))).permute("1", "0"),
+        "softmax-axis-3": lambda: tensor([1.0, 2.0]).softmax(axis=3),
+        "softmax-axis-1.5": lambda: tensor([[1.0, 2.0]]).softmax(axis=1.5),
+        "causal-mask-minus-1": lambda: causal_mask(-1),
+        "causal-mask-float": lambda: causal_mask(4.0),
+        "linear-of-a-number": lambda: Linear(2, 3)(tensor(1.0)),
+        "linear-too-large": lambda: Linear(10**6, 10**6),
+        "sgd-of-none": lambda: optim.SGD(None, lr=0.1),
+        "adam-of-a-string": lambda: optim.Adam("weights", lr=0.1),
+        "make-inputs-trigger-float": lambda: task.make_inputs(2, rng, trigger=3.0),
+        "make-inputs-batch-true": lambda: task.make_inputs(True, rng),
+        "make-inputs-length-float": lambda: task.make_inputs(2, rng, length=3.5),
+        "make-inputs-width-float": lambda: task.make_inputs(2, rng, width=16.0),
+        "make-inputs-batch-huge": lambda: task.make_inputs(10**9, rng),
+        "forward-at-length-60000": lambda: tiny_model()(np.zeros((1, 60_000, 16))),
+        "pow-huge-exponent": lambda: tensor([1.0]) ** (2**2000),
+        "dtype-nonsense": lambda: tensor([1.0], dtype="nonsense"),
+        "speed-up-none": lambda: speed_up(None),
+        "adam-p-data-new-shape": lambda: setattr(Parameter(np.zeros(2)), "data", np.ones(3)),
+        "data-a-tensor": lambda: setattr(tensor([1.0]), "data", tensor([2.0])),
+        "no-grad-without-parentheses": lambda: minitorch.no_grad.__enter__(),
+    }[name]
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("concatenate-axis-1.5", TypeError, r"concatenate: axis must be an integer, got 1.5"),
+    ("concatenate-axis-3", ValueError, r"concatenate: axis 3 is out of range"),
+    ("stack-axis-5", ValueError, r"stack: axis 5 is out of range for 2 places"),
+    ("stack-axis-true", TypeError, r"stack: axis must be an integer, got True"),
+    ("reshape-2.0", TypeError, r"reshape: the shape must hold integers, got 2.0"),
+    ("reshape-tuple-and-int", TypeError, r"reshape: the shape must hold integers, got \(2, 3\)"),
+    ("reshape-minus-2", ValueError, r"reshape: cannot reshape a tensor of shape \(6,\) \(6 elements\) into"),
+    ("permute-bools", TypeError, r"permute: each axis must be an integer, got True"),
+    ("permute-strings", TypeError, r"permute: each axis must be an integer, got '1'"),
+    ("softmax-axis-3", ValueError, r"softmax: axis 3 is out of range"),
+    ("softmax-axis-1.5", TypeError, r"softmax: axis must be an integer, got 1.5"),
+    ("causal-mask-minus-1", ValueError, r"causal_mask: length must be an integer >= 0, got -1"),
+    ("causal-mask-float", TypeError, r"causal_mask: length must be an integer"),
+    ("linear-of-a-number", ValueError, r"Linear\(2, 3\): input has last axis none \(shape \(\)\)"),
+    ("linear-too-large", MemoryError, r"Linear: the weight of shape \(1000000, 1000000\) would need"),
+    ("sgd-of-none", TypeError, r"SGD: expected a list of parameters, got NoneType"),
+    ("adam-of-a-string", TypeError, r"Adam: expected a list of parameters, got str"),
+    ("make-inputs-trigger-float", ValueError, r"make_inputs: trigger must be a whole number .*got 3.0 \(float\)"),
+    ("make-inputs-batch-true", TypeError, r"make_inputs: batch must be an integer >= 1, got True"),
+    ("make-inputs-length-float", TypeError, r"make_inputs: length must be an integer >= 1, got 3.5"),
+    ("make-inputs-width-float", TypeError, r"make_inputs: width must be an integer >= 1, got 16.0"),
+    ("make-inputs-batch-huge", MemoryError, r"make_inputs: the inputs .* would need .* GiB"),
+    ("forward-at-length-60000", MemoryError, r"SingleLayerModel: the attention weights .*\(1, 1, 60000, 60000\)"),
+    ("pow-huge-exponent", OverflowError, r"pow: the exponent, an integer of 2001 bits, is too large"),
+    ("dtype-nonsense", TypeError, r"Tensor dtype must be float32 or float64, got 'nonsense'"),
+    ("speed-up-none", TypeError, r"speed_up: expected a model .* got NoneType"),
+    ("adam-p-data-new-shape", ValueError, r"x.data = ...: new values of shape \(3,\) for a tensor of shape \(2,\)"),
+    ("data-a-tensor", TypeError, r"x.data = <Tensor>"),
+    ("no-grad-without-parentheses", TypeError, r"with minitorch.no_grad\(\):"),
+])
+def test_an_argument_numpy_would_refuse_is_refused_first_naming_the_function_and_argument(name, error, culprit):
+    with pytest.raises(error, match=culprit):
+        _unchecked_call(name)()
+
+
+def test_the_arguments_numpy_would_take_still_work():
+    import minitorch
+    from minitorch import optim, tensor
+    from minitorch.nn import Parameter
+
+    pair = [tensor([[1.0]]), tensor([[2.0]])]
+    assert minitorch.concatenate(pair, axis=np.int64(-1)).shape == (1, 2), "a NumPy integer axis is an axis"
+    assert minitorch.stack(pair, axis=-1).shape == (1, 1, 2), "stack's axis -1 is after the last axis"
+    assert tensor(np.zeros(6)).reshape(np.int64(2), -1).shape == (2, 3), "reshape takes NumPy integers and one -1"
+    optim.Adam([Parameter(np.zeros(2))], betas=np.array([0.9, 0.99]))  # a pair given as an array is a pair
+
+    @minitorch.no_grad
+    def doubled(x):
+        return x * 2
+
+    assert not doubled(tensor([1.0], requires_grad=True)).requires_grad, "@no_grad without parentheses decorates"
+
+
+# ----------------------------------------------------------------------
+# round three, cause 6: what the engine computed silently wrong is now right, or refused
+
+
+def _changed_between_backwards(kind):
+    """A graph whose backward ran, then a change of the kind named: (the graph's loss, the leaf x)."""
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    if kind == "a-constant-edited":  # E81: c.data[0] = 50 gave x.grad [50, 1]
+        c = tensor([1.0, 1.0])
+        loss = (x * c).sum()
+        loss.backward()
+        c.data[0] = 50.0
+    elif kind == "an-intermediate-edited":  # E33: y.numpy()[0] = 100 gave [600, 36]
+        y = x * 3
+        loss = (y * y).sum()
+        loss.backward()
+        y.numpy()[0] = 100.0
+    elif kind == "a-constant-replaced":
+        c = tensor([1.0, 1.0])
+        loss = (x * c).sum()
+        loss.backward()
+        c.data = np.array([50.0, 1.0])
+    elif kind == "in-place-operator-on-a-constant":
+        c = tensor([1.0, 1.0])
+        loss = (x * c).sum()
+        loss.backward()
+        c *= 50.0
+    else:  # "a-parameter-updated-under-no-grad"
+        import minitorch
+
+        loss = (x * x).sum()
+        loss.backward()
+        with minitorch.no_grad():
+            x -= 0.5
+    x.zero_grad()
+    return loss, x
+
+
+def _silently_wrong_before(name):
+    import minitorch
+    from minitorch import tensor
+    from minitorch.nn import Linear
+    from minitorch.paper import task
+
+    def iterate_a_number():
+        return list(tensor(5.0))
+
+    def parameter_plus_equals():
+        model = Linear(2, 2)
+        model.weight += 0.0
+
+    def integer_data_gradient():
+        x = tensor([1.0, 2.0], requires_grad=True)
+        x.data = np.array([1, 2])
+        (x * tensor([0.5, 0.5])).sum().backward()
+        return x.grad
+
+    rng = np.random.default_rng(0)
+    return {
+        "none-in-a-list": lambda: tensor([1.0, None]),
+        "iterate-a-0-d-tensor": iterate_a_number,
+        "parameter-plus-equals": parameter_plus_equals,
+        "asarray-of-a-tensor-that-requires-grad": lambda: np.asarray(tensor([1.0, 2.0], requires_grad=True)),
+        "residual-the-string-False": lambda: task.make_targets(*task.make_inputs(2, rng), residual="False"),
+        "make-batch-residual-the-string-False": lambda: task.make_batch(2, rng, residual="False"),
+        "manual-seed-true": lambda: minitorch.manual_seed(True),
+        "integer-data": integer_data_gradient,
+    }[name]
+
+
+@pytest.mark.parametrize("kind", ["a-constant-edited", "an-intermediate-edited", "a-constant-replaced",
+                                  "in-place-operator-on-a-constant", "a-parameter-updated-under-no-grad"])
+def test_a_backward_through_values_changed_since_the_forward_pass_raises(kind):
+    loss, x = _changed_between_backwards(kind)
+    with pytest.raises(RuntimeError, match=r"was given new values after '.*' used it \(version \d+ then, \d+ now"):
+        loss.backward()
+    assert x.grad is None, "a refused backward must not leave a partial gradient"
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("none-in-a-list", TypeError, r"holding None.*float\('nan'\)"),
+    ("iterate-a-0-d-tensor", TypeError, r"iteration over a 0-d tensor"),
+    ("parameter-plus-equals", RuntimeError, r"leaf that requires grad .*with minitorch.no_grad\(\)"),
+    ("asarray-of-a-tensor-that-requires-grad", TypeError, r"requires grad cannot become a NumPy array.*detach"),
+    ("residual-the-string-False", TypeError, r"make_targets: residual must be True or False, got 'False'"),
+    ("make-batch-residual-the-string-False", TypeError, r"residual must be True or False"),
+    ("manual-seed-true", ValueError, r"manual_seed: the seed must be a non-negative integer, got True"),
+])
+def test_what_was_silently_wrong_is_refused_naming_the_fix(name, error, culprit):
+    with pytest.raises(error, match=culprit):
+        _silently_wrong_before(name)()
+
+
+@pytest.mark.parametrize("name,check", [
+    ("integer-data", lambda grad: np.testing.assert_array_equal(grad, [0.5, 0.5])),
+    ("big-endian-float32", None),
+    ("float32-to-a-numpy-float64-power", None),
+    ("max-over-a-nan", None),
+    ("protocols", None),
+    ("a-parameter-stays-a-parameter-under-no-grad", None),
+    ("optimizer-step-after-a-new-forward", "SGD"),
+    ("optimizer-step-after-a-new-forward", "Adam"),
+    ("data-a-list", None),
+])
+def test_what_was_silently_wrong_is_now_right(name, check):
+    import minitorch
+    from minitorch import tensor
+    from minitorch.nn import Linear, Parameter
+
+    if name == "integer-data":  # P17: the gradient was cast to int, [0, 0]
+        check(_silently_wrong_before(name)())
+    elif name == "big-endian-float32":  # E10: '>f4' became float64
+        assert tensor(np.array([1.5], dtype=">f4")).dtype == np.float32, "big-endian float32 data stays float32"
+        assert tensor(np.array([1.5], dtype=">f8")).dtype == np.float64
+    elif name == "float32-to-a-numpy-float64-power":  # E48
+        x = tensor([2.0], dtype=np.float32)
+        assert (x ** np.float64(2)).dtype == np.float32, "x ** np.float64(2) stays float32, as x * np.float64(2)"
+        assert (x ** np.int64(3)).dtype == np.float32
+    elif name == "max-over-a-nan":  # E46: the gradient was NaN everywhere; PyTorch gives it to the NaN
+        x = tensor([1.0, np.nan, 3.0], requires_grad=True)
+        x.max().backward()
+        np.testing.assert_array_equal(x.grad, [0.0, 1.0, 0.0])
+        y = tensor([[1.0, np.nan], [4.0, 2.0]], requires_grad=True)
+        y.max(axis=1).sum().backward()
+        np.testing.assert_array_equal(y.grad, [[0.0, 1.0], [1.0, 0.0]], err_msg="per row: the NaN or the maximum")
+    elif name == "protocols":  # E18, E50, E51, E52, E82, E83
+        t = tensor([1.0, 2.0])
+        assert [v.item() for v in t] == [1.0, 2.0] and len(t) == 2, "iterating goes over the first axis"
+        assert float(tensor([2.5])) == 2.5 and np.sum(t) == 3.0 and np.allclose(t, [1.0, 2.0])
+        array = np.asarray(t, dtype=float)
+        assert type(array) is np.ndarray and array.dtype == np.float64 and array.tolist() == [1.0, 2.0]
+        with pytest.raises(TypeError, match="float\\(\\) of a tensor of shape \\(2,\\)"):
+            float(t)
+        rows = list(tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True))
+        assert all(row.requires_grad for row in rows), "the rows of a tensor that requires grad keep its graph"
+    elif name == "optimizer-step-after-a-new-forward":  # P15, P18: "output array is read-only"
+        from minitorch import optim
+
+        model, x = Linear(2, 2), tensor([[1.0, 2.0]])
+        optimizer = getattr(optim, check)(model.parameters(), lr=0.1)
+        (model(x) ** 2).sum().backward()
+        pending = (model(x) ** 2).sum()  # a forward whose backward has not run
+        before = model.weight.data.copy()
+        optimizer.step()
+        assert not np.array_equal(model.weight.data, before), "the step must update the weights"
+        with pytest.raises(RuntimeError, match="was given new values"):
+            pending.backward()  # it read the weights before the step: its gradient would be wrong
+    elif name == "data-a-list":  # P16: AttributeError: 'list' object has no attribute 'shape'
+        x = tensor([1.0, 2.0], requires_grad=True)
+        x.data = [3.0, 4.0]
+        (x * x).sum().backward()
+        assert x.data.dtype == np.float64 and x.grad.tolist() == [6.0, 8.0]
+    else:  # E54: += turned the weight into a plain Tensor and the optimiser lost it
+        model = Linear(2, 2)
+        with minitorch.no_grad():
+            model.weight += 1.0
+            model.weight *= 2.0
+        assert isinstance(model.weight, Parameter) and len(model.parameters()) == 2, "still a Parameter, still listed"
