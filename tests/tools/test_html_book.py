@@ -26,7 +26,7 @@ from minitorch.tools.book.pages import QUICK_BANNER, link_chapters, sidebar
 nbformat = pytest.importorskip("nbformat")
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 OBJECT_REPR = re.compile(r"&lt;[\w.]+ object(?: at 0x[0-9a-f]+)?&gt;|&lt;Figure size [^&]*&gt;|&lt;matplotlib\.")
-OUTPUT_IMAGE = re.compile(r'<div class="jp-RenderedImage jp-OutputArea-output[^"]*">\s*<img ')
+OUTPUT_IMAGE = re.compile(r'<div class="jp-RenderedImage jp-OutputArea-output[^"]*">\s*<figure[^>]*>\s*<img ')
 
 
 def _notebook(path: Path, title: str, *code: str) -> Path:

@@ -21,6 +21,7 @@ from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
 from minitorch.tools.book.execute import Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
+from minitorch.tools.book.references import Labels, find_labels
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -50,6 +51,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     chosen = find_chapters(chapters_dir, only)
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
     pages = {chapter.number: chapter.page for chapter in chapters if chapter.path.name in built}
+    labels = find_labels(chapters)  # theorems, exercises, sections...: where each is stated
     report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")
     start = time.perf_counter()
     failures: list[Run] = []
@@ -58,7 +60,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             write_assets(staging / "_static")
             with closing(execute_all(chosen, quick, jobs, keep_going, report)) as runs:  # closed: kernels stopped
                 for run in runs:
-                    write_chapter(staging, run, chapters, built, pages, quick)
+                    write_chapter(staging, run, chapters, built, pages, labels, quick)
                     if run.failed:
                         failures.append(run)
             if failures and not keep_going:
@@ -80,9 +82,9 @@ class _Discard(Exception):
 
 
 def write_chapter(book: Path, run: Run, chapters: list[Chapter], built: set[str], pages: dict[str, str],
-                  quick: bool) -> None:
+                  labels: Labels, quick: bool) -> None:
     """The chapter's page and its executed notebook (notebooks/NN_title.ipynb, the page's download)."""
-    cells = cells_html(run.notebook_json, run.chapter, pages)
+    cells = cells_html(run.notebook_json, run.chapter, pages, labels)
     failure = run.failure if run.failed else ""
     (book / run.chapter.page).write_text(chapter_page(cells, chapters, built, run.chapter, quick, failure),
                                          encoding="utf-8")

@@ -1,5 +1,6 @@
 /* The HTML book's one script (python -m minitorch book): MathJax's settings, read by MathJax.js when it
-   loads after this file, and the contents menu of narrow screens. */
+   loads after this file, the contents menu of narrow screens, printed tables fitted to the page's width,
+   figures shown at full size on a click, and the answers opened for printing. */
 
 window.MathJax = {
   /* The rest (TeX input, HTML-CSS output, AMS macros, the menu) comes from the combined configuration named
@@ -38,4 +39,54 @@ document.addEventListener("DOMContentLoaded", function () {
   });
   var current = sidebar.querySelector(".book-current");  /* the contents open at the current chapter */
   if (current) sidebar.scrollTop = current.offsetTop - 48;
+});
+
+/* A printed table (an output box) wider than the page: its font shrinks until it fits, down to
+   SMALLEST_FONT pixels; below that it wraps. Done again when the window's width changes or an answer opens. */
+var SMALLEST_FONT = 9.5;
+function fitOutputs() {
+  document.querySelectorAll(".jp-OutputArea pre").forEach(function (pre) {
+    pre.style.fontSize = "";
+    pre.classList.remove("book-wrap");
+    if (!pre.clientWidth) return;  /* hidden (a closed answer): fitted when it opens */
+    var style = getComputedStyle(pre);
+    var padding = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    var room = pre.clientWidth - padding, needed = pre.scrollWidth - padding;
+    if (needed <= room + 1) return;
+    var fitted = Math.floor(parseFloat(style.fontSize) * room / needed * 0.98 * 10) / 10;
+    if (fitted >= SMALLEST_FONT) pre.style.fontSize = fitted + "px";
+    else pre.classList.add("book-wrap");
+  });
+}
+document.addEventListener("DOMContentLoaded", function () {
+  fitOutputs();
+  var pending = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(pending);
+    pending = setTimeout(fitOutputs, 150);
+  });
+  document.querySelectorAll("details").forEach(function (details) {
+    details.addEventListener("toggle", fitOutputs);
+  });
+  document.querySelectorAll(".book-figure img").forEach(function (image) {
+    image.addEventListener("click", function () {
+      image.closest(".book-figure").classList.toggle("book-zoomed");
+    });
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    document.querySelectorAll(".book-zoomed").forEach(function (figure) { figure.classList.remove("book-zoomed"); });
+  });
+});
+/* Printing opens every answer (a closed details prints only its summary), and closes them again after. */
+var openedForPrint = [];
+window.addEventListener("beforeprint", function () {
+  openedForPrint = Array.prototype.filter.call(document.querySelectorAll("details:not([open])"), function (d) {
+    d.open = true;
+    return true;
+  });
+});
+window.addEventListener("afterprint", function () {
+  openedForPrint.forEach(function (details) { details.open = false; });
+  openedForPrint = [];
 });
