@@ -3,6 +3,7 @@
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
     python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
+                             [--no-pdf]
     python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
 """
 
@@ -53,6 +54,8 @@ def main(argv=None) -> int:
     book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
     book.add_argument("--force", action="store_true",
                       help="replace --out even if it holds files that are not an earlier book")
+    book.add_argument("--no-pdf", action="store_true",
+                      help="skip the printed edition's PDF (made by headless Chromium where it is installed)")
 
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "

@@ -1,11 +1,15 @@
 """The build: check where the book goes, run the chapters, write the pages beside the old book, then swap.
 
-    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
+    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force] [--no-pdf]
 
 The output folder is checked before any work (minitorch/outputs.py): not a file, not the chapters or the
 project's sources, writable, and, if it already holds files, an earlier book of this command (or --force).
 The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
 failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.
+
+Every book has print.html, all its chapters on one page after a contents page; with ``pdf`` (the command's
+default, unless --no-pdf) headless Chromium prints that page to one PDF, where Chromium is installed
+(printed.py; the build says why there is no PDF where it is not).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
 from minitorch.tools.book.execute import Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
+from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
 from minitorch.tools.book.references import Labels, find_labels
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,7 +44,7 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
 
 def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
                only: list[str] | None = None, jobs: int = 1, keep_going: bool = False, force: bool = False,
-               report=None) -> list[Run]:
+               pdf: bool = False, report=None) -> list[Run]:
     """Execute the chapters and write the book into ``out``; return the failed runs (empty if none).
 
     A failure stops the build and leaves ``out`` as it was, unless ``keep_going``: then every chapter
@@ -68,6 +73,10 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             failed = {run.chapter.path.name for run in failures}
             opening = readme_opening(Path(readme))
             (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick), encoding="utf-8")
+            printed = [chapter for chapter in chapters if chapter.path.name in built]
+            (staging / PRINT_PAGE).write_text(print_page(staging, printed, quick, opening), encoding="utf-8")
+            if pdf:
+                write_pdf(staging, report)
             (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
                                           encoding="utf-8")
     except _Discard:
@@ -98,7 +107,7 @@ def main(args) -> int:
     chapters_dir = Path(args.chapters) if args.chapters else ROOT / "chapters"
     try:
         failures = build_book(args.out, chapters_dir=chapters_dir, quick=args.quick, only=only, jobs=args.jobs,
-                              keep_going=args.keep_going, force=args.force)
+                              keep_going=args.keep_going, force=args.force, pdf=not args.no_pdf)
     except (OutputPathError, BookError) as error:
         print(f"python -m minitorch book: error: {error}", file=sys.stderr)
         return 2
@@ -113,4 +122,6 @@ def main(args) -> int:
             print(f"  {run.failure}", file=sys.stderr)
         return 1
     print(f"Open {Path(args.out) / 'index.html'} in a browser (no network needed).")
+    if (Path(args.out) / PDF_NAME).is_file():
+        print(f"The printed edition, every chapter in one PDF: {Path(args.out) / PDF_NAME}")
     return 0

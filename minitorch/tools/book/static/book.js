@@ -42,9 +42,13 @@ document.addEventListener("DOMContentLoaded", function () {
 });
 
 /* A printed table (an output box) wider than the page: its font shrinks until it fits, down to
-   SMALLEST_FONT pixels; below that it wraps. Done again when the window's width changes or an answer opens. */
-var SMALLEST_FONT = 9.5;
+   smallestFont() pixels; below that it wraps. Done again when the window's width changes or an answer opens. */
+function smallestFont() {  /* pixels: legible on a wide screen; smaller on a phone and in the printed book */
+  if (document.body.classList.contains("book-printed")) return 6.5;
+  return window.innerWidth < 600 ? 7.5 : 9.5;
+}
 function fitOutputs() {
+  var smallest = smallestFont();
   document.querySelectorAll(".jp-OutputArea pre").forEach(function (pre) {
     pre.style.fontSize = "";
     pre.classList.remove("book-wrap");
@@ -54,7 +58,7 @@ function fitOutputs() {
     var room = pre.clientWidth - padding, needed = pre.scrollWidth - padding;
     if (needed <= room + 1) return;
     var fitted = Math.floor(parseFloat(style.fontSize) * room / needed * 0.98 * 10) / 10;
-    if (fitted >= SMALLEST_FONT) pre.style.fontSize = fitted + "px";
+    if (fitted >= smallest) pre.style.fontSize = fitted + "px";
     else pre.classList.add("book-wrap");
   });
 }
