@@ -7,7 +7,7 @@ project's sources, writable, and, if it already holds files, an earlier book of 
 The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
 failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.
 
-Every book has print.html, all its chapters on one page after a contents page; with ``pdf`` (the command's
+Every book has a search index (search.py) and print.html, all its chapters on one page after a contents page; with ``pdf`` (the command's
 default, unless --no-pdf) headless Chromium prints that page to one PDF, where Chromium is installed
 (printed.py; the build says why there is no PDF where it is not).
 """
@@ -27,6 +27,7 @@ from minitorch.tools.book.execute import Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
 from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
 from minitorch.tools.book.references import Labels, find_labels
+from minitorch.tools.book.search import write_search_index
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -74,6 +75,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             opening = readme_opening(Path(readme))
             (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick), encoding="utf-8")
             printed = [chapter for chapter in chapters if chapter.path.name in built]
+            write_search_index(staging, printed)
             (staging / PRINT_PAGE).write_text(print_page(staging, printed, quick, opening), encoding="utf-8")
             if pdf:
                 write_pdf(staging, report)

@@ -17,6 +17,7 @@ from pathlib import Path
 from minitorch.tools.book.assets import MATHJAX_CONFIG
 from minitorch.tools.book.chapters import Chapter
 from minitorch.tools.book.figures import prepare_notebook
+from minitorch.tools.book.search import SEARCH_INDEX
 from minitorch.tools.book.references import Labels, add_anchors, find_labels, link_references, outside_tags
 
 BOOK_TITLE = "Attention sinks, from scratch"
@@ -144,6 +145,11 @@ def layout(*, title: str, body: str, sidebar_html: str, quick: bool, notebook: s
 <header class="book-topbar">
 <button class="book-menu" type="button" aria-controls="book-sidebar" aria-expanded="false">&#9776; Contents</button>
 <a class="book-name" href="index.html">{BOOK_TITLE}</a>
+<div class="book-search" role="search">
+<input type="search" class="book-search-input" placeholder="Search the book" aria-label="Search the book"
+ autocomplete="off" data-index="_static/{SEARCH_INDEX}">
+<ol class="book-search-results" hidden></ol>
+</div>
 {download}
 </header>
 <div class="book-columns">
