@@ -22,7 +22,7 @@ NOT_LINKED_INSIDE = ("a", "code", "pre", "script", "style", "strong", "h1", "h2"
 SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s+to\s+|\s*(?:-|–|&ndash;)\s*)"
 STATED = {  # how the markdown states a numbered thing, **in bold**
     "theorem": re.compile(r"\*\*Theorem (\d+)\b"),
-    "lemma": re.compile(r"\*\*Lemma (\d+)\b"),
+    "lemma": re.compile(r"\*\*Lemma (\d+)\b|; Lemma (\d+)\)\.\*"),  # or in a step's title: "*Step D (...; Lemma 4).*"
     "exercise": re.compile(r"\*\*Exercise (\d+\.\d+)\b"),
 }
 SECTION_HEADING = re.compile(r"^#{2,3}\s+(\d+(?:\.\d+)?)\.?\s", re.M)
@@ -55,8 +55,8 @@ def find_labels(chapters) -> Labels:
         notebook = nbformat.read(chapter.path, as_version=4)
         text = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
         for kind, pattern in STATED.items():
-            for number in pattern.findall(text):
-                labels.stated[kind].setdefault(number, chapter.number)
+            for match in pattern.finditer(text):
+                labels.stated[kind].setdefault(next(group for group in match.groups() if group), chapter.number)
         labels.sections[chapter.number] = set(SECTION_HEADING.findall(text))
         labels.equations[chapter.number] = set(EQUATION_TAG.findall(text))
     return labels
@@ -70,6 +70,10 @@ def add_anchors(cells: str, chapter_number: str, labels: Labels) -> str:
             if where == chapter_number:
                 cells = re.sub(rf"<strong>({kind.capitalize()} {re.escape(number)})\b",
                                rf'<strong id="{kind}-{number}">\1', cells, count=1)
+                if f'id="{kind}-{number}"' not in cells:  # stated inside a step's title
+                    cells = re.sub(rf'((?:<a class="book-ref" href="#{kind}-{re.escape(number)}">)?'
+                                   rf"{kind.capitalize()} {re.escape(number)}(?:</a>)?\))",
+                                   rf'<span id="{kind}-{number}"></span>\1', cells, count=1)
 
     def section_anchor(match: re.Match) -> str:
         return f'<span class="book-anchor" id="section-{match.group(2)}"></span>{match.group(0)}'

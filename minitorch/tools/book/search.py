@@ -109,9 +109,10 @@ def build_index(documents: list[dict]) -> dict:
             word = trimmer(token)
             if word is None or not str(word) or stop_word_filter(word) is None:
                 continue
+            surface = str(word)  # before stemming: the stemmer changes the token in place
             stem = str(stemmer(word))
             if stem in postings:
-                words.setdefault(str(word), stem)
+                words.setdefault(surface, stem)
     return {"documents": [{**document, "text": document["text"][:SNIPPET_TEXT]} for document in documents],
             "terms": {term: sorted(scores.items()) for term, scores in postings.items()},
             "words": words, "stop_words": sorted(WORDS)}
