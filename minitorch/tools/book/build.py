@@ -1,6 +1,7 @@
 """The build: check where the book goes, run the chapters, write the pages beside the old book, then swap.
 
-    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force] [--no-pdf]
+    python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
+                             [--no-pdf]
 
 The output folder is checked before any work (minitorch/outputs.py): not a file, not the chapters or the
 project's sources, writable, and, if it already holds files, an earlier book of this command (or --force).
