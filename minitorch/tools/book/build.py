@@ -8,9 +8,9 @@ project's sources, writable, and, if it already holds files, an earlier book of 
 The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
 failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.
 
-Every book has a search index (search.py) and print.html, all its chapters on one page after a contents page; with ``pdf`` (the command's
-default, unless --no-pdf) headless Chromium prints that page to one PDF, where Chromium is installed
-(printed.py; the build says why there is no PDF where it is not).
+Every book has a search index (search.py) and print.html, all its chapters on one page after a contents
+page; with ``pdf`` (the command's default, unless --no-pdf) headless Chromium prints that page to one PDF,
+where Chromium is installed (printed.py; the build says why there is no PDF where it is not).
 """
 
 from __future__ import annotations
