@@ -3,6 +3,7 @@
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
     python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
+                             [--no-pdf]
     python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
 """
 
@@ -27,9 +28,9 @@ def main(argv=None) -> int:
     reproduce.add_argument("--seed", type=number_argument("--seed", integer=True, minimum=0), default=0,
                            help="seed for weights and data (default 0, as in the paper)")
     reproduce.add_argument("--out", default=None,
-                           help="output folder (default: figures for the full run at seed 0; else runs/<name>, e.g. "
-                                "runs/quick, runs/seed1_only-1x1, runs/quick_only-1x1: only the book's own run "
-                                "replaces the book's figures)")
+                           help="output folder (default: runs/<name>, untracked: runs/full for the full run at seed "
+                                "0, else e.g. runs/quick, runs/seed1_only-1x1; --out figures rewrites the book's "
+                                "figures)")
     reproduce.add_argument("--jobs", type=number_argument("--jobs", integer=True, minimum=1),
                            default=min(2, os.cpu_count() or 1),
                            help="models trained at once, one process each (default: 2, or 1 on a 1-core machine)")
@@ -38,7 +39,8 @@ def main(argv=None) -> int:
                            help="replace an earlier, different run in the --out folder, all of its files (without "
                                 "it, such a folder is refused before any work)")
     reproduce.add_argument("--beyond", action="store_true",
-                           help="run chapter 10's experiments beyond the paper instead (default out: figures/beyond)")
+                           help="run chapter 10's experiments beyond the paper instead (default out: runs/beyond; "
+                                "--out figures/beyond rewrites the book's)")
 
     book = commands.add_parser("book", help="execute every chapter and write a static HTML book")
     book.add_argument("--out", default="book", help="output folder (default: book)")
@@ -56,6 +58,8 @@ def main(argv=None) -> int:
                            "takes well under a minute)")
     book.add_argument("--force", action="store_true",
                       help="replace --out even if it holds files that are not an earlier book")
+    book.add_argument("--no-pdf", action="store_true",
+                      help="skip the printed edition's PDF (made by headless Chromium where it is installed)")
 
     commands.add_parser("bench", add_help=False,
                         help="time a training step: minitorch, a hand-written NumPy floor, PyTorch if installed; "
@@ -89,7 +93,7 @@ def main(argv=None) -> int:
                     parser.error("--only and --seed apply to the paper's six models, not to --beyond")
                 from minitorch.paper.beyond import FULL, QUICK, run_beyond
 
-                default_beyond = "runs/quick/beyond" if args.quick else "figures/beyond"
+                default_beyond = "runs/quick/beyond" if args.quick else "runs/beyond"  # figures/: by name only
                 run_beyond(default_beyond if args.out is None else args.out, QUICK if args.quick else FULL,
                            jobs=args.jobs, force=args.force, speed_up=speed_up)
                 return 0

@@ -35,8 +35,8 @@ def test_reproduce_refuses_an_empty_selection(tmp_path):
 
 
 @pytest.mark.parametrize("arguments,expected", [
-    (["reproduce"], "figures"),
-    (["reproduce", "--only", "1x1,2x2,4x4"], "figures"),
+    (["reproduce"], "runs/full"),
+    (["reproduce", "--only", "1x1,2x2,4x4"], "runs/full"),
     (["reproduce", "--only", "1x1", "--seed", "1"], "runs/seed1_only-1x1"),
     (["reproduce", "--only", "1x1"], "runs/only-1x1"),
     (["reproduce", "--seed", "2"], "runs/seed2"),
@@ -45,14 +45,16 @@ def test_reproduce_refuses_an_empty_selection(tmp_path):
     (["reproduce", "--quick", "--only", "1x1"], "runs/quick_only-1x1"),
     (["reproduce", "--out", ""], ""),
     (["reproduce", "--seed", "2", "--out", "elsewhere"], "elsewhere"),
+    (["reproduce", "--out", "figures"], "figures"),
 ])
-def test_only_the_books_own_run_defaults_to_the_books_figures(monkeypatch, arguments, expected):
+def test_every_run_defaults_to_an_untracked_folder_and_figures_only_by_name(monkeypatch, arguments, expected):
     from minitorch.__main__ import main
 
     calls = {}
     monkeypatch.setattr("minitorch.paper.reproduce.reproduce", lambda out, **kwargs: calls.setdefault("out", out))
     main(arguments)
-    assert calls["out"] == expected, f"{' '.join(arguments)} must write to {expected!r}, not {calls['out']!r}"
+    assert calls["out"] == expected, (f"{' '.join(arguments)} must write to {expected!r}, not {calls['out']!r} "
+                                      f"(a first run must leave the checkout's tracked figures/ as they were)")
 
 
 def _fake_previous_run(folder: Path, only=("1x1",), quick=False, seed=0) -> dict:

@@ -60,6 +60,15 @@ def test_beyond_quick_runs_never_default_to_the_books_figures(monkeypatch):
         "reproduce --beyond --quick must write to runs/quick/beyond with the quick budget"
 
 
+def test_the_full_beyond_run_writes_the_books_figures_only_when_asked_by_name(monkeypatch):
+    calls = []
+    monkeypatch.setattr("minitorch.paper.beyond.run_beyond", lambda out, budget, **options: calls.append(out))
+    main(["reproduce", "--beyond"])
+    main(["reproduce", "--beyond", "--out", "figures/beyond"])
+    assert calls == ["runs/beyond", "figures/beyond"], \
+        "reproduce --beyond writes to runs/beyond (untracked); figures/beyond only with --out figures/beyond"
+
+
 @pytest.mark.parametrize("arguments,function", [
     (["reproduce", "--quick"], "minitorch.paper.reproduce.reproduce"),
     (["reproduce", "--beyond", "--quick"], "minitorch.paper.beyond.run_beyond"),

@@ -1,14 +1,24 @@
 """A dependency-free progress bar for the terminal and for Jupyter (chapter 07).
 
 In a terminal it redraws one line with a carriage return; in a Jupyter
-notebook it updates one display area in place. Both show the step count,
-the elapsed time, the rate and whatever metrics the caller passes.
+notebook it updates one display area in place, as plain text. Anywhere else
+(a log file, a pipe) it writes a new line at each draw, so that the log reads
+line by line. Each shows the step count, the elapsed time, the rate and
+whatever metrics the caller passes.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+
+
+def _is_terminal(stream) -> bool:
+    """True if ``stream`` is a terminal, where a carriage return redraws the line."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def _in_notebook() -> bool:
@@ -27,20 +37,29 @@ class ProgressBar:
     measurable inside a training loop. `enabled=False` makes it silent.
     `lines=True` prints a new line at each draw instead of redrawing one
     (for several processes sharing a terminal); it draws every 10 s by default.
+    A stream that is not a terminal (a file, a pipe) always gets lines: a log
+    holds no carriage returns.
     """
 
     def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float | None = None,
                  stream=None, width: int = 24, lines: bool = False):
         self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
-        self.min_interval = (10.0 if lines else 0.2) if min_interval is None else min_interval
         self.width = width
         self.stream = sys.stderr if stream is None else stream
+        in_notebook = enabled and not lines and _in_notebook()
+        if not lines and not in_notebook and not _is_terminal(self.stream):
+            self.lines = lines = True
+        self.min_interval = (10.0 if lines else 0.2) if min_interval is None else min_interval
         self.start = time.perf_counter()
         self.last_draw = -float("inf")
         self.handle = None
-        if enabled and not lines and _in_notebook():
+        if in_notebook:
             from IPython.display import display
-            self.handle = display(self._text(0, {}), display_id=True)
+            self.handle = display(self._plain(0, {}), raw=True, display_id=True)
+
+    def _plain(self, step: int, metrics: dict) -> dict:
+        """The bar as a display's plain text (shown as it is, not as a quoted Python string)."""
+        return {"text/plain": self._text(step, metrics)}
 
     def _text(self, step: int, metrics: dict) -> str:
         elapsed = time.perf_counter() - self.start
@@ -59,7 +78,7 @@ class ProgressBar:
         self.last_draw = now
         text = self._text(step, metrics)
         if self.handle is not None:
-            self.handle.update(text)
+            self.handle.update({"text/plain": text}, raw=True)
         elif self.lines:
             self.stream.write(text + "\n")
             self.stream.flush()

@@ -13,8 +13,10 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
 - ``models/<name>.npz`` (weights, loadable with `models.load_model`) and
   ``models/<name>_history.json`` (the training history).
 
-Only the full run at the book's seed writes to ``figures/`` by default; any other
-run goes to ``runs/<name>/`` (`default_out`). The output folder is checked before
+Every run writes into ``runs/<name>/`` unless told otherwise (`default_out`):
+``runs/full`` for the full run at the book's seed, ``runs/quick``, ``runs/seed1``...,
+all untracked, so that a newcomer's first run leaves the checkout as it was. The
+book's own ``figures/`` is rewritten only when asked for by name, ``--out figures``. The output folder is checked before
 any work (`minitorch.outputs`). A run is built beside it and its files moved in
 only when it completes, so an interrupted or failed run leaves the previous results
 as they were. results.json records the run's command line and files (`run_files`):
@@ -176,12 +178,13 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 0) -> Path:
-    """Where a run writes unless told: the book's ``figures/`` only for the full run at seed 0, else a folder
-    of its own named after what differs, e.g. ``runs/quick``, ``runs/seed1_only-1x1``, ``runs/quick_only-1x1``
-    (so that two kinds of run never share a default folder)."""
+    """Where a run writes unless told: a folder of runs/ (untracked) named after what differs from the book's
+    run, ``runs/full`` for the book's run itself, e.g. ``runs/quick``, ``runs/seed1_only-1x1``,
+    ``runs/quick_only-1x1`` (so that two kinds of run never share a default folder). The book's figures/ is
+    written only by ``--out figures``."""
     partial = bool(only) and set(only) != set(ARCHITECTURES)
     parts = ["quick"] * quick + [f"seed{seed}"] * bool(seed) + (["only-" + "-".join(only)] if partial else [])
-    return Path("runs", "_".join(parts)) if parts else Path("figures")
+    return Path("runs", "_".join(parts) or "full")
 
 
 def run_command(quick: bool, only: list[str], seed: int) -> str:
@@ -234,7 +237,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     """Train the selected models, write figures and results into `out`; return the results.
 
     `only` (default: every architecture) names the architectures, e.g. ``["1x1"]``.
-    `out` defaults to `default_out`: ``figures/`` only for the full run at seed 0.
+    `out` defaults to `default_out`: a folder of runs/; the book's figures/ only when asked for by name.
     `jobs` > 1 trains that many models at once, in separate processes.
     `force`: replace an earlier run of another command line in `out` (``--force``); without it, such a
     folder is refused before any work (`minitorch.outputs.files_to_replace`).

@@ -7,8 +7,15 @@ import io
 from minitorch.paper.progress import ProgressBar
 
 
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, as sys.stderr does in a shell."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_terminal_bar_redraws_one_line_and_ends_it():
-    stream = io.StringIO()
+    stream = Terminal()
     bar = ProgressBar(10, "train", stream=stream, min_interval=0.0)
     bar.update(5, loss=0.25)
     bar.close(10, loss=0.125)
@@ -25,8 +32,19 @@ def test_disabled_bar_writes_nothing():
     assert stream.getvalue() == ""
 
 
+def test_a_log_file_gets_one_line_per_draw_and_no_carriage_return():
+    stream = io.StringIO()  # not a terminal: a log file, a pipe
+    bar = ProgressBar(10, "train", stream=stream, min_interval=0.0)
+    bar.update(5, loss=0.25)
+    bar.close(10, loss=0.125)
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue() and "\x1b" not in stream.getvalue(), \
+        "a log must not hold the carriage returns and erase codes that redraw a terminal's line"
+    assert len(lines) == 2 and "5/10" in lines[0] and "10/10" in lines[1], lines
+
+
 def test_redraws_are_rate_limited():
-    stream = io.StringIO()
+    stream = Terminal()
     bar = ProgressBar(1000, stream=stream, min_interval=3600.0)
     for step in range(1000):
         bar.update(step)

@@ -272,10 +272,10 @@ def test_step1_output_is_value_map_applied_to_attention_average():
         assert np.allclose(prediction[:, 0], theory.value_map(model)[:, 0], atol=1e-12), \
             f"{name}: row 0 sees only BOS, so ŷ_0 = W e_0"
         bos = attention[0][:, 0, :, 0]
-        u = theory.non_bos_average(averaged, bos)[:, 1:]
-        # ũ divides by 1 - a_i0: rows with almost all mass on BOS amplify rounding (1e-16 / (1 - a_i0))
-        assert np.all(theory.in_token_hull(u[bos[:, 1:] < 1 - 1e-6], tolerance=1e-7)), \
-            f"{name}: the renormalised non-BOS average ũ_i must lie in T"
+        mu = theory.non_bos_average(averaged, bos)[:, 1:]
+        # μ̃ divides by 1 - a_i0: rows with almost all mass on BOS amplify rounding (1e-16 / (1 - a_i0))
+        assert np.all(theory.in_token_hull(mu[bos[:, 1:] < 1 - 1e-6], tolerance=1e-7)), \
+            f"{name}: the renormalised non-BOS average μ̃_i must lie in T"
 
 
 def test_step2_non_trigger_row_inequality_holds_for_random_models():
@@ -283,19 +283,19 @@ def test_step2_non_trigger_row_inequality_holds_for_random_models():
     for name, model in some_models().items():
         left, right = theory.non_trigger_row_sides(model, x, triggers)
         assert np.all(left <= right + 1e-12), \
-            f"{name}: (1 - a_i0)||W ũ_i|| <= ||ŷ_i|| + a_i0||W e_0|| fails by {np.max(left - right):.3e}"
+            f"{name}: (1 - a_i0)||W μ̃_i|| <= ||ŷ_i|| + a_i0||W e_0|| fails by {np.max(left - right):.3e}"
 
 
 def test_step3_trigger_row_decomposition_is_an_identity():
-    u = theory.random_token_hull_points(300, seed=5)
+    mu = theory.random_token_hull_points(300, seed=5)
     for name, model in some_models().items():
         for trigger in (2, 7, L - 1):
-            computed, decomposed = theory.trigger_row_decomposition(model, u, trigger)
+            computed, decomposed = theory.trigger_row_decomposition(model, mu, trigger)
             assert np.allclose(computed, decomposed, atol=1e-10), \
-                f"{name}, j={trigger}: ŷ_j != a_0 W e_0 + (a+b) W u + s W(e_b - e_t)"
+                f"{name}, j={trigger}: ŷ_j != a_0 W e_0 + (a+b) W μ + s W(e_b - e_t)"
 
 
-def test_step4_determinant_lemma_holds_on_random_planes():
+def test_step4_lemma2_determinant_holds_on_random_planes():
     rng = np.random.default_rng(6)
     P1, P2, G = (rng.normal(size=(20_000, 2)) for _ in range(3))
     s1, s2 = rng.normal(size=20_000), rng.normal(size=20_000)
@@ -306,15 +306,15 @@ def test_step4_determinant_lemma_holds_on_random_planes():
     assert np.all(determinant <= bound + 1e-12), f"|det(P1,P2)| exceeded its bound by {np.max(determinant - bound):.3e}"
 
 
-def test_step4_trigger_row_slack_is_at_least_epsilon0():
+def test_step5_lemma3_trigger_row_slack_is_at_least_epsilon0():
     epsilon0 = theory.trigger_separation()
     e_0, e_t, e_b, _ = theory.unit_vectors(n)
     points = np.concatenate([theory.random_token_hull_points(300, seed=7),
                              theory.random_token_hull_points(300, seed=8, corners=True),
-                             [(e_b + e_t) / 2, e_b, e_t]])  # (e_b + e_t)/2 minimises ||u||_∞ on T
+                             [(e_b + e_t) / 2, e_b, e_t]])  # (e_b + e_t)/2 minimises ||μ||_∞ on T
     for name, model in some_models().items():
         slack = theory.trigger_row_slack(model, points)
-        assert np.all(slack >= epsilon0), f"{name}: ε'(u) = {slack.min():.4f} < ε_0 = {epsilon0:.4f}"
+        assert np.all(slack >= epsilon0), f"{name}: τ(μ) = {slack.min():.4f} < ε_0 = {epsilon0:.4f}"
 
 
 def test_theorem1_holds_row_by_row_along_the_softmax_family():

@@ -26,7 +26,7 @@ from minitorch.tools.book.pages import QUICK_BANNER, link_chapters, sidebar
 nbformat = pytest.importorskip("nbformat")
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 OBJECT_REPR = re.compile(r"&lt;[\w.]+ object(?: at 0x[0-9a-f]+)?&gt;|&lt;Figure size [^&]*&gt;|&lt;matplotlib\.")
-OUTPUT_IMAGE = re.compile(r'<div class="jp-RenderedImage jp-OutputArea-output[^"]*">\s*<img ')
+OUTPUT_IMAGE = re.compile(r'<div class="jp-RenderedImage jp-OutputArea-output[^"]*">\s*<figure[^>]*>\s*<img ')
 
 
 def _notebook(path: Path, title: str, *code: str) -> Path:
@@ -405,3 +405,192 @@ def test_a_kernel_that_does_not_start_is_one_line_not_a_traceback(tiny_book, tmp
     assert run.failed and run.failed_cell is None, "a kernel that never started must fail the chapter, at no cell"
     assert f"01_first.ipynb: the kernel did not start ({KERNEL_START_ATTEMPTS} tries): " in run.failure, run.failure
     assert "\n" not in run.failure, f"the reason must be one line:\n{run.failure}"
+
+
+# --- fast: the page as a reader sees it (figures.py, references.py, search.py, printed.py) ----------------
+
+def _executed(*cells) -> "nbformat.NotebookNode":
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = list(cells)
+    return notebook
+
+
+def test_github_only_cells_are_left_out_and_each_figure_gets_its_number_caption_and_description():
+    from minitorch.tools.book.figures import prepare_notebook
+
+    image = nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="})
+    drawn = nbformat.v4.new_code_cell("plt.show(); plt.show()", outputs=[image, image])
+    drawn.metadata["figures"] = [{"caption": "The first.", "alt": "A line."}, {"caption": "The second."}]
+    note = nbformat.v4.new_markdown_cell("*On GitHub: the figure below.*\n\n![old](../figures/x.png)")
+    note.metadata["tags"] = ["github-only"]
+    notebook = _executed(nbformat.v4.new_markdown_cell("# Chapter 07"), note, drawn)
+    figures = prepare_notebook(notebook, "07")
+    assert [cell.cell_type for cell in notebook.cells] == ["markdown", "code"], \
+        "a cell tagged github-only shows a static copy of the live figure: the page must leave it out"
+    assert [figure["number"] for figure in figures] == ["7.1", "7.2"], "figures are numbered chapter.figure"
+    assert figures[0]["alt"] == "A line." and figures[1]["alt"] == "The second.", \
+        "every image needs alt text: its description, or else its caption"
+
+
+def test_one_loops_prints_are_one_box_and_a_redrawn_line_shows_its_last_state():
+    from minitorch.tools.book.figures import merged_streams
+
+    outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"step {step}\n") for step in range(3)]
+    outputs.append(nbformat.v4.new_output("stream", name="stdout", text="bar 10%\rbar 50%\rbar 100%\x1b[K\n"))
+    merged = merged_streams(outputs)
+    assert len(merged) == 1, "consecutive prints of one cell must share one output box"
+    assert merged[0]["text"] == "step 0\nstep 1\nstep 2\nbar 100%\n", repr(merged[0]["text"])
+
+
+def test_theorems_sections_equations_and_exercises_get_anchors_and_their_references_link_to_them(tiny_book):
+    from minitorch.tools.book.references import Labels, add_anchors, link_references
+
+    labels = Labels()
+    labels.stated["theorem"]["1"] = "05"
+    labels.stated["exercise"].update({"4.2": "04", "4.3": "04"})
+    labels.sections.update({"05": {"6.2"}, "04": {"3"}})
+    labels.equations["05"] = {"2"}
+    pages = {"04": "04_task.html", "05": "05_sink.html"}
+    stated = add_anchors('<p><strong>Theorem 1 (sinks).</strong> $$x \\tag{2}$$</p>'
+                         '<h3 id="6.2-One-head">6.2 One head</h3>', "05", labels)
+    assert '<strong id="theorem-1">Theorem 1' in stated and 'id="equation-2"></span>$$x' in stated
+    assert 'id="section-6.2"></span><h3' in stated, "a numbered heading gets the anchor section-<number>"
+    text = ("<p>By Theorem 1 and inequality (2); see chapter 05, section 6.2, exercises 4.2 to 4.3, and "
+            "Gu et al. and arXiv:2410.10781. <code>Theorem 1</code></p>")
+    linked = link_references(text, "04", labels, pages)
+    assert '<a class="book-ref" href="05_sink.html#theorem-1">Theorem 1</a>' in linked, linked
+    assert 'href="05_sink.html#section-6.2">section 6.2</a>' in linked, "chapter 05, section 6.2 is chapter 05's"
+    assert 'href="#exercise-4.2">4.2</a> to <a class="book-ref" href="#exercise-4.3">4.3</a>' in linked, linked
+    assert "inequality (2)" in linked and "equation-2" not in linked, "chapter 04 has no equation (2) of its own"
+    assert 'href="https://arxiv.org/abs/2410.10781">Gu et al.</a>' in linked, "a cited work links to its source"
+    assert 'href="https://arxiv.org/abs/2410.10781">arXiv:2410.10781</a>' in linked
+    assert "<code>Theorem 1</code>" in linked, "code is never linked"
+
+
+def test_a_tiny_book_has_answers_behind_a_click_captioned_figures_a_search_index_and_a_printed_page(tiny_book,
+                                                                                                    tmp_path):
+    notebook = nbformat.read(tiny_book / "02_second.ipynb", as_version=4)
+    answer = nbformat.v4.new_code_cell("# Answer: 42\nprint(6 * 7)")
+    answer.metadata["tags"] = ["self-check"]
+    figure = nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()")
+    figure.metadata["figures"] = [{"caption": "A rising line.", "alt": "One straight line going up."}]
+    notebook.cells += [nbformat.v4.new_markdown_cell("**Exercise 2.1 (predict, then check): six times seven?**"),
+                       answer, figure]
+    nbformat.write(notebook, tiny_book / "02_second.ipynb")
+    out = tmp_path / "book"
+    assert build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet) == []
+    second = (out / "02_second.html").read_text(encoding="utf-8")
+    details = second[second.index('<details class="book-answer">'):second.index("</details>")]
+    assert "42" in details and "<summary>" in details, "a self-check cell's answer must wait behind a click"
+    assert re.search(r'<figure class="book-figure" id="figure-2.1">\s*<img [^>]*alt="One straight line going up."',
+                     second), "a figure carries its description as alt text"
+    assert '<span class="book-figure-number">Figure 2.1.</span> A rising line.</figcaption>' in second
+    assert "No description has been provided" not in second
+    index = (out / "_static" / "search-index.js").read_text(encoding="utf-8")
+    assert index.startswith("window.BOOK_SEARCH = ") and "six times seven" in index, \
+        "the search index is a script holding every section's text (a page from file:// cannot fetch JSON)"
+    printed = (out / "print.html").read_text(encoding="utf-8")
+    assert '<nav class="book-print-contents"' in printed and 'href="#chapter-02"' in printed, "a contents page"
+    assert 'id="c02-exercise-2.1"' in printed and '<details class="book-answer" open>' in printed, \
+        "the printed page's anchors are made unique per chapter, and its answers are open"
+
+
+def test_the_search_index_stems_words_and_scores_each_section():
+    pytest.importorskip("lunr")
+    from minitorch.tools.book.search import build_index
+
+    documents = [{"link": "a.html#x", "chapter": "A", "title": "Lemmas", "text": "Lemma 4 says the corner is far."},
+                 {"link": "b.html#y", "chapter": "B", "title": "Other", "text": "Nothing about that here."}]
+    index = build_index(documents)
+    assert index["words"]["lemmas"] == index["words"]["lemma"] == "lemma", "lunr stems lemmas and lemma alike"
+    assert [document for document, _ in index["terms"]["lemma"]] == [0], "only the first section has the word"
+    assert "4" in index["terms"] and "the" not in index["terms"], "numbers are kept, stop words left out"
+
+
+# --- slow: the real book as its reader meets it -------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem[:2])
+def test_each_figure_is_shown_once_numbered_captioned_and_described(quick_book, chapter):
+    out, _ = quick_book
+    page = (out / (chapter.stem + ".html")).read_text(encoding="utf-8")
+    assert "On GitHub, where the notebook shows no outputs" not in page and "../figures/" not in page, \
+        f"{chapter.stem}: the GitHub-only copy of a figure must not stand beside the live one"
+    figures = page.count('<figure class="book-figure"')
+    captions = re.findall(r'<figcaption><span class="book-figure-number">Figure ([0-9.]+)\.</span> ([^<]*)</fig', page)
+    assert len(captions) == figures and all(text.strip() for _, text in captions), \
+        (f"{chapter.stem}: {figures} figures but {sum(1 for _, text in captions if text.strip())} captions; write "
+         f"them in the drawing cell's metadata 'figures' (minitorch/tools/book/figures.py)")
+    assert [number for number, _ in captions] == [f"{int(chapter.stem[:2])}.{k}" for k in range(1, figures + 1)]
+    assert 'alt=""' not in page and "No description has been provided" not in page, f"{chapter.stem}: an image " \
+        "has no description"
+
+
+@pytest.mark.slow
+def test_every_reference_link_in_the_book_lands_on_an_anchor(quick_book):
+    out, _ = quick_book
+    for page_path in sorted(out.glob("[0-9][0-9]_*.html")):
+        page = page_path.read_text(encoding="utf-8")
+        for href, text in re.findall(r'<a class="book-ref" href="([^"]+)">([^<]*)</a>', page):
+            if href.startswith("https://"):
+                continue
+            target, _, anchor = href.partition("#")
+            html = (out / target).read_text(encoding="utf-8") if target else page
+            assert f'id="{anchor}"' in html, f"{page_path.name}: '{text}' links to {href}, which has no such anchor"
+
+
+@pytest.mark.slow
+def test_search_finds_lemma_4_from_file_in_a_browser(quick_book, tmp_path):
+    out, _ = quick_book
+    page = (out / "index.html").read_text(encoding="utf-8")
+    typing = ("<script>window.addEventListener('load', function () { var box = document.querySelector("
+              "'.book-search-input'); box.value = 'Lemma 4'; box.dispatchEvent(new Event('input')); });</script>")
+    searching = out / "_search_test.html"
+    searching.write_text(page.replace("</body>", typing + "</body>"), encoding="utf-8")
+    try:
+        run = _open_offline(searching, tmp_path / "profile")
+    finally:
+        searching.unlink()
+    results = re.search(r'<ol class="book-search-results">(.*?)</ol>', run.stdout, re.S)
+    assert results, "the search box showed no results: its index did not load from file://"
+    first = re.search(r'<a href="([^"]+)">', results.group(1))
+    assert first and first.group(1).startswith("05_"), f"'Lemma 4' (chapter 05's appendix) should come first: {first}"
+    assert "<mark>Lemma</mark> <mark>4</mark>" in results.group(1), "the snippet shows the words found"
+
+
+@pytest.mark.slow
+def test_the_scrubber_is_on_chapter_07s_page_and_its_slider_moves(quick_book, tmp_path):
+    out, _ = quick_book
+    page_path = next(out.glob("07_*.html"))
+    page = page_path.read_text(encoding="utf-8")
+    assert page.count('class="sink-scrubber"') == 1 and "fetch(" not in page
+    moving = ("<script>window.addEventListener('load', function () { var slider = document.querySelector("
+              "'.scrubber-step'); slider.value = slider.max; slider.dispatchEvent(new Event('input')); });</script>")
+    moved = out / "_scrubber_test.html"
+    moved.write_text(page.replace("</body>", moving + "</body>"), encoding="utf-8")
+    try:
+        dom = _open_offline(moved, tmp_path / "profile").stdout
+    finally:
+        moved.unlink()
+    captions = re.findall(r'<figcaption style="[^"]*" aria-live="polite">([^<]*)</figcaption>', dom)
+    assert len(captions) == 2 and captions[0].startswith("softmax, step ") and captions[1].startswith("ReLU"), \
+        f"the scrubber should show both runs at the slider's last step: {captions}"
+    assert " 0:" not in captions[0], "moved to the end, the softmax map is no longer the one of step 0"
+
+
+@pytest.mark.slow
+def test_the_printed_edition_is_one_pdf_with_a_contents_page(quick_book):
+    from minitorch.tools.book.printed import PDF_NAME, count_pages, write_pdf
+
+    out, _ = quick_book
+    if _browser() is None:
+        pytest.skip("no Chromium installed: the printed edition needs one")
+    lines = []
+    pdf = write_pdf(out, lines.append)
+    assert pdf == out / PDF_NAME, f"no PDF: {lines}"
+    assert count_pages(pdf) > 50, f"the whole book should print to many pages, not {count_pages(pdf)}"
+    printed = (out / "print.html").read_text(encoding="utf-8")
+    for chapter in CHAPTERS:
+        number = chapter.stem[:2]
+        assert f'<a href="#chapter-{number}">' in printed and f'id="chapter-{number}"' in printed, \
+            f"the contents page must link to chapter {number}, printed in full"

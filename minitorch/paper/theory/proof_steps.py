@@ -4,9 +4,10 @@ Each step is an inequality or identity that must hold for every model and input;
 its two sides (or the objects the proof builds), so that it can be checked on random models and
 inputs, not only on the constructions.
 
-- Theorem 1: `attention_average` and `non_bos_average` (step 1), `non_trigger_row_sides` (step 2),
-  `in_token_hull` and `trigger_row_decomposition` (step 3), `trigger_row_slack` and
-  `determinant_lemma_sides` (step 4), `random_token_hull_points` (points of T to check them on).
+- Theorem 1 (chapter 05's notation: x̄_i, μ̃_i, points μ of T, τ(μ)): `attention_average`, `non_bos_average`
+  and `in_token_hull` (step 1), `non_trigger_row_sides` (step 2), `trigger_row_decomposition` (step 3),
+  `determinant_lemma_sides` (step 4, Lemma 2), `trigger_row_slack` (step 5, Lemma 3),
+  `random_token_hull_points` (points of T to check them on).
 - Theorem 2: `value_words` (the span S), `separating_corner` (the geometric lemma),
   `residual_streams` and `theorem2_stream_sides` (the stream inequalities), `theorem2_witness`
   (the input on which some head must sink).
@@ -40,7 +41,7 @@ def attention_average(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def non_bos_average(averaged: np.ndarray, bos_mass: np.ndarray) -> np.ndarray:
-    """Step 1: ``ũ_i = (x̄_i - a_i0 e_0) / (1 - a_i0)``, the average of the non-BOS
+    """Step 1: ``μ̃_i = (x̄_i - a_i0 e_0) / (1 - a_i0)``, the average of the non-BOS
     tokens under the row's own weights renormalised (rows with a_i0 = 1 give nan)."""
     removed = averaged.copy()
     removed[..., BOS] -= bos_mass  # x̄_i[0] = a_i0: only BOS has a BOS flag
@@ -48,24 +49,24 @@ def non_bos_average(averaged: np.ndarray, bos_mass: np.ndarray) -> np.ndarray:
         return removed / (1.0 - bos_mass)[..., None]
 
 
-def in_token_hull(u: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
-    """Is u in T = conv{c + e_b, c + e_t : c in [-1, 1]^d}? (..., n) -> bool (...).
+def in_token_hull(mu: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
+    """Step 1: is μ in T = conv{c + e_b, c + e_t : c in [-1, 1]^d}? (..., n) -> bool (...).
 
     T = {θ e_b + (1 - θ) e_t + z : θ in [0, 1], z content in [-1, 1]^d}: BOS flag 0,
     bias and trigger flags non-negative and summing to 1, contents in [-1, 1].
     """
-    width = u.shape[-1]
-    flags = u[..., [TRIGGER, width - 1]]
-    return ((np.abs(u[..., BOS]) <= tolerance) & np.all(flags >= -tolerance, axis=-1)
+    width = mu.shape[-1]
+    flags = mu[..., [TRIGGER, width - 1]]
+    return ((np.abs(mu[..., BOS]) <= tolerance) & np.all(flags >= -tolerance, axis=-1)
             & (np.abs(flags.sum(axis=-1) - 1.0) <= tolerance)
-            & np.all(np.abs(u[..., 2:width - 1]) <= 1.0 + tolerance, axis=-1))
+            & np.all(np.abs(mu[..., 2:width - 1]) <= 1.0 + tolerance, axis=-1))
 
 
 def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.ndarray):
-    """Step 2 (non-trigger rows): ``(1 - a_i0) ||W ũ_i||_∞ <= ||ŷ_i||_∞ + a_i0 ||W e_0||_∞``.
+    """Step 2 (non-trigger rows), inequality (1): ``(1 - a_i0) ||W μ̃_i||_∞ <= ||ŷ_i||_∞ + a_i0 ||W e_0||_∞``.
 
     Holds for every single-head model and input (it is the triangle inequality
-    applied to ``ŷ_i = a_i0 W e_0 + (1 - a_i0) W ũ_i``). Returns the two sides
+    applied to ``ŷ_i = a_i0 W e_0 + (1 - a_i0) W μ̃_i``). Returns the two sides
     at every non-trigger row, each (B, L-2).
     """
     W = value_map(model)
@@ -73,7 +74,7 @@ def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.n
     weights = attention[0][:, 0]  # (B, L, L): one head
     bos_mass = weights[..., 0]  # (B, L)
     off_bos = attention_average(weights, x)  # x̄_i, (B, L, n) ...
-    off_bos[..., BOS] -= bos_mass  # ... minus a_i0 e_0 = (1 - a_i0) ũ_i (no division: a_i0 may be 1)
+    off_bos[..., BOS] -= bos_mass  # ... minus a_i0 e_0 = (1 - a_i0) μ̃_i (no division: a_i0 may be 1)
     left = np.abs(off_bos @ W.T).max(axis=-1)
     right = np.abs(prediction).max(axis=-1) + bos_mass * np.abs(W[:, BOS]).max()
     keep = (np.arange(x.shape[1]) >= 1) & (np.arange(x.shape[1]) != np.asarray(triggers)[:, None])
@@ -81,66 +82,66 @@ def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.n
     return left[keep].reshape(batch, -1), right[keep].reshape(batch, -1)
 
 
-def trigger_row_decomposition(model: SingleLayerModel, u: np.ndarray, trigger: int):
-    """Step 3: on the all-equal input with content z (the content of u in T),
-    ``ŷ_j = a_j0 W e_0 + (a + b) W u + s W (e_b - e_t)`` with a = the weight on the
-    j-1 content keys, b = a_jj and ``s = a - θ (a + b)``.
+def trigger_row_decomposition(model: SingleLayerModel, mu: np.ndarray, trigger: int):
+    """Step 3, identity (3): on the all-equal input X_j(z) with content z (the content of μ in T),
+    ``ŷ_j = a_0 W e_0 + (a + b) W μ + s g`` with g = W (e_b - e_t), a_0 = a_j0, a = the weight on
+    the j-1 content keys, b = a_jj and ``s = a - θ (a + b)``.
 
-    u: (B, n) points of T. Returns (ŷ_j as computed by the model, the right-hand side), each (B, n).
+    mu: (B, n) points μ of T. Returns (ŷ_j as computed by the model, the right-hand side), each (B, n).
     """
-    width = u.shape[-1]
-    if not np.all(in_token_hull(u)):
-        raise ValueError("trigger_row_decomposition: every u must lie in T (see in_token_hull)")
+    width = mu.shape[-1]
+    if not np.all(in_token_hull(mu)):
+        raise ValueError("trigger_row_decomposition: every point mu must lie in T (see in_token_hull)")
     W = value_map(model)
     e_0, e_t, e_b, _ = unit_vectors(width)
-    x = all_equal_inputs(u[:, 2:width - 1], trigger)
+    x = all_equal_inputs(mu[:, 2:width - 1], trigger)
     prediction, attention = predict_with_attention(model, x)
     row = attention[0][:, 0, trigger, :trigger + 1]  # (B, j+1)
     bos, content, self_weight = row[:, 0], row[:, 1:trigger].sum(axis=1), row[:, trigger]
-    theta = u[:, width - 1]
+    theta = mu[:, width - 1]
     s = content - theta * (content + self_weight)
-    right = (bos[:, None] * W[:, BOS] + (content + self_weight)[:, None] * (u @ W.T)
+    right = (bos[:, None] * W[:, BOS] + (content + self_weight)[:, None] * (mu @ W.T)
              + s[:, None] * (W @ (e_b - e_t)))
     return prediction[:, trigger], right
 
 
-def trigger_row_slack(model: SingleLayerModel, u: np.ndarray, triggers=(2, SEQUENCE_LENGTH - 1)) -> np.ndarray:
-    """Step 4: ``ε'(u) = max_j E_j(z_u) + max(||W e_0||_∞, ||W u||_∞)`` for u in T (B, n),
-    where E_j(z) is the trigger-row error on the all-equal input with content z
-    and trigger j, for the two positions j in `triggers`. Lemma: ``ε'(u) >= ε_0``.
+def trigger_row_slack(model: SingleLayerModel, mu: np.ndarray, triggers=(2, SEQUENCE_LENGTH - 1)) -> np.ndarray:
+    """Step 5, Lemma 3: ``τ(μ) = max_j E_j(z) + max(||W e_0||_∞, ||W μ||_∞)`` for points μ of T (B, n)
+    with content z, where E_j(z) is the trigger-row error on the all-equal input X_j(z), for the two
+    positions j in `triggers`. Lemma 3: ``τ(μ) >= ε_0(j_1, j_2)``. Returns τ(μ), (B,).
     """
     j_low, j_high = trigger_set(triggers)[:2]
-    width = u.shape[-1]
+    width = mu.shape[-1]
     W = value_map(model)
     errors = []
     for trigger in (j_low, j_high):
-        x = all_equal_inputs(u[:, 2:width - 1], trigger)
-        errors.append(row_errors(model, x, np.full(len(u), trigger))[:, trigger])
-    return np.maximum(*errors) + np.maximum(np.abs(W[:, BOS]).max(), np.abs(u @ W.T).max(axis=-1))
+        x = all_equal_inputs(mu[:, 2:width - 1], trigger)
+        errors.append(row_errors(model, x, np.full(len(mu), trigger))[:, trigger])
+    return np.maximum(*errors) + np.maximum(np.abs(W[:, BOS]).max(), np.abs(mu @ W.T).max(axis=-1))
 
 
 def determinant_lemma_sides(P1, P2, G, s1, s2):
-    """Step 4's lemma in the plane: if ``||P_k - s_k G||_∞ <= ε`` (k = 1, 2) then
-    ``|det(P1, P2)| <= (||P1||_1 + ||P2||_1) ε + 2 ε^2``. Arrays (..., 2) and (...).
-    Returns (|det(P1, P2)|, the right-hand side with ε the larger of the two errors)."""
+    """Step 4, Lemma 2 (in the plane): if ``||P_k - s_k G||_∞ <= τ`` (k = 1, 2) then
+    ``|det(P1, P2)| <= (||P1||_1 + ||P2||_1) τ + 2 τ^2``. Arrays (..., 2) and (...).
+    Returns (|det(P1, P2)|, the right-hand side with τ the larger of the two errors)."""
     P1, P2, G = (np.asarray(v, dtype=float) for v in (P1, P2, G))
     s1, s2 = np.asarray(s1, dtype=float)[..., None], np.asarray(s2, dtype=float)[..., None]
-    epsilon = np.maximum(np.abs(P1 - s1 * G).max(axis=-1), np.abs(P2 - s2 * G).max(axis=-1))
+    tolerance = np.maximum(np.abs(P1 - s1 * G).max(axis=-1), np.abs(P2 - s2 * G).max(axis=-1))
     determinant = np.abs(P1[..., 0] * P2[..., 1] - P1[..., 1] * P2[..., 0])
     norms = np.abs(P1).sum(axis=-1) + np.abs(P2).sum(axis=-1)
-    return determinant, norms * epsilon + 2.0 * epsilon**2
+    return determinant, norms * tolerance + 2.0 * tolerance**2
 
 
 def random_token_hull_points(size: int, seed: int = 0, width: int = WIDTH, corners: bool = False) -> np.ndarray:
-    """`size` random points of T (size, n): θ uniform in [0, 1], contents uniform
-    in [-1, 1]^d (or at random corners if `corners`)."""
+    """`size` random points μ = θ e_b + (1 - θ) e_t + z of T (size, n): θ uniform in [0, 1], contents z
+    uniform in [-1, 1]^d (or at random corners if `corners`)."""
     rng = np.random.default_rng(seed)
     e_0, e_t, e_b, content = unit_vectors(width)
     theta = rng.uniform(0.0, 1.0, size=(size, 1))
-    u = theta * e_b + (1.0 - theta) * e_t
+    mu = theta * e_b + (1.0 - theta) * e_t
     shape = (size, int(content.sum()))
-    u[:, content] = rng.choice([-1.0, 1.0], size=shape) if corners else rng.uniform(-1.0, 1.0, size=shape)
-    return u
+    mu[:, content] = rng.choice([-1.0, 1.0], size=shape) if corners else rng.uniform(-1.0, 1.0, size=shape)
+    return mu
 
 
 

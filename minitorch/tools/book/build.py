@@ -1,11 +1,16 @@
 """The build: check where the book goes, run the chapters, write the pages beside the old book, then swap.
 
     python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
+                             [--no-pdf]
 
 The output folder is checked before any work (minitorch/outputs.py): not a file, not the chapters or the
 project's sources, writable, and, if it already holds files, an earlier book of this command (or --force).
 The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
 failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.
+
+Every book has a search index (search.py) and print.html, all its chapters on one page after a contents
+page; with ``pdf`` (the command's default, unless --no-pdf) headless Chromium prints that page to one PDF,
+where Chromium is installed (printed.py; the build says why there is no PDF where it is not).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
 from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
+from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
+from minitorch.tools.book.references import Labels, find_labels
+from minitorch.tools.book.search import write_search_index
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -38,7 +46,7 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
 
 def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
                only: list[str] | None = None, jobs: int = 1, keep_going: bool = False, force: bool = False,
-               report=None, cell_timeout: float = CELL_TIMEOUT) -> list[Run]:
+               pdf: bool = False, report=None, cell_timeout: float = CELL_TIMEOUT) -> list[Run]:
     """Execute the chapters and write the book into ``out``; return the failed runs (empty if none).
 
     A failure stops the build and leaves ``out`` as it was, unless ``keep_going``: then every chapter
@@ -51,6 +59,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
     pages = {chapter.number: chapter.page for chapter in chapters if chapter.path.name in built}
     jobs = min(jobs, len(chosen))  # --jobs 200 for one chapter starts one kernel, not 200 workers
+    labels = find_labels(chapters)  # theorems, exercises, sections...: where each is stated
     report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")
     start = time.perf_counter()
     failures: list[Run] = []
@@ -60,7 +69,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             runs = execute_all(chosen, quick, jobs, keep_going, report, cell_timeout)
             with closing(runs):  # closed: kernels stopped
                 for run in runs:
-                    write_chapter(staging, run, chapters, built, pages, quick)
+                    write_chapter(staging, run, chapters, built, pages, labels, quick)
                     if run.failed:
                         failures.append(run)
             if failures and not keep_going:
@@ -68,6 +77,11 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             failed = {run.chapter.path.name for run in failures}
             opening = readme_opening(Path(readme))
             (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick), encoding="utf-8")
+            printed = [chapter for chapter in chapters if chapter.path.name in built]
+            write_search_index(staging, printed)
+            (staging / PRINT_PAGE).write_text(print_page(staging, printed, quick, opening), encoding="utf-8")
+            if pdf:
+                write_pdf(staging, report)
             (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
                                           encoding="utf-8")
     except _Discard:
@@ -82,9 +96,9 @@ class _Discard(Exception):
 
 
 def write_chapter(book: Path, run: Run, chapters: list[Chapter], built: set[str], pages: dict[str, str],
-                  quick: bool) -> None:
+                  labels: Labels, quick: bool) -> None:
     """The chapter's page and its executed notebook (notebooks/NN_title.ipynb, the page's download)."""
-    cells = cells_html(run.notebook_json, run.chapter, pages)
+    cells = cells_html(run.notebook_json, run.chapter, pages, labels)
     failure = run.failure if run.failed else ""
     (book / run.chapter.page).write_text(chapter_page(cells, chapters, built, run.chapter, quick, failure),
                                          encoding="utf-8")
@@ -98,7 +112,7 @@ def main(args) -> int:
     chapters_dir = Path(args.chapters) if args.chapters else ROOT / "chapters"
     try:
         failures = build_book(args.out, chapters_dir=chapters_dir, quick=args.quick, only=only, jobs=args.jobs,
-                              keep_going=args.keep_going, force=args.force,
+                              keep_going=args.keep_going, force=args.force, pdf=not args.no_pdf,
                               cell_timeout=getattr(args, "cell_timeout", CELL_TIMEOUT))
     except (OutputPathError, BookError) as error:
         print(f"python -m minitorch book: error: {error}", file=sys.stderr)
@@ -114,4 +128,6 @@ def main(args) -> int:
             print(f"  {run.failure}", file=sys.stderr)
         return 1
     print(f"Open {Path(args.out) / 'index.html'} in a browser (no network needed).")
+    if (Path(args.out) / PDF_NAME).is_file():
+        print(f"The printed edition, every chapter in one PDF: {Path(args.out) / PDF_NAME}")
     return 0

@@ -16,6 +16,9 @@ from pathlib import Path
 
 from minitorch.tools.book.assets import MATHJAX_CONFIG
 from minitorch.tools.book.chapters import Chapter
+from minitorch.tools.book.figures import prepare_notebook
+from minitorch.tools.book.search import SEARCH_INDEX
+from minitorch.tools.book.references import Labels, add_anchors, find_labels, link_references, outside_tags
 
 BOOK_TITLE = "Attention sinks, from scratch"
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
@@ -25,7 +28,6 @@ DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex",
 # "chapter 04", "Chapters 07 and 08", "chapters 01-02": every two-digit number of the run is a reference.
 NUMBER_SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)"
 CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\d\d)*)\b")
-NOT_LINKED_INSIDE = ("a", "code", "pre", "script", "style")
 SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
 QUICK_BANNER = (
     '<div class="book-banner book-quick" role="note"><strong>Quick build.</strong> The chapters ran in quick mode '
@@ -43,37 +45,31 @@ def link_chapters(page: str, pages: dict[str, str]) -> str:
                                                   else number.group(0)), match.group(2))
         return match.group(1) + numbers
 
-    pieces, inside = [], []
-    for piece in re.split(r"(<[^>]*>)", page):
-        tag = re.match(r"<(/?)([a-zA-Z0-9]+)", piece)
-        if tag:
-            name = tag.group(2).lower()
-            if name in NOT_LINKED_INSIDE and not piece.endswith("/>"):
-                if tag.group(1):
-                    if name in inside:
-                        del inside[len(inside) - 1 - inside[::-1].index(name)]
-                else:
-                    inside.append(name)
-        elif not inside:
-            piece = CHAPTER_REFERENCE.sub(link_numbers, piece)
-        pieces.append(piece)
-    return "".join(pieces)
+    return outside_tags(page, lambda text: CHAPTER_REFERENCE.sub(link_numbers, text),
+                        skip=("a", "code", "pre", "script", "style"))
 
 
-def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str]) -> str:
-    """The chapter's cells as HTML (code, its outputs, markdown), images embedded; no page around them."""
+def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str], labels: Labels | None = None) -> str:
+    """The chapter's cells as HTML (code, its outputs, markdown), images embedded and figures numbered
+    (figures.py), references linked (references.py; ``labels``: the book's numbered things); no page
+    around them."""
     import nbformat
     from nbconvert import HTMLExporter
     from traitlets.config import Config
 
+    labels = labels if labels is not None else find_labels([chapter])
     config = Config({"NbConvertBase": {"display_data_priority": DISPLAY_PRIORITY}})
     exporter = HTMLExporter(config=config, extra_template_basedirs=[str(TEMPLATE_DIR.parent)],
                             template_name=TEMPLATE_DIR.name, embed_images=True,
                             exclude_input_prompt=True, exclude_output_prompt=True)
     others = {number: page for number, page in pages.items() if number != chapter.number}  # no link to itself
-    exporter.register_filter("link_chapters", lambda text: link_chapters(text, others))
+    exporter.register_filter("link_references", lambda text: link_chapters(
+        link_references(text, chapter.number, labels, others), others))
     resources = {"metadata": {"path": str(chapter.path.parent), "name": chapter.path.stem}}
-    body, _ = exporter.from_notebook_node(nbformat.reads(notebook_json, as_version=4), resources=resources)
+    notebook = nbformat.reads(notebook_json, as_version=4)
+    prepare_notebook(notebook, chapter.number)
+    body, _ = exporter.from_notebook_node(notebook, resources=resources)
+    body = add_anchors(body, chapter.number, labels)
     return embed_local_images(body, chapter.path.parent)  # images the exporter's embed_images missed
 
 
@@ -149,6 +145,11 @@ def layout(*, title: str, body: str, sidebar_html: str, quick: bool, notebook: s
 <header class="book-topbar">
 <button class="book-menu" type="button" aria-controls="book-sidebar" aria-expanded="false">&#9776; Contents</button>
 <a class="book-name" href="index.html">{BOOK_TITLE}</a>
+<div class="book-search" role="search">
+<input type="search" class="book-search-input" placeholder="Search the book" aria-label="Search the book"
+ autocomplete="off" data-index="_static/{SEARCH_INDEX}">
+<ol class="book-search-results" hidden></ol>
+</div>
 {download}
 </header>
 <div class="book-columns">

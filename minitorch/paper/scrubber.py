@@ -1,0 +1,171 @@
+"""The sink-forming scrubber (chapter 07): a slider that moves through training, showing the mean attention
+map of each run at that step, side by side, and each run's BOS mass at the non-trigger rows against the step.
+
+`sink_scrubber_html` returns one piece of HTML: the numbers (written in when the chapter runs, as JSON) and a
+plain script that draws them on canvases. It needs no kernel and no network: in the HTML book it works
+offline, in Jupyter it works in a trusted notebook (GitHub, which runs no script, shows only its caption).
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import count
+
+import numpy as np
+
+from minitorch.paper.task import TEST_TRIGGER
+
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")  # matplotlib's first four, as in the book's figures
+_instances = count()
+
+
+def bos_mass_at_non_trigger_rows(weights: np.ndarray, trigger: int = TEST_TRIGGER) -> float:
+    """The mean of a_i0 over the rows i >= 1, i != trigger, of one mean attention map (L, L)."""
+    length = weights.shape[-1]
+    rows = [row for row in range(1, length) if row != trigger]
+    return float(np.mean(weights[rows, 0]))
+
+
+def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
+    """The numbers the scrubber draws: for each run (name -> [(step, weights (layers, H, L, L)), ...] as
+    `train(..., snapshot_every=...)` keeps them) its steps, its first head's maps (rounded to 3 decimals,
+    rows of L*L numbers) and their BOS mass at the non-trigger rows."""
+    if not runs:
+        raise ValueError("sink_scrubber_html: no runs given; pass {name: result.snapshots, ...}")
+    data = {"trigger": trigger, "runs": []}
+    for name, snapshots in runs.items():
+        if not snapshots:
+            raise ValueError(f"sink_scrubber_html: run {name!r} has no snapshots; train with snapshot_every=...")
+        steps = [int(step) for step, _ in snapshots]
+        if steps != sorted(steps):
+            raise ValueError(f"sink_scrubber_html: the snapshots of run {name!r} are not in training order")
+        maps = [np.asarray(weights)[0, 0] for _, weights in snapshots]  # (L, L): layer 1, head 1
+        data["runs"].append({"name": name, "steps": steps, "length": int(maps[0].shape[-1]),
+                             "maps": [np.round(map_, 3).ravel().tolist() for map_ in maps],
+                             "bos": [round(bos_mass_at_non_trigger_rows(map_, trigger), 4) for map_ in maps]})
+    return data
+
+
+def sink_scrubber_html(runs: dict, trigger: int = TEST_TRIGGER) -> str:
+    """The scrubber as HTML for ``display(HTML(...))``: runs is {name: snapshots, ...}, shown left to right."""
+    data = json.dumps(scrubber_data(runs, trigger), separators=(",", ":"))
+    name = f"sink-scrubber-{next(_instances)}"
+    panels = "".join(
+        f'<figure style="margin:0;flex:1 1 12rem;max-width:16rem">'
+        f'<canvas width="256" height="256" style="width:100%;image-rendering:pixelated;border:1px solid #ccc" '
+        f'role="img" aria-label="mean attention map of {run}"></canvas>'
+        f'<figcaption style="font-size:0.85rem;text-align:center" aria-live="polite"></figcaption></figure>'
+        for run in runs)
+    return f"""<div class="sink-scrubber" id="{name}" style="font-family:inherit;max-width:46rem">
+<div style="display:flex;align-items:center;gap:0.6rem;flex-wrap:wrap">
+<button type="button" class="scrubber-play" style="font:inherit;padding:0.1rem 0.6rem">&#9654; play</button>
+<label style="flex:1 1 14rem;display:flex;align-items:center;gap:0.5rem">training step
+<input type="range" class="scrubber-step" min="0" max="0" value="0" style="flex:1"></label>
+<output class="scrubber-label" style="min-width:6rem;font-variant-numeric:tabular-nums">step 0</output>
+</div>
+<div style="display:flex;gap:1rem;flex-wrap:wrap;margin:0.6rem 0">{panels}</div>
+<canvas class="scrubber-chart" width="720" height="220" style="width:100%;border:1px solid #eee" role="img"
+ aria-label="BOS mass at the non-trigger rows against the training step, one line per run"></canvas>
+<p style="font-size:0.85rem;color:#555;margin:0.3rem 0">Mean attention over the probe set (keys across, queries
+down, BOS in the first column, trigger at position {trigger + 1}; colour scale 0 to 1) and, below, the BOS mass at
+the non-trigger rows. Drag the slider, or focus it and use the arrow keys.</p>
+<script type="application/json" class="scrubber-data">{data}</script>
+</div>
+<script>{SCRIPT.replace("SCRUBBER_ID", name)}</script>
+"""
+
+
+# Plain JavaScript: draws the maps and the chart for the slider's step. Viridis, as matplotlib's default map,
+# from five of its colours, interpolated.
+SCRIPT = r"""
+(function () {
+  var root = document.getElementById("SCRUBBER_ID");
+  if (!root || root.dataset.ready) return;
+  root.dataset.ready = "1";
+  var data = JSON.parse(root.querySelector(".scrubber-data").textContent);
+  var runs = data.runs;
+  var colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"];
+  var viridis = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  var steps = [];  /* every step at which some run has a snapshot, in order */
+  runs.forEach(function (run) { run.steps.forEach(function (s) { if (steps.indexOf(s) < 0) steps.push(s); }); });
+  steps.sort(function (a, b) { return a - b; });
+  var slider = root.querySelector(".scrubber-step"), label = root.querySelector(".scrubber-label");
+  var canvases = root.querySelectorAll("figure canvas"), captions = root.querySelectorAll("figure figcaption");
+  var chart = root.querySelector(".scrubber-chart"), play = root.querySelector(".scrubber-play");
+  slider.max = steps.length - 1;
+
+  function colour(value) {
+    var x = Math.max(0, Math.min(1, value)) * (viridis.length - 1), i = Math.min(Math.floor(x), viridis.length - 2);
+    var t = x - i, a = viridis[i], b = viridis[i + 1];
+    return "rgb(" + [0, 1, 2].map(function (c) { return Math.round(a[c] + t * (b[c] - a[c])); }).join(",") + ")";
+  }
+  function snapshotAt(run, step) {  /* the last snapshot taken at or before `step` */
+    var index = 0;
+    for (var i = 0; i < run.steps.length; i++) if (run.steps[i] <= step) index = i;
+    return index;
+  }
+  function drawMap(canvas, values, length) {
+    var context = canvas.getContext("2d"), cell = canvas.width / length;
+    context.clearRect(0, 0, canvas.width, canvas.height);
+    for (var i = 0; i < length; i++) for (var k = 0; k < length; k++) {
+      context.fillStyle = k > i ? "#ffffff" : colour(values[i * length + k]);  /* future keys: masked, white */
+      context.fillRect(k * cell, i * cell, Math.ceil(cell), Math.ceil(cell));
+    }
+  }
+  function drawChart(step) {
+    var context = chart.getContext("2d"), w = chart.width, h = chart.height, left = 44, bottom = 28, top = 10;
+    var last = steps[steps.length - 1] || 1;
+    function x(s) { return left + (w - left - 10) * s / last; }
+    function y(v) { return top + (h - top - bottom) * (1 - v); }
+    context.clearRect(0, 0, w, h);
+    context.font = "12px sans-serif";
+    context.fillStyle = "#333";
+    context.strokeStyle = "#bbb";
+    [0, 0.5, 1].forEach(function (v) {
+      context.beginPath(); context.moveTo(left, y(v)); context.lineTo(w - 10, y(v)); context.stroke();
+      context.fillText(v.toFixed(1), 8, y(v) + 4);
+    });
+    context.fillText("training step", w / 2 - 36, h - 6);
+    context.fillText("0", left - 3, h - 12);
+    context.fillText(String(last), w - 10 - 8 * String(last).length, h - 12);
+    runs.forEach(function (run, r) {
+      context.strokeStyle = colours[r % colours.length];
+      context.lineWidth = 2;
+      context.beginPath();
+      run.steps.forEach(function (s, i) { (i ? context.lineTo : context.moveTo).call(context, x(s), y(run.bos[i])); });
+      context.stroke();
+      context.fillStyle = colours[r % colours.length];
+      context.fillText(run.name + ": BOS mass", left + 10 + 130 * r, top + 14);
+    });
+    context.strokeStyle = "#d62728";
+    context.lineWidth = 1;
+    context.setLineDash([4, 3]);
+    context.beginPath(); context.moveTo(x(step), top); context.lineTo(x(step), h - bottom); context.stroke();
+    context.setLineDash([]);
+  }
+  function show() {
+    var step = steps[Number(slider.value)];
+    label.textContent = "step " + step;
+    runs.forEach(function (run, r) {
+      var i = snapshotAt(run, step), stopped = step > run.steps[run.steps.length - 1];
+      drawMap(canvases[r], run.maps[i], run.length);
+      captions[r].textContent = run.name + ", step " + run.steps[i] + (stopped ? " (stopped)" : "") +
+        ": BOS mass " + run.bos[i].toFixed(3);
+    });
+    drawChart(step);
+  }
+  var timer = null;
+  play.addEventListener("click", function () {
+    if (timer) { clearInterval(timer); timer = null; play.innerHTML = "&#9654; play"; return; }
+    if (Number(slider.value) >= steps.length - 1) slider.value = 0;
+    play.innerHTML = "&#10074;&#10074; pause";
+    timer = setInterval(function () {
+      if (Number(slider.value) >= steps.length - 1) { play.click(); return; }
+      slider.value = Number(slider.value) + 1;
+      show();
+    }, 120);
+  });
+  slider.addEventListener("input", show);
+  show();
+})();
+"""

@@ -1,0 +1,130 @@
+"""The book's search, which works offline from file://: an index built at book time, written as a script.
+
+Each section of each chapter (from one '## ' heading to the next) is a document: its title, its prose and its
+code (not the outputs). The package lunr (lunr.py, the Python port of Lunr.js, in requirements.txt) builds a
+full-text index of them at book time: it splits the words, drops English stop words, stems ("lemmas" and
+"lemma" become "lemma") and scores every term of every document (BM25). We keep, for each stemmed term, the
+documents it occurs in with lunr's scores, and for each word of the book the stem lunr gave it.
+
+All of it goes into _static/search-index.js as one assignment, ``window.BOOK_SEARCH = {...}``, which a page
+loads with a <script> element when the reader first types into the search box. A page opened from the disk
+may load a script, but may not fetch() a file, which is how most static search tools read their index.
+book.js does the looking up: each word typed is stemmed through the word list (or completed, as a prefix),
+a section must contain every word, and the sections with the highest summed scores come first.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+SEARCH_INDEX = "search-index.js"  # in _static/
+TITLE_BOOST = 5  # a word in a section's heading counts five times a word in its text
+SNIPPET_TEXT = 6000  # characters of each section's text kept for the snippets shown under a result
+
+
+class _SectionText(HTMLParser):
+    """The text of a chapter page's content, split at its '## ' headings, outputs left out."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.sections: list[dict] = [{"anchor": "", "title": "", "text": []}]
+        self.in_heading = False
+        self.skipping = 0  # > 0 inside an output area, a script, or a style (depth of nested divs)
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if self.skipping:
+            if tag == "div":
+                self.skipping += 1
+            return
+        if tag in ("script", "style") or (tag == "div" and "jp-OutputArea" in attributes.get("class", "")):
+            self.skipping = 1
+        elif tag == "h2" and attributes.get("id"):
+            self.sections.append({"anchor": attributes["id"], "title": "", "text": []})
+            self.in_heading = True
+        elif tag == "a" and "anchor-link" in attributes.get("class", ""):
+            self.in_heading = False  # the heading's "¶"
+
+    def handle_endtag(self, tag):
+        if self.skipping and (tag == "div" or tag in ("script", "style")):
+            self.skipping -= 1
+        elif tag == "h2":
+            self.in_heading = False
+
+    def handle_data(self, data):
+        if self.skipping:
+            return
+        section = self.sections[-1]
+        if self.in_heading:
+            section["title"] += data
+        else:
+            section["text"].append(data)
+
+
+def section_documents(page: str, page_name: str, chapter_title: str) -> list[dict]:
+    """The searchable sections of a chapter page (its HTML): link, title, plain text."""
+    main = re.search(r'<main class="book-main">(.*)</main>', page, re.S)
+    parser = _SectionText()
+    parser.feed(main.group(1) if main else page)
+    documents = []
+    for section in parser.sections:
+        text = re.sub(r"\s+", " ", html.unescape("".join(section["text"]))).strip()
+        if not text and not section["title"]:
+            continue
+        title = section["title"].strip() or chapter_title
+        link = f"{page_name}#{section['anchor']}" if section["anchor"] else page_name
+        documents.append({"link": link, "chapter": chapter_title, "title": title, "text": text})
+    return documents
+
+
+def build_index(documents: list[dict]) -> dict:
+    """The data of search-index.js: the documents, each stemmed term's (document, score) pairs, the stem
+    of each word of the book, and the stop words (left out of the index, so skipped in a query)."""
+    from lunr import lunr
+    from lunr.stemmer import stemmer
+    from lunr.stop_word_filter import WORDS, stop_word_filter
+    from lunr.tokenizer import Tokenizer
+    from lunr.trimmer import trimmer
+
+    index = lunr(ref="ref", fields=[{"field_name": "title", "boost": TITLE_BOOST}, "text"],
+                 documents=[{"ref": str(number), "title": document["title"], "text": document["text"]}
+                            for number, document in enumerate(documents)])
+    serialized = index.serialize()
+    term_of_index = {entry[1]["_index"]: entry[0] for entry in serialized["invertedIndex"]}
+    postings: dict[str, dict[int, float]] = {}
+    for field_and_ref, vector in serialized["fieldVectors"]:
+        field, ref = field_and_ref.split("/", 1)
+        boost = TITLE_BOOST if field == "title" else 1
+        for position in range(0, len(vector), 2):
+            term = term_of_index[vector[position]]
+            scores = postings.setdefault(term, {})
+            scores[int(ref)] = round(scores.get(int(ref), 0.0) + boost * vector[position + 1], 3)
+    words: dict[str, str] = {}
+    for document in documents:
+        for token in Tokenizer(document["title"] + " " + document["text"]):
+            word = trimmer(token)
+            if word is None or not str(word) or stop_word_filter(word) is None:
+                continue
+            surface = str(word)  # before stemming: the stemmer changes the token in place
+            stem = str(stemmer(word))
+            if stem in postings:
+                words.setdefault(surface, stem)
+    return {"documents": [{**document, "text": document["text"][:SNIPPET_TEXT]} for document in documents],
+            "terms": {term: sorted(scores.items()) for term, scores in postings.items()},
+            "words": words, "stop_words": sorted(WORDS)}
+
+
+def write_search_index(book: Path, chapters) -> Path:
+    """_static/search-index.js for the ``chapters`` written in ``book``."""
+    documents = []
+    for chapter in chapters:
+        page = (book / chapter.page).read_text(encoding="utf-8")
+        documents += section_documents(page, chapter.page, chapter.title)
+    path = book / "_static" / SEARCH_INDEX
+    data = json.dumps(build_index(documents), ensure_ascii=False, separators=(",", ":"))
+    path.write_text(f"window.BOOK_SEARCH = {data};\n", encoding="utf-8")
+    return path

@@ -1,0 +1,74 @@
+"""The sink-forming scrubber of chapter 07: the numbers it embeds, its refusals, and (slow, where Chromium is
+installed) a slider that really moves the maps in a browser with no kernel and no network."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from minitorch.paper.scrubber import bos_mass_at_non_trigger_rows, scrubber_data, sink_scrubber_html
+
+L = 16
+
+
+def _snapshots(bos_masses, every=20):
+    """Snapshots (step, (1, 1, L, L)) whose non-trigger rows put the given mass on BOS, the rest on key 1."""
+    snapshots = []
+    for number, mass in enumerate(bos_masses):
+        weights = np.zeros((1, 1, L, L))
+        weights[0, 0, :, 0] = mass
+        weights[0, 0, 1:, 1] = 1 - mass
+        weights[0, 0, 0, 0] = 1.0
+        snapshots.append((number * every, weights))
+    return snapshots
+
+
+def test_the_data_hold_each_runs_steps_maps_and_bos_mass():
+    data = scrubber_data({"softmax": _snapshots([0.1, 0.5, 0.9]), "ReLU": _snapshots([0.0, 0.0])})
+    softmax, relu = data["runs"]
+    assert softmax["steps"] == [0, 20, 40] and relu["steps"] == [0, 20], "every snapshot's step, in order"
+    assert softmax["bos"] == [0.1, 0.5, 0.9], "the BOS mass at the non-trigger rows of each snapshot"
+    assert len(softmax["maps"][0]) == L * L and softmax["maps"][2][L] == 0.9, "row 1's BOS weight, row-major"
+
+
+def test_bos_mass_leaves_out_row_0_and_the_trigger_row():
+    weights = np.zeros((L, L))
+    weights[:, 0] = 1.0
+    weights[7, 0] = 0.0  # the trigger row puts nothing on BOS: it must not count
+    weights[0, 0] = 0.0  # nor may row 0 (which, in softmax, always has a_00 = 1)
+    assert bos_mass_at_non_trigger_rows(weights, trigger=7) == 1.0
+
+
+@pytest.mark.parametrize("runs, message", [({}, "no runs"), ({"softmax": []}, "no snapshots"),
+                                           ({"softmax": _snapshots([0.1, 0.2])[::-1]}, "not in training order")])
+def test_bad_runs_are_refused_with_a_reason(runs, message):
+    with pytest.raises(ValueError, match=message):
+        sink_scrubber_html(runs)
+
+
+def test_the_html_carries_its_data_and_a_script_and_fetches_nothing():
+    page = sink_scrubber_html({"softmax": _snapshots([0.1, 0.9]), "ReLU": _snapshots([0.0])})
+    embedded = re.search(r'<script type="application/json" class="scrubber-data">(.*?)</script>', page, re.S)
+    assert embedded and json.loads(embedded.group(1))["runs"][1]["name"] == "ReLU", "the numbers are in the page"
+    assert 'type="range"' in page and page.count("<canvas") == 3, "a slider, two maps and the BOS-mass chart"
+    assert "fetch(" not in page and "http" not in page, "it must work offline, from file://"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_the_slider_moves_the_maps_in_headless_chromium(tmp_path):
+    page = sink_scrubber_html({"softmax": _snapshots([0.1, 0.5, 0.9]), "ReLU": _snapshots([0.0, 0.0])})
+    moved = ("<script>var s = document.querySelector('.scrubber-step'); s.value = 2;"
+             "s.dispatchEvent(new Event('input'));</script>")
+    path = tmp_path / "scrubber.html"
+    path.write_text(f"<!DOCTYPE html><html><body>{page}{moved}</body></html>", encoding="utf-8")
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    captions = re.findall(r"<figcaption[^>]*>([^<]*)</figcaption>", dom)
+    assert re.search(r">step 40<", dom), f"the label should follow the slider to step 40: {dom[:300]}"
+    assert captions == ["softmax, step 40: BOS mass 0.900", "ReLU, step 20 (stopped): BOS mass 0.000"], captions
