@@ -88,7 +88,8 @@ def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_t
         names = set(bundle.namelist())
         stored = json.loads(bundle.read("bundle.json"))
         modes = {name: bundle.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
-    assert names == {"setup.sh", "run_autograder", "bundle.json", "minitorch/__init__.py", "minitorch/ops.py",
+    assert names == {"setup.sh", "run_autograder", "bundle.json", "grading-requirements.txt",
+                     "minitorch/__init__.py", "minitorch/ops.py",
                      "minitorch/exercises/__init__.py", "minitorch/exercises/registry.py", "tests/conftest.py",
                      "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
         "the bundle must hold the scripts at its top, the grader's minitorch/ and tests/, requirements, README, "
@@ -168,14 +169,30 @@ def test_the_scripts_are_valid_posix_shell(tmp_path, script):
     assert completed.returncode == 0, f"{script} does not parse: {completed.stderr}"
 
 
-def test_setup_installs_python_the_books_requirements_and_bubblewrap_only():
-    installs = [line.strip() for line in gradescope.SETUP_SH.splitlines() if "install" in line and
-                not line.strip().startswith("#")]
+def test_setup_updates_apt_first_then_installs_python_the_pinned_grading_packages_and_bubblewrap_only():
+    lines = [line.strip() for line in gradescope.SETUP_SH.splitlines() if not line.strip().startswith("#")]
+    installs = [line for line in lines if " install " in line and "could not install" not in line]
     assert len(installs) == 3, installs
     assert installs[0].endswith("apt-get install -y --no-install-recommends python3 python3-pip"), installs[0]
-    assert installs[1].endswith("pip install --no-cache-dir -r requirements.txt"), installs[1]
-    assert installs[2].endswith("apt-get install -y --no-install-recommends bubblewrap || true"), (
-        "bubblewrap is installed if the image allows it, and its absence does not fail the set-up")
+    assert installs[1].endswith("pip install --no-cache-dir -r grading-requirements.txt"), installs[1]
+    assert installs[2].endswith("apt-get install -y --no-install-recommends bubblewrap; then"), installs[2]
+    first_apt = next(index for index, line in enumerate(lines) if "apt-get" in line)
+    assert lines[first_apt] == "apt-get update", "apt-get update must run before any apt-get install"
+    assert "|| true" not in gradescope.SETUP_SH, "a failed install must be said, not swallowed"
+    assert "ISOLATION: bubblewrap works" in gradescope.SETUP_SH and "ISOLATION WARNING" in gradescope.SETUP_SH, (
+        "setup.sh must say loudly which isolation the image got")
+
+
+def test_the_bundle_pins_numpy_pytest_and_pytests_own_requirements_to_the_builders_versions(tmp_path):
+    import numpy
+
+    root = tiny_book(tmp_path / "book")
+    build_bundle(tmp_path / "autograder.zip", tiny_exercises(root), seed=1, timeout=5, root=root)
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as bundle:
+        pinned = dict(line.split("==") for line in bundle.read("grading-requirements.txt").decode().splitlines())
+    assert pinned["numpy"] == numpy.__version__ and pinned["pytest"] == pytest.__version__, pinned
+    assert "pluggy" in pinned and not {"jupyter", "jupyterlab", "matplotlib", "notebook"} & set(pinned), (
+        f"only what grading needs, pinned: {pinned}")
 
 
 # ----------------------------------------------------------------------
@@ -244,10 +261,11 @@ def test_students_see_each_tests_reason_but_neither_the_full_output_nor_the_seed
     assert (shown["visibility"], shown["stdout_visibility"]) == ("visible", "hidden")
     assert all(test["visibility"] == "visible" for test in shown["tests"])
     assert shown["score"] == 4711, "numbers that are not the seed stay"
-    assert shown["output"] == "exercise seed (hidden): 1 of 2 tests passed"
+    assert shown["output"].splitlines()[0] == "exercise seed (hidden): 1 of 2 tests passed"
+    assert shown["output_format"] == "md" and "| 1.1 | 1 of 2 | 2 / 4 | none |" in shown["output"], shown["output"]
     assert shown["extra_data"] == {"grader_version": "abc"}
     failed = shown["tests"][0]["output"]
-    assert failed.startswith("AssertionError: wrong double\n") and "python -m pytest -m ex1_1" in failed
+    assert failed.startswith("```\nAssertionError: wrong double\n```\n") and "python -m pytest -m ex1_1" in failed
     assert "0.25" not in failed, "the inputs drawn with the hidden seed must not be shown"
     assert "x = [0.25, 4711.5]" in capsys.readouterr().out, "the full output goes to the instructors' log"
 
