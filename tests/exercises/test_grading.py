@@ -525,8 +525,10 @@ def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_eq
     assert exercises_cli.main(["student-edition", str(tmp_path / "edition"), "--only", "3.1,3.2"]) == 0
     printed = capsys.readouterr().out
     assert "python -m minitorch.exercises grade SUBMISSIONS --out" in printed
-    assert f"--edition {(tmp_path / 'edition').resolve()} --exercise-seed SEED" in printed, (
-        "the printed grade command grades what this edition handed out, on a seed of the instructor's")
+    assert f"--edition {(tmp_path / 'edition').resolve()} --jobs 2" in printed, (
+        "the printed grade command grades what this edition handed out")
+    assert "--exercise-seed" not in printed, "a seed on a command line can be read by other users: the default is a " \
+                                             "fresh secret one, kept in run.json"
     assert "--minitorch-root=PATH" in printed and "--minitorch-root PATH" not in printed
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
     assert manifest["handed_out"] == ["3.1", "3.2"]
