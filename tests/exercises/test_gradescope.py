@@ -108,6 +108,14 @@ def test_without_a_seed_each_bundle_draws_a_fresh_one_that_is_never_the_public_s
     seeds = {build_bundle(tmp_path / f"{n}.zip", tiny_exercises(root), timeout=5, root=root)["exercise_seed"]
              for n in range(3)}
     assert len(seeds) == 3 and gradescope.PUBLIC_SEED not in seeds, seeds
+    assert min(seeds) >= 2**128, f"a seed of fewer than 128 bits can be searched for: {seeds}"
+
+
+def test_the_bundles_folders_are_created(tmp_path):
+    root = tiny_book(tmp_path / "book")
+    out = tmp_path / "outside" / "week-3" / "autograder.zip"
+    build_bundle(out, tiny_exercises(root), seed=1, timeout=5, root=root)
+    assert zipfile.is_zipfile(out)
 
 
 @pytest.mark.parametrize("name, change, message", [
@@ -152,6 +160,8 @@ def test_the_command_line_writes_a_bundle_for_the_chosen_exercises(tmp_path):
         settings = json.loads(bundle.read("bundle.json"))
     assert settings["exercise_ids"] == ["1.1", "4.1"] and settings["exercise_seed"] == 99 and settings["timeout"] == 9
     assert "99" not in completed.stdout, "the seed is fixed in the bundle, not printed"
+    assert "fresh secret" not in completed.stdout and "the exercise seed you gave" in completed.stdout, (
+        f"a bundle built with --exercise-seed must not claim a fresh secret seed:\n{completed.stdout}")
     worst = gradescope.START_UP + 2 * 2 * 9  # two exercises, each cut off after two timeouts
     assert f"about {worst:g} s" in completed.stdout and "stops grading at 540 s" in completed.stdout, (
         f"the printed worst case should allow each hung exercise two timeouts, and name the deadline:\n"
@@ -560,3 +570,72 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+# ----------------------------------------------------------------------
+# hidden tests, Markdown, lateness, __MACOSX
+
+
+def test_tests_under_a_hidden_folder_are_hidden_until_the_due_date_and_the_summary_shows_only_public_ones(
+        tmp_path, capsys):
+    root = tiny_book(tmp_path / "book")
+    (root / "tests" / "hidden").mkdir()
+    (root / "tests" / "hidden" / "test_more.py").write_text(TINY_TESTS.replace("def test_", "def test_hidden_"))
+    settings = build_bundle(tmp_path / "a.zip", tiny_exercises(root), seed=1, timeout=5, root=root,
+                            hidden_visibility="hidden")
+    assert sorted(settings["hidden_tests"]) == ["tests/hidden/test_more.py::test_hidden_double",
+                                                "tests/hidden/test_more.py::test_hidden_triple"]
+    assert settings["hidden_visibility"] == "hidden"
+
+    def test(nodeid, status):
+        return {"name": nodeid, "number": "1.1", "score": 1.0 if status == "passed" else 0.0, "max_score": 1.0,
+                "status": status, "output": "", "extra_data": {"nodeid": nodeid, "kind": status,
+                                                              "message": "AssertionError: hidden case k=7"}}
+    graded = {"score": 1.0, "output": "2 tests", "tests": [test("tests/test_ops.py::test_double", "passed"),
+                                                           test("tests/hidden/test_more.py::test_hidden_double",
+                                                                "failed")]}
+    shown = gradescope.for_students(graded, seed=1, hidden=set(settings["hidden_tests"]),
+                                    hidden_visibility="after_due_date")
+    assert [test["visibility"] for test in shown["tests"]] == ["visible", "after_due_date"]
+    assert shown["output_format"] == "md"
+    assert "| 1.1 | 1 of 1 | 1 / 1 | 1 (1 points), after the due date |" in shown["output"], shown["output"]
+    assert "k=7" not in shown["output"], "the summary, visible at once, must not quote a hidden test"
+
+
+@pytest.mark.parametrize("created, extension, days", [
+    ("2026-03-01T22:00:00+00:00", None, 0),
+    ("2026-03-02T00:00:01+00:00", None, 1),
+    ("2026-03-03T23:00:00+00:00", None, 2),
+    ("2026-03-03T23:00:00+00:00", "2026-03-04T23:00:00+00:00", 0),
+    ("2026-03-04T22:00:00-05:00", None, 4),
+])
+def test_days_late_count_started_days_past_the_due_date_or_the_students_extension(created, extension, days):
+    user = {"email": "a@u", "id": 1, "name": "A"}
+    if extension:
+        user["assignment"] = {"due_date": extension}
+    metadata = {"created_at": created, "assignment": {"due_date": "2026-03-01T23:59:00+00:00"}, "users": [user]}
+    assert gradescope.days_late(metadata) == days
+
+
+def test_a_late_submission_loses_the_documented_share_and_is_told_why(tmp_path, monkeypatch):
+    root, results_path = layout(tmp_path, {**SETTINGS, "late_penalty": 10.0})
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "created_at": "2026-03-03T10:00:00+00:00", "assignment": {"due_date": "2026-03-01T23:59:00+00:00"},
+        "users": []}))
+    monkeypatch.setattr(gradescope, "_grade", lambda *arguments: {"score": 8.0, "output": "", "tests": [
+        {"name": "1.1", "score": 8.0, "max_score": 8.0, "status": "passed"}]})
+    results = gradescope.run(root, source=root / "source")
+    assert results["score"] == pytest.approx(8.0 * 0.8), "two started days late at 10% a day"
+    penalty = results["tests"][-1]
+    assert penalty["score"] == pytest.approx(-1.6) and "2 day(s) after the due date" in penalty["output"]
+    assert json.loads(results_path.read_text())["score"] == results["score"]
+    many = gradescope.apply_lateness({"score": 5.0, "tests": []}, {
+        "created_at": "2026-04-01T00:00:00+00:00", "assignment": {"due_date": "2026-03-01T00:00:00+00:00"}}, 10)
+    assert many["score"] == 0.0, "the penalty stops at the whole score"
+
+
+def test_a_macosx_folder_beside_the_copy_is_ignored(tmp_path):
+    submission = tmp_path / "submission"
+    book = tiny_book(submission / "my-copy")
+    (submission / "__MACOSX" / "my-copy" / "minitorch").mkdir(parents=True)
+    assert find_submission(submission, tmp_path / "unzipped") == book
