@@ -118,7 +118,7 @@ def run_settings(args, root: Path, recorded: dict | None) -> tuple[list[str], st
         ids, edition = list(recorded["exercises"]), recorded.get("edition", "")
         source = f"as recorded in run.json{f': the edition {edition}' if edition else ''}"
     else:
-        raise ExerciseError("grade: name what you handed out: --edition YOUR_STUDENT_EDITION (or --only 3.1,3.2 or "
+        raise ExerciseError("name what you handed out: --edition YOUR_STUDENT_EDITION (or --only 3.1,3.2 or "
                             "--chapter 3); a copy cannot say which exercises count")
     if args.exercise_seed is not None:
         seed = args.exercise_seed
@@ -209,11 +209,14 @@ def grade_class(args, root: Path) -> int:
 
     def grade(entry: Entry) -> dict:
         slot = slots.get()
+        log = out / entry.student / "check-log.txt"
         try:
-            return grade_submission(entry, out / entry.student, run, slot, scratch,
-                                    log_file=out / entry.student / "check-log.txt")
+            graded = grade_submission(entry, out / entry.student, run, slot, scratch, log_file=log)
         finally:
             slots.put(slot)
+        if log.exists():
+            os.chmod(log, 0o600)  # it quotes the hidden inputs and the seed: for you only
+        return graded
 
     started, done, failed, graded_now = time.monotonic(), 0, [], 0
     previous_handlers = _stop_on_signals()

@@ -560,6 +560,8 @@ class FakeGrader:
                                       0.1, collected=collected)
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "results.json").write_text(json.dumps(graded))
+        if log_file is not None:  # as the real check log does, it quotes the seed
+            Path(log_file).write_text(f"exercise_seed = {run.seed}\n")
         return graded
 
 
@@ -601,6 +603,7 @@ def test_grade_without_a_choice_of_exercises_refuses_in_one_line(fake_class):
     status, printed = run()
     assert status == 2 and fake.graded == [], "nothing is graded when the exercises that count are not named"
     assert len(printed.strip().splitlines()) == 1 and "--edition" in printed, printed
+    assert printed.count("error:") == 1
 
 
 def test_without_a_seed_grade_draws_a_fresh_128_bit_secret_kept_in_an_owner_only_run_json(fake_class, tmp_path):
@@ -743,3 +746,10 @@ def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, 
     with pytest.raises(SystemExit):
         exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
                             str(canvas)])
+
+
+def test_the_check_log_which_quotes_the_seed_is_readable_by_its_owner_only(fake_class):
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    modes = {path.parent.name: path.stat().st_mode & 0o777 for path in out.glob("*/check-log.txt")}
+    assert modes == dict.fromkeys(["ann", "bob", "cat"], 0o600), modes
