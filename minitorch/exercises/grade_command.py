@@ -193,9 +193,12 @@ def grade_class(args, root: Path) -> int:
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}",
               flush=True)
-    if recorded is None or differences:
+    recorded_seed = (recorded or {}).get("exercise_seed")
+    if seed != recorded_seed:
         print(f"Exercise seed: {'yours (--exercise-seed)' if args.exercise_seed is not None else 'a fresh secret one'}"
               f", recorded in {out / RUN_NAME} (owner-only); the same command resumes with it", flush=True)
+    elif args.regrade:
+        print(f"Exercise seed: the one recorded in {out / RUN_NAME}", flush=True)
     record = {**wanted, "timeout": args.timeout, "budget": args.budget, "isolation": run.isolation.describe(),
               "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "submissions": {s: h for s, h in recorded_hashes.items() if s in found and s not in todo}}

@@ -643,6 +643,7 @@ def test_a_resume_keeps_the_recorded_settings_and_refuses_other_ones_naming_the_
     status, printed = run("--regrade")
     assert status == 0 and sorted(student for student, _ in fake.graded) == ["ann", "bob", "cat"], printed
     assert {s for _, s in fake.graded} == {seed}, "--regrade after a fix keeps the recorded seed"
+    assert "a fresh secret one" not in printed and "the one recorded in" in printed, printed
     assert json.loads((out / "run.json").read_text())["grader_version"] == "v2"
 
 
