@@ -167,21 +167,24 @@ def _add_canvas_command(commands) -> None:
 
 
 def _write_canvas(args) -> int:
+    """The Canvas CSV of OUT's grades, with adjustments.csv as it is now (edited since the last run or not)."""
     import csv
+    import io
 
-    from minitorch.exercises.gradebook import canvas_csv
+    from minitorch.exercises import gradebook
     from minitorch.outputs import check_output_file, write_atomically
 
-    grades = Path(args.out) / "grades.csv"
-    if not grades.is_file():
-        raise ExerciseError(f"{grades} does not exist; run grade first")
-    with open(grades, encoding="utf-8", newline="") as file:
-        rows = list(csv.DictReader(file))
+    run = gradebook.read_run(Path(args.out))
+    if run is None or not (Path(args.out) / "grades.csv").is_file():
+        raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
+    graded = gradebook.class_rows(Path(args.out))
+    text = gradebook.grades_csv(graded, run["exercises"], gradebook.read_adjustments(Path(args.out)))
+    rows = list(csv.DictReader(io.StringIO(text)))
     try:
         target = check_output_file(args.to, "--to")
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
-    text, without = canvas_csv(rows, Path(args.roster), args.assignment)
+    text, without = gradebook.canvas_csv(rows, Path(args.roster), args.assignment)
     write_atomically(target, text)
     print(f"Canvas gradebook CSV written to {target}: {len(rows)} grades in the column {args.assignment!r}. "
           f"Import it in Canvas: Grades > Import.")

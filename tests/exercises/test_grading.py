@@ -725,8 +725,7 @@ def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, 
     from minitorch.exercises import __main__ as exercises_cli
     submissions, out, fake, run = fake_class
     assert run("--only", ",".join(ONE))[0] == 0
-    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nbob,-1,,\n")
-    assert run()[0] == 0
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nbob,-1,,\n")  # no rerun needed
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
                       "    Points Possible,,,,,\n"
