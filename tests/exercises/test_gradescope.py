@@ -461,7 +461,11 @@ def check_gradescope_format(results: dict) -> None:
     for test in results["tests"]:
         assert {"name", "score", "max_score", "status", "output"} <= set(test), test
         assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"], test
-        assert test.get("visibility", results.get("visibility", "visible")) == "visible", test
+        hidden = gradescope.HIDDEN_TEST_FOLDER in Path(test["extra_data"]["nodeid"].split("::")[0]).parts[:-1] \
+            if "extra_data" in test else False
+        wanted = "after_due_date" if hidden else "visible"
+        assert test.get("visibility", results.get("visibility", "visible")) == wanted, test
+    assert results.get("output_format") == "md", "the feedback is Markdown"
     assert str(HIDDEN_SEED) not in json.dumps(results), "the hidden seed must not be shown to students"
 
 
