@@ -753,3 +753,28 @@ def test_the_check_log_which_quotes_the_seed_is_readable_by_its_owner_only(fake_
     assert run("--only", ",".join(ONE))[0] == 0
     modes = {path.parent.name: path.stat().st_mode & 0o777 for path in out.glob("*/check-log.txt")}
     assert modes == dict.fromkeys(["ann", "bob", "cat"], 0o600), modes
+
+
+def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_command_line(tmp_path, monkeypatch):
+    """Any user can read /proc/PID/cmdline; /proc/PID/environ only the same user (and root)."""
+    seen = {}
+
+    class Process:  # stands in for the check process: records how it was started, ends at once
+        pid = -1
+
+        def __init__(self, command, env=None, **options):
+            seen.update(command=command, env=env)
+
+        def wait(self, timeout=None):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(grading.subprocess, "Popen", Process)
+    run = a_run()
+    run.seed = 2**128 + 424242
+    (tmp_path / "private").mkdir()
+    grading._check(run, 0, GraftReport(), tmp_path / "private", tmp_path / "lib", tmp_path / "home")
+    assert str(run.seed) not in " ".join(map(str, seen["command"])), "the seed must not be on a command line"
+    assert seen["env"]["MINITORCH_EXERCISE_SEED"] == str(run.seed)
