@@ -21,7 +21,7 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
-from minitorch.exercises.gradescope import HIDDEN_VISIBILITIES, build_bundle
+from minitorch.exercises.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grading import collect_tests
 from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
 from minitorch.exercises.sandbox import KINDS
@@ -73,6 +73,9 @@ def _print_bundle(out: str, settings: dict, seed_given: bool) -> int:
           + ("shown after the due date" if settings["hidden_visibility"] == "after_due_date" else "never shown")
           + f"; late submissions lose {settings['late_penalty']:g}% per started day past the due date")
     print("  The zip holds the seed and the graded tests: keep it out of any repository the students can read.")
+    if settings["exercise_seed"] == PUBLIC_SEED:
+        print("  WARNING: --exercise-seed 0 is the seed of the students' own test runs: they know every graded input. "
+              "Leave --exercise-seed out for a fresh secret one.")
     print(f"  worst case (every exercise hangs twice): about {settings['worst_case']:g} s; the bundle stops grading at "
           f"{settings['deadline']:g} s and reports what it graded.")
     needed = settings["deadline"] + 60  # a minute for the container to start and results.json to be read

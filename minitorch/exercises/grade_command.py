@@ -199,6 +199,9 @@ def grade_class(args, root: Path) -> int:
               f", recorded in {out / RUN_NAME} (owner-only); the same command resumes with it", flush=True)
     elif args.regrade:
         print(f"Exercise seed: the one recorded in {out / RUN_NAME}", flush=True)
+    if seed == 0:
+        print("WARNING: exercise seed 0 is the seed of the students' own test runs: they know every graded input. "
+              "Leave --exercise-seed out for a fresh secret one.", flush=True)
     record = {**wanted, "timeout": args.timeout, "budget": args.budget, "isolation": run.isolation.describe(),
               "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "submissions": {s: h for s, h in recorded_hashes.items() if s in found and s not in todo}}
