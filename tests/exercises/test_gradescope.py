@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -647,3 +648,15 @@ def test_a_macosx_folder_beside_the_copy_is_ignored(tmp_path):
     book = tiny_book(submission / "my-copy")
     (submission / "__MACOSX" / "my-copy" / "minitorch").mkdir(parents=True)
     assert find_submission(submission, tmp_path / "unzipped") == book
+
+
+def test_the_readmes_commands_write_the_bundle_and_the_grades_outside_the_checkout():
+    """The zip holds the seed: a zip left untracked in the checkout is one `git add .` from the students."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
+    commands = section.split("```bash", 1)[1].split("```", 1)[0]
+    bundles = re.findall(r"gradescope-bundle (\S+)", commands)
+    outputs = re.findall(r"--out (\S+)", commands) + re.findall(r"--to (\S+)", commands)
+    assert bundles and len(outputs) >= 3, f"the bundle, two --out and the Canvas CSV's --to: {section}"
+    assert all(path.startswith("../") for path in bundles + outputs), (
+        f"the README's commands should write outside the checkout: {bundles + outputs}")
