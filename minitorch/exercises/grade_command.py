@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from minitorch.exercises import sandbox
-from minitorch.exercises.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file, read_run,
-                                           write_gradebook, write_run)
+from minitorch.exercises.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file, read_adjustments,
+                                           read_run, write_gradebook, write_run)
 from minitorch.exercises.grading import Run, grade_submission, is_complete, stop_grading
 from minitorch.exercises.registry import ExerciseError, load_exercises, read_manifest_data, select
 from minitorch.exercises.submissions import Entry, entries
@@ -179,6 +179,7 @@ def grade_class(args, root: Path) -> int:
                             f"To regrade every student with these settings add --regrade (adjustments.csv is "
                             f"kept), or grade into a new --out")
     out.mkdir(parents=True, exist_ok=True)
+    read_adjustments(out)  # a typo in your adjustments.csv stops the run now, not after grading everyone
     hashes = {student: submission_hash(entry) for student, entry in found.items()}
     recorded_hashes = dict((recorded or {}).get("submissions", {})) if not differences else {}
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)

@@ -683,8 +683,10 @@ def test_adjustments_are_applied_on_top_and_kept_across_reruns(fake_class):
                                                                                      "good plot, though"
     assert rows["cat"]["total"] == "0", "a penalty larger than the points leaves 0, never a negative total"
     (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nann,two,,\n")
-    status, printed = run()
+    fake.graded.clear()
+    status, printed = run("--regrade")
     assert status == 2 and "adjustments.csv, line 2: points 'two' is not a number" in printed, printed
+    assert fake.graded == [], "a broken adjustments.csv stops the run before anyone is graded"
 
 
 def points(value: float) -> str:
