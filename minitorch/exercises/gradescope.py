@@ -336,16 +336,16 @@ def _grade(submission: Path, scratch: Path, settings: dict, source: Path, starte
     from minitorch.exercises import sandbox
     from minitorch.exercises.grading import CHECK_PROCESS_MARGIN, Run, grade_submission
 
+    try:  # first: a submission without the book is the student's to fix, whatever the isolation
+        entry = Entry("submission", find_submission(submission, scratch / "unzipped"))
+    except ExerciseError as error:
+        raise SubmissionError(str(error)) from None
     guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
     isolation = sandbox.choose("auto", guarded)
     print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
     left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN - CHECK_PROCESS_MARGIN
     run = Run(settings["exercise_ids"], settings["exercise_seed"], settings["timeout"], max(left, 1.0), isolation,
               Path(source), settings.get("made_from") or "", dict(settings["collected"]))
-    try:
-        entry = Entry("submission", find_submission(submission, scratch / "unzipped"))
-    except ExerciseError as error:
-        raise SubmissionError(str(error)) from None
     results = grade_submission(entry, scratch / "graded", run, slot=0, scratch_root=scratch,
                                log_file=scratch / "check-log.txt")
     for name in ("feedback.md", "check-log.txt"):  # the log: instructors see it, students do not (stdout_visibility)
