@@ -1,10 +1,13 @@
 """``python -m minitorch.exercises grade``: a folder of submissions, graded in parallel, into a gradebook.
 
 The per-student work is `grading.grade_submission`; this module checks the options and the output folder
-before any work, chooses the exercises (from the instructor, never from a student's copy), chooses and
-checks the isolation (its first line says which is in force and what a worker could read), runs the
-students on --jobs threads, prints progress, resumes, and writes the gradebook at the end (also after
-Ctrl-C, from the students finished).
+before any work, chooses the exercises (from the instructor, never from a student's copy) and the seed
+(a fresh secret one of 128 bits unless given), records them in OUT/run.json (owner-only) before any
+student, refuses to resume a run with other settings, chooses and checks the isolation (its first line
+says which is in force and what a worker could read), decides who to grade (the students not graded
+yet, those whose submission's content changed, --student, or everyone with --regrade), runs them on
+--jobs threads, prints progress, and writes the gradebook at the end: also after Ctrl-C, SIGTERM or
+SIGHUP, from the students finished.
 """
 
 from __future__ import annotations
