@@ -42,6 +42,7 @@ import fnmatch
 import json
 import math
 import os
+import platform
 import re
 import secrets
 import sys
@@ -87,8 +88,13 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
     exit 1
 fi
 # The image exists only to grade, so pip may install beside the system's Python (Ubuntu 24.04 asks first).
-PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore \\
-    python3 -m pip install --no-cache-dir -r grading-requirements.txt
+if ! PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore \\
+    python3 -m pip install --no-cache-dir -r grading-requirements.txt; then
+    echo "setup.sh: pip could not install the pinned versions of grading-requirements.txt on" \\
+         "$(python3 --version 2>&1); the bundle was built with $(head -n 1 grading-requirements.txt | cut -c3-)." \\
+         "Choose a base image with that Python (or newer), or build the bundle where Python matches the image." >&2
+    exit 1
+fi
 # bubblewrap sandboxes the student's code if the platform's container allows it; without it the grader runs
 # the student's code as an unprivileged user. Either way this says which, loudly.
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -219,8 +225,8 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     try:
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
             _add_text(bundle, "setup.sh", SETUP_SH, executable=True)
-            _add_text(bundle, PINNED_NAME, "".join(f"{name}=={version}\n"
-                                                   for name, version in settings["packages"].items()))
+            _add_text(bundle, PINNED_NAME, f"# Python {platform.python_version()}\n" + "".join(
+                f"{name}=={version}\n" for name, version in settings["packages"].items()))
             _add_text(bundle, "run_autograder", RUN_AUTOGRADER, executable=True)
             _add_text(bundle, SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
             for path in _bundled_files(root):
