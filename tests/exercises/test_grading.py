@@ -780,3 +780,34 @@ def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_comm
     grading._check(run, 0, GraftReport(), tmp_path / "private", tmp_path / "lib", tmp_path / "home")
     assert str(run.seed) not in " ".join(map(str, seen["command"])), "the seed must not be on a command line"
     assert seen["env"]["MINITORCH_EXERCISE_SEED"] == str(run.seed)
+
+
+@pytest.mark.slow
+def test_a_term_graded_for_real_resumes_regrades_a_resubmission_and_keeps_the_adjustments(tmp_path):
+    """The real grader (honest copies, so no sandbox is needed): a fresh seed, a resubmission found by its
+    content and graded on the same seed, adjustments kept, and the Canvas CSV."""
+    edition, class_, out = tmp_path / "edition", tmp_path / "class", tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(edition), "--only", "3.1"],
+                   cwd=ROOT, check=True, capture_output=True, env=_clean_environment())
+    solve(shutil.copytree(edition, class_ / "ann"), "3.1")
+    shutil.copytree(edition, class_ / "bob")
+    command = [sys.executable, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out), "--edition",
+               str(edition), "--isolation", "none"]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=_clean_environment())
+    assert first.returncode == 0, first.stdout + first.stderr
+    seed = json.loads((out / "run.json").read_text())["exercise_seed"]
+    assert seed >= 2**128 and str(seed) not in first.stdout
+    assert {s: row["3.1"] for s, row in grades_of(out).items()} == {"ann": str(POINTS_31), "bob": "0"}
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nbob,,50%,late\nann,1,,bonus\n")
+    solve(class_ / "bob", "3.1")  # bob hands in his solution
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=_clean_environment())
+    assert second.returncode == 0 and "Regrading 1 whose submission changed since it was graded: bob" in (
+        second.stdout), second.stdout + second.stderr
+    assert json.loads((out / "run.json").read_text())["exercise_seed"] == seed, "a resume keeps the run's seed"
+    rows = grades_of(out)
+    assert (rows["bob"]["autograded"], float(rows["bob"]["total"])) == (str(POINTS_31), POINTS_31 / 2)
+    assert float(rows["ann"]["total"]) == POINTS_31 + 1
+    assert (out / "adjustments.csv").read_text().endswith("ann,1,,bonus\n")
+
+
+POINTS_31 = EXERCISES["3.1"][1]
