@@ -260,9 +260,9 @@ def grade_class(args, root: Path) -> int:
         pool.shutdown(wait=True)  # the students being graded stop, writing nothing
         rows = write_gradebook(out, ids, record, found)
         what = str(interruption) if isinstance(interruption, Stopped) else "Ctrl-C"
-        print(f"\nInterrupted ({what}): the {graded_now} students graded in this run are kept ({len(rows)} in "
+        print(f"\nInterrupted: the {graded_now} students graded in this run are kept ({len(rows)} in "
               f"{out / 'grades.csv'}); those being graded were stopped and nothing of theirs was written. Run the "
-              f"same command again to grade them and the rest.", flush=True)
+              f"same command again to grade them and the rest. (Stopped by {what}.)", flush=True)
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
