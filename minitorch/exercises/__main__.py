@@ -4,9 +4,12 @@
     python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
     python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N]
                                                     [--timeout S] [--deadline S] [--over-deadline]
-    python -m minitorch.exercises grade SUBMISSIONS --out OUT [--jobs N] [--timeout S] [--budget S]
-                                        [--exercise-seed N] [--only IDS | --chapter N | --edition DIR]
-                                        [--isolation auto|bubblewrap|unprivileged user|none] [--force]
+                                                    [--hidden-tests after_due_date|hidden] [--late-penalty P]
+    python -m minitorch.exercises grade SUBMISSIONS --out OUT (--edition DIR | --only IDS | --chapter N)
+                                        [--jobs N] [--timeout S] [--budget S] [--exercise-seed N]
+                                        [--isolation auto|bubblewrap|unprivileged user|none]
+                                        [--student NAME | --regrade]
+    python -m minitorch.exercises canvas-csv OUT --roster ROSTER.csv --assignment "Week 3 (12345)" --to FILE.csv
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
-from minitorch.exercises.gradescope import build_bundle
+from minitorch.exercises.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grading import collect_tests
 from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
 from minitorch.exercises.sandbox import KINDS
+from minitorch.outputs import OutputPathError
 
 
 
@@ -59,10 +63,19 @@ def _print_list(root: Path) -> None:
     print("Run one exercise's tests with: python -m pytest -m ex3_2 (or a chapter's: -m ch03)")
 
 
-def _print_bundle(out: str, settings: dict) -> int:
+def _print_bundle(out: str, settings: dict, seed_given: bool) -> int:
     print(f"Gradescope autograder written to {Path(out).resolve()}")
-    print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), a fresh secret "
-          f"exercise seed, {settings['timeout']:g} s per test")
+    seed = "the exercise seed you gave" if seed_given else "a fresh secret exercise seed (128 bits)"
+    print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), {seed}, "
+          f"{settings['timeout']:g} s per test")
+    hidden = len(settings["hidden_tests"])
+    print(f"  {len(settings['collected']) - hidden} public tests visible at once, {hidden} hidden tests "
+          + ("shown after the due date" if settings["hidden_visibility"] == "after_due_date" else "never shown")
+          + f"; late submissions lose {settings['late_penalty']:g}% per started day past the due date")
+    print("  The zip holds the seed and the graded tests: keep it out of any repository the students can read.")
+    if settings["exercise_seed"] == PUBLIC_SEED:
+        print("  WARNING: --exercise-seed 0 is the seed of the students' own test runs: they know every graded input. "
+              "Leave --exercise-seed out for a fresh secret one.")
     print(f"  worst case (every exercise hangs twice): about {settings['worst_case']:g} s; the bundle stops grading at "
           f"{settings['deadline']:g} s and reports what it graded.")
     needed = settings["deadline"] + 60  # a minute for the container to start and results.json to be read
@@ -90,14 +103,23 @@ decide pass or fail never run the student's code. A test whose calls take longer
 as timed out; after two such (or crashed) tests an exercise's other tests fail at once; a student's
 whole grading stops at --budget. Only each exercise's function is taken from a copy: code outside it never runs.
 
-Which exercises count: --only/--chapter, or --edition (the student edition you handed out), else all of
-them. A student's own copy never decides.
+Which exercises count: --edition (the student edition you handed out), or --only/--chapter; without
+them the command refuses, unless OUT records a run (then it grades what that run graded). A student's
+own copy never decides.
 
-OUT receives grades.csv (student,total,max_total,<points per exercise>,flags), summary.md, class.png,
-run.json (with the seed: keep it), and per student STUDENT/results.json (the Gradescope format) and
-STUDENT/feedback.md, both without the seed, and STUDENT/check-log.txt (the full failures, on the
-hidden inputs: for you only). Running again resumes: graded students are kept unless --force.
-Ctrl-C stops, keeping the students already graded.
+The seed of the hidden inputs: without --exercise-seed a fresh secret one of 128 bits, recorded in
+OUT/run.json (readable by you only) and handed to the check processes in their environment, never on
+a command line. Running the same command again resumes with the recorded settings; a run whose seed,
+exercises, edition or grader version differ from the recorded ones is refused (--regrade accepts
+them and grades everyone again, e.g. after a fix of the grader).
+
+OUT receives grades.csv (student,total,max_total,<points per exercise>,autograded,adjustment,
+late_penalty,comment,flags), summary.md, class.png, run.json, adjustments.csv (yours: student,points,
+late_penalty,comment; created empty, never overwritten, applied to the total at every run), and per
+student STUDENT/results.json (the Gradescope format) and STUDENT/feedback.md, both without the seed,
+and STUDENT/check-log.txt (the full failures, on the hidden inputs: for you only). Running again keeps
+the students graded, except those whose submission changed (found by its content); --student NAME
+grades one again, --regrade all. Ctrl-C, SIGTERM and SIGHUP stop, keeping the students already graded.
 """
 
 
@@ -115,15 +137,64 @@ def _add_grade_command(commands) -> None:
     grade.add_argument("--budget", type=checks.number_argument("--budget", above=0, maximum=86400), default=900.0,
                        help="seconds per student; the tests not run by then fail as timed out (default 900)")
     grade.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
-                       default=0, help="seed of the graded tests' random inputs (default 0; use one the students "
-                                       "never saw)")
+                       default=None, help="seed of the graded tests' random inputs (default: the one OUT/run.json "
+                                          "records, else a fresh secret one; students' own runs use 0)")
     grade.add_argument("--only", default="", help="comma-separated exercise IDs to grade, e.g. 3.1,3.2")
     grade.add_argument("--chapter", default="", help="comma-separated chapters whose exercises to grade")
     grade.add_argument("--edition", default="", help="the student edition you handed out: grade the exercises its "
                                                      "minitorch/exercises/edition.json names")
     grade.add_argument("--isolation", default="auto", choices=["auto", *KINDS],
                        help="how the students' code is sandboxed (default auto: the strongest available)")
-    grade.add_argument("--force", action="store_true", help="grade again students already graded in OUT")
+    again = grade.add_mutually_exclusive_group()
+    again.add_argument("--regrade", "--force", dest="regrade", action="store_true",
+                       help="grade every student again (after a fix of the grader, or with new settings); "
+                            "adjustments.csv is kept")
+    again.add_argument("--student", action="append", default=[], metavar="NAME",
+                       help="grade only this student again (repeat, or NAME,NAME); the others are kept")
+
+
+def _add_canvas_command(commands) -> None:
+    canvas = commands.add_parser(
+        "canvas-csv", help="write a gradebook CSV that Canvas imports (Grades > Import)",
+        description="Write the grades of OUT (grades.csv's total: autograded plus adjustments.csv) as a CSV that "
+                    "Canvas's gradebook imports: Student, ID, SIS User ID, SIS Login ID, Section, then the "
+                    "assignment's column. The roster maps each submission's name to its student: export "
+                    "Canvas's gradebook and add a column 'submission'.")
+    canvas.add_argument("out", help="the folder grade wrote (with grades.csv)")
+    canvas.add_argument("--roster", required=True, help="CSV with columns submission, Student, ID, SIS User ID, "
+                                                         "SIS Login ID, Section")
+    canvas.add_argument("--assignment", required=True,
+                        help='the assignment\'s column as Canvas names it, e.g. "Week 3 (12345)": with its ID in '
+                             'brackets Canvas updates that assignment, without it Canvas makes a new one')
+    canvas.add_argument("--to", required=True, help="the CSV to write, e.g. canvas-week3.csv")
+
+
+def _write_canvas(args) -> int:
+    """The Canvas CSV of OUT's grades, with adjustments.csv as it is now (edited since the last run or not)."""
+    import csv
+    import io
+
+    from minitorch.exercises import gradebook
+    from minitorch.outputs import check_output_file, write_atomically
+
+    run = gradebook.read_run(Path(args.out))
+    if run is None or not (Path(args.out) / "grades.csv").is_file():
+        raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
+    graded = gradebook.class_rows(Path(args.out))
+    text = gradebook.grades_csv(graded, run["exercises"], gradebook.read_adjustments(Path(args.out)))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    try:
+        target = check_output_file(args.to, "--to")
+    except OutputPathError as error:
+        raise ExerciseError(str(error)) from None
+    text, without = gradebook.canvas_csv(rows, Path(args.roster), args.assignment)
+    write_atomically(target, text)
+    print(f"Canvas gradebook CSV written to {target}: {len(rows)} grades in the column {args.assignment!r}. "
+          f"Import it in Canvas: Grades > Import.")
+    if without:
+        print(f"  {len(without)} students of the roster have no submission; their cells are empty: "
+              f"{', '.join(without[:20])}{', ...' if len(without) > 20 else ''}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -155,16 +226,23 @@ def main(argv=None) -> int:
     bundle.add_argument("--deadline", type=checks.number_argument("--deadline", above=0, maximum=86400),
                         default=540.0, help="seconds for a whole submission; the bundle writes its results by then "
                                             "(default 540, below Gradescope's default limit of 10 minutes)")
+    bundle.add_argument("--hidden-tests", choices=HIDDEN_VISIBILITIES, default="after_due_date",
+                        help="when students see the hidden tests' results (the public ones they see at once; "
+                             "default after_due_date)")
+    bundle.add_argument("--late-penalty", type=checks.number_argument("--late-penalty", minimum=0, maximum=100),
+                        default=10.0, help="percent of the score taken off per started day past the due date "
+                                           "(default 10; 0 for none)")
     bundle.add_argument("--over-deadline", action="store_true",
                         help="build even if a copy that hangs everywhere could outlast --deadline (or the deadline "
                              "is close to the platform's limit)")
     _add_grade_command(commands)
+    _add_canvas_command(commands)
     args = parser.parse_args(argv)
     root = ROOT
-    if args.command == "grade":
+    if args.command in ("grade", "canvas-csv"):
         from minitorch.exercises.grade_command import grade_class
         try:
-            return grade_class(args, root)
+            return grade_class(args, root) if args.command == "grade" else _write_canvas(args)
         except ExerciseError as error:
             parser.exit(2, f"{parser.prog}: error: {error}\n")
 
@@ -179,9 +257,10 @@ def main(argv=None) -> int:
             raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {args.chapter!r}") from None
         selected = select(exercises, only=_split_list(args.only), chapters=chapters)
         if args.command == "gradescope-bundle":
-            return _print_bundle(args.out, build_bundle(args.out, selected, seed=args.exercise_seed,
-                                                        timeout=args.timeout, deadline=args.deadline,
-                                                        over_deadline=args.over_deadline, root=root))
+            settings = build_bundle(args.out, selected, seed=args.exercise_seed, timeout=args.timeout,
+                                    deadline=args.deadline, over_deadline=args.over_deadline, root=root,
+                                    hidden_visibility=args.hidden_tests, late_penalty=args.late_penalty)
+            return _print_bundle(args.out, settings, seed_given=args.exercise_seed is not None)
         summary = make_student_edition(args.dest, selected, root)
     except ExerciseError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
@@ -192,9 +271,8 @@ def main(argv=None) -> int:
           f"python -m pytest -m \"not slow\"  (everything)")
     print("To grade the copies that come back (one folder or .zip per student in SUBMISSIONS), from this repository:")
     print(f"  python -m minitorch.exercises grade SUBMISSIONS --out GRADES --edition {Path(args.dest).resolve()} "
-          f"--exercise-seed SEED --jobs 2")
-    print("  (--edition grades what this edition handed out; SEED is a number of yours that students never see: "
-          "their own tests use 0)")
+          f"--jobs 2")
+    print("  (--edition grades what this edition handed out, on a fresh secret seed kept in GRADES/run.json)")
     print("or one copy in this process: python -m pytest -m \"not slow\" --minitorch-root=PATH/TO/THEIR/COPY")
     return 0
 

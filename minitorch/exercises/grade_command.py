@@ -1,26 +1,32 @@
 """``python -m minitorch.exercises grade``: a folder of submissions, graded in parallel, into a gradebook.
 
 The per-student work is `grading.grade_submission`; this module checks the options and the output folder
-before any work, chooses the exercises (from the instructor, never from a student's copy), chooses and
-checks the isolation (its first line says which is in force and what a worker could read), runs the
-students on --jobs threads, prints progress, resumes, and writes the gradebook at the end (also after
-Ctrl-C, from the students finished).
+before any work, chooses the exercises (from the instructor, never from a student's copy) and the seed
+(a fresh secret one of 128 bits unless given), records them in OUT/run.json (owner-only) before any
+student, refuses to resume a run with other settings, chooses and checks the isolation (its first line
+says which is in force and what a worker could read), decides who to grade (the students not graded
+yet, those whose submission's content changed, --student, or everyone with --regrade), runs them on
+--jobs threads, prints progress, and writes the gradebook at the end: also after Ctrl-C, SIGTERM or
+SIGHUP, from the students finished.
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import datetime
+import hashlib
 import os
 import queue
+import secrets
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
 
 from minitorch.exercises import sandbox
-from minitorch.exercises.gradebook import write_gradebook
+from minitorch.exercises.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file, read_adjustments,
+                                           read_run, write_gradebook, write_run)
 from minitorch.exercises.grading import Run, grade_submission, is_complete, stop_grading
 from minitorch.exercises.registry import ExerciseError, load_exercises, read_manifest_data, select
 from minitorch.exercises.submissions import Entry, entries
@@ -50,54 +56,161 @@ def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
     return [exercise.id for exercise in exercises], "every exercise (no --only, --chapter or --edition)"
 
 
-def _what_copies_claim(found: dict[str, Entry]) -> collections.Counter:
-    """How many copies (folders) hold each manifest: only to warn when the grading choice differs from it."""
-    votes = collections.Counter()
-    for entry in found.values():
-        if entry.problem or not entry.path.is_dir():
-            continue
-        for candidate in (entry.path, *sorted(p for p in entry.path.iterdir() if p.is_dir() and not p.is_symlink())):
-            try:
-                manifest = read_manifest_data(candidate)
-            except (ExerciseError, OSError):
-                break
-            if manifest is not None:
-                votes[tuple(manifest["handed_out"])] += 1
-                break
-    return votes
-
-
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def fresh_seed() -> int:
+    """A secret exercise seed of 128 random bits (2**128 is added so that it is never the public 0)."""
+    return 2**128 + secrets.randbits(128)
+
+
+def submission_hash(entry: Entry) -> str:
+    """The content of a student's entry, as a SHA-256: a .zip's bytes, or a folder's files (names and contents,
+    links as their target, caches left out). A changed submission gets another hash, so a resume regrades it."""
+    digest = hashlib.sha256()
+    if entry.problem:
+        return "unreadable: " + entry.problem
+    if not entry.path.is_dir():
+        with open(entry.path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+        return "sha256:" + digest.hexdigest()
+    for folder, folders, files in os.walk(entry.path):
+        folders[:] = sorted(name for name in folders if name not in NOT_HASHED)
+        for name in sorted(files):
+            path = Path(folder) / name
+            digest.update(path.relative_to(entry.path).as_posix().encode("utf-8", "surrogateescape") + b"\0")
+            if path.is_symlink():
+                digest.update(b"link:" + os.readlink(path).encode("utf-8", "surrogateescape"))
+            elif path.is_file():
+                with open(path, "rb") as file:
+                    for block in iter(lambda: file.read(1 << 20), b""):
+                        digest.update(block)
+            digest.update(b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes, not code
+IGNORED_ENTRIES = {"__MACOSX"}  # macOS's zip leaves it beside the copies: not a student
+
+
+def settings_differences(recorded: dict, wanted: dict) -> list[str]:
+    """What differs between the run recorded in run.json and this one, in words (never the seeds themselves)."""
+    differences = []
+    if "exercise_seed" in recorded and recorded["exercise_seed"] != wanted["exercise_seed"]:
+        differences.append("another --exercise-seed than the one recorded in run.json")
+    if "exercises" in recorded and list(recorded["exercises"]) != list(wanted["exercises"]):
+        differences.append(f"exercises {', '.join(wanted['exercises'])} (recorded: "
+                           f"{', '.join(recorded['exercises'])})")
+    if recorded.get("edition", "") != wanted["edition"] and "edition" in recorded:
+        differences.append(f"--edition {wanted['edition'] or '(none)'} (recorded: {recorded['edition'] or '(none)'})")
+    if "grader_version" in recorded and recorded["grader_version"] != wanted["grader_version"]:
+        differences.append(f"grader {wanted['grader_version']} (recorded: {recorded['grader_version']})")
+    return differences
+
+
+def run_settings(args, root: Path, recorded: dict | None) -> tuple[list[str], str, str, int]:
+    """(exercise IDs, where they came from, the edition's folder or "", the seed) of this run. Without a choice of
+    exercises a recorded run's are used, else the command refuses; without --exercise-seed the recorded seed is
+    used, else a fresh secret one is drawn."""
+    if args.only or args.chapter or args.edition:
+        ids, source = chosen_exercises(args, root)
+        edition = str(Path(args.edition).resolve()) if args.edition else ""
+    elif recorded is not None and recorded.get("exercises"):
+        ids, edition = list(recorded["exercises"]), recorded.get("edition", "")
+        source = f"as recorded in run.json{f': the edition {edition}' if edition else ''}"
+    else:
+        raise ExerciseError("name what you handed out: --edition YOUR_STUDENT_EDITION (or --only 3.1,3.2 or "
+                            "--chapter 3); a copy cannot say which exercises count")
+    if args.exercise_seed is not None:
+        seed = args.exercise_seed
+    elif recorded is not None and isinstance(recorded.get("exercise_seed"), int):
+        seed = recorded["exercise_seed"]
+    else:
+        seed = fresh_seed()
+    return ids, source, edition, seed
+
+
+def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], hashes: dict[str, str],
+                      recorded_hashes: dict[str, str]) -> tuple[dict[str, Entry], list[str], list[str]]:
+    """(the entries to grade, those kept, those regraded because their submission changed)."""
+    if args.student:
+        named = [name.strip() for part in args.student for name in part.split(",") if name.strip()]
+        unknown = [name for name in named if name not in found]
+        if unknown:
+            raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
+                                f"{', '.join(sorted(found)[:10])}{', ...' if len(found) > 10 else ''})")
+        return {name: found[name] for name in named}, sorted(set(found) - set(named)), []
+    if args.regrade:
+        return dict(found), [], []
+    complete = {student for student in found if is_complete(out / student, ids)}
+    changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
+    kept = sorted(complete - set(changed))
+    return {s: e for s, e in found.items() if s not in kept}, kept, changed
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: handled as Ctrl-C is."""
+
+
+def _stop_on_signals():
+    """Make SIGTERM (a scheduler, kill) and SIGHUP (a closed terminal) take the Ctrl-C path; returns the handlers
+    to restore."""
+    def handler(number, frame):
+        raise Stopped(signal.Signals(number).name)
+
+    return {number: signal.signal(number, handler) for number in (signal.SIGTERM, signal.SIGHUP)}
+
+
 def grade_class(args, root: Path) -> int:
-    found = entries(Path(args.submissions))
+    found = {student: entry for student, entry in entries(Path(args.submissions)).items()
+             if student not in IGNORED_ENTRIES}
+    if not found:
+        raise ExerciseError(f"{args.submissions} holds no submissions (one folder or .zip per student)")
     try:
         out = check_output_folder(args.out, option="--out", inputs=[args.submissions])
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
-    ids, source = chosen_exercises(args, root)
+    recorded = read_run(out)
+    ids, source, edition, seed = run_settings(args, root, recorded)
+    run = Run(ids, seed, args.timeout, args.budget, sandbox.Isolation("none"), root)
+    wanted = {"exercise_seed": seed, "exercises": ids, "edition": edition, "grader_version": run.version}
+    differences = settings_differences(recorded, wanted) if recorded is not None else []
+    if differences and not args.regrade:
+        raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
+                            f"To regrade every student with these settings add --regrade (adjustments.csv is "
+                            f"kept), or grade into a new --out")
     out.mkdir(parents=True, exist_ok=True)
+    read_adjustments(out)  # a typo in your adjustments.csv stops the run now, not after grading everyone
+    hashes = {student: submission_hash(entry) for student, entry in found.items()}
+    recorded_hashes = dict((recorded or {}).get("submissions", {})) if not differences else {}
+    todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
-    isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()})
-    print(f"Isolation: {isolation.describe()}", flush=True)
-    kept = [s for s, e in found.items() if not args.force and is_complete(out / s, ids)]
-    todo = {s: e for s, e in found.items() if s not in kept}
+    run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()})
+    print(f"Isolation: {run.isolation.describe()}", flush=True)
     print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(ids)} ({source}; "
           f"{args.timeout:g} s per test, {args.budget:g} s per student, {args.jobs} at a time)"
-          + (f"; keeping {len(kept)} already graded (--force grades them again)" if kept else ""), flush=True)
-    claimed = _what_copies_claim(found)
-    if claimed and source.startswith("every") and claimed.most_common(1)[0][0] != tuple(ids):
-        common, count = claimed.most_common(1)[0]
-        print(f"Note: {count} of the copies say their edition handed out {', '.join(common)}; they are graded on "
-              f"every exercise. To grade what you handed out, pass --edition YOUR_EDITION_FOLDER or --only.",
+          + (f"; keeping {len(kept)} already graded (--regrade grades everyone again, --student NAME one)"
+             if kept else ""), flush=True)
+    if changed:
+        print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}",
               flush=True)
-    run = Run(ids, args.exercise_seed, args.timeout, args.budget, isolation, root)
-    record = {"exercise_seed": args.exercise_seed, "timeout": args.timeout, "budget": args.budget,
-              "isolation": isolation.describe(), "grader_version": run.version, "exercises": ids,
-              "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    recorded_seed = (recorded or {}).get("exercise_seed")
+    if seed != recorded_seed:
+        print(f"Exercise seed: {'yours (--exercise-seed)' if args.exercise_seed is not None else 'a fresh secret one'}"
+              f", recorded in {out / RUN_NAME} (owner-only); the same command resumes with it", flush=True)
+    elif args.regrade:
+        print(f"Exercise seed: the one recorded in {out / RUN_NAME}", flush=True)
+    if seed == 0:
+        print("WARNING: exercise seed 0 is the seed of the students' own test runs: they know every graded input. "
+              "Leave --exercise-seed out for a fresh secret one.", flush=True)
+    record = {**wanted, "timeout": args.timeout, "budget": args.budget, "isolation": run.isolation.describe(),
+              "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "submissions": {s: h for s, h in recorded_hashes.items() if s in found and s not in todo}}
+    write_run(out, record)  # before any student: a resume compares its settings with these
+    ensure_adjustments_file(out)
     scratch = Path(tempfile.mkdtemp(prefix="minitorch-grading-"))
     os.chmod(scratch, 0o711)
     slots = queue.Queue()
@@ -106,13 +219,17 @@ def grade_class(args, root: Path) -> int:
 
     def grade(entry: Entry) -> dict:
         slot = slots.get()
+        log = out / entry.student / "check-log.txt"
         try:
-            return grade_submission(entry, out / entry.student, run, slot, scratch,
-                                    log_file=out / entry.student / "check-log.txt")
+            graded = grade_submission(entry, out / entry.student, run, slot, scratch, log_file=log)
         finally:
             slots.put(slot)
+        if log.exists():
+            os.chmod(log, 0o600)  # it quotes the hidden inputs and the seed: for you only
+        return graded
 
     started, done, failed, graded_now = time.monotonic(), 0, [], 0
+    previous_handlers = _stop_on_signals()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
     try:
         futures = {pool.submit(grade, entry): student for student, entry in todo.items()}
@@ -127,27 +244,34 @@ def grade_class(args, root: Path) -> int:
                       f"{error}", flush=True)
                 continue
             graded_now += 1
+            record["submissions"][student] = hashes[student]
+            write_run(out, record)  # the hash of what was graded: a later change is seen, whatever stops this run
             elapsed = time.monotonic() - started
             flags = graded["extra_data"]["flags"]
             print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
                   + (f"  ({'; '.join(flags)})" if flags else "")
                   + f"   {_minutes(elapsed)} elapsed, about {_minutes(elapsed / done * (len(todo) - done))} left",
                   flush=True)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the clean-up short
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
         pool.shutdown(wait=False, cancel_futures=True)
         stop_grading(run)
         pool.shutdown(wait=True)  # the students being graded stop, writing nothing
         rows = write_gradebook(out, ids, record, found)
+        what = str(interruption) if isinstance(interruption, Stopped) else "Ctrl-C"
         print(f"\nInterrupted: the {graded_now} students graded in this run are kept ({len(rows)} in "
               f"{out / 'grades.csv'}); those being graded were stopped and nothing of theirs was written. Run the "
-              f"same command again to grade them and the rest.", flush=True)
+              f"same command again to grade them and the rest. (Stopped by {what}.)", flush=True)
         return 130
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        for number, handler in previous_handlers.items():
+            signal.signal(number, handler)
     rows = write_gradebook(out, ids, record, found)
     print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in the gradebook): "
-          f"{out / 'grades.csv'}, "
+          f"{out / 'grades.csv'} (with your {out / ADJUSTMENTS_NAME}), "
           f"{out / 'summary.md'}; per student STUDENT/feedback.md and STUDENT/results.json (for the student) and "
           f"STUDENT/check-log.txt (the full failures on the hidden inputs: for you only)")
     if failed:

@@ -1,7 +1,19 @@
 """The gradebook of a class: grades.csv, summary.md, a figure, and each student's feedback.md (chapter 00).
 
-Everything here reads the students' results.json (written by `grading.grade_submission`), so the
-gradebook can be rebuilt at any time from OUT/*/results.json. Every file is written atomically.
+Everything here reads the students' results.json (written by `grading.grade_submission`) and the
+instructor's adjustments.csv, so the gradebook can be rebuilt at any time from OUT. Every file is
+written atomically; run.json (it holds the secret exercise seed) is readable by its owner only.
+
+adjustments.csv is the instructor's: the grader creates it with its header if it is missing and never
+writes it again. One row per change (a student may have several):
+
+    student,points,late_penalty,comment
+    ann,2,,manual points for the write-up of 3.2
+    lee,,10%,two days late
+    max,-1,1.5,
+
+`points` are added to the autograded total (negative to take off); `late_penalty` is taken off, either
+points ("1.5") or a share of the autograded total ("10%"). The total never goes below 0.
 """
 
 from __future__ import annotations
@@ -9,9 +21,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.registry import EXERCISES, sort_key
+from minitorch.exercises.registry import EXERCISES, ExerciseError, sort_key
 from minitorch.outputs import write_atomically
 
 FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "function not found",
@@ -88,16 +102,95 @@ def class_rows(out: Path, students=None) -> list[dict]:
     return rows
 
 
-def grades_csv(rows: list[dict], exercise_ids) -> str:
-    """student,total,max_total,<one column per exercise>,flags"""
+ADJUSTMENTS_NAME = "adjustments.csv"
+ADJUSTMENT_COLUMNS = ("student", "points", "late_penalty", "comment")
+RUN_NAME = "run.json"  # the run's settings, the secret seed among them: owner-only
+
+
+@dataclass
+class Adjustment:
+    """The instructor's changes to one student's autograded total (the sum of their adjustments.csv rows)."""
+
+    points: float = 0.0  # added
+    penalty_points: float = 0.0  # taken off
+    penalty_share: float = 0.0  # taken off, as a share of the autograded total (0.1 for "10%")
+    comments: list[str] = field(default_factory=list)
+
+    def late_penalty(self, autograded: float) -> float:
+        return self.penalty_points + self.penalty_share * autograded
+
+    def total(self, autograded: float) -> float:
+        """autograded + points - late penalty, never below 0."""
+        return max(0.0, round(autograded + self.points - self.late_penalty(autograded), 6))
+
+
+def ensure_adjustments_file(out: Path) -> Path:
+    """OUT/adjustments.csv, created with its header only if it does not exist: it is never overwritten."""
+    path = Path(out) / ADJUSTMENTS_NAME
+    if not path.exists():
+        write_atomically(path, ",".join(ADJUSTMENT_COLUMNS) + "\n")
+    return path
+
+
+def read_adjustments(out: Path) -> dict[str, Adjustment]:
+    """Student -> their Adjustment, from OUT/adjustments.csv (none if it is missing); ExerciseError naming the
+    line of a cell that is not a number."""
+    path = Path(out) / ADJUSTMENTS_NAME
+    if not path.exists():
+        return {}
+    with open(path, encoding="utf-8-sig", newline="") as file:  # -sig: a spreadsheet may add a byte-order mark
+        reader = csv.DictReader(file)
+        missing = [name for name in ("student", "points", "late_penalty") if name not in (reader.fieldnames or [])]
+        if missing:
+            raise ExerciseError(f"{path}: the header lacks {', '.join(missing)}; it should read "
+                                f"{','.join(ADJUSTMENT_COLUMNS)}")
+        found: dict[str, Adjustment] = {}
+        for row in reader:
+            student = (row.get("student") or "").strip()
+            if not student:
+                continue
+            line = reader.line_num
+            adjustment = found.setdefault(student, Adjustment())
+            adjustment.points += _number(row.get("points"), path, line, "points")
+            penalty = (row.get("late_penalty") or "").strip()
+            if penalty.endswith("%"):
+                adjustment.penalty_share += _number(penalty[:-1], path, line, "late_penalty") / 100
+            else:
+                adjustment.penalty_points += _number(penalty, path, line, "late_penalty")
+            if (row.get("comment") or "").strip():
+                adjustment.comments.append(row["comment"].strip())
+    return found
+
+
+def _number(text, path: Path, line: int, column: str) -> float:
+    text = (text or "").strip()
+    try:
+        value = float(text) if text else 0.0
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ExerciseError(f"{path}, line {line}: {column} {text!r} is not a number (write 2, -1.5, or for "
+                            f"late_penalty 10%)")
+    return value
+
+
+def grades_csv(rows: list[dict], exercise_ids, adjustments: dict[str, Adjustment] | None = None) -> str:
+    """student,total,max_total,<one column per exercise>,autograded,adjustment,late_penalty,comment,flags
+
+    total = autograded + adjustment - late_penalty (adjustments.csv), never below 0."""
     ids = sorted(exercise_ids, key=sort_key)
+    adjustments = adjustments or {}
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(["student", "total", "max_total", *ids, "flags"])
+    writer.writerow(["student", "total", "max_total", *ids, "autograded", "adjustment", "late_penalty", "comment",
+                     "flags"])
     for graded in rows:
         extra = graded["extra_data"]
         earned = [points(extra["exercises"][i]["earned"]) if i in extra["exercises"] else "" for i in ids]
-        writer.writerow([extra["student"], points(graded["score"]), extra["max_score"], *earned,
+        adjustment = adjustments.get(extra["student"], Adjustment())
+        writer.writerow([extra["student"], points(adjustment.total(graded["score"])), extra["max_score"], *earned,
+                         points(graded["score"]), points(adjustment.points),
+                         points(round(adjustment.late_penalty(graded["score"]), 6)), "; ".join(adjustment.comments),
                          "; ".join(extra["flags"])])
     return text.getvalue()
 
@@ -120,14 +213,15 @@ def exercise_statistics(rows: list[dict], exercise_ids) -> dict[str, dict]:
     return statistics
 
 
-def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
+def summary_markdown(rows: list[dict], exercise_ids, run: dict, adjustments: dict | None = None) -> str:
+    """The class at a glance, for the instructor. It names no seed (that is in run.json only)."""
     statistics = exercise_statistics(rows, exercise_ids)
     totals = [row["score"] for row in rows if _was_graded(row)]
     maximum = sum(EXERCISES[i].points for i in exercise_ids)
     lines = [f"# Grades of {len(rows)} students", "",
-             f"Graded {run['graded_at']} with exercise seed {run['exercise_seed']}, per-test timeout "
-             f"{run['timeout']:g} s, grader {run['grader_version']}. Isolation: {run.get('isolation', 'unknown')}.",
-             ""]
+             f"Graded {run['graded_at']} on the exercise seed in {RUN_NAME}, per-test timeout "
+             f"{run['timeout']:g} s, grader {run['grader_version']}. Isolation: {run.get('isolation', 'unknown')}. "
+             f"Totals here are autograded; grades.csv's total adds {ADJUSTMENTS_NAME}.", ""]
     if totals:
         lines += [f"Total over the {_copies(len(totals))} graded: mean {sum(totals) / len(totals):.2f} / {maximum}, "
                   f"lowest {min(totals):.2f}, highest {max(totals):.2f}.", ""]
@@ -146,6 +240,9 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
     if flagged:
         lines += ["", "## Flags", ""]
         lines += [f"- {row['extra_data']['student']}: {'; '.join(row['extra_data']['flags'])}" for row in flagged]
+    unknown = sorted(set(adjustments or {}) - {row["extra_data"]["student"] for row in rows})
+    if unknown:
+        lines += ["", f"{ADJUSTMENTS_NAME} names students with no grade here (a typo?): {', '.join(unknown)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -188,11 +285,81 @@ def class_figure(rows: list[dict], exercise_ids, path: Path) -> None:
     write_atomically(path, buffer.getvalue())
 
 
+def write_run(out: Path, run: dict) -> None:
+    """OUT/run.json, readable and writable by its owner only: it holds the secret exercise seed."""
+    write_atomically(Path(out) / RUN_NAME, json.dumps(run, indent=1) + "\n", mode=0o600)
+
+
+def read_run(out: Path) -> dict | None:
+    """OUT/run.json, or None if there is none; ExerciseError if it cannot be read."""
+    path = Path(out) / RUN_NAME
+    if not path.exists():
+        return None
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ExerciseError(f"{path} cannot be read ({error}); grade into a new --out, or restore it") from None
+    if not isinstance(run, dict):
+        raise ExerciseError(f"{path} is not a run record; grade into a new --out, or restore it")
+    return run
+
+
 def write_gradebook(out: Path, exercise_ids, run: dict, students=None) -> list[dict]:
-    """grades.csv, summary.md, class.png and run.json in OUT, from the students' results.json."""
+    """grades.csv, summary.md, class.png and run.json in OUT, from the students' results.json and the
+    instructor's adjustments.csv (created empty if missing, never overwritten)."""
+    ensure_adjustments_file(out)
+    adjustments = read_adjustments(out)
     rows = class_rows(out, students)
-    write_atomically(Path(out) / "grades.csv", grades_csv(rows, exercise_ids))
-    write_atomically(Path(out) / "summary.md", summary_markdown(rows, exercise_ids, run))
-    write_atomically(Path(out) / "run.json", json.dumps({**run, "students": len(rows)}, indent=1) + "\n")
+    write_atomically(Path(out) / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
+    write_atomically(Path(out) / "summary.md", summary_markdown(rows, exercise_ids, run, adjustments))
+    write_run(out, {**run, "students": len(rows)})
     class_figure(rows, exercise_ids, Path(out) / "class.png")
     return rows
+
+
+# ----------------------------------------------------------------------
+# Canvas
+
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")  # the first columns of its gradebook
+
+
+def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[str, list[str]]:
+    """(the CSV Canvas's gradebook import takes, the roster's students with no grade).
+
+    `grades` are grades.csv's rows (student, total); the roster is a CSV with a column `submission` (the name
+    of the student's entry in SUBMISSIONS) and Canvas's own columns Student, ID, SIS User ID, SIS Login ID,
+    Section: the easiest roster is Canvas's gradebook export with a `submission` column added. `assignment`
+    is the assignment's column as Canvas names it, "Week 3 (12345)": with the ID in brackets Canvas updates
+    that assignment; a new name makes a new one. Students of the roster without a grade get an empty cell,
+    which Canvas leaves as it was."""
+    with open(roster_path, encoding="utf-8-sig", newline="") as file:
+        reader = csv.DictReader(file)
+        columns = reader.fieldnames or []
+        if "submission" not in columns or "Student" not in columns or not {"ID", "SIS User ID", "SIS Login ID"} & set(
+                columns):
+            raise ExerciseError(f"{roster_path}: the roster needs the columns submission, Student and one of ID, SIS "
+                                f"User ID, SIS Login ID (Canvas's gradebook export with a submission column added); "
+                                f"it has {', '.join(columns) or 'none'}")
+        roster = [row for row in reader if (row.get("Student") or "").strip()
+                  and "Points Possible" not in (row.get("Student") or "")]
+    by_submission: dict[str, dict] = {}
+    for row in roster:
+        name = (row.get("submission") or "").strip()
+        if name in by_submission:
+            raise ExerciseError(f"{roster_path}: the submission {name!r} is named twice; each student has their own")
+        if name:
+            by_submission[name] = row
+    unknown = sorted(row["student"] for row in grades if row["student"] not in by_submission)
+    if unknown:
+        raise ExerciseError(f"{roster_path}: no roster row for {len(unknown)} graded submission(s): "
+                            f"{', '.join(unknown[:20])}; add them to its submission column (their grades would "
+                            f"otherwise be lost)")
+    totals = {row["student"]: row["total"] for row in grades}
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow([*CANVAS_COLUMNS, assignment])
+    for row in roster:
+        name = (row.get("submission") or "").strip()
+        writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(name, "")])
+    without = [row["Student"] for row in roster if (row.get("submission") or "").strip() not in totals]
+    return text.getvalue(), without

@@ -8,8 +8,10 @@ student ``/autograder/results/results.json``.
 
     python -m minitorch.exercises gradescope-bundle autograder.zip --only 3.1,3.2 --timeout 60
 
-`build_bundle` writes that zip: ``setup.sh`` (Python, requirements.txt and, if the image allows it,
-bubblewrap), ``run_autograder``, the grader's own ``minitorch/`` and ``tests/``, and ``bundle.json``,
+`build_bundle` writes that zip: ``setup.sh`` (Python, then numpy and pytest pinned to the versions the
+bundle was built with, listed in ``grading-requirements.txt``, and bubblewrap if the image allows it;
+it says loudly which isolation the image got), ``run_autograder``, the grader's own ``minitorch/`` and
+``tests/``, and ``bundle.json``,
 which fixes the exercises, the exercise seed, the timeout per test and the deadline of the whole run
 when the bundle is built (students never see it), and the graded tests. ``run_autograder`` first makes
 the grader's source, the submission and the results folder readable by root only, then calls `run`
@@ -19,6 +21,14 @@ student's code in a sandboxed worker, bubblewrap or an unprivileged user; the ch
 the grader's), and writes ``results.json`` atomically. If the deadline comes, the tests not run fail as
 timed out and results.json is written all the same; if anything fails on the way, results.json says
 so, with score 0, rather than leave the student an empty page.
+
+What students see: results.json has ``output_format: "md"``; its output is a Markdown summary of the
+public tests. Public tests are "visible"; hidden tests (`hidden_tests`: the graded tests no student
+edition holds) are "after_due_date" (or "hidden", if the bundle says so), and so are their points in the
+summary. Lateness (`late_penalty`), from ``submission_metadata.json``: a submission made after the due
+date (the student's own, if Gradescope gave them an extension) loses LATE_PENALTY percent of its score
+per started day late, down to 0; the test scores stay as they are and a negative "late penalty" test
+says what was taken off.
 
 ``AUTOGRADER_ROOT`` (default ``/autograder``) moves the whole layout, so that the bundle can be run
 and tested on any machine: ``$AUTOGRADER_ROOT/{source,submission,results}``.
@@ -32,6 +42,7 @@ import fnmatch
 import json
 import math
 import os
+import platform
 import re
 import secrets
 import sys
@@ -48,6 +59,11 @@ from minitorch.outputs import OutputPathError, check_output_file, write_atomical
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
 SETTINGS_NAME = "bundle.json"  # in the bundle: seed, exercises, timeout, deadline; fixed when it is built
+PINNED_NAME = "grading-requirements.txt"  # in the bundle: what setup.sh installs, pinned to the builder's versions
+GRADING_PACKAGES = ("numpy", "pytest")  # all that grading imports (the chapters' plots and notebooks are not run)
+HIDDEN_VISIBILITIES = ("after_due_date", "hidden")  # Gradescope's settings for a test students do not see at once
+HIDDEN_TEST_FOLDER = "hidden"  # a graded test under a folder of this name (tests/hidden/...) is hidden
+SECONDS_PER_DAY = 86_400.0
 DEFAULT_ROOT = "/autograder"
 PUBLIC_SEED = 0  # the seed the students' own test runs use
 PLATFORM_LIMIT = 600.0  # seconds: Gradescope stops an autograder after 10 minutes unless the course raises it
@@ -58,11 +74,12 @@ RESULTS_MARGIN = 20.0  # seconds kept after the check process to write results.j
 SETUP_SH = """\
 #!/bin/sh
 # Gradescope runs this once, as root, in /autograder/source, to build the image that grades every
-# submission: it installs Python 3 and the book's requirements (requirements.txt), nothing else.
+# submission: Python 3, then numpy and pytest at the versions the bundle was built with
+# (grading-requirements.txt), then bubblewrap if the image allows it. Nothing else.
 set -eu
 cd "$(dirname "$0")"
+apt-get update
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
-    apt-get update
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-pip
 fi
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
@@ -71,11 +88,26 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
     exit 1
 fi
 # The image exists only to grade, so pip may install beside the system's Python (Ubuntu 24.04 asks first).
-PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore python3 -m pip install --no-cache-dir -r requirements.txt
+if ! PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore \\
+    python3 -m pip install --no-cache-dir -r grading-requirements.txt; then
+    echo "setup.sh: pip could not install the pinned versions of grading-requirements.txt on" \\
+         "$(python3 --version 2>&1); the bundle was built with $(head -n 1 grading-requirements.txt | cut -c3-)." \\
+         "Choose a base image with that Python (or newer), or build the bundle where Python matches the image." >&2
+    exit 1
+fi
 # bubblewrap sandboxes the student's code if the platform's container allows it; without it the grader runs
-# the student's code as an unprivileged user (it says which in the log).
+# the student's code as an unprivileged user. Either way this says which, loudly.
 if ! command -v bwrap >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap || true
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap; then
+        echo "setup.sh: apt-get could not install bubblewrap (see above)" >&2
+    fi
+fi
+if command -v bwrap >/dev/null 2>&1 && bwrap --unshare-all --die-with-parent --ro-bind / / true 2>/dev/null; then
+    echo "==== setup.sh: ISOLATION: bubblewrap works here: each student's code runs in a sandbox ===="
+else
+    echo "==== setup.sh: ISOLATION WARNING: bubblewrap is missing or cannot make a sandbox in this container;" \\
+         "each student's code will run as an unprivileged user instead (weaker: it can read what every" \\
+         "user may read) ===="
 fi
 python3 -c 'import numpy, pytest; print("setup.sh: numpy", numpy.__version__, "and pytest", pytest.__version__)'
 """
@@ -127,10 +159,14 @@ def worst_case(exercise_count: int, timeout: float) -> float:
 
 
 def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None, timeout: float,
-                 deadline: float = DEFAULT_DEADLINE, over_deadline: bool = False, root: Path = ROOT) -> dict:
-    """Write the autograder zip for `exercises` to `out_zip` (atomically) and return its settings.
+                 deadline: float = DEFAULT_DEADLINE, over_deadline: bool = False, root: Path = ROOT,
+                 hidden_visibility: str = "after_due_date", late_penalty: float = 10.0) -> dict:
+    """Write the autograder zip for `exercises` to `out_zip` (atomically, its folders created) and return its
+    settings.
 
-    `seed` None draws a fresh one: the graded tests' inputs are then ones no student has seen. `timeout`
+    `seed` None draws a fresh secret one of 128 bits: the graded tests' inputs are then ones no student has
+    seen, and no search can find it. `hidden_visibility` is when students see the hidden tests (the public
+    ones they see at once); `late_penalty` the percent of the score taken off per started day late. `timeout`
     (seconds) limits each test; `deadline` the whole run, below the platform's own limit: a bundle whose worst
     case exceeds it is refused unless `over_deadline` (the tests the deadline cuts off then fail as timed out).
     `root` must be the full book, not a student edition."""
@@ -153,6 +189,10 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
             raise ExerciseError(f"{name} must be a finite number of seconds > 0, got {value}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ExerciseError(f"--exercise-seed must be a non-negative whole number, got {seed}")
+    if hidden_visibility not in HIDDEN_VISIBILITIES:
+        raise ExerciseError(f"--hidden-tests must be one of {', '.join(HIDDEN_VISIBILITIES)}, got {hidden_visibility}")
+    if not (isinstance(late_penalty, (int, float)) and 0 <= late_penalty <= 100):
+        raise ExerciseError(f"--late-penalty must be a percent from 0 to 100, got {late_penalty}")
     worst = worst_case(len(exercises), timeout)
     if worst > deadline and not over_deadline:
         raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
@@ -164,21 +204,29 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
                             f"time to spare: raise the assignment's timeout on Gradescope first, then pass "
                             f"--over-deadline")
     ids = [exercise.id for exercise in exercises]
+    collected = collect_tests(root, ids)  # the graded tests: fixed with the bundle, not collected per student
     settings = {
         "exercise_ids": ids,
         "points": sum(exercise.points for exercise in exercises),
-        "exercise_seed": secrets.randbelow(2**31 - 1) + 1 if seed is None else seed,  # never the public 0
+        "exercise_seed": 2**128 + secrets.randbits(128) if seed is None else seed,  # 128 secret bits, never 0
         "timeout": timeout,
         "deadline": deadline,
         "worst_case": worst,
-        "collected": collect_tests(root, ids),  # the graded tests: fixed with the bundle, not collected per student
+        "collected": collected,
+        "hidden_tests": hidden_tests(collected),
+        "hidden_visibility": hidden_visibility,
+        "late_penalty": float(late_penalty),
+        "packages": pinned_packages(),
         "made_from": git_commit(root),
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+    out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     try:
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
             _add_text(bundle, "setup.sh", SETUP_SH, executable=True)
+            _add_text(bundle, PINNED_NAME, f"# Python {platform.python_version()}\n" + "".join(
+                f"{name}=={version}\n" for name, version in settings["packages"].items()))
             _add_text(bundle, "run_autograder", RUN_AUTOGRADER, executable=True)
             _add_text(bundle, SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
             for path in _bundled_files(root):
@@ -187,6 +235,44 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     finally:
         partial.unlink(missing_ok=True)
     return settings
+
+
+def pinned_packages() -> dict[str, str]:
+    """{package: version} of what grading needs, as installed here (the bundle's builder): numpy, pytest, and
+    the packages pytest itself requires, so that the image grades with what was tested."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    names, pinned = list(GRADING_PACKAGES), {}
+    while names:
+        name = names.pop(0)
+        if name.lower() in pinned:
+            continue
+        try:
+            pinned[name.lower()] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue  # a backport this Python does not need (exceptiongroup, tomli)
+        if name == "pytest":
+            for text in metadata.requires("pytest") or []:
+                requirement = Requirement(text)
+                if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                    names.append(requirement.name)
+    return pinned
+
+
+def hidden_tests(collected: dict[str, str]) -> list[str]:
+    """The node IDs, among `collected`, of the graded tests that no student edition holds: those in a folder
+    named HIDDEN_TEST_FOLDER, or in a file the edition leaves out (`registry.INSTRUCTOR_ONLY`)."""
+    from minitorch.exercises import registry
+
+    left_out = set(registry.INSTRUCTOR_ONLY) | set(getattr(registry, "HIDDEN_TESTS", ()))
+    hidden = []
+    for nodeid in collected:
+        path = nodeid.split("::", 1)[0]
+        if HIDDEN_TEST_FOLDER in Path(path).parts[:-1] or path in left_out:
+            hidden.append(nodeid)
+    return hidden
 
 
 def _bundled_files(root: Path) -> list[Path]:
@@ -220,6 +306,7 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
     gives score 0 and says what happened."""
     started = time.monotonic()
     results_path = Path(autograder_root) / "results" / "results.json"
+    settings: dict = {}
     try:
         settings = read_settings(source)
         with tempfile.TemporaryDirectory(prefix="minitorch-grading-") as scratch:
@@ -231,6 +318,10 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
         traceback.print_exc()
         results = failed_results(f"The autograder failed: {type(error).__name__}: {error}. Nothing was graded; "
                                  f"please tell your instructor.")
+    try:
+        results = apply_lateness(results, read_metadata(Path(autograder_root)), settings.get("late_penalty", 0.0))
+    except Exception:  # metadata of another shape: graded as on time, and the log says why
+        traceback.print_exc()
     results["execution_time"] = round(time.monotonic() - started)
     write_results(results_path, results)
     print(results.get("output", ""))
@@ -251,30 +342,33 @@ def _grade(submission: Path, scratch: Path, settings: dict, source: Path, starte
     from minitorch.exercises import sandbox
     from minitorch.exercises.grading import CHECK_PROCESS_MARGIN, Run, grade_submission
 
+    try:  # first: a submission without the book is the student's to fix, whatever the isolation
+        entry = Entry("submission", find_submission(submission, scratch / "unzipped"))
+    except ExerciseError as error:
+        raise SubmissionError(str(error)) from None
     guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
     isolation = sandbox.choose("auto", guarded)
     print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
     left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN - CHECK_PROCESS_MARGIN
     run = Run(settings["exercise_ids"], settings["exercise_seed"], settings["timeout"], max(left, 1.0), isolation,
               Path(source), settings.get("made_from") or "", dict(settings["collected"]))
-    try:
-        entry = Entry("submission", find_submission(submission, scratch / "unzipped"))
-    except ExerciseError as error:
-        raise SubmissionError(str(error)) from None
     results = grade_submission(entry, scratch / "graded", run, slot=0, scratch_root=scratch,
                                log_file=scratch / "check-log.txt")
     for name in ("feedback.md", "check-log.txt"):  # the log: instructors see it, students do not (stdout_visibility)
         path = scratch / ("graded" if name == "feedback.md" else "") / name
         if path.is_file():
             print(path.read_text(encoding="utf-8"))
-    return for_students(results, settings["exercise_seed"])
+    return for_students(results, settings["exercise_seed"], set(settings.get("hidden_tests", ())),
+                        settings.get("hidden_visibility", "after_due_date"))
 
 
-def for_students(results: dict, seed: int) -> dict:
-    """`results` as students may see them. Every test stays visible with its score and the one-line reason
-    it failed, plus how to see the whole failure on the public inputs; the full output (it may quote the
-    hidden-seed inputs) goes to the log, which only instructors see; the seed is dropped, and hidden
-    wherever a text names it ("seed 4711", "--exercise-seed=4711")."""
+def for_students(results: dict, seed: int, hidden: set[str] = frozenset(),
+                 hidden_visibility: str = "after_due_date") -> dict:
+    """`results` as students may see them, in Markdown. Each test keeps its score and the one-line reason it
+    failed, plus how to see the whole failure on the public inputs; public tests are visible, the `hidden`
+    ones (node IDs) get `hidden_visibility`; the output sums up the public tests only. The full output (it
+    may quote the hidden-seed inputs) goes to the log, which only instructors see; the seed is dropped, and
+    hidden wherever a text names it ("seed 4711", "--exercise-seed=4711")."""
     named = re.compile(rf"(seed\W{{0,3}}){seed}\b", re.IGNORECASE)
 
     def hide(value):
@@ -288,27 +382,90 @@ def for_students(results: dict, seed: int) -> dict:
 
     shown = hide(results)
     for test in shown.get("tests", []):
-        test["visibility"] = "visible"
+        is_hidden = test.get("extra_data", {}).get("nodeid") in hidden
+        test["visibility"] = hidden_visibility if is_hidden else "visible"
         if test.get("status") == "failed":
             print(f"--- {test.get('name')}\n{test.get('output', '')}")  # the log
             test["output"] = _reason(test)
-    return {**shown, "visibility": "visible", "stdout_visibility": "hidden"}
+    return {**shown, "output": summary_markdown(shown), "output_format": "md", "visibility": "visible",
+            "stdout_visibility": "hidden"}
+
+
+def summary_markdown(shown: dict) -> str:
+    """What a student reads first: the points of the public tests per exercise, and how many hidden tests
+    (with their points) wait for the due date. Written from the tests' visibility, so it reveals no more."""
+    tests = shown.get("tests", [])
+    if not tests:
+        return shown.get("output", "")
+    lines = [f"{shown.get('output', '')}", "", "| exercise | public tests passed | points | hidden tests |",
+             "| --- | --- | ---: | --- |"]
+    for number in dict.fromkeys(test.get("number", "") for test in tests):
+        own = [test for test in tests if test.get("number", "") == number]
+        public = [test for test in own if test["visibility"] == "visible"]
+        hidden = [test for test in own if test["visibility"] != "visible"]
+        earned = round(sum(test["score"] for test in public), 6)
+        worth = round(sum(test["max_score"] for test in public), 6)
+        waiting = f"{len(hidden)} ({round(sum(t['max_score'] for t in hidden), 6):g} points), after the due date" \
+            if hidden else "none"
+        lines.append(f"| {number} | {sum(t['status'] == 'passed' for t in public)} of {len(public)} | "
+                     f"{earned:g} / {worth:g} | {waiting} |")
+    if any(test["visibility"] != "visible" for test in tests):
+        lines += ["", "The hidden tests check the same exercises on other cases; their results and points are shown "
+                      "after the due date."]
+    return "\n".join(lines)
 
 
 def _reason(test: dict) -> str:
-    """A failed test's one-line reason, and how the student sees the whole failure in their own copy."""
+    """A failed test's one-line reason (as Markdown: in a code block), and how the student sees the whole
+    failure in their own copy."""
     message = test.get("extra_data", {}).get("message") or test.get("output", "").split("\n\n")[0]
     lines = message.strip().splitlines() or ["failed"]
+    reason = "```\n" + lines[0][:300].replace("`", "'") + "\n```"
     exercise_id = str(test.get("number", ""))
     if "python -m pytest -m" in lines[0] or not re.fullmatch(r"\d+\.\d+", exercise_id):
-        return lines[0][:300]  # a stub's message already says how to check
-    return (f"{lines[0][:300]}\nTo see the whole failure (on the public inputs), run in your copy: "
-            f"python -m pytest -m ex{exercise_id.replace('.', '_')}")
+        return reason  # a stub's message already says how to check
+    return (f"{reason}\nTo see the whole failure (on the public inputs), run in your copy: "
+            f"`python -m pytest -m ex{exercise_id.replace('.', '_')}`")
+
+
+def read_metadata(autograder_root: Path) -> dict:
+    """submission_metadata.json (Gradescope writes it beside the submission), or {} if there is none."""
+    path = Path(autograder_root) / "submission_metadata.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def days_late(metadata: dict) -> int:
+    """Started days between the due date and the submission (0 if on time or no due date). The due date is
+    the latest of the assignment's and of the students' own (an extension gives a student theirs)."""
+    created = metadata.get("created_at")
+    dues = [metadata.get("assignment", {}).get("due_date")]
+    dues += [user.get("assignment", {}).get("due_date") for user in metadata.get("users", []) or []
+             if isinstance(user, dict)]
+    dues = [datetime.datetime.fromisoformat(due) for due in dues if due]
+    if not created or not dues:
+        return 0
+    late = (datetime.datetime.fromisoformat(created) - max(dues)).total_seconds()
+    return 0 if late <= 0 else math.ceil(late / SECONDS_PER_DAY)
+
+
+def apply_lateness(results: dict, metadata: dict, percent_per_day: float) -> dict:
+    """`results` with the late penalty: `percent_per_day` of the score per started day late, down to 0. The
+    penalty is a test of its own (negative score, always visible), so the student sees why."""
+    days = days_late(metadata)
+    score = float(results.get("score", 0) or 0)
+    if days == 0 or percent_per_day <= 0 or score <= 0:
+        return results
+    share = min(1.0, days * percent_per_day / 100)
+    penalty = round(score * share, 6)
+    note = {"name": "late penalty", "score": -penalty, "max_score": 0, "status": "failed", "visibility": "visible",
+            "output": f"Submitted {days} day(s) after the due date: {share:.0%} of the score ({penalty:g} points) is "
+                      f"taken off ({percent_per_day:g}% per started day)."}
+    return {**results, "score": round(score - penalty, 6), "tests": [*results.get("tests", []), note]}
 
 
 def failed_results(message: str) -> dict:
     """A results.json for a submission that could not be graded: score 0, and why."""
-    return {"score": 0, "output": message, "output_format": "text", "visibility": "visible",
+    return {"score": 0, "output": message, "output_format": "md", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": []}
 
 

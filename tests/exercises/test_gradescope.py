@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
+import re
 import shutil
 import stat
 import subprocess
@@ -88,7 +90,8 @@ def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_t
         names = set(bundle.namelist())
         stored = json.loads(bundle.read("bundle.json"))
         modes = {name: bundle.getinfo(name).external_attr >> 16 for name in ("setup.sh", "run_autograder")}
-    assert names == {"setup.sh", "run_autograder", "bundle.json", "minitorch/__init__.py", "minitorch/ops.py",
+    assert names == {"setup.sh", "run_autograder", "bundle.json", "grading-requirements.txt",
+                     "minitorch/__init__.py", "minitorch/ops.py",
                      "minitorch/exercises/__init__.py", "minitorch/exercises/registry.py", "tests/conftest.py",
                      "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
         "the bundle must hold the scripts at its top, the grader's minitorch/ and tests/, requirements, README, "
@@ -107,6 +110,14 @@ def test_without_a_seed_each_bundle_draws_a_fresh_one_that_is_never_the_public_s
     seeds = {build_bundle(tmp_path / f"{n}.zip", tiny_exercises(root), timeout=5, root=root)["exercise_seed"]
              for n in range(3)}
     assert len(seeds) == 3 and gradescope.PUBLIC_SEED not in seeds, seeds
+    assert min(seeds) >= 2**128, f"a seed of fewer than 128 bits can be searched for: {seeds}"
+
+
+def test_the_bundles_folders_are_created(tmp_path):
+    root = tiny_book(tmp_path / "book")
+    out = tmp_path / "outside" / "week-3" / "autograder.zip"
+    build_bundle(out, tiny_exercises(root), seed=1, timeout=5, root=root)
+    assert zipfile.is_zipfile(out)
 
 
 @pytest.mark.parametrize("name, change, message", [
@@ -151,6 +162,13 @@ def test_the_command_line_writes_a_bundle_for_the_chosen_exercises(tmp_path):
         settings = json.loads(bundle.read("bundle.json"))
     assert settings["exercise_ids"] == ["1.1", "4.1"] and settings["exercise_seed"] == 99 and settings["timeout"] == 9
     assert "99" not in completed.stdout, "the seed is fixed in the bundle, not printed"
+    claim = "a fresh secret exercise seed"
+    assert claim not in completed.stdout and "the exercise seed you gave" in completed.stdout, (
+        f"a bundle built with --exercise-seed must not claim a fresh secret seed:\n{completed.stdout}")
+    public = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out), "--only",
+                             "1.1", "--exercise-seed", "0"], capture_output=True, text=True, timeout=120)
+    warning = "WARNING: --exercise-seed 0 is the seed of the students'"
+    assert claim not in public.stdout and warning in public.stdout, public.stdout
     worst = gradescope.START_UP + 2 * 2 * 9  # two exercises, each cut off after two timeouts
     assert f"about {worst:g} s" in completed.stdout and "stops grading at 540 s" in completed.stdout, (
         f"the printed worst case should allow each hung exercise two timeouts, and name the deadline:\n"
@@ -168,14 +186,32 @@ def test_the_scripts_are_valid_posix_shell(tmp_path, script):
     assert completed.returncode == 0, f"{script} does not parse: {completed.stderr}"
 
 
-def test_setup_installs_python_the_books_requirements_and_bubblewrap_only():
-    installs = [line.strip() for line in gradescope.SETUP_SH.splitlines() if "install" in line and
-                not line.strip().startswith("#")]
+def test_setup_updates_apt_first_then_installs_python_the_pinned_grading_packages_and_bubblewrap_only():
+    lines = [line.strip() for line in gradescope.SETUP_SH.splitlines() if not line.strip().startswith("#")]
+    installs = [line for line in lines if " install " in line and "could not install" not in line]
     assert len(installs) == 3, installs
     assert installs[0].endswith("apt-get install -y --no-install-recommends python3 python3-pip"), installs[0]
-    assert installs[1].endswith("pip install --no-cache-dir -r requirements.txt"), installs[1]
-    assert installs[2].endswith("apt-get install -y --no-install-recommends bubblewrap || true"), (
-        "bubblewrap is installed if the image allows it, and its absence does not fail the set-up")
+    assert installs[1].endswith("pip install --no-cache-dir -r grading-requirements.txt; then"), installs[1]
+    assert installs[2].endswith("apt-get install -y --no-install-recommends bubblewrap; then"), installs[2]
+    first_apt = next(index for index, line in enumerate(lines) if "apt-get" in line)
+    assert lines[first_apt] == "apt-get update", "apt-get update must run before any apt-get install"
+    assert "|| true" not in gradescope.SETUP_SH, "a failed install must be said, not swallowed"
+    assert "ISOLATION: bubblewrap works" in gradescope.SETUP_SH and "ISOLATION WARNING" in gradescope.SETUP_SH, (
+        "setup.sh must say loudly which isolation the image got")
+
+
+def test_the_bundle_pins_numpy_pytest_and_pytests_own_requirements_to_the_builders_versions(tmp_path):
+    import numpy
+
+    root = tiny_book(tmp_path / "book")
+    build_bundle(tmp_path / "autograder.zip", tiny_exercises(root), seed=1, timeout=5, root=root)
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as bundle:
+        lines = bundle.read("grading-requirements.txt").decode().splitlines()
+    pinned = dict(line.split("==") for line in lines[1:])
+    assert lines[0] == f"# Python {platform.python_version()}", "setup.sh names the builder's Python if pip fails"
+    assert pinned["numpy"] == numpy.__version__ and pinned["pytest"] == pytest.__version__, pinned
+    assert "pluggy" in pinned and not {"jupyter", "jupyterlab", "matplotlib", "notebook"} & set(pinned), (
+        f"only what grading needs, pinned: {pinned}")
 
 
 # ----------------------------------------------------------------------
@@ -244,10 +280,11 @@ def test_students_see_each_tests_reason_but_neither_the_full_output_nor_the_seed
     assert (shown["visibility"], shown["stdout_visibility"]) == ("visible", "hidden")
     assert all(test["visibility"] == "visible" for test in shown["tests"])
     assert shown["score"] == 4711, "numbers that are not the seed stay"
-    assert shown["output"] == "exercise seed (hidden): 1 of 2 tests passed"
+    assert shown["output"].splitlines()[0] == "exercise seed (hidden): 1 of 2 tests passed"
+    assert shown["output_format"] == "md" and "| 1.1 | 1 of 2 | 2 / 4 | none |" in shown["output"], shown["output"]
     assert shown["extra_data"] == {"grader_version": "abc"}
     failed = shown["tests"][0]["output"]
-    assert failed.startswith("AssertionError: wrong double\n") and "python -m pytest -m ex1_1" in failed
+    assert failed.startswith("```\nAssertionError: wrong double\n```\n") and "python -m pytest -m ex1_1" in failed
     assert "0.25" not in failed, "the inputs drawn with the hidden seed must not be shown"
     assert "x = [0.25, 4711.5]" in capsys.readouterr().out, "the full output goes to the instructors' log"
 
@@ -284,6 +321,8 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
             {"name": "1.1 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
 
     monkeypatch.setattr(grading, "grade_submission", grade_submission)
+    from minitorch.exercises import sandbox
+    monkeypatch.setattr(sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))  # not what is tested here
     results = gradescope.run(root, source=root / "source")
     assert calls == [(root / "submission", ["1.1"], 5, 3, (root / "source").resolve(), "abc123",
                       SETTINGS["collected"], True)], (
@@ -291,7 +330,7 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
         "under the deadline go to grade_submission")
     assert json.loads(results_path.read_text()) == results
     assert results["score"] == 2 and results["tests"][0]["status"] == "passed"
-    assert results["output"] == "graded with seed (hidden)" and results["stdout_visibility"] == "hidden"
+    assert results["output"].startswith("graded with seed (hidden)\n") and results["stdout_visibility"] == "hidden"
     assert isinstance(results["execution_time"], int)
 
 
@@ -432,7 +471,11 @@ def check_gradescope_format(results: dict) -> None:
     for test in results["tests"]:
         assert {"name", "score", "max_score", "status", "output"} <= set(test), test
         assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"], test
-        assert test.get("visibility", results.get("visibility", "visible")) == "visible", test
+        hidden = gradescope.HIDDEN_TEST_FOLDER in Path(test["extra_data"]["nodeid"].split("::")[0]).parts[:-1] \
+            if "extra_data" in test else False
+        wanted = "after_due_date" if hidden else "visible"
+        assert test.get("visibility", results.get("visibility", "visible")) == wanted, test
+    assert results.get("output_format") == "md", "the feedback is Markdown"
     assert str(HIDDEN_SEED) not in json.dumps(results), "the hidden seed must not be shown to students"
 
 
@@ -475,16 +518,16 @@ def test_an_untouched_student_edition_earns_nothing_and_is_told_what_to_write(bu
 @pytest.mark.slow
 def test_an_exercise_that_never_returns_times_out_and_the_others_still_count(bundle, tmp_path):
     def hand_in(submission):
-        never_returning(copy_of_the_book(submission), "4.1")
+        never_returning(copy_of_the_book(submission), "1.3")  # (in 4.1 the loop alone fails it, before it runs)
 
     results = run_autograder(bundle, tmp_path, hand_in)
-    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["1.3"]), results["output"]
-    for test in entries_of(results, "4.1"):
+    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["4.1"]), results["output"]
+    for test in entries_of(results, "1.3"):
         assert test["status"] == "failed" and test["score"] == 0, test
         assert "time" in test["output"].lower() and f"{TIMEOUT}" in test["output"], test["output"]
 
 
-HOSTILE_4_1 = """\
+HOSTILE_1_3 = """\
 import glob, os, time
 found = []
 for path in glob.glob("{root}/source/*.json") + glob.glob("/autograder/source/*.json"):
@@ -518,17 +561,16 @@ def test_a_hostile_submission_run_as_root_changes_nothing_and_leaves_nothing_beh
 
     def hand_in(submission):
         copy = copy_of_the_book(submission)
-        exercise = next(e for e in load_exercises(copy) if e.id == "4.1")
-        lines = exercise.path.read_text(encoding="utf-8").splitlines(keepends=True)
-        body = HOSTILE_4_1.format(root=root)
-        lines[exercise.begin_line:exercise.end_line - 1] = [exercise.indent + line + "\n" for line in body.splitlines()]
-        exercise.path.write_text("".join(lines), encoding="utf-8")
+        exercise = next(e for e in load_exercises(copy) if e.id == "1.3")  # 4.1's loops would fail it unrun
+        path = copy / exercise.module
+        path.write_text(replace_bodies(path.read_text(encoding="utf-8"), {exercise.function: HOSTILE_1_3.format(
+            root=root)}, exercise.module), encoding="utf-8")
 
     results = run_autograder(bundle, tmp_path, hand_in)
     time.sleep(2)  # a daemon would have rewritten results.json by now
     after = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert after == results, "results.json changed after the run"
-    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["1.3"]), results["output"]
+    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["4.1"]), results["output"]
     assert str(HIDDEN_SEED) not in json.dumps(results)
     survivors = [entry.name for entry in Path("/proc").iterdir() if entry.name.isdigit()
                  and b"worker.py" in _read(entry / "cmdline")]
@@ -541,3 +583,84 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b""
+
+
+# ----------------------------------------------------------------------
+# hidden tests, Markdown, lateness, __MACOSX
+
+
+def test_tests_under_a_hidden_folder_are_hidden_until_the_due_date_and_the_summary_shows_only_public_ones(
+        tmp_path, capsys):
+    root = tiny_book(tmp_path / "book")
+    (root / "tests" / "hidden").mkdir()
+    (root / "tests" / "hidden" / "test_more.py").write_text(TINY_TESTS.replace("def test_", "def test_hidden_"))
+    settings = build_bundle(tmp_path / "a.zip", tiny_exercises(root), seed=1, timeout=5, root=root,
+                            hidden_visibility="hidden")
+    assert sorted(settings["hidden_tests"]) == ["tests/hidden/test_more.py::test_hidden_double",
+                                                "tests/hidden/test_more.py::test_hidden_triple"]
+    assert settings["hidden_visibility"] == "hidden"
+
+    def test(nodeid, status):
+        return {"name": nodeid, "number": "1.1", "score": 1.0 if status == "passed" else 0.0, "max_score": 1.0,
+                "status": status, "output": "", "extra_data": {"nodeid": nodeid, "kind": status,
+                                                              "message": "AssertionError: hidden case k=7"}}
+    graded = {"score": 1.0, "output": "2 tests", "tests": [test("tests/test_ops.py::test_double", "passed"),
+                                                           test("tests/hidden/test_more.py::test_hidden_double",
+                                                                "failed")]}
+    shown = gradescope.for_students(graded, seed=1, hidden=set(settings["hidden_tests"]),
+                                    hidden_visibility="after_due_date")
+    assert [test["visibility"] for test in shown["tests"]] == ["visible", "after_due_date"]
+    assert shown["output_format"] == "md"
+    assert "| 1.1 | 1 of 1 | 1 / 1 | 1 (1 points), after the due date |" in shown["output"], shown["output"]
+    assert "k=7" not in shown["output"], "the summary, visible at once, must not quote a hidden test"
+
+
+@pytest.mark.parametrize("created, extension, days", [
+    ("2026-03-01T22:00:00+00:00", None, 0),
+    ("2026-03-02T00:00:01+00:00", None, 1),
+    ("2026-03-03T23:00:00+00:00", None, 2),
+    ("2026-03-03T23:00:00+00:00", "2026-03-04T23:00:00+00:00", 0),
+    ("2026-03-04T22:00:00-05:00", None, 4),
+])
+def test_days_late_count_started_days_past_the_due_date_or_the_students_extension(created, extension, days):
+    user = {"email": "a@u", "id": 1, "name": "A"}
+    if extension:
+        user["assignment"] = {"due_date": extension}
+    metadata = {"created_at": created, "assignment": {"due_date": "2026-03-01T23:59:00+00:00"}, "users": [user]}
+    assert gradescope.days_late(metadata) == days
+
+
+def test_a_late_submission_loses_the_documented_share_and_is_told_why(tmp_path, monkeypatch):
+    root, results_path = layout(tmp_path, {**SETTINGS, "late_penalty": 10.0})
+    (root / "submission_metadata.json").write_text(json.dumps({
+        "created_at": "2026-03-03T10:00:00+00:00", "assignment": {"due_date": "2026-03-01T23:59:00+00:00"},
+        "users": []}))
+    monkeypatch.setattr(gradescope, "_grade", lambda *arguments: {"score": 8.0, "output": "", "tests": [
+        {"name": "1.1", "score": 8.0, "max_score": 8.0, "status": "passed"}]})
+    results = gradescope.run(root, source=root / "source")
+    assert results["score"] == pytest.approx(8.0 * 0.8), "two started days late at 10% a day"
+    penalty = results["tests"][-1]
+    assert penalty["score"] == pytest.approx(-1.6) and "2 day(s) after the due date" in penalty["output"]
+    assert json.loads(results_path.read_text())["score"] == results["score"]
+    many = gradescope.apply_lateness({"score": 5.0, "tests": []}, {
+        "created_at": "2026-04-01T00:00:00+00:00", "assignment": {"due_date": "2026-03-01T00:00:00+00:00"}}, 10)
+    assert many["score"] == 0.0, "the penalty stops at the whole score"
+
+
+def test_a_macosx_folder_beside_the_copy_is_ignored(tmp_path):
+    submission = tmp_path / "submission"
+    book = tiny_book(submission / "my-copy")
+    (submission / "__MACOSX" / "my-copy" / "minitorch").mkdir(parents=True)
+    assert find_submission(submission, tmp_path / "unzipped") == book
+
+
+def test_the_readmes_commands_write_the_bundle_and_the_grades_outside_the_checkout():
+    """The zip holds the seed: a zip left untracked in the checkout is one `git add .` from the students."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
+    commands = section.split("```bash", 1)[1].split("```", 1)[0]
+    bundles = re.findall(r"gradescope-bundle (\S+)", commands)
+    outputs = re.findall(r"--out (\S+)", commands) + re.findall(r"--to (\S+)", commands)
+    assert bundles and len(outputs) >= 3, f"the bundle, two --out and the Canvas CSV's --to: {section}"
+    assert all(path.startswith("../") for path in bundles + outputs), (
+        f"the README's commands should write outside the checkout: {bundles + outputs}")

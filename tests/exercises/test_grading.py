@@ -536,8 +536,290 @@ def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_eq
     assert exercises_cli.main(["student-edition", str(tmp_path / "edition"), "--only", "3.1,3.2"]) == 0
     printed = capsys.readouterr().out
     assert "python -m minitorch.exercises grade SUBMISSIONS --out" in printed
-    assert f"--edition {(tmp_path / 'edition').resolve()} --exercise-seed SEED" in printed, (
-        "the printed grade command grades what this edition handed out, on a seed of the instructor's")
+    assert f"--edition {(tmp_path / 'edition').resolve()} --jobs 2" in printed, (
+        "the printed grade command grades what this edition handed out")
+    assert "--exercise-seed" not in printed, "a seed on a command line can be read by other users: the default is a " \
+                                             "fresh secret one, kept in run.json"
     assert "--minitorch-root=PATH" in printed and "--minitorch-root PATH" not in printed
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
     assert manifest["handed_out"] == ["3.1", "3.2"]
+
+
+# ----------------------------------------------------------------------
+# a term's workflow, command by command (the grading itself is faked: these check the command's choices)
+
+ONE = ["1.1", "2.2"]  # the exercises the fake class is graded on
+
+
+class FakeGrader:
+    """Stands in for grading.grade_submission: writes a complete results.json (every test passed, or those of
+    `failing` students failed) and records the run each student was graded with."""
+
+    def __init__(self, failing=(), block=()):
+        self.graded: list[tuple[str, int]] = []  # (student, seed)
+        self.failing, self.block = set(failing), set(block)
+
+    def __call__(self, entry, out_dir, run, slot=0, scratch_root=None, log_file=None):
+        if entry.student in self.block:  # waits like a long check process until the run is stopped
+            run.stopped.wait(60)
+            raise grading.GradingStopped(entry.student)
+        self.graded.append((entry.student, run.seed))
+        collected = {f"tests/test_x.py::test_{i}_{n}": i for i in run.exercise_ids for n in range(2)}
+        outcome = "failed" if entry.student in self.failing else "passed"
+        results = {nodeid: {"status": outcome} for nodeid in collected}
+        graded = grading.results_json(entry.student, run, results, StudentFiles(handed_out=list(run.exercise_ids)),
+                                      0.1, collected=collected)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "results.json").write_text(json.dumps(graded))
+        if log_file is not None:  # as the real check log does, it quotes the seed
+            Path(log_file).write_text(f"exercise_seed = {run.seed}\n")
+        return graded
+
+
+@pytest.fixture
+def fake_class(tmp_path, monkeypatch):
+    """(SUBMISSIONS with ann, bob and cat, OUT, the fake grader, run(*options) -> (exit status, printed))."""
+    from minitorch.exercises import __main__ as exercises_cli
+    from minitorch.exercises import grade_command
+
+    submissions = tmp_path / "submissions"
+    for student in ("ann", "bob", "cat"):
+        (submissions / student / "minitorch").mkdir(parents=True)
+        (submissions / student / "minitorch" / "ops.py").write_text(f"# {student}'s copy\n")
+    fake = FakeGrader()
+    monkeypatch.setattr(grade_command, "grade_submission", fake)
+    monkeypatch.setattr(grade_command.sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))
+    monkeypatch.setattr(grading, "grader_version", lambda root: "v1")
+    out = tmp_path / "out"
+
+    def run(*options):
+        import contextlib
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            try:
+                status = exercises_cli.main(["grade", str(submissions), "--out", str(out), *options])
+            except SystemExit as exit:
+                status = exit.code
+        return status, printed.getvalue()
+
+    return submissions, out, fake, run
+
+
+def grades_of(out: Path) -> dict[str, dict]:
+    return {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+
+
+def test_grade_without_a_choice_of_exercises_refuses_in_one_line(fake_class):
+    submissions, out, fake, run = fake_class
+    status, printed = run()
+    assert status == 2 and fake.graded == [], "nothing is graded when the exercises that count are not named"
+    assert len(printed.strip().splitlines()) == 1 and "--edition" in printed, printed
+    assert printed.count("error:") == 1
+
+
+def test_without_a_seed_grade_draws_a_fresh_128_bit_secret_kept_in_an_owner_only_run_json(fake_class, tmp_path):
+    submissions, out, fake, run = fake_class
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 0, printed
+    seeds = {seed for _, seed in fake.graded}
+    assert len(seeds) == 1 and min(seeds) >= 2**128, f"one fresh seed of at least 128 bits for the run: {seeds}"
+    seed = seeds.pop()
+    record = json.loads((out / "run.json").read_text())
+    assert record["exercise_seed"] == seed and (out / "run.json").stat().st_mode & 0o777 == 0o600, (
+        "run.json holds the seed: recorded there, readable by its owner only")
+    for name in ("grades.csv", "summary.md", "ann/results.json"):
+        assert str(seed) not in (out / name).read_text(), f"{name} must not name the seed"
+    assert str(seed) not in printed, "the seed is never printed"
+    other = tmp_path / "other"
+    from minitorch.exercises import __main__ as exercises_cli
+    assert exercises_cli.main(["grade", str(submissions), "--out", str(other), "--only", ",".join(ONE)]) == 0
+    assert json.loads((other / "run.json").read_text())["exercise_seed"] != seed, "each new run draws its own"
+
+
+def test_a_resume_keeps_the_recorded_settings_and_refuses_other_ones_naming_the_difference(fake_class, monkeypatch):
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    seed = json.loads((out / "run.json").read_text())["exercise_seed"]
+    status, printed = run()  # the same command without options: what run.json recorded
+    assert status == 0 and "Grading 0 of 3 students" in printed and "keeping 3" in printed, printed
+    for options, named in [(["--exercise-seed", "5"], "another --exercise-seed than the one recorded"),
+                           (["--only", "1.1"], "exercises 1.1 (recorded: 1.1, 2.2)")]:
+        status, printed = run(*options)
+        assert status == 2 and named in printed and "--regrade" in printed, printed
+        assert str(seed) not in printed
+    monkeypatch.setattr(grading, "grader_version", lambda root: "v2")  # a fix of the grader
+    status, printed = run()
+    assert status == 2 and "grader v2 (recorded: v1)" in printed, printed
+    fake.graded.clear()
+    status, printed = run("--regrade")
+    assert status == 0 and sorted(student for student, _ in fake.graded) == ["ann", "bob", "cat"], printed
+    assert {s for _, s in fake.graded} == {seed}, "--regrade after a fix keeps the recorded seed"
+    assert "a fresh secret one" not in printed and "the one recorded in" in printed, printed
+    assert json.loads((out / "run.json").read_text())["grader_version"] == "v2"
+
+
+def test_a_changed_submission_is_regraded_on_resume_and_student_regrades_one(fake_class):
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    fake.graded.clear()
+    (submissions / "bob" / "minitorch" / "ops.py").write_text("# bob's second try\n")
+    (submissions / "cat" / "minitorch" / "__pycache__").mkdir()  # running the tests is no change
+    (submissions / "cat" / "minitorch" / "__pycache__" / "ops.pyc").write_bytes(b"\0")
+    status, printed = run()
+    assert status == 0 and [student for student, _ in fake.graded] == ["bob"], printed
+    assert "Regrading 1 whose submission changed since it was graded: bob" in printed, printed
+    fake.graded.clear()
+    status, printed = run("--student", "cat")
+    assert status == 0 and [student for student, _ in fake.graded] == ["cat"], printed
+    assert set(grades_of(out)) == {"ann", "bob", "cat"}, "the others stay in the gradebook"
+    status, printed = run("--student", "dan")
+    assert status == 2 and "--student dan: no such entry" in printed, printed
+
+
+def test_adjustments_are_applied_on_top_and_kept_across_reruns(fake_class):
+    submissions, out, fake, run = fake_class
+    fake.failing.add("cat")
+    assert run("--only", ",".join(ONE))[0] == 0
+    assert (out / "adjustments.csv").read_text() == "student,points,late_penalty,comment\n"
+    maximum = sum(EXERCISES[i].points for i in ONE)
+    adjustments = ("student,points,late_penalty,comment\nann,,10%,one day late\nbob,-1,,copied a docstring\n"
+                   "bob,0.5,,\"good plot, though\"\ncat,2,5,manual points; late\n")
+    (out / "adjustments.csv").write_text(adjustments)
+    assert run("--regrade")[0] == 0
+    assert (out / "adjustments.csv").read_text() == adjustments, "the grader never writes the instructor's file"
+    rows = grades_of(out)
+    assert (rows["ann"]["autograded"], rows["ann"]["late_penalty"]) == (str(maximum), points(0.1 * maximum))
+    assert float(rows["ann"]["total"]) == pytest.approx(0.9 * maximum)
+    assert float(rows["bob"]["total"]) == maximum - 0.5 and rows["bob"]["comment"] == "copied a docstring; " \
+                                                                                     "good plot, though"
+    assert rows["cat"]["total"] == "0", "a penalty larger than the points leaves 0, never a negative total"
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nann,two,,\n")
+    fake.graded.clear()
+    status, printed = run("--regrade")
+    assert status == 2 and "adjustments.csv, line 2: points 'two' is not a number" in printed, printed
+    assert fake.graded == [], "a broken adjustments.csv stops the run before anyone is graded"
+
+
+def points(value: float) -> str:
+    return gradebook.points(value)
+
+
+def test_a_macosx_folder_gets_no_gradebook_row(fake_class):
+    submissions, out, fake, run = fake_class
+    (submissions / "__MACOSX" / "ann").mkdir(parents=True)
+    assert run("--only", ",".join(ONE))[0] == 0
+    assert set(grades_of(out)) == {"ann", "bob", "cat"}
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_take_the_ctrl_c_path(fake_class, signal_name):
+    """The student being graded is stopped and gets nothing; those finished are kept; the same command resumes;
+    the signal handlers are given back."""
+    import threading
+    submissions, out, fake, run = fake_class
+    fake.block.add("cat")
+    number = getattr(signal, signal_name)
+    before = signal.getsignal(number)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), number))
+    timer.start()
+    try:
+        status, printed = run("--only", ",".join(ONE), "--jobs", "1")
+    finally:
+        timer.cancel()
+    assert status == 130 and "Interrupted: the 2 students graded" in printed, printed
+    assert f"(Stopped by {signal_name}.)" in printed, printed
+    assert signal.getsignal(number) == before, "the command must give the signal's handler back"
+    assert set(grades_of(out)) == {"ann", "bob"} and not (out / "cat" / "results.json").exists()
+    fake.block.clear()
+    status, printed = run()
+    assert status == 0 and "Grading 1 of 3 students" in printed, printed
+
+
+def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, tmp_path):
+    from minitorch.exercises import __main__ as exercises_cli
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nbob,-1,,\n")  # no rerun needed
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
+                      "    Points Possible,,,,,\n"
+                      "\"Lee, Ann\",101,s1,ann@u,A,ann\n\"Roe, Bob\",102,s2,bob@u,A,bob\n"
+                      "\"Day, Cat\",103,s3,cat@u,B,cat\n\"Fox, Dan\",104,s4,dan@u,B,\n")
+    canvas = tmp_path / "exports" / "canvas.csv"
+    canvas.parent.mkdir()
+    assert exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "Week 3 (777)",
+                               "--to", str(canvas)]) == 0
+    rows = list(csv.reader(canvas.open()))
+    maximum = sum(EXERCISES[i].points for i in ONE)
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Week 3 (777)"]
+    assert rows[1:] == [["Lee, Ann", "101", "s1", "ann@u", "A", str(maximum)],
+                        ["Roe, Bob", "102", "s2", "bob@u", "A", str(maximum - 1)],
+                        ["Day, Cat", "103", "s3", "cat@u", "B", str(maximum)],
+                        ["Fox, Dan", "104", "s4", "dan@u", "B", ""]], "the total with adjustments; no grade, no value"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n\"Lee, Ann\",101,s1,ann@u,A,ann\n")
+    with pytest.raises(SystemExit):
+        exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
+                            str(canvas)])
+
+
+def test_the_check_log_which_quotes_the_seed_is_readable_by_its_owner_only(fake_class):
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    modes = {path.parent.name: path.stat().st_mode & 0o777 for path in out.glob("*/check-log.txt")}
+    assert modes == dict.fromkeys(["ann", "bob", "cat"], 0o600), modes
+
+
+def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_command_line(tmp_path, monkeypatch):
+    """Any user can read /proc/PID/cmdline; /proc/PID/environ only the same user (and root)."""
+    seen = {}
+
+    class Process:  # stands in for the check process: records how it was started, ends at once
+        pid = -1
+
+        def __init__(self, command, env=None, **options):
+            seen.update(command=command, env=env)
+
+        def wait(self, timeout=None):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(grading.subprocess, "Popen", Process)
+    run = a_run()
+    run.seed = 2**128 + 424242
+    (tmp_path / "private").mkdir()
+    grading._check(run, 0, StudentFiles(), tmp_path / "private", tmp_path / "lib", tmp_path / "home")
+    assert str(run.seed) not in " ".join(map(str, seen["command"])), "the seed must not be on a command line"
+    assert seen["env"]["MINITORCH_EXERCISE_SEED"] == str(run.seed)
+
+
+@pytest.mark.slow
+def test_a_term_graded_for_real_resumes_regrades_a_resubmission_and_keeps_the_adjustments(tmp_path):
+    """The real grader (honest copies, so no sandbox is needed): a fresh seed, a resubmission found by its
+    content and graded on the same seed, adjustments kept, and the Canvas CSV."""
+    edition, class_, out = tmp_path / "edition", tmp_path / "class", tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(edition), "--only", "3.1"],
+                   cwd=ROOT, check=True, capture_output=True, env=_clean_environment())
+    solve(shutil.copytree(edition, class_ / "ann"), "3.1")
+    shutil.copytree(edition, class_ / "bob")
+    command = [sys.executable, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out), "--edition",
+               str(edition), "--isolation", "none"]
+    first = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=_clean_environment())
+    assert first.returncode == 0, first.stdout + first.stderr
+    seed = json.loads((out / "run.json").read_text())["exercise_seed"]
+    assert seed >= 2**128 and str(seed) not in first.stdout
+    assert {s: row["3.1"] for s, row in grades_of(out).items()} == {"ann": str(POINTS_31), "bob": "0"}
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nbob,,50%,late\nann,1,,bonus\n")
+    solve(class_ / "bob", "3.1")  # bob hands in his solution
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=_clean_environment())
+    assert second.returncode == 0 and "Regrading 1 whose submission changed since it was graded: bob" in (
+        second.stdout), second.stdout + second.stderr
+    assert json.loads((out / "run.json").read_text())["exercise_seed"] == seed, "a resume keeps the run's seed"
+    rows = grades_of(out)
+    assert (rows["bob"]["autograded"], float(rows["bob"]["total"])) == (str(POINTS_31), POINTS_31 / 2)
+    assert float(rows["ann"]["total"]) == POINTS_31 + 1
+    assert (out / "adjustments.csv").read_text().endswith("ann,1,,bonus\n")
+
+
+POINTS_31 = EXERCISES["3.1"].points
