@@ -1,7 +1,8 @@
 """The command line: ``python -m minitorch.exercises <command>``.
 
     python -m minitorch.exercises list
-    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3]
+    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3] [--release 1.1,2.3 | --solutions]
+    python -m minitorch.exercises carry-over OLD_COPY NEW_EDITION
     python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N]
                                                     [--timeout S] [--deadline S] [--over-deadline]
                                                     [--hidden-tests after_due_date|hidden] [--late-penalty P]
@@ -211,6 +212,17 @@ def main(argv=None) -> int:
     edition.add_argument("dest", help="a new (or empty) folder")
     edition.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
     edition.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
+    edition.add_argument("--release", default="", help="comma-separated exercise IDs whose answers the edition "
+                                                        "keeps (e.g. last week's, after its deadline); every other "
+                                                        "exercise is a stub")
+    edition.add_argument("--solutions", action="store_true", help="a solutions edition: every answer, nothing "
+                                                                   "handed out (after the term)")
+    carry = commands.add_parser(
+        "carry-over", help="copy the exercise functions a student wrote in OLD into the new edition NEW",
+        description="For a student: copy every exercise function you wrote in your copy of an earlier edition "
+                    "(OLD) into the new edition (NEW), where NEW still has its stub. Nothing else changes.")
+    carry.add_argument("old", help="your copy of the earlier edition")
+    carry.add_argument("new", help="the new edition, as handed out")
     bundle = commands.add_parser(
         "gradescope-bundle", help="write a Gradescope autograder zip that grades the chosen exercises",
         description="Write OUT.zip, a Gradescope autograder (setup.sh, run_autograder, this grader's library and "
@@ -250,6 +262,12 @@ def main(argv=None) -> int:
         if args.command == "list":
             _print_list(root)
             return 0
+        if args.command == "carry-over":
+            from minitorch.exercises.edition import carry_over
+            carried = carry_over(Path(args.old), Path(args.new))
+            print(f"Carried over into {Path(args.new).resolve()}: {', '.join(carried) or 'nothing'} "
+                  f"(functions written in {Path(args.old).resolve()} whose new copy was still a stub)")
+            return 0
         exercises = load_exercises(root)
         try:
             chapters = [int(part) for part in _split_list(args.chapter)]
@@ -261,14 +279,22 @@ def main(argv=None) -> int:
                                     deadline=args.deadline, over_deadline=args.over_deadline, root=root,
                                     hidden_visibility=args.hidden_tests, late_penalty=args.late_penalty)
             return _print_bundle(args.out, settings, seed_given=args.exercise_seed is not None)
-        summary = make_student_edition(args.dest, selected, root)
+        if args.solutions and (args.only or args.chapter or args.release):
+            raise ExerciseError("--solutions releases every answer and hands out nothing: give it alone")
+        released = exercises if args.solutions else select(exercises, only=_split_list(args.release)) \
+            if args.release else []
+        summary = make_student_edition(args.dest, [] if args.solutions else selected, root, released)
     except ExerciseError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     print(f"Student edition written to {Path(args.dest).resolve()}")
-    print(f"  exercises replaced by stubs: {', '.join(summary['stubbed'])}")
+    print(f"  handed out (graded): {', '.join(summary['handed_out']) or 'none'}")
+    print(f"  answers released: {', '.join(summary['released']) or 'none'}; every other exercise is a stub")
     print(f"  solution cells removed from the chapters: {summary['solution_cells_removed']}")
-    print(f"Students run: python -m pytest -m ex{summary['stubbed'][0].replace('.', '_')}  (one exercise), "
-          f"python -m pytest -m \"not slow\"  (everything)")
+    if not summary["handed_out"]:
+        return 0
+    print(f"Students run: python -m pytest -m ex{summary['handed_out'][0].replace('.', '_')}  (one exercise), "
+          f"python -m pytest -m \"not slow\"  (everything), and bring last week's work with: python -m "
+          f"minitorch.exercises carry-over LAST_WEEKS_COPY THIS_EDITION")
     print("To grade the copies that come back (one folder or .zip per student in SUBMISSIONS), from this repository:")
     print(f"  python -m minitorch.exercises grade SUBMISSIONS --out GRADES --edition {Path(args.dest).resolve()} "
           f"--jobs 2")

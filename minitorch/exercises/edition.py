@@ -14,7 +14,8 @@ from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
-                                          Exercise, ExerciseError, read_manifest_data, stubbed_source)
+                                          Exercise, ExerciseError, function_node, is_stub, load_exercises,
+                                          read_manifest_data, sort_key, stubbed_source)
 
 # Names every module has without defining them: an exercise's function may use them.
 MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -67,8 +68,10 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
     return {**notebook, "cells": kept}, removed
 
 
-def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> dict:
-    """Copy the project at `root` to `dest`, the body of each `selected` exercise's function replaced by its stub.
+def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, released=(), table=None) -> dict:
+    """Copy the project at `root` to `dest`, handing out the `selected` exercises: the body of every exercise's
+    function is replaced by its stub, except those of the exercises `released` (their answers, e.g. last week's
+    after its deadline; all of them: a solutions edition). No answer leaves unless it is released.
 
     The instructor's own files (`registry.INSTRUCTOR_ONLY`) are left out. Also drops notebook cells
     tagged "solution" (answers to graded exercises; cells tagged "self-check", the answers to
@@ -77,7 +80,8 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
     a student's own run checks the functions against). `dest` must lie outside `root` and must not
     exist or be an empty folder. The edition is built in a temporary sibling folder and moved into place
     only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
-    Returns what was done: {"stubbed": [...IDs], "solution_cells_removed": n}.
+    Returns what was done: {"handed_out": [...IDs], "stubbed": [...], "released": [...],
+    "solution_cells_removed": n}.
     """
     try:
         dest = check_output_folder(dest, option="the edition's folder")
@@ -93,7 +97,7 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT) -> d
     dest.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
     try:
-        summary = _build(building, selected, root)
+        summary = _build(building, selected, root, released, table)
         if dest.exists():
             dest.rmdir()  # empty, checked above
         building.rename(dest)
@@ -115,18 +119,24 @@ def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) ->
     shutil.copytree(source, dest, ignore=ignored)
 
 
-def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
+def _build(dest: Path, selected: list[Exercise], root: Path, released, table) -> dict:
     for name in PROJECT_PATHS:
         source = root / name
         if source.is_dir():
             copy_folder(source, dest / name)
         elif source.is_file():
             shutil.copy2(source, dest / name)
-    for name in INSTRUCTOR_ONLY:  # the instructor's tests stay with the instructor
-        (dest / name).unlink(missing_ok=True)
+    for name in INSTRUCTOR_ONLY:  # the instructor's files (hidden tests among them) stay with the instructor
+        shutil.rmtree(dest / name) if (dest / name).is_dir() else (dest / name).unlink(missing_ok=True)
 
+    released = {getattr(exercise, "id", exercise) for exercise in released}
+    overlap = sorted({exercise.id for exercise in selected} & released, key=sort_key)
+    if overlap:
+        raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
+                            f"exercise, or release its answer, not both")
+    stubbed = [exercise for exercise in load_exercises(root, table) if exercise.id not in released]
     by_module: dict[str, list[Exercise]] = {}
-    for exercise in selected:
+    for exercise in stubbed:
         by_module.setdefault(exercise.module, []).append(exercise)
     for module, exercises in by_module.items():
         (dest / module).write_text(stubbed_source((root / module).read_text(encoding="utf-8"), exercises, module),
@@ -140,9 +150,37 @@ def _build(dest: Path, selected: list[Exercise], root: Path) -> dict:
         removed += count
         if stripped != notebook:
             path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    manifest = {"handed_out": [exercise.id for exercise in selected], "made_from": git_commit(root),
+    manifest = {"handed_out": [exercise.id for exercise in selected], "released": sorted(released, key=sort_key),
+                "made_from": git_commit(root),
                 "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "module_names": names}
     (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return {"stubbed": [exercise.id for exercise in selected], "solution_cells_removed": removed}
+    return {"handed_out": [exercise.id for exercise in selected], "stubbed": [exercise.id for exercise in stubbed],
+            "released": sorted(released, key=sort_key), "solution_cells_removed": removed}
+
+
+def carry_over(old: Path, new: Path) -> list[str]:
+    """Copy into the edition at `new` the exercise functions a student wrote in their copy `old` (an earlier
+    week's edition): each function `new` still has as a stub, where `old` has one that is not. Returns the IDs
+    carried over. The student's own code, in their own copies: nothing of the grader's is read."""
+    carried = []
+    for exercise in load_exercises(new):
+        source, target = Path(old) / exercise.module, Path(new) / exercise.module
+        try:
+            theirs = source.read_text(encoding="utf-8")
+            old_node = function_node(ast.parse(theirs), exercise.function)
+            text = target.read_text(encoding="utf-8")
+            new_node = function_node(ast.parse(text), exercise.function)
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        if old_node is None or new_node is None or is_stub(old_node, exercise) or not is_stub(new_node, exercise):
+            continue
+        start = (old_node.decorator_list[0].lineno if old_node.decorator_list else old_node.lineno) - 1
+        function = "".join(theirs.splitlines(keepends=True)[start:old_node.end_lineno])
+        lines = text.splitlines(keepends=True)
+        first = (new_node.decorator_list[0].lineno if new_node.decorator_list else new_node.lineno) - 1
+        lines[first:new_node.end_lineno] = [function if function.endswith("\n") else function + "\n"]
+        target.write_text("".join(lines), encoding="utf-8")
+        carried.append(exercise.id)
+    return carried

@@ -177,7 +177,7 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     if log_file is not None:  # the whole check output, failures in full: for the instructor only
-        write_atomically(log_file, log or "(no test ran)\n")
+        write_atomically(log_file, log or "(no test ran)\n", mode=0o600)  # it quotes the seed: for you only
     write_atomically(Path(out_dir) / "feedback.md", feedback_markdown(graded))
     write_atomically(Path(out_dir) / "results.json", json.dumps(graded, indent=1) + "\n")
     return graded

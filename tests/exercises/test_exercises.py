@@ -198,7 +198,7 @@ def synthetic_book(tmp_path: Path) -> Path:
 def test_the_edition_copies_the_project_only_with_the_chosen_functions_stubbed(tmp_path):
     root = synthetic_book(tmp_path)
     chosen = [TABLE["2.10"]]
-    summary = make_student_edition(tmp_path / "edition", chosen, root)
+    summary = make_student_edition(tmp_path / "edition", chosen, root, released=[TABLE["1.1"]], table=TABLE)
     copied = {path.relative_to(tmp_path / "edition").as_posix() for path in (tmp_path / "edition").rglob("*")
               if path.is_file()}
     assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
@@ -210,13 +210,16 @@ def test_the_edition_copies_the_project_only_with_the_chosen_functions_stubbed(t
     assert {"checked", "double", "functools", "untouched", "__name__"} <= names, (
         "the edition records the names each handed-out function's module defines (helpers outside are refused)")
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
-    assert "result = 2 * x" in ops, "exercise 1.1 was not chosen: its solution must stay"
+    assert "result = 2 * x" in ops, "exercise 1.1 was released: its answer must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
     notebook = json.loads((tmp_path / "edition" / "chapters" / "01_a.ipynb").read_text())
     assert [cell["source"] for cell in notebook["cells"]] == [["question"]]
     ran = json.loads((tmp_path / "edition" / "chapters" / "02_ran.ipynb").read_text())["cells"][0]
     assert (ran["outputs"], ran["execution_count"]) == ([], None), "outputs must be cleared in every chapter"
-    assert summary == {"stubbed": ["2.10"], "solution_cells_removed": 1}
+    assert summary == {"handed_out": ["2.10"], "stubbed": ["2.10"], "released": ["1.1"], "solution_cells_removed": 1}
+    held_back = make_student_edition(tmp_path / "held-back", chosen, root, table=TABLE)
+    assert held_back["stubbed"] == ["1.1", "2.10"], "an exercise neither handed out nor released is a stub too"
+    assert "result = 2 * x" not in (tmp_path / "held-back" / "minitorch" / "ops.py").read_text()
 
 
 def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_project(tmp_path):
@@ -225,13 +228,13 @@ def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_proje
     occupied.mkdir()
     (occupied / "homework.py").write_text("mine")
     with pytest.raises(ExerciseError, match="already exists and is not an empty folder"):
-        make_student_edition(occupied, [], root)
+        make_student_edition(occupied, [], root, table=TABLE)
     assert (occupied / "homework.py").read_text() == "mine" and len(list(occupied.iterdir())) == 1
     for inside in (root / "student-edition", root / "tests" / "edition"):
         with pytest.raises(ExerciseError, match="lies inside the project .*; choose a folder outside it"):
-            make_student_edition(inside, [], root)
+            make_student_edition(inside, [], root, table=TABLE)
     (tmp_path / "empty").mkdir()
-    make_student_edition(tmp_path / "empty", [], root)
+    make_student_edition(tmp_path / "empty", [], root, released=TABLE.values(), table=TABLE)
     assert (tmp_path / "empty" / "minitorch" / "ops.py").read_text() == SOURCE, "an empty folder is fine"
 
 
@@ -535,7 +538,9 @@ def listing(problems: list[str]) -> str:
 def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(tmp_path, exercise_seed):
     full, partial = tmp_path / "full", tmp_path / "partial"
     build_edition(full)
-    build_edition(partial, "--only", "3.2", "--chapter", "4")
+    handed_out = {"3.2"} | {exercise.id for exercise in load_exercises(ROOT) if exercise.chapter == 4}
+    build_edition(partial, "--only", "3.2", "--chapter", "4", "--release",  # every other answer released
+                  ",".join(sorted(set(EXERCISES) - handed_out, key=exercises.sort_key)))
     started = time.perf_counter()
     runs = [start_fast_tests(full, exercise_seed), start_fast_tests(partial, exercise_seed)]  # side by side
     full_outcomes, partial_outcomes = (outcomes_of(*run) for run in runs)
@@ -557,7 +562,6 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
                         "exercise (blocked); these fail (if they fail in the reference too, fix them there):\n"
                         + listing(broken))
 
-    handed_out = {"3.2"} | {exercise.id for exercise in load_exercises(ROOT) if exercise.chapter == 4}
     wrong = []
     for nodeid, test in partial_outcomes.items():
         expected = ("not attempted", "blocked") if test["exercise"] in handed_out else ("passed", "blocked", "skipped")

@@ -219,10 +219,10 @@ def tiny_grader(folder: Path) -> Path:
 def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatch):
     grader = tiny_grader(tmp_path / "grader")
     import minitorch.exercises.registry as registry
-    exercises = registry.load_exercises(grader, {
-        "1.1": registry.Exercise("1.1", "doubling", 1, "minitorch/ops.py", "double"),
-        "1.2": registry.Exercise("1.2", "tripling", 2, "minitorch/ops.py", "triple")})
-    edition_module.make_student_edition(tmp_path / "edition", exercises[:1], grader)
+    table = {"1.1": registry.Exercise("1.1", "doubling", 1, "minitorch/ops.py", "double"),
+             "1.2": registry.Exercise("1.2", "tripling", 2, "minitorch/ops.py", "triple")}
+    exercises = registry.load_exercises(grader, table)
+    edition_module.make_student_edition(tmp_path / "edition", exercises[:1], grader, table=table)
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
     assert manifest["handed_out"] == ["1.1"] and "made_at" in manifest and "made_from" in manifest
 
@@ -230,7 +230,7 @@ def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatc
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(edition_module, "stubbed_source", disk_full)
     with pytest.raises(OSError, match="No space left"):
-        edition_module.make_student_edition(tmp_path / "broken", exercises[:1], grader)
+        edition_module.make_student_edition(tmp_path / "broken", exercises[:1], grader, table=table)
     assert not (tmp_path / "broken").exists(), "a failed build must not leave a copy with the solutions"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edition", "grader"], "nothing left aside"
 
