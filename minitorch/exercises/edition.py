@@ -15,17 +15,11 @@ from pathlib import Path
 from minitorch.outputs import OutputPathError, check_output_folder
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
                                           Exercise, ExerciseError, function_node, is_stub, load_exercises,
-                                          read_manifest_data, sort_key, stubbed_source)
+                                          sort_key, stubbed_source)
 
 # Names every module has without defining them: an exercise's function may use them.
 MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
                   "__cached__", "__annotations__")
-
-
-def read_manifest(root: Path) -> list[str] | None:
-    """The exercise IDs the edition at `root` handed out; None without a manifest (the full book)."""
-    manifest = read_manifest_data(root)
-    return None if manifest is None else manifest["handed_out"]
 
 
 def module_names(text: str) -> list[str]:
