@@ -7,7 +7,7 @@ broadcasting case; each backward rule is also checked *locally*, by calling the 
 ``backward_fn`` on a known upstream gradient, which needs no other exercise.
 
 A graded test reaches the code under test only through the ``student`` fixture
-(minitorch/exercises/probes.py): ``check_gradients(student, "mul", [a, b], seed)`` in place of
+(minitorch/exercises/grader/sandboxed/probes.py): ``check_gradients(student, "mul", [a, b], seed)`` in place of
 `gradcheck`, ``student.local_gradients("mul", [a, b], upstream)`` in place of ``backward_fn``.
 The softmax has its own file, tests/test_softmax.py.
 """
@@ -19,7 +19,7 @@ import pytest
 
 import minitorch
 from minitorch import Tensor, gradcheck
-from minitorch.exercises.student_code import check_gradients
+from minitorch.exercises.grader.trusted.student_code import check_gradients
 
 
 def normal(rng, shape) -> np.ndarray:
@@ -142,7 +142,7 @@ UNARY_SHAPES = [(), (1,), (4,), (3, 1), (2, 3, 4)]
 
 
 def graded_unary_cases():
-    """exp grades 1.3 and log 1.4, each on every shape (named as in minitorch.exercises.probes.EXPRESSIONS)."""
+    """exp grades 1.3 and log 1.4, each on every shape (named as in probes.EXPRESSIONS)."""
     for name, values, exercise in (("exp", normal, "1.3"), ("log", positive, "1.4")):
         for shape in UNARY_SHAPES:
             yield pytest.param(name, values, shape, marks=[pytest.mark.exercise(exercise)], id=f"{name}-{shape}")

@@ -2,7 +2,7 @@
 
 Chapters 01 and 02. Graded here: exercise 1.2 (topological_order) and 2.1 (unbroadcast),
 both tested on their own, without going through `Tensor.backward`, and only through the
-``student`` fixture (minitorch/exercises/probes.py): graphs go in as descriptions, orders come
+``student`` fixture (minitorch/exercises/grader/sandboxed/probes.py): graphs go in as descriptions, orders come
 back as node positions.
 """
 
@@ -52,7 +52,7 @@ def test_every_result_holds_an_ndarray_even_when_it_is_a_single_number(make):
 # ----------------------------------------------------------------------
 # exercise 1.2: topological_order
 #
-# A graph is described as data, one node per entry (minitorch.exercises.probes.topological_order):
+# A graph is described as data, one node per entry (minitorch.exercises.grader.sandboxed.probes.topological_order):
 # {"op": "leaf", "requires_grad": bool}, {"op": "add" | "mul", "inputs": [i, j]}, {"op": "exp" | "sum",
 # "inputs": [i]}, or {"op": "frozen", "inputs": [i]} (x * 3 computed under no_grad: a constant recorded
 # nowhere, so it has no parents). The student's topological_order(root) comes back as node positions.

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
-from minitorch.exercises.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
-from minitorch.exercises.grading import collect_tests
+from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
+from minitorch.exercises.grader.trusted.grading import collect_tests
 from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
-from minitorch.exercises.sandbox import KINDS
+from minitorch.exercises.grader.trusted.sandbox import KINDS
 from minitorch.outputs import OutputPathError
 
 
@@ -175,7 +175,7 @@ def _write_canvas(args) -> int:
     import csv
     import io
 
-    from minitorch.exercises import gradebook
+    from minitorch.exercises.grader.trusted import gradebook
     from minitorch.outputs import check_output_file, write_atomically
 
     run = gradebook.read_run(Path(args.out))
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = ROOT
     if args.command in ("grade", "canvas-csv"):
-        from minitorch.exercises.grade_command import grade_class
+        from minitorch.exercises.grader.trusted.grade_command import grade_class
         try:
             return grade_class(args, root) if args.command == "grade" else _write_canvas(args)
         except ExerciseError as error:

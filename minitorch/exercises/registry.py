@@ -8,7 +8,7 @@ The student writes its body; the stub a student edition hands out is that body r
                                minitorch/<file>.py; check with: python -m pytest -m exX_Y")
 
 Everything else is derived from the table `EXERCISES` below: the stubs (`minitorch.exercises.edition`),
-the stand-ins and the services of class grading (`minitorch.exercises.stand_in`, `services`), the test
+the stand-ins and the services of class grading (`minitorch.exercises.grader.sandboxed.stand_in`, `services`), the test
 markers (``pytest -m exX_Y``, tests/conftest.py) and the scoreboard. Adding an exercise touches its
 function, its tests and one line of the table.
 

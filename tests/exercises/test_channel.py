@@ -1,4 +1,4 @@
-"""Specification of minitorch/exercises/channel.py: the data-only format between the grader and a worker.
+"""Specification of minitorch/exercises/grader/channel.py: the data-only format between the grader and a worker.
 
 What a worker sends is untrusted input: only plain data crosses, nothing runs when it is read, and every
 limit (size, depth, dtype, shape) is checked as it is read.
@@ -16,8 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from minitorch.exercises import channel
-from minitorch.exercises.channel import ChannelError, decode, encode, rebuild_error
+from minitorch.exercises.grader import channel
+from minitorch.exercises.grader.channel import ChannelError, decode, encode, rebuild_error
 
 
 def body_of(header: dict, buffers: bytes = b"") -> bytes:

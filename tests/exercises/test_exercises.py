@@ -633,7 +633,7 @@ print("REACHED " + json.dumps({key: sorted(value - {key}) for key, value in reac
 def test_each_exercise_needs_what_its_graded_tests_reach_of_the_other_exercises(tmp_path):
     """While X is graded, the grader answers a stand-in only for the exercises the table says X needs: run every
     graded test on the reference library, recording which exercise functions each exercise's tests reach."""
-    from minitorch.exercises.grading import graded_test_files
+    from minitorch.exercises.grader.trusted.grading import graded_test_files
 
     (tmp_path / "record.py").write_text(NEEDS_RECORDER)
     completed = subprocess.run([sys.executable, str(tmp_path / "record.py"), *graded_test_files(ROOT)], cwd=ROOT,

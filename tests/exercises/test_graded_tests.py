@@ -32,7 +32,7 @@ import types
 from pathlib import Path
 
 import minitorch
-from minitorch.exercises import probes
+from minitorch.exercises.grader.sandboxed import probes
 from minitorch.exercises.registry import load_exercises
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -171,7 +171,7 @@ def problems_of(name: str, module: types.ModuleType, tree: ast.Module, forbidden
     problems = []
     if "student" not in [argument.arg for argument in test.args.args]:
         problems.append("does not take the student fixture: add the argument `student` and call the code under test "
-                        "as student.<probe>(...) (minitorch/exercises/probes.py)")
+                        "as student.<probe>(...) (minitorch/exercises/grader/sandboxed/probes.py)")
     elif not any(isinstance(node, ast.Name) and node.id == "student" for node in ast.walk(test)):
         problems.append("takes the student fixture but never uses it")
     seen, to_read = set(), [test]
@@ -236,7 +236,7 @@ def test_a_graded_test_that_calls_the_library_or_skips_the_fixture_is_named(tmp_
         import pytest
         import minitorch
         from minitorch import Tensor
-        from minitorch.exercises import probes
+        from minitorch.exercises.grader.sandboxed import probes
 
         def weights(scores):
             return minitorch.softmax(Tensor(scores)).data

@@ -1,4 +1,4 @@
-"""Specification of the Gradescope autograder bundle (minitorch/exercises/gradescope.py, chapter 00).
+"""Specification of the Gradescope autograder bundle (minitorch/exercises/grader/trusted/gradescope.py, chapter 00).
 
 Fast tests build bundles from a tiny project and exercise their parts: what the zip holds, what it
 refuses, the shell scripts, finding the student's copy in a submission, and the results.json written
@@ -24,8 +24,10 @@ from pathlib import Path
 import pytest
 
 from minitorch.exercises.registry import Exercise, ExerciseError, load_exercises, replace_bodies
-from minitorch.exercises import gradescope, grading, submissions
-from minitorch.exercises.gradescope import SubmissionError, build_bundle, find_submission
+from minitorch.exercises.grader.trusted import gradescope
+from minitorch.exercises.grader.trusted import grading
+from minitorch.exercises.grader.trusted import submissions
+from minitorch.exercises.grader.trusted.gradescope import SubmissionError, build_bundle, find_submission
 
 METADATA = {"1.1": Exercise("1.1", "doubling", 2, "minitorch/ops.py", "double"),
             "1.2": Exercise("1.2", "tripling", 1, "minitorch/ops.py", "triple")}
@@ -321,7 +323,7 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
             {"name": "1.1 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
 
     monkeypatch.setattr(grading, "grade_submission", grade_submission)
-    from minitorch.exercises import sandbox
+    from minitorch.exercises.grader.trusted import sandbox
     monkeypatch.setattr(sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))  # not what is tested here
     results = gradescope.run(root, source=root / "source")
     assert calls == [(root / "submission", ["1.1"], 5, 3, (root / "source").resolve(), "abc123",

@@ -1,4 +1,4 @@
-"""Specification of the class grader (minitorch/exercises/grading.py, gradebook.py, grade_command.py).
+"""Specification of the class grader (minitorch/exercises/grader/trusted/grading.py, gradebook.py, grade_command.py).
 
 Fast tests check the results (exact points, no seed, kinds and flags, the exercises that count) and the
 conftest's per-test timeout, manifest and --scoreboard-json options on the tiny project of
@@ -29,9 +29,11 @@ import pytest
 
 import minitorch
 from minitorch.exercises import edition as edition_module
-from minitorch.exercises import gradebook, grading, sandbox
-from minitorch.exercises.gradebook import grades_csv
-from minitorch.exercises.libraries import StudentFiles
+from minitorch.exercises.grader.trusted import gradebook
+from minitorch.exercises.grader.trusted import grading
+from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted.gradebook import grades_csv
+from minitorch.exercises.grader.trusted.libraries import StudentFiles
 from minitorch.exercises.registry import EXERCISES, load_exercises, replace_bodies
 
 from test_exercises import _clean_environment, reference_body, run_pytest, tiny_project
@@ -118,7 +120,7 @@ def test_a_copy_without_the_editions_manifest_is_flagged():
 
 
 def test_the_exercises_that_count_come_from_the_instructor_never_from_a_students_copy(tmp_path):
-    from minitorch.exercises.grade_command import chosen_exercises
+    from minitorch.exercises.grader.trusted.grade_command import chosen_exercises
 
     class Options:
         only, chapter, edition = "", "", ""
@@ -580,7 +582,7 @@ class FakeGrader:
 def fake_class(tmp_path, monkeypatch):
     """(SUBMISSIONS with ann, bob and cat, OUT, the fake grader, run(*options) -> (exit status, printed))."""
     from minitorch.exercises import __main__ as exercises_cli
-    from minitorch.exercises import grade_command
+    from minitorch.exercises.grader.trusted import grade_command
 
     submissions = tmp_path / "submissions"
     for student in ("ann", "bob", "cat"):

@@ -1,4 +1,4 @@
-"""Specification of the grader's side of a student's worker (minitorch/exercises/student_code.py, sandbox.py,
+"""Specification of the grader's side of a student's worker (grader/trusted/student_code.py, sandbox.py,
 worker.py, student_function.py): whatever a student's function does, the grader gets data back, or a clear
 "timed out", "crashed" or reason why the function cannot be graded, and no process of the student's outlives
 the worker.
@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitorch.exercises import sandbox
-from minitorch.exercises.channel import StudentError
-from minitorch.exercises.libraries import copy_student_files, give_library, prepare_base
+from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.channel import StudentError
+from minitorch.exercises.grader.trusted.libraries import copy_student_files, give_library, prepare_base
 from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, ROOT, replace_bodies
-from minitorch.exercises.student_code import Crashed, GradingOutcome, Refused, TimedOut, WorkerPool
+from minitorch.exercises.grader.trusted.student_code import Crashed, GradingOutcome, Refused, TimedOut, WorkerPool
 
 
 def strongest_isolation() -> tuple[sandbox.Isolation, str]:
@@ -80,7 +80,8 @@ def test_bubblewrap_runs_the_python_of_a_virtual_environment_in_tmp(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, f"could not make a virtual environment: {made.stderr}"
     chosen = subprocess.run([str(venv / "bin" / "python"), "-c",
-                             "from minitorch.exercises import sandbox; print(sandbox.choose('bubblewrap').kind)"],
+                             "from minitorch.exercises.grader.trusted import sandbox; "
+                             "print(sandbox.choose('bubblewrap').kind)"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert chosen.returncode == 0 and chosen.stdout.strip() == "bubblewrap", (
         f"a grader run from a virtual environment in {tmp_path} cannot use bubblewrap:\n{chosen.stderr[-1500:]}")
@@ -134,7 +135,7 @@ def test_an_exit_in_the_middle_of_a_test_is_a_crash_with_its_status(tmp_path, po
 
 
 def test_garbage_written_to_the_channel_is_a_crash_not_data(tmp_path, pools):
-    body = ("from minitorch.exercises import stand_in\nimport struct\n"
+    body = ("from minitorch.exercises.grader.sandboxed import stand_in\nimport struct\n"
             "stand_in.CONNECTION.sendall(struct.pack('>I', 12) + b'not a frame!')\nreturn None")
     pools.append(pool := pool_for(tmp_path, body))
     with pytest.raises(Crashed, match="not plain data"):
@@ -142,7 +143,7 @@ def test_garbage_written_to_the_channel_is_a_crash_not_data(tmp_path, pools):
 
 
 def test_the_grader_never_answers_for_the_exercise_under_test(tmp_path, pools):
-    body = "from minitorch.exercises.stand_in import ask_grader\nreturn ask_grader('3.1', length)"
+    body = "from minitorch.exercises.grader.sandboxed.stand_in import ask_grader\nreturn ask_grader('3.1', length)"
     pools.append(pool := pool_for(tmp_path, body))
     for _ in range(2):  # the test that asked, and every later test of the exercise, fail
         with pytest.raises(Refused, match="asked the grader for exercise '3.1', which it does not need; exercise "
@@ -194,7 +195,7 @@ def test_a_latin_1_file_with_its_coding_cookie_is_graded(tmp_path, pools):
 
 
 def test_a_helper_outside_the_function_gets_the_message_the_students_own_run_gives(tmp_path, pools):
-    from minitorch.exercises.student_code import helper_problem
+    from minitorch.exercises.grader.trusted.student_code import helper_problem
 
     text = replace_bodies((ROOT / CAUSAL_MASK.module).read_text(), {"causal_mask": "return _upper(length)\n"},
                           CAUSAL_MASK.module)
@@ -212,7 +213,7 @@ def test_a_helper_outside_the_function_gets_the_message_the_students_own_run_giv
         (ROOT / CAUSAL_MASK.module).read_text())}}
     (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps(manifest))
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
-              "from minitorch.exercises.student_code import helper_problem\n"
+              "from minitorch.exercises.grader.trusted.student_code import helper_problem\n"
               "print(helper_problem('3.1', Path(sys.argv[1])))")
     local = subprocess.run([sys.executable, "-c", script, str(edition)], capture_output=True, text=True, timeout=120)
     assert local.stdout.strip() == str(graded.value), local.stderr
@@ -343,9 +344,10 @@ def test_a_copy_of_an_edition_from_before_exercises_were_functions_is_refused_in
 def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_student_code_ran(tmp_path, pools):
     """A looping make_targets that, once called, turns off tracing and sends the grader a loop-free 'source':
     the grader keeps the source the worker read from the file first."""
-    from minitorch.exercises.student_function import loops_in
+    from minitorch.exercises.grader.sandboxed.student_function import loops_in
 
-    body = ("import sys\nsys.settrace(None)\nfrom minitorch.exercises import channel, stand_in\n"
+    body = ("import sys\nsys.settrace(None)\nfrom minitorch.exercises.grader import channel\n"
+            "from minitorch.exercises.grader.sandboxed import stand_in\n"
             "stand_in.CONNECTION.sendall(channel.encode({'source': 'def make_targets(x, triggers, residual):\\n"
             "    return x'}))\n"
             "y = x.copy() if residual else np.zeros_like(x)\nfor b in range(x.shape[0]):\n"
@@ -359,7 +361,7 @@ def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_studen
 
 def test_the_grader_refuses_a_request_that_would_make_it_allocate_before_allocating(tmp_path, pools):
     """5.1 needs 3.1: causal_mask(40000) asked of the grader would take it 1.6 GB; it is refused unallocated."""
-    from minitorch.exercises.services import MAX_INTEGER
+    from minitorch.exercises.grader.trusted.services import MAX_INTEGER
 
     body = "from minitorch.paper.attention import causal_mask\nreturn causal_mask(40000)"
     pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["5.1"]))

@@ -1,4 +1,4 @@
-"""Specification of minitorch/exercises/submissions.py: every entry of SUBMISSIONS gets a row, nothing that is
+"""Specification of grader/trusted/submissions.py: every entry of SUBMISSIONS gets a row, nothing that is
 not a regular file or a folder is opened, and a .zip is checked before anything is unpacked."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.exercises import submissions
+from minitorch.exercises.grader.trusted import submissions
 from minitorch.exercises.registry import ExerciseError
-from minitorch.exercises.submissions import entries, find_project, open_copy, unpack
+from minitorch.exercises.grader.trusted.submissions import entries, find_project, open_copy, unpack
 
 
 def a_copy(folder: Path) -> Path:

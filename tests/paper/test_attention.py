@@ -3,7 +3,7 @@
 Notation: scores s_ik = q_i · k_k, weights a_ik, 0-based query i and key k.
 A key is *visible* to query i if k <= i and *future* if k > i.
 The graded tests (3.1-3.3) reach the code under test only through the ``student`` fixture
-(minitorch/exercises/probes.py), which returns the weights as arrays.
+(minitorch/exercises/grader/sandboxed/probes.py), which returns the weights as arrays.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import minitorch
-from minitorch.exercises.student_code import check_gradients
+from minitorch.exercises.grader.trusted.student_code import check_gradients
 from minitorch.paper import attention
 from minitorch.paper.attention import attend, causal_mask, relu_attention, softmax_attention
 from minitorch.gradcheck import gradcheck

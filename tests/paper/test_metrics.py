@@ -3,7 +3,7 @@
 Attention weights a: (B, H, L, L) = (sequence, head, query i, key k); trigger
 positions j: (B,). BOS mass of row i: a_i0. Non-trigger rows: i >= 1, i != j.
 The graded tests (3.4, 3.5, 9.1) reach the code under test only through the ``student`` fixture
-(minitorch/exercises/probes.py).
+(minitorch/exercises/grader/sandboxed/probes.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Sequences x_0..x_{L-1} in R^n, 0-based positions, BOS at 0, one trigger at j.
 Coordinates: 0 BOS flag, 1 trigger flag, 2..n-2 content, n-1 bias channel.
 The graded tests (4.1) reach make_targets only through the ``student`` fixture
-(minitorch/exercises/probes.py), which also returns x and the triggers as they were after the call.
+(minitorch/exercises/grader/sandboxed/probes.py), which also returns x and the triggers as they were after the call.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from minitorch.paper.task import make_batch, make_inputs, make_targets, make_test_set
-from minitorch.exercises.student_function import loops_in
+from minitorch.exercises.grader.sandboxed.student_function import loops_in
 
 L, N = 16, 16
 BOS_FLAG, TRIGGER_FLAG, BIAS = 0, 1, N - 1

@@ -31,11 +31,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises import sandbox
+from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.libraries import StudentFiles, copy_student_files, give_library, prepare_base
+from minitorch.exercises.grader.trusted.libraries import StudentFiles, copy_student_files, give_library, prepare_base
 from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, sort_key
-from minitorch.exercises.submissions import Entry, open_copy
+from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
 
 OUTPUT_CAP = 10_000  # characters of a test's output kept in results.json
@@ -173,7 +173,7 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
         raise GradingStopped(f"{entry.student}: grading was stopped (Ctrl-C) before it ended; nothing was written")
     graded = results_json(entry.student, run, results, report, time.monotonic() - started, problem,
                           collected or run.collected())
-    from minitorch.exercises.gradebook import feedback_markdown
+    from minitorch.exercises.grader.trusted.gradebook import feedback_markdown
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     if log_file is not None:  # the whole check output, failures in full: for the instructor only

@@ -1,7 +1,7 @@
 """What a student's worker is given: the stand-in library and the student's files (chapter 00, "How grading works").
 
 - The *stand-in library* (`prepare_base`, once per run): the grader's library in which the body of every
-  exercise's function is a stand-in that asks the grader (`minitorch.exercises.stand_in`), without the
+  exercise's function is a stand-in that asks the grader (`minitorch.exercises.grader.sandboxed.stand_in`), without the
   instructor's files (`registry.INSTRUCTOR_ONLY`) and the book's tooling. It holds no answer, so a worker may
   read all of it.
 - The *student's files* (`copy_student_files`): for each exercise graded, the copy's file that defines its
@@ -22,11 +22,16 @@ from pathlib import Path
 
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MAX_MODULE_BYTES, ExerciseError, function_node,
                                           load_exercises, read_manifest_data, replace_bodies)
-from minitorch.exercises.stand_in import stand_in_body
+from minitorch.exercises.grader.sandboxed.stand_in import stand_in_body
 
-WORKER_FILES = ("worker.py", "channel.py")  # beside the library: the worker runs them by path
-# What of the course's own package a worker needs: the probes, the stand-ins and what they use.
-WORKER_COURSE_FILES = ("__init__.py", "channel.py", "probes.py", "registry.py", "stand_in.py", "student_function.py")
+# Beside the library: the worker runs these two by path (as the grader's checkout holds them).
+WORKER_FILES = {"worker.py": "minitorch/exercises/grader/sandboxed/worker.py",
+                "channel.py": "minitorch/exercises/grader/channel.py"}
+# What of the course's own package a worker's library holds: the sandboxed side, the protocol and the table.
+# The trusted side (grader/trusted/), the editions and the command line stay out.
+WORKER_COURSE_FILES = ("minitorch/exercises/__init__.py", "minitorch/exercises/registry.py",
+                       "minitorch/exercises/grader/__init__.py", "minitorch/exercises/grader/channel.py",
+                       "minitorch/exercises/grader/sandboxed/")
 BASE, STUDENT = "base", "student"  # the two folders of a student's library root
 
 
@@ -50,7 +55,7 @@ def stand_in_sources(grader_root: Path) -> dict[str, str]:
         relative = path.relative_to(grader_root).as_posix()
         inside = path.relative_to(package).parts
         if inside[0] == "tools" or relative in INSTRUCTOR_ONLY or \
-                (inside[0] == "exercises" and inside[-1] not in WORKER_COURSE_FILES):
+                (inside[0] == "exercises" and not relative.startswith(WORKER_COURSE_FILES)):
             continue
         text = path.read_text(encoding="utf-8")
         if relative in by_module:
@@ -77,8 +82,8 @@ def prepare_base(grader_root: Path, folder: Path) -> Path:
         path.write_text(text, encoding="utf-8")
         py_compile.compile(str(path), cfile=importlib.util.cache_from_source(str(path)), doraise=True,
                            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-    for name in WORKER_FILES:
-        shutil.copyfile(Path(grader_root) / "minitorch" / "exercises" / name, folder / name)
+    for name, source in WORKER_FILES.items():
+        shutil.copyfile(Path(grader_root) / source, folder / name)
     for path in [folder, *folder.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     return folder

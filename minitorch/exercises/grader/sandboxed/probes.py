@@ -25,7 +25,7 @@ from minitorch import Tensor, no_grad
 from minitorch.nn import Parameter
 from minitorch.optim import Adam
 from minitorch.exercises.registry import EXERCISES
-from minitorch.exercises.student_function import source_of
+from minitorch.exercises.grader.sandboxed.student_function import source_of
 from minitorch.paper import attention, metrics, task, theory
 
 

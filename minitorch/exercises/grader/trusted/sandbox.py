@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from minitorch.exercises.registry import ExerciseError
-from minitorch.exercises.worker import reap_exited
+from minitorch.exercises.grader.sandboxed.worker import reap_exited
 
 KINDS = ("bubblewrap", "unprivileged user", "none")
 FIRST_WORKER_UID = 61_000  # worker uids are taken from here up, skipping any an account or a process uses

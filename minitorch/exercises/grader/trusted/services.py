@@ -1,6 +1,6 @@
 """The grader's answers to the stand-ins (chapter 00, "How grading works").
 
-While exercise X is graded, the student's worker asks, through a stand-in (`minitorch.exercises.stand_in`),
+While exercise X is graded, the student's worker asks, through a stand-in (`grader.sandboxed.stand_in`),
 for the result of another exercise's function. `answer` computes it here, in the grader's check process, with
 the grader's own library, from the data of the request alone; the pool (`student_code.WorkerPool`) has
 already checked that X needs that exercise. Tensors arrive as arrays with the shape of their graph, and are
@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from minitorch.exercises.channel import MAX_ARRAY_ELEMENTS
+from minitorch.exercises.grader.channel import MAX_ARRAY_ELEMENTS
 from minitorch.exercises.registry import EXERCISES
-from minitorch.exercises.stand_in import MAX_GRAPH_NODES
+from minitorch.exercises.grader.sandboxed.stand_in import MAX_GRAPH_NODES
 from minitorch.tensor import Tensor
 
 

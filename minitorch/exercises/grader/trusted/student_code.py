@@ -3,13 +3,13 @@
 A graded test writes ``student.softmax(scores, axis=-1)``; the fixture decides where that runs:
 
 - `Direct` (a student's own ``pytest -m ex2_3``, or an instructor checking one trusted copy): the probe
-  (`minitorch.exercises.probes`) runs here, on the copy under test, and its answer is passed through
+  (`minitorch.exercises.grader.sandboxed.probes`) runs here, on the copy under test, and its answer is passed through
   the channel's format so that both modes see the same data.
 - `ThroughWorker` (the class grader and the Gradescope bundle, when MINITORCH_GRADING_PLAN names a plan):
-  the probe runs in the student's sandboxed worker (`minitorch.exercises.worker`), where the test's own
+  the probe runs in the student's sandboxed worker (`minitorch.exercises.grader.sandboxed.worker`), where the test's own
   exercise is the student's function and every other one a stand-in; this process, which decides pass or
   fail, never runs the student's code. It answers the stand-ins' requests with its reference library
-  (`minitorch.exercises.services`), only for the exercises the table says the graded one needs: any other
+  (`minitorch.exercises.grader.trusted.services`), only for the exercises the table says the graded one needs: any other
   request is refused, and the exercise earns nothing (it is flagged). A test's calls together get the plan's
   timeout; the student's whole grading gets the plan's budget. A worker that hangs, dies or sends what the
   channel refuses fails the test as *timed out* or *crashed* and is replaced; after two such tests of one
@@ -29,9 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from minitorch.exercises import channel, probes, sandbox
+from minitorch.exercises.grader import channel
+from minitorch.exercises.grader.sandboxed import probes
+from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.registry import EXERCISES, read_manifest_data
-from minitorch.exercises.student_function import helper_message, helpers_outside, source_of
+from minitorch.exercises.grader.sandboxed.student_function import helper_message, helpers_outside, source_of
 from minitorch.gradcheck import GradcheckError, compare_with_finite_differences
 
 DOWNS_PER_EXERCISE = 2  # tests of one exercise that may time out or crash before the rest fail unrun
@@ -74,7 +76,7 @@ class Direct:
 
     def __getattr__(self, name: str):
         if name.startswith("_") or not callable(getattr(probes, name, None)):
-            raise AttributeError(f"the student fixture has no probe named {name!r} (see minitorch/exercises/probes.py)")
+            raise AttributeError(f"the student fixture has no probe named {name!r} (see grader/sandboxed/probes.py)")
         probe = getattr(probes, name)
 
         @functools.wraps(probe)
@@ -203,7 +205,7 @@ class WorkerPool:
     def _serve(self, exercise_id: str, message: dict) -> dict:
         """The grader's answer for a function exercise `exercise_id` needs (never for itself); a request for any
         other is refused, and the exercise flagged: its remaining tests fail, and the gradebook gives it 0."""
-        from minitorch.exercises import services
+        from minitorch.exercises.grader.trusted import services
 
         asked = message.get("service")
         if asked not in EXERCISES[exercise_id].needs:
@@ -348,7 +350,7 @@ def check_gradients(student, expression: str, inputs, seed: int = 0, **options) 
 
 
 def _known_kind(kind) -> str:
-    from minitorch.exercises import student_function as found
+    from minitorch.exercises.grader.sandboxed import student_function as found
 
     known = (found.NOT_FOUND, found.DOES_NOT_COMPILE, found.TOO_LARGE, found.HELPER_OUTSIDE, "crashed")
     return kind if kind in known else "failed"

@@ -24,12 +24,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from minitorch.exercises import sandbox
-from minitorch.exercises.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file, read_adjustments,
-                                           read_run, write_gradebook, write_run)
-from minitorch.exercises.grading import Run, grade_submission, is_complete, stop_grading
+from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file,
+                                                          read_adjustments, read_run, write_gradebook, write_run)
+from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, stop_grading
 from minitorch.exercises.registry import ExerciseError, load_exercises, read_manifest_data, select
-from minitorch.exercises.submissions import Entry, entries
+from minitorch.exercises.grader.trusted.submissions import Entry, entries
 from minitorch.outputs import OutputPathError, check_output_folder
 
 

@@ -2,11 +2,11 @@
 
 A worker grading X runs the student's function X and, for every other exercise, a stand-in generated from the
 table (`stand_in_body`): the function's body becomes ``return ask_grader(ID, <its arguments>)``, one shape for
-all. The grader computes the answer with its own library (`minitorch.exercises.services`) and sends it back,
+all. The grader computes the answer with its own library (`grader.trusted.services`) and sends it back,
 so a bug, a stub or a hang in the student's 2.3 can never cost 3.2 its points. The grader answers only for the
 exercises that X needs, as the table says; any other request is refused and the copy flagged.
 
-What crosses is data (`minitorch.exercises.channel`). A Tensor argument travels as its array and its place in
+What crosses is data (`minitorch.exercises.grader.channel`). A Tensor argument travels as its array and its place in
 the graph of the arguments (parents and requires_grad of each node, no other data); a Tensor answer comes back
 as an array and becomes a graph node whose backward asks the grader for the vector-Jacobian product; an answer
 made of the arguments' graph nodes (a topological order) comes back as their places.
@@ -23,13 +23,13 @@ MAX_GRAPH_NODES = 10_000  # a graph sent to the grader may have at most this man
 def stand_in_body(exercise, parameters: list[str]) -> str:
     """The body of exercise `exercise`'s function in a worker's library: it asks the grader."""
     arguments = "".join(f", {name}" for name in parameters)
-    return (f"from minitorch.exercises.stand_in import ask_grader\n"
+    return (f"from minitorch.exercises.grader.sandboxed.stand_in import ask_grader\n"
             f"return ask_grader({exercise.id!r}{arguments})\n")
 
 
 def ask_grader(exercise_id: str, *args):
     """The grader's answer for another exercise's function, called with `args`."""
-    from minitorch.exercises import channel
+    from minitorch.exercises.grader import channel
 
     if CONNECTION is None:
         raise RuntimeError(f"exercise {exercise_id}'s stand-in runs only inside a grading worker")

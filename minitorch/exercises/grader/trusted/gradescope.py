@@ -15,8 +15,8 @@ it says loudly which isolation the image got), ``run_autograder``, the grader's 
 which fixes the exercises, the exercise seed, the timeout per test and the deadline of the whole run
 when the bundle is built (students never see it), and the graded tests. ``run_autograder`` first makes
 the grader's source, the submission and the results folder readable by root only, then calls `run`
-(``python3 -m minitorch.exercises.gradescope run``), which finds the student's copy in the submission
-(a folder, or a zip of one), grades it with `minitorch.exercises.grading.grade_submission` (the
+(``python3 -m minitorch.exercises.grader.trusted.gradescope run``), which finds the student's copy in the submission
+(a folder, or a zip of one), grades it with `minitorch.exercises.grader.trusted.grading.grade_submission` (the
 student's code in a sandboxed worker, bubblewrap or an unprivileged user; the checks in a process of
 the grader's), and writes ``results.json`` atomically. If the deadline comes, the tests not run fail as
 timed out and results.json is written all the same; if anything fails on the way, results.json says
@@ -54,7 +54,7 @@ from pathlib import Path
 
 from minitorch.exercises.edition import git_commit
 from minitorch.exercises.registry import MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError
-from minitorch.exercises.submissions import Entry, find_project, unpack
+from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
@@ -130,7 +130,7 @@ chmod 711 "$scratch"  # a worker may pass through to its own scratch folder insi
 chmod 755 "$results"
 cd "$AUTOGRADER_ROOT/source" || exit 1
 TMPDIR="$scratch" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$AUTOGRADER_ROOT/source${PYTHONPATH:+:$PYTHONPATH}" \\
-    python3 -m minitorch.exercises.gradescope run
+    python3 -m minitorch.exercises.grader.trusted.gradescope run
 status=$?
 rm -rf "$scratch"
 if [ ! -s "$results/results.json" ]; then  # python3 itself failed: the student still gets a page that says so
@@ -153,7 +153,7 @@ class SubmissionError(ValueError):
 def worst_case(exercise_count: int, timeout: float) -> float:
     """Seconds a copy whose every exercise hangs could take: each exercise's first DOWNS_PER_EXERCISE tests
     time out (the rest then fail at once), after START_UP."""
-    from minitorch.exercises.student_code import DOWNS_PER_EXERCISE
+    from minitorch.exercises.grader.trusted.student_code import DOWNS_PER_EXERCISE
 
     return START_UP + exercise_count * DOWNS_PER_EXERCISE * timeout
 
@@ -170,7 +170,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     (seconds) limits each test; `deadline` the whole run, below the platform's own limit: a bundle whose worst
     case exceeds it is refused unless `over_deadline` (the tests the deadline cuts off then fail as timed out).
     `root` must be the full book, not a student edition."""
-    from minitorch.exercises.grading import collect_tests
+    from minitorch.exercises.grader.trusted.grading import collect_tests
 
     root = Path(root).resolve()
     try:
@@ -339,8 +339,8 @@ def read_settings(source: Path) -> dict:
 
 
 def _grade(submission: Path, scratch: Path, settings: dict, source: Path, started: float) -> dict:
-    from minitorch.exercises import sandbox
-    from minitorch.exercises.grading import CHECK_PROCESS_MARGIN, Run, grade_submission
+    from minitorch.exercises.grader.trusted import sandbox
+    from minitorch.exercises.grader.trusted.grading import CHECK_PROCESS_MARGIN, Run, grade_submission
 
     try:  # first: a submission without the book is the student's to fix, whatever the isolation
         entry = Entry("submission", find_submission(submission, scratch / "unzipped"))
@@ -498,11 +498,11 @@ def find_submission(folder: Path, unzip_to: Path) -> Path:
 
 
 # ----------------------------------------------------------------------
-# command line: python -m minitorch.exercises.gradescope run (what run_autograder calls)
+# command line: python -m minitorch.exercises.grader.trusted.gradescope run (what run_autograder calls)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch.exercises.gradescope",
+    parser = argparse.ArgumentParser(prog="python -m minitorch.exercises.grader.trusted.gradescope",
                                      description="Inside a Gradescope autograder: grade the submission.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("run", help="grade $AUTOGRADER_ROOT/submission (default /autograder) into "

@@ -1,18 +1,18 @@
 """The sandboxed worker that runs a student's code while a class is graded (chapter 00, "How grading works").
 
-The grader starts it once per student, inside the sandbox (`minitorch.exercises.sandbox`), by path::
+The grader starts it once per student, inside the sandbox (`minitorch.exercises.grader.trusted.sandbox`), by path::
 
     python -I worker.py CONTROL_FD
 
 It imports NumPy once and then waits on its control socket. For each exercise X the grader sends the
 library (the grader's library in which every exercise's function is a stand-in that asks the grader,
-`minitorch.exercises.stand_in`), the exercise's ID and the student's file that defines X's function,
+`minitorch.exercises.grader.sandboxed.stand_in`), the exercise's ID and the student's file that defines X's function,
 together with a fresh socket. The worker forks a child that imports the library, reads the student's file,
-takes X's function alone and swaps it in (`minitorch.exercises.student_function`): reading, parsing and
+takes X's function alone and swaps it in (`minitorch.exercises.grader.sandboxed.student_function`): reading, parsing and
 compiling the student's code happen here, inside the sandbox and its budget, never in the grader. The child
-then answers the test's calls on its socket: a call names a probe (`minitorch.exercises.probes`) and its
+then answers the test's calls on its socket: a call names a probe (`grader.sandboxed.probes`) and its
 arguments, and the answer is the probe's value or the exception it raised, as data
-(`minitorch.exercises.channel`). The worker itself never imports the minitorch package, so that each child
+(`minitorch.exercises.grader.channel`). The worker itself never imports the minitorch package, so that each child
 imports its own.
 
 Control messages (grader -> worker -> grader):
@@ -33,7 +33,7 @@ from pathlib import Path
 
 
 def _load_channel():
-    """channel.py beside this file, under a private name: importing it as minitorch.exercises.channel would
+    """channel.py beside this file, under a private name: importing it as minitorch.exercises.grader.channel would
     import the minitorch package into the worker, and every child must import its own."""
     spec = importlib.util.spec_from_file_location("_grading_channel", Path(__file__).with_name("channel.py"))
     module = importlib.util.module_from_spec(spec)
@@ -101,7 +101,8 @@ def _serve(start: dict, connection: socket.socket) -> int:
     """A child: import the library, swap in the student's function, answer calls until the grader closes."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     sys.path.insert(0, start["start"])
-    from minitorch.exercises import channel, probes, stand_in  # the library's own (the grader's code)
+    from minitorch.exercises.grader import channel  # the library's own (the grader's code)
+    from minitorch.exercises.grader.sandboxed import probes, stand_in
 
     stand_in.CONNECTION = connection  # the stand-ins of the other exercises ask the grader through it
     problem = _install(start["exercise"], start["student_file"], connection, channel)
@@ -131,7 +132,8 @@ def _install(exercise_id: str, student_file: str, connection, channel) -> dict |
     code (a default value): the grader's checks on how an answer is written read that."""
     import importlib
 
-    from minitorch.exercises import registry, student_function as found
+    from minitorch.exercises import registry
+    from minitorch.exercises.grader.sandboxed import student_function as found
 
     exercise, sent = registry.EXERCISES[exercise_id], False
     try:

@@ -1,0 +1,1 @@
+"""The grader's sandboxed side: what runs where a student's code runs (see `minitorch.exercises.grader`)."""
