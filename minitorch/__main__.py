@@ -77,7 +77,8 @@ def main(argv=None) -> int:
 
         return book(args)
     if args.command == "reproduce":
-        from minitorch.fast import speed_up  # every model trains on the fast path: minitorch/fast/
+        from minitorch.fast import use_for_training
+        use_for_training()  # every model of the run trains on the fast path: minitorch/fast/
         from minitorch.paper.reproduce import ARCHITECTURES, default_out, reproduce as run
 
         only = None if args.only is None else [name.strip() for name in args.only.split(",")]
@@ -95,11 +96,11 @@ def main(argv=None) -> int:
 
                 default_beyond = "runs/quick/beyond" if args.quick else "runs/beyond"  # figures/: by name only
                 run_beyond(default_beyond if args.out is None else args.out, QUICK if args.quick else FULL,
-                           jobs=args.jobs, force=args.force, speed_up=speed_up)
+                           jobs=args.jobs, force=args.force)
                 return 0
             out = str(default_out(args.quick, only, args.seed)) if args.out is None else args.out
             run(out, quick=args.quick, only=only, seed=args.seed, progress=not args.no_progress, jobs=args.jobs,
-                force=args.force, speed_up=speed_up)
+                force=args.force)
         except OutputPathError as error:  # raised before any work
             parser.error(str(error))
         except KeyboardInterrupt:

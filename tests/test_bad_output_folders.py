@@ -233,14 +233,14 @@ def test_force_replaces_the_earlier_run_whole_and_keeps_every_other_file(tmp_pat
 
 
 def test_the_books_own_runs_are_recognised_as_such(tmp_path):
-    from minitorch.paper.beyond import FILES, _recorded_before_files
+    from minitorch.paper.beyond import FILES
     from minitorch.paper.reproduce import ARCHITECTURES, recorded_run, run_files
 
     book = recorded_run(ROOT / "figures")
     assert book is not None and book.command == "reproduce", "`reproduce` must replace figures/ without --force"
     assert set(book.files) == set(run_files(list(ARCHITECTURES))), "figures/ holds what a full run writes"
     assert all((ROOT / "figures" / name).is_file() for name in book.files)
-    beyond = recorded_run(ROOT / "figures" / "beyond", legacy=_recorded_before_files)
+    beyond = recorded_run(ROOT / "figures" / "beyond")
     assert beyond is not None and beyond.command == "reproduce --beyond" and set(beyond.files) == set(FILES)
     (tmp_path / "results.json").write_text(json.dumps(dict(command="reproduce", files=["../../etc/passwd"])))
     assert recorded_run(tmp_path) is None, "a record naming files outside its folder is no record"

@@ -31,12 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace
+from minitorch.outputs import building_aside, check_output_folder, files_to_replace
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import as_built, build_model
-from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_before_files, recorded_run,
+from minitorch.paper.models import build_model, for_training
+from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_run,
                                        run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
 from minitorch.paper.train import train
@@ -87,9 +87,10 @@ def mass_split(per_layer_weights, triggers) -> dict:
     return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
 
 
-def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int, speed_up=as_built) -> dict:
-    """Train one 1x1 model of `normaliser`; measure it on the test set. `speed_up` as in `reproduce.train_one`."""
-    model = speed_up(build_model(16, 1, 1, normaliser, residual=False, seed=seed, dtype=TRAINING_DTYPE))
+def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int) -> dict:
+    """Train one 1x1 model of `normaliser` (on the training path, as `reproduce.train_one`); measure it on the
+    test set."""
+    model = for_training(build_model(16, 1, 1, normaliser, residual=False, seed=seed, dtype=TRAINING_DTYPE))
     result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=10, progress=False)
     x, y, triggers = make_test_set()
     with no_grad():
@@ -167,9 +168,9 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
                 slack_min=float((gap - bound)[keep].min()))
 
 
-def train_at_length(length: int, seed: int, max_steps: int, speed_up=as_built) -> dict:
+def train_at_length(length: int, seed: int, max_steps: int) -> dict:
     """Train a softmax 1x1 model at sequence length `length`; measure its score gaps."""
-    model = speed_up(build_model(16, 1, 1, "softmax", residual=False, seed=seed, dtype=TRAINING_DTYPE))
+    model = for_training(build_model(16, 1, 1, "softmax", residual=False, seed=seed, dtype=TRAINING_DTYPE))
     result = train(model, lr=ZOO_LR, max_steps=max_steps, seed=seed, record_every=50, progress=False,
                    length=length)
     # every trigger position: no row left empty
@@ -182,9 +183,9 @@ def train_at_length(length: int, seed: int, max_steps: int, speed_up=as_built) -
 # seeds of the 4x4 model
 
 
-def train_seed_of_4x4(seed: int, quick: bool, speed_up=as_built) -> dict:
+def train_seed_of_4x4(seed: int, quick: bool) -> dict:
     """Train the paper's 4x4 softmax model from `seed`; which heads sink, layer by layer."""
-    result = train_one(ARCHITECTURES["4x4"], "softmax", seed, quick, progress=False, speed_up=speed_up)
+    result = train_one(ARCHITECTURES["4x4"], "softmax", seed, quick, progress=False)
     x, _, triggers = make_test_set(residual=True)
     with no_grad():
         _, attention = result.model(x, return_attention=True)
@@ -200,20 +201,20 @@ def train_seed_of_4x4(seed: int, quick: bool, speed_up=as_built) -> dict:
 
 
 def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: int = 1, log=print,
-               force: bool = False, speed_up=as_built) -> dict:
+               force: bool = False) -> dict:
     """Run the four experiments; write figures, results.md and results.json into `out`.
 
     As `reproduce.reproduce` does, `out` is checked before any work, the run is built beside it and moved
     in only when it completes (an interrupted run leaves the previous results as they were), and an
-    earlier run of another command line in `out` is replaced, whole, only with `force`. `speed_up` goes
-    to every model's training, as in `reproduce.reproduce`.
+    earlier run of another command line in `out` is replaced, whole, only with `force`. Every model trains on
+    the training path, as in `reproduce.reproduce`.
     """
     out, jobs = check_output_folder(out), checks.integer("run_beyond", "jobs", jobs)
     command = "reproduce --beyond" + (" --quick" if budget.quick else "")
-    replacing = files_to_replace(out, FILES, recorded_run(out, legacy=_recorded_before_files), command, force)
+    replacing = files_to_replace(out, FILES, recorded_run(out), command, force)
     try:
         with building_aside(out, replacing) as staging:
-            results, written = _run_beyond_into(staging, budget, jobs, command, speed_up)
+            results, written = _run_beyond_into(staging, budget, jobs, command)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
         raise
@@ -222,20 +223,12 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
     return results
 
 
-def _recorded_before_files(document: dict) -> RecordedRun | None:
-    """The run a results.json written before runs recorded their files describes: one of this command's (it
-    holds the zoo), or of the paper's models (`reproduce.recorded_before_files`)."""
-    if "zoo" not in document:
-        return recorded_before_files(document)
-    return RecordedRun("reproduce --beyond" + (" --quick" if document.get("quick") else ""), FILES)
-
-
-def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str, speed_up) -> tuple[dict, int]:
+def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str) -> tuple[dict, int]:
     """`run_beyond`'s work, written into `out`: (results, number of figures)."""
     started = time.perf_counter()
-    tasks = ([(train_seed_of_4x4, (seed, budget.quick, speed_up)) for seed in budget.seeds_4x4]  # longest first
-             + [(train_at_length, (length, 0, budget.law_max_steps, speed_up)) for length in budget.law_lengths]
-             + [(train_zoo_normaliser, (name, seed, budget.zoo_max_steps, speed_up)) for name in zoo_normalisers()
+    tasks = ([(train_seed_of_4x4, (seed, budget.quick)) for seed in budget.seeds_4x4]  # longest first
+             + [(train_at_length, (length, 0, budget.law_max_steps)) for length in budget.law_lengths]
+             + [(train_zoo_normaliser, (name, seed, budget.zoo_max_steps)) for name in zoo_normalisers()
                 for seed in budget.zoo_seeds])
     outputs = run_in_processes([function for function, _ in tasks], [arguments for _, arguments in tasks], jobs)
     results = dict(command=command, quick=budget.quick, seeds_4x4=[], law=[], zoo=[])

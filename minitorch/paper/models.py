@@ -173,9 +173,29 @@ def build_model(width: int, heads: int, layers: int, normaliser: str, residual: 
 
 
 def as_built(model: AttentionModel) -> AttentionModel:
-    """The model as it is, on the readable path: the default of every `speed_up` parameter
-    (`minitorch.paper.reproduce`, `beyond`, `theory.softmax_family`; the commands pass `minitorch.fast.speed_up`)."""
+    """The model as it is: the readable path."""
     return model
+
+
+_training_path = as_built  # what every model of the commands' runs goes through before it trains
+
+
+def training_path():
+    """The function every model of `reproduce`, `beyond` and the softmax family goes through before it trains:
+    `as_built` (the readable path), unless a command asked for speed (`minitorch.fast.use_for_training`)."""
+    return _training_path
+
+
+def use_training_path(path) -> None:
+    """Make `path` (a function from a model to the model to train) the training path of this process; a
+    process pool's workers are given the same (`reproduce.run_in_processes`)."""
+    global _training_path
+    _training_path = path
+
+
+def for_training(model: AttentionModel) -> AttentionModel:
+    """`model` on the training path."""
+    return _training_path(model)
 
 
 def save_model(model: AttentionModel, path) -> None:

@@ -43,7 +43,8 @@ from minitorch import checks
 from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace, write_atomically
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import AttentionModel, as_built, build_model, save_model
+from minitorch.paper.models import (AttentionModel, build_model, for_training, save_model, training_path,
+                                    use_training_path)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 from minitorch.paper.train import TrainingResult, train
@@ -101,14 +102,10 @@ def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
     ), attention, triggers
 
 
-def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress,
-              speed_up=as_built) -> TrainingResult:
-    """Build one of the paper's models and train it with the paper's recipe.
-
-    `speed_up` takes the model before it trains and returns the model to train: the command line
-    passes `minitorch.fast.speed_up`, the same computation in fewer, faster steps.
-    """
-    model = speed_up(build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual,
+def train_one(architecture: Architecture, normaliser: str, seed: int, quick: bool, progress) -> TrainingResult:
+    """Build one of the paper's models and train it with the paper's recipe, on the training path
+    (`models.for_training`: the command line puts it on the fast path, the same computation, faster)."""
+    model = for_training(build_model(16, architecture.heads, architecture.layers, normaliser, architecture.residual,
                                  seed=seed, dtype=TRAINING_DTYPE))
     return train(model, lr=architecture.lr, max_steps=architecture.quick_steps if quick else MAX_STEPS,
                  seed=seed, record_every=architecture.record_every,
@@ -117,16 +114,16 @@ def train_one(architecture: Architecture, normaliser: str, seed: int, quick: boo
 
 
 def run_one(architecture: Architecture, normaliser: str, seed: int = 0, quick: bool = False,
-            progress=True, speed_up=as_built) -> tuple:
+            progress=True) -> tuple:
     """Train and evaluate one model: (result, evaluation, test attention per layer, test triggers)."""
-    result = train_one(architecture, normaliser, seed, quick, progress, speed_up)
+    result = train_one(architecture, normaliser, seed, quick, progress)
     return (result, *evaluate(result.model))
 
 
-def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int, speed_up) -> list[TrainingResult]:
+def _train_all(tasks: list, seed: int, quick: bool, progress: bool, jobs: int) -> list[TrainingResult]:
     """Train every (architecture, normaliser) in `tasks`, in `jobs` processes at once."""
     progress = progress if jobs <= 1 else "lines" if progress else False
-    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress, speed_up) for name, normaliser in tasks]
+    arguments = [(ARCHITECTURES[name], normaliser, seed, quick, progress) for name, normaliser in tasks]
     return run_in_processes([train_one] * len(tasks), arguments, jobs)
 
 
@@ -145,7 +142,7 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     os.environ.update({name: "1" for name in THREAD_VARIABLES})  # read by numpy as each worker starts
     try:
         pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_ignore_interrupts)
+                                   initializer=_start_worker, initargs=(training_path(),))
         try:
             futures = [pool.submit(function, *args) for function, args in zip(functions, arguments)]
             results = [future.result() for future in futures]
@@ -162,8 +159,10 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
                 os.environ[name] = value
 
 
-def _ignore_interrupts() -> None:
-    """Run in each worker: Ctrl-C reaches the whole process group, but only the main process handles it."""
+def _start_worker(path) -> None:
+    """Run in each worker as it starts: the training path of the process that started it; and Ctrl-C, which
+    reaches the whole process group, is left to the main process."""
+    use_training_path(path)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -206,34 +205,20 @@ def run_files(only: list[str]) -> list[str]:
     return sorted(files)
 
 
-def recorded_run(out: Path, legacy=None) -> RecordedRun | None:
+def recorded_run(out: Path) -> RecordedRun | None:
     """The run recorded by ``out/results.json``: its command line and files; None if there is no such file or
-    it records no run (it is then a file in the way, like any other). A results.json written before runs
-    recorded their files is read by `legacy` (default: `recorded_before_files`)."""
+    it records no run (it is then a file in the way, like any other)."""
     try:
         document = json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):  # none, a folder, or not JSON
         return None
     if not isinstance(document, dict):
         return None
-    if "command" in document or "files" in document:
-        return RecordedRun.checked(document.get("command"), document.get("files"))
-    return (legacy or recorded_before_files)(document)
-
-
-def recorded_before_files(document: dict) -> RecordedRun | None:
-    """The run a results.json of the paper's models describes, written before runs recorded their files (such
-    as the book's own figures/results.json): its files are those its models' run writes."""
-    models, seed = document.get("models"), document.get("seed", 0)
-    keys = {f"{normaliser}_{name}": name for name in ARCHITECTURES for normaliser in PAPER_NORMALISERS}
-    if not isinstance(models, dict) or not models or not set(models) <= set(keys) or not isinstance(seed, int):
-        return None
-    only = [name for name in ARCHITECTURES if name in {keys[key] for key in models}]
-    return RecordedRun(run_command(bool(document.get("quick")), only, seed), tuple(run_files(only)))
+    return RecordedRun.checked(document.get("command"), document.get("files"))
 
 
 def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,
-              progress: bool = True, jobs: int = 1, log=print, force: bool = False, speed_up=as_built) -> dict:
+              progress: bool = True, jobs: int = 1, log=print, force: bool = False) -> dict:
     """Train the selected models, write figures and results into `out`; return the results.
 
     `only` (default: every architecture) names the architectures, e.g. ``["1x1"]``.
@@ -241,7 +226,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     `jobs` > 1 trains that many models at once, in separate processes.
     `force`: replace an earlier run of another command line in `out` (``--force``); without it, such a
     folder is refused before any work (`minitorch.outputs.files_to_replace`).
-    `speed_up` goes to `train_one` (``python -m minitorch reproduce`` passes `minitorch.fast.speed_up`).
+    Every model goes through `models.for_training` (``python -m minitorch reproduce`` puts it on the fast path).
     """
     only = list(ARCHITECTURES) if only is None else list(only)
     unknown = [name for name in only if name not in ARCHITECTURES]
@@ -257,7 +242,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
         + (f", replacing the {len(earlier.files)} files of the earlier run ({earlier.command})" if earlier else ""))
     try:
         with building_aside(out, replacing) as staging:
-            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log, speed_up)
+            results, figures = _reproduce_into(staging, quick, only, seed, progress, jobs, log)
     except KeyboardInterrupt:
         log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
         raise
@@ -266,13 +251,13 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
 
 
 def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress: bool, jobs: int,
-                    log, speed_up) -> tuple[dict, int]:
+                    log) -> tuple[dict, int]:
     """`reproduce`'s work, written into `out`: (results, number of figures)."""
     (out / "models").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tasks = [(name, normaliser) for name in only for normaliser in PAPER_NORMALISERS]
     longest_first = sorted(tasks, key=lambda task: -list(ARCHITECTURES).index(task[0]))  # packs the processes best
-    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs, speed_up)))
+    trained = dict(zip(longest_first, _train_all(longest_first, seed, quick, progress, jobs)))
     runs: dict[str, dict] = {}
     for name, normaliser in tasks:
         result = trained[name, normaliser]
@@ -286,7 +271,7 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
         log(f"{key}: {result.steps} steps ({'stopped early' if result.converged else 'step budget reached'}), "
             f"{result.wall_time:.1f} s, test max error {evaluation['test_max_error']:.2e}, "
             f"heads sinking {evaluation['heads_sinking']}/{evaluation['heads_total']}")
-    written = write_figures(runs, out, speed_up)
+    written = write_figures(runs, out)
     results = _results_document(runs, quick, only, seed, time.perf_counter() - started)
     (out / "results.md").write_text(results_markdown(results), encoding="utf-8")
     write_record(out, results)
@@ -300,8 +285,9 @@ def write_record(out: Path, results: dict, indent: int = 2) -> None:
     write_atomically(out / "results.json", json.dumps(results, indent=indent))
 
 
-def write_figures(runs: dict, out: Path, speed_up=as_built) -> list[Path]:
-    """Every figure whose models were trained in this run (`speed_up` also goes to the softmax family's models)."""
+def write_figures(runs: dict, out: Path) -> list[Path]:
+    """Every figure whose models were trained in this run (the softmax family's models are on the training path
+    too)."""
     written = []
     if "softmax_1x1" in runs and "relu_1x1" in runs:
         softmax_run, relu_run = runs["softmax_1x1"], runs["relu_1x1"]
@@ -322,7 +308,7 @@ def write_figures(runs: dict, out: Path, speed_up=as_built) -> list[Path]:
                      f"one test sequence")
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
     trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
-    family = theory.softmax_family(np.arange(0.0, 31.0), speed_up=speed_up)
+    family = theory.softmax_family(np.arange(0.0, 31.0))
     written.append(plotting.save(plotting.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
     return written
 

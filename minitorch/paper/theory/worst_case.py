@@ -18,7 +18,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
-from minitorch.paper.models import AttentionModel, as_built
+from minitorch.paper.models import AttentionModel, for_training
 from minitorch.paper.task import (BOS, SEQUENCE_LENGTH, TEST_SEED, TRIGGER, WIDTH, make_batch, make_targets,
                                   make_test_set)
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
@@ -113,7 +113,7 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
 
 
 def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size: int = 500,
-                   triggers=TRAINING_TRIGGERS, speed_up=as_built) -> dict:
+                   triggers=TRAINING_TRIGGERS) -> dict:
     """Measure `softmax_construction` at every scale c. Returns arrays (one entry per c):
 
     - ``worst_case_error``, ``bos_mass_min``, ``bos_mass_mean``: on `stress_inputs`
@@ -126,8 +126,8 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
       the largest error is row L-1's bias coordinate, ``(L-2)/(e^c + L-1)``;
     - ``exact_worst_case_error``: the formula of `construction_worst_case`.
 
-    Each construction goes through `speed_up` before it is measured (``python -m minitorch reproduce``
-    passes `minitorch.fast.speed_up`, as for the models it trains).
+    Each construction goes through `models.for_training` before it is measured (``python -m minitorch
+    reproduce`` puts it on the fast path, as the models it trains).
     """
     scales = np.asarray(scales, dtype=float)
     stress = stress_inputs(size_per_trigger, seed, triggers)
@@ -137,7 +137,7 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
                                      "random_bos_mass_min", "test_max_error", "test_bos_mass_min",
                                      "exact_worst_case_error")}
     for scale in scales:
-        model = speed_up(softmax_construction(scale))
+        model = for_training(softmax_construction(scale))
         measured = worst_case(model, inputs=stress)
         for name in ("worst_case_error", "bos_mass_min", "bos_mass_mean"):
             columns[name].append(measured[name])
