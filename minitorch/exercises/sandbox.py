@@ -584,18 +584,19 @@ class MachineWatch:
         self.oom_kills = _machine_oom_kills()
 
     def ran_out(self, status: int | None) -> str:
-        """'' if a process that ended with `status` (a Popen return code) ended of itself, else what the machine
-        ran out of, for "not graded: the machine ran out of X while grading": "memory" (an OOM kill happened
-        meanwhile), or "patience (signal NAME)" for a signal the grader did not send."""
+        """'' if a process that ended with `status` (a Popen return code) was not ended by a signal; "memory" if the
+        kernel's OOM killer killed a process meanwhile (anywhere on the machine, or in the container); else the
+        signal's name ("SIGKILL"). Ask only for a process the grader did not signal itself (not stopped, not
+        timed out): then retry once, and if it happens again, mark the student "not graded: the machine ran out
+        of memory while grading" (or "... ended the check process with SIGKILL"), never give them a score."""
         if status is None or status >= 0:
             return ""
         if _machine_oom_kills() > self.oom_kills:
             return "memory"
         try:
-            name = signal.Signals(-status).name
+            return signal.Signals(-status).name
         except ValueError:
-            name = str(-status)
-        return f"something: it was ended by {name}, which the grader did not send"
+            return f"signal {-status}"
 
 
 def _machine_oom_kills() -> int:
