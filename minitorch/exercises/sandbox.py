@@ -396,9 +396,10 @@ def start(isolation: Isolation, slot: int, library_root: Path, home: Path, outpu
     inside = SANDBOX_ROOT + "/lib" if isolation.kind == "bubblewrap" else str(library_root)
     home_inside = SANDBOX_ROOT + "/home" if isolation.kind == "bubblewrap" else str(home)
     script = [isolation.python, "-I", f"{inside}/worker.py", str(worker_end.fileno())]
+    sandboxed = isolation.kind == "bubblewrap" or isolation.in_namespaces()  # (they start in "/", then go home)
     try:
         process = subprocess.Popen(_command(isolation, script, uid, library_root, home),
-                                   cwd="/" if isolation.kind == "bubblewrap" or isolation.in_namespaces() else str(home),
+                                   cwd="/" if sandboxed else str(home),
                                    env=_base_environment(home_inside, isolation.run_marker), stdin=subprocess.DEVNULL,
                                    stdout=output, stderr=subprocess.STDOUT, pass_fds=(worker_end.fileno(),),
                                    preexec_fn=_limits(isolation, uid, group))
