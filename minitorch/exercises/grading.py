@@ -35,7 +35,7 @@ from minitorch.exercises.edition import git_commit
 from minitorch.exercises.grafting import (DOES_NOT_COMPILE, NOT_FOUND, GraftReport, build_libraries,
                                           edition_files_at, prepare_base)
 from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, load_exercises, read_manifest_data, sort_key
-from minitorch.exercises.submissions import Entry, open_copy
+from minitorch.exercises.submissions import Entry, capped, open_copy
 from minitorch.outputs import write_atomically
 
 OUTPUT_CAP = 10_000  # characters of a test's output kept in results.json
@@ -374,7 +374,7 @@ def flags_of(tests: list[dict], report: GraftReport) -> list[str]:
     if report.notes:
         flags.append("read leniently: " + "; ".join(f"{i}: {note.split(';')[0]}" for i, note in report.notes.items()))
     if report.edited_outside:
-        flags.append(f"edited outside the regions: {' '.join(report.edited_outside)}")
+        flags.append(f"edited outside the regions: {capped(report.edited_outside)}")
     if report.handed_out is None:
         flags.append("not a student edition (no minitorch/exercises/edition.json): a copy of the full book holds "
                      "every answer")
