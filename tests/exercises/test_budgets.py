@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -261,3 +262,28 @@ def test_a_world_readable_guarded_folder_stops_an_unprivileged_run(monkeypatch, 
     with pytest.raises(sandbox.IsolationError, match=r"could read the checkout \(/srv/course\): make them "
                                                      r"unreadable to other users"):
         sandbox.choose("unprivileged user", {"the checkout": "/srv/course"})
+
+
+def test_a_check_process_the_machine_ends_twice_leaves_the_student_not_graded_never_scored(tmp_path, monkeypatch):
+    from minitorch.exercises import grading
+    from minitorch.exercises.registry import ROOT
+    from minitorch.exercises.submissions import Entry
+
+    copy = tmp_path / "ann"
+    shutil.copytree(ROOT / "minitorch", copy / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
+    started = []
+
+    def killed_by_the_machine(*args, **kwargs):  # as if the kernel's OOM killer took the check process
+        started.append(kwargs.get("patience"))
+        return -signal.SIGKILL
+
+    monkeypatch.setattr(grading, "_run_pytest", killed_by_the_machine)
+    run = grading.Run(["3.1"], seed=1, timeout=5, budget=60, isolation=sandbox.choose("none"),
+                      known_tests={"tests/test_attention.py::test_mask": "3.1"})
+    graded = grading.grade_submission(Entry("ann", copy), tmp_path / "out", run, scratch_root=tmp_path)
+    assert len(started) == 2, "a check process the machine ended is run once more, and only once"
+    assert graded["score"] == 0 and graded["extra_data"]["graded"] is False
+    assert graded["output"] in ("not graded: the machine ran out of memory while grading (twice); grade again",
+                                "not graded: the check process was ended by SIGKILL, which the grader did not send "
+                                "(twice); grade again"), graded["output"]
+    assert {test["extra_data"]["kind"] for test in graded["tests"]} == {"not graded"}
