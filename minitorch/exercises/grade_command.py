@@ -81,7 +81,7 @@ def grade_class(args, root: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
-    isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()})
+    isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
     print(f"Isolation: {isolation.describe()}", flush=True)
     kept = [s for s, e in found.items() if not args.force and is_complete(out / s, ids)]
     todo = {s: e for s, e in found.items() if s not in kept}
