@@ -121,18 +121,21 @@ class Isolation:
         """One line: the limits in force for each student."""
         memory, scratch = _size(self.memory), _size(self.scratch_size)
         if self.kind == "bubblewrap" and self.sized_tmpfs or self.in_namespaces():
-            disk = f"scratch home and /tmp {scratch} each (tmpfs, counted in the memory)"
+            disk = f"scratch home and /tmp {scratch} each (tmpfs" + (", counted in the memory)" if not self.cgroups
+                                                                      else ")")
         elif self.kind == "bubblewrap":
             disk = (f"/tmp in memory, unsized (this bubblewrap has no --size), scratch home on disk, files up to "
                     f"{_size(WORKER_FILE_SIZE)}")
         else:
             disk = f"scratch home on the grader's disk, files up to {_size(WORKER_FILE_SIZE)} each (no size for it)"
         if not self.cgroups:
+            cpu = ", one CPU core" if cgroups.limits_cpu() else ""
             return (f"Limits per student (a cgroup each): {memory} of memory and {self.processes} processes and "
-                    f"threads for all of its processes together, one CPU core; {disk}")
-        nproc = f"{self.processes} processes for its uid" if self.kind == "unprivileged user" else \
-            "no process limit" if self.kind == "none" else "no process limit (bubblewrap's uid is shared)"
-        return f"Limits per PROCESS only (no cgroup: {self.cgroups}): {memory} of address space each, {nproc}; {disk}"
+                    f"threads for all of its processes together{cpu}; {disk}")
+        nproc = {"unprivileged user": f"{self.processes} processes for its uid", "none": "no process limit",
+                 "bubblewrap": "no process limit (RLIMIT_NPROC does not reach into bubblewrap started as root)"}
+        return (f"Limits per PROCESS only (no cgroup: {self.cgroups}): {memory} of address space each, "
+                f"{nproc[self.kind]}; {disk}")
 
 
 def _size(count: int) -> str:
