@@ -470,11 +470,10 @@ mount("none", "/", None, REC | PRIVATE)
 kept = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in shown if os.path.isdir(path)}
 needed = [*kept, *([home] if home else [])]
 covered = []
-for path in hidden:
-    if not any(below(own, path) for own in needed) and os.path.exists(path):
-        mount("/dev/null" if not os.path.isdir(path) else "none", path, None if not os.path.isdir(path) else "tmpfs",
-              BIND if not os.path.isdir(path) else RDONLY | NOSUID | NODEV, "" if not os.path.isdir(path) else
-              "size=4k,mode=000")
+for path in hidden:  # (a file: the folder it is in)
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    if os.path.isdir(folder) and not any(below(own, folder) for own in needed):
+        mount("none", folder, "tmpfs", RDONLY | NOSUID | NODEV, "size=4k,mode=000")
 for folder in ("/tmp", "/var/tmp", "/dev/shm"):
     if os.path.isdir(folder):
         mount("none", folder, "tmpfs", NOSUID | NODEV, f"size={size},mode=1777")

@@ -287,3 +287,14 @@ def test_a_check_process_the_machine_ends_twice_leaves_the_student_not_graded_ne
                                 "not graded: the check process was ended by SIGKILL, which the grader did not send "
                                 "(twice); grade again"), graded["output"]
     assert {test["extra_data"]["kind"] for test in graded["tests"]} == {"not graded"}
+
+
+@pytest.mark.parametrize("isolation", modes("unprivileged user in namespaces"))
+def test_in_namespaces_a_world_readable_checkout_is_covered_up_not_read(isolation):
+    from minitorch.exercises.registry import ROOT
+
+    answers = ROOT / "minitorch" / "softmax.py"
+    if not all(path.stat().st_mode & 0o005 for path in (answers, answers.parent, ROOT)):
+        pytest.skip("this checkout is not readable by other users: nothing to cover up")
+    chosen = sandbox.choose("unprivileged user", {"the answers": str(answers), "the tests": str(ROOT / "tests")})
+    assert chosen.in_namespaces() and chosen.exposed == [], f"a worker could read {chosen.exposed}"
