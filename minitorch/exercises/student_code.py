@@ -223,7 +223,7 @@ class WorkerPool:
 
     def _crash_message(self, error: BaseException) -> str:
         """Why the child's socket closed: its exit status, from the worker."""
-        status = "unknown"
+        status, used = "unknown", sandbox.budget_used_up(self.worker) if self.worker is not None else ""
         if self.child is not None and self.worker is not None:
             try:
                 deadline = time.monotonic() + CONTROL_PATIENCE
@@ -231,7 +231,6 @@ class WorkerPool:
                 status = str(channel.receive(self.worker.control, deadline).get("status"))
             except (OSError, EOFError, TimeoutError, ValueError, AttributeError):
                 self._stop_worker()
-        used = sandbox.budget_used_up(self.worker) if self.worker is not None else ""
         self._drop_child()
         return crash_message(status, self._recent_output(), used)
 
