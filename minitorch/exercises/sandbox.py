@@ -56,7 +56,7 @@ from minitorch.exercises.registry import ExerciseError
 from minitorch.exercises.worker import reap_exited
 
 KINDS = ("bubblewrap", "unprivileged user", "none")
-FIRST_WORKER_UID = 61_000  # worker uids are taken from here up, skipping any an account or a process uses
+FIRST_WORKER_UID = 62_000  # worker uids from here up (graders before the uid registry killed 61000+ machine-wide)
 SANDBOX_ROOT = "/grading"  # inside bubblewrap: SANDBOX_ROOT/lib (read-only) and SANDBOX_ROOT/home
 WORKER_MEMORY = 2 << 30  # bytes per student (cgroup), and of address space per process, unless the machine has less
 WORKER_PROCESSES = 128  # processes and threads per student (cgroup), or processes per worker uid (RLIMIT_NPROC)
