@@ -277,10 +277,8 @@ class StudentGroup:
                     break
                 except OSError:
                     time.sleep(0.02)  # a killed process leaves its group a moment after it dies
-            try:
-                folder.parent.rmdir()  # the shared parent, once the last student's group is gone
-            except OSError:
-                pass
+        # (the shared parent PARENT stays, empty and unlimited: removing it could pull it from under a group
+        # another check process is making at that moment)
 
 
 def describe_failure() -> str:

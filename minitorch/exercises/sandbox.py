@@ -154,28 +154,14 @@ def choose(requested: str = "auto", guarded: dict[str, str] | None = None, stude
     if requested not in ("auto", *KINDS):
         raise IsolationError(f"--isolation must be auto, {', '.join(KINDS)}; got {requested!r}")
     guarded, problems = dict(guarded or {}), {}
-    no_cgroup = cgroups.describe_failure()
+    limits = {"memory": _worker_memory(students_at_once), "cgroups": cgroups.describe_failure()}
     for kind in KINDS if requested == "auto" else (requested,):
         if kind == "none" and requested == "auto" and os.geteuid() == 0:
             break  # as root, the students' code would run as root: only on request
-        for in_namespaces in ((True, False) if kind == "unprivileged user" else (False,)):
-            isolation = Isolation(kind, readable_folders=_python_folders() if kind == "bubblewrap" or in_namespaces
-                                  else [],
-                                  memory=_worker_memory(students_at_once), cgroups=no_cgroup,
-                                  namespaces="" if in_namespaces else "no",
-                                  sized_tmpfs=kind == "bubblewrap" and _bubblewrap_sizes_tmpfs(),
-                                  hidden=sorted(guarded.values()) if in_namespaces else [])
-            label = kind + (" in namespaces" if in_namespaces else "")
-            try:
-                readable = _try_to_read(isolation, list(guarded.values()))
-            except IsolationError as error:
-                problems[label] = str(error)
-                continue
-            break
-        else:
+        found = _first_that_runs(kind, guarded, limits, problems)
+        if found is None:
             continue
-        if kind == "unprivileged user" and not in_namespaces:  # what unshare said is the first line's reason
-            isolation.namespaces = problems.pop(kind + " in namespaces", "unshare failed")
+        isolation, readable = found
         isolation.exposed = [what for what, path in guarded.items() if path in readable]
         if isolation.exposed and kind == "unprivileged user":
             raise IsolationError(f"a student's worker could read {', '.join(isolation.exposed)} "
@@ -188,6 +174,26 @@ def choose(requested: str = "auto", guarded: dict[str, str] | None = None, stude
     raise IsolationError(f"no isolation is possible ({found}). As root, the students' code would run as root: "
                          f"install bubblewrap (e.g. apt-get install bubblewrap), or pass --isolation none to accept "
                          f"that")
+
+
+def _first_that_runs(kind: str, guarded: dict[str, str], limits: dict, problems: dict):
+    """(isolation, the guarded paths its worker could read) for the first variant of `kind` whose worker runs
+    here (the unprivileged user: in namespaces of its own first, then without); None if none does (`problems`
+    says why)."""
+    for in_namespaces in ((True, False) if kind == "unprivileged user" else (False,)):
+        isolation = Isolation(kind, readable_folders=_python_folders() if kind == "bubblewrap" or in_namespaces else [],
+                              namespaces="" if in_namespaces else "no", hidden=sorted(guarded.values()) if
+                              in_namespaces else [], sized_tmpfs=kind == "bubblewrap" and _bubblewrap_sizes_tmpfs(),
+                              **limits)
+        try:
+            readable = _try_to_read(isolation, list(guarded.values()))
+        except IsolationError as error:
+            problems[kind + (" in namespaces" if in_namespaces else "")] = str(error)
+            continue
+        if kind == "unprivileged user" and not in_namespaces:  # what unshare said is the first line's reason
+            isolation.namespaces = problems.pop(kind + " in namespaces", "unshare failed")
+        return isolation, readable
+    return None
 
 
 def _bubblewrap_sizes_tmpfs() -> bool:
