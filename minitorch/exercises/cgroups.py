@@ -93,8 +93,13 @@ def _inside(mount: tuple[Path, str], path: str) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
-    with open(path, "w") as file:
-        file.write(text)
+    """Write a control file that the kernel made (never create one: elsewhere than in a cgroup file system,
+    that would be an ordinary file that limits nothing)."""
+    descriptor = os.open(path, os.O_WRONLY)
+    try:
+        os.write(descriptor, text.encode())
+    finally:
+        os.close(descriptor)
 
 
 def _read_pairs(path: Path) -> dict[str, int]:
@@ -168,7 +173,8 @@ class StudentGroup:
     def _make_v2(self, mount, own: str) -> None:
         """Version 2 lets a group hand controllers to its children only if it holds no process itself: the
         students' groups go under a group beside the grader's own (its parent has the controllers on)."""
-        for base in (_inside(mount, own), _inside(mount, own).parent):
+        own_folder = _inside(mount, own)
+        for base in dict.fromkeys((own_folder, own_folder.parent if own_folder != mount[0] else own_folder)):
             parent = base / PARENT
             try:
                 parent.mkdir(exist_ok=True)
@@ -177,6 +183,7 @@ class StudentGroup:
                 try:
                     _write(parent / "cgroup.subtree_control", "+memory +pids")
                 except OSError:
+                    _remove_folder(parent)
                     continue
             folder = parent / self.name
             folder.mkdir(exist_ok=True)
@@ -279,6 +286,13 @@ class StudentGroup:
                     time.sleep(0.02)  # a killed process leaves its group a moment after it dies
         # (the shared parent PARENT stays, empty and unlimited: removing it could pull it from under a group
         # another check process is making at that moment)
+
+
+def _remove_folder(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
 
 
 def describe_failure() -> str:

@@ -298,3 +298,23 @@ def test_in_namespaces_a_world_readable_checkout_is_covered_up_not_read(isolatio
         pytest.skip("this checkout is not readable by other users: nothing to cover up")
     chosen = sandbox.choose("unprivileged user", {"the answers": str(answers), "the tests": str(ROOT / "tests")})
     assert chosen.in_namespaces() and chosen.exposed == [], f"a worker could read {chosen.exposed}"
+
+
+@needs_root
+def test_a_cgroup_version_2_tree_gives_a_group_both_controllers_or_is_refused_leaving_nothing(monkeypatch):
+    """Version 2 mounted beside version 1 (a hybrid machine) has no controllers to give: refused, and no folder (or
+    ordinary file pretending to be a control file) is left anywhere."""
+    mounts = cgroups._mounts()
+    if "v2" not in mounts:
+        pytest.skip("no cgroup version 2 tree is mounted here")
+    top = mounts["v2"][0]
+    before = sorted(str(path) for path in top.parent.rglob("minitorch-grading"))
+    monkeypatch.setattr(cgroups, "_mounts", lambda: {"v2": mounts["v2"]})
+    try:
+        group = cgroups.StudentGroup(f"v2-test-{os.getpid()}", cgroups.Budget(memory=64 << 20, processes=8))
+    except cgroups.CgroupError as error:
+        assert "memory and pids controllers" in str(error)
+    else:
+        assert {"memory", "pids"} <= set((group.folders["v2"] / "cgroup.controllers").read_text().split())
+        group.remove()
+    assert sorted(str(path) for path in top.parent.rglob("minitorch-grading")) == before, "a folder was left behind"
