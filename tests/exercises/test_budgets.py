@@ -318,3 +318,14 @@ def test_a_cgroup_version_2_tree_gives_a_group_both_controllers_or_is_refused_le
         assert {"memory", "pids"} <= set((group.folders["v2"] / "cgroup.controllers").read_text().split())
         group.remove()
     assert sorted(str(path) for path in top.parent.rglob("minitorch-grading")) == before, "a folder was left behind"
+
+
+def test_where_no_cgroup_can_be_made_each_process_gets_the_memory_limit_and_the_first_line_says_so(tmp_path, pools):
+    isolation = dataclasses.replace(sandbox.choose("none"), cgroups="the grader is not running as root",
+                                    memory=512 << 20)
+    assert isolation.describe_limits().startswith(
+        "Limits per PROCESS only (no cgroup: the grader is not running as root): 512 MiB of address space each")
+    pools.append(pool := pool_for(tmp_path, "block = b'x' * (1 << 30)\nreturn None", isolation=isolation))
+    with pytest.raises(MemoryError):
+        call(pool)
+    assert pool.worker.group is None, "no cgroup is made where the run said there is none"
