@@ -198,6 +198,13 @@ for family, address, name in ((socket.AF_UNIX, "\\0minitorch-colluder", "abstrac
 processes = [entry for entry in os.listdir("/proc") if entry.isdigit()]
 if len(processes) > 10:
     seen.append(f"{len(processes)} processes in /proc")
+for entry in processes:
+    try:
+        command = open(f"/proc/{entry}/cmdline", "rb").read()
+        if b"\\0-m\\0pytest" in command or b"--exercise-seed" in command:
+            seen.append("the grader's command line (the seed's option is there)")
+    except OSError:
+        pass
 raise ValueError(repr(seen))"""
 
 
