@@ -132,9 +132,11 @@ class StudentGroup:
     process before it runs anything, killed and removed when the worker stops."""
 
     def __init__(self, name: str, budget: Budget):
+        """A group named `name`, then this process's ID and a count (so that a group whose maker has ended can be
+        told, and swept when empty: a check process killed mid-way never removes its group)."""
         if os.geteuid() != 0:
             raise CgroupError("the grader is not running as root, so it cannot make a cgroup per student")
-        self.name, self.budget = name, budget
+        self.name, self.budget = f"{name}-{os.getpid()}-{next(_made)}", budget
         mounts, own = _mounts(), _own_paths()
         self.version = 1 if all(c in mounts for c in ("memory", "pids")) else 2
         self.folders: dict[str, Path] = {}  # controller (or "v2") -> this group's folder
@@ -157,6 +159,7 @@ class StudentGroup:
                 continue
             folder = _inside(mounts[controller], own.get(controller, "/")) / PARENT / self.name
             folder.mkdir(parents=True, exist_ok=True)
+            _sweep(folder.parent)
             self.folders[controller] = folder
         memory, pids = self.folders["memory"], self.folders["pids"]
         _write(memory / "memory.limit_in_bytes", str(self.budget.memory))
@@ -187,6 +190,7 @@ class StudentGroup:
                     continue
             folder = parent / self.name
             folder.mkdir(exist_ok=True)
+            _sweep(parent)
             self.folders["v2"] = folder
             _write(folder / "memory.max", str(self.budget.memory))
             if (folder / "memory.swap.max").exists():
@@ -288,6 +292,17 @@ class StudentGroup:
         # another check process is making at that moment)
 
 
+_made = iter(range(1 << 62))  # numbers this process's groups
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the empty groups in `parent` whose maker has ended."""
+    for folder in parent.iterdir():
+        maker = folder.name.rsplit("-", 2)[-2] if folder.name.count("-") >= 2 else ""
+        if folder.is_dir() and maker.isdigit() and not Path(f"/proc/{maker}").exists():
+            _remove_folder(folder)  # (refused while a process is in it)
+
+
 def _remove_folder(folder: Path) -> None:
     try:
         folder.rmdir()
@@ -298,7 +313,7 @@ def _remove_folder(folder: Path) -> None:
 def describe_failure() -> str:
     """'' if a student's group can be made here, else why not (tried once, with a group made and removed)."""
     try:
-        group = StudentGroup(f"probe-{os.getpid()}", Budget(memory=64 << 20, processes=8))
+        group = StudentGroup("probe", Budget(memory=64 << 20, processes=8))
     except CgroupError as error:
         return str(error)
     group.remove()

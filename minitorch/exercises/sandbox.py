@@ -387,9 +387,6 @@ class Worker:
         return f"{self.library_root_inside}/{exercise_folder}"
 
 
-_started = iter(range(1 << 62))  # numbers this process's workers' groups
-
-
 def start(isolation: Isolation, slot: int, library_root: Path, home: Path, output) -> Worker:
     """Start a student's worker (see worker.py) with libraries in `library_root` (read-only for it) and
     `home` as its only writable folder; its printed output goes to the file object `output`."""
@@ -397,7 +394,7 @@ def start(isolation: Isolation, slot: int, library_root: Path, home: Path, outpu
     group = None
     if not isolation.cgroups:
         try:
-            group = cgroups.StudentGroup(f"{isolation.run_marker}-{os.getpid()}-{slot}-{next(_started)}",
+            group = cgroups.StudentGroup(f"{isolation.run_marker}-slot{slot}",
                                          cgroups.Budget(isolation.memory, isolation.processes))
         except cgroups.CgroupError as error:  # (made for every worker before: this is a surprise, not a plan)
             print(f"Note: no cgroup for this worker ({error}); its limits are per process", file=output, flush=True)

@@ -223,7 +223,7 @@ def test_two_students_graded_at_once_cannot_pass_answers(tmp_path, pools, isolat
 
 @needs_cgroups
 def test_the_machine_watch_tells_an_oom_kill_and_a_signal_the_grader_did_not_send(tmp_path):
-    group = cgroups.StudentGroup(f"watch-test-{os.getpid()}", cgroups.Budget(memory=64 << 20, processes=16))
+    group = cgroups.StudentGroup("watch-test", cgroups.Budget(memory=64 << 20, processes=16))
     try:
         watch = sandbox.MachineWatch()
         hog = subprocess.run([sys.executable, "-c", "block = b'x' * (512 << 20)"], preexec_fn=group.join)
@@ -318,7 +318,7 @@ def test_a_cgroup_version_2_tree_gives_a_group_both_controllers_or_is_refused_le
     before = sorted(str(path) for path in top.parent.rglob("minitorch-grading"))
     monkeypatch.setattr(cgroups, "_mounts", lambda: {"v2": mounts["v2"]})
     try:
-        group = cgroups.StudentGroup(f"v2-test-{os.getpid()}", cgroups.Budget(memory=64 << 20, processes=8))
+        group = cgroups.StudentGroup("v2-test", cgroups.Budget(memory=64 << 20, processes=8))
     except cgroups.CgroupError as error:
         assert "memory and pids controllers" in str(error)
     else:
@@ -336,3 +336,16 @@ def test_where_no_cgroup_can_be_made_each_process_gets_the_memory_limit_and_the_
     with pytest.raises(MemoryError):
         call(pool)
     assert pool.worker.group is None, "no cgroup is made where the run said there is none"
+
+
+@needs_cgroups
+def test_an_empty_group_whose_maker_ended_is_swept_when_the_next_is_made():
+    """A check process killed mid-way (Ctrl-C, its budget) never removes its student's group."""
+    first = cgroups.StudentGroup("sweep-test", cgroups.Budget(memory=64 << 20, processes=8))
+    orphans = [folder.with_name("killed-check-process-4194305-0") for folder in first.folders.values()]
+    first.remove()
+    for orphan in orphans:  # (4194305 is above the largest process ID Linux hands out)
+        orphan.mkdir()
+    second = cgroups.StudentGroup("sweep-test", cgroups.Budget(memory=64 << 20, processes=8))
+    second.remove()
+    assert [orphan for orphan in orphans if orphan.exists()] == [], "the orphaned groups are still there"
