@@ -38,14 +38,33 @@ def strongest_isolation() -> tuple[sandbox.Isolation, str]:
         return sandbox.choose("none"), str(error)
 
 
+def isolations() -> dict[str, sandbox.Isolation | str]:
+    """{mode: its Isolation, or why it cannot be had here}: bubblewrap, the unprivileged user in namespaces of its
+    own (as root, with unshare), and none."""
+    found = {}
+    for kind in ("bubblewrap", "unprivileged user"):
+        try:
+            isolation = sandbox.choose(kind)
+            found[kind if not isolation.in_namespaces() else "unprivileged user in namespaces"] = isolation
+        except sandbox.IsolationError as error:
+            found[kind] = str(error)
+    found["none"] = sandbox.choose("none")
+    return found
+
+
 ISOLATION, NO_BUBBLEWRAP = strongest_isolation()
+ISOLATIONS = isolations()
+MODES = [pytest.param(isolation, id=mode, marks=pytest.mark.skipif(isinstance(isolation, str), reason=str(isolation)))
+         for mode, isolation in ISOLATIONS.items()]
 CAUSAL_MASK = EXERCISES["3.1"]
 
 
 def pool_for(tmp_path: Path, body: str, timeout: float = 5.0, budget: float = 120.0, exercise=CAUSAL_MASK,
-             source: bytes | None = None) -> WorkerPool:
-    """A worker pool for a copy whose `exercise` function has the body `body` (unindented); or whose file is
-    `source` (bytes), if given."""
+             source: bytes | None = None, isolation: sandbox.Isolation | None = None, slot: int = 0) -> WorkerPool:
+    """A worker pool for a copy whose `exercise` function has the body `body` (unindented), or whose file is
+    `source` (bytes), if given; in `isolation` (the strongest by default) as the `slot`-th student graded at
+    once."""
+    isolation = isolation or ISOLATION
     copy = tmp_path / "copy"
     shutil.copytree(ROOT / "minitorch", copy / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
     path = copy / exercise.module
@@ -56,11 +75,15 @@ def pool_for(tmp_path: Path, body: str, timeout: float = 5.0, budget: float = 12
     found = copy_student_files(copy, [exercise], tmp_path / "lib")
     assert exercise.id in found.copied, found
     (tmp_path / "home").mkdir()
-    plan = {"isolation": ISOLATION.__dict__, "slot": 0, "library_root": str(tmp_path / "lib"),
+    plan = {"isolation": isolation.__dict__, "slot": slot, "library_root": str(tmp_path / "lib"),
             "home": str(tmp_path / "home"), "exercises": {exercise.id: f"student/{exercise.module}"},
             "timeout": timeout, "budget": budget}
-    if ISOLATION.kind == "unprivileged user":
-        os.chown(tmp_path / "home", sandbox.worker_uid(0), sandbox.worker_uid(0))
+    if isolation.kind == "unprivileged user":  # (what grading.py does: the files readable by that uid only)
+        uid = sandbox.worker_uid(slot, isolation.run_marker)
+        for path in [tmp_path, tmp_path / "lib", *(tmp_path / "lib").rglob("*")]:
+            os.chown(path, 0, uid)
+            os.chmod(path, 0o750 if path.is_dir() else 0o640)
+        os.chown(tmp_path / "home", uid, uid)
     return WorkerPool(json.loads(json.dumps(plan)))
 
 
@@ -91,8 +114,10 @@ def call(pool: WorkerPool, probe: str = "causal_mask", *args, exercise_id: str =
     return pool.call(exercise_id, time.monotonic(), probe, *(args or (4,)))
 
 
-def test_a_correct_function_answers_with_data(tmp_path, pools):
-    pools.append(pool := pool_for(tmp_path, "return np.triu(np.ones((length, length), dtype=bool), k=1)"))
+@pytest.mark.parametrize("isolation", MODES)
+def test_a_correct_function_answers_with_data(tmp_path, pools, isolation):
+    pools.append(pool := pool_for(tmp_path, "return np.triu(np.ones((length, length), dtype=bool), k=1)",
+                                  isolation=isolation))
     mask = call(pool)["mask"]
     assert isinstance(mask, np.ndarray) and mask.dtype == bool and mask.shape == (4, 4)
     np.testing.assert_array_equal(mask, np.triu(np.ones((4, 4), dtype=bool), k=1))
@@ -261,72 +286,30 @@ def test_inside_bubblewrap_the_graders_files_do_not_exist(tmp_path, pools):
     assert str(seen.value) == "[]", f"the worker saw the grader's checkout or the scratch above it: {seen.value}"
 
 
-def test_no_process_the_student_starts_outlives_the_worker(tmp_path, pools):
-    """A daemon (double fork, new session, SIGHUP ignored) writes its pid where the grader can read it."""
+@pytest.mark.parametrize("isolation", MODES)
+def test_no_process_the_student_starts_outlives_the_worker(tmp_path, pools, isolation):
+    """A daemon (double fork, new session, SIGHUP ignored) keeps running; when the worker stops, no process of
+    this run is left (counted by the run's marker, so another grading on the machine does not count)."""
     body = ("import os, signal, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
             "        signal.signal(signal.SIGHUP, signal.SIG_IGN)\n"
-            "        open(os.environ['HOME'] + '/daemon.pid', 'w').write(str(os.getpid()))\n"
             "        while True:\n            time.sleep(1)\n    os._exit(0)\ntime.sleep(1)\nreturn None")
-    pool = pool_for(tmp_path, body)
+    pool = pool_for(tmp_path, body, isolation=isolation)
     call(pool)
-    if ISOLATION.kind == "bubblewrap":  # the pid it wrote is the sandbox's own: watch the sandbox's PID namespace
-        assert (tmp_path / "home" / "daemon.pid").exists(), "the daemon should have started"
-        namespace = _pid_namespace_below(pool.worker.process.pid)
-        assert len(_members_of(namespace)) >= 3, "the worker, its exercise child and the daemon should be running"
-        pool.close()
-        time.sleep(0.5)
-        assert _members_of(namespace) == [], "a process of the sandbox survived it"
-    else:
-        pid = int((tmp_path / "home" / "daemon.pid").read_text())
-        pool.close()
-        time.sleep(0.5)
-        assert not _alive(pid), f"the daemon {pid} survived the worker"
+    running = sandbox.processes_of_run(isolation.run_marker)
+    assert len(running) >= 3, f"the worker, its exercise child and the daemon should be running: {running}"
+    pool.close()
+    time.sleep(0.5)
+    left = [pid for pid in sandbox.processes_of_run(isolation.run_marker) if _alive(pid)]
+    assert left == [], f"processes of the student's worker survived it: {left}"
 
 
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        return not Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (ProcessLookupError, FileNotFoundError):
         return False
     return not Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
-
-
-def _pid_namespace_below(outer: int) -> str:
-    """The PID namespace of the sandbox that the bubblewrap process `outer` started."""
-    own = os.readlink("/proc/self/ns/pid")
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    frontier = [outer]
-    while frontier:
-        current = frontier.pop()
-        for pid, parent in parents.items():
-            if parent == current:
-                try:
-                    namespace = os.readlink(f"/proc/{pid}/ns/pid")
-                except OSError:
-                    continue
-                if namespace != own:
-                    return namespace
-                frontier.append(pid)
-    raise AssertionError("the sandbox's processes were not found")
-
-
-def _members_of(namespace: str) -> list[int]:
-    """The live processes of a PID namespace (a zombie has ended: only its exit status waits to be collected)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.readlink(entry / "ns" / "pid") == namespace and _alive(int(entry.name)):
-                    members.append(int(entry.name))
-            except (OSError, IndexError):
-                pass
-    return members
 
 
 def test_a_copy_of_an_edition_from_before_exercises_were_functions_is_refused_in_one_line(tmp_path):

@@ -97,3 +97,56 @@ def test_a_zipped_copy_is_unpacked_into_the_scratch_folder_and_found(tmp_path):
     zipped(a_copy(tmp_path / "ann"), subs / "ann.zip", top="ann-copy")
     found = open_copy(entries(subs)["ann"], tmp_path / "scratch")
     assert found == tmp_path / "scratch" / "unpacked" / "ann-copy" and (found / "minitorch" / "ops.py").is_file()
+
+
+def test_a_name_with_a_newline_or_a_terminal_escape_is_shown_escaped_and_graded_under_a_safe_name(tmp_path):
+    subs = tmp_path / "subs"
+    a_copy(subs / "mallory\n[99 of 99] mallory: 36 of 36")
+    a_copy(subs / "eve\x1b[2J\u2028")
+    a_copy(subs / "ann")
+    found = entries(subs)
+    assert sorted(found) == ["ann", "eve\\x1b[2J\\u2028-submission",
+                             "mallory\\n[99 of 99] mallory: 36 of 36-submission"]
+    for student, entry in found.items():
+        assert student.isprintable(), f"the student ID {student!r} would break a line of the console"
+        assert entry.note == "" if student == "ann" else entry.note.startswith(f"graded as {student}: the entry's name")
+        assert open_copy(entry, tmp_path / student).name == entry.path.name  # the copy itself is graded
+
+
+def test_entries_named_like_the_runs_own_files_are_graded_under_a_name_that_takes_nothing(tmp_path):
+    subs = tmp_path / "subs"
+    a_copy(subs / "summary.md")
+    zipped(a_copy(tmp_path / "grades"), subs / "grades.csv.zip")
+    a_copy(subs / "summary.md-submission")  # a real student of that name keeps it
+    found = entries(subs)
+    assert sorted(found) == ["grades.csv-submission", "summary.md-submission", "summary.md-submission-2"]
+    assert found["summary.md-submission"].path.name == "summary.md-submission"
+    assert found["summary.md-submission-2"].path.name == "summary.md"
+    assert "is one of the run's own files" in found["summary.md-submission-2"].note
+    assert not any(name.lower() in submissions.RUN_FILES for name in found)
+
+
+def test_a_long_list_of_names_is_capped_with_a_count():
+    line = submissions.capped([f"minitorch/added_{i}.py" for i in range(99_000)])
+    assert line.startswith("99,000 files (first 20: minitorch/added_0.py minitorch/added_1.py") and len(line) < 1000
+    assert submissions.capped(["a.py", "b\nc.py"]) == "a.py b\\nc.py", "a short list is whole, each name escaped"
+
+
+def test_folders_nested_1200_deep_get_a_reason_not_a_recursion_error(tmp_path):
+    copy = a_copy(tmp_path / "subs" / "deep")
+    folder = copy / "minitorch"
+    for _ in range(1200):  # (os.makedirs would itself run out of recursion)
+        folder = folder / "d"
+        folder.mkdir()
+    entry = entries(tmp_path / "subs")["deep"]
+    with pytest.raises(ExerciseError, match=f"holds folders nested more than {submissions.MAX_DEPTH} deep"):
+        open_copy(entry, tmp_path / "scratch")
+    while folder != copy / "minitorch":  # (pytest's clean-up would run out of recursion too)
+        folder.rmdir()
+        folder = folder.parent
+    archive = tmp_path / "deep.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("copy/minitorch/ops.py", "x = 1\n")
+        opened.writestr("copy/" + "d/" * 1200 + "f.txt", "deep\n")
+    with pytest.raises(ExerciseError, match="holds folders nested 1201 deep"):
+        unpack(archive, tmp_path / "unpacked")

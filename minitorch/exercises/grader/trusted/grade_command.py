@@ -188,7 +188,7 @@ def grade_class(args, root: Path) -> int:
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
-    run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()})
+    run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
     print(f"Isolation: {run.isolation.describe()}", flush=True)
     print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(ids)} ({source}; "
           f"{args.timeout:g} s per test, {args.budget:g} s per student, {args.jobs} at a time)"

@@ -165,8 +165,16 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
             report = copy_student_files(project, [EXERCISES[i] for i in run.exercise_ids], libraries)
         except ExerciseError as error:  # the student reads this too: name their entry, not our scratch paths
             problem = "could not be graded: " + str(error).replace(str(folder) + os.sep, "")
-        if not problem and not run.stopped.is_set():
-            results, collected, log = _check(run, slot, report, private, libraries, home)
+        for attempt in (1, 2):  # a check process the machine ended (not the student) is run once more
+            if problem or run.stopped.is_set():
+                break
+            results, collected, log, ended_by = _check(run, slot, report, private, libraries, home)
+            if ended_by and attempt == 2:
+                problem = (f"not graded: the machine ran out of memory while grading (twice); grade again"
+                           if ended_by == "memory" else f"not graded: the check process was ended by {ended_by}, "
+                           f"which the grader did not send (twice); grade again")
+            if not ended_by:
+                break
     finally:
         _remove(folder)
     if run.stopped.is_set():  # the check process was stopped half-way: what it reached is not this student's grade
@@ -190,9 +198,10 @@ def decided(report: StudentFiles) -> dict[str, list[str]]:
 
 
 def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: Path, home: Path):
-    """Run the check process with the student's worker: ({node ID: result}, {node ID: exercise ID}, its log)."""
+    """Run the check process with the student's worker: ({node ID: result}, {node ID: exercise ID}, its log, and
+    what the machine ran out of if it, not the grader, ended the check process: "memory", a signal's name, or "")."""
     uid = sandbox.worker_uid(slot) if run.isolation.kind == "unprivileged user" else None
-    home.mkdir(mode=0o700)
+    home.mkdir(mode=0o700, exist_ok=True)
     if uid is not None:  # (bubblewrap shows the worker these two folders only, as the grader's own user)
         _hand_over(libraries, home, uid)
     plan = {"isolation": run.isolation.__dict__, "slot": slot, "library_root": str(libraries), "home": str(home),
@@ -201,6 +210,8 @@ def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: 
             "timeout": run.timeout, "budget": run.budget}
     (private / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     log, record = private / "log.txt", private / "record.jsonl"
+    record.unlink(missing_ok=True)
+    watch = sandbox.MachineWatch()
     environment = {"MINITORCH_GRADING_PLAN": str(private / "plan.json"), "MINITORCH_EXERCISE_SEED": str(run.seed),
                    "MINITORCH_GRADING_RECORD": str(record), "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"}
     finished = _run_pytest(run.grader_root, run.exercise_ids, [], environment, log,
@@ -216,7 +227,8 @@ def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: 
     if not results or finished not in (0, 1):
         why = "was stopped after the student's budget" if finished == "killed" else f"ended with status {finished}"
         text = f"the check process {why}\n" + text
-    return results, collected, text
+    ended_by = watch.ran_out(finished) if isinstance(finished, int) and not run.stopped.is_set() else ""
+    return results, collected, text, ended_by
 
 
 def read_record(record: Path) -> tuple[dict, dict]:

@@ -268,7 +268,7 @@ class WorkerPool:
 
     def _crash_message(self, error: BaseException) -> str:
         """Why the child's socket closed: its exit status, from the worker."""
-        status = "unknown"
+        status, used = "unknown", sandbox.budget_used_up(self.worker) if self.worker is not None else ""
         if self.child is not None and self.worker is not None:
             try:
                 deadline = time.monotonic() + CONTROL_PATIENCE
@@ -277,7 +277,7 @@ class WorkerPool:
             except (OSError, EOFError, TimeoutError, ValueError, AttributeError):
                 self._stop_worker()
         self._drop_child()
-        return crash_message(status, self._recent_output())
+        return crash_message(status, self._recent_output(), used)
 
     def _drop_child(self) -> None:
         """Close the exercise child's socket and have the worker kill it."""
@@ -308,8 +308,9 @@ class WorkerPool:
         self._stop_worker()
 
 
-def crash_message(status: str, output: str) -> str:
-    """'crashed: ...' for a worker child that ended with `status` ('exit 0', 'signal 11', ...)."""
+def crash_message(status: str, output: str, used: str = "") -> str:
+    """'crashed: ...' for a worker child that ended with `status` ('exit 0', 'signal 11', ...); `used` names the
+    student's own budget the kernel enforced meanwhile (`sandbox.budget_used_up`), if any."""
     kind, _, number = status.partition(" ")
     if kind == "exit":
         how = (f"the code ended the process with exit status {number} before the test ended "
@@ -326,6 +327,8 @@ def crash_message(status: str, output: str) -> str:
         how = f"the process died by {name}{hint}"
     else:
         how = "the process ended"
+    if used:
+        how += f", after the student's processes used up their budget of {used}"
     return f"crashed: {how}; {output}"
 
 

@@ -10,6 +10,12 @@ Gradescope bundle both go through here:
   member inside its folder, no symbolic link, no special file;
 - `find_project` finds the copy's top folder (the one holding minitorch/) at the top or one level down,
   and refuses a copy that is, or holds, a symbolic link (it could point at the grader's own files).
+
+Names come from students, so none is shown as it is: `shown` escapes every control character (a name
+with a newline cannot add a line to the console or summary.md), `capped` shortens a long list of names
+to a count and the first few, and a student whose name is one of the run's own files (RUN_FILES), or
+is not printable, is graded under a safe name that says so. A copy whose folders nest deeper than
+MAX_DEPTH is refused with its reason (walking it further would exhaust Python's recursion).
 """
 
 from __future__ import annotations
@@ -23,16 +29,20 @@ from pathlib import Path
 from minitorch.exercises.registry import MAX_UNPACKED_BYTES, ExerciseError
 
 MAX_ZIP_MEMBERS = 100_000  # a .zip that would unpack to more files is refused (the project has a few hundred)
+MAX_DEPTH = 64  # folders inside one another in a copy (the project nests 4): deeper ones are refused
+RUN_FILES = ("grades.csv", "summary.md", "run.json", "class.png")  # the run's own files beside the students' folders
+NAMES_SHOWN = 20  # names of a long list shown in a flag line; the rest are counted
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One entry of SUBMISSIONS: the student's ID (its name without .zip), its path, and why it cannot be
-    graded ("" if it can)."""
+    """One entry of SUBMISSIONS: the student's ID (its name without .zip, or a safe name: see `note`), its path,
+    and why it cannot be graded ("" if it can)."""
 
     student: str
     path: Path
     problem: str = ""
+    note: str = ""  # why the student is graded under another name than the entry's ("" if not)
 
 
 def entries(folder: Path) -> dict[str, Entry]:
@@ -40,20 +50,60 @@ def entries(folder: Path) -> dict[str, Entry]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ExerciseError(f"{folder} is not a folder of submissions")
+    paths = [path for path in sorted(folder.iterdir()) if not path.name.startswith(".")]
+    natural = {_student_of(path) for path in paths}
     found: dict[str, Entry] = {}
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith("."):
-            continue
-        student = path.name[:-4] if path.name.lower().endswith(".zip") else path.name
-        entry = Entry(student, path, _problem(path))
+    for path in paths:
+        student, note = _safe_student(_student_of(path), natural | set(found))
         if student in found:  # bob/ and bob.zip: neither is graded, so that nothing is chosen silently
             found[student] = Entry(student, found[student].path, f"{student} has both a folder and a .zip in "
-                                                                 f"{folder.name}/; keep one")
+                                                                 f"{shown(folder.name)}/; keep one")
             continue
-        found[student] = entry
+        found[student] = Entry(student, path, _problem(path), note)
     if not found:
         raise ExerciseError(f"{folder} holds no submissions (one folder or .zip per student)")
     return found
+
+
+def _student_of(path: Path) -> str:
+    return path.name[:-4] if path.name.lower().endswith(".zip") else path.name
+
+
+def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
+    """(the ID to grade `name` under, why it differs from `name` or ''): the name itself if it is printable and
+    not one of the run's own files; else the escaped name with "-submission" (and a number) added, unused."""
+    if shown(name) == name and name.lower() not in RUN_FILES:
+        return name, ""
+    why = "is one of the run's own files" if name.lower() in RUN_FILES else "holds characters that are not printable"
+    base, number = shown(name) + "-submission", 1
+    safe = base
+    while safe in taken or safe.lower() in RUN_FILES:
+        number += 1
+        safe = f"{base}-{number}"
+    return safe, f"graded as {safe}: the entry's name '{shown(name)}' {why}"
+
+
+def shown(name: str) -> str:
+    """`name` as it may be shown: every character that is not printable (a newline, a terminal's escape, a
+    Unicode line or paragraph separator, a zero-width mark) written as its escape, e.g. a\\nb for a newline."""
+    return "".join(character if character.isprintable() else _escape(character) for character in str(name))
+
+
+def _escape(character: str) -> str:
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    if character in named:
+        return named[character]
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def capped(names, first: int = NAMES_SHOWN, what: str = "files") -> str:
+    """Names for a flag line, each `shown`: all of them separated by spaces if there are at most `first`, else
+    e.g. "99,000 files (first 20: a.py b.py ...)", so that a line stays a line."""
+    names = [shown(name) for name in names]
+    if len(names) <= first:
+        return " ".join(names)
+    return f"{len(names):,} {what} (first {first}: {' '.join(names[:first])} ...)"
 
 
 def _problem(path: Path) -> str:
@@ -77,28 +127,35 @@ def unpack(archive: Path, dest: Path) -> None:
             members = opened.infolist()
             size = sum(member.file_size for member in members)
             if len(members) > MAX_ZIP_MEMBERS or size > MAX_UNPACKED_BYTES:
-                raise ExerciseError(f"{archive.name} would unpack to {len(members):,} files and {size / 2**20:,.0f} "
-                                    f"MiB; a copy of the project is a few MiB (at most {MAX_ZIP_MEMBERS:,} files and "
+                raise ExerciseError(f"{shown(archive.name)} would unpack to {len(members):,} files and "
+                                    f"{size / 2**20:,.0f} MiB; a copy of the project is a few MiB (at most "
+                                    f"{MAX_ZIP_MEMBERS:,} files and "
                                     f"{MAX_UNPACKED_BYTES >> 20:,} MiB are unpacked): leave out data and caches")
             for member in members:
                 _check_member(archive, member, Path(dest))
             opened.extractall(dest)
     except zipfile.BadZipFile as error:
-        raise ExerciseError(f"{archive.name} is not a readable .zip ({error})") from None
+        raise ExerciseError(f"{shown(archive.name)} is not a readable .zip ({shown(error)})") from None
     except (OSError, ValueError, NotImplementedError, EOFError) as error:  # a corrupt member, an odd compression
-        raise ExerciseError(f"{archive.name} could not be unpacked ({type(error).__name__}: {error})") from None
+        raise ExerciseError(f"{shown(archive.name)} could not be unpacked ({type(error).__name__}: "
+                            f"{shown(error)})") from None
 
 
 def _check_member(archive: Path, member: zipfile.ZipInfo, dest: Path) -> None:
+    if len(Path(member.filename).parts) > MAX_DEPTH:
+        raise ExerciseError(f"{shown(archive.name)} holds folders nested {len(Path(member.filename).parts) - 1} deep "
+                            f"({shown(member.filename[:120])}...); the project nests a few: at most {MAX_DEPTH} are "
+                            f"read. Zip your copy of the project only")
     kind = stat.S_IFMT(member.external_attr >> 16)
     if kind == stat.S_IFLNK:
-        raise ExerciseError(f"{archive.name} holds a symbolic link ({member.filename}); the grader reads only "
-                            f"regular files: zip the files themselves")
+        raise ExerciseError(f"{shown(archive.name)} holds a symbolic link ({shown(member.filename)}); the grader "
+                            f"reads only regular files: zip the files themselves")
     if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
-        raise ExerciseError(f"{archive.name} holds a special file ({member.filename}); zip regular files only")
+        raise ExerciseError(f"{shown(archive.name)} holds a special file ({shown(member.filename)}); zip regular "
+                            f"files only")
     target = (dest / member.filename).resolve()
     if not target.is_relative_to(dest.resolve()):
-        raise ExerciseError(f"{archive.name}: member {member.filename!r} would unpack outside its folder")
+        raise ExerciseError(f"{shown(archive.name)}: member {shown(member.filename)!r} would unpack outside its folder")
 
 
 def find_project(folder: Path, shown_as: str = "") -> Path:
@@ -110,11 +167,13 @@ def find_project(folder: Path, shown_as: str = "") -> Path:
     inside = [path for path in sorted(folder.iterdir()) if not path.name.startswith((".", "__"))
               and path.is_dir() and (path / "minitorch").exists()]
     if len(inside) > 1:
-        raise ExerciseError(f"{shown_as or folder.name} holds {len(inside)} copies of the project "
-                            f"({', '.join(path.name for path in inside)}); submit one")
+        raise ExerciseError(f"{shown_as or shown(folder.name)} holds {len(inside)} copies of the project "
+                            f"({capped([path.name for path in inside], what='folders')}); submit one")
     if not inside:
-        listing = ", ".join(sorted(path.name + "/" * path.is_dir() for path in folder.iterdir())[:10]) or "nothing"
-        raise ExerciseError(f"{shown_as or folder.name} holds no minitorch/ folder, neither at its top nor one level "
+        listing = ", ".join(sorted(shown(path.name) + "/" * path.is_dir() for path in folder.iterdir())[:10]) or \
+            "nothing"
+        raise ExerciseError(f"{shown_as or shown(folder.name)} holds no minitorch/ folder, neither at its top nor one "
+                            f"level "
                             f"down (found: {listing}); submit the folder of your copy (the one with minitorch/ and "
                             f"tests/), or a .zip of it")
     _refuse_links(inside[0], folder)
@@ -127,18 +186,38 @@ def _refuse_links(project: Path, top: Path) -> None:
     for name in ("minitorch", "tests"):
         links += [path for path in (project / name, *_walk(project / name)) if path.is_symlink()]
     if links:
-        shown = ", ".join(os.path.relpath(path, top) for path in links[:3]) + (", ..." if len(links) > 3 else "")
-        raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({shown}); the grader reads only regular "
+        named = ", ".join(shown(os.path.relpath(path, top)) for path in links[:3]) + (", ..." if len(links) > 3 else "")
+        raise ExerciseError(f"the copy holds {len(links)} symbolic link(s) ({named}); the grader reads only regular "
                             f"files: submit the files themselves")
 
 
-def _walk(folder: Path):
-    """Every path under `folder`, without following links (rglob would)."""
+def _walk(folder: Path, shown_as: str = ""):
+    """Every path under `folder`, without following links (rglob would), with a stack instead of recursion;
+    ExerciseError if folders nest deeper than MAX_DEPTH (os.walk and rglob would raise RecursionError)."""
     if folder.is_symlink() or not folder.is_dir():
         return
-    for root, folders, files in os.walk(folder, followlinks=False):
-        for name in folders + files:
-            yield Path(root) / name
+    waiting = [(folder, 1)]
+    while waiting:
+        current, depth = waiting.pop()
+        try:
+            children = sorted(os.scandir(current), key=lambda child: child.name)
+        except OSError:
+            continue
+        for child in children:
+            yield Path(child.path)
+            if child.is_dir(follow_symlinks=False):
+                if depth >= MAX_DEPTH:
+                    inside = shown(os.path.relpath(child.path, folder))
+                    raise ExerciseError(f"{shown_as or shown(folder.name)} holds folders nested more than {MAX_DEPTH} "
+                                        f"deep ({inside[:120]}...); the project nests a few: submit your copy of the "
+                                        f"project only")
+                waiting.append((Path(child.path), depth + 1))
+
+
+def check_depth(folder: Path, shown_as: str = "") -> None:
+    """ExerciseError if folders in `folder` nest deeper than MAX_DEPTH (every path is looked at, none opened)."""
+    for _ in _walk(Path(folder), shown_as):
+        pass
 
 
 def open_copy(entry: Entry, scratch: Path) -> Path:
@@ -146,6 +225,7 @@ def open_copy(entry: Entry, scratch: Path) -> Path:
     if entry.problem:
         raise ExerciseError(entry.problem)
     if entry.path.is_dir():
-        return find_project(entry.path, entry.path.name)
+        check_depth(entry.path, shown(entry.path.name))
+        return find_project(entry.path, shown(entry.path.name))
     unpack(entry.path, scratch / "unpacked")
-    return find_project(scratch / "unpacked", entry.path.name)
+    return find_project(scratch / "unpacked", shown(entry.path.name))
