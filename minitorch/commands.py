@@ -8,6 +8,8 @@
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
+- **An exercise not written yet is one line.** In a student edition, a command that reaches the stub of an exercise
+  (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with status 2.
 """
 
 from __future__ import annotations
@@ -84,9 +86,39 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
             _silence_stdout()
         print(f"{name}: error: {describe_os_error(error)}", file=sys.stderr)
         return 1
+    except Exception as error:  # an exercise's stub (a student edition), raised here or in a worker process
+        needed = exercise_needed(error, _command_line(name, argv))
+        if needed is None:
+            raise
+        print(needed, file=sys.stderr)
+        return 2
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _command_line(name: str, argv) -> str:
+    """The command as typed, up to its subcommand: 'python -m minitorch reproduce'."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    subcommand = next((word for word in words if not str(word).startswith("-")), None)
+    return f"{name} {subcommand}" if subcommand else name
+
+
+def exercise_needed(error: BaseException, command: str) -> str | None:
+    """One line for `error` if an exercise's stub raised it (or its message is quoted in it): which exercise
+    `command` needs first, and how to check it; None for any other error."""
+    from minitorch.exercises import registry  # standard library only; loaded only when something failed
+
+    found = registry.stub_error(error)
+    if found is None:
+        return None
+    exercise_id, message = found
+    exercise = registry.EXERCISES.get(exercise_id)
+    if exercise is None:  # a table other than this copy's: its stub's own words
+        return f"{command} needs exercise {exercise_id} first: {message}"
+    return (f"{command} needs exercise {exercise_id} ({exercise.function} in {exercise.module}) first: write its body "
+            f"(chapter {exercise.chapter:02d}, {exercise.title}), then check it with: python -m pytest -m "
+            f"{exercise.marker}")
 
 
 def _silence_stdout() -> None:

@@ -420,10 +420,10 @@ class Scoreboard:
         inherited = [blocker for blocker in blockers if blocker not in own]
         if own:
             write(f"blocked tests wait for exercise(s) {', '.join(own)}: finish those first")
-        if inherited:  # a partial edition made from a copy that had not written them
+        if inherited:  # neither handed out nor released (or released from a copy that still had their stubs)
             write(f"blocked tests also wait for exercise(s) {', '.join(inherited)}, which this edition did not hand "
-                  f"out: the copy it was made from still had their stubs (an edition made from the full book has "
-                  f"their answers)")
+                  f"out: they are stubs here (an edition keeps only the answers the instructor released), and "
+                  f"their tests do not count")
 
     def pytest_sessionfinish(self, session):
         path = self.config.getoption("--scoreboard-json")

@@ -84,3 +84,65 @@ def test_the_reproduce_command_trains_on_the_fast_path(monkeypatch, arguments, f
     main(arguments)
     assert calls.get("path") is fast.speed_up, (f"python -m minitorch {' '.join(arguments)} must train on the fast "
                                                 f"path (minitorch.fast.use_for_training)")
+
+
+def _stub_of(exercise_id: str):
+    from minitorch.exercises.registry import EXERCISES
+
+    return NotImplementedError(EXERCISES[exercise_id].stub_message())
+
+
+def test_a_command_stopped_by_an_exercise_stub_says_which_exercise_in_one_line(capsys):
+    from minitorch.commands import run_command
+
+    def reproduce(argv):
+        raise _stub_of("4.1")
+
+    status = run_command(reproduce, ["reproduce", "--quick"])
+    err = capsys.readouterr().err
+    assert status == 2, f"a command stopped by a stub should exit with status 2, got {status}"
+    assert err.count("\n") == 1 and "Traceback" not in err, f"expected one line, got:\n{err}"
+    assert err.startswith("python -m minitorch reproduce needs exercise 4.1 (make_targets in minitorch/paper/task.py) "
+                          "first"), err
+    assert "python -m pytest -m ex4_1" in err, f"the line should say how to check the exercise: {err}"
+
+
+def test_a_stub_quoted_inside_another_error_is_recognised_and_other_errors_keep_their_traceback(capsys):
+    from minitorch.commands import run_command
+
+    def wrapped(argv):
+        try:
+            raise _stub_of("3.2")
+        except NotImplementedError as error:
+            raise RuntimeError("a worker process failed") from error
+
+    assert run_command(wrapped, ["book"]) == 2
+    assert "python -m minitorch book needs exercise 3.2 (softmax_attention" in capsys.readouterr().err
+
+    def unrelated(argv):
+        raise NotImplementedError("not a stub of the book's exercises")
+
+    with pytest.raises(NotImplementedError, match="not a stub"):
+        run_command(unrelated, ["reproduce"])
+
+
+def test_reproduce_in_a_fresh_student_edition_stops_in_one_line_naming_exercise_4_1(tmp_path):
+    from minitorch.exercises.edition import make_student_edition
+    from minitorch.exercises.registry import EXERCISES
+
+    import minitorch
+
+    root = Path(minitorch.__file__).resolve().parent.parent  # the copy under test (--minitorch-root)
+    edition = tmp_path / "edition"
+    make_student_edition(edition, [EXERCISES["4.1"]], root)
+    out = tmp_path / "run"
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "reproduce", "--quick", "--only", "1x1", "--out",
+                                str(out), "--no-progress", "--jobs", "1"], cwd=edition, capture_output=True, text=True,
+                               timeout=600)
+    assert completed.returncode == 2, (f"reproduce in an edition without exercise 4.1 should exit with status 2, got "
+                                       f"{completed.returncode}:\n{completed.stderr[-2000:]}")
+    assert "Traceback" not in completed.stderr, f"a traceback instead of one line:\n{completed.stderr[-2000:]}"
+    last = completed.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m minitorch reproduce needs exercise 4.1 (make_targets in "
+                           "minitorch/paper/task.py) first"), last
+    assert not out.exists(), f"{out} was written although the run stopped"

@@ -83,7 +83,7 @@ def _print_bundle(out: str, settings: dict, seed_given: bool) -> int:
     print(f"  The platform's timeout must be at least {needed:g} s: "
           + ("Gradescope's default (10 minutes) is enough." if needed <= 600 else
              "raise it from Gradescope's default of 10 minutes (40 at most)."))
-    print("Upload it as the assignment's autograder (see chapter 00, For instructors).")
+    print("Upload it as the assignment's autograder (see chapter 11, For instructors).")
     return 0
 
 

@@ -150,8 +150,113 @@ def _build(dest: Path, selected: list[Exercise], root: Path, released, table) ->
                 "module_names": names}
     (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    released_exercises = [exercise for exercise in load_exercises(root, table) if exercise.id in released]
+    (dest / "README.md").write_text(student_readme(selected, released_exercises, dest / "chapters"), encoding="utf-8")
     return {"handed_out": [exercise.id for exercise in selected], "stubbed": [exercise.id for exercise in stubbed],
             "released": sorted(released, key=sort_key), "solution_cells_removed": removed}
+
+
+def chapter_titles(chapters: Path) -> list[tuple[str, str]]:
+    """(file name, title) of each chapter NN_title.ipynb in `chapters`, in order; the title is the first line of
+    the chapter's first cell ("Chapter 03 — Attention, two ways"), else the file's name."""
+    titles = []
+    for path in sorted(chapters.glob("[0-9][0-9]_*.ipynb")):
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+            first = "".join(cells[0]["source"]).strip().splitlines()[0] if cells else ""
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            first = ""
+        titles.append((path.name, first.lstrip("# ").strip() or path.stem))
+    return titles
+
+
+def student_readme(handed_out: list[Exercise], released: list[Exercise], chapters: Path) -> str:
+    """The README of a student edition, in place of the instructor's: where to start, what works before the
+    exercises are written, how to check one, how to bring last week's work, how to hand in. The exercises
+    handed out are listed from the table, with their functions and files."""
+    if handed_out:
+        rows = "\n".join(f"| {exercise.id} | {exercise.title} | `{exercise.function}` in `{exercise.module}` | "
+                         f"{exercise.points} | `python -m pytest -m {exercise.marker}` |" for exercise in handed_out)
+        this_week = ("The exercises handed out in this edition, which your instructor grades. Each is one function:\n"
+                     "its `def` line and docstring are there, and its body raises `NotImplementedError` until you\n"
+                     "write it.\n\n| exercise | what | the function you write | points | check it with |\n"
+                     f"|---|---|---|---|---|\n{rows}\n\n")
+    else:
+        this_week = "This edition hands out no exercise: nothing in it is graded.\n\n"
+    if released:
+        this_week += (f"The answers to exercise(s) {', '.join(exercise.id for exercise in released)} are included "
+                      f"(your instructor released them).\n")
+    this_week += ("Every other exercise's function is a stub; a chapter names it before the first cell that needs\n"
+                  "it (\"write exercise X.Y first\").\n")
+    titles = chapter_titles(chapters)
+    guide = [title for name, title in titles if name.endswith("for_instructors.ipynb")]
+    chapter_list = "\n".join(f"- [{title}](chapters/{name})" for name, title in titles
+                             if not name.endswith("for_instructors.ipynb"))
+    if guide:
+        chapter_list += f"\n\n({guide[0]} is your instructor's guide: the course does not need it.)"
+    first = handed_out[0].marker if handed_out else "ex1_1"
+    return f"""# Attention sinks, from scratch: your student edition
+
+This folder is your own copy of the book and of its library, `minitorch`, as your instructor handed it out.
+You write some of the library's functions yourself, the graded exercises, and the chapters use them.
+
+## This edition's exercises
+
+{this_week}
+## Where to start
+
+With Python 3.10 to 3.13 (a virtual environment is a good idea), from this folder:
+
+```bash
+pip install -r requirements.txt     # numpy, matplotlib, jupyter, pytest (and two small packages the book uses)
+jupyter lab chapters/               # then read the chapters in order
+```
+
+{chapter_list}
+
+Chapter 00 explains the set-up, the notation, the tests, and how exercises are checked.
+
+## What works before you have written the exercises
+
+- Chapter 00 runs top to bottom. Every later chapter runs until its first cell that needs an exercise you
+  have not written: that cell stops with the exercise's error, which names the function, its file and the
+  command that checks it. Once the exercises of chapters 01 to N are written, chapter N runs top to bottom.
+- `python -m pytest -q -m "not slow"` runs; the scoreboard at its end counts each exercise's tests as passed,
+  failed, not attempted (its own stub) or blocked (another exercise's stub: write that one first).
+- `python -m minitorch.exercises list` lists every exercise, its file, function and points.
+- A command that needs an exercise you have not written stops in one line naming it, such as
+  `python -m minitorch reproduce` (it trains the paper's models, so it needs the engine's exercises and 4.1's
+  `make_targets`).
+
+## Checking an exercise
+
+```bash
+python -m pytest -m {first}      # the tests of one exercise (exX_Y for exercise X.Y)
+python -m pytest -m ch03       # every exercise of a chapter
+```
+
+Write your code in place of the `raise` statement, below the docstring, and leave the `def` line as it is.
+Only the function itself is graded, taken alone from its file: write any helper inside the function (your own
+`python -m pytest -m exX_Y` says so if a helper is outside). Your instructor grades on other inputs than yours,
+so make the function right, not the tests pass.
+
+## Bringing last week's work
+
+When a new edition arrives, unpack it next to your copy of the last one and, from the new folder, run:
+
+```bash
+python -m minitorch.exercises carry-over ../LAST_WEEKS_FOLDER .
+```
+
+It copies every exercise function you wrote there into this edition, where this edition still has its stub,
+and says which. Nothing else changes: an answer your instructor released stays as released, and notes you
+made elsewhere (in the chapters, say) stay in the old folder.
+
+## Handing in
+
+Zip this whole folder (from the folder above it: `zip -r YOUR_NAME.zip THIS_FOLDER`) and hand in the zip,
+or hand it in as your instructor says. Only the functions of the exercises handed out are graded.
+"""
 
 
 def carry_over(old: Path, new: Path) -> list[str]:
