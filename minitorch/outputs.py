@@ -51,6 +51,11 @@ class OutputPathError(PathError):
     """An output path that cannot be written as asked; the message names the option and the reason."""
 
 
+class UnwritableFileError(PathError, OSError):
+    """A file `write_atomically` cannot write (found after the work, where an OSError is expected: a command's
+    wrapper prints it as one line)."""
+
+
 def checked_path(path, option: str, follow_links: bool = True, error=PathError) -> Path:
     """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
     above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
@@ -171,9 +176,9 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
     the new one, never half of one. `mode` defaults to what open() would give (0o666 less the umask). A
     symbolic link is kept: the file it names is replaced (as writing into the link would)."""
-    path = checked_path(path, "writing")
+    path = checked_path(path, "writing", error=UnwritableFileError)
     if path.exists() and not path.is_file():
-        raise PathError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
+        raise UnwritableFileError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
     path.parent.mkdir(parents=True, exist_ok=True)
     kept = os.fsencode(path.name)[:TEMPORARY_NAME_BYTES].decode(errors="ignore")  # a 255-byte name still fits
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
