@@ -213,6 +213,29 @@ class RecordedRun:
         return RecordedRun(command, tuple(files))
 
 
+def read_recorded_run(record_file) -> RecordedRun | None:
+    """The run recorded in the JSON file `record_file` (``{"command": ..., "files": [...]}``, as
+    `recorded_run_text` writes it), or None if there is none or it records no run. With `files_to_replace`,
+    the check a command that writes into a folder it does not own whole makes before any work (``grade --out``
+    writes grades.csv and summary.md beside a user's own files)."""
+    import json
+
+    try:
+        document = json.loads(Path(record_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, a folder, or not JSON
+        return None
+    if not isinstance(document, dict):
+        return None
+    return RecordedRun.checked(document.get("command"), document.get("files"))
+
+
+def recorded_run_text(command: str, files) -> str:
+    """The JSON text `read_recorded_run` reads back: the command line and the files (not folders) it wrote."""
+    import json
+
+    return json.dumps({"command": command, "files": sorted(files)}, indent=2) + "\n"
+
+
 def files_to_replace(target, planned, earlier: RecordedRun | None, command: str, force: bool = False,
                      option: str = "--out") -> list[str]:
     """Before any work: the paths, relative to the folder `target`, that a run of `command` writing the files

@@ -155,12 +155,19 @@ def _save_through_a_symlink(tmp_path, monkeypatch):
 
 
 def _a_users_grades_in_the_way(tmp_path, monkeypatch):
-    """G08 (grade --out): the helper a command calls before writing its files into a folder it does not own."""
-    from minitorch.outputs import OutputPathError, files_to_replace
+    """G08 (grade --out): the helpers a command calls before writing its files into a folder it does not own."""
+    from minitorch.outputs import (OutputPathError, files_to_replace, read_recorded_run, recorded_run_text,
+                                   write_atomically)
 
+    planned = ["grades.csv", "summary.md", "run.json"]
     (tmp_path / "grades.csv").write_text("my own grades")
     with pytest.raises(OutputPathError, match=r"holds grades.csv .*no earlier run recorded them; add --force"):
-        files_to_replace(tmp_path, ["grades.csv", "summary.md"], None, "grade subs")
+        files_to_replace(tmp_path, planned, read_recorded_run(tmp_path / "run.json"), "grade subs")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    write_atomically(mine / "run.json", recorded_run_text("grade subs", planned))
+    (mine / "grades.csv").write_text("an earlier run's grades")
+    assert files_to_replace(mine, planned, read_recorded_run(mine / "run.json"), "grade subs") == sorted(planned)
     return tmp_path, ["grades.csv"]
 
 
