@@ -57,8 +57,14 @@ class _Stopped:
     signum = signal.SIGINT
 
 
-def _stop(signum, frame) -> None:
+def note_stop(signum: int) -> None:
+    """For a handler of its own (the book's kernels need one): the signal that stopped the command, so that
+    `run_command` exits with 128 + it."""
     _Stopped.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    note_stop(signum)
     raise KeyboardInterrupt
 
 
