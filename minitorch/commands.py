@@ -59,8 +59,14 @@ class _Stopped:
     signum = signal.SIGINT
 
 
-def _stop(signum, frame) -> None:
+def note_stop(signum: int) -> None:
+    """For a handler of its own (the book's kernels need one): the signal that stopped the command, so that
+    `run_command` exits with 128 + it."""
     _Stopped.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    note_stop(signum)
     raise KeyboardInterrupt
 
 
@@ -82,7 +88,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
         _silence_stdout()
         return 128 + signal.SIGPIPE
     except OSError as error:
-        if error.filename is None:  # a write to stdout (> /dev/full) names no file: what is buffered would fail again
+        if error.filename is None and error.errno is not None:  # a failed write to stdout (> /dev/full) names no
+            # file, and what is still buffered would fail again at exit
             _silence_stdout()
         print(f"{name}: error: {describe_os_error(error)}", file=sys.stderr)
         return 1

@@ -51,6 +51,11 @@ class OutputPathError(PathError):
     """An output path that cannot be written as asked; the message names the option and the reason."""
 
 
+class UnwritableFileError(PathError, OSError):
+    """A file `write_atomically` cannot write (found after the work, where an OSError is expected: a command's
+    wrapper prints it as one line)."""
+
+
 def checked_path(path, option: str, follow_links: bool = True, error=PathError) -> Path:
     """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
     above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
@@ -171,9 +176,9 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
     the new one, never half of one. `mode` defaults to what open() would give (0o666 less the umask). A
     symbolic link is kept: the file it names is replaced (as writing into the link would)."""
-    path = checked_path(path, "writing")
+    path = checked_path(path, "writing", error=UnwritableFileError)
     if path.exists() and not path.is_file():
-        raise PathError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
+        raise UnwritableFileError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
     path.parent.mkdir(parents=True, exist_ok=True)
     kept = os.fsencode(path.name)[:TEMPORARY_NAME_BYTES].decode(errors="ignore")  # a 255-byte name still fits
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
@@ -206,6 +211,29 @@ class RecordedRun:
         if not isinstance(command, str) or not isinstance(files, (list, tuple)) or not all(map(inside, files)):
             return None
         return RecordedRun(command, tuple(files))
+
+
+def read_recorded_run(record_file) -> RecordedRun | None:
+    """The run recorded in the JSON file `record_file` (``{"command": ..., "files": [...]}``, as
+    `recorded_run_text` writes it), or None if there is none or it records no run. With `files_to_replace`,
+    the check a command that writes into a folder it does not own whole makes before any work (``grade --out``
+    writes grades.csv and summary.md beside a user's own files)."""
+    import json
+
+    try:
+        document = json.loads(Path(record_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, a folder, or not JSON
+        return None
+    if not isinstance(document, dict):
+        return None
+    return RecordedRun.checked(document.get("command"), document.get("files"))
+
+
+def recorded_run_text(command: str, files) -> str:
+    """The JSON text `read_recorded_run` reads back: the command line and the files (not folders) it wrote."""
+    import json
+
+    return json.dumps({"command": command, "files": sorted(files)}, indent=2) + "\n"
 
 
 def files_to_replace(target, planned, earlier: RecordedRun | None, command: str, force: bool = False,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from minitorch.paper.models import ModelFileError, load_model, save_model
-from bad_input_helpers import file_hashes, tiny_model
+from bad_input_helpers import ROOT, file_hashes, tiny_model
 
 
 def _finishes_within(seconds: float, function):
@@ -92,12 +92,26 @@ def test_save_model_of_a_legal_long_name_leaves_room_for_its_temporary_name(tmp_
     assert load_model(path).config == tiny_model().config and sorted(tmp_path.iterdir()) == [path]
 
 
-def test_text_is_written_as_utf_8_whatever_the_locale(tmp_path, monkeypatch):
+def test_text_is_written_as_utf_8_whatever_the_locale(tmp_path):
+    """RR-A: under LC_ALL=en_US.ISO-8859-1, reproduce failed after 120 s of training writing 'a₁' (write_text took
+    the locale's encoding). Every text file the library writes names its encoding (the lead's minitorch/exercises
+    aside, being rewritten)."""
+    import ast
+
     from minitorch.outputs import write_atomically
 
-    monkeypatch.setenv("LC_ALL", "en_US.ISO-8859-1")
     write_atomically(tmp_path / "results.md", "Theorem 1: a₁ ≥ 1 − δ")
     assert (tmp_path / "results.md").read_bytes().decode("utf-8") == "Theorem 1: a₁ ≥ 1 − δ"
+    unnamed = []
+    for source in sorted((ROOT / "minitorch").rglob("*.py")):
+        if "exercises" in source.parts:
+            continue
+        for call in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and call.func.attr in ("write_text", "read_text") \
+                    and not any(keyword.arg == "encoding" for keyword in call.keywords):
+                unnamed.append(f"{source.relative_to(ROOT)}:{call.lineno}")
+    assert not unnamed, f"text read or written in the locale's encoding, not UTF-8: {unnamed}"
 
 
 # ----------------------------------------------------------------------
@@ -141,12 +155,19 @@ def _save_through_a_symlink(tmp_path, monkeypatch):
 
 
 def _a_users_grades_in_the_way(tmp_path, monkeypatch):
-    """G08 (grade --out): the helper a command calls before writing its files into a folder it does not own."""
-    from minitorch.outputs import OutputPathError, files_to_replace
+    """G08 (grade --out): the helpers a command calls before writing its files into a folder it does not own."""
+    from minitorch.outputs import (OutputPathError, files_to_replace, read_recorded_run, recorded_run_text,
+                                   write_atomically)
 
+    planned = ["grades.csv", "summary.md", "run.json"]
     (tmp_path / "grades.csv").write_text("my own grades")
     with pytest.raises(OutputPathError, match=r"holds grades.csv .*no earlier run recorded them; add --force"):
-        files_to_replace(tmp_path, ["grades.csv", "summary.md"], None, "grade subs")
+        files_to_replace(tmp_path, planned, read_recorded_run(tmp_path / "run.json"), "grade subs")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    write_atomically(mine / "run.json", recorded_run_text("grade subs", planned))
+    (mine / "grades.csv").write_text("an earlier run's grades")
+    assert files_to_replace(mine, planned, read_recorded_run(mine / "run.json"), "grade subs") == sorted(planned)
     return tmp_path, ["grades.csv"]
 
 

@@ -291,7 +291,7 @@ def machine_description(threads: int) -> str:
     """One line: CPU, cores, Python, NumPy and (if installed) PyTorch versions."""
     cpu = platform.processor() or platform.machine()
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break

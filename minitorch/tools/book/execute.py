@@ -12,6 +12,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitorch.commands import note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
 
@@ -55,7 +56,7 @@ class Run:
 
 
 class Stop:
-    """Ctrl-C (SIGINT) or SIGTERM while chapters run. The handler remembers it, kills the running kernel
+    """Ctrl-C (SIGINT), SIGTERM or SIGHUP while chapters run. The handler remembers it, kills the running kernel
     at once, and then:
     - in the building process, ends the ``--jobs`` workers and raises KeyboardInterrupt;
     - in a worker (``worker=True``), exits the worker: its parent reports the stop.
@@ -77,6 +78,7 @@ class Stop:
         self.request()
         if self.worker:
             os._exit(128 + signum)  # the kernel is dead; nothing of the worker's is worth unwinding
+        note_stop(signum)  # the command exits with 128 + signum
         self.end_workers()
         raise KeyboardInterrupt
 
@@ -96,8 +98,9 @@ class Stop:
 
     @contextmanager
     def installed(self):
-        """Handle SIGINT and SIGTERM with this Stop inside the block (main thread only)."""
-        previous = {signum: signal.signal(signum, self) for signum in (signal.SIGINT, signal.SIGTERM)}
+        """Handle SIGINT, SIGTERM and SIGHUP with this Stop inside the block (main thread only)."""
+        signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        previous = {signum: signal.signal(signum, self) for signum in signals}
         previous_hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable
         try:
@@ -250,6 +253,7 @@ def _start_worker() -> None:
     parent ends it (SIGTERM) and leave Ctrl-C to the parent. `_execute_in_worker` installs its own Stop."""
     os.environ.update({name: "1" for name in THREAD_VARIABLES})
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
