@@ -572,7 +572,7 @@ def test_the_scrubber_is_on_chapter_07s_page_and_its_slider_moves(quick_book, tm
         dom = _open_offline(moved, tmp_path / "profile").stdout
     finally:
         moved.unlink()
-    captions = re.findall(r'<figcaption style="[^"]*" aria-live="polite">([^<]*)</figcaption>', dom)
+    captions = re.findall(r'<figcaption[^>]*aria-live="polite"[^>]*>([^<]*)</figcaption>', dom)
     assert len(captions) == 2 and captions[0].startswith("softmax, step ") and captions[1].startswith("ReLU"), \
         f"the scrubber should show both runs at the slider's last step: {captions}"
     assert " 0:" not in captions[0], "moved to the end, the softmax map is no longer the one of step 0"
@@ -594,3 +594,10 @@ def test_the_printed_edition_is_one_pdf_with_a_contents_page(quick_book):
         number = chapter.stem[:2]
         assert f'<a href="#chapter-{number}">' in printed and f'id="chapter-{number}"' in printed, \
             f"the contents page must link to chapter {number}, printed in full"
+
+
+def test_a_book_without_the_search_package_is_refused_before_any_chapter_runs(tiny_book, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "lunr", None)  # as if lunr were not installed
+    with pytest.raises(BookError, match="lunr, which is not installed: pip install -r requirements.txt"):
+        build_book(tmp_path / "book", chapters_dir=tiny_book, report=_quiet)
+    assert not (tmp_path / "book").exists(), "nothing may be written when the build cannot finish"

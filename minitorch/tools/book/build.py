@@ -28,7 +28,7 @@ from minitorch.tools.book.execute import Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
 from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
 from minitorch.tools.book.references import Labels, find_labels
-from minitorch.tools.book.search import write_search_index
+from minitorch.tools.book.search import check_search_package, write_search_index
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -54,6 +54,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     report = report or (lambda line: print(line, flush=True))
     target = check_book_folder(out, chapters_dir, force)
     mathjax_folder()  # a missing package is found before the chapters run, not after
+    check_search_package()
     chapters = find_chapters(chapters_dir)
     chosen = find_chapters(chapters_dir, only)
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
