@@ -491,6 +491,7 @@ def test_a_tiny_book_has_answers_behind_a_click_captioned_figures_a_search_index
         "the search index is a script holding every section's text (a page from file:// cannot fetch JSON)"
     printed = (out / "print.html").read_text(encoding="utf-8")
     assert '<nav class="book-print-contents"' in printed and 'href="#chapter-02"' in printed, "a contents page"
+    assert '<a href="print.html">' in (out / "index.html").read_text(encoding="utf-8"), "the index links to it"
     assert 'id="c02-exercise-2.1"' in printed and '<details class="book-answer" open>' in printed, \
         "the printed page's anchors are made unique per chapter, and its answers are open"
 

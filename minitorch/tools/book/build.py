@@ -75,12 +75,12 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
                 raise _Discard  # building_aside deletes the new book and leaves the earlier one
             failed = {run.chapter.path.name for run in failures}
             opening = readme_opening(Path(readme))
-            (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick), encoding="utf-8")
             printed = [chapter for chapter in chapters if chapter.path.name in built]
             write_search_index(staging, printed)
             (staging / PRINT_PAGE).write_text(print_page(staging, printed, quick, opening), encoding="utf-8")
-            if pdf:
-                write_pdf(staging, report)
+            printed_pdf = write_pdf(staging, report) if pdf else None
+            (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick,
+                                                           pdf=printed_pdf is not None), encoding="utf-8")
             (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
                                           encoding="utf-8")
     except _Discard:
