@@ -602,3 +602,13 @@ def test_a_book_without_the_search_package_is_refused_before_any_chapter_runs(ti
     with pytest.raises(BookError, match="lunr, which is not installed: pip install -r requirements.txt"):
         build_book(tmp_path / "book", chapters_dir=tiny_book, report=_quiet)
     assert not (tmp_path / "book").exists(), "nothing may be written when the build cannot finish"
+
+
+def test_without_chromium_the_build_says_why_there_is_no_pdf(tmp_path, monkeypatch):
+    from minitorch.tools.book import printed
+
+    monkeypatch.setattr(printed, "BROWSERS", ("no-such-browser-here",))
+    lines = []
+    assert printed.write_pdf(tmp_path, lines.append) is None
+    assert len(lines) == 1 and "Chromium, which is not installed" in lines[0], lines
+    assert not (tmp_path / printed.PDF_NAME).exists()
