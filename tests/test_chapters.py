@@ -63,4 +63,5 @@ def test_every_embedded_figure_exists(document, base):
         text = document.read_text(encoding="utf-8")
     missing = [link for link in _embedded_images(text) if not (base / link).exists()]
     assert not missing, (
-        f"{document.name} embeds figures that do not exist: {missing} (run python -m minitorch reproduce?)")
+        f"{document.name} embeds figures that do not exist: {missing} "
+        f"(run python -m minitorch reproduce --out figures?)")

@@ -61,22 +61,25 @@ class ProgressBar:
         """The bar as a display's plain text (shown as it is, not as a quoted Python string)."""
         return {"text/plain": self._text(step, metrics)}
 
-    def _text(self, step: int, metrics: dict) -> str:
+    def _text(self, step: int, metrics: dict, final: bool = False) -> str:
         elapsed = time.perf_counter() - self.start
-        filled = int(self.width * step / max(self.total, 1))
-        bar = "#" * filled + "-" * (self.width - filled)
         rate = step / elapsed if elapsed > 0 else 0.0
         shown = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
+        if final and step < self.total:  # stopped before the budget: an empty bar would read as a failure
+            return (f"{self.label} done: {step} steps (stopped early; at most {self.total}) {elapsed:.1f}s "
+                    f"{rate:.0f} step/s {shown}").strip()
+        filled = int(self.width * step / max(self.total, 1))
+        bar = "#" * filled + "-" * (self.width - filled)
         return f"{self.label} [{bar}] {step}/{self.total} {elapsed:.1f}s {rate:.0f} step/s {shown}".strip()
 
-    def update(self, step: int, force: bool = False, **metrics) -> None:
+    def update(self, step: int, force: bool = False, final: bool = False, **metrics) -> None:
         if not self.enabled:
             return
         now = time.perf_counter()
         if not force and now - self.last_draw < self.min_interval:
             return
         self.last_draw = now
-        text = self._text(step, metrics)
+        text = self._text(step, metrics, final)
         if self.handle is not None:
             self.handle.update({"text/plain": text}, raw=True)
         elif self.lines:
@@ -88,7 +91,7 @@ class ProgressBar:
 
     def close(self, step: int, **metrics) -> None:
         """Draw the final state and end the line."""
-        self.update(step, force=True, **metrics)
+        self.update(step, force=True, final=True, **metrics)
         if self.enabled and self.handle is None and not self.lines:
             self.stream.write("\n")
             self.stream.flush()

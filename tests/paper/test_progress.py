@@ -49,3 +49,11 @@ def test_redraws_are_rate_limited():
     for step in range(1000):
         bar.update(step)
     assert stream.getvalue().count("\r") == 1, "within min_interval only the first update draws"
+
+
+def test_a_run_that_stops_early_says_so_instead_of_showing_an_empty_bar():
+    stream = io.StringIO()
+    bar = ProgressBar(50_000, "softmax 1x1", stream=stream, min_interval=0.0)
+    bar.close(776, max_error=0.0048)
+    last = stream.getvalue().splitlines()[-1]
+    assert "776 steps (stopped early; at most 50000)" in last and "[---" not in last, last

@@ -491,6 +491,7 @@ def test_a_tiny_book_has_answers_behind_a_click_captioned_figures_a_search_index
         "the search index is a script holding every section's text (a page from file:// cannot fetch JSON)"
     printed = (out / "print.html").read_text(encoding="utf-8")
     assert '<nav class="book-print-contents"' in printed and 'href="#chapter-02"' in printed, "a contents page"
+    assert '<a href="print.html">' in (out / "index.html").read_text(encoding="utf-8"), "the index links to it"
     assert 'id="c02-exercise-2.1"' in printed and '<details class="book-answer" open>' in printed, \
         "the printed page's anchors are made unique per chapter, and its answers are open"
 
@@ -572,7 +573,7 @@ def test_the_scrubber_is_on_chapter_07s_page_and_its_slider_moves(quick_book, tm
         dom = _open_offline(moved, tmp_path / "profile").stdout
     finally:
         moved.unlink()
-    captions = re.findall(r'<figcaption style="[^"]*" aria-live="polite">([^<]*)</figcaption>', dom)
+    captions = re.findall(r'<figcaption[^>]*aria-live="polite"[^>]*>([^<]*)</figcaption>', dom)
     assert len(captions) == 2 and captions[0].startswith("softmax, step ") and captions[1].startswith("ReLU"), \
         f"the scrubber should show both runs at the slider's last step: {captions}"
     assert " 0:" not in captions[0], "moved to the end, the softmax map is no longer the one of step 0"
@@ -594,3 +595,20 @@ def test_the_printed_edition_is_one_pdf_with_a_contents_page(quick_book):
         number = chapter.stem[:2]
         assert f'<a href="#chapter-{number}">' in printed and f'id="chapter-{number}"' in printed, \
             f"the contents page must link to chapter {number}, printed in full"
+
+
+def test_a_book_without_the_search_package_is_refused_before_any_chapter_runs(tiny_book, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "lunr", None)  # as if lunr were not installed
+    with pytest.raises(BookError, match="lunr, which is not installed: pip install -r requirements.txt"):
+        build_book(tmp_path / "book", chapters_dir=tiny_book, report=_quiet)
+    assert not (tmp_path / "book").exists(), "nothing may be written when the build cannot finish"
+
+
+def test_without_chromium_the_build_says_why_there_is_no_pdf(tmp_path, monkeypatch):
+    from minitorch.tools.book import printed
+
+    monkeypatch.setattr(printed, "BROWSERS", ("no-such-browser-here",))
+    lines = []
+    assert printed.write_pdf(tmp_path, lines.append) is None
+    assert len(lines) == 1 and "Chromium, which is not installed" in lines[0], lines
+    assert not (tmp_path / printed.PDF_NAME).exists()

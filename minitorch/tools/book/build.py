@@ -28,7 +28,7 @@ from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
 from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
 from minitorch.tools.book.references import Labels, find_labels
-from minitorch.tools.book.search import write_search_index
+from minitorch.tools.book.search import check_search_package, write_search_index
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -54,6 +54,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     report = report or (lambda line: print(line, flush=True))
     target = check_book_folder(out, chapters_dir, force)
     mathjax_folder()  # a missing package is found before the chapters run, not after
+    check_search_package()
     chapters = find_chapters(chapters_dir)
     chosen = find_chapters(chapters_dir, only)
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
@@ -76,12 +77,12 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
                 raise _Discard  # building_aside deletes the new book and leaves the earlier one
             failed = {run.chapter.path.name for run in failures}
             opening = readme_opening(Path(readme))
-            (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick), encoding="utf-8")
             printed = [chapter for chapter in chapters if chapter.path.name in built]
             write_search_index(staging, printed)
             (staging / PRINT_PAGE).write_text(print_page(staging, printed, quick, opening), encoding="utf-8")
-            if pdf:
-                write_pdf(staging, report)
+            printed_pdf = write_pdf(staging, report) if pdf else None
+            (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick,
+                                                           pdf=printed_pdf is not None), encoding="utf-8")
             (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
                                           encoding="utf-8")
     except _Discard:

@@ -21,6 +21,7 @@ from minitorch.tools.book.search import SEARCH_INDEX
 from minitorch.tools.book.references import Labels, add_anchors, find_labels, link_references, outside_tags
 
 BOOK_TITLE = "Attention sinks, from scratch"
+PDF_NAME = "attention-sinks-from-scratch.pdf"  # the printed edition (printed.py), linked from the index
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
 # nbconvert's order of preference among an output's formats, with image/gif (the animations) added.
 DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex", "image/gif", "image/png",
@@ -190,8 +191,10 @@ def readme_opening(readme: Path) -> str:
     return embed_local_images(markdown2html_mistune(opening), readme.parent)
 
 
-def index_page(chapters: list[Chapter], built: set[str], failed: set[str], opening: str, quick: bool) -> str:
-    """index.html: the README's opening, then every chapter in order (linked where built) with its notebook."""
+def index_page(chapters: list[Chapter], built: set[str], failed: set[str], opening: str, quick: bool,
+               pdf: bool = False) -> str:
+    """index.html: the README's opening, then every chapter in order (linked where built) with its notebook,
+    and the printed edition (print.html, and its PDF if ``pdf``)."""
     rows = []
     for chapter in chapters:
         title = html.escape(chapter.short_title)
@@ -214,6 +217,8 @@ def index_page(chapters: list[Chapter], built: set[str], failed: set[str], openi
 </tbody>
 </table>
 {start}
+<p class="book-printed-links">The printed edition: <a href="print.html">every chapter on one page</a>, after a
+contents page{f', and <a href="{PDF_NAME}">as one PDF</a>' if pdf else ''}.</p>
 <p class="book-colophon">Each chapter was run top to bottom from a fresh kernel to make these pages
 {"in quick mode " if quick else ""}(<code>python -m minitorch book{" --quick" if quick else ""}</code>).
 The folder works offline: figures are embedded in the pages, and math is typeset by MathJax from

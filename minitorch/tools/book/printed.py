@@ -17,10 +17,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from minitorch.tools.book.pages import BOOK_TITLE, QUICK_BANNER, sections
+from minitorch.tools.book.pages import BOOK_TITLE, PDF_NAME, QUICK_BANNER, sections
 
 PRINT_PAGE = "print.html"
-PDF_NAME = "attention-sinks-from-scratch.pdf"
 PRINT_WIDTH = 703  # CSS pixels: A4's 210 mm less book.css's 2 x 12 mm margins, at 96 pixels per inch
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 PDF_TIMEOUT = 900  # seconds Chromium may take to typeset and print the whole book

@@ -65,6 +65,17 @@ class _SectionText(HTMLParser):
             section["text"].append(data)
 
 
+def check_search_package() -> None:
+    """A BookError saying how to install lunr if it is missing (checked before any chapter runs)."""
+    from minitorch.tools.book.chapters import BookError
+
+    try:
+        import lunr  # noqa: F401
+    except ImportError:
+        raise BookError("the book's search index is built with the package lunr, which is not installed: "
+                        "pip install -r requirements.txt") from None
+
+
 def section_documents(page: str, page_name: str, chapter_title: str) -> list[dict]:
     """The searchable sections of a chapter page (its HTML): link, title, plain text."""
     main = re.search(r'<main class="book-main">(.*)</main>', page, re.S)
