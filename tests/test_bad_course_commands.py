@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,41 @@ def test_student_edition_refuses_a_destination_it_cannot_write_before_any_work(t
     (tmp_path / "taken").write_text("a file")
     completed = _course("student-edition", str(tmp_path / "taken" / "edition"))
     assert completed.returncode == 2 and "is a file, so nothing can be created below it" in completed.stderr
+
+
+def test_grade_refuses_an_output_folder_holding_someones_own_files_and_keeps_them(tmp_path):
+    """G08: an --out folder with no run.json of an earlier grading is not the grader's to overwrite."""
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    mine = tmp_path / "grades"
+    mine.mkdir()
+    (mine / "grades.csv").write_text("my own marks\n")
+    (mine / "summary.md").write_text("my notes\n")
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(mine), "--only", "3.1")
+    assert completed.returncode == 2 and "holds files and no run.json" in completed.stderr, completed.stderr
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    assert (mine / "grades.csv").read_text() == "my own marks\n" and (mine / "summary.md").read_text() == "my notes\n"
+
+
+def test_grade_refuses_a_copy_of_the_project_given_as_the_folder_of_submissions(tmp_path):
+    """G12: `grade .` names a copy, not a folder of copies."""
+    completed = _course("grade", str(ROOT), "--out", str(tmp_path / "g"), "--only", "1.1")
+    assert completed.returncode == 2 and "is a copy of the project, not a folder of copies" in completed.stderr, (
+        completed.stderr)
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_student_edition_is_readable_by_the_class_and_a_broken_chapter_is_named(tmp_path):
+    """X25, X38: the edition's folder is 0755, not mkdtemp's 0700; X35: a chapter that is not JSON is named."""
+    completed = _course("student-edition", str(tmp_path / "ed"), "--only", "1.1")
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / "ed").stat().st_mode & 0o777 == 0o755
+    from minitorch.exercises.edition import make_student_edition
+    from minitorch.exercises.registry import EXERCISES, ExerciseError
+
+    book = tmp_path / "book"
+    for name in ("minitorch", "chapters"):
+        shutil.copytree(ROOT / name, book / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (book / "chapters" / "03_attention_two_ways.ipynb").write_text('{"cells": [')
+    with pytest.raises(ExerciseError, match=r"chapters/03_attention_two_ways.ipynb is not a valid notebook"):
+        make_student_edition(tmp_path / "ed2", [EXERCISES["1.1"]], book)
+    assert not (tmp_path / "ed2").exists()

@@ -95,6 +95,7 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
         if dest.exists():
             dest.rmdir()  # empty, checked above
         building.rename(dest)
+        os.chmod(dest, 0o755)  # mkdtemp made it the owner's only: a class (or its TAs) must be able to read it
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return summary
@@ -139,7 +140,11 @@ def _build(dest: Path, selected: list[Exercise], root: Path, released, table) ->
 
     removed = 0
     for path in sorted((dest / "chapters").glob("*.ipynb")):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            notebook = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ExerciseError(f"{path.relative_to(dest)} is not a valid notebook ({error}); nothing was "
+                                f"written") from None
         stripped, count = strip_solutions(notebook)
         removed += count
         if stripped != notebook:

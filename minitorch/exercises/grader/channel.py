@@ -1,4 +1,4 @@
-"""The data-only channel between the grader and a student's worker (chapter 00, "How grading works").
+"""The data-only channel between the grader and a student's worker (chapter 11, "How grading works").
 
 When a class is graded, the checks that decide pass or fail run in the grader's own process; the
 student's code runs in a separate, sandboxed worker process. The two talk over a socket in messages

@@ -1,4 +1,4 @@
-"""A student's exercise function, read from its source (chapter 00, "How grading works").
+"""A student's exercise function, read from its source (chapter 11, "How grading works").
 
 When a class is graded, the sandboxed worker reads the student's file under its own budget (`load`), takes the
 exercise's function alone, compiles it in the grader's module and swaps it in (`swap_in`): every reference to

@@ -1,4 +1,4 @@
-"""The sandboxed worker that runs a student's code while a class is graded (chapter 00, "How grading works").
+"""The sandboxed worker that runs a student's code while a class is graded (chapter 11, "How grading works").
 
 The grader starts it once per student, inside the sandbox (`minitorch.exercises.grader.trusted.sandbox`), by path::
 

@@ -164,6 +164,9 @@ def _stop_on_signals():
 
 
 def grade_class(args, root: Path) -> int:
+    if (Path(args.submissions) / "minitorch" / "__init__.py").is_file():
+        raise ExerciseError(f"{args.submissions} is a copy of the project, not a folder of copies: put each "
+                            f"student's copy (a folder or a .zip) in one folder, and name that folder")
     found = {student: entry for student, entry in entries(Path(args.submissions)).items()
              if student not in IGNORED_ENTRIES}
     if not found:
@@ -173,6 +176,9 @@ def grade_class(args, root: Path) -> int:
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
     recorded = read_run(out)
+    if recorded is None and out.is_dir() and any(out.iterdir()):  # someone's own files: grading would overwrite them
+        raise ExerciseError(f"--out {out} holds files and no {RUN_NAME} of an earlier grading, so they are not the "
+                            f"grader's (grades.csv, summary.md there would be replaced); choose a new or empty folder")
     ids, source, edition, seed = run_settings(args, root, recorded)
     run = Run(ids, seed, args.timeout, args.budget, sandbox.Isolation("none"), root)
     wanted = {"exercise_seed": seed, "exercises": ids, "edition": edition, "grader_version": run.version}

@@ -1,4 +1,4 @@
-"""Grading one returned copy (chapter 00, "How grading works").
+"""Grading one returned copy (chapter 11, "How grading works").
 
 1. The copy is found (`submissions`); the files that define the graded exercises' functions are copied,
    unread, beside the run's stand-in library (`libraries`). Only each exercise's function is ever taken from

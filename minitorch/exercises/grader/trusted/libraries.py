@@ -1,4 +1,4 @@
-"""What a student's worker is given: the stand-in library and the student's files (chapter 00, "How grading works").
+"""What a student's worker is given: the stand-in library and the student's files (chapter 11, "How grading works").
 
 - The *stand-in library* (`prepare_base`, once per run): the grader's library in which the body of every
   exercise's function is a stand-in that asks the grader (`minitorch.exercises.grader.sandboxed.stand_in`), without the

@@ -1,4 +1,4 @@
-"""The grader's answers to the stand-ins (chapter 00, "How grading works").
+"""The grader's answers to the stand-ins (chapter 11, "How grading works").
 
 While exercise X is graded, the student's worker asks, through a stand-in (`grader.sandboxed.stand_in`),
 for the result of another exercise's function. `answer` computes it here, in the grader's check process, with

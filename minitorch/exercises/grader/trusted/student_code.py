@@ -1,4 +1,4 @@
-"""How a graded test reaches the student's code: the ``student`` fixture (chapter 00, "How grading works").
+"""How a graded test reaches the student's code: the ``student`` fixture (chapter 11, "How grading works").
 
 A graded test writes ``student.softmax(scores, axis=-1)``; the fixture decides where that runs:
 
