@@ -1,4 +1,4 @@
-"""Specification of the limits per student (minitorch/exercises/grader/trusted/sandbox.py, cgroups.py): one budget covers all of
+"""Specification of the limits per student (grader/trusted/sandbox.py, cgroups.py): one budget covers all of
 a student's processes together, a student who spends it loses only their own test, students graded at the same
 time cannot reach each other, and the grader only ever kills its own run's workers.
 

@@ -1,4 +1,4 @@
-"""What a graded test asks of a student's code: small functions from data to data (chapter 00, "How
+"""What a graded test asks of a student's code: small functions from data to data (chapter 11, "How
 grading works").
 
 A graded test never calls the library directly. It asks the ``student`` fixture, e.g.

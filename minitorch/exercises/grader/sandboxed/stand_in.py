@@ -1,4 +1,4 @@
-"""The stand-ins: while exercise X is graded, every other exercise's function asks the grader (chapter 00).
+"""The stand-ins: while exercise X is graded, every other exercise's function asks the grader (chapter 11).
 
 A worker grading X runs the student's function X and, for every other exercise, a stand-in generated from the
 table (`stand_in_body`): the function's body becomes ``return ask_grader(ID, <its arguments>)``, one shape for

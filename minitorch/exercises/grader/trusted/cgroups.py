@@ -1,4 +1,4 @@
-"""One budget per student: a control group around all of a student's worker processes (chapter 00).
+"""One budget per student: a control group around all of a student's worker processes (chapter 11).
 
 A limit set on one process (``setrlimit``) is a limit per process: a student whose code forks 36 children
 of 110 MB gets 36 times the memory limit. A *control group* (cgroup) is the kernel's own budget for a set

@@ -1,4 +1,4 @@
-"""The gradebook of a class: grades.csv, summary.md, a figure, and each student's feedback.md (chapter 00).
+"""The gradebook of a class: grades.csv, summary.md, a figure, and each student's feedback.md (chapter 11).
 
 Everything here reads the students' results.json (written by `grading.grade_submission`) and the
 instructor's adjustments.csv, so the gradebook can be rebuilt at any time from OUT. Every file is

@@ -1,4 +1,4 @@
-"""Grading on Gradescope: an autograder bundle built from the book (chapter 00).
+"""Grading on Gradescope: an autograder bundle built from the book (chapter 11).
 
 Gradescope grades code with an *autograder*: a zip the instructor uploads once. The platform unpacks
 it into ``/autograder/source`` and runs ``setup.sh`` there, as root, to build the image every

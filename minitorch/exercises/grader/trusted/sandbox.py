@@ -1,4 +1,4 @@
-"""Where a student's code runs while a class is graded: the isolation, chosen once per run (chapter 00).
+"""Where a student's code runs while a class is graded: the isolation, chosen once per run (chapter 11).
 
 Three kinds, the strongest available first (``--isolation auto``):
 

@@ -1,4 +1,4 @@
-"""Returned copies: finding them in a folder of submissions and unpacking them safely (chapter 00).
+"""Returned copies: finding them in a folder of submissions and unpacking them safely (chapter 11).
 
 A submission is a returned copy of the project: a folder, or a .zip of one. The class grader and the
 Gradescope bundle both go through here:
