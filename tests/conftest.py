@@ -34,9 +34,11 @@ Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
 - *blocked* if the stub belongs to another exercise: it is reported as skipped, "blocked: needs
   exercise X.Y (chapter NN) first", and earns nothing.
-The end of the output is a per-exercise scoreboard (passed, failed, not attempted, blocked,
-points = points x passed / tests), printed when graded tests ran; "failed" counts every way a test can
-fail (timed out, crashed, ... in class grading), and a line under the table names those kinds.
+The end of the output is a per-exercise scoreboard, in the order a student can do the exercises
+(`registry.order_of_work`: 1.2 before 1.1, whose tests run a whole backward pass): passed, failed, not attempted,
+blocked, points = points x passed / tests; printed when graded tests ran. "failed" counts every way a test can
+fail (timed out, crashed, ... in class grading), and a line under the table names those kinds; another says
+that pytest's own summary counts not-attempted tests as failed and blocked ones as skipped.
 """
 
 from __future__ import annotations
@@ -385,7 +387,9 @@ class Scoreboard:
             row[status] += 1
         for row in table.values():
             row["earned"] = row["points"] * row["passed"] / row["tests"]
-        return dict(sorted(table.items(), key=lambda item: registry.sort_key(item[0])))
+        order = {exercise_id: place for place, exercise_id in enumerate(registry.order_of_work())}
+        return dict(sorted(table.items(), key=lambda item: (order.get(item[0], len(order)),
+                                                            registry.sort_key(item[0]))))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: write after pytest's short summary
     def pytest_terminal_summary(self, terminalreporter):
@@ -413,6 +417,9 @@ class Scoreboard:
         other_failures = [f"{totals[kind]} {kind}" for kind in _FAILURE_KINDS if totals[kind]]
         if other_failures:
             write(f"(the failed column includes {', '.join(other_failures)})")
+        if totals["not attempted"]:  # pytest's own last line counts them among its failures, with the others
+            write(f"(pytest's summary counts the {totals['not attempted']} not-attempted test(s) as failed, and the "
+                  f"blocked ones as skipped)")
         if totals["skipped"]:
             write(f"({totals['skipped']} graded test(s) skipped for other reasons; they earn nothing)")
         blockers = sorted({r["blocked_by"] for r in self.results.values() if r["blocked_by"]}, key=registry.sort_key)

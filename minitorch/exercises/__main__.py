@@ -24,7 +24,7 @@ from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.grading import collect_tests
-from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, select
+from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, order_of_work, select
 from minitorch.exercises.grader.trusted.sandbox import KINDS
 from minitorch.outputs import OutputPathError
 
@@ -44,7 +44,8 @@ def count_tests(root: Path = ROOT) -> dict[str, int] | None:
 
 
 def _print_list(root: Path) -> None:
-    exercises = load_exercises(root)
+    order = {exercise_id: place for place, exercise_id in enumerate(order_of_work())}
+    exercises = sorted(load_exercises(root), key=lambda exercise: order.get(exercise.id, len(order)))
     counts = count_tests(root)
     rows = [("ID", "chapter", "title", "where", "points", "tests")]
     for exercise in exercises:

@@ -120,6 +120,27 @@ def sort_key(exercise_id: str) -> tuple[int, ...]:
     return tuple(int(part) for part in exercise_id.split("."))
 
 
+def order_of_work(table: dict | None = None) -> list[str]:
+    """The exercise IDs in the order a student can do them: by ID, except that an exercise comes after those of
+    its own chapter its tests need (1.2, topological_order, before 1.1, whose tests run a whole backward pass;
+    2.4 before 2.3). The exercise lists and the scoreboard use this order."""
+    table = EXERCISES if table is None else table
+    done: list[str] = []
+    for exercise_id in sorted(table, key=sort_key):
+        waiting = [exercise_id]
+        while waiting:
+            current = waiting[-1]
+            earlier = [need for need in sorted(table[current].needs, key=sort_key) if need not in done
+                       and need not in waiting and need.split(".")[0] == current.split(".")[0]]
+            if earlier:
+                waiting.append(earlier[0])
+            else:
+                waiting.pop()
+                if current not in done:
+                    done.append(current)
+    return done
+
+
 def stub_message(exercise_id: str, title: str, function: str, module: str) -> str:
     """The error a stub raises. tests/conftest.py recognises it by this wording (`STUB_ERROR`)."""
     return (f"Exercise {exercise_id} (chapter {int(exercise_id.split('.')[0]):02d}): {title}. "
