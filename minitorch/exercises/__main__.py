@@ -24,7 +24,8 @@ from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.grading import collect_tests
-from minitorch.exercises.registry import ROOT, ExerciseError, load_exercises, order_of_work, select
+from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, order_of_work, read_manifest_data,
+                                          select)
 from minitorch.exercises.grader.trusted.sandbox import KINDS
 from minitorch.outputs import OutputPathError
 
@@ -268,6 +269,10 @@ def main(argv=None) -> int:
             carried = carry_over(Path(args.old), Path(args.new))
             print(f"Carried over into {Path(args.new).resolve()}: {', '.join(carried) or 'nothing'} "
                   f"(functions written in {Path(args.old).resolve()} whose new copy was still a stub)")
+            released = (read_manifest_data(Path(args.new)) or {}).get("released") or []
+            if released:
+                print(f"The new edition already holds the answers the instructor released: {', '.join(released)} "
+                      f"(your own versions of those stay in {Path(args.old).resolve()})")
             return 0
         exercises = load_exercises(root)
         try:

@@ -99,7 +99,8 @@ HIDDEN_TESTS = "tests/hidden"  # graded tests students never get: the class grad
 # The instructor's own files, which a student edition leaves out: tests that hold every reference answer or
 # put them back, and the hand-fused NumPy floor of the benchmark and the fast path (it repeats answers as array code).
 INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_solved_edition.py",
-                   "minitorch/fast/hand_fused.py", HIDDEN_TESTS)
+                   "minitorch/fast/hand_fused.py", HIDDEN_TESTS,
+                   "minitorch/exercises/grader/trusted/services.py")  # it rebuilds graphs, a template for 1.2
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them

@@ -699,6 +699,27 @@ def test_adjustments_are_applied_on_top_and_kept_across_reruns(fake_class):
     assert fake.graded == [], "a broken adjustments.csv stops the run before anyone is graded"
 
 
+def test_an_adjustment_for_a_student_not_in_the_class_stops_the_run_naming_them(fake_class):
+    """A row for `summary.md` (graded as summary.md-submission) or `kim.zip` would otherwise be lost."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\nann,1,,\nkim.zip,2,,\n")
+    fake.graded.clear()
+    status, printed = run("--regrade")
+    assert status == 2 and "names student(s) kim.zip, who are not in" in printed, printed
+    assert fake.graded == []
+
+
+def test_a_resume_with_another_time_limit_is_refused_and_the_gradebook_is_private(fake_class):
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    assert out.stat().st_mode & 0o777 == 0o700, "the grades are the instructor's: the folder is theirs only"
+    status, printed = run("--timeout", "7")
+    assert status == 2 and "--timeout 7 (recorded: " in printed, printed
+    assert run("--timeout", "7", "--regrade")[0] == 0
+    assert json.loads((out / "run.json").read_text())["timeout"] == 7, "run.json records the new time limit"
+
+
 def points(value: float) -> str:
     return gradebook.points(value)
 

@@ -107,6 +107,9 @@ def settings_differences(recorded: dict, wanted: dict) -> list[str]:
         differences.append(f"--edition {wanted['edition'] or '(none)'} (recorded: {recorded['edition'] or '(none)'})")
     if "grader_version" in recorded and recorded["grader_version"] != wanted["grader_version"]:
         differences.append(f"grader {wanted['grader_version']} (recorded: {recorded['grader_version']})")
+    for name, option in (("timeout", "--timeout"), ("budget", "--budget")):
+        if name in recorded and name in wanted and recorded[name] != wanted[name]:
+            differences.append(f"{option} {wanted[name]:g} (recorded: {recorded[name]:g})")
     return differences
 
 
@@ -181,14 +184,20 @@ def grade_class(args, root: Path) -> int:
                             f"grader's (grades.csv, summary.md there would be replaced); choose a new or empty folder")
     ids, source, edition, seed = run_settings(args, root, recorded)
     run = Run(ids, seed, args.timeout, args.budget, sandbox.Isolation("none"), root)
-    wanted = {"exercise_seed": seed, "exercises": ids, "edition": edition, "grader_version": run.version}
+    wanted = {"exercise_seed": seed, "exercises": ids, "edition": edition, "grader_version": run.version,
+              "timeout": args.timeout, "budget": args.budget}
     differences = settings_differences(recorded, wanted) if recorded is not None else []
     if differences and not args.regrade:
         raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
                             f"To regrade every student with these settings add --regrade (adjustments.csv is "
                             f"kept), or grade into a new --out")
-    out.mkdir(parents=True, exist_ok=True)
-    read_adjustments(out)  # a typo in your adjustments.csv stops the run now, not after grading everyone
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
+    unknown = sorted(set(read_adjustments(out)) - set(found))  # a typo stops the run now, not after grading
+    if unknown:
+        raise ExerciseError(f"{out / ADJUSTMENTS_NAME} names student(s) {', '.join(unknown)}, who are not in "
+                            f"{args.submissions} (the names are its entries, a .zip without .zip; one named like a "
+                            f"file of the run is graded as NAME-submission): fix the names, or their adjustments "
+                            f"would be lost")
     hashes = {student: submission_hash(entry) for student, entry in found.items()}
     recorded_hashes = dict((recorded or {}).get("submissions", {})) if not differences else {}
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)
@@ -212,7 +221,7 @@ def grade_class(args, root: Path) -> int:
     if seed == 0:
         print("WARNING: exercise seed 0 is the seed of the students' own test runs: they know every graded input. "
               "Leave --exercise-seed out for a fresh secret one.", flush=True)
-    record = {**wanted, "timeout": args.timeout, "budget": args.budget, "isolation": run.isolation.describe(),
+    record = {**wanted, "isolation": run.isolation.describe(),
               "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "submissions": {s: h for s, h in recorded_hashes.items() if s in found and s not in todo}}
     write_run(out, record)  # before any student: a resume compares its settings with these

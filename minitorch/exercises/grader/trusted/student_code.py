@@ -9,7 +9,7 @@ A graded test writes ``student.softmax(scores, axis=-1)``; the fixture decides w
   the probe runs in the student's sandboxed worker (`minitorch.exercises.grader.sandboxed.worker`), where the test's own
   exercise is the student's function and every other one a stand-in; this process, which decides pass or
   fail, never runs the student's code. It answers the stand-ins' requests with its reference library
-  (`minitorch.exercises.grader.trusted.services`), only for the exercises the table says the graded one needs: any other
+  (`grader.trusted.services`), only for the exercises the table says the graded one needs: any other
   request is refused, and the exercise earns nothing (it is flagged). A test's calls together get the plan's
   timeout; the student's whole grading gets the plan's budget. A worker that hangs, dies or sends what the
   channel refuses fails the test as *timed out* or *crashed* and is replaced; after two such tests of one
