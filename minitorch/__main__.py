@@ -110,6 +110,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from minitorch.commands import run_command
+    from minitorch.tools.commands import run_command
 
     sys.exit(run_command(main, name="python -m minitorch"))

@@ -45,31 +45,34 @@ def _no_grad():
         _grad_enabled = previous
 
 
-class _NoGradType(type):
-    """``with no_grad:`` (without the parentheses) names the fix instead of Python's protocol error."""
-
-    def __enter__(cls):
-        raise TypeError("write `with minitorch.no_grad():`, with the parentheses")
-
-    def __exit__(cls, *exception):
-        return False
-
-
-class no_grad(metaclass=_NoGradType):
-    """A context (``with no_grad():``) or a decorator (``@no_grad()`` or ``@no_grad``) in which no graph is
-    recorded.
+class _NoGrad:
+    """`no_grad`: a context (``with no_grad():``) or a decorator (``@no_grad()`` or ``@no_grad``) in which no
+    graph is recorded.
 
     Results computed inside have ``requires_grad=False``: use it for
     evaluation, where gradients are not needed and the graph would only cost
-    memory.
+    memory. (One object, not a class: ``with no_grad:`` without the parentheses names the fix, and IPython's
+    autoreload can reload this module.)
     """
 
-    def __new__(cls, function=None):
+    def __call__(self, function=None):
         if function is None:
             return _no_grad()
         if not callable(function):
             raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
         return _no_grad()(function)
+
+    def __enter__(self):
+        raise TypeError("write `with minitorch.no_grad():`, with the parentheses")
+
+    def __exit__(self, *exception):
+        return False
+
+    def __repr__(self) -> str:
+        return "minitorch.no_grad"
+
+
+no_grad = _NoGrad()
 
 
 def _as_float_array(data, dtype) -> np.ndarray:

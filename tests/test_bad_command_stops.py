@@ -1,4 +1,4 @@
-"""Every command stops the same way (minitorch.commands.run_command, round three of the bad-input catalogue):
+"""Every command stops the same way (minitorch.tools.commands.run_command, round three of the bad-input catalogue):
 SIGTERM and SIGHUP take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the signal), an
 OSError is one line naming the path and what to do, and a closed pipe is quiet."""
 
@@ -65,7 +65,7 @@ def _bench_then_get(signum, target: Path):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
 @pytest.mark.parametrize("make_main", [_build_aside_then_get, _bench_then_get], ids=["building-aside", "bench"])
 def test_a_stop_signal_takes_the_ctrl_c_path_and_leaves_nothing_half_written(tmp_path, capsys, make_main, signum):
-    from minitorch.commands import run_command
+    from minitorch.tools.commands import run_command
 
     target = tmp_path / "out"
     target.mkdir()
@@ -132,7 +132,7 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
      r"copying book/a.html to /full/a.html: \[Errno 28\] No space left on device"),
 ], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "copytree-disk-full"])
 def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, named):
-    from minitorch.commands import run_command
+    from minitorch.tools.commands import run_command
 
     def main(argv):
         raise raised

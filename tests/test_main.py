@@ -93,7 +93,7 @@ def _stub_of(exercise_id: str):
 
 
 def test_a_command_stopped_by_an_exercise_stub_says_which_exercise_in_one_line(capsys):
-    from minitorch.commands import run_command
+    from minitorch.tools.commands import run_command
 
     def reproduce(argv):
         raise _stub_of("4.1")
@@ -108,7 +108,7 @@ def test_a_command_stopped_by_an_exercise_stub_says_which_exercise_in_one_line(c
 
 
 def test_a_stub_quoted_inside_another_error_is_recognised_and_other_errors_keep_their_traceback(capsys):
-    from minitorch.commands import run_command
+    from minitorch.tools.commands import run_command
 
     def wrapped(argv):
         try:

@@ -12,7 +12,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitorch.commands import note_stop
+from minitorch.tools.commands import note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
 
