@@ -120,6 +120,18 @@ def sort_key(exercise_id: str) -> tuple[int, ...]:
     return tuple(int(part) for part in exercise_id.split("."))
 
 
+def paid_tests(passed: list[bool], requires_values: list[bool]) -> list[bool]:
+    """Which of one exercise's tests earn their share of its points (points x paid / tests), given for each test
+    whether it passed and whether it is declared ``@pytest.mark.exercise("X.Y", requires_values=True)``: a test
+    of shape, dtype or an input left unchanged, which a trivial answer (zeros, a constant) passes. A passed test
+    is paid, except one of those, which is paid only when the exercise has value tests (the others) and every
+    one of them passed. The student's scoreboard (tests/conftest.py) and class grading (grading.results_json)
+    both score with this rule."""
+    values = [ok for ok, gated in zip(passed, requires_values) if not gated]
+    values_pass = bool(values) and all(values)
+    return [ok and (values_pass or not gated) for ok, gated in zip(passed, requires_values)]
+
+
 def stub_message(exercise_id: str, title: str, function: str, module: str) -> str:
     """The error a stub raises. tests/conftest.py recognises it by this wording (`STUB_ERROR`)."""
     return (f"Exercise {exercise_id} (chapter {int(exercise_id.split('.')[0]):02d}): {title}. "
