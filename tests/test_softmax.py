@@ -13,6 +13,8 @@ import minitorch
 from minitorch import Tensor
 from minitorch.exercises.student_code import check_gradients
 
+from causal_literals import future_keys as causal_mask  # noqa: E402  (True above the diagonal: keys k > i)
+
 SHAPES_AND_AXES = [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((2, 3, 4), 0)]
 
 
@@ -35,11 +37,6 @@ def check_gradient(student, scores: np.ndarray, seed: int, what: str, **options)
                 "sum in the backward: Σ_k g_k a_k is one number per slice along `axis`, "
                 "(grad * weights).sum(axis=axis, keepdims=True), not one sum over the whole array.")
     pytest.fail(f"the softmax's backward is wrong for {what}:\n{failure}{hint}", pytrace=False)
-
-
-def causal_mask(length: int) -> np.ndarray:
-    """True above the diagonal: query i may not look at keys k > i."""
-    return np.triu(np.ones((length, length), dtype=bool), k=1)
 
 
 @pytest.mark.exercise("2.3")

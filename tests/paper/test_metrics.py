@@ -16,12 +16,14 @@ from minitorch.paper.metrics import (
     bos_mass_at_non_trigger_rows, head_table, non_trigger_row_mass, non_trigger_rows, trigger_row, zero_row_share,
 )
 
+from causal_literals import visible_keys  # noqa: E402  (tests/causal_literals.py)
+
 L = 16  # as in the paper: at L = 8 even a running average has alpha_0 = H_8 / 8 > 0.3
 
 
 def random_causal_weights(rng, batch=5, heads=3, length=L) -> np.ndarray:
     """Random softmax-like weights (B, H, L, L): rows on the simplex, zero on future keys."""
-    weights = rng.uniform(0.0, 1.0, size=(batch, heads, length, length)) * np.tril(np.ones((length, length)))
+    weights = rng.uniform(0.0, 1.0, size=(batch, heads, length, length)) * visible_keys(length)
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
@@ -34,7 +36,7 @@ def perfect_sink(batch=4, heads=1, length=L) -> np.ndarray:
 
 def running_average(batch=4, heads=1, length=L) -> np.ndarray:
     """a_ik = 1/(i+1) on the visible keys k <= i: no sink."""
-    average = np.tril(np.ones((length, length))) / np.arange(1, length + 1)[:, None]
+    average = visible_keys(length) / np.arange(1, length + 1)[:, None]
     return np.broadcast_to(average, (batch, heads, length, length)).copy()
 
 
@@ -112,7 +114,7 @@ def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed, stud
 
 def test_non_trigger_row_mass_matches_a_loop():
     rng = np.random.default_rng(1)
-    weights = rng.uniform(0, 1, size=(3, 2, L, L)) * np.tril(np.ones((L, L)))  # ReLU-like: rows need not sum to 1
+    weights = rng.uniform(0, 1, size=(3, 2, L, L)) * visible_keys(L)  # ReLU-like: rows need not sum to 1
     triggers = np.array([2, 4, 7])
     mass = non_trigger_row_mass(weights, triggers)
     for b, h in np.ndindex(3, 2):
@@ -185,7 +187,7 @@ def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan(student):
 @pytest.mark.exercise("3.5")
 def test_gu_alpha_matches_a_loop(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    weights = rng.uniform(0, 1, size=(4, 2, L, L)) * np.tril(np.ones((L, L)))
+    weights = rng.uniform(0, 1, size=(4, 2, L, L)) * visible_keys(L)
     weights[0, 1, 3] = 0.0  # one all-zero row
     assert np.allclose(student.gu_sink_scores(weights), alpha_by_loop(weights)), "alpha_k differs from its definition"
 
