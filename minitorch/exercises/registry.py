@@ -97,8 +97,10 @@ NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # 
 # chapter 09 loads them instead of training for a quarter of an hour
 HIDDEN_TESTS = "tests/hidden"  # graded tests students never get: the class grader and the bundle run them
 # The instructor's own files, which a student edition leaves out: tests that hold every reference answer or
-# put them back, and the hand-fused NumPy floor of the benchmark and the fast path (it repeats answers as array code).
+# put them back, the grader's own tests (their honest and hostile copies answer exercises), and the hand-fused
+# NumPy floor of the benchmark and the fast path (it repeats answers as array code).
 INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_solved_edition.py",
+                   "tests/exercises/test_grading.py", "tests/exercises/test_student_code.py",
                    "minitorch/fast/hand_fused.py", HIDDEN_TESTS)
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
