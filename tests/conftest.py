@@ -4,9 +4,9 @@ Markers (registered here, since the repository keeps no pytest.ini):
 - ``@pytest.mark.exercise("2.3")``: the test grades exercise 2.3; it also gets the markers
   ``ex2_3`` and ``ch02``, so ``pytest -m ex2_3`` or ``pytest -m ch02`` selects it. Every exercise
   and chapter marker is registered (from minitorch/exercises/registry.py), so ``--strict-markers`` works.
-  ``@pytest.mark.exercise("3.1", requires_values=True)``: the test checks only shape, dtype or that an input is
-  left unchanged, which a trivial answer (zeros, a constant) passes; it earns its share only when every value
-  test of its exercise (the tests without requires_values) passed (`registry.paid_tests`, the rule class
+  ``@pytest.mark.exercise("3.1", requires_values=True)``: a trivial answer (zeros, a constant, the input
+  returned) passes the test, which checks only shape, dtype, an input left unchanged or a property such an
+  answer has; it earns its share only when every value test of its exercise (those without it) passed (`registry.paid_tests`, the rule class
   grading applies too).
 - ``@pytest.mark.slow``: takes more than a few seconds; skip with ``-m "not slow"``.
 

@@ -125,7 +125,9 @@ def sort_key(exercise_id: str) -> tuple[int, ...]:
 def paid_tests(passed: list[bool], requires_values: list[bool]) -> list[bool]:
     """Which of one exercise's tests earn their share of its points (points x paid / tests), given for each test
     whether it passed and whether it is declared ``@pytest.mark.exercise("X.Y", requires_values=True)``: a test
-    of shape, dtype or an input left unchanged, which a trivial answer (zeros, a constant) passes. A passed test
+    that a trivial answer (zeros, a constant, the input returned) passes, because it checks only shape, dtype, an
+    input left unchanged, a check the library makes outside the function, or a property such an answer has
+    (rows summing to one, zero on future keys, a gradient consistent with its forward). A passed test
     is paid, except one of those, which is paid only when the exercise has value tests (the others) and every
     one of them passed. The student's scoreboard (tests/conftest.py) and class grading (grading.results_json)
     both score with this rule."""

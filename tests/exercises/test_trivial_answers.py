@@ -130,7 +130,9 @@ def _points(copy: Path, exercise_id: str, body: str) -> dict:
     if not board.exists():
         raise RuntimeError(f"the tests of {exercise_id} did not run:\n{completed.stdout[-2000:]}"
                            f"{completed.stderr[-2000:]}")
-    return json.loads(board.read_text(encoding="utf-8"))["exercises"][exercise_id]
+    report = json.loads(board.read_text(encoding="utf-8"))
+    return {**report["exercises"][exercise_id],
+            "passed tests": sorted(nodeid for nodeid, test in report["tests"].items() if test["status"] == "passed")}
 
 
 def measure(exercise_ids=None, workers: int = 2) -> dict[tuple[str, str], dict]:
@@ -172,14 +174,18 @@ def test_every_exercise_has_trivial_answers():
 def test_no_trivial_answer_earns_points():
     rows = measure()
     earning = [f"{exercise_id} returning {name}: {row['earned']:.2f} of {row['points']} points "
-               f"({row['passed']} of {row['tests']} tests passed)"
+               f"({row['passed']} of {row['tests']} tests passed: {', '.join(row['passed tests'])})"
                for (exercise_id, name), row in rows.items() if row["earned"]]
     assert not earning, ("a trivial answer should earn nothing: add a value test the answer fails, or declare the "
                          "tests it passes requires_values=True:\n" + "\n".join(earning))
 
 
 if __name__ == "__main__":
-    table = markdown_table(measure(sys.argv[2:] or None))
+    measured = measure(sys.argv[2:] or None)
+    table = markdown_table(measured)
     print(table)
+    for (exercise_id, name), row in measured.items():
+        if row["passed"]:
+            print(f"{exercise_id} returning {name} passes: {', '.join(row['passed tests'])}", file=sys.stderr)
     if len(sys.argv) > 1:
         Path(sys.argv[1]).write_text(table, encoding="utf-8")

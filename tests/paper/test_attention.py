@@ -30,7 +30,7 @@ def random_scores(rng: np.random.Generator, batch: int = 3, heads: int = 2, leng
 # Exercise 3.1: the causal mask
 
 
-@pytest.mark.exercise("3.1")
+@pytest.mark.exercise("3.1", requires_values=True)  # zeros of shape (L, L) pass it: it pays with the values
 @pytest.mark.parametrize("length", [1, 2, 5, 16])
 def test_causal_mask_is_a_boolean_L_by_L_array(length, student):
     mask = student.causal_mask(length)
@@ -41,8 +41,35 @@ def test_causal_mask_is_a_boolean_L_by_L_array(length, student):
         f"causal_mask({length}) should be boolean (True = future key), got dtype {mask['dtype']}")
 
 
+# The masks of the first lengths, written out (True: key k lies in the future of query i, row i, column k).
+SMALL_MASKS = {
+    1: [[False]],
+    2: [[False, True],
+        [False, False]],
+    3: [[False, True, True],
+        [False, False, True],
+        [False, False, False]],
+    4: [[False, True, True, True],
+        [False, False, True, True],
+        [False, False, False, True],
+        [False, False, False, False]],
+}
+
+
 @pytest.mark.exercise("3.1")
-@pytest.mark.parametrize("length", [1, 2, 5, 16])
+def test_causal_masks_of_lengths_1_to_4_are_the_ones_written_out(student):
+    for length, expected in SMALL_MASKS.items():
+        mask = student.causal_mask(length)
+        assert mask["shape"] == (length, length) and mask["dtype"] == "bool", (
+            f"causal_mask({length}) should be a boolean ({length}, {length}) array, got shape {mask['shape']}, "
+            f"dtype {mask['dtype']}")
+        np.testing.assert_array_equal(mask["mask"], expected, err_msg=(
+            f"causal_mask({length}) is wrong: True exactly where key k lies in the future of query i (k > i); "
+            f"the diagonal k = i is visible"))
+
+
+@pytest.mark.exercise("3.1")
+@pytest.mark.parametrize("length", [5, 16])
 def test_causal_mask_is_true_exactly_at_future_keys(length, student):
     mask = student.causal_mask(length)["mask"]
     assert np.shape(mask) == (length, length), f"causal_mask({length}) should be an ({length}, {length}) array"
@@ -58,7 +85,7 @@ def test_causal_mask_is_true_exactly_at_future_keys(length, student):
 # Exercise 3.2: softmax attention
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # uniform weights pass it
 def test_softmax_attention_rows_sum_to_one(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     weights = student.softmax_attention(scores, future_keys(scores.shape[-1]))["weights"]
@@ -72,7 +99,7 @@ def test_softmax_attention_rows_sum_to_one(exercise_seed, student):
     assert (weights >= 0).all(), "softmax weights can never be negative"
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # zeros pass it
 def test_softmax_attention_puts_exactly_zero_on_future_keys(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     future = future_keys(scores.shape[-1])
@@ -99,7 +126,7 @@ def test_softmax_attention_matches_an_explicit_loop(exercise_seed, student):
     )
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # zeros pass it
 def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores = random_scores(rng)
@@ -112,7 +139,7 @@ def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed, stud
         "changing the scores of future keys changed the weights: the mask leaks the future")
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # the scores returned pass it
 def test_softmax_attention_gradient_matches_finite_differences(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
     check_gradients(student, "softmax_attention", [scores], exercise_seed, future=future_keys(4))
@@ -145,7 +172,7 @@ def test_relu_attention_matches_an_explicit_loop(exercise_seed, student):
     )
 
 
-@pytest.mark.exercise("3.3")
+@pytest.mark.exercise("3.3", requires_values=True)  # zeros pass it
 def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scores(student):
     scores = np.full((1, 1, 5, 5), 3.0)  # every score positive, the future ones too
     weights = student.relu_attention(scores, future_keys(5))["weights"][0, 0]
@@ -165,7 +192,7 @@ def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum(student
     )
 
 
-@pytest.mark.exercise("3.3")
+@pytest.mark.exercise("3.3", requires_values=True)  # zeros pass it
 def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exercise_seed, student):
     scores = -np.abs(np.random.default_rng(exercise_seed).normal(size=(1, 1, 4, 4)))
     weights = student.relu_attention(scores, future_keys(4))["weights"]
@@ -173,7 +200,7 @@ def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exe
         f"negative scores must give weight 0 (ReLU attention may attend to nothing), got\n{weights[0, 0]}")
 
 
-@pytest.mark.exercise("3.3")
+@pytest.mark.exercise("3.3", requires_values=True)  # the scores returned pass it
 def test_relu_attention_gradient_matches_finite_differences(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
     scores[np.abs(scores) < 1e-3] = 0.5  # keep away from the kink of max(s, 0)

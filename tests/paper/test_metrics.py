@@ -92,17 +92,19 @@ def test_bos_mass_at_non_trigger_rows_matches_a_loop(exercise_seed, student):
 @pytest.mark.exercise("3.4")
 def test_bos_mass_leaves_out_row_0_and_the_trigger_row(student):
     weights = np.zeros((1, 1, L, L))
-    weights[0, 0, :, 0] = 0.5  # BOS mass 0.5 at every row ...
+    weights[0, 0, :, 0] = np.arange(L) / 100  # BOS mass i / 100 at row i ...
     weights[0, 0, 0, 0] = 1.0  # ... but 1 at row 0, whose only key is BOS
-    weights[0, 0, 3, 0] = 0.0  # ... and 0 at the trigger row j = 3
+    weights[0, 0, 3, 0] = 0.9  # ... and 0.9 at the trigger row j = 3
     bos = student.bos_mass_at_non_trigger_rows(weights, np.array([3]))
-    assert np.allclose(bos, 0.5), (
-        f"expected BOS mass 0.5 at every non-trigger row, got {np.ravel(bos).tolist()}: "
+    expected = [0.01, 0.02] + [i / 100 for i in range(4, L)]  # rows 1, 2, 4, ..., L-1
+    assert np.shape(bos) == (1, 1, L - 2), f"BOS mass should be (B, H, L-2) = (1, 1, {L - 2}), got {np.shape(bos)}"
+    assert np.allclose(bos[0, 0], expected), (
+        f"expected BOS mass i / 100 at the non-trigger rows i = 1, 2, 4, ..., {L - 1}, got {np.ravel(bos).tolist()}: "
         f"row 0 (always 1 under softmax) and the trigger row j must be left out"
     )
 
 
-@pytest.mark.exercise("3.4")
+@pytest.mark.exercise("3.4", requires_values=True)  # zeros pass it (it compares the answer with itself)
 def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     weights = random_causal_weights(rng, heads=1)
@@ -164,7 +166,7 @@ def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1(student):
     assert alpha[0, 0] < metrics.SINK_THRESHOLD, "a running average must not count as a sink"
 
 
-@pytest.mark.exercise("3.5")
+@pytest.mark.exercise("3.5", requires_values=True)  # constants pass it
 def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging(student):
     scale = np.arange(1, L + 1, dtype=float)[None, None, :, None] * 3.7  # ReLU rows of arbitrary sums
     scaled, plain = student.gu_sink_scores(running_average() * scale), student.gu_sink_scores(running_average())

@@ -186,7 +186,7 @@ def test_targets_match_a_plain_loop(residual, exercise_seed, student):
     )
 
 
-@pytest.mark.exercise("4.1")
+@pytest.mark.exercise("4.1", requires_values=True)  # zeros pass it
 def test_single_layer_targets_are_zero_away_from_the_trigger(exercise_seed, student):
     x, triggers = make_inputs(64, np.random.default_rng(exercise_seed))
     y = targets_of(student, x, triggers)["targets"]
@@ -212,7 +212,7 @@ def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_inc
     assert np.allclose(y_residual[0, [0, 1, 3]], x[0, [0, 1, 3]]), "residual target away from the trigger is x_i"
 
 
-@pytest.mark.exercise("4.1")
+@pytest.mark.exercise("4.1", requires_values=True)
 def test_make_targets_leaves_its_inputs_untouched(exercise_seed, student):
     x, triggers = make_inputs(8, np.random.default_rng(exercise_seed))
     for residual in (True, False):
