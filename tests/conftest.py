@@ -6,8 +6,8 @@ Markers (registered here, since the repository keeps no pytest.ini):
   and chapter marker is registered (from minitorch/exercises/registry.py), so ``--strict-markers`` works.
   ``@pytest.mark.exercise("3.1", requires_values=True)``: a trivial answer (zeros, a constant, the input
   returned) passes the test, which checks only shape, dtype, an input left unchanged or a property such an
-  answer has; it earns its share only when every value test of its exercise (those without it) passed (`registry.paid_tests`, the rule class
-  grading applies too).
+  answer has; it earns its share only when every value test of its exercise (those without it) passed
+  (`registry.paid_tests`, the rule class grading applies too).
 - ``@pytest.mark.slow``: takes more than a few seconds; skip with ``-m "not slow"``.
 
 Options (each also has an environment variable):

@@ -131,6 +131,8 @@ def test_mul_backward_returns_the_other_factor_times_the_upstream_gradient(exerc
     rng = np.random.default_rng(exercise_seed)
     a, b, upstream = (normal(rng, (3, 4)) for _ in range(3))
     grad_a, grad_b = student.local_gradients("mul", [a, b], upstream)
+    assert np.shape(grad_a) == a.shape and np.shape(grad_b) == b.shape, (
+        f"the gradients should have the inputs' shape {a.shape}, got {np.shape(grad_a)} and {np.shape(grad_b)}")
     np.testing.assert_allclose(grad_a, upstream * b, err_msg="∂ℓ/∂a should be g ⊙ b")
     np.testing.assert_allclose(grad_b, upstream * a, err_msg="∂ℓ/∂b should be g ⊙ a")
 
@@ -171,6 +173,7 @@ def test_exp_backward_multiplies_the_upstream_gradient_by_exp(exercise_seed, stu
     rng = np.random.default_rng(exercise_seed)
     x, upstream = normal(rng, (3, 4)), normal(rng, (3, 4))
     (grad,) = student.local_gradients("exp", [x], upstream)
+    assert np.shape(grad) == x.shape, f"the gradient should have the input's shape {x.shape}, got {np.shape(grad)}"
     np.testing.assert_allclose(grad, upstream * np.exp(x), rtol=1e-12, err_msg="d(e^x)/dx = e^x")
 
 
@@ -179,6 +182,7 @@ def test_log_backward_divides_the_upstream_gradient_by_the_input(exercise_seed, 
     rng = np.random.default_rng(exercise_seed)
     x, upstream = positive(rng, (3, 4)), normal(rng, (3, 4))
     (grad,) = student.local_gradients("log", [x], upstream)
+    assert np.shape(grad) == x.shape, f"the gradient should have the input's shape {x.shape}, got {np.shape(grad)}"
     np.testing.assert_allclose(grad, upstream / x, rtol=1e-12, err_msg="d(log x)/dx = 1/x")
 
 

@@ -122,6 +122,7 @@ def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_grad
     magnitudes = np.array([1e-3, 1e-2, 1, 10, 100, 1e3]) * rng.uniform(0.5, 2.0, size=6)  # all >= 5e-4
     gradient = rng.choice([-1.0, 1.0], size=6) * magnitudes
     [[after]] = student.adam_trajectories([np.zeros(6)], [[gradient]], lr=0.01, eps=1e-8)
+    assert np.shape(after) == (6,), f"the parameter should keep its shape (6,), got {np.shape(after)}"
     # lr * |g| / (|g| + eps) differs from lr by less than lr * eps / |g| <= 0.01 * 1e-8 / 5e-4 = 2e-7
     np.testing.assert_allclose(after, -0.01 * np.sign(gradient), rtol=0, atol=2e-7,
                                err_msg="Adam's first step should have size lr whatever the gradient's scale")
@@ -130,6 +131,7 @@ def test_adam_first_step_moves_each_parameter_by_lr_against_the_sign_of_its_grad
 @pytest.mark.exercise("2.5")
 def test_adam_with_a_constant_gradient_moves_lr_every_step(student):
     [trajectory] = student.adam_trajectories([np.zeros(2)], [[np.array([2.0, -0.5])] * 5], lr=0.1, eps=0.0)
+    assert np.shape(trajectory[-1]) == (2,), f"the parameter should keep its shape (2,), got {np.shape(trajectory[-1])}"
     np.testing.assert_allclose(trajectory[-1], [-0.5, 0.5], rtol=1e-9,
                                err_msg="bias correction makes m̂ = g and v̂ = g² for a constant g: steps of size lr")
 
@@ -141,6 +143,7 @@ def test_adam_two_steps_match_numbers_worked_out_by_hand(student):
     # step 2: m = 0.09 + 0.3 = 0.39, v = 0.000999 + 0.009 = 0.009999,
     #         m̂ = 0.39 / 0.19, v̂ = 0.009999 / 0.001999     -> θ2 = -0.1 - 0.1 * 2.05263158 / 2.23651537
     [[first, second]] = student.adam_trajectories([np.array(0.0)], [[np.array(1.0), np.array(3.0)]], lr=0.1, eps=0.0)
+    assert np.shape(first) == np.shape(second) == (), "a 0-d parameter should stay 0-d"
     assert float(first) == pytest.approx(-0.1, rel=1e-12)
     assert float(second) == pytest.approx(-0.1917781119, rel=1e-9)
 
@@ -149,6 +152,7 @@ def test_adam_two_steps_match_numbers_worked_out_by_hand(student):
 def test_adam_weight_decay_is_added_to_the_gradient(student):
     # a zero gradient: all the pull comes from the decay term weight_decay * θ
     [[after]] = student.adam_trajectories([np.array([2.0, -3.0])], [[np.zeros(2)]], lr=0.1, weight_decay=0.01)
+    assert np.shape(after) == (2,), f"the parameter should keep its shape (2,), got {np.shape(after)}"
     np.testing.assert_allclose(after, [1.9, -2.9], rtol=1e-6)
 
 
@@ -157,6 +161,7 @@ def test_adam_skips_a_parameter_without_gradient_and_starts_its_count_when_it_ge
     # `used` gets a gradient at every step; `unused` none for three steps, then one at the fourth
     _, unused = student.adam_trajectories([np.array([1.0]), np.array([1.0])],
                                           [[np.array([1.0])] * 4, [None, None, None, np.array([4.0])]], lr=0.1)
+    assert [np.shape(after) for after in unused] == [(1,)] * 4, "the parameter should keep its shape (1,)"
     for after in unused[:3]:
         np.testing.assert_array_equal(after, [1.0], err_msg="a parameter with grad None must not move")
     np.testing.assert_allclose(unused[3], [0.9], rtol=1e-6, err_msg=(

@@ -73,6 +73,7 @@ def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed, st
 @pytest.mark.exercise("2.3")
 def test_softmax_does_not_overflow_for_large_scores(student):
     weights = student.softmax(np.array([[1000.0, 1000.0], [1000.0, 0.0], [-1000.0, -1001.0]]))
+    assert np.shape(weights) == (3, 2), f"the weights should have the scores' shape (3, 2), got {np.shape(weights)}"
     assert np.all(np.isfinite(weights)), f"exp(1000) overflowed: subtract the row maximum first. Got {weights}"
     np.testing.assert_allclose(weights, [[0.5, 0.5], [1.0, 0.0], [1 / (1 + np.exp(-1)), 1 / (1 + np.e)]],
                                rtol=1e-12, atol=1e-300)
@@ -83,6 +84,7 @@ def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal((5, 5))
     mask = causal_mask(5)
     weights = student.forward("softmax", [scores], mask=mask)
+    assert np.shape(weights) == (5, 5), f"the weights should have the scores' shape (5, 5), got {np.shape(weights)}"
     assert np.all(weights[mask] == 0.0), "a key at -inf must get weight exactly 0, not just a small number"
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(weights[0, 0], 1.0, err_msg="row 0 sees only key 0, which gets all the weight")
@@ -94,6 +96,8 @@ def test_masked_entries_get_exactly_zero_gradient(exercise_seed, student):
     mask = causal_mask(5)
     gradients = student.masked_softmax_gradients(rng.standard_normal((5, 5)), mask, rng.standard_normal((5, 5)))
     masked, scores = gradients["masked"], gradients["scores"]
+    assert np.shape(masked) == np.shape(scores) == (5, 5), (
+        f"the gradients should have the scores' shape (5, 5), got {np.shape(masked)} and {np.shape(scores)}")
     assert np.all(masked[mask] == 0.0), "the softmax must send exactly 0 gradient to a -inf score"
     assert np.all(np.isfinite(masked)), "the softmax gradient must stay finite with -inf scores (no inf*0 = nan)"
     assert np.all(scores[mask] == 0.0), "a masked score does not affect the loss: its gradient must be 0"
@@ -135,6 +139,7 @@ def test_softmax_backward_is_the_jacobian_transpose_times_the_upstream_gradient(
     a = student.softmax(scores)
     jacobian = np.diag(a) - np.outer(a, a)  # ∂a_k/∂s_l = a_k (δ_kl - a_l)
     (grad,) = student.local_gradients("softmax", [scores], upstream)
+    assert np.shape(grad) == (5,), f"the gradient should have the scores' shape (5,), got {np.shape(grad)}"
     np.testing.assert_allclose(grad, jacobian.T @ upstream, rtol=1e-10, atol=1e-14,
                                err_msg="∂ℓ/∂s_l should be Σ_k g_k a_k (δ_kl - a_l)")
 

@@ -185,6 +185,7 @@ def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scor
 def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum(student):
     scores = np.full((1, 1, 5, 5), 3.0)
     weights = student.relu_attention(scores, future_keys(5))["weights"][0, 0]
+    assert np.shape(weights) == (5, 5), f"weights should have the scores' shape (5, 5), got {np.shape(weights)}"
     expected_row_sums = [3.0 * (i + 1) / max(i, 1) for i in range(5)]  # i+1 visible keys, each 3 / max(i, 1)
     assert np.allclose(weights.sum(axis=-1), expected_row_sums), (
         f"with every score 3, row i should sum to 3 (i+1) / max(i, 1) = {expected_row_sums}, got "

@@ -158,6 +158,7 @@ def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere(student):
 @pytest.mark.exercise("3.5")
 def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1(student):
     alpha = student.gu_sink_scores(running_average())
+    assert np.shape(alpha) == (1, L), f"alpha should be (H, L) = (1, {L}), got {np.shape(alpha)}"
     expected = [np.mean([1 / (i + 1) for i in range(k, L)]) for k in range(L)]  # over the L-k queries i >= k
     assert np.allclose(alpha[0], expected), (
         f"for a_ik = 1/(i+1), alpha_k = (1/(L-k)) sum_(i>=k) 1/(i+1) = {np.round(expected, 4).tolist()}, "
@@ -180,6 +181,7 @@ def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan(student):
     weights = perfect_sink(batch=1)
     weights[0, 0, 2:] = 0.0  # rows 2..L-1 attend to nothing, as a ReLU head may
     alpha = student.gu_sink_scores(weights)
+    assert np.shape(alpha) == (1, L), f"alpha should be (H, L) = (1, {L}), got {np.shape(alpha)}"
     assert np.isfinite(alpha).all(), "an all-zero row must not produce 0/0 = nan; count it as 0"
     assert np.isclose(alpha[0, 0], 2 / L), (
         f"only rows 0 and 1 put (all) their weight on BOS, so alpha_0 = 2/{L}; got {alpha[0, 0]:.4f}"
@@ -191,7 +193,9 @@ def test_gu_alpha_matches_a_loop(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     weights = rng.uniform(0, 1, size=(4, 2, L, L)) * visible_keys(L)
     weights[0, 1, 3] = 0.0  # one all-zero row
-    assert np.allclose(student.gu_sink_scores(weights), alpha_by_loop(weights)), "alpha_k differs from its definition"
+    alpha = student.gu_sink_scores(weights)
+    assert np.shape(alpha) == (2, L), f"alpha should be (H, L) = (2, {L}), got {np.shape(alpha)}"
+    assert np.allclose(alpha, alpha_by_loop(weights)), "alpha_k differs from its definition"
 
 
 # ----------------------------------------------------------------------

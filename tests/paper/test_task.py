@@ -202,6 +202,7 @@ def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_inc
                    [0.0, 1.0, -0.3, 0.0],   # trigger, j = 2
                    [0.0, 0.0, 0.9, 1.0]]])  # after the trigger: not averaged
     y = targets_of(student, x, np.array([2]))["targets"]
+    assert np.shape(y) == x.shape, f"targets must have the inputs' shape {x.shape}, got {np.shape(y)}"
     expected_mean = np.array([0.0, 0.5, 0.15, 0.5])  # (x_1 + x_2) / 2
     assert np.allclose(y[0, 2], expected_mean), (
         f"at the trigger j = 2 the target is (x_1 + x_2) / 2 = {expected_mean}, got {y[0, 2]} "
