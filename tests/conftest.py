@@ -390,7 +390,8 @@ class Scoreboard:
                                                  "points": points, "tests": 0, **{s: 0 for s in _STATUSES}})
             row["tests"] += 1
             row[status] += 1
-            outcomes.setdefault(exercise_id, []).append((status == "passed", self.results[nodeid]["requires_values"]))
+            gated = self.results[nodeid].get("requires_values", False)
+            outcomes.setdefault(exercise_id, []).append((status == "passed", gated))
         for exercise_id, row in table.items():
             row["paid"] = sum(registry.paid_tests(*zip(*outcomes[exercise_id])))
             row["earned"] = row["points"] * row["paid"] / row["tests"]
