@@ -9,7 +9,8 @@ The table of trivial answers against points is also a script:
 
     python tests/exercises/test_trivial_answers.py [OUT.md]
 
-prints it as Markdown (and writes it to OUT.md); the closing note quotes it.
+prints it as Markdown (and writes it to OUT.md), for the closing note; with exercise IDs after OUT.md, only
+those are measured, and the tests each trivial answer passes are listed on stderr.
 """
 
 from __future__ import annotations
