@@ -4,6 +4,10 @@ Markers (registered here, since the repository keeps no pytest.ini):
 - ``@pytest.mark.exercise("2.3")``: the test grades exercise 2.3; it also gets the markers
   ``ex2_3`` and ``ch02``, so ``pytest -m ex2_3`` or ``pytest -m ch02`` selects it. Every exercise
   and chapter marker is registered (from minitorch/exercises/registry.py), so ``--strict-markers`` works.
+  ``@pytest.mark.exercise("3.1", requires_values=True)``: a trivial answer (zeros, a constant, the input
+  returned) passes the test, which checks only shape, dtype, an input left unchanged or a property such an
+  answer has; it earns its share only when every value test of its exercise (those without it) passed
+  (`registry.paid_tests`, the rule class grading applies too).
 - ``@pytest.mark.slow``: takes more than a few seconds; skip with ``-m "not slow"``.
 
 Options (each also has an environment variable):
@@ -36,7 +40,8 @@ Outcomes. A test that fails with the NotImplementedError of an exercise stub is
   exercise X.Y (chapter NN) first", and earns nothing.
 The end of the output is a per-exercise scoreboard, in the order a student can do the exercises
 (`registry.order_of_work`: 1.2 before 1.1, whose tests run a whole backward pass): passed, failed, not attempted,
-blocked, points = points x passed / tests; printed when graded tests ran. "failed" counts every way a test can
+blocked, points = points x paid / tests, paid being the passed tests but those declared requires_values whose
+exercise's value tests did not all pass; printed when graded tests ran. "failed" counts every way a test can
 fail (timed out, crashed, ... in class grading), and a line under the table names those kinds; another says
 that pytest's own summary counts not-attempted tests as failed and blocked ones as skipped.
 """
@@ -190,7 +195,8 @@ def _use_minitorch_from(root: Path) -> None:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "exercise(id): the test grades exercise `id`, e.g. '2.3'")
+    config.addinivalue_line("markers", "exercise(id, requires_values=False): the test grades exercise `id`, e.g. "
+                                       "'2.3'; requires_values=True: it pays only when the exercise's value tests pass")
     config.addinivalue_line("markers", "slow: takes more than a few seconds (deselect with -m 'not slow')")
     for exercise_id, exercise in sorted(registry.EXERCISES.items(), key=lambda item: registry.sort_key(item[0])):
         config.addinivalue_line("markers", f"ex{exercise_id.replace('.', '_')}: tests of exercise {exercise_id}, "
@@ -348,7 +354,7 @@ class Scoreboard:
             report.longrepr = ("grader error: this graded test never called the student's code through the student "
                                "fixture, so it cannot earn points (it would have checked the grader's own library)")
         result = self.results.setdefault(item.nodeid, {"status": None, "blocked_by": None, "message": "",
-                                                       "output": ""})
+                                                       "output": "", "requires_values": _requires_values(item)})
         if report.when == "call" or report.failed:
             captured = "".join(text for _, text in report.sections) + (report.longreprtext if report.failed else "")
             result["output"] = (result["output"] + captured)[:OUTPUT_CAP]
@@ -375,6 +381,7 @@ class Scoreboard:
 
     def exercise_table(self) -> dict[str, dict]:
         table: dict[str, dict] = {}
+        outcomes: dict[str, list[tuple[bool, bool]]] = {}  # exercise -> (passed, requires values) of each test
         for nodeid, exercise_id in self.exercise_of.items():
             status = self.results.get(nodeid, {}).get("status")
             if status is None:
@@ -385,8 +392,11 @@ class Scoreboard:
                                                  "points": points, "tests": 0, **{s: 0 for s in _STATUSES}})
             row["tests"] += 1
             row[status] += 1
-        for row in table.values():
-            row["earned"] = row["points"] * row["passed"] / row["tests"]
+            gated = self.results[nodeid].get("requires_values", False)
+            outcomes.setdefault(exercise_id, []).append((status == "passed", gated))
+        for exercise_id, row in table.items():
+            row["paid"] = sum(registry.paid_tests(*zip(*outcomes[exercise_id])))
+            row["earned"] = row["points"] * row["paid"] / row["tests"]
         order = {exercise_id: place for place, exercise_id in enumerate(registry.order_of_work())}
         return dict(sorted(table.items(), key=lambda item: (order.get(item[0], len(order)),
                                                             registry.sort_key(item[0]))))
@@ -420,6 +430,10 @@ class Scoreboard:
         if totals["not attempted"]:  # pytest's own last line counts them among its failures, with the others
             write(f"(pytest's summary counts the {totals['not attempted']} not-attempted test(s) as failed, and the "
                   f"blocked ones as skipped)")
+        unpaid = [exercise_id for exercise_id, row in table.items() if row["paid"] < row["passed"]]
+        if unpaid:
+            write(f"(exercise(s) {', '.join(unpaid)}: tests of shape, dtype or inputs left unchanged earn nothing "
+                  f"until every value test of the exercise passes)")
         if totals["skipped"]:
             write(f"({totals['skipped']} graded test(s) skipped for other reasons; they earn nothing)")
         blockers = sorted({r["blocked_by"] for r in self.results.values() if r["blocked_by"]}, key=registry.sort_key)
@@ -491,6 +505,12 @@ def _grading_outcome(error: BaseException):
     test ran), with its kind; None for anything else, and never for what a student's code raises."""
     module = sys.modules.get("minitorch.exercises.grader.trusted.student_code")  # loaded only when a class is graded
     return error if module is not None and isinstance(error, module.GradingOutcome) else None
+
+
+def _requires_values(item) -> bool:
+    """The graded test is declared requires_values=True: it pays only when its exercise's value tests pass."""
+    mark = item.get_closest_marker("exercise")
+    return bool(mark is not None and mark.kwargs.get("requires_values", False))
 
 
 def _exercise_of(item) -> str | None:

@@ -13,6 +13,8 @@ import minitorch
 from minitorch import Tensor
 from minitorch.exercises.grader.trusted.student_code import check_gradients
 
+from causal_literals import future_keys as causal_mask  # noqa: E402  (True above the diagonal: keys k > i)
+
 SHAPES_AND_AXES = [((5,), 0), ((3, 4), -1), ((3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), -1), ((2, 3, 4), 0)]
 
 
@@ -37,12 +39,7 @@ def check_gradient(student, scores: np.ndarray, seed: int, what: str, **options)
     pytest.fail(f"the softmax's backward is wrong for {what}:\n{failure}{hint}", pytrace=False)
 
 
-def causal_mask(length: int) -> np.ndarray:
-    """True above the diagonal: query i may not look at keys k > i."""
-    return np.triu(np.ones((length, length), dtype=bool), k=1)
-
-
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.3", requires_values=True)  # uniform weights pass it
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
 def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape) * 3
@@ -64,7 +61,7 @@ def test_softmax_matches_the_textbook_formula(shape, axis, exercise_seed, studen
     np.testing.assert_allclose(student.softmax(scores, axis=axis), expected, rtol=1e-12)
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.3", requires_values=True)  # zeros pass it
 def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores = rng.standard_normal((4, 6))
@@ -76,6 +73,7 @@ def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed, st
 @pytest.mark.exercise("2.3")
 def test_softmax_does_not_overflow_for_large_scores(student):
     weights = student.softmax(np.array([[1000.0, 1000.0], [1000.0, 0.0], [-1000.0, -1001.0]]))
+    assert np.shape(weights) == (3, 2), f"the weights should have the scores' shape (3, 2), got {np.shape(weights)}"
     assert np.all(np.isfinite(weights)), f"exp(1000) overflowed: subtract the row maximum first. Got {weights}"
     np.testing.assert_allclose(weights, [[0.5, 0.5], [1.0, 0.0], [1 / (1 + np.exp(-1)), 1 / (1 + np.e)]],
                                rtol=1e-12, atol=1e-300)
@@ -86,6 +84,7 @@ def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal((5, 5))
     mask = causal_mask(5)
     weights = student.forward("softmax", [scores], mask=mask)
+    assert np.shape(weights) == (5, 5), f"the weights should have the scores' shape (5, 5), got {np.shape(weights)}"
     assert np.all(weights[mask] == 0.0), "a key at -inf must get weight exactly 0, not just a small number"
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(weights[0, 0], 1.0, err_msg="row 0 sees only key 0, which gets all the weight")
@@ -97,12 +96,14 @@ def test_masked_entries_get_exactly_zero_gradient(exercise_seed, student):
     mask = causal_mask(5)
     gradients = student.masked_softmax_gradients(rng.standard_normal((5, 5)), mask, rng.standard_normal((5, 5)))
     masked, scores = gradients["masked"], gradients["scores"]
+    assert np.shape(masked) == np.shape(scores) == (5, 5), (
+        f"the gradients should have the scores' shape (5, 5), got {np.shape(masked)} and {np.shape(scores)}")
     assert np.all(masked[mask] == 0.0), "the softmax must send exactly 0 gradient to a -inf score"
     assert np.all(np.isfinite(masked)), "the softmax gradient must stay finite with -inf scores (no inf*0 = nan)"
     assert np.all(scores[mask] == 0.0), "a masked score does not affect the loss: its gradient must be 0"
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.3", requires_values=True)  # the library checks it outside the function
 def test_a_slice_with_every_entry_masked_raises_value_error(student):
     scores = np.array([[-np.inf, -np.inf], [0.0, 1.0]])  # row 0 is fully masked; no column is
     with pytest.raises(ValueError, match="masked"):
@@ -115,7 +116,7 @@ def test_softmax_of_a_0d_tensor_raises_value_error():
         minitorch.softmax(Tensor(1.0))
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.3", requires_values=True)  # the scores returned pass it
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
 def test_softmax_gradient_matches_finite_differences(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape)
@@ -138,17 +139,18 @@ def test_softmax_backward_is_the_jacobian_transpose_times_the_upstream_gradient(
     a = student.softmax(scores)
     jacobian = np.diag(a) - np.outer(a, a)  # ∂a_k/∂s_l = a_k (δ_kl - a_l)
     (grad,) = student.local_gradients("softmax", [scores], upstream)
+    assert np.shape(grad) == (5,), f"the gradient should have the scores' shape (5,), got {np.shape(grad)}"
     np.testing.assert_allclose(grad, jacobian.T @ upstream, rtol=1e-10, atol=1e-14,
                                err_msg="∂ℓ/∂s_l should be Σ_k g_k a_k (δ_kl - a_l)")
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.3", requires_values=True)
 def test_softmax_keeps_float32(student):
     dtypes = student.softmax_gradient_dtypes(np.array([[1.0, 2.0, -np.inf]], dtype=np.float32))
     assert dtypes == {"weights": "float32", "gradient": "float32"}, f"float32 scores gave {dtypes}"
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.3", requires_values=True)  # checked outside the function
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
 def test_plus_infinity_or_nan_scores_raise_instead_of_returning_nan(bad, student):
     with pytest.raises(ValueError, match=r"\+inf or NaN"):

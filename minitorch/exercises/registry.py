@@ -97,9 +97,11 @@ NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # 
 # chapter 09 loads them instead of training for a quarter of an hour
 HIDDEN_TESTS = "tests/hidden"  # graded tests students never get: the class grader and the bundle run them
 # The instructor's own files, which a student edition leaves out: tests that hold every reference answer or
-# put them back, and the hand-fused NumPy floor of the benchmark and the fast path (it repeats answers as array code).
+# put them back, the grader's own tests (their honest and hostile copies answer exercises), and the hand-fused
+# NumPy floor of the benchmark and the fast path (it repeats answers as array code).
 INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_solved_edition.py",
-                   "minitorch/fast/hand_fused.py", HIDDEN_TESTS,
+                   "tests/exercises/test_grading.py", "tests/exercises/test_student_code.py",
+                   "tests/exercises/test_budgets.py", "minitorch/fast/hand_fused.py", HIDDEN_TESTS,
                    "minitorch/exercises/grader/trusted/services.py")  # it rebuilds graphs, a template for 1.2
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
@@ -140,6 +142,18 @@ def order_of_work(table: dict | None = None) -> list[str]:
                 if current not in done:
                     done.append(current)
     return done
+def paid_tests(passed: list[bool], requires_values: list[bool]) -> list[bool]:
+    """Which of one exercise's tests earn their share of its points (points x paid / tests), given for each test
+    whether it passed and whether it is declared ``@pytest.mark.exercise("X.Y", requires_values=True)``: a test
+    that a trivial answer (zeros, a constant, the input returned) passes, because it checks only shape, dtype, an
+    input left unchanged, a check the library makes outside the function, or a property such an answer has
+    (rows summing to one, zero on future keys, a gradient consistent with its forward). A passed test
+    is paid, except one of those, which is paid only when the exercise has value tests (the others) and every
+    one of them passed. The student's scoreboard (tests/conftest.py) and class grading (grading.results_json)
+    both score with this rule."""
+    values = [ok for ok, gated in zip(passed, requires_values) if not gated]
+    values_pass = bool(values) and all(values)
+    return [ok and (values_pass or not gated) for ok, gated in zip(passed, requires_values)]
 
 
 def stub_message(exercise_id: str, title: str, function: str, module: str) -> str:

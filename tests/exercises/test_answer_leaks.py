@@ -8,6 +8,8 @@ exercise is given away, by the library of any edition or by the chapters (chapte
 - For those, the exercise grades what is not printed (4.1 without a loop over the sequences; 5.1 and 6.1 for
   any unit vector u, where the chapters print u = e_0): each printed answer (`PRINTED_ANSWERS`), pasted as
   the body of its function, passes none of the exercise's tests.
+- No test file an edition ships (everything under tests/ but `INSTRUCTOR_ONLY`, hidden tests among them) holds
+  an answer: public tests hold literal expected data or properties, never the formula of an answer.
 - A graded test that fails says what is wrong in a few lines (checked on a softmax written like the reference).
 """
 
@@ -53,7 +55,7 @@ ANSWER_SIGNATURES = {
     "2.4": [r"broadcast_to\(grad,shape\)"],
     "2.5": [r"\(1-beta2\)\*grad\*grad", r"1-beta1\*\*"],
     "3.1": [r"\.triu\(|np\.triu\(|\.tril\(|np\.tril\("],
-    "3.2": [r"masked_fill\(future,-np\.inf\)", r"where\(future,-np\.inf", r"float\(\"-inf\"\)",
+    "3.2": [r"masked_fill\(future,-np\.inf\)", r"where\(future,-np\.inf", r"masked_fill\(future,float\(\"-inf\"\)\)",
             r"visible>0,0\.0,-np\.inf"],
     "3.3": [r"relu\(scores\)\*visible", r"relu\(scores\.masked_fill\(future,0\.0\)\)",
             r"maximum\(scores,0\.0,out=scores\)"],
@@ -113,6 +115,26 @@ def test_an_edition_handing_out_an_exercise_holds_its_answer_nowhere(exercise):
     assert not leaks, (f"an edition handing out exercise {exercise.id} still holds its answer outside its function "
                        f"{exercise.function}; call that function instead, or move the copy into "
                        f"minitorch/fast/hand_fused.py, which editions leave out:\n" + "\n".join(leaks))
+
+
+def shipped_test_files() -> list[Path]:
+    """The Python files under tests/ that every edition ships: all but the instructor's (`INSTRUCTOR_ONLY`)."""
+    def instructor_only(relative: str) -> bool:
+        return any(relative == entry or relative.startswith(entry + "/") for entry in INSTRUCTOR_ONLY)
+    return [path for path in sorted((ROOT / "tests").rglob("*.py"))
+            if "__pycache__" not in path.parts and not instructor_only(path.relative_to(ROOT).as_posix())]
+
+
+def test_no_test_file_an_edition_ships_holds_an_answer():
+    """Public tests hold literal expected data (worked-out numbers, tests/causal_literals.py) or properties, never
+    the formula of an answer; comparisons with a reference formula live in tests/hidden/."""
+    leaks = [f"{path.relative_to(ROOT).as_posix()}: exercise {exercise_id}, {signature!r}"
+             for path in shipped_test_files() for exercise_id, signatures in ANSWER_SIGNATURES.items()
+             for signature in signatures if re.search(signature, code_only(path.read_text(encoding="utf-8")))]
+    assert shipped_test_files(), "no test file found under tests/"
+    assert not leaks, ("test files every edition ships spell out answers: write the expected data as literals "
+                       "(or a property), call the library where the data is not the exercise's, or move the "
+                       "comparison into tests/hidden/:\n" + "\n".join(leaks))
 
 
 # The chapters print three answers on purpose, as teaching: chapter 04 writes the targets as a loop over the

@@ -69,6 +69,26 @@ def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
     assert rows[0]["total"] == "9" and [rows[0][i] for i in run.exercise_ids] == ["3", "3", "3"]
 
 
+@pytest.mark.parametrize("value_tests, earned", [(("passed", "passed"), 1.0), (("passed", "failed"), 0.25),
+                                                 (("failed", "failed"), 0.0)], ids=["values pass", "one fails", "none"])
+def test_tests_requiring_values_pay_only_when_every_value_test_passes_in_both_scoreboards(value_tests, earned):
+    """Exercise 3.1 (1 point) with two value tests and two passed tests of shape and dtype (requires_values): the
+    class grader's results.json and the student's own scoreboard (tests/conftest.py) give the same points."""
+    import conftest
+
+    run = a_run(("3.1",), tests_per_exercise=4)
+    statuses = [*value_tests, "passed", "passed"]
+    results = {nodeid: {"status": status, "blocked_by": None, "requires_values": index >= 2}
+               for index, (nodeid, status) in enumerate(zip(run.collected(), statuses))}
+    graded = grading.results_json("ann", run, results, StudentFiles(handed_out=[]), 1.0)
+    board = object.__new__(conftest.Scoreboard)
+    board.exercise_of, board.results = dict(run.collected()), results
+    assert graded["extra_data"]["exercises"]["3.1"]["earned"] == earned, "class grading pays the wrong tests"
+    assert board.exercise_table()["3.1"]["earned"] == earned, "the student's scoreboard pays the wrong tests"
+    unpaid = [test for test in graded["tests"] if test["status"] == "passed" and test["score"] == 0]
+    assert all("earns nothing until every value test" in test["output"] for test in unpaid), unpaid
+
+
 def test_nothing_a_student_sees_names_the_seed():
     run = a_run()
     graded = grading.results_json("ann", run, passed(run, "1.1"), StudentFiles(handed_out=[]), 1.0)

@@ -17,10 +17,8 @@ from minitorch.paper import attention
 from minitorch.paper.attention import attend, causal_mask, relu_attention, softmax_attention
 from minitorch.gradcheck import gradcheck
 
-
-def future_keys(length: int) -> np.ndarray:
-    """The causal mask, built here so that exercises 3.2 and 3.3 can be graded before 3.1 is done."""
-    return np.triu(np.ones((length, length), dtype=bool), k=1)
+# the causal mask as literal data, so that exercises 3.2 and 3.3 can be graded before 3.1 is done
+from causal_literals import future_keys, visible_keys  # noqa: E402  (tests/causal_literals.py)
 
 
 def random_scores(rng: np.random.Generator, batch: int = 3, heads: int = 2, length: int = 6) -> np.ndarray:
@@ -32,7 +30,7 @@ def random_scores(rng: np.random.Generator, batch: int = 3, heads: int = 2, leng
 # Exercise 3.1: the causal mask
 
 
-@pytest.mark.exercise("3.1")
+@pytest.mark.exercise("3.1", requires_values=True)  # zeros of shape (L, L) pass it: it pays with the values
 @pytest.mark.parametrize("length", [1, 2, 5, 16])
 def test_causal_mask_is_a_boolean_L_by_L_array(length, student):
     mask = student.causal_mask(length)
@@ -43,8 +41,35 @@ def test_causal_mask_is_a_boolean_L_by_L_array(length, student):
         f"causal_mask({length}) should be boolean (True = future key), got dtype {mask['dtype']}")
 
 
+# The masks of the first lengths, written out (True: key k lies in the future of query i, row i, column k).
+SMALL_MASKS = {
+    1: [[False]],
+    2: [[False, True],
+        [False, False]],
+    3: [[False, True, True],
+        [False, False, True],
+        [False, False, False]],
+    4: [[False, True, True, True],
+        [False, False, True, True],
+        [False, False, False, True],
+        [False, False, False, False]],
+}
+
+
 @pytest.mark.exercise("3.1")
-@pytest.mark.parametrize("length", [1, 2, 5, 16])
+def test_causal_masks_of_lengths_1_to_4_are_the_ones_written_out(student):
+    for length, expected in SMALL_MASKS.items():
+        mask = student.causal_mask(length)
+        assert mask["shape"] == (length, length) and mask["dtype"] == "bool", (
+            f"causal_mask({length}) should be a boolean ({length}, {length}) array, got shape {mask['shape']}, "
+            f"dtype {mask['dtype']}")
+        np.testing.assert_array_equal(mask["mask"], expected, err_msg=(
+            f"causal_mask({length}) is wrong: True exactly where key k lies in the future of query i (k > i); "
+            f"the diagonal k = i is visible"))
+
+
+@pytest.mark.exercise("3.1")
+@pytest.mark.parametrize("length", [5, 16])
 def test_causal_mask_is_true_exactly_at_future_keys(length, student):
     mask = student.causal_mask(length)["mask"]
     assert np.shape(mask) == (length, length), f"causal_mask({length}) should be an ({length}, {length}) array"
@@ -60,7 +85,7 @@ def test_causal_mask_is_true_exactly_at_future_keys(length, student):
 # Exercise 3.2: softmax attention
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # uniform weights pass it
 def test_softmax_attention_rows_sum_to_one(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     weights = student.softmax_attention(scores, future_keys(scores.shape[-1]))["weights"]
@@ -74,7 +99,7 @@ def test_softmax_attention_rows_sum_to_one(exercise_seed, student):
     assert (weights >= 0).all(), "softmax weights can never be negative"
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # zeros pass it
 def test_softmax_attention_puts_exactly_zero_on_future_keys(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     future = future_keys(scores.shape[-1])
@@ -101,7 +126,7 @@ def test_softmax_attention_matches_an_explicit_loop(exercise_seed, student):
     )
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # zeros pass it
 def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores = random_scores(rng)
@@ -114,7 +139,7 @@ def test_softmax_attention_ignores_the_scores_of_future_keys(exercise_seed, stud
         "changing the scores of future keys changed the weights: the mask leaks the future")
 
 
-@pytest.mark.exercise("3.2")
+@pytest.mark.exercise("3.2", requires_values=True)  # the scores returned pass it
 def test_softmax_attention_gradient_matches_finite_differences(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
     check_gradients(student, "softmax_attention", [scores], exercise_seed, future=future_keys(4))
@@ -147,12 +172,12 @@ def test_relu_attention_matches_an_explicit_loop(exercise_seed, student):
     )
 
 
-@pytest.mark.exercise("3.3")
+@pytest.mark.exercise("3.3", requires_values=True)  # zeros pass it
 def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scores(student):
     scores = np.full((1, 1, 5, 5), 3.0)  # every score positive, the future ones too
     weights = student.relu_attention(scores, future_keys(5))["weights"][0, 0]
-    assert (weights[np.triu_indices(5, k=1)] == 0).all(), (
-        f"future keys got weight; the masked weights are\n{np.triu(weights, k=1)}"
+    assert (weights[future_keys(5)] == 0).all(), (
+        f"future keys got weight; the weights on future keys are\n{np.where(future_keys(5), weights, 0.0)}"
     )
 
 
@@ -160,6 +185,7 @@ def test_relu_attention_puts_exactly_zero_on_future_keys_even_with_positive_scor
 def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum(student):
     scores = np.full((1, 1, 5, 5), 3.0)
     weights = student.relu_attention(scores, future_keys(5))["weights"][0, 0]
+    assert np.shape(weights) == (5, 5), f"weights should have the scores' shape (5, 5), got {np.shape(weights)}"
     expected_row_sums = [3.0 * (i + 1) / max(i, 1) for i in range(5)]  # i+1 visible keys, each 3 / max(i, 1)
     assert np.allclose(weights.sum(axis=-1), expected_row_sums), (
         f"with every score 3, row i should sum to 3 (i+1) / max(i, 1) = {expected_row_sums}, got "
@@ -167,7 +193,7 @@ def test_relu_attention_divides_by_the_fixed_row_divisor_not_the_row_sum(student
     )
 
 
-@pytest.mark.exercise("3.3")
+@pytest.mark.exercise("3.3", requires_values=True)  # zeros pass it
 def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exercise_seed, student):
     scores = -np.abs(np.random.default_rng(exercise_seed).normal(size=(1, 1, 4, 4)))
     weights = student.relu_attention(scores, future_keys(4))["weights"]
@@ -175,7 +201,7 @@ def test_relu_attention_row_is_all_zero_when_every_visible_score_is_negative(exe
         f"negative scores must give weight 0 (ReLU attention may attend to nothing), got\n{weights[0, 0]}")
 
 
-@pytest.mark.exercise("3.3")
+@pytest.mark.exercise("3.3", requires_values=True)  # the scores returned pass it
 def test_relu_attention_gradient_matches_finite_differences(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed), batch=2, heads=1, length=4)
     scores[np.abs(scores) < 1e-3] = 0.5  # keep away from the kink of max(s, 0)
@@ -266,7 +292,7 @@ def test_a_registered_normaliser_is_usable_by_a_model_by_name(monkeypatch):
     model = SingleLayerModel(width=6, heads=2, normaliser="running_average")
     x, _ = make_inputs(3, np.random.default_rng(0), length=5, width=6)
     _, (weights,) = model(x, return_attention=True)
-    expected = np.tril(np.ones((5, 5))) / np.arange(1, 6)[:, None]
+    expected = visible_keys(5) / np.arange(1, 6)[:, None]
     assert np.allclose(weights, expected), "a model built with normaliser='running_average' did not use it"
 
 

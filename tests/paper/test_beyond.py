@@ -11,6 +11,8 @@ from minitorch.paper import beyond
 from minitorch.paper.models import build_model
 from minitorch.paper.task import make_batch
 
+from causal_literals import visible_keys  # noqa: E402  (tests/causal_literals.py)
+
 
 def test_the_gap_bound_is_what_mass_one_minus_delta_on_bos_requires():
     # all n content scores equal (Jensen's equality case): the bound is attained exactly
@@ -39,7 +41,7 @@ def test_score_gaps_refuses_a_model_it_cannot_read():
 
 
 def test_the_mass_split_adds_up_to_one():
-    weights = np.random.default_rng(0).uniform(0, 0.3, size=(5, 2, 6, 6)) * np.tril(np.ones((6, 6)))
+    weights = np.random.default_rng(0).uniform(0, 0.3, size=(5, 2, 6, 6)) * visible_keys(6)
     split = beyond.mass_split([weights], np.full(5, 3))
     assert np.isclose(split["bos"] + split["content"] + split["nowhere"], 1.0), \
         f"BOS + content + nowhere = 1, got {split}"

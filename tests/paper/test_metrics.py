@@ -16,12 +16,14 @@ from minitorch.paper.metrics import (
     bos_mass_at_non_trigger_rows, head_table, non_trigger_row_mass, non_trigger_rows, trigger_row, zero_row_share,
 )
 
+from causal_literals import visible_keys  # noqa: E402  (tests/causal_literals.py)
+
 L = 16  # as in the paper: at L = 8 even a running average has alpha_0 = H_8 / 8 > 0.3
 
 
 def random_causal_weights(rng, batch=5, heads=3, length=L) -> np.ndarray:
     """Random softmax-like weights (B, H, L, L): rows on the simplex, zero on future keys."""
-    weights = rng.uniform(0.0, 1.0, size=(batch, heads, length, length)) * np.tril(np.ones((length, length)))
+    weights = rng.uniform(0.0, 1.0, size=(batch, heads, length, length)) * visible_keys(length)
     return weights / weights.sum(axis=-1, keepdims=True)
 
 
@@ -34,7 +36,7 @@ def perfect_sink(batch=4, heads=1, length=L) -> np.ndarray:
 
 def running_average(batch=4, heads=1, length=L) -> np.ndarray:
     """a_ik = 1/(i+1) on the visible keys k <= i: no sink."""
-    average = np.tril(np.ones((length, length))) / np.arange(1, length + 1)[:, None]
+    average = visible_keys(length) / np.arange(1, length + 1)[:, None]
     return np.broadcast_to(average, (batch, heads, length, length)).copy()
 
 
@@ -90,17 +92,19 @@ def test_bos_mass_at_non_trigger_rows_matches_a_loop(exercise_seed, student):
 @pytest.mark.exercise("3.4")
 def test_bos_mass_leaves_out_row_0_and_the_trigger_row(student):
     weights = np.zeros((1, 1, L, L))
-    weights[0, 0, :, 0] = 0.5  # BOS mass 0.5 at every row ...
+    weights[0, 0, :, 0] = np.arange(L) / 100  # BOS mass i / 100 at row i ...
     weights[0, 0, 0, 0] = 1.0  # ... but 1 at row 0, whose only key is BOS
-    weights[0, 0, 3, 0] = 0.0  # ... and 0 at the trigger row j = 3
+    weights[0, 0, 3, 0] = 0.9  # ... and 0.9 at the trigger row j = 3
     bos = student.bos_mass_at_non_trigger_rows(weights, np.array([3]))
-    assert np.allclose(bos, 0.5), (
-        f"expected BOS mass 0.5 at every non-trigger row, got {np.ravel(bos).tolist()}: "
+    expected = [0.01, 0.02] + [i / 100 for i in range(4, L)]  # rows 1, 2, 4, ..., L-1
+    assert np.shape(bos) == (1, 1, L - 2), f"BOS mass should be (B, H, L-2) = (1, 1, {L - 2}), got {np.shape(bos)}"
+    assert np.allclose(bos[0, 0], expected), (
+        f"expected BOS mass i / 100 at the non-trigger rows i = 1, 2, 4, ..., {L - 1}, got {np.ravel(bos).tolist()}: "
         f"row 0 (always 1 under softmax) and the trigger row j must be left out"
     )
 
 
-@pytest.mark.exercise("3.4")
+@pytest.mark.exercise("3.4", requires_values=True)  # zeros pass it (it compares the answer with itself)
 def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     weights = random_causal_weights(rng, heads=1)
@@ -112,7 +116,7 @@ def test_bos_mass_accepts_single_head_weights_of_shape_B_L_L(exercise_seed, stud
 
 def test_non_trigger_row_mass_matches_a_loop():
     rng = np.random.default_rng(1)
-    weights = rng.uniform(0, 1, size=(3, 2, L, L)) * np.tril(np.ones((L, L)))  # ReLU-like: rows need not sum to 1
+    weights = rng.uniform(0, 1, size=(3, 2, L, L)) * visible_keys(L)  # ReLU-like: rows need not sum to 1
     triggers = np.array([2, 4, 7])
     mass = non_trigger_row_mass(weights, triggers)
     for b, h in np.ndindex(3, 2):
@@ -154,6 +158,7 @@ def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere(student):
 @pytest.mark.exercise("3.5")
 def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1(student):
     alpha = student.gu_sink_scores(running_average())
+    assert np.shape(alpha) == (1, L), f"alpha should be (H, L) = (1, {L}), got {np.shape(alpha)}"
     expected = [np.mean([1 / (i + 1) for i in range(k, L)]) for k in range(L)]  # over the L-k queries i >= k
     assert np.allclose(alpha[0], expected), (
         f"for a_ik = 1/(i+1), alpha_k = (1/(L-k)) sum_(i>=k) 1/(i+1) = {np.round(expected, 4).tolist()}, "
@@ -162,7 +167,7 @@ def test_gu_alpha_of_a_running_average_is_the_mean_of_1_over_i_plus_1(student):
     assert alpha[0, 0] < metrics.SINK_THRESHOLD, "a running average must not count as a sink"
 
 
-@pytest.mark.exercise("3.5")
+@pytest.mark.exercise("3.5", requires_values=True)  # constants pass it
 def test_gu_alpha_rescales_each_row_to_sum_one_before_averaging(student):
     scale = np.arange(1, L + 1, dtype=float)[None, None, :, None] * 3.7  # ReLU rows of arbitrary sums
     scaled, plain = student.gu_sink_scores(running_average() * scale), student.gu_sink_scores(running_average())
@@ -176,6 +181,7 @@ def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan(student):
     weights = perfect_sink(batch=1)
     weights[0, 0, 2:] = 0.0  # rows 2..L-1 attend to nothing, as a ReLU head may
     alpha = student.gu_sink_scores(weights)
+    assert np.shape(alpha) == (1, L), f"alpha should be (H, L) = (1, {L}), got {np.shape(alpha)}"
     assert np.isfinite(alpha).all(), "an all-zero row must not produce 0/0 = nan; count it as 0"
     assert np.isclose(alpha[0, 0], 2 / L), (
         f"only rows 0 and 1 put (all) their weight on BOS, so alpha_0 = 2/{L}; got {alpha[0, 0]:.4f}"
@@ -185,9 +191,11 @@ def test_gu_alpha_counts_an_all_zero_relu_row_as_zero_not_nan(student):
 @pytest.mark.exercise("3.5")
 def test_gu_alpha_matches_a_loop(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
-    weights = rng.uniform(0, 1, size=(4, 2, L, L)) * np.tril(np.ones((L, L)))
+    weights = rng.uniform(0, 1, size=(4, 2, L, L)) * visible_keys(L)
     weights[0, 1, 3] = 0.0  # one all-zero row
-    assert np.allclose(student.gu_sink_scores(weights), alpha_by_loop(weights)), "alpha_k differs from its definition"
+    alpha = student.gu_sink_scores(weights)
+    assert np.shape(alpha) == (2, L), f"alpha should be (H, L) = (2, {L}), got {np.shape(alpha)}"
+    assert np.allclose(alpha, alpha_by_loop(weights)), "alpha_k differs from its definition"
 
 
 # ----------------------------------------------------------------------

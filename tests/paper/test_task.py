@@ -186,7 +186,7 @@ def test_targets_match_a_plain_loop(residual, exercise_seed, student):
     )
 
 
-@pytest.mark.exercise("4.1")
+@pytest.mark.exercise("4.1", requires_values=True)  # zeros pass it
 def test_single_layer_targets_are_zero_away_from_the_trigger(exercise_seed, student):
     x, triggers = make_inputs(64, np.random.default_rng(exercise_seed))
     y = targets_of(student, x, triggers)["targets"]
@@ -202,6 +202,7 @@ def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_inc
                    [0.0, 1.0, -0.3, 0.0],   # trigger, j = 2
                    [0.0, 0.0, 0.9, 1.0]]])  # after the trigger: not averaged
     y = targets_of(student, x, np.array([2]))["targets"]
+    assert np.shape(y) == x.shape, f"targets must have the inputs' shape {x.shape}, got {np.shape(y)}"
     expected_mean = np.array([0.0, 0.5, 0.15, 0.5])  # (x_1 + x_2) / 2
     assert np.allclose(y[0, 2], expected_mean), (
         f"at the trigger j = 2 the target is (x_1 + x_2) / 2 = {expected_mean}, got {y[0, 2]} "
@@ -212,7 +213,7 @@ def test_trigger_target_averages_tokens_1_to_j_with_bos_excluded_and_trigger_inc
     assert np.allclose(y_residual[0, [0, 1, 3]], x[0, [0, 1, 3]]), "residual target away from the trigger is x_i"
 
 
-@pytest.mark.exercise("4.1")
+@pytest.mark.exercise("4.1", requires_values=True)
 def test_make_targets_leaves_its_inputs_untouched(exercise_seed, student):
     x, triggers = make_inputs(8, np.random.default_rng(exercise_seed))
     for residual in (True, False):

@@ -34,7 +34,7 @@ from pathlib import Path
 from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.edition import git_commit
 from minitorch.exercises.grader.trusted.libraries import StudentFiles, copy_student_files, give_library, prepare_base
-from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, sort_key
+from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, paid_tests, sort_key
 from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
 
@@ -329,21 +329,31 @@ def _kind(result: dict | None, exercise_id: str, decided_before: dict, problem: 
 def results_json(student: str, run: Run, results: dict, report: StudentFiles, elapsed: float, problem: str = "",
                  collected: dict[str, str] | None = None) -> dict:
     """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output), and in
-    extra_data what the gradebook needs. It names no seed: students may see this file."""
+    extra_data what the gradebook needs. It names no seed: students may see this file.
+    A passed test declared requires_values=True (shape, dtype, an input left unchanged) scores its share only
+    when every value test of its exercise passed (`registry.paid_tests`, the rule of the student's scoreboard
+    too); otherwise it is listed as passed with score 0 and a message saying why."""
     tests, exercises, decided_before = [], {}, decided(report)
     for exercise_id in sorted(run.exercise_ids, key=sort_key):
         title, points = EXERCISES[exercise_id].title, EXERCISES[exercise_id].points
         nodeids = [nodeid for nodeid, owner in (collected or run.collected()).items() if owner == exercise_id]
-        shares, kinds = split_points(points, len(nodeids)) if nodeids else [], []
+        shares, kinds, messages = split_points(points, len(nodeids)) if nodeids else [], [], []
         refused = [results[n]["message"] for n in nodeids if (results.get(n) or {}).get("status") == REFUSED]
-        for nodeid, share in zip(nodeids, shares):
+        for nodeid in nodeids:
             kind, message = _kind(results.get(nodeid), exercise_id, decided_before, problem)
             if refused and kind == "passed":  # asked for what it does not need: the exercise earns nothing
                 kind, message = REFUSED, refused[0]
             kinds.append(kind)
+            messages.append(message)
+        gated = [bool((results.get(nodeid) or {}).get("requires_values")) for nodeid in nodeids]
+        paid = paid_tests([kind == "passed" for kind in kinds], gated)
+        for nodeid, share, kind, message, is_paid in zip(nodeids, shares, kinds, messages, paid):
+            if kind == "passed" and not is_paid:
+                message = (f"passed, but a test of shape, dtype or inputs left unchanged earns nothing until every "
+                           f"value test of exercise {exercise_id} passes")
             output = message[:OUTPUT_CAP]  # the reason only: a traceback of the check process quotes its code
             tests.append({"name": f"{exercise_id} {title}: {nodeid.split('::', 1)[-1]}", "number": exercise_id,
-                          "score": share if kind == "passed" else 0.0, "max_score": share,
+                          "score": share if is_paid else 0.0, "max_score": share,
                           "status": "passed" if kind == "passed" else "failed", "output": output,
                           "extra_data": {"kind": kind, "nodeid": nodeid, "message": message[:500]}})
         earned = add_points(test["score"] for test in tests if test["number"] == exercise_id)
