@@ -7,6 +7,8 @@ import io
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,6 +18,8 @@ def _worked_example() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.skipif((ROOT / "minitorch" / "exercises" / "edition.json").exists(),
+                    reason="a student edition's README is the students' own, without the worked example")
 def test_readme_worked_example_prints_what_its_comments_say():
     code = _worked_example()
     printed = io.StringIO()

@@ -84,7 +84,7 @@ if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null
 fi
 if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
     echo "setup.sh: the book needs Python 3.10 or newer; this image has $(python3 --version 2>&1)." \\
-         "Choose a base image whose Python can install the pinned versions" \\
+         "Choose a base image whose Python takes the pinned versions" \\
          "(the first line of grading-requirements.txt names the builder's), e.g. Ubuntu 24.04." >&2
     exit 1
 fi
