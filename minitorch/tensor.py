@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import sys
+import weakref
 
 import numpy as np
 
@@ -221,10 +222,14 @@ class Tensor:
         self._released = False
 
     def _prepare_to_change(self) -> None:
-        """About to be changed in place (an optimizer step, ``x.data[0] = 5``): writable again, one version on."""
+        """About to be changed in place (an optimizer step, ``x.data[0] = 5``): writable again, one version on;
+        a detached tensor shares its values with the tensor it came from, so that one counts the change too."""
         self._version += 1
         self._released = False
         _writable(self._data)
+        source = self._detached_from() if getattr(self, "_detached_from", None) is not None else None
+        if source is not None and source._data is self._data:
+            source._prepare_to_change()
 
     @property
     def is_leaf(self) -> bool:
@@ -305,8 +310,11 @@ class Tensor:
         self.grad = None
 
     def detach(self) -> "Tensor":
-        """The same values, cut from the graph (shares memory)."""
-        return Tensor.from_op(self._data, (), None, "detach")
+        """The same values, cut from the graph (shares memory: a change in place counts as a change of this
+        tensor too, so a graph that read it refuses a stale backward)."""
+        out = Tensor.from_op(self._data, (), None, "detach")
+        out._detached_from = weakref.ref(self)  # (weak: a kept record must not keep a whole graph alive)
+        return out
 
     def numpy(self) -> np.ndarray:
         """The underlying ndarray (shares memory; read-only while a recorded operation still needs it)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -115,3 +117,70 @@ def test_a_student_edition_is_readable_by_the_class_and_a_broken_chapter_is_name
     with pytest.raises(ExerciseError, match=r"chapters/03_attention_two_ways.ipynb is not a valid notebook"):
         make_student_edition(tmp_path / "ed2", [EXERCISES["1.1"]], book)
     assert not (tmp_path / "ed2").exists()
+
+
+def _graded_class(tmp_path) -> Path:
+    """A gradebook folder as `grade` leaves it, without grading anyone for real."""
+    out = tmp_path / "grades"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"exercises": ["1.1"], "exercise_seed": 1}))
+    (out / "grades.csv").write_text("student,total\n")
+    return out
+
+
+@pytest.mark.parametrize("where", ["roster", "gradebook"])
+def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, where):
+    """Round four, X4-36 to X4-38: --to the roster, or a file of the gradebook folder, was replaced."""
+    out = _graded_class(tmp_path)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,submission\nAnn,1,ann\n")
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\n")
+    to = roster if where == "roster" else out / "adjustments.csv"
+    before = to.read_text()
+    completed = _course("canvas-csv", str(out), "--roster", str(roster), "--assignment", "Week 1", "--to", str(to))
+    assert completed.returncode == 2 and "write the Canvas CSV elsewhere" in completed.stderr, completed.stderr
+    assert to.read_text() == before
+
+
+def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_use(tmp_path):
+    """X4-42 (it blocked forever) and X4-39."""
+    out = _graded_class(tmp_path)
+    fifo = tmp_path / "roster.csv"
+    os.mkfifo(fifo)
+    completed = _course("canvas-csv", str(out), "--roster", str(fifo), "--assignment", "W", "--to",
+                        str(tmp_path / "c.csv"))
+    assert completed.returncode == 2 and "named pipe" in completed.stderr, completed.stderr
+    fifo.unlink()
+    fifo.write_text("Student,ID,submission\n")
+    completed = _course("canvas-csv", str(out), "--roster", str(fifo), "--assignment", "", "--to",
+                        str(tmp_path / "c.csv"))
+    assert completed.returncode == 2 and "name the assignment's column in one line" in completed.stderr
+
+
+@pytest.mark.parametrize("text,message", [
+    ("student,points,late_penalty,comment\nann,,-3,\n", "is negative; a bonus goes in points"),
+    ("student,points,late_penalty,comment\nann,1,,late, but fine\n", "more cells than the header's columns"),
+    (b"student,points,late_penalty,comment\n\xe9l\xe8ve,1,,\n", "cannot be read as a UTF-8 CSV"),
+    (None, "not a regular file"),
+], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo"])
+def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
+    """X4-30, X4-31, X4-33: a bonus as a penalty, a comment cut at a comma, a Latin-1 file."""
+    from minitorch.exercises.grader.trusted.gradebook import read_adjustments
+    from minitorch.exercises.registry import ExerciseError
+
+    path = tmp_path / "adjustments.csv"
+    if text is None:  # X4-34: grade blocked on a FIFO named adjustments.csv
+        os.mkfifo(path)
+    else:
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ExerciseError, match=message):
+        read_adjustments(tmp_path)
+
+
+def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
+    """X4-43, X4-44: a folder that does not exist, or a .zip, printed 'nothing' and exited 0."""
+    edition = tmp_path / "ed"
+    assert _course("student-edition", str(edition), "--only", "1.1").returncode == 0
+    for old in (tmp_path / "nowhere", tmp_path / "copy.zip"):
+        completed = _course("carry-over", str(old), str(edition))
+        assert completed.returncode == 2 and "is not a copy of the book" in completed.stderr, completed.stderr

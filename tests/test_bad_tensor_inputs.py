@@ -551,3 +551,18 @@ def test_what_was_silently_wrong_is_now_right(name, check):
             model.weight += 1.0
             model.weight *= 2.0
         assert isinstance(model.weight, Parameter) and len(model.parameters()) == 2, "still a Parameter, still listed"
+
+
+def test_a_change_in_place_through_a_detached_tensor_counts_as_a_change_of_its_source():
+    """Round four, E4-19: ``d = x.detach()`` shares x's values; ``d += 1`` under no_grad changed x without a word,
+    and a second backward gave [4, 6] instead of refusing."""
+    from minitorch import no_grad, tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    z = (x * x).sum()
+    z.backward()
+    detached = x.detach()
+    with no_grad():
+        detached += 1
+    with pytest.raises(RuntimeError, match="was given new values"):
+        z.backward()

@@ -178,7 +178,7 @@ def _write_canvas(args) -> int:
     import io
 
     from minitorch.exercises.grader.trusted import gradebook
-    from minitorch.outputs import check_output_file, write_atomically
+    from minitorch.outputs import PathError, check_input_file, check_output_file, write_atomically
 
     run = gradebook.read_run(Path(args.out))
     if run is None or not (Path(args.out) / "grades.csv").is_file():
@@ -188,9 +188,16 @@ def _write_canvas(args) -> int:
     rows = list(csv.DictReader(io.StringIO(text)))
     try:
         target = check_output_file(args.to, "--to")
-    except OutputPathError as error:
+        roster = check_input_file(args.roster, "--roster")
+    except (PathError, FileNotFoundError) as error:
         raise ExerciseError(str(error)) from None
-    text, without = gradebook.canvas_csv(rows, Path(args.roster), args.assignment)
+    if target == roster or target.parent == Path(args.out).resolve():
+        what = "the roster" if target == roster else f"a file of the gradebook folder {args.out}"
+        raise ExerciseError(f"--to {args.to}: would replace {what}; write the Canvas CSV elsewhere")
+    if not args.assignment.strip() or any(character in args.assignment for character in "\r\n"):
+        raise ExerciseError(f"--assignment {args.assignment!r}: name the assignment's column in one line, as Canvas "
+                            f"names it, e.g. \"Week 3 (12345)\"")
+    text, without = gradebook.canvas_csv(rows, roster, args.assignment)
     write_atomically(target, text)
     print(f"Canvas gradebook CSV written to {target}: {len(rows)} grades in the column {args.assignment!r}. "
           f"Import it in Canvas: Grades > Import.")

@@ -268,6 +268,10 @@ def carry_over(old: Path, new: Path) -> list[str]:
     """Copy into the edition at `new` the exercise functions a student wrote in their copy `old` (an earlier
     week's edition): each function `new` still has as a stub, where `old` has one that is not. Returns the IDs
     carried over. The student's own code, in their own copies: nothing of the grader's is read."""
+    for copy, what in ((old, "OLD"), (new, "NEW")):
+        if not (Path(copy) / "minitorch" / "__init__.py").is_file():
+            raise ExerciseError(f"carry-over: {what} {copy} is not a copy of the book (no minitorch/ in it); name "
+                                f"the folder of your copy (unzip a .zip first)")
     carried = []
     for exercise in load_exercises(new):
         source, target = Path(old) / exercise.module, Path(new) / exercise.module

@@ -55,8 +55,12 @@ def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
                                                          f"{getattr(error, 'msg', error)}{line}") from None
     node = function_node(tree, exercise.function)
     if node is None:
+        other = [type(statement).__name__ for statement in tree.body if getattr(statement, "name", None) ==
+                 exercise.function]
+        how = {"AsyncFunctionDef": "an async def", "ClassDef": "a class"}.get(other[-1] if other else "", "")
         raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} defines no function "
-                                              f"{exercise.function} at its top level (exercise {exercise.id})")
+                                              f"{exercise.function} at its top level (exercise {exercise.id})"
+                                              + (f"; it is {how}: write a plain def" if how else ""))
     lines = node.end_lineno - node.lineno + 1
     if lines > max_lines:
         raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {exercise.function} has {lines:,} lines; an exercise "

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from minitorch.exercises.registry import EXERCISES, ExerciseError, sort_key
-from minitorch.outputs import write_atomically
+from minitorch.outputs import PathError, check_input_file, write_atomically
 
 FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "function not found",
                  "too large", "helper outside the function", "refused", "not graded")
@@ -138,7 +138,12 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
     path = Path(out) / ADJUSTMENTS_NAME
     if not path.exists():
         return {}
-    with open(path, encoding="utf-8-sig", newline="") as file:  # -sig: a spreadsheet may add a byte-order mark
+    try:
+        check_input_file(path, ADJUSTMENTS_NAME)  # a FIFO there would block the run
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a spreadsheet may add a byte-order mark
+    except (OSError, UnicodeDecodeError, PathError) as error:
+        raise ExerciseError(f"{path}: cannot be read as a UTF-8 CSV ({error}); save it as CSV UTF-8") from None
+    with io.StringIO(text, newline="") as file:
         reader = csv.DictReader(file)
         missing = [name for name in ("student", "points", "late_penalty") if name not in (reader.fieldnames or [])]
         if missing:
@@ -150,9 +155,15 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
             if not student:
                 continue
             line = reader.line_num
+            if None in row:  # more cells than columns: an unquoted comma in the comment, most likely
+                raise ExerciseError(f"{path}, line {line}: more cells than the header's columns; put a comment "
+                                    f"with a comma in double quotes")
             adjustment = found.setdefault(student, Adjustment())
             adjustment.points += _number(row.get("points"), path, line, "points")
             penalty = (row.get("late_penalty") or "").strip()
+            if penalty.startswith("-"):
+                raise ExerciseError(f"{path}, line {line}: late_penalty {penalty!r} is negative; a bonus goes in "
+                                    f"points")
             if penalty.endswith("%"):
                 adjustment.penalty_share += _number(penalty[:-1], path, line, "late_penalty") / 100
             else:
@@ -332,7 +343,11 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[
     is the assignment's column as Canvas names it, "Week 3 (12345)": with the ID in brackets Canvas updates
     that assignment; a new name makes a new one. Students of the roster without a grade get an empty cell,
     which Canvas leaves as it was."""
-    with open(roster_path, encoding="utf-8-sig", newline="") as file:
+    try:
+        text = Path(roster_path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ExerciseError(f"{roster_path}: cannot be read as a UTF-8 CSV ({error})") from None
+    with io.StringIO(text, newline="") as file:
         reader = csv.DictReader(file)
         columns = reader.fieldnames or []
         if "submission" not in columns or "Student" not in columns or not {"ID", "SIS User ID", "SIS Login ID"} & set(

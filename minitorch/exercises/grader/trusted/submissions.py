@@ -228,4 +228,6 @@ def open_copy(entry: Entry, scratch: Path) -> Path:
         check_depth(entry.path, shown(entry.path.name))
         return find_project(entry.path, shown(entry.path.name))
     unpack(entry.path, scratch / "unpacked")
+    if not (scratch / "unpacked").is_dir():  # a valid zip with no member
+        raise ExerciseError(f"{shown(entry.path.name)} is an empty .zip: it holds no copy of the project")
     return find_project(scratch / "unpacked", shown(entry.path.name))
