@@ -28,6 +28,17 @@ class Optimizer:
     def step(self) -> None:
         raise NotImplementedError
 
+    def _gradient_of(self, index: int, parameter: Tensor) -> np.ndarray:
+        """The parameter's gradient, checked: an array of the parameter's shape (one set by hand may not be)."""
+        grad = parameter.grad
+        if isinstance(grad, np.generic):  # a 0-d parameter's gradient may come as a NumPy scalar
+            grad = np.asarray(grad)
+        if not isinstance(grad, np.ndarray) or grad.shape != parameter.shape or grad.dtype.kind != "f":
+            what = f"shape {grad.shape}, dtype {grad.dtype}" if isinstance(grad, np.ndarray) else type(grad).__name__
+            raise ValueError(f"{type(self).__name__}.step: parameter {index} (shape {parameter.shape}) has a .grad of "
+                             f"{what}; a gradient is a float array of the parameter's shape")
+        return grad
+
 
 def checked_parameters(owner: str, parameters) -> list[Tensor]:
     """`parameters` as a list of distinct tensors, or an error saying what was passed instead."""
@@ -70,7 +81,7 @@ class SGD(Optimizer):
             if parameter.grad is None:
                 continue
             parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
-            grad = parameter.grad + self.weight_decay * parameter._data
+            grad = self._gradient_of(index, parameter) + self.weight_decay * parameter._data
             if self.momentum:
                 previous = self.buffers[index]
                 grad = grad if previous is None else self.momentum * previous + grad
@@ -114,8 +125,8 @@ class Adam(Optimizer):
                 continue
             self.step_counts[index] += 1
             parameter.data, self.first_moments[index], self.second_moments[index] = adam_update(
-                parameter.data, parameter.grad, self.first_moments[index], self.second_moments[index],
-                self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
+                parameter.data, self._gradient_of(index, parameter), self.first_moments[index],
+                self.second_moments[index], self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
 
 
 def adam_update(theta: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float,

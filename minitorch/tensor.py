@@ -18,6 +18,7 @@ holds ``∂ℓ/∂x``, an array of the same shape as ``x``.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import numbers
 import sys
 import weakref
@@ -61,6 +62,9 @@ class _NoGrad:
             return _no_grad()
         if not callable(function):
             raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
+        if isinstance(function, type) or inspect.isgeneratorfunction(function):
+            raise TypeError(f"@no_grad decorates plain functions, not {function.__name__!r} (a class or a generator, "
+                            f"whose code runs after the decorated call returns); write `with no_grad():` inside it")
         return _no_grad()(function)
 
     def __enter__(self):
@@ -337,6 +341,10 @@ class Tensor:
         """NumPy's functions (np.sum, np.allclose, ...) on tensors: computed on the values, as on arrays, without
         gradients; a tensor that requires grad is refused (see __array__)."""
         return function(*_values_for_numpy(args), **_values_for_numpy(kwargs))
+
+    def __int__(self) -> int:
+        """``int(t)`` of a tensor of one element (truncated, as ``int`` of a float)."""
+        return int(self.__float__())
 
     def __float__(self) -> float:
         if self.size != 1:

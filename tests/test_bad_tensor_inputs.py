@@ -566,3 +566,53 @@ def test_a_change_in_place_through_a_detached_tensor_counts_as_a_change_of_its_s
         detached += 1
     with pytest.raises(RuntimeError, match="was given new values"):
         z.backward()
+
+
+def _round_four_cases():
+    """Round four of the catalogue: (id, call, error type, what the message must say)."""
+    import inspect as _inspect  # noqa: F401 (the cases import what they use)
+
+    from minitorch import no_grad, tensor
+    from minitorch.nn import Parameter
+    from minitorch.optim import SGD
+    from minitorch.paper import attention, metrics
+
+    weights = np.random.default_rng(0).random((2, 1, 4, 4))
+
+    def no_grad_on(thing):
+        return lambda: no_grad(thing)
+
+    def generator():
+        yield 1
+
+    def sgd_with(grad):
+        parameter = Parameter(np.ones(3))
+        parameter.grad = grad
+        return lambda: SGD([parameter], lr=0.1).step()
+
+    return [
+        ("E4-08 int", lambda: int(tensor([2.7, 1.0])), TypeError, "exactly one element"),
+        ("E4-47 generator", no_grad_on(generator), TypeError, "decorates plain functions"),
+        ("E4-48 class", no_grad_on(type("Model", (), {})), TypeError, "decorates plain functions"),
+        ("E4-56 grad shape", sgd_with(np.ones((3, 2))), ValueError,
+         r"parameter 0 \(shape \(3,\)\) has a .grad of shape"),
+        ("E4-57 grad str", sgd_with("abc"), ValueError, "has a .grad of str"),
+        ("P4-07 nan", lambda: metrics.sink_share([weights], threshold=float("nan")), ValueError, "threshold"),
+        ("P4-08 key", lambda: metrics.sink_share([weights], key=10), ValueError, "key 10 is not a key"),
+        ("P4-09 empty", lambda: metrics.sink_share([]), ValueError, "non-empty list"),
+        ("P4-19 huge mask", lambda: attention.causal_mask(10**6), MemoryError, "causal_mask: a mask of shape"),
+        ("P4-21 name", lambda: attention.register_normaliser(123), TypeError, "non-empty string"),
+    ]
+
+
+@pytest.mark.parametrize("case", _round_four_cases(), ids=lambda case: case[0])
+def test_round_four_engine_and_paper_inputs_are_refused_naming_what_is_wrong(case):
+    _, call, error, message = case
+    with pytest.raises(error, match=message):
+        call()
+    assert int(tensor_of_one()) == 2, "int() of one element truncates, as int() of a float"
+
+
+def tensor_of_one():
+    from minitorch import tensor
+    return tensor([2.7])

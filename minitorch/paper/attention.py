@@ -58,6 +58,9 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
     ``register_normaliser("sink_logit", parameters={"sink_logit": lambda heads: np.zeros((heads, 1, 1, 1))})``
     declares a learned number per head, named ``sink_logit``, starting at 0.
     """
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"register_normaliser: the name must be a non-empty string, got {name!r}")
+
     def register(function):
         taken = NORMALISERS.get(name)
         same_place = (function.__module__, function.__qualname__)
@@ -85,7 +88,9 @@ def normaliser_options(name: str) -> NormaliserOptions:
 
 
 def _length(length) -> tuple:
-    return (checks.integer("causal_mask", "length", length, minimum=0),)
+    length = checks.integer("causal_mask", "length", length, minimum=0)
+    checks.memory("causal_mask", "a mask", (length, length), itemsize=1)
+    return (length,)
 
 
 @checks.inputs_checked_by(_length)

@@ -102,6 +102,19 @@ def zero_row_share(weights) -> float:
     return float((weights.sum(axis=-1) == 0).mean())
 
 
+def _sink_share_inputs(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD):
+    layers = list(per_layer_weights) if isinstance(per_layer_weights, (list, tuple)) else None
+    if not layers:
+        raise ValueError("sink_share: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
+                         "layer")
+    layers = [_check(weights, np.zeros(np.shape(weights)[0] if np.ndim(weights) else 0)) for weights in layers]
+    key = checks.integer("sink_share", "key", key, minimum=0)
+    if key >= layers[0].shape[-1]:
+        raise ValueError(f"sink_share: key {key} is not a key of sequences of length {layers[0].shape[-1]}")
+    return layers, key, checks.finite_number("sink_share", "threshold", threshold)
+
+
+@checks.inputs_checked_by(_sink_share_inputs)
 def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD) -> float:
     """Exercise 9.1: Gu et al.'s ``Sink_k^ε``: the share of all heads (all layers) with ``α_k > ε``
     (`gu_sink_scores` gives the α of one layer's heads)."""

@@ -249,6 +249,9 @@ def load_model(path) -> AttentionModel:
             if "__config__" not in archive.files:
                 raise not_a_model(f"an .npz archive without a model config; it holds {sorted(archive.files)[:5]}")
             config_text = str(archive["__config__"])
+            if len(set(archive.files)) != len(archive.files):  # a zip may hold one name twice: np.load keeps one
+                twice = sorted({name for name in archive.files if archive.files.count(name) > 1})
+                raise not_a_model(f"it holds {', '.join(twice)} twice")
             state = {name: archive[name] for name in archive.files if name != "__config__"}
     except (ModelFileError, FileNotFoundError, IsADirectoryError):
         raise

@@ -74,6 +74,11 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status."""
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
     _Stopped.signum = signal.SIGINT
+    original_stdout = sys.stdout
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the work still runs, with nothing to print to
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    else:  # `... | head -1`: once the reader has gone, what is printed goes nowhere, and the work goes on
+        sys.stdout = _QuietOnceClosed(sys.stdout)
     try:
         status = main(argv)
         sys.stdout.flush()  # here, not at exit, so that a full disk or a closed pipe is handled below
@@ -100,6 +105,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
         print(needed, file=sys.stderr)
         return 2
     finally:
+        if sys.stdout is not original_stdout and isinstance(sys.stdout, _QuietOnceClosed):
+            sys.stdout = original_stdout
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
@@ -128,11 +135,39 @@ def exercise_needed(error: BaseException, command: str) -> str | None:
             f"{exercise.marker}")
 
 
-def _silence_stdout() -> None:
+class _QuietOnceClosed:
+    """A text stream that, once a write finds its pipe closed (the reader, such as `head`, has gone), sends the
+    rest to /dev/null instead of raising: a run of minutes is not lost to its log's reader leaving early."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._close_quietly()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        _silence_stdout(self._stream)
+        self._stream = open(os.devnull, "w", encoding="utf-8")
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _silence_stdout(stream=None) -> None:
     """Point stdout at /dev/null: what is still buffered would fail again when Python flushes it at exit."""
     try:
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
+        os.dup2(null, (stream or sys.stdout).fileno())
         os.close(null)
     except (OSError, ValueError):
         pass

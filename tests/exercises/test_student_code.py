@@ -350,3 +350,12 @@ def test_the_grader_refuses_a_request_that_would_make_it_allocate_before_allocat
     pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["5.1"]))
     with pytest.raises(ValueError, match=f"for sizes up to {MAX_INTEGER}, got 40000"):
         pool.call("5.1", time.monotonic(), "softmax_construction", 2.0)
+
+
+def test_a_function_name_assigned_again_after_its_def_is_not_taken(tmp_path, pools):
+    """Round four, X4-09: `causal_mask = None` after a right def scored full marks, though the library would call
+    None."""
+    text = (ROOT / CAUSAL_MASK.module).read_text() + "\n\ncausal_mask = None\n"
+    pools.append(pool := pool_for(tmp_path, "", source=text.encode()))
+    with pytest.raises(GradingOutcome, match="assigns causal_mask again at line"):
+        call(pool)

@@ -61,6 +61,13 @@ def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
         raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} defines no function "
                                               f"{exercise.function} at its top level (exercise {exercise.id})"
                                               + (f"; it is {how}: write a plain def" if how else ""))
+    rebound = [statement.lineno for statement in tree.body if statement.lineno > node.lineno and any(
+        isinstance(target, ast.Name) and target.id == exercise.function for target in ast.walk(statement)
+        if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store))]
+    if rebound:  # `mul_backward = None` after the def: the library would call that, not the function
+        raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} assigns {exercise.function} again at "
+                                              f"line {rebound[0]}, after its def, so the library would not call "
+                                              f"the function; remove that assignment")
     lines = node.end_lineno - node.lineno + 1
     if lines > max_lines:
         raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {exercise.function} has {lines:,} lines; an exercise "
