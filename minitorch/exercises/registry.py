@@ -37,6 +37,7 @@ class Exercise:
     module: str  # the file that defines the function, relative to the project
     function: str  # its name, at the top level of `module`
     needs: tuple[str, ...] = ()  # the exercises whose functions its tests call besides its own (stand-ins)
+    tests: tuple[str, ...] = ()  # the test files holding its graded tests (tests/hidden/ ones: the instructor's)
 
     @property
     def chapter(self) -> int:
@@ -63,31 +64,46 @@ class Exercise:
 # checks that the graded tests need nothing more.
 _ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.4")  # the backward rules, their order and sum_to_shape
 EXERCISES = {exercise.id: exercise for exercise in (
-    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.2",)),
+    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.2",),
+             tests=("tests/test_ops.py",)),
     Exercise("1.2", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
-             "topological_order"),
-    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.2",)),
-    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.2",)),
+             "topological_order", tests=("tests/test_tensor.py",)),
+    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.2",),
+             tests=("tests/test_ops.py",)),
+    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.2",),
+             tests=("tests/test_ops.py",)),
     Exercise("2.1", "sum_to_shape, the gradient of broadcasting", 3, "minitorch/tensor.py", "sum_to_shape",
-             ("1.1", "1.2")),
-    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.2", "2.1")),
+             ("1.1", "1.2"),
+             tests=("tests/test_ops.py", "tests/test_tensor.py")),
+    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.2", "2.1"),
+             tests=("tests/test_ops.py",)),
     Exercise("2.3", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
-             ("1.1", "1.2", "2.4")),
-    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.2",)),
-    Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update"),
-    Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask"),
-    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention", (*_ENGINE, "2.3")),
-    Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention", _ENGINE),
+             ("1.1", "1.2", "2.4"),
+             tests=("tests/test_softmax.py",)),
+    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.2",),
+             tests=("tests/test_ops.py",)),
+    Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update",
+             tests=("tests/test_optim.py", "tests/hidden/test_adam_hidden.py")),
+    Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask",
+             tests=("tests/paper/test_attention.py",)),
+    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention", (*_ENGINE, "2.3"),
+             tests=("tests/paper/test_attention.py",)),
+    Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention", _ENGINE,
+             tests=("tests/paper/test_attention.py",)),
     Exercise("3.4", "the BOS mass at non-trigger rows", 2, "minitorch/paper/metrics.py",
-             "bos_mass_at_non_trigger_rows"),
-    Exercise("3.5", "Gu et al.'s sink score alpha_k", 2, "minitorch/paper/metrics.py", "gu_sink_scores"),
-    Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets"),
+             "bos_mass_at_non_trigger_rows", tests=("tests/paper/test_metrics.py",)),
+    Exercise("3.5", "Gu et al.'s sink score alpha_k", 2, "minitorch/paper/metrics.py", "gu_sink_scores",
+             tests=("tests/paper/test_metrics.py",)),
+    Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets",
+             tests=("tests/paper/test_task.py",)),
     Exercise("5.1", "the softmax construction: a sink of strength c", 2, "minitorch/paper/theory/constructions.py",
-             "softmax_construction_weights", ("2.3", "3.1", "3.2")),
+             "softmax_construction_weights", ("2.3", "3.1", "3.2"),
+             tests=("tests/paper/test_theory.py",)),
     Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
-             "relu_construction_weights", ("3.1", "3.3")),
+             "relu_construction_weights", ("3.1", "3.3"),
+             tests=("tests/paper/test_theory.py",)),
     Exercise("9.1", "the share of heads that sink, Sink_k^eps", 1, "minitorch/paper/metrics.py", "sink_share",
-             ("3.5",)),
+             ("3.5",), tests=("tests/paper/test_metrics.py",)),
 )}
 
 # What a copy of the project holds (the repository's fixed top level); missing entries are skipped.

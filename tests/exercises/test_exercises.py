@@ -292,6 +292,23 @@ def test_the_book_has_at_least_15_valid_exercises_in_chapters_1_to_9():
             f"conftest.py would not recognise the stub of exercise {exercise.id}")
 
 
+def test_the_table_names_the_files_of_each_exercises_graded_tests(tmp_path):
+    """Every test marked with an exercise, wherever it lives under tests/ (the course's own tests aside), is in a
+    file the table's `tests` lists for that exercise, and every file listed holds some."""
+    record = tmp_path / "record.jsonl"
+    subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests",
+                    "--ignore=tests/exercises"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                   env=_clean_environment(MINITORCH_GRADING_RECORD=str(record)))
+    collected = next(json.loads(line)["collected"] for line in record.read_text().splitlines() if "collected" in line)
+    found: dict[str, set[str]] = {}
+    for nodeid, exercise_id in collected.items():
+        found.setdefault(exercise_id, set()).add(nodeid.split("::")[0])
+    wrong = {exercise_id: sorted(files) for exercise_id, files in found.items()
+             if files != {name for name in EXERCISES[exercise_id].tests if (ROOT / name).is_file()}}
+    assert found and not wrong, (f"these exercises' graded tests live in other files than the table's `tests` says; "
+                                 f"update minitorch/exercises/registry.py: {wrong}")
+
+
 def test_every_exercise_has_tests_and_every_marked_exercise_exists():
     marked, known = marked_exercise_ids(), set(exercises.EXERCISES)
     untested = sorted(known - set(marked), key=exercises.sort_key)

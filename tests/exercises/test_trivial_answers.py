@@ -93,12 +93,9 @@ TRIVIAL_ANSWERS = {
 }
 
 
-def graded_test_files(root: Path) -> list[str]:
-    """The test files holding graded tests (tests/exercises/ tests the course itself), relative to `root`."""
-    tests = root / "tests"
-    return sorted(path.relative_to(root).as_posix() for path in tests.rglob("test_*.py")
-                  if path.relative_to(tests).parts[0] != "exercises"
-                  and "mark.exercise(" in path.read_text(encoding="utf-8"))
+def graded_test_files(root: Path, exercise_id: str) -> list[str]:
+    """The files of the exercise's graded tests, as the table declares them, that `root` holds."""
+    return [name for name in EXERCISES[exercise_id].tests if (root / name).is_file()]
 
 
 def _environment() -> dict:
@@ -124,7 +121,7 @@ def _points(copy: Path, exercise_id: str, body: str) -> dict:
     try:
         completed = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", f"{exercise.marker} and not slow",
-             f"--scoreboard-json={board}", *graded_test_files(copy)],
+             f"--scoreboard-json={board}", *graded_test_files(copy, exercise_id)],
             cwd=copy, capture_output=True, text=True, timeout=900, env=_environment())
     finally:
         path.write_text(original, encoding="utf-8")
