@@ -34,7 +34,7 @@ from pathlib import Path
 from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.edition import git_commit
 from minitorch.exercises.grader.trusted.libraries import StudentFiles, copy_student_files, give_library, prepare_base
-from minitorch.exercises.registry import EXERCISES, ROOT, ExerciseError, paid_tests, sort_key
+from minitorch.exercises.registry import EXERCISES, HIDDEN_TESTS, ROOT, ExerciseError, paid_tests, sort_key
 from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
 from minitorch.outputs import write_atomically
 
@@ -89,11 +89,13 @@ def grader_version(grader_root: Path = ROOT) -> str:
 
 
 def graded_test_files(project: Path, exercise_ids=None) -> list[str]:
-    """The test files that grade `exercise_ids` (all of them by default), as the table declares them, that `project`
-    holds (relative paths; a student edition has no tests/hidden/)."""
+    """The test files that grade `exercise_ids` (all of them by default), as the table declares them, and every test
+    file of tests/hidden/, that `project` holds (relative paths; a student edition has no tests/hidden/)."""
     ids = EXERCISES if exercise_ids is None else exercise_ids
-    files = sorted({name for exercise_id in ids for name in EXERCISES[exercise_id].tests})
-    return [name for name in files if (Path(project) / name).is_file()]
+    files = {name for exercise_id in ids for name in EXERCISES[exercise_id].tests}
+    hidden = Path(project) / HIDDEN_TESTS  # the instructor's hidden tests are found by their folder
+    files |= {path.relative_to(project).as_posix() for path in hidden.rglob("test_*.py")} if hidden.is_dir() else set()
+    return sorted(name for name in files if (Path(project) / name).is_file())
 
 
 def marker_expression(exercise_ids) -> str:
