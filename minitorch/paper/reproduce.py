@@ -170,10 +170,14 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """Cancel the runs not started and end the running ones at once."""
     workers = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle on them
     pool.shutdown(wait=False, cancel_futures=True)
+    workers += [child for child in multiprocessing.active_children() if child not in workers]  # one still starting
     for worker in workers:
         worker.terminate()
     for worker in workers:
         worker.join(timeout=5)
+    for child in multiprocessing.active_children():  # started while these stopped
+        child.kill()
+        child.join(timeout=5)
 
 
 def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 0) -> Path:
