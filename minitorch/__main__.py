@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     book = commands.add_parser("book", help="execute every chapter and write a static HTML book")
     book.add_argument("--out", default="book", help="output folder (default: book)")
     book.add_argument("--quick", action="store_true", help="run the chapters in quick mode (MINITORCH_QUICK=1)")
-    book.add_argument("--only", default="", help="comma-separated chapter numbers to build, e.g. 03,07")
+    book.add_argument("--only", default=None, help="comma-separated chapter numbers to build, e.g. 03,07")
     book.add_argument("--jobs", type=number_argument("--jobs", integer=True, minimum=1),
                       default=min(2, os.cpu_count() or 1),
                       help="chapters executed at once, one kernel each (default: 2, or 1 on a 1-core machine)")

@@ -35,6 +35,14 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
+    def __setattr__(self, name: str, value) -> None:
+        """A parameter replaced by something that is not one would silently stop training: refused."""
+        if isinstance(vars(self).get(name), Parameter) and not isinstance(value, Tensor):
+            raise TypeError(f"{type(self).__name__}.{name} is a Parameter; give it a Parameter (or a Tensor), or "
+                            f"change its values with {name}.data = ... (a {type(value).__name__} would drop it from "
+                            f"parameters() and it would stop training)")
+        object.__setattr__(self, name, value)
+
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 

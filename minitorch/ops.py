@@ -255,6 +255,8 @@ def sum(a, axis=None, keepdims: bool = False) -> Tensor:
     """Sum over `axis` (all axes by default)."""
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim, "sum")
+    if keepdims is not True and keepdims is not False:  # (the usual case: one comparison)
+        keepdims = checks.flag("sum", "keepdims", keepdims)
 
     return Tensor.from_op(a._data.sum(axis=axes, keepdims=keepdims), (a,),
                           lambda grad: sum_backward(grad, a.shape, axes, keepdims), "sum")
@@ -264,6 +266,8 @@ def mean(a, axis=None, keepdims: bool = False) -> Tensor:
     """Mean over `axis` = sum / (number of elements summed)."""
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim, "mean")
+    if keepdims is not True and keepdims is not False:  # (the usual case: one comparison)
+        keepdims = checks.flag("mean", "keepdims", keepdims)
     count = int(np.prod([a.shape[ax] for ax in axes]))
     return mul(sum(a, axes, keepdims), 1.0 / count if count else float("nan"))  # of nothing: NaN, as NumPy and PyTorch
 
@@ -272,6 +276,8 @@ def max(a, axis=None, keepdims: bool = False) -> Tensor:
     """Maximum over `axis`. Ties share the gradient equally."""
     a = as_tensor(a)
     axes = _normalise_axes(axis, a.ndim, "max")
+    if keepdims is not True and keepdims is not False:  # (the usual case: one comparison)
+        keepdims = checks.flag("max", "keepdims", keepdims)
     if any(a.shape[ax] == 0 for ax in axes):
         raise ValueError(f"max: a tensor of shape {a.shape} has no elements along axis {axis}, so no maximum "
                          f"(as in NumPy and PyTorch)")

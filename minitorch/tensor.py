@@ -188,8 +188,8 @@ class Tensor:
         out.grad = None
         out.op = op
         out._retains_grad = False
-        out.requires_grad = _grad_enabled and any([p.requires_grad for p in parents])
-        if out.requires_grad:
+        out._requires_grad = _grad_enabled and any([p._requires_grad for p in parents])
+        if out._requires_grad:
             out.parents = parents
             out.backward_fn = backward_fn
             # backward_fn reads these arrays later: they may not change until backward has run
@@ -202,6 +202,17 @@ class Tensor:
             out.parents = ()
             out.backward_fn = None
         return out
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether operations on this tensor are recorded, so that `backward` reaches it."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value) -> None:
+        if not isinstance(value, (bool, np.bool_)):  # bool('False') would be True
+            raise TypeError(f"requires_grad must be True or False, got {value!r} ({type(value).__name__})")
+        self._requires_grad = bool(value)
 
     @property
     def data(self) -> np.ndarray:

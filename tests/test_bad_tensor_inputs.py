@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bad_input_helpers import tiny_model
+from bad_input_helpers import ROOT, tiny_model
 
 
 def test_editing_an_input_in_place_before_backward_is_refused():
@@ -616,3 +616,23 @@ def test_round_four_engine_and_paper_inputs_are_refused_naming_what_is_wrong(cas
 def tensor_of_one():
     from minitorch import tensor
     return tensor([2.7])
+
+
+def test_round_four_silent_changes_are_refused():
+    """E4-22 (requires_grad='False' was taken as true), E4-50 (a Parameter replaced by an array dropped out of
+    parameters()), E4-29 (keepdims='no' reached NumPy), C4-07 (book --only '' built every chapter)."""
+    from minitorch import sum as total, tensor
+    from minitorch.nn import Linear
+    from minitorch.tools.book.chapters import BookError, find_chapters
+
+    x = tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match="requires_grad must be True or False, got 'False'"):
+        x.requires_grad = "False"
+    layer = Linear(2, 2)
+    with pytest.raises(TypeError, match="Linear.weight is a Parameter"):
+        layer.weight = np.ones((2, 2))
+    assert len(layer.parameters()) == 2
+    with pytest.raises(TypeError, match="sum: keepdims must be True or False"):
+        total(x, keepdims="no")
+    with pytest.raises(BookError, match="--only: name the chapters to build"):
+        find_chapters(ROOT / "chapters", [""])

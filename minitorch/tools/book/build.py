@@ -109,7 +109,7 @@ def write_chapter(book: Path, run: Run, chapters: list[Chapter], built: set[str]
 
 def main(args) -> int:
     """The ``book`` subcommand (arguments parsed by minitorch.__main__); every refusal is one line."""
-    only = [number.strip() for number in args.only.split(",") if number.strip()]
+    only = None if args.only is None else [number.strip() for number in args.only.split(",")]
     chapters_dir = Path(args.chapters) if args.chapters else ROOT / "chapters"
     try:
         failures = build_book(args.out, chapters_dir=chapters_dir, quick=args.quick, only=only, jobs=args.jobs,

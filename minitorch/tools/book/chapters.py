@@ -46,6 +46,8 @@ def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
     paths = [path for path in sorted(Path(chapters_dir).glob("*.ipynb")) if CHAPTER_NAME.match(path.name)]
     if not paths:
         raise BookError(f"no chapters NN_title.ipynb in {chapters_dir}")
+    if only is not None and (not only or not all(number.strip() for number in only)):
+        raise BookError("--only: name the chapters to build, e.g. --only 03,07 (leave --only out for every chapter)")
     if only:
         valid = [path.name[:2] for path in paths]
         unknown = [number for number in only if number.zfill(2) not in valid]
