@@ -142,9 +142,11 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     os.environ.update({name: "1" for name in THREAD_VARIABLES})  # read by numpy as each worker starts
     try:
         pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_start_worker, initargs=(training_path(),))
+                                   initializer=_ignore_interrupts)
         try:
-            futures = [pool.submit(function, *args) for function, args in zip(functions, arguments)]
+            path = training_path()  # each run goes on the training path of the process that started it
+            futures = [pool.submit(_on_training_path, path, function, *args)
+                       for function, args in zip(functions, arguments)]
             results = [future.result() for future in futures]
         except BaseException:  # Ctrl-C, or one run failed: stop the others now instead of waiting for them
             _stop_workers(pool)
@@ -159,11 +161,16 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
                 os.environ[name] = value
 
 
-def _start_worker(path) -> None:
-    """Run in each worker as it starts: the training path of the process that started it; and Ctrl-C, which
-    reaches the whole process group, is left to the main process."""
-    use_training_path(path)
+def _ignore_interrupts() -> None:
+    """Run in each worker as it starts: Ctrl-C reaches the whole process group, but only the main process
+    handles it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _on_training_path(path, function, *args):
+    """In a worker: ``function(*args)`` with models on the training path `path`."""
+    use_training_path(path)
+    return function(*args)
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -15,6 +16,10 @@ from pathlib import Path
 from minitorch.tools.commands import note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
+
+# A kernel stopped on purpose (a chapter that failed, Ctrl-C) can leave ZMQ callbacks behind, which tornado logs as
+# uncaught exceptions with a traceback; the build reports each failure itself, in one line.
+logging.getLogger("tornado").setLevel(logging.CRITICAL)
 
 CELL_TIMEOUT = 600  # default seconds one cell may run before the build gives up on it (--cell-timeout); the
 # longest cell of the book, full mode, takes well under a minute on 2 cores
