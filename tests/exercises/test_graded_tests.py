@@ -1,4 +1,4 @@
-"""Every graded test reaches the student's code only through the ``student`` fixture (chapter 00, "How grading
+"""Every graded test reaches the student's code only through the ``student`` fixture (chapter 11, "How grading
 works").
 
 When a class is graded, the body of a graded test runs in the grader's check process, where ``minitorch`` is
