@@ -1,4 +1,4 @@
-"""Points measure solving (issue 32): a trivial answer earns 0 points on every exercise.
+"""Points measure solving: a trivial answer earns 0 points on every exercise.
 
 For each exercise, each answer of `TRIVIAL_ANSWERS` that fits its function's signature (zeros of the right
 shape, a constant, the input returned unchanged, the identity matrix, None, ...) is pasted as the function's

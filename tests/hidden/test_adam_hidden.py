@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from test_optim import random_problem  # the public tests' problem generator (tests/ is on the path)
+
 
 def reference_adam(theta, gradients, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
     """Adam as PyTorch defines it, for one parameter; a None gradient skips the step.
@@ -31,22 +33,6 @@ def reference_adam(theta, gradients, lr, betas=(0.9, 0.999), eps=1e-8, weight_de
             theta = theta - lr * m_hat / (np.sqrt(v_hat) + eps)
         trajectory.append(theta.copy())
     return trajectory
-
-
-def random_problem(seed, steps=25, skip=True):
-    """Three parameters of different shapes and their gradients; some gradients are None."""
-    rng = np.random.default_rng(seed)
-    shapes = [(3,), (2, 4), ()]
-    initial = [rng.standard_normal(shape) for shape in shapes]
-    sequences = []
-    for index, shape in enumerate(shapes):
-        sequence = [rng.standard_normal(shape) * rng.choice([0.01, 1.0, 100.0]) for _ in range(steps)]
-        if skip and index > 0:
-            for step in rng.choice(steps, size=steps // 4, replace=False):
-                sequence[step] = None
-            sequence[0] = None  # the first update of this parameter comes later than the others'
-        sequences.append(sequence)
-    return initial, sequences
 
 
 ADAM_SETTINGS = [
