@@ -497,6 +497,7 @@ def _values_for_numpy(arguments):
 
 def _in_place(tensor: Tensor, other, symbol: str, operation) -> Tensor:
     """``tensor <symbol>= other`` on `tensor`'s own values; refused where a gradient would be lost."""
+    _check_keeps_shape(tensor, other, symbol)
     other_requires_grad = isinstance(other, Tensor) and other.requires_grad
     if _grad_enabled and (tensor.requires_grad or other_requires_grad):
         if tensor.is_leaf and tensor.requires_grad:
@@ -512,6 +513,19 @@ def _in_place(tensor: Tensor, other, symbol: str, operation) -> Tensor:
         raise ValueError(f"x {symbol} ...: this tensor's values are a read-only view; write y = x {symbol[0]} ...")
     operation(tensor._data, values, out=tensor._data, casting="same_kind")
     return tensor
+
+
+def _check_keeps_shape(tensor: Tensor, other, symbol: str) -> None:
+    """``x <symbol>= y`` changes x's own values, so its result must have x's shape: y must broadcast to it."""
+    other_shape = np.shape(_raw(other))
+    try:
+        fits = np.broadcast_shapes(tensor.shape, other_shape) == tensor.shape
+    except ValueError:  # not broadcastable at all
+        fits = False
+    if not fits:
+        raise ValueError(f"x {symbol} y: y of shape {other_shape} does not broadcast to x's shape {tensor.shape} "
+                         f"(an in-place operator keeps x's shape); for a result of another shape write "
+                         f"z = x {symbol[0]} y")
 
 
 def _writable(array: np.ndarray) -> None:

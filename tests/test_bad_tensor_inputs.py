@@ -3,6 +3,9 @@ gradient."""
 
 from __future__ import annotations
 
+import operator
+import re
+
 import numpy as np
 import pytest
 
@@ -636,3 +639,32 @@ def test_round_four_silent_changes_are_refused():
         total(x, keepdims="no")
     with pytest.raises(BookError, match="--only: name the chapters to build"):
         find_chapters(ROOT / "chapters", [""])
+
+
+# ----------------------------------------------------------------------
+# round four, the last raw tracebacks: each refused before any work, naming the argument and what is expected
+
+
+@pytest.mark.parametrize("symbol,other", [
+    ("+=", np.ones((3, 2))),  # E4-15: NumPy's "non-broadcastable output operand", and the version moved on
+    ("-=", np.ones(3)),
+    ("*=", [[1.0, 2.0], [3.0, 4.0]]),
+    ("/=", "a tensor of shape (2, 2)"),
+])
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["constant", "graph"])
+def test_an_in_place_operator_refuses_values_of_another_shape_and_changes_nothing(symbol, other, requires_grad):
+    from minitorch import tensor
+
+    if isinstance(other, str):
+        other = tensor(np.ones((2, 2)))
+    x = tensor([1.0, 2.0], requires_grad=requires_grad)
+    x = x * 1.0 if requires_grad else x  # not a leaf: the in-place change is recorded, as a new tensor
+    version = x._version
+    in_place = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv}[symbol]
+    with pytest.raises(ValueError, match=rf"x {re.escape(symbol)} y: y of shape .* to x's shape \(2,\)"):
+        in_place(x, other)
+    assert x._version == version, "a refused in-place operator changed nothing: the version must not move"
+    np.testing.assert_array_equal(x.data, [1.0, 2.0])
+    y = tensor([1.0, 2.0])
+    y += np.ones(1)  # what broadcasts to x's shape still works
+    np.testing.assert_array_equal(y.data, [2.0, 3.0])
