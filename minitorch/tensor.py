@@ -25,6 +25,8 @@ import weakref
 
 import numpy as np
 
+from minitorch import checks
+
 DEFAULT_DTYPE = np.float64
 FLOAT_DTYPES = (np.float32, np.float64)
 
@@ -115,6 +117,7 @@ def _as_float_array(data, dtype) -> np.ndarray:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
     if array.dtype.kind not in "biuf":
         raise TypeError(f"cannot make a Tensor from data of dtype {array.dtype} (a Tensor holds real numbers)")
+    checks.memory("tensor", "the values", array.shape, dtype.itemsize)  # before the copy: a view may be huge
     return array.astype(dtype, copy=False)
 
 
@@ -153,7 +156,8 @@ class Tensor:
     tensor has neither); ``float(t)`` needs one element; ``np.asarray(t)`` is
     the values (a read-only view: NumPy's functions on a tensor compute
     without gradients, so a tensor that requires grad says so, and asks for
-    ``t.detach()`` or ``t.numpy()``).
+    ``t.detach()`` or ``t.numpy()``); ``pickle`` saves a leaf, and refuses
+    the result of a recorded operation (detach it first).
     """
 
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
@@ -330,6 +334,16 @@ class Tensor:
         out = Tensor.from_op(self._data, (), None, "detach")
         out._detached_from = weakref.ref(self)  # (weak: a kept record must not keep a whole graph alive)
         return out
+
+    def __getstate__(self) -> dict:
+        """What pickle saves: the values, the gradient and the flags. A result of a recorded operation is
+        refused: its graph holds the operations' backward functions, which pickle cannot save."""
+        if self.backward_fn is not None:
+            raise TypeError(f"cannot pickle the result of '{self.op}' with its graph (the backward functions "
+                            f"are not picklable): pickle y.detach() for its values, or save y.numpy()")
+        state = dict(vars(self))
+        state.pop("_detached_from", None)  # a copy shares no values with the tensor it was detached from
+        return state
 
     def numpy(self) -> np.ndarray:
         """The underlying ndarray (shares memory; read-only while a recorded operation still needs it)."""

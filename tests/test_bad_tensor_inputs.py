@@ -668,3 +668,45 @@ def test_an_in_place_operator_refuses_values_of_another_shape_and_changes_nothin
     y = tensor([1.0, 2.0])
     y += np.ones(1)  # what broadcasts to x's shape still works
     np.testing.assert_array_equal(y.data, [2.0, 3.0])
+
+
+def _graph_output(kind):
+    from minitorch import tensor
+    from minitorch.nn import Linear
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    return {"mul": lambda: x * 2.0,  # E4-27: "Can't pickle local object 'mul.<locals>.<lambda>'"
+            "sum": lambda: (x * x).sum(),
+            "linear": lambda: Linear(2, 3)(tensor([[1.0, 2.0]]))}[kind]()
+
+
+@pytest.mark.parametrize("kind,op", [("mul", "mul"), ("sum", "sum"), ("linear", "add")])
+def test_pickling_a_graph_output_says_to_detach_it_and_a_leaf_still_pickles(kind, op):
+    import pickle
+
+    from minitorch import tensor
+    from minitorch.nn import Linear, Parameter
+
+    output = _graph_output(kind)
+    with pytest.raises(TypeError, match=rf"cannot pickle the result of '{op}'.*detach\(\).*numpy\(\)"):
+        pickle.dumps(output)
+    for kept in (output.detach(), tensor([1.0, 2.0], requires_grad=True), Parameter(np.ones(2))):
+        copy = pickle.loads(pickle.dumps(kept))
+        assert type(copy) is type(kept) and copy.requires_grad == kept.requires_grad, "a leaf pickles as itself"
+        np.testing.assert_array_equal(copy.data, kept.data)
+    layer = pickle.loads(pickle.dumps(Linear(2, 3)))
+    assert len(layer.parameters()) == 2, "a module pickles with its parameters"
+
+
+@pytest.mark.parametrize("data,dtype,size", [
+    (np.broadcast_to(np.zeros(1), (10**10,)), None, "74.5 GiB"),  # E4-43: a view of 8 bytes, copied: MemoryError
+    (np.broadcast_to(np.zeros(1, dtype=np.float32), (10**5, 10**5)), None, "37.3 GiB"),
+    (np.broadcast_to(np.int8(1), (10**6, 10**4)), np.float32, "37.3 GiB"),
+])
+def test_a_tensor_too_large_for_memory_is_refused_saying_how_large_before_copying(data, dtype, size):
+    from minitorch import tensor
+
+    with pytest.raises(MemoryError, match=rf"tensor: the values of shape {re.escape(str(data.shape))} would need "
+                                          rf"{size}"):
+        tensor(data, dtype=dtype)
+    assert tensor(np.broadcast_to(np.zeros(1), (1000,))).shape == (1000,), "a view of a fitting size is copied"
