@@ -46,19 +46,29 @@ class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
-    def named_parameters(self, prefix: str = ""):
+    def named_parameters(self, prefix: str = "", _holders: tuple = ()):
         """Yield ``(dotted_name, parameter)`` in the order attributes were set."""
+        holders = _holders + (self,)  # this module and the modules it sits in
         for name, value in vars(self).items():
             if isinstance(value, Parameter):
                 yield prefix + name, value
             elif isinstance(value, Module):
-                yield from value.named_parameters(f"{prefix}{name}.")
+                yield from value._named_parameters_inside(holders, f"{prefix}{name}")
             elif isinstance(value, (list, tuple)):
                 for index, item in enumerate(value):
                     if isinstance(item, Parameter):
                         yield f"{prefix}{name}.{index}", item
                     elif isinstance(item, Module):
-                        yield from item.named_parameters(f"{prefix}{name}.{index}.")
+                        yield from item._named_parameters_inside(holders, f"{prefix}{name}.{index}")
+
+    def _named_parameters_inside(self, holders: tuple, name: str):
+        """named_parameters of the sub-module `name` of holders[-1]; one of the `holders` again would be a cycle
+        (``m.me = m``), which recursion would follow forever."""
+        if any(self is holder for holder in holders):
+            raise ValueError(f"{type(holders[0]).__name__}.{name} is the module itself or a module that holds it, "
+                             f"so the module tree has a cycle and its parameters have no end; keep that reference "
+                             f"outside the module (or delete the attribute)")
+        yield from self.named_parameters(name + ".", holders)
 
     def parameters(self) -> list[Parameter]:
         """Every parameter, once (one shared by two sub-modules is listed once)."""

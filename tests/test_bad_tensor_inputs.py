@@ -710,3 +710,39 @@ def test_a_tensor_too_large_for_memory_is_refused_saying_how_large_before_copyin
                                           rf"{size}"):
         tensor(data, dtype=dtype)
     assert tensor(np.broadcast_to(np.zeros(1), (1000,))).shape == (1000,), "a view of a fitting size is copied"
+
+
+def _module_tree(kind):
+    """A module whose attributes lead back to itself or to a module holding it, in the way `kind` names."""
+    from minitorch.nn import Linear, Module
+
+    layer = Linear(2, 2)
+    if kind == "itself":  # E4-51: RecursionError
+        layer.me = layer
+        return layer
+    outer = Module()
+    outer.inner = Module()
+    outer.inner.layer = layer
+    if kind == "its-holder":
+        outer.inner.up = outer
+    else:  # "in-a-list"
+        outer.inner.blocks = [layer, outer]
+    return outer
+
+
+@pytest.mark.parametrize("kind,attribute", [
+    ("itself", "Linear.me"), ("its-holder", "Module.inner.up"), ("in-a-list", r"Module.inner.blocks.1"),
+])
+@pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
+def test_a_module_tree_with_a_cycle_names_the_attribute_that_closes_it(kind, attribute, method):
+    model = _module_tree(kind)
+    with pytest.raises(ValueError, match=rf"{attribute} is .*a module that holds it.*a cycle"):
+        getattr(model, method)()
+
+
+def test_a_module_shared_by_two_attributes_is_not_a_cycle():
+    from minitorch.nn import Linear, Module
+
+    model, shared = Module(), Linear(2, 2)
+    model.first, model.second = shared, shared
+    assert len(model.parameters()) == 2, "a shared module's parameters are listed once, without an error"
