@@ -103,3 +103,59 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
     for optimizer in (SGD, Adam):
         with pytest.raises(ValueError, match="learning rate"):
             optimizer([Parameter(np.zeros(2))], lr=float("nan"))
+
+
+# ----------------------------------------------------------------------
+# round four, the last raw tracebacks of the paper's code: the argument named, with its value and what is expected
+
+
+def _paper_call_round_four(name):
+    from minitorch.paper import metrics, theory
+    from minitorch.paper.task import make_test_set
+
+    weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
+    identity = np.eye(16)
+    return {
+        "make-test-set-length-5": lambda: make_test_set(length=5),  # P4-05: "make_inputs: trigger must lie in 1..4"
+        "make-test-set-length-float": lambda: make_test_set(length=8.0),
+        "make-test-set-seed-minus-1": lambda: make_test_set(seed=-1),  # P4-06: NumPy's bit generator's words
+        "make-test-set-seed-str": lambda: make_test_set(seed="1"),
+        "make-test-set-size-0": lambda: make_test_set(size=0),
+        "bos-mass-triggers-9": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([9, 9])),  # P4-10
+        "bos-mass-trigger-at-bos": lambda: metrics.bos_mass_at_non_trigger_rows(weights, [0, 2]),
+        "bos-mass-float-triggers": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([1.5, 2.0])),
+        "trigger-row-triggers-9": lambda: metrics.trigger_row(weights, [9, 9]),
+        "row-mass-trigger-minus-1": lambda: metrics.non_trigger_row_mass(weights, [-1, 2]),
+        "hull-points-minus-1": lambda: theory.random_token_hull_points(-1),  # P4-26: "negative dimensions"
+        "hull-points-float": lambda: theory.random_token_hull_points(2.5),
+        "hull-points-seed-minus-1": lambda: theory.random_token_hull_points(3, seed=-1),
+        "load-head-layer-5": lambda: theory.load_head(tiny_model(), 5, 0, *[identity] * 4),  # P4-27: IndexError
+        "load-head-head-3": lambda: theory.load_head(tiny_model(), 0, 3, *[identity] * 4),
+        "load-head-layer-minus-1": lambda: theory.load_head(tiny_model(), -1, 0, *[identity] * 4),
+        "value-map-layer-2": lambda: theory.value_map(tiny_model(), 2, 0),
+    }[name]
+
+
+@pytest.mark.parametrize("name,error,culprit", [
+    ("make-test-set-length-5", ValueError, r"make_test_set: length must be >= 8, since .*trigger at position 7.*got 5"),
+    ("make-test-set-length-float", TypeError, r"make_test_set: length must be an integer"),
+    ("make-test-set-seed-minus-1", ValueError, r"make_test_set: seed must be an integer >= 0, got -1"),
+    ("make-test-set-seed-str", TypeError, r"make_test_set: seed must be an integer >= 0, got '1'"),
+    ("make-test-set-size-0", ValueError, r"make_test_set: size must be an integer >= 1, got 0"),
+    ("bos-mass-triggers-9", ValueError, r"triggers must lie in 1..3 \(L = 4\), got \[9 9\]"),
+    ("bos-mass-trigger-at-bos", ValueError, r"triggers must lie in 1..3 \(L = 4\), got \[0 2\]"),
+    ("bos-mass-float-triggers", ValueError, r"triggers must be integers, got float64"),
+    ("trigger-row-triggers-9", ValueError, r"triggers must lie in 1..3"),
+    ("row-mass-trigger-minus-1", ValueError, r"triggers must lie in 1..3"),
+    ("hull-points-minus-1", ValueError, r"random_token_hull_points: size must be an integer >= 0, got -1"),
+    ("hull-points-float", TypeError, r"random_token_hull_points: size must be an integer >= 0, got 2.5"),
+    ("hull-points-seed-minus-1", ValueError, r"random_token_hull_points: seed must be an integer >= 0, got -1"),
+    ("load-head-layer-5", ValueError, r"load_head: layer 5 is not a layer of this model \(it has 1: 0..0\)"),
+    ("load-head-head-3", ValueError, r"load_head: head 3 is not a head of layer 0 \(it has 1: 0..0\)"),
+    ("load-head-layer-minus-1", ValueError, r"load_head: layer must be an integer >= 0, got -1"),
+    ("value-map-layer-2", ValueError, r"value_map: layer 2 is not a layer of this model"),
+])
+def test_the_paper_functions_of_round_four_name_a_bad_argument_before_any_work(name, error, culprit):
+    with pytest.raises(error, match=culprit) as raised:
+        _paper_call_round_four(name)()
+    assert len(str(raised.value)) < 400, "one line"

@@ -32,14 +32,22 @@ SINK_BOS_MASS = 0.9  # this book's: a head sinks if its mean BOS mass at non-tri
 SINK_THRESHOLD = 0.3  # Gu et al.'s ε (ICLR 2025): a head sinks at key k if α_k > ε
 
 
-def _check(weights: np.ndarray, triggers: np.ndarray) -> np.ndarray:
+def _check(weights: np.ndarray, triggers=None) -> np.ndarray:
+    """`weights` as (B, H, L, L), or a ValueError; `triggers`, if given, must be B integers j in 1..L-1."""
     weights = np.asarray(weights)
     if weights.ndim == 3:
         weights = weights[:, None]  # (B, L, L) -> (B, 1, L, L): one head
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"attention weights must have shape (B, H, L, L) or (B, L, L), got {weights.shape}")
+    if triggers is None:
+        return weights
     if np.shape(triggers) != (weights.shape[0],):
         raise ValueError(f"triggers must have shape (B,) = ({weights.shape[0]},), got {np.shape(triggers)}")
+    triggers, length = np.asarray(triggers), weights.shape[-1]
+    if not np.issubdtype(triggers.dtype, np.integer):
+        raise ValueError(f"triggers must be integers, got {triggers.dtype}")
+    if not ((1 <= triggers) & (triggers < length)).all():
+        raise ValueError(f"triggers must lie in 1..{length - 1} (L = {length}), got {triggers}")
     return weights
 
 
@@ -62,7 +70,7 @@ def _weights_and_triggers(weights, triggers):
 
 
 def _weights_alone(weights, triggers=None):
-    return _check(weights, np.zeros(np.shape(weights)[0]) if triggers is None else triggers), triggers
+    return _check(weights, triggers), triggers
 
 
 @checks.inputs_checked_by(_weights_and_triggers)
@@ -107,7 +115,7 @@ def _sink_share_inputs(per_layer_weights, key: int = 0, threshold: float = SINK_
     if not layers:
         raise ValueError("sink_share: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
                          "layer")
-    layers = [_check(weights, np.zeros(np.shape(weights)[0] if np.ndim(weights) else 0)) for weights in layers]
+    layers = [_check(weights) for weights in layers]
     key = checks.integer("sink_share", "key", key, minimum=0)
     if key >= layers[0].shape[-1]:
         raise ValueError(f"sink_share: key {key} is not a key of sequences of length {layers[0].shape[-1]}")

@@ -102,4 +102,10 @@ def make_batch(batch: int, rng: np.random.Generator, residual: bool = False, tri
 def make_test_set(residual: bool = False, size: int = TEST_SIZE, seed: int = TEST_SEED,
                   length: int = SEQUENCE_LENGTH, width: int = WIDTH):
     """The fixed-trigger test set: `size` sequences with j = 7, from its own seed."""
+    size = checks.integer("make_test_set", "size", size)
+    seed = checks.integer("make_test_set", "seed", seed, minimum=0)
+    length = checks.integer("make_test_set", "length", length)
+    if length <= TEST_TRIGGER:
+        raise ValueError(f"make_test_set: length must be >= {TEST_TRIGGER + 1}, since the test set puts its trigger "
+                         f"at position {TEST_TRIGGER} (0-based), got {length}")
     return make_batch(size, np.random.default_rng(seed), residual, TEST_TRIGGER, length, width)

@@ -42,7 +42,7 @@ def load_head(model: AttentionModel, layer: int, head: int, W_Q, W_K, W_V, W_O) 
     `nn.Linear` stores exactly that matrix (it computes ``x @ weight.T``), so
     head h owns rows h*n:(h+1)*n of W_Q, W_K, W_V and columns h*n:(h+1)*n of W_O.
     """
-    attention = model.layers[layer]
+    attention = _layer_with_head("load_head", model, layer, head)
     width = attention.width
     block = slice(head * width, (head + 1) * width)
     for name, matrix in dict(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O).items():
@@ -56,9 +56,22 @@ def load_head(model: AttentionModel, layer: int, head: int, W_Q, W_K, W_V, W_O) 
     return model
 
 
+def _layer_with_head(owner: str, model: AttentionModel, layer: int, head: int):
+    """``model.layers[layer]``, once `layer` and `head` are checked to exist (counted from 0), or a ValueError."""
+    layer, head = checks.integer(owner, "layer", layer, minimum=0), checks.integer(owner, "head", head, minimum=0)
+    if layer >= len(model.layers):
+        raise ValueError(f"{owner}: layer {layer} is not a layer of this model (it has {len(model.layers)}: "
+                         f"0..{len(model.layers) - 1})")
+    attention = model.layers[layer]
+    if head >= attention.heads:
+        raise ValueError(f"{owner}: head {head} is not a head of layer {layer} (it has {attention.heads}: "
+                         f"0..{attention.heads - 1})")
+    return attention
+
+
 def value_map(model: AttentionModel, layer: int = 0, head: int = 0) -> np.ndarray:
     """The head's value map ``W = W_O W_V`` restricted to that head: (n, n)."""
-    attention = model.layers[layer]
+    attention = _layer_with_head("value_map", model, layer, head)
     block = slice(head * attention.width, (head + 1) * attention.width)
     return attention.W_O.weight.data[:, block] @ attention.W_V.weight.data[block, :]
 

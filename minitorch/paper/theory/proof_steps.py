@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel
 from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
 from minitorch.paper.theory.bounds import trigger_set, value_norm
@@ -135,7 +136,8 @@ def determinant_lemma_sides(P1, P2, G, s1, s2):
 def random_token_hull_points(size: int, seed: int = 0, width: int = WIDTH, corners: bool = False) -> np.ndarray:
     """`size` random points μ = θ e_b + (1 - θ) e_t + z of T (size, n): θ uniform in [0, 1], contents z
     uniform in [-1, 1]^d (or at random corners if `corners`)."""
-    rng = np.random.default_rng(seed)
+    size = checks.integer("random_token_hull_points", "size", size, minimum=0)
+    rng = np.random.default_rng(checks.integer("random_token_hull_points", "seed", seed, minimum=0))
     e_0, e_t, e_b, content = unit_vectors(width)
     theta = rng.uniform(0.0, 1.0, size=(size, 1))
     mu = theta * e_b + (1.0 - theta) * e_t
