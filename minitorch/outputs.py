@@ -176,12 +176,16 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
     the new one, never half of one. `mode` defaults to what open() would give (0o666 less the umask). A
     symbolic link is kept: the file it names is replaced (as writing into the link would)."""
-    path = checked_path(path, "writing", error=UnwritableFileError)
+    shown, path = path, checked_path(path, "writing", error=UnwritableFileError)
     if path.exists() and not path.is_file():
         raise UnwritableFileError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
-    path.parent.mkdir(parents=True, exist_ok=True)
     kept = os.fsencode(path.name)[:TEMPORARY_NAME_BYTES].decode(errors="ignore")  # a 255-byte name still fits
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
+    except OSError as problem:  # its own message would name the temporary file, which the caller never gave
+        raise UnwritableFileError(f"writing {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
+                                  f"choose a folder you can write in") from None
     try:
         # mkstemp makes files only their owner can read
         os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)

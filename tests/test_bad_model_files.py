@@ -112,3 +112,18 @@ def test_save_model_names_a_bad_target_or_model_and_writes_nothing(tmp_path, tar
     with pytest.raises(error, match=culprit):
         save_model(tiny_model() if model == "tiny" else model, tmp_path / target)
     assert not any(tmp_path.iterdir()), "a refused save must write nothing"
+
+
+@pytest.mark.parametrize("path,reason", [
+    ("/proc/self/m.npz", "No such file or directory"),  # F4-03: the error named '/proc/<pid>/.m.npz.<random>.tmp'
+    ("/sys/m.npz", "Permission denied"),
+])
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
+def test_a_file_that_cannot_be_created_is_named_as_the_caller_gave_it_not_by_a_temporary_name(path, reason, writer):
+    from minitorch.outputs import write_atomically
+
+    with pytest.raises(OSError) as refused:
+        save_model(tiny_model(), path) if writer == "save_model" else write_atomically(path, "text")
+    message = str(refused.value)
+    assert f"writing {path}: cannot create a file in" in message and reason in message, message
+    assert ".tmp" not in message, f"the caller never gave a temporary name: {message}"
