@@ -15,10 +15,11 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
-from test_student_code import ISOLATIONS, call, pool_for
+from test_student_code import ISOLATIONS, call, pool_for, pools  # noqa: F401 (pools: a fixture)
 
 from minitorch.exercises.grader.trusted import cgroups
 from minitorch.exercises.grader.trusted import sandbox
@@ -37,7 +38,7 @@ def modes(*wanted: str, why_not: dict[str, str] | None = None):
     return params
 
 
-ALL_MODES = ("bubblewrap", "unprivileged user in namespaces", "none")
+ALL_MODES = ("bubblewrap", "unprivileged user in namespaces", "unprivileged user without namespaces", "none")
 CORRECT = "return np.triu(np.ones((length, length), dtype=bool), k=1)"
 MEMORY_HOG = """import os, time
 children = []
@@ -60,14 +61,6 @@ for pid in children:
     except (OSError, IndexError, ValueError):
         pass
 raise ValueError(f"{holding} children hold their 100 MB")"""
-
-
-@pytest.fixture
-def pools():
-    made = []
-    yield made
-    for pool in made:
-        pool.close()
 
 
 def test_the_first_line_names_the_limits_in_force():
@@ -143,7 +136,9 @@ raise ValueError(f"{started} threads {forked} processes")"""
 
 
 @pytest.mark.parametrize("isolation", modes(*ALL_MODES, why_not={
-    "none": "without a sandbox the worker writes on the grader's disk (files up to 64 MiB each)"}))
+    "none": "without a sandbox the worker writes on the grader's disk (files up to 64 MiB each)",
+    "unprivileged user without namespaces": "without namespaces the worker writes on the grader's disk (files up to "
+                                            "64 MiB each) and in the machine's /tmp"}))
 def test_the_scratch_home_and_tmp_are_each_a_sized_tmpfs(tmp_path, pools, isolation):
     if isolation.kind == "bubblewrap" and not isolation.sized_tmpfs:
         pytest.skip("this bubblewrap has no --size option")
@@ -209,7 +204,9 @@ raise ValueError(repr(seen))"""
 
 
 @pytest.mark.parametrize("isolation", modes(*ALL_MODES, why_not={
-    "none": "without a sandbox, students graded at once share /tmp, /dev/shm, sockets and the network"}))
+    "none": "without a sandbox, students graded at once share /tmp, /dev/shm, sockets and the network",
+    "unprivileged user without namespaces": "without namespaces they share what the first line names (tested "
+                                            "below)"}))
 def test_two_students_graded_at_once_cannot_pass_answers(tmp_path, pools, isolation):
     (tmp_path / "sends").mkdir()
     (tmp_path / "looks").mkdir()
@@ -219,6 +216,42 @@ def test_two_students_graded_at_once_cannot_pass_answers(tmp_path, pools, isolat
     with pytest.raises(ValueError) as seen:
         call(looker)
     assert str(seen.value) == "[]", f"one student reached what another left: {seen.value}"
+
+
+WHAT_THE_FIRST_LINE_NAMES = {"/tmp": "/tmp", "/dev/shm": "/dev/shm", "abstract socket": "abstract unix sockets",
+                             "localhost port": "localhost ports", "the network": "the network",
+                             "the grader's command line (the seed's option is there)": "command line"}
+
+
+@pytest.mark.parametrize("isolation", modes("unprivileged user without namespaces"))
+def test_without_namespaces_students_graded_at_once_share_only_what_the_first_line_names(tmp_path, pools, isolation):
+    """Where unshare cannot be had, two students graded at once can pass answers through the machine's shared
+    places: the run's first line must name every one a colluder reached, and each student still runs as a uid of
+    their own, whose processes all end with its worker."""
+    drop = f"minitorch-test-drop-{os.getpid()}-{time.monotonic_ns()}"  # (the machine's own /tmp: a name of its own)
+    (tmp_path / "sends").mkdir()
+    (tmp_path / "looks").mkdir()
+    try:
+        pools.append(sender := pool_for(tmp_path / "sends", COLLUDER_SENDS.replace("/drop", "/" + drop),
+                                        isolation=isolation, slot=0))
+        pools.append(looker := pool_for(tmp_path / "looks", COLLUDER_LOOKS.replace("/drop", "/" + drop),
+                                        isolation=isolation, slot=1))
+        call(sender)
+        with pytest.raises(ValueError) as seen:
+            call(looker)
+    finally:
+        for folder in ("/tmp", "/dev/shm"):
+            Path(folder, drop).unlink(missing_ok=True)
+    reached = [what.replace("/" + drop, "") for what in eval(str(seen.value)) if not what.endswith(" in /proc")]
+    assert reached, "without namespaces the colluder should have reached /tmp at least: is this mode really in force?"
+    first_line = isolation.describe()
+    unnamed = [what for what in reached if WHAT_THE_FIRST_LINE_NAMES.get(what, what) not in first_line]
+    assert not unnamed, f"a colluder reached {unnamed}, which the run's first line does not name: {first_line}"
+    uid = sender.worker.uid
+    assert uid != looker.worker.uid, "two students graded at once share a uid"
+    pools.remove(sender)
+    sender.close()  # its child, still holding its sockets, ends with it
+    assert sandbox.processes_of(uid) == [], f"a process of the sender's uid {uid} outlived its worker"
 
 
 @needs_cgroups

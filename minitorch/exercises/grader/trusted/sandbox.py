@@ -538,7 +538,8 @@ def _limits(isolation: Isolation, uid: int | None, group: cgroups.StudentGroup |
             except (ValueError, OSError):
                 pass
         if uid is not None and isolation.kind == "unprivileged user":
-            resource.setrlimit(resource.RLIMIT_NPROC, (isolation.processes, isolation.processes))
+            if group is None:  # (a cgroup counts processes and threads, and says when its student ran out)
+                resource.setrlimit(resource.RLIMIT_NPROC, (isolation.processes, isolation.processes))
             if not isolation.in_namespaces():  # (else the namespace setup switches, after its mounts)
                 _become(uid)()
     return apply
@@ -623,16 +624,21 @@ def _kill_group(pid: int) -> None:
 
 
 def processes_of(uid: int) -> list[int]:
-    """The process IDs whose real uid is `uid` (from /proc)."""
+    """The live process IDs whose real uid is `uid` (from /proc; a zombie has ended, and only waits for its parent
+    to collect its status: no signal reaches it)."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if entry.stat(follow_symlinks=False).st_uid == uid:
+                if entry.stat(follow_symlinks=False).st_uid == uid and not _is_a_zombie(entry.path):
                     found.append(int(entry.name))
-            except OSError:
+            except (OSError, IndexError):
                 pass
     return found
+
+
+def _is_a_zombie(process_folder: str) -> bool:
+    return Path(process_folder, "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def kill_every_process_of(uid: int, run_marker: str = "", patience: float = 10.0) -> bool:
@@ -668,10 +674,10 @@ def processes_of_run(run_marker: str) -> list[int]:
         try:
             marked = needle in Path(entry.path, "environ").read_bytes().split(b"\0") or \
                 run_marker in Path(entry.path, "cgroup").read_text()
-            state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
+            live = not _is_a_zombie(entry.path)
         except (OSError, IndexError):
             continue
-        if marked and state != "Z":
+        if marked and live:
             found.append(int(entry.name))
     return found
 
