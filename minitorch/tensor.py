@@ -669,10 +669,22 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     if grad.shape == tuple(shape):
         return grad  # nothing was broadcast (so chapter 01 runs before exercise 2.1 is written)
     incoming_shape = grad.shape
+    if not _broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
+        raise _unexplained(op, incoming_shape, shape)
     grad = np.asarray(sum_to_shape(grad, tuple(shape)))
     if grad.shape != tuple(shape):
-        raise ValueError(
-            f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "
-            f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape"
-        )
+        raise _unexplained(op, incoming_shape, shape)
     return grad
+
+
+def _broadcasts_to(shape: tuple, broadcast_shape: tuple) -> bool:
+    """Whether broadcasting a tensor of `shape` can give `broadcast_shape`."""
+    try:
+        return np.broadcast_shapes(shape, broadcast_shape) == tuple(broadcast_shape)
+    except ValueError:
+        return False
+
+
+def _unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
+    return ValueError(f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "
+                      f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape")

@@ -59,18 +59,20 @@ class Exercise:
 
 # The table: one line per exercise. `needs` lists the exercises whose functions X's graded tests reach besides X's
 # own (a whole backward pass needs topological_order, say), and, for the functions that work on Tensors, those an
-# honest answer may build on (the engine's backward rules). While X is graded, a request for any other exercise's
+# honest answer may build on (the engine's backward rules), and sum_to_shape for every backward rule: the engine
+# folds a rule's gradient with it, so an honest answer of a wrong, broadcastable shape reaches it (the failed test
+# is then the student's mistake, not a refusal). While X is graded, a request for any other exercise's
 # function is refused and the copy flagged: 2.3 cannot borrow 3.2's softmax. tests/exercises/test_exercises.py
 # checks that the graded tests need nothing more.
 _ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.4")  # the backward rules, their order and sum_to_shape
 EXERCISES = {exercise.id: exercise for exercise in (
-    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.2",),
+    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.2", "2.1"),
              tests=("tests/test_ops.py",)),
     Exercise("1.2", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
              "topological_order", tests=("tests/test_tensor.py",)),
-    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.2",),
+    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.2", "2.1"),
              tests=("tests/test_ops.py",)),
-    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.2",),
+    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.2", "2.1"),
              tests=("tests/test_ops.py",)),
     Exercise("2.1", "sum_to_shape, the gradient of broadcasting", 3, "minitorch/tensor.py", "sum_to_shape",
              ("1.1", "1.2"),
@@ -78,9 +80,9 @@ EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.2", "2.1"),
              tests=("tests/test_ops.py",)),
     Exercise("2.3", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
-             ("1.1", "1.2", "2.4"),
+             ("1.1", "1.2", "2.1", "2.4"),
              tests=("tests/test_softmax.py",)),
-    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.2",),
+    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.2", "2.1"),
              tests=("tests/test_ops.py",)),
     Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update",
              tests=("tests/test_optim.py", "tests/hidden/test_adam_hidden.py")),

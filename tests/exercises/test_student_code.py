@@ -228,6 +228,27 @@ def test_asking_for_another_exercises_function_it_does_not_need_is_refused_and_f
     assert "2.3" in pool.refused, "the copy is flagged"
 
 
+@pytest.mark.parametrize("body, fails_with", [
+    ("return (grad * b)[..., None], grad * a", "no broadcast explains it"),
+    ("return np.broadcast_to(grad * b, (5, *np.shape(grad))), grad * a", "gradient"),
+], ids=["a shape no broadcast explains", "a broadcastable shape"])
+def test_an_honest_answer_of_a_wrong_shape_fails_its_test_and_is_never_refused(tmp_path, pools, body, fails_with):
+    """A backward rule's gradient goes through the engine's unbroadcast, which may ask sum_to_shape (2.1): that is
+    the library's call, not the student's, so a wrong shape fails as a mistake, and the copy is not flagged."""
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.1"]))
+    inputs = [np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)]
+    try:
+        answer = pool.call("1.1", time.monotonic(), "gradients", "mul", inputs, np.ones((2, 3)))
+    except Refused as refused:
+        pytest.fail(f"an honest mistake was refused as if the code asked for another exercise: {refused}")
+    except Exception as error:  # the engine's own error about the gradient's shape: the student's mistake
+        assert fails_with in str(error), error
+    else:
+        claimed = answer["gradients"][0]
+        assert np.shape(claimed) != (2, 3) or not np.allclose(claimed, inputs[1]), "the wrong answer looked right"
+    assert pool.refused == {}, f"the copy was flagged: {pool.refused}"
+
+
 def test_a_stand_in_the_exercise_needs_is_answered_with_the_graders_result_and_gradient(tmp_path, pools):
     """3.2 needs 2.3: a student's softmax_attention on the grader's stable_softmax gets values and gradients."""
     assert "2.3" in EXERCISES["3.2"].needs
