@@ -207,6 +207,20 @@ def test_garbage_written_to_the_channel_is_a_crash_not_data(tmp_path, pools):
         call(pool)
 
 
+def test_a_process_the_students_code_forks_never_answers_the_graders_calls(tmp_path, pools):
+    """A fork inside the function returns twice: the copy in the forked process (here it raises) must end, not
+    answer this call or read the next one from the shared socket."""
+    body = """import os, time
+if os.fork() == 0:
+    raise RuntimeError("the forked copy's own failure")
+time.sleep(0.3)
+return np.triu(np.ones((length, length), dtype=bool), k=1)"""
+    pools.append(pool := pool_for(tmp_path, body))
+    for length in (4, 3):  # every call gets its own answer
+        mask = call(pool, "causal_mask", length)["mask"]
+        np.testing.assert_array_equal(mask, np.triu(np.ones((length, length), dtype=bool), k=1))
+
+
 def test_the_grader_never_answers_for_the_exercise_under_test(tmp_path, pools):
     body = "from minitorch.exercises.grader.sandboxed.stand_in import ask_grader\nreturn ask_grader('3.1', length)"
     pools.append(pool := pool_for(tmp_path, body))

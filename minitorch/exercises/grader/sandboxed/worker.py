@@ -105,8 +105,10 @@ def _serve(start: dict, connection: socket.socket) -> int:
     from minitorch.exercises.grader.sandboxed import probes, stand_in
 
     stand_in.CONNECTION = connection  # the stand-ins of the other exercises ask the grader through it
+    serving = os.getpid()
     problem = _install(start["exercise"], start["student_file"], connection, channel)
     while True:
+        _end_if_forked(serving)
         try:
             request = channel.receive(connection)
         except channel.ChannelClosed:
@@ -122,7 +124,15 @@ def _serve(start: dict, connection: socket.socket) -> int:
             frame = channel.encode(answer)
         except BaseException as error:  # the student's code raised (or exited): that is the answer
             frame = channel.encode(channel.error_message(error))
+        _end_if_forked(serving)
         connection.sendall(frame)
+
+
+def _end_if_forked(serving: int) -> None:
+    """A process the student's code forked, come back here (its copy of the call returned or raised): it ends
+    at once, so that only the child that got a request answers it."""
+    if os.getpid() != serving:
+        os._exit(0)
 
 
 def _install(exercise_id: str, student_file: str, connection, channel) -> dict | None:
