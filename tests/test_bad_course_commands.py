@@ -20,14 +20,17 @@ def _course(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("arguments,culprit", [
-    (["--timeout", "nan"], "argument --timeout: must be a finite number > 0"),
-    (["--timeout", "inf"], "argument --timeout: must be a finite number > 0"),
-    (["--timeout", "0"], "argument --timeout: must be a finite number > 0"),
+    (["--timeout", "nan"], "argument --timeout: must be a finite number >= 1"),
+    (["--timeout", "inf"], "argument --timeout: must be a finite number >= 1"),
+    (["--timeout", "0"], "argument --timeout: must be a finite number >= 1"),
+    (["--timeout", "1e-9"], "argument --timeout: must be a finite number >= 1"),
     (["--jobs", "1.5"], "argument --jobs: must be a whole number >= 1"),
-    (["--budget", "-1"], "argument --budget: must be a finite number > 0"),
+    (["--budget", "-1"], "argument --budget: must be a finite number >= 1"),
+    (["--budget", "0.01"], "argument --budget: must be a finite number >= 1"),
     (["--exercise-seed", "x"], "argument --exercise-seed: must be a whole number >= 0"),
     (["--isolation", "chroot"], "argument --isolation: invalid choice"),
-], ids=["timeout-nan", "timeout-inf", "timeout-0", "jobs", "budget", "seed", "isolation"])
+], ids=["timeout-nan", "timeout-inf", "timeout-0", "timeout-too-short-for-any-answer", "jobs", "budget",
+        "budget-too-short-for-any-answer", "seed", "isolation"])
 def test_grade_refuses_a_bad_number_or_choice_before_any_work(tmp_path, arguments, culprit):
     (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
     completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "grades"), *arguments)
@@ -47,11 +50,12 @@ def test_grade_refuses_an_output_folder_that_would_mix_with_the_submissions(tmp_
 
 
 @pytest.mark.parametrize("arguments,culprit", [
-    (["--timeout", "inf"], "argument --timeout: must be a finite number > 0"),
-    (["--timeout", "nan"], "argument --timeout: must be a finite number > 0"),
-    (["--deadline", "0"], "argument --deadline: must be a finite number > 0"),
+    (["--timeout", "inf"], "argument --timeout: must be a finite number >= 1"),
+    (["--timeout", "nan"], "argument --timeout: must be a finite number >= 1"),
+    (["--timeout", "1e-9"], "argument --timeout: must be a finite number >= 1"),
+    (["--deadline", "0"], "argument --deadline: must be a finite number >= 1"),
     (["--exercise-seed", "-3"], "argument --exercise-seed: must be a whole number >= 0"),
-], ids=["timeout-inf", "timeout-nan", "deadline", "seed"])
+], ids=["timeout-inf", "timeout-nan", "timeout-too-short-for-any-answer", "deadline", "seed"])
 def test_gradescope_bundle_refuses_a_bad_number_before_building(tmp_path, arguments, culprit):
     completed = _course("gradescope-bundle", str(tmp_path / "autograder.zip"), "--only", "3.1", *arguments)
     assert completed.returncode == 2 and culprit in completed.stderr, completed.stderr

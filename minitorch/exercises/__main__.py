@@ -29,6 +29,11 @@ from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, o
 from minitorch.exercises.grader.trusted.sandbox import KINDS
 from minitorch.outputs import OutputPathError
 
+# A test's calls start the student's exercise in its sandbox (a fresh process that imports the library): below a
+# second, a right answer would time out too, and every student would get 0.
+MINIMUM_TIMEOUT = 1.0
+TIMEOUT = checks.number_argument("--timeout", minimum=MINIMUM_TIMEOUT, maximum=3600)
+
 
 
 def count_tests(root: Path = ROOT) -> dict[str, int] | None:
@@ -135,9 +140,9 @@ def _add_grade_command(commands) -> None:
                                                      "SUBMISSIONS)")
     grade.add_argument("--jobs", type=checks.number_argument("--jobs", integer=True, minimum=1, maximum=64),
                        default=1, help="students graded at once (default 1; one per core)")
-    grade.add_argument("--timeout", type=checks.number_argument("--timeout", above=0, maximum=3600), default=60.0,
-                       help="seconds per test (default 60)")
-    grade.add_argument("--budget", type=checks.number_argument("--budget", above=0, maximum=86400), default=900.0,
+    grade.add_argument("--timeout", type=TIMEOUT, default=60.0, help="seconds per test (default 60)")
+    grade.add_argument("--budget", type=checks.number_argument("--budget", minimum=MINIMUM_TIMEOUT, maximum=86400),
+                       default=900.0,
                        help="seconds per student; the tests not run by then fail as timed out (default 900)")
     grade.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
                        default=None, help="seed of the graded tests' random inputs (default: the one OUT/run.json "
@@ -242,9 +247,10 @@ def main(argv=None) -> int:
     bundle.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
                         default=None, help="seed of the graded tests' inputs (default: a fresh random one, kept in "
                                            "the bundle)")
-    bundle.add_argument("--timeout", type=checks.number_argument("--timeout", above=0, maximum=3600), default=20.0,
+    bundle.add_argument("--timeout", type=TIMEOUT, default=20.0,
                         help="seconds per graded test (default 20)")
-    bundle.add_argument("--deadline", type=checks.number_argument("--deadline", above=0, maximum=86400),
+    bundle.add_argument("--deadline", type=checks.number_argument("--deadline", minimum=MINIMUM_TIMEOUT,
+                                                                   maximum=86400),
                         default=540.0, help="seconds for a whole submission; the bundle writes its results by then "
                                             "(default 540, below Gradescope's default limit of 10 minutes)")
     bundle.add_argument("--hidden-tests", choices=HIDDEN_VISIBILITIES, default="after_due_date",
