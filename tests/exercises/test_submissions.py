@@ -64,6 +64,30 @@ def test_a_zip_holding_a_link_a_special_file_or_a_path_outside_is_refused_before
     assert not (tmp_path / "unpacked").exists(), "nothing may be unpacked from a refused .zip"
 
 
+def test_a_zip_holding_a_file_twice_is_refused_not_graded_on_one_of_them(tmp_path):
+    archive = tmp_path / "dup.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("copy/minitorch/ops.py", "right = 1\n")
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            opened.writestr("copy/minitorch/ops.py", "wrong = 1\n")
+    with pytest.raises(ExerciseError, match=r"dup.zip holds copy/minitorch/ops.py twice"):
+        unpack(archive, tmp_path / "unpacked")
+    assert not (tmp_path / "unpacked").exists(), "nothing may be unpacked from a refused .zip"
+
+
+def test_a_file_that_cannot_be_read_is_named_in_the_hash_not_a_crash_of_the_run(tmp_path, monkeypatch):
+    from minitorch.exercises.grader.trusted import grade_command
+
+    copy = a_copy(tmp_path / "ann")
+
+    def refusing(path, *args, **kwargs):
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(grade_command, "open", refusing, raising=False)
+    found = grade_command.submission_hash(submissions.Entry("ann", copy))
+    assert found == "unreadable: minitorch/ops.py: Invalid argument", found
+
+
 def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as opened:

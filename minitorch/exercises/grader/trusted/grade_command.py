@@ -72,23 +72,32 @@ def submission_hash(entry: Entry) -> str:
     if entry.problem:
         return "unreadable: " + entry.problem
     if not entry.path.is_dir():
-        with open(entry.path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-        return "sha256:" + digest.hexdigest()
+        return _hash_file(entry.path, entry.path.name, digest) or "sha256:" + digest.hexdigest()
     for folder, folders, files in os.walk(entry.path):
         folders[:] = sorted(name for name in folders if name not in NOT_HASHED)
         for name in sorted(files):
             path = Path(folder) / name
-            digest.update(path.relative_to(entry.path).as_posix().encode("utf-8", "surrogateescape") + b"\0")
+            relative = path.relative_to(entry.path).as_posix()
+            digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
             if path.is_symlink():
                 digest.update(b"link:" + os.readlink(path).encode("utf-8", "surrogateescape"))
             elif path.is_file():
-                with open(path, "rb") as file:
-                    for block in iter(lambda: file.read(1 << 20), b""):
-                        digest.update(block)
+                unreadable = _hash_file(path, relative, digest)
+                if unreadable:
+                    return unreadable
             digest.update(b"\0")
     return "sha256:" + digest.hexdigest()
+
+
+def _hash_file(path: Path, shown: str, digest) -> str:
+    """Add the file's bytes to `digest`: '', or 'unreadable: NAME: why' (the entry then gets a row saying so)."""
+    try:
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as error:
+        return f"unreadable: {shown}: {error.strerror or error}"
+    return ""
 
 
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes, not code

@@ -133,6 +133,7 @@ def unpack(archive: Path, dest: Path) -> None:
                                     f"{MAX_UNPACKED_BYTES >> 20:,} MiB are unpacked): leave out data and caches")
             for member in members:
                 _check_member(archive, member, Path(dest))
+            _refuse_a_name_twice(archive, members)
             opened.extractall(dest)
     except zipfile.BadZipFile as error:
         raise ExerciseError(f"{shown(archive.name)} is not a readable .zip ({shown(error)})") from None
@@ -156,6 +157,18 @@ def _check_member(archive: Path, member: zipfile.ZipInfo, dest: Path) -> None:
     target = (dest / member.filename).resolve()
     if not target.is_relative_to(dest.resolve()):
         raise ExerciseError(f"{shown(archive.name)}: member {shown(member.filename)!r} would unpack outside its folder")
+
+
+def _refuse_a_name_twice(archive: Path, members: list[zipfile.ZipInfo]) -> None:
+    """Two members of one name would unpack one over the other: which copy is graded is not for the grader to
+    guess."""
+    seen = set()
+    for member in members:
+        name = member.filename.rstrip("/")
+        if name in seen:
+            raise ExerciseError(f"{shown(archive.name)} holds {shown(name)} twice; which one is the copy to grade "
+                                f"is not clear: zip one copy of each file")
+        seen.add(name)
 
 
 def find_project(folder: Path, shown_as: str = "") -> Path:
