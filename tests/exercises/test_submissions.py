@@ -150,6 +150,16 @@ def test_entries_named_like_the_runs_own_files_are_graded_under_a_name_that_take
     assert not any(name.lower() in submissions.RUN_FILES for name in found)
 
 
+@pytest.mark.parametrize("name", ["=1+1", "+SUM(A1)", "-2+3", "@cmd"])
+def test_a_name_a_spreadsheet_would_run_as_a_formula_is_graded_under_a_safe_name(tmp_path, name):
+    subs = tmp_path / "subs"
+    a_copy(subs / name)
+    a_copy(subs / "ann")
+    found = entries(subs)
+    assert sorted(found) == ["ann", f"student {name}-submission"], f"the formula {name!r} would reach grades.csv"
+    assert "would run it as a formula" in found[f"student {name}-submission"].note
+
+
 def test_a_long_list_of_names_is_capped_with_a_count():
     line = submissions.capped([f"minitorch/added_{i}.py" for i in range(99_000)])
     assert line.startswith("99,000 files (first 20: minitorch/added_0.py minitorch/added_1.py") and len(line) < 1000

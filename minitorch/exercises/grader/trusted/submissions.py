@@ -13,8 +13,8 @@ Gradescope bundle both go through here:
 
 Names come from students, so none is shown as it is: `shown` escapes every control character (a name
 with a newline cannot add a line to the console or summary.md), `capped` shortens a long list of names
-to a count and the first few, and a student whose name is one of the run's own files (RUN_FILES), or
-is not printable, is graded under a safe name that says so. A copy whose folders nest deeper than
+to a count and the first few, and a student whose name is one of the run's own files (RUN_FILES), is
+not printable, or starts like a spreadsheet formula (FORMULA_STARTS), is graded under a safe name that says so. A copy whose folders nest deeper than
 MAX_DEPTH is refused with its reason (walking it further would exhaust Python's recursion).
 """
 
@@ -31,6 +31,7 @@ from minitorch.exercises.registry import MAX_UNPACKED_BYTES, ExerciseError
 MAX_ZIP_MEMBERS = 100_000  # a .zip that would unpack to more files is refused (the project has a few hundred)
 MAX_DEPTH = 64  # folders inside one another in a copy (the project nests 4): deeper ones are refused
 RUN_FILES = ("grades.csv", "summary.md", "run.json", "class.png")  # the run's own files beside the students' folders
+FORMULA_STARTS = ("=", "+", "-", "@")  # a cell starting so is a formula to a spreadsheet (grades.csv's students)
 NAMES_SHOWN = 20  # names of a long list shown in a flag line; the rest are counted
 
 
@@ -72,10 +73,13 @@ def _student_of(path: Path) -> str:
 def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
     """(the ID to grade `name` under, why it differs from `name` or ''): the name itself if it is printable and
     not one of the run's own files; else the escaped name with "-submission" (and a number) added, unused."""
-    if shown(name) == name and name.lower() not in RUN_FILES:
+    formula = name.startswith(FORMULA_STARTS)
+    if shown(name) == name and name.lower() not in RUN_FILES and not formula:
         return name, ""
-    why = "is one of the run's own files" if name.lower() in RUN_FILES else "holds characters that are not printable"
-    base, number = shown(name) + "-submission", 1
+    why = ("is one of the run's own files" if name.lower() in RUN_FILES else
+           f"starts with {name[0]!r}: a spreadsheet opening grades.csv would run it as a formula" if formula else
+           "holds characters that are not printable")
+    base, number = ("student " if formula else "") + shown(name) + "-submission", 1
     safe = base
     while safe in taken or safe.lower() in RUN_FILES:
         number += 1
