@@ -132,14 +132,18 @@ def _graded_class(tmp_path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("where", ["roster", "gradebook"])
+@pytest.mark.parametrize("where", ["roster", "gradebook", "a student's feedback"])
 def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, where):
-    """Round four, X4-36 to X4-38: --to the roster, or a file of the gradebook folder, was replaced."""
+    """Round four, X4-36 to X4-38, and round five, V5-08: --to the roster, a file of the gradebook folder, or a
+    student's feedback one folder down, was replaced."""
     out = _graded_class(tmp_path)
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,submission\nAnn,1,ann\n")
     (out / "adjustments.csv").write_text("student,points,late_penalty,comment\n")
-    to = roster if where == "roster" else out / "adjustments.csv"
+    (out / "ann").mkdir()
+    (out / "ann" / "feedback.md").write_text("# Ann's feedback\n")
+    to = {"roster": roster, "gradebook": out / "adjustments.csv", "a student's feedback": out / "ann" / "feedback.md"}[
+        where]
     before = to.read_text()
     completed = _course("canvas-csv", str(out), "--roster", str(roster), "--assignment", "Week 1", "--to", str(to))
     assert completed.returncode == 2 and "write the Canvas CSV elsewhere" in completed.stderr, completed.stderr

@@ -196,8 +196,8 @@ def _write_canvas(args) -> int:
         roster = check_input_file(args.roster, "--roster")
     except (PathError, FileNotFoundError) as error:
         raise ExerciseError(str(error)) from None
-    if target == roster or target.parent == Path(args.out).resolve():
-        what = "the roster" if target == roster else f"a file of the gradebook folder {args.out}"
+    if target == roster or target.is_relative_to(Path(args.out).resolve()):
+        what = "the roster" if target == roster else f"a file in the gradebook folder {args.out} (its students' too)"
         raise ExerciseError(f"--to {args.to}: would replace {what}; write the Canvas CSV elsewhere")
     if not args.assignment.strip() or any(character in args.assignment for character in "\r\n"):
         raise ExerciseError(f"--assignment {args.assignment!r}: name the assignment's column in one line, as Canvas "
