@@ -384,6 +384,9 @@ class Tensor:
 
     def item(self) -> float:
         """The single number held by a one-element tensor."""
+        if self._data.size != 1:
+            raise ValueError(f"item(): the tensor has shape {self.shape} ({self.size} elements) but item() needs "
+                             f"exactly one: pick one first (t[0].item()) or reduce (t.sum().item())")
         return self._data.item()
 
     # ------------------------------------------------------------------

@@ -746,3 +746,19 @@ def test_a_module_shared_by_two_attributes_is_not_a_cycle():
     model, shared = Module(), Linear(2, 2)
     model.first, model.second = shared, shared
     assert len(model.parameters()) == 2, "a shared module's parameters are listed once, without an error"
+
+
+# ----------------------------------------------------------------------
+# round five (branch fix5-engine): the engine's last raw tracebacks and silent values
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [], [[1.0], [2.0]], np.zeros((2, 3))])
+def test_item_of_a_tensor_of_other_than_one_element_names_item_and_the_shape(values):
+    """E5-02: NumPy's "can only convert an array of size 1 to a Python scalar" named neither item nor the shape."""
+    from minitorch import tensor
+
+    x = tensor(values)
+    with pytest.raises(ValueError, match=rf"item\(\): the tensor has shape {re.escape(str(x.shape))} "
+                                         rf"\({x.size} elements\)"):
+        x.item()
+    assert tensor([[3.0]]).item() == 3.0 and tensor(2.0).item() == 2.0, "one element, of any shape, is a number"
