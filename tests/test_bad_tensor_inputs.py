@@ -762,3 +762,22 @@ def test_item_of_a_tensor_of_other_than_one_element_names_item_and_the_shape(val
                                          rf"\({x.size} elements\)"):
         x.item()
     assert tensor([[3.0]]).item() == 3.0 and tensor(2.0).item() == 2.0, "one element, of any shape, is a number"
+
+
+@pytest.mark.parametrize("index,culprit", [
+    ("a", r"x\['a'\] .* only integers, slices"),  # E5-23: NumPy's message alone named neither getitem nor 'a'
+    (1.5, r"x\[1.5\] .* only integers, slices"),
+    ((0, "a"), r"x\[0, 'a'\] .* only integers, slices"),
+    ({"row": 0}, r"x\[\{'row': 0\}\] .* only integers, slices"),
+    (np.array([0.5]), r"x\[array\(\[0.5\]\)\] .* must be of integer \(or boolean\) type"),
+    ((0, 0, 0), r"x\[0, 0, 0\] .* too many indices"),
+    (5, r"x\[5\] .* index 5 is out of bounds for axis 0 with size 2"),
+])
+def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, culprit):
+    from minitorch import tensor
+
+    x = tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    with pytest.raises(IndexError, match=rf"getitem: {culprit}"):
+        x[index]
+    for fine in (np.int64(1), [0, 1], np.array([True, False]), (Ellipsis, None, slice(0, 1)), (0, -1), range(2)):
+        np.testing.assert_array_equal(x[fine].data, x.data[fine], err_msg=f"x[{fine!r}] is NumPy's indexing")
