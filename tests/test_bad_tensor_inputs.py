@@ -781,3 +781,32 @@ def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, c
         x[index]
     for fine in (np.int64(1), [0, 1], np.array([True, False]), (Ellipsis, None, slice(0, 1)), (0, -1), range(2)):
         np.testing.assert_array_equal(x[fine].data, x.data[fine], err_msg=f"x[{fine!r}] is NumPy's indexing")
+
+
+@pytest.mark.parametrize("arguments,error,culprit", [
+    (dict(seed="a"), TypeError, r"gradcheck: seed must be an integer >= 0, got 'a' \(str\)"),  # E5-44
+    (dict(seed=-1), ValueError, "gradcheck: seed must be an integer >= 0, got -1"),
+    (dict(seed=1.5), TypeError, "gradcheck: seed must be an integer >= 0, got 1.5"),
+    (dict(function="notfn"), TypeError, r"gradcheck: function must be callable .* got 'notfn' \(str\)"),  # E5-47
+    (dict(function=None), TypeError, "gradcheck: function must be callable .* got None"),
+    (dict(inputs=np.ones(2)), TypeError,  # E5-48: the array was split into two scalar arguments
+     r"gradcheck: inputs must be a list .* got one ndarray of shape \(2,\); .* gradcheck\(function, \[x\]\)"),
+    (dict(inputs="tensor"), TypeError, r"gradcheck: inputs must be a list .* got one Tensor of shape \(2,\)"),
+    (dict(inputs=3.0), TypeError, "gradcheck: inputs must be a list .* got 3.0"),
+])
+def test_gradcheck_refuses_a_bad_argument_before_calling_the_function(arguments, error, culprit):
+    from minitorch import gradcheck, tensor
+
+    calls = []
+
+    def square_sum(t):
+        calls.append(t)
+        return (t * t).sum()
+
+    given = dict(function=square_sum, inputs=[np.ones(2)]) | arguments
+    if isinstance(given["inputs"], str):
+        given["inputs"] = tensor([1.0, 2.0])
+    with pytest.raises(error, match=culprit):
+        gradcheck(given.pop("function"), given.pop("inputs"), **given)
+    assert not calls, "gradcheck ran the function before refusing its arguments"
+    assert gradcheck(square_sum, (np.ones(2),), seed=np.int64(3)), "a tuple of inputs and a NumPy seed still work"
