@@ -810,3 +810,30 @@ def test_gradcheck_refuses_a_bad_argument_before_calling_the_function(arguments,
         gradcheck(given.pop("function"), given.pop("inputs"), **given)
     assert not calls, "gradcheck ran the function before refusing its arguments"
     assert gradcheck(square_sum, (np.ones(2),), seed=np.int64(3)), "a tuple of inputs and a NumPy seed still work"
+
+
+@pytest.mark.parametrize("bias", ["no", "False", 0, 1, None])
+def test_linear_takes_only_true_or_false_for_bias(bias):
+    """N5-01: Linear(2, 3, bias='no') kept a bias (bool('no') is True)."""
+    from minitorch.nn import Linear
+
+    with pytest.raises(TypeError, match=rf"Linear: bias must be True or False, got {re.escape(repr(bias))}"):
+        Linear(2, 3, bias=bias)
+    assert Linear(2, 3, bias=np.False_).bias is None and Linear(2, 3, bias=True).bias is not None
+
+
+@pytest.mark.parametrize("state,culprit", [
+    (None, r"got None \(NoneType\)"),  # N5-08: "'NoneType' object is not iterable"
+    ([("weight", np.ones((2, 2)))], r"got \[\('weight', .*\)\] \(list\)"),
+    ("model.npz", r"got 'model.npz' \(str\)"),
+    (np.ones((2, 2)), r"got array\(.*\) \(ndarray\)"),
+])
+def test_load_state_dict_of_what_is_not_a_dict_names_state_and_changes_nothing(state, culprit):
+    from minitorch.nn import Linear
+
+    layer = Linear(2, 2)
+    before = layer.state_dict()
+    with pytest.raises(TypeError, match=rf"load_state_dict for Linear: state must be a dict .*, {culprit}"):
+        layer.load_state_dict(state)
+    for name, values in layer.state_dict().items():
+        np.testing.assert_array_equal(values, before[name], err_msg=f"a refused state changed '{name}'")
