@@ -837,3 +837,22 @@ def test_load_state_dict_of_what_is_not_a_dict_names_state_and_changes_nothing(s
         layer.load_state_dict(state)
     for name, values in layer.state_dict().items():
         np.testing.assert_array_equal(values, before[name], err_msg=f"a refused state changed '{name}'")
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+@pytest.mark.parametrize("lr,error", [(-5, ValueError), (0.0, ValueError), (float("nan"), ValueError),
+                                      ("0.1", TypeError), (True, TypeError)])
+def test_a_learning_rate_set_after_construction_is_checked_as_the_constructors(optimizer, lr, error):
+    """O5-12: opt.lr = -5 was taken, and SGD moved the parameter uphill (1 -> 6)."""
+    from minitorch import optim
+    from minitorch.nn import Parameter
+
+    parameter = Parameter([1.0])
+    step = getattr(optim, optimizer)([parameter], lr=0.1)
+    with pytest.raises(error, match=rf"{optimizer}: lr \(the learning rate\) must be a finite number > 0, got "):
+        step.lr = lr
+    assert step.lr == 0.1, "a refused learning rate must leave the old one"
+    parameter.grad = np.ones(1)
+    step.lr = np.float64(0.5)  # a schedule's new rate is taken
+    step.step()
+    assert parameter.data[0] < 1.0, f"a step with lr 0.5 and gradient 1 must go downhill, got {parameter.data}"
