@@ -856,3 +856,50 @@ def test_a_learning_rate_set_after_construction_is_checked_as_the_constructors(o
     step.lr = np.float64(0.5)  # a schedule's new rate is taken
     step.step()
     assert parameter.data[0] < 1.0, f"a step with lr 0.5 and gradient 1 must go downhill, got {parameter.data}"
+
+
+@pytest.mark.parametrize("copier", ["copy", "deepcopy"])
+@pytest.mark.parametrize("kind", ["leaf", "parameter", "detached"])
+def test_a_copy_of_a_tensor_owns_its_values_so_a_change_to_it_leaves_the_graph_right(copier, kind):
+    """I5-07: z = copy.copy(x) shared x's array but not its version count; z += 1 under no_grad changed x, and
+    the gradient of (x * x).sum() came out [4, 6] (of the new values) without a word, where [2, 4] is right."""
+    import copy
+
+    from minitorch import no_grad, tensor
+    from minitorch.nn import Parameter
+
+    x = {"leaf": lambda: tensor([1.0, 2.0], requires_grad=True), "parameter": lambda: Parameter([1.0, 2.0]),
+         "detached": lambda: tensor([1.0, 2.0])}[kind]()
+    source = x
+    if kind == "detached":  # a copy of a detached tensor owns its values too, not its source's
+        x = source.detach()
+    y = (source * source).sum() if kind == "detached" else (x * x).sum()
+    copied = getattr(copy, copier)(x)
+    assert type(copied) is type(x) and copied.requires_grad == x.requires_grad, "a copy keeps its class and flag"
+    with no_grad():
+        copied += 1
+    np.testing.assert_array_equal(copied.data, [2.0, 3.0])
+    np.testing.assert_array_equal(x.data, [1.0, 2.0], err_msg=f"copy.{copier} shares the values it was copied from")
+    if y.requires_grad:
+        y.backward()
+        np.testing.assert_array_equal(x.grad, [2.0, 4.0], err_msg="the gradient must be of the forward's values")
+
+
+@pytest.mark.parametrize("copier", ["copy", "deepcopy"])
+def test_copying_a_graph_output_is_refused_and_a_copied_model_keeps_shared_parameters_shared(copier):
+    import copy
+
+    from minitorch import tensor
+    from minitorch.nn import Linear, Module
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"cannot copy the result of 'mul' .* copy y.detach\(\)"):
+        getattr(copy, copier)(x * 2.0)
+
+    class Tied(Module):
+        def __init__(self):
+            self.first = Linear(2, 2)
+            self.second = self.first
+
+    model = copy.deepcopy(Tied())
+    assert model.first is model.second and len(model.parameters()) == 2, "a shared layer stays shared in a copy"
