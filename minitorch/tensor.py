@@ -158,7 +158,8 @@ class Tensor:
     the values (a read-only view: NumPy's functions on a tensor compute
     without gradients, so a tensor that requires grad says so, and asks for
     ``t.detach()`` or ``t.numpy()``); ``pickle`` saves a leaf, and refuses
-    the result of a recorded operation (detach it first).
+    the result of a recorded operation (detach it first); ``copy.copy`` and
+    ``copy.deepcopy`` likewise copy a leaf, with values of its own.
     """
 
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
