@@ -12,6 +12,8 @@ every output at once.
 
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
 
 from minitorch import checks
@@ -29,18 +31,30 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     ----------
     function : callable
         Takes the tensors of `inputs` and returns a Tensor.
-    inputs : sequence of Tensor or array
-        The point at which to check. They are copied to float64 leaves with
-        ``requires_grad=True``; the originals are not touched.
+    inputs : list (or tuple) of Tensor or array
+        The point at which to check, one entry per argument of `function`. They
+        are copied to float64 leaves with ``requires_grad=True``; the originals
+        are not touched.
     step : float
         The finite-difference step ``h``.
     atol, rtol : float
         An element passes if ``|analytic - numeric| <= atol + rtol * |numeric|``.
+    seed : int
+        Seeds the random weights ``w`` (an integer >= 0).
 
     Returns True, or raises GradcheckError naming the function, the argument,
     the element, and both values.
     """
     __tracebackhide__ = True  # pytest: a failing check shows the caller's line and this message, not this loop
+    if not callable(function):
+        raise TypeError(f"gradcheck: function must be callable (it takes the input tensors and returns a Tensor), "
+                        f"got {function!r} ({type(function).__name__})")
+    if not isinstance(inputs, (list, tuple)):
+        shape = getattr(inputs, "shape", None)
+        what = reprlib.repr(inputs) if shape is None else f"one {type(inputs).__name__} of shape {shape}"
+        raise TypeError(f"gradcheck: inputs must be a list of the function's arguments, got {what}; for a function "
+                        f"of one tensor x write gradcheck(function, [x])")
+    seed = checks.integer("gradcheck", "seed", seed, minimum=0)  # before the function runs
     step = checks.positive_number("gradcheck", "step", step)  # step=0 would divide by zero
     atol = checks.positive_number("gradcheck", "atol", atol, allow_zero=True)
     rtol = checks.positive_number("gradcheck", "rtol", rtol, allow_zero=True)

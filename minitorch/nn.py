@@ -8,6 +8,9 @@ trained models as ``.npz`` files).
 
 from __future__ import annotations
 
+import reprlib
+from collections.abc import Mapping
+
 import numpy as np
 
 from minitorch import checks
@@ -86,6 +89,9 @@ class Module:
 
     def load_state_dict(self, state: dict) -> None:
         """Copy values from `state` into the parameters (names and shapes must match)."""
+        if not isinstance(state, Mapping):
+            raise TypeError(f"load_state_dict for {type(self).__name__}: state must be a dict of parameter name -> "
+                            f"array, as state_dict() returns, got {reprlib.repr(state)} ({type(state).__name__})")
         own = dict(self.named_parameters())
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))
@@ -122,6 +128,7 @@ class Linear(Module):
                  init_std: float = 0.02, rng: np.random.Generator | None = None, dtype=np.float64):
         in_features = checks.integer("Linear", "in_features", in_features)
         out_features = checks.integer("Linear", "out_features", out_features)
+        bias = checks.flag("Linear", "bias", bias)  # bias='no' would keep a bias
         checks.memory("Linear", "the weight", (out_features, in_features), np.dtype(dtype).itemsize)
         rng = default_generator() if rng is None else rng
         self.in_features, self.out_features = in_features, out_features

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+import reprlib
 
 import numpy as np
 
@@ -362,7 +363,12 @@ def getitem(a, index) -> Tensor:
             np.add.at(full, index, grad)  # an element picked twice gets both gradients
         return (full,)
 
-    return Tensor.from_op(a._data[index], (a,), backward, "getitem")
+    try:
+        values = a._data[index]
+    except (IndexError, TypeError) as error:  # NumPy's message says what an index may hold; it names no function
+        shown = ", ".join(reprlib.repr(part) for part in parts)
+        raise type(error)(f"getitem: x[{shown}] on a tensor of shape {a.shape}: {error}") from None
+    return Tensor.from_op(values, (a,), backward, "getitem")
 
 
 # ----------------------------------------------------------------------

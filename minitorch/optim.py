@@ -19,7 +19,16 @@ class Optimizer:
 
     def __init__(self, parameters, lr: float):
         self.parameters = checked_parameters(type(self).__name__, parameters)
-        self.lr = checks.positive_number(type(self).__name__, "lr (the learning rate)", lr)
+        self.lr = lr
+
+    @property
+    def lr(self) -> float:
+        """The learning rate; a new one (``optimizer.lr = 0.01``, a schedule) is checked as the constructor's."""
+        return self._lr
+
+    @lr.setter
+    def lr(self, value) -> None:
+        self._lr = checks.positive_number(type(self).__name__, "lr (the learning rate)", value)
 
     def zero_grad(self) -> None:
         for parameter in self.parameters:

@@ -18,6 +18,7 @@ holds ``∂ℓ/∂x``, an array of the same shape as ``x``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import numbers
 import sys
@@ -157,7 +158,8 @@ class Tensor:
     the values (a read-only view: NumPy's functions on a tensor compute
     without gradients, so a tensor that requires grad says so, and asks for
     ``t.detach()`` or ``t.numpy()``); ``pickle`` saves a leaf, and refuses
-    the result of a recorded operation (detach it first).
+    the result of a recorded operation (detach it first); ``copy.copy`` and
+    ``copy.deepcopy`` likewise copy a leaf, with values of its own.
     """
 
     __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
@@ -345,6 +347,27 @@ class Tensor:
         state.pop("_detached_from", None)  # a copy shares no values with the tensor it was detached from
         return state
 
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        """``copy.deepcopy(t)``: a leaf with its own values and its own version count, as in PyTorch. (NumPy's
+        copy of an array copies its values too.) Values shared under a separate count would let a change through
+        the copy reach a graph that read `t` without a word. The result of a recorded operation is refused, as in
+        PyTorch: its copy could not be part of the graph."""
+        if self.backward_fn is not None:
+            raise TypeError(f"cannot copy the result of '{self.op}' with its graph (only leaves are copied, as in "
+                            f"PyTorch): copy y.detach() for its values, or keep y itself")
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied  # a parameter shared by two layers is copied once, and stays shared
+        state = {name: value for name, value in vars(self).items() if name not in ("_data", "_detached_from")}
+        copied.__dict__.update(copy.deepcopy(state, memo))
+        copied._data = self._data.copy()  # never through `memo`: a tensor detached from this one owns its copy too
+        copied._version, copied._released = 0, False
+        return copied
+
+    def __copy__(self) -> "Tensor":
+        """``copy.copy(t)`` is ``copy.deepcopy(t)``: a tensor owns its values (see `__deepcopy__`); to share them
+        on purpose, use t.detach(), which counts a change through it as a change of t."""
+        return self.__deepcopy__({})
+
     def numpy(self) -> np.ndarray:
         """The underlying ndarray (shares memory; read-only while a recorded operation still needs it)."""
         return self.data
@@ -384,6 +407,9 @@ class Tensor:
 
     def item(self) -> float:
         """The single number held by a one-element tensor."""
+        if self._data.size != 1:
+            raise ValueError(f"item(): the tensor has shape {self.shape} ({self.size} elements) but item() needs "
+                             f"exactly one: pick one first (t[0].item()) or reduce (t.sum().item())")
         return self._data.item()
 
     # ------------------------------------------------------------------

@@ -746,3 +746,160 @@ def test_a_module_shared_by_two_attributes_is_not_a_cycle():
     model, shared = Module(), Linear(2, 2)
     model.first, model.second = shared, shared
     assert len(model.parameters()) == 2, "a shared module's parameters are listed once, without an error"
+
+
+# ----------------------------------------------------------------------
+# round five (branch fix5-engine): the engine's last raw tracebacks and silent values
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [], [[1.0], [2.0]], np.zeros((2, 3))])
+def test_item_of_a_tensor_of_other_than_one_element_names_item_and_the_shape(values):
+    """E5-02: NumPy's "can only convert an array of size 1 to a Python scalar" named neither item nor the shape."""
+    from minitorch import tensor
+
+    x = tensor(values)
+    with pytest.raises(ValueError, match=rf"item\(\): the tensor has shape {re.escape(str(x.shape))} "
+                                         rf"\({x.size} elements\)"):
+        x.item()
+    assert tensor([[3.0]]).item() == 3.0 and tensor(2.0).item() == 2.0, "one element, of any shape, is a number"
+
+
+@pytest.mark.parametrize("index,culprit", [
+    ("a", r"x\['a'\] .* only integers, slices"),  # E5-23: NumPy's message alone named neither getitem nor 'a'
+    (1.5, r"x\[1.5\] .* only integers, slices"),
+    ((0, "a"), r"x\[0, 'a'\] .* only integers, slices"),
+    ({"row": 0}, r"x\[\{'row': 0\}\] .* only integers, slices"),
+    (np.array([0.5]), r"x\[array\(\[0.5\]\)\] .* must be of integer \(or boolean\) type"),
+    ((0, 0, 0), r"x\[0, 0, 0\] .* too many indices"),
+    (5, r"x\[5\] .* index 5 is out of bounds for axis 0 with size 2"),
+])
+def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, culprit):
+    from minitorch import tensor
+
+    x = tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    with pytest.raises(IndexError, match=rf"getitem: {culprit}"):
+        x[index]
+    for fine in (np.int64(1), [0, 1], np.array([True, False]), (Ellipsis, None, slice(0, 1)), (0, -1), range(2)):
+        np.testing.assert_array_equal(x[fine].data, x.data[fine], err_msg=f"x[{fine!r}] is NumPy's indexing")
+
+
+@pytest.mark.parametrize("arguments,error,culprit", [
+    (dict(seed="a"), TypeError, r"gradcheck: seed must be an integer >= 0, got 'a' \(str\)"),  # E5-44
+    (dict(seed=-1), ValueError, "gradcheck: seed must be an integer >= 0, got -1"),
+    (dict(seed=1.5), TypeError, "gradcheck: seed must be an integer >= 0, got 1.5"),
+    (dict(function="notfn"), TypeError, r"gradcheck: function must be callable .* got 'notfn' \(str\)"),  # E5-47
+    (dict(function=None), TypeError, "gradcheck: function must be callable .* got None"),
+    (dict(inputs=np.ones(2)), TypeError,  # E5-48: the array was split into two scalar arguments
+     r"gradcheck: inputs must be a list .* got one ndarray of shape \(2,\); .* gradcheck\(function, \[x\]\)"),
+    (dict(inputs="tensor"), TypeError, r"gradcheck: inputs must be a list .* got one Tensor of shape \(2,\)"),
+    (dict(inputs=3.0), TypeError, "gradcheck: inputs must be a list .* got 3.0"),
+])
+def test_gradcheck_refuses_a_bad_argument_before_calling_the_function(arguments, error, culprit):
+    from minitorch import gradcheck, tensor
+
+    calls = []
+
+    def square_sum(t):
+        calls.append(t)
+        return (t * t).sum()
+
+    given = dict(function=square_sum, inputs=[np.ones(2)]) | arguments
+    if isinstance(given["inputs"], str):
+        given["inputs"] = tensor([1.0, 2.0])
+    with pytest.raises(error, match=culprit):
+        gradcheck(given.pop("function"), given.pop("inputs"), **given)
+    assert not calls, "gradcheck ran the function before refusing its arguments"
+    assert gradcheck(square_sum, (np.ones(2),), seed=np.int64(3)), "a tuple of inputs and a NumPy seed still work"
+
+
+@pytest.mark.parametrize("bias", ["no", "False", 0, 1, None])
+def test_linear_takes_only_true_or_false_for_bias(bias):
+    """N5-01: Linear(2, 3, bias='no') kept a bias (bool('no') is True)."""
+    from minitorch.nn import Linear
+
+    with pytest.raises(TypeError, match=rf"Linear: bias must be True or False, got {re.escape(repr(bias))}"):
+        Linear(2, 3, bias=bias)
+    assert Linear(2, 3, bias=np.False_).bias is None and Linear(2, 3, bias=True).bias is not None
+
+
+@pytest.mark.parametrize("state,culprit", [
+    (None, r"got None \(NoneType\)"),  # N5-08: "'NoneType' object is not iterable"
+    ([("weight", np.ones((2, 2)))], r"got \[\('weight', .*\)\] \(list\)"),
+    ("model.npz", r"got 'model.npz' \(str\)"),
+    (np.ones((2, 2)), r"got array\(.*\) \(ndarray\)"),
+])
+def test_load_state_dict_of_what_is_not_a_dict_names_state_and_changes_nothing(state, culprit):
+    from minitorch.nn import Linear
+
+    layer = Linear(2, 2)
+    before = layer.state_dict()
+    with pytest.raises(TypeError, match=rf"load_state_dict for Linear: state must be a dict .*, {culprit}"):
+        layer.load_state_dict(state)
+    for name, values in layer.state_dict().items():
+        np.testing.assert_array_equal(values, before[name], err_msg=f"a refused state changed '{name}'")
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+@pytest.mark.parametrize("lr,error", [(-5, ValueError), (0.0, ValueError), (float("nan"), ValueError),
+                                      ("0.1", TypeError), (True, TypeError)])
+def test_a_learning_rate_set_after_construction_is_checked_as_the_constructors(optimizer, lr, error):
+    """O5-12: opt.lr = -5 was taken, and SGD moved the parameter uphill (1 -> 6)."""
+    from minitorch import optim
+    from minitorch.nn import Parameter
+
+    parameter = Parameter([1.0])
+    step = getattr(optim, optimizer)([parameter], lr=0.1)
+    with pytest.raises(error, match=rf"{optimizer}: lr \(the learning rate\) must be a finite number > 0, got "):
+        step.lr = lr
+    assert step.lr == 0.1, "a refused learning rate must leave the old one"
+    parameter.grad = np.ones(1)
+    step.lr = np.float64(0.5)  # a schedule's new rate is taken
+    step.step()
+    assert parameter.data[0] < 1.0, f"a step with lr 0.5 and gradient 1 must go downhill, got {parameter.data}"
+
+
+@pytest.mark.parametrize("copier", ["copy", "deepcopy"])
+@pytest.mark.parametrize("kind", ["leaf", "parameter", "detached"])
+def test_a_copy_of_a_tensor_owns_its_values_so_a_change_to_it_leaves_the_graph_right(copier, kind):
+    """I5-07: z = copy.copy(x) shared x's array but not its version count; z += 1 under no_grad changed x, and
+    the gradient of (x * x).sum() came out [4, 6] (of the new values) without a word, where [2, 4] is right."""
+    import copy
+
+    from minitorch import no_grad, tensor
+    from minitorch.nn import Parameter
+
+    x = {"leaf": lambda: tensor([1.0, 2.0], requires_grad=True), "parameter": lambda: Parameter([1.0, 2.0]),
+         "detached": lambda: tensor([1.0, 2.0])}[kind]()
+    source = x
+    if kind == "detached":  # a copy of a detached tensor owns its values too, not its source's
+        x = source.detach()
+    y = (source * source).sum() if kind == "detached" else (x * x).sum()
+    copied = getattr(copy, copier)(x)
+    assert type(copied) is type(x) and copied.requires_grad == x.requires_grad, "a copy keeps its class and flag"
+    with no_grad():
+        copied += 1
+    np.testing.assert_array_equal(copied.data, [2.0, 3.0])
+    np.testing.assert_array_equal(x.data, [1.0, 2.0], err_msg=f"copy.{copier} shares the values it was copied from")
+    if y.requires_grad:
+        y.backward()
+        np.testing.assert_array_equal(x.grad, [2.0, 4.0], err_msg="the gradient must be of the forward's values")
+
+
+@pytest.mark.parametrize("copier", ["copy", "deepcopy"])
+def test_copying_a_graph_output_is_refused_and_a_copied_model_keeps_shared_parameters_shared(copier):
+    import copy
+
+    from minitorch import tensor
+    from minitorch.nn import Linear, Module
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"cannot copy the result of 'mul' .* copy y.detach\(\)"):
+        getattr(copy, copier)(x * 2.0)
+
+    class Tied(Module):
+        def __init__(self):
+            self.first = Linear(2, 2)
+            self.second = self.first
+
+    model = copy.deepcopy(Tied())
+    assert model.first is model.second and len(model.parameters()) == 2, "a shared layer stays shared in a copy"
