@@ -192,3 +192,86 @@ def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
     for old in (tmp_path / "nowhere", tmp_path / "copy.zip"):
         completed = _course("carry-over", str(old), str(edition))
         assert completed.returncode == 2 and "is not a copy of the book" in completed.stderr, completed.stderr
+
+
+@pytest.fixture(scope="module")
+def week_one(tmp_path_factory) -> Path:
+    """A student edition handing out 1.1 (mul_backward, in minitorch/ops.py)."""
+    edition = tmp_path_factory.mktemp("carry") / "week-1"
+    made = _course("student-edition", str(edition), "--only", "1.1")
+    assert made.returncode == 0, made.stderr
+    return edition
+
+
+def _student_copy(edition: Path, folder: Path, after=None) -> Path:
+    """A copy of `edition` whose mul_backward is written (`after(ops_path)` then spoils it, if given)."""
+    from minitorch.exercises.registry import replace_bodies
+
+    shutil.copytree(edition / "minitorch", folder / "minitorch")
+    ops = folder / "minitorch" / "ops.py"
+    ops.write_text(replace_bodies(ops.read_text(), {"mul_backward": "return grad * b, grad * a"}, "minitorch/ops.py"))
+    if after is not None:
+        after(ops)
+    return folder
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("spoil, returncode, said", [
+    (lambda ops: ops.write_text(ops.read_text() + "\ndef broken(:\n"), 0, "Carried over into"),
+    (lambda ops: ops.write_bytes(ops.read_bytes() + b"\n# G\xe9rard\n"), 1,
+     "NOT carried over: 1.1, cannot be read"),
+    (_fifo, 1, "NOT carried over: 1.1, cannot be read: OLD "),
+], ids=["a syntax error elsewhere in the file", "a Latin-1 byte without a coding cookie", "a named pipe"])
+def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could_not(tmp_path, week_one, spoil,
+                                                                                      returncode, said):
+    """Y5-03 to Y5-05: a copy's file that did not parse or decode printed 'nothing' and exited 0; a FIFO hung."""
+    old = _student_copy(week_one, tmp_path / "old", spoil)
+    new = tmp_path / "new"
+    shutil.copytree(week_one, new)
+    completed = _course("carry-over", str(old), str(new))
+    assert completed.returncode == returncode and said in completed.stdout + completed.stderr, (
+        completed.stdout + completed.stderr)
+    carried = "return grad * b, grad * a" in (new / "minitorch" / "ops.py").read_text()
+    assert carried == (returncode == 0), "carried over exactly when it says so"
+
+
+def test_carry_over_refuses_an_edition_whose_file_is_a_named_pipe_without_waiting(tmp_path, week_one):
+    """Y5-06: NEW's ops.py a FIFO blocked forever."""
+    old = _student_copy(week_one, tmp_path / "old")
+    new = tmp_path / "new"
+    shutil.copytree(week_one, new)
+    _fifo(new / "minitorch" / "ops.py")
+    completed = _course("carry-over", str(old), str(new))
+    assert completed.returncode == 2 and "new/minitorch/ops.py is not a regular file" in completed.stderr, (
+        completed.stderr)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a small tmpfs needs root")
+def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week_one):
+    """Y5-08: on a full disk, NEW's ops.py was cut short mid-string (30 of its 34 functions lost)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("no tmpfs can be mounted here")
+    try:
+        new = disk / "new"
+        shutil.copytree(week_one / "minitorch", new / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
+        before = (new / "minitorch" / "ops.py").read_bytes()
+        old = _student_copy(week_one, tmp_path / "old", lambda ops: ops.write_text(ops.read_text().replace(
+            "return grad * b, grad * a\n", "return grad * b, grad * a\n" + "    _ = 0\n" * 100, 1)))
+        for block in (1 << 16, 1 << 12, 1):  # to the last byte
+            with open(disk / f"filler-{block}", "wb", buffering=0) as filler:
+                try:
+                    while True:
+                        filler.write(bytes(block))
+                except OSError:
+                    pass
+        completed = _course("carry-over", str(old), str(new))
+        assert completed.returncode != 0 and "ops.py" in completed.stderr, completed.stderr
+        assert (new / "minitorch" / "ops.py").read_bytes() == before, "the edition's ops.py was changed half-way"
+    finally:
+        subprocess.run(["umount", "-l", str(disk)])

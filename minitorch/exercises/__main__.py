@@ -279,14 +279,17 @@ def main(argv=None) -> int:
             return 0
         if args.command == "carry-over":
             from minitorch.exercises.edition import carry_over
-            carried = carry_over(Path(args.old), Path(args.new))
+            carried, not_carried = carry_over(Path(args.old), Path(args.new))
             print(f"Carried over into {Path(args.new).resolve()}: {', '.join(carried) or 'nothing'} "
                   f"(functions written in {Path(args.old).resolve()} whose new copy was still a stub)")
             released = (read_manifest_data(Path(args.new)) or {}).get("released") or []
             if released:
                 print(f"The new edition already holds the answers the instructor released: {', '.join(released)} "
                       f"(your own versions of those stay in {Path(args.old).resolve()})")
-            return 0
+            for exercise_id, why in not_carried.items():
+                print(f"NOT carried over: {exercise_id}, {why}; fix it in the old copy and run carry-over again",
+                      file=sys.stderr)
+            return 1 if not_carried else 0
         exercises = load_exercises(root)
         try:
             chapters = [int(part) for part in _split_list(args.chapter)]

@@ -12,9 +12,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from minitorch.outputs import OutputPathError, check_output_folder
-from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG,
-                                          Exercise, ExerciseError, function_node, is_stub, load_exercises,
+from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
+from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, MAX_FUNCTION_LINES, MAX_MODULE_BYTES,
+                                          NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError, function_node, is_stub, load_exercises,
                                           sort_key, stubbed_source)
 
 # Names every module has without defining them: an exercise's function may use them.
@@ -264,31 +264,64 @@ or hand it in as your instructor says. Only the functions of the exercises hande
 """
 
 
-def carry_over(old: Path, new: Path) -> list[str]:
+def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
     """Copy into the edition at `new` the exercise functions a student wrote in their copy `old` (an earlier
-    week's edition): each function `new` still has as a stub, where `old` has one that is not. Returns the IDs
-    carried over. The student's own code, in their own copies: nothing of the grader's is read."""
+    week's edition): each function `new` still has as a stub, where `old` has one that is not. Returns (the IDs
+    carried over, {ID: why not} for each function of `old` that cannot be taken, as the grader would not take
+    it). The function is taken alone, as the grader takes it: an error elsewhere in its file does not stop it.
+    Each file of `new` is replaced atomically. The student's own code, in their own copies: nothing of the
+    grader's is read."""
+    from minitorch.exercises.grader.sandboxed import student_function as found
+
     for copy, what in ((old, "OLD"), (new, "NEW")):
         if not (Path(copy) / "minitorch" / "__init__.py").is_file():
             raise ExerciseError(f"carry-over: {what} {copy} is not a copy of the book (no minitorch/ in it); name "
                                 f"the folder of your copy (unzip a .zip first)")
-    carried = []
+    carried, not_carried = [], {}
     for exercise in load_exercises(new):
-        source, target = Path(old) / exercise.module, Path(new) / exercise.module
-        try:
-            theirs = source.read_text(encoding="utf-8")
-            old_node = function_node(ast.parse(theirs), exercise.function)
-            text = target.read_text(encoding="utf-8")
-            new_node = function_node(ast.parse(text), exercise.function)
-        except (OSError, SyntaxError, UnicodeDecodeError):
+        target = Path(new) / exercise.module
+        text = _module_text(target, "NEW")
+        new_node = function_node(ast.parse(text), exercise.function)
+        if new_node is None or not is_stub(new_node, exercise):
             continue
-        if old_node is None or new_node is None or is_stub(old_node, exercise) or not is_stub(new_node, exercise):
+        try:
+            theirs = _module_text(Path(old) / exercise.module, "OLD")
+            old_node = found.find(theirs, exercise, MAX_FUNCTION_LINES)
+        except found.StudentFunctionError as error:
+            not_carried[exercise.id] = str(error)
+            continue
+        if is_stub(old_node, exercise):
             continue
         start = (old_node.decorator_list[0].lineno if old_node.decorator_list else old_node.lineno) - 1
         function = "".join(theirs.splitlines(keepends=True)[start:old_node.end_lineno])
         lines = text.splitlines(keepends=True)
         first = (new_node.decorator_list[0].lineno if new_node.decorator_list else new_node.lineno) - 1
         lines[first:new_node.end_lineno] = [function if function.endswith("\n") else function + "\n"]
-        target.write_text("".join(lines), encoding="utf-8")
+        try:
+            write_atomically(target, "".join(lines))
+        except OSError as error:
+            raise ExerciseError(f"carry-over: could not write {target} ({error.strerror or error}); it is as it was"
+                                + (f", and {', '.join(carried)} were carried over before" if carried else "")) from None
         carried.append(exercise.id)
-    return carried
+    return carried, not_carried
+
+
+def _module_text(path: Path, what: str) -> str:
+    """The text of a module of a copy (its coding cookie honoured); a file that cannot be read is an ExerciseError
+    for NEW (the edition), a StudentFunctionError for OLD (the student's copy: that exercise is not carried)."""
+    from minitorch.exercises.grader.sandboxed import student_function as found
+    from minitorch.outputs import PathError, check_input_file
+
+    try:
+        data = check_input_file(path, what).read_bytes()
+        if len(data) > MAX_MODULE_BYTES:
+            raise ValueError(f"it is larger than {MAX_MODULE_BYTES:,} bytes")
+        text = found.decode(data)
+        if what == "NEW":
+            ast.parse(text)
+        return text
+    except (OSError, PathError, ValueError, SyntaxError, LookupError) as error:
+        why = str(error) if isinstance(error, PathError) else f"{path}: {error}"
+        if what == "NEW":
+            raise ExerciseError(f"carry-over: NEW's {why}; make the edition again") from None
+        raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"cannot be read: {why}") from None

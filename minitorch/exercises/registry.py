@@ -332,6 +332,9 @@ def load_exercises(root: Path = ROOT, table: dict | None = None) -> list[Exercis
                                 f"another exercise of the table")
         path = Path(root) / exercise.module
         if exercise.module not in trees:
+            if path.exists() and not path.is_file():  # a named pipe would block the read forever
+                raise ExerciseError(f"exercise {exercise_id}: {path} is not a regular file (a folder, a named pipe "
+                                    f"or a device); it should be the module that defines {exercise.function}")
             try:
                 trees[exercise.module] = ast.parse(path.read_text(encoding="utf-8"), str(path))
             except (OSError, SyntaxError, UnicodeDecodeError) as error:
