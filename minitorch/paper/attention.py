@@ -133,7 +133,14 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
 
 
 def check_attention_shapes(queries: Tensor, keys: Tensor, values: Tensor) -> None:
-    """ValueError unless queries and keys have one shape (..., L, d) and values (..., L, d_v)."""
+    """ValueError unless queries and keys have one shape (..., L, d) and values (..., L, d_v); TypeError unless
+    all three are Tensors (a NumPy array's ``transpose(-2, -1)`` is not ``Tensor.transpose``)."""
+    for name, value in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"attend: {name} must be a Tensor of shape (..., L, d), got {type(value).__name__}; "
+                            f"wrap an array with minitorch.tensor(...)")
+        if value.ndim < 2:
+            raise ValueError(f"attend: {name} must have shape (..., L, d) (2 axes or more), got {value.shape}")
     if not (queries.shape == keys.shape and keys.shape[:-1] == values.shape[:-1]):
         raise ValueError(
             f"attend: queries {queries.shape}, keys {keys.shape} and values {values.shape} "

@@ -82,6 +82,9 @@ def mass_split(per_layer_weights, triggers) -> dict:
     ``bos`` = a_i0, ``content`` = Σ_{k≥1} a_ik, ``nowhere`` = 1 - Σ_k a_ik
     (negative when a row sums to more than 1, as sigmoid and ReLU rows may).
     """
+    if not isinstance(per_layer_weights, (list, tuple)) or not per_layer_weights:  # the mean of no layer is nan
+        raise ValueError(f"mass_split: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
+                         f"layer, got {per_layer_weights!r:.60}")
     bos = np.mean([metrics.bos_mass_at_non_trigger_rows(w, triggers).mean() for w in per_layer_weights])
     total = np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in per_layer_weights])
     return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
@@ -134,10 +137,48 @@ def gap_bound(content_keys, leak, bos_mass=None):
     ``s_0 - mean_k s_k ≥ log n + log((1 - ρ)/ρ)``. Pass `bos_mass` = 1 - ρ when
     it is known more accurately than by subtracting ρ from 1 (ρ near 1).
     """
-    leak = np.asarray(leak, dtype=float)
-    bos_mass = 1.0 - leak if bos_mass is None else np.asarray(bos_mass, dtype=float)
+    content_keys, leak = _whole_numbers("content_keys", content_keys), _shares("leak", leak)
+    bos_mass = np.maximum(1.0 - leak, 0.0) if bos_mass is None else _shares("bos_mass", bos_mass)
+    try:
+        shape = np.broadcast_shapes(content_keys.shape, leak.shape, bos_mass.shape)
+    except ValueError:
+        raise ValueError(f"gap_bound: content_keys {content_keys.shape}, leak {leak.shape} and bos_mass "
+                         f"{bos_mass.shape} must broadcast together") from None
+    apart = np.abs(bos_mass + leak - 1.0) > ROUNDING  # (shape)
+    if apart.any():
+        first = lambda values: np.broadcast_to(values, shape)[apart][0]  # noqa: E731 - the first pair apart
+        raise ValueError(f"gap_bound: bos_mass must be 1 - leak (the row's two parts), got bos_mass "
+                         f"{first(bos_mass)} and leak {first(leak)}")
     with np.errstate(divide="ignore"):  # a_0 = 0 gives the (true) bound -inf
         return np.log(content_keys) + np.log(bos_mass) - np.log(leak)
+
+
+ROUNDING = 1e-9  # how far a share, or the two parts of a row, may stray from [0, 1] and 1 by rounding
+
+
+def _whole_numbers(name: str, values) -> np.ndarray:
+    """gap_bound's numbers of content keys as an integer array, each n >= 1, or an error naming `name`."""
+    array = np.asarray(values)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"gap_bound: {name} must be whole numbers n >= 1 (the keys besides BOS), got {values!r} "
+                        f"({array.dtype})")
+    if (array < 1).any():
+        raise ValueError(f"gap_bound: {name} must be whole numbers n >= 1 (the keys besides BOS), got {values!r}")
+    return array
+
+
+def _shares(name: str, values) -> np.ndarray:
+    """gap_bound's leak or BOS mass as a float array, each a share of a row's mass in [0, 1], or an error."""
+    array = np.asarray(values)
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):  # bool is neither
+        raise TypeError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got {values!r} "
+                        f"({array.dtype})")
+    array = array.astype(float)
+    outside = ~((array >= 0) & (array <= 1 + ROUNDING))  # nan too; a sum of softmax weights may round above 1
+    if outside.any():
+        raise ValueError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got "
+                         f"{array[outside].ravel()[:3].tolist() if array.ndim else values!r}")
+    return array
 
 
 def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
@@ -209,6 +250,9 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
     earlier run of another command line in `out` is replaced, whole, only with `force`. Every model trains on
     the training path, as in `reproduce.reproduce`.
     """
+    if not isinstance(budget, Budget):
+        raise TypeError(f"run_beyond: budget must be beyond.FULL, beyond.QUICK or a beyond.Budget(...), got "
+                        f"{budget!r} ({type(budget).__name__})")
     out, jobs = check_output_folder(out), checks.integer("run_beyond", "jobs", jobs)
     command = "reproduce --beyond" + (" --quick" if budget.quick else "")
     replacing = files_to_replace(out, FILES, recorded_run(out), command, force)

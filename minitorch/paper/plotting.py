@@ -29,6 +29,7 @@ except ValueError as error:  # matplotlib reads MPLBACKEND at import: a name it 
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is checked
 
+from minitorch import checks  # noqa: E402
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
 
 COLOUR_MAP = "viridis"
@@ -44,6 +45,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
     is the straight line ``2 δ / ε_0``. Returns the figure; saves it if `path`.
     """
+    _check_family(family)
     if axes is None:
         figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     else:
@@ -93,6 +95,21 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     return figure
 
 
+FAMILY_KEYS = ("scale", "worst_case_error", "bos_mass_min")  # what plot_error_vs_bos_mass reads of a family
+
+
+def _check_family(family) -> None:
+    """A ValueError unless `family` holds the columns of `softmax_family` that the plot reads, one length each."""
+    missing = [key for key in FAMILY_KEYS if key not in family] if isinstance(family, dict) else FAMILY_KEYS
+    if missing:
+        raise ValueError(f"plot_error_vs_bos_mass: family must be the dict of theory.softmax_family(scales), with "
+                         f"keys {', '.join(FAMILY_KEYS)}; got {family!r:.60} without {', '.join(missing)}")
+    lengths = {key: np.size(family[key]) for key in FAMILY_KEYS}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"plot_error_vs_bos_mass: the family's columns must have one length (one entry per scale "
+                         f"c), got {lengths}")
+
+
 def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool = True):
     """Draw one (L, L) attention map on `ax`; returns the image."""
     weights = np.asarray(weights)
@@ -133,6 +150,12 @@ def head_grid_figure(per_layer_weights, title: str) -> plt.Figure:
 
     per_layer_weights: list over layers of (H, L, L) arrays.
     """
+    is_list = isinstance(per_layer_weights, (list, tuple))
+    shapes = [np.shape(weights) for weights in per_layer_weights] if is_list else []
+    if not shapes or len(set(shapes)) != 1 or len(shapes[0]) != 3 or 0 in shapes[0]:
+        got = f"shapes {shapes}" if is_list else type(per_layer_weights).__name__
+        raise ValueError(f"head_grid_figure: per_layer_weights must be a non-empty list of (H, L, L) arrays of one "
+                         f"shape, one per layer, got {got}")
     layers, heads = len(per_layer_weights), np.shape(per_layer_weights[0])[0]
     fig, axes = plt.subplots(layers, heads, figsize=(3.3 * heads, 3.0 * layers), squeeze=False,
                              constrained_layout=True)
@@ -191,6 +214,10 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
     """
     from matplotlib.animation import FuncAnimation, PillowWriter
 
+    if not isinstance(snapshot_sets, dict) or not snapshot_sets:
+        raise ValueError(f"attention_animation: snapshot_sets must be a non-empty dict {{panel title: snapshots}}, "
+                         f"got {snapshot_sets!r:.60}")
+    fps = checks.positive_number("attention_animation", "fps", fps)  # 0 frames a second: no frame ever ends
     titles = list(snapshot_sets)
     frames = max(len(s) for s in snapshot_sets.values())
     if min(len(s) for s in snapshot_sets.values()) == 0:
@@ -340,6 +367,9 @@ def price_of_a_sink_figure(zoo: list[dict]) -> plt.Figure:
 
 def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
     """Write `fig` to `path` (parent folders created) and close it."""
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise TypeError(f"save: fig must be a matplotlib Figure (as the figure functions return), got "
+                        f"{type(fig).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)

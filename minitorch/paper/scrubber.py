@@ -13,6 +13,7 @@ from itertools import count
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.paper.task import TEST_TRIGGER
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")  # matplotlib's first four, as in the book's figures
@@ -21,9 +22,24 @@ _instances = count()
 
 def bos_mass_at_non_trigger_rows(weights: np.ndarray, trigger: int = TEST_TRIGGER) -> float:
     """The mean of a_i0 over the rows i >= 1, i != trigger, of one mean attention map (L, L)."""
-    length = weights.shape[-1]
-    rows = [row for row in range(1, length) if row != trigger]
+    weights = np.asarray(weights)
+    rows = non_trigger_rows("bos_mass_at_non_trigger_rows", weights, trigger)
     return float(np.mean(weights[rows, 0]))
+
+
+def non_trigger_rows(owner: str, weights: np.ndarray, trigger: int) -> list[int]:
+    """The rows i >= 1, i != trigger, of a map (L, L), or an error naming `owner`: there must be one at least.
+
+    With L <= 2 there is none: row 0 is BOS's own (its only key is itself, so a_00 = 1 whatever the head does)
+    and row 1 the trigger's. The mean over no row is no number a chart could show: refused, not drawn as nan."""
+    shape = np.shape(weights)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"{owner}: weights must be one attention map (L, L), got shape {shape}")
+    trigger = checks.integer(owner, "trigger", trigger)
+    if shape[0] < 3 or trigger >= shape[0]:
+        raise ValueError(f"{owner}: needs a map with a row besides BOS and the trigger, and a trigger in 1..L-1: "
+                         f"L >= 3 and trigger < L, got L = {shape[0]} and trigger {trigger}")
+    return [row for row in range(1, shape[0]) if row != trigger]
 
 
 def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
@@ -40,6 +56,7 @@ def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
         if steps != sorted(steps):
             raise ValueError(f"sink_scrubber_html: the snapshots of run {name!r} are not in training order")
         maps = [np.asarray(weights)[0, 0] for _, weights in snapshots]  # (L, L): layer 1, head 1
+        non_trigger_rows("sink_scrubber_html", maps[0], trigger)  # before any map is rounded
         data["runs"].append({"name": name, "steps": steps, "length": int(maps[0].shape[-1]),
                              "maps": [np.round(map_, 3).ravel().tolist() for map_ in maps],
                              "bos": [round(bos_mass_at_non_trigger_rows(map_, trigger), 4) for map_ in maps]})

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch import ops
+from minitorch import checks, ops
 from minitorch.paper.attention import register_normaliser, softmax_attention
 from minitorch.tensor import Tensor, as_tensor
 
@@ -68,6 +68,7 @@ def softmax1_attention(scores: Tensor, future: np.ndarray) -> Tensor:
 
 def zero_sink_logit_per_head(heads: int) -> np.ndarray:
     """S = 0 for every head, shape (H, 1, 1, 1): at the start the sink is softmax1's."""
+    heads = checks.integer("zero_sink_logit_per_head", "heads", heads)  # 0 heads gave an empty S, silently
     return np.zeros((heads, 1, 1, 1))
 
 

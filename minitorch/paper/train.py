@@ -66,7 +66,14 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
 
 
 def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndarray) -> tuple[dict, list]:
-    """Measure `model` on a fixed set: errors, BOS mass, trigger row. Returns (measures, weights)."""
+    """Measure `model` on a fixed set: errors, BOS mass, trigger row. Returns (measures, weights).
+
+    x and its targets y: (B, L, n); triggers: (B,), as `make_test_set` returns them."""
+    if not isinstance(model, AttentionModel):
+        raise TypeError(f"probe: model must be an attention model (build_model(...)), got {type(model).__name__}")
+    if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
+        raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
+                         f"{np.shape(x)}, y {np.shape(y)} and triggers {np.shape(triggers)}")
     with no_grad():
         prediction, attention = model(x, return_attention=True)
     error = np.abs(prediction._data - y)  # (B, L, n)

@@ -302,3 +302,19 @@ def test_a_taken_normaliser_name_cannot_be_silently_replaced():
         def not_the_softmax(scores, future):
             return scores
     assert attention.NORMALISERS["softmax"] is attention.softmax_attention
+
+
+
+def _tensor(*shape):
+    return minitorch.tensor(np.zeros(shape))
+
+
+@pytest.mark.parametrize("arguments,error,culprit", [  # M5-10: NumPy's matmul message named neither attend nor why
+    (lambda: (np.zeros((4, 2)),) * 3, TypeError, r"attend: queries must be a Tensor .*got ndarray; wrap"),
+    (lambda: (_tensor(4, 2), _tensor(4, 2), np.zeros((4, 2))), TypeError, r"attend: values must be a Tensor"),
+    (lambda: ([[0.0, 0.0]] * 4, _tensor(4, 2), _tensor(4, 2)), TypeError, r"attend: queries must be a Tensor.*list"),
+    (lambda: (_tensor(4),) * 3, ValueError, r"attend: queries must have shape \(\.\.\., L, d\) .*got \(4,\)"),
+], ids=["three-arrays", "values-an-array", "queries-a-list", "1-d-tensors"])
+def test_attend_names_an_argument_that_is_not_a_tensor_of_shape_l_by_d(arguments, error, culprit):
+    with pytest.raises(error, match=culprit):
+        attend(*arguments())

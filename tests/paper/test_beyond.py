@@ -65,3 +65,50 @@ def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path):
         "beyond.FILES must name exactly what a run writes, and results.json record them"
     assert len(results["zoo"]) == len(beyond.zoo_normalisers()), "one zoo run per normaliser and seed"
     assert json.loads((tmp_path / "results.json").read_text())["law"][0]["length"] == 8
+
+
+@pytest.mark.parametrize("arguments,error,culprit", [  # B5-02..05: nan, a warning, or an impossible 5.77 before
+    ((16, 1.5), ValueError, r"gap_bound: leak must be a share of a row's mass in \[0, 1\], got 1.5"),
+    ((16, -0.1), ValueError, r"gap_bound: leak must be a share .*got -0.1"),
+    ((16, float("nan")), ValueError, r"gap_bound: leak must be a share .*got nan"),
+    ((16, np.array([0.1, 2.0])), ValueError, r"gap_bound: leak must be a share"),
+    ((16, "0.1"), TypeError, r"gap_bound: leak must be a share .*got '0.1'"),
+    ((-4, 0.1), ValueError, r"gap_bound: content_keys must be whole numbers n >= 1 .*got -4"),
+    ((0, 0.1), ValueError, r"gap_bound: content_keys must be whole numbers n >= 1 .*got 0"),
+    (("16", 0.1), TypeError, r"gap_bound: content_keys must be whole numbers .*got '16'"),
+    ((16.5, 0.1), TypeError, r"gap_bound: content_keys must be whole numbers .*got 16.5"),
+    ((True, 0.1), TypeError, r"gap_bound: content_keys must be whole numbers .*got True"),
+    ((16, 0.1, 2), ValueError, r"gap_bound: bos_mass must be a share .*got 2"),
+    ((16, 0.1, 0.5), ValueError, r"gap_bound: bos_mass must be 1 - leak .*got bos_mass 0.5 and leak 0.1"),
+    ((16, [0.1, 0.2], [0.9, 0.5]), ValueError, r"gap_bound: bos_mass must be 1 - leak .*got bos_mass 0.5 and leak 0.2"),
+    ((16, True), TypeError, r"gap_bound: leak must be a share .*got True"),
+    ((np.arange(2, 5), np.full(2, 0.1)), ValueError, r"gap_bound: content_keys \(3,\), leak \(2,\) and bos_mass "
+                                                     r"\(2,\) must broadcast"),
+    ((16, np.full(2, 0.1), np.full(3, 0.9)), ValueError, r"leak \(2,\) and bos_mass \(3,\) must broadcast"),
+], ids=["leak-1.5", "leak-negative", "leak-nan", "a-leak-2", "leak-a-string", "keys-minus-4", "no-keys",
+        "keys-a-string", "keys-16.5", "keys-true", "bos-mass-2", "bos-mass-not-1-minus-leak", "a-row-apart",
+        "leak-true", "keys-and-leak-disagree", "leak-and-bos-mass-disagree"])
+def test_gap_bound_names_a_count_or_share_that_cannot_be(arguments, error, culprit):
+    with pytest.raises(error, match=culprit):
+        beyond.gap_bound(*arguments)
+
+
+def test_gap_bound_keeps_its_limits_at_a_leak_of_0_or_1():
+    assert beyond.gap_bound(16, 0.0) == np.inf, "all mass on BOS (ρ = 0) needs an infinite gap"
+    assert beyond.gap_bound(16, 1.0) == -np.inf, "no mass on BOS (ρ = 1) needs no gap at all"
+    assert beyond.gap_bound(16, 1.0 - 1e-20, bos_mass=1e-20) > -np.inf, "a BOS mass known better than 1 - ρ is used"
+    assert beyond.gap_bound(16, 1.0 + 1e-12) == -np.inf, "a leak that rounded just above 1 is a leak of 1"
+
+
+@pytest.mark.parametrize("layers", [[], (), None, np.zeros((1, 2, 1, 4, 4))],
+                         ids=["empty-list", "empty-tuple", "none", "an-array"])
+def test_mass_split_names_a_list_of_layers_that_is_empty_or_not_a_list(layers):  # B5-06: nan before
+    with pytest.raises(ValueError, match=r"mass_split: per_layer_weights must be a non-empty list of \(B, H, L, L\)"):
+        beyond.mass_split(layers, np.array([2, 2]))
+
+
+@pytest.mark.parametrize("budget", ["quick", None, {"quick": True}], ids=["the-word-quick", "none", "a-dict"])
+def test_run_beyond_names_a_budget_that_is_not_one_before_any_work(budget, tmp_path):  # B5-08: AttributeError
+    with pytest.raises(TypeError, match=r"run_beyond: budget must be beyond.FULL, beyond.QUICK or a beyond.Budget"):
+        beyond.run_beyond(tmp_path / "out", budget=budget, log=lambda message: None)
+    assert not (tmp_path / "out").exists(), "a refused run must not create its folder"

@@ -82,3 +82,44 @@ def test_sink_forming_figure_draws_the_curves_and_snapshots(tmp_path):
     fig = plotting.sink_forming_figure(history, snapshots, "title", compare=history)
     assert len(fig.axes) == 1 + 3, "one curve panel and one heat map per snapshot"
     plotting.save(fig, tmp_path / "sink.png")
+
+
+def _one_animation_frame():
+    return [(0, np.eye(4)[None, None])]  # (step, weights (layers, H, L, L))
+
+
+@pytest.mark.parametrize("call,error,culprit", [  # L5-04, L5-07..10: Python's and matplotlib's messages before
+    (lambda folder: plotting.save(None, folder / "p.png"), TypeError,
+     r"save: fig must be a matplotlib Figure .*got NoneType"),
+    (lambda folder: plotting.save(np.zeros((4, 4)), folder / "p.png"), TypeError, r"save: fig .*got ndarray"),
+    (lambda folder: plotting.head_grid_figure([], "t"), ValueError,
+     r"head_grid_figure: per_layer_weights must be a non-empty list of \(H, L, L\) arrays .*got shapes \[\]"),
+    (lambda folder: plotting.head_grid_figure([np.zeros((4, 4))], "t"), ValueError, r"got shapes \[\(4, 4\)\]"),
+    (lambda folder: plotting.head_grid_figure([np.zeros((2, 4, 4)), np.zeros((1, 4, 4))], "t"), ValueError,
+     r"of one shape, one per layer, got shapes \[\(2, 4, 4\), \(1, 4, 4\)\]"),
+    (lambda folder: plotting.head_grid_figure(np.zeros((1, 2, 4, 4)), "t"), ValueError, r"list .*got ndarray"),
+    (lambda folder: plotting.attention_animation({}, folder / "a.gif"), ValueError,
+     r"attention_animation: snapshot_sets must be a non-empty dict \{panel title: snapshots\}, got \{\}"),
+    (lambda folder: plotting.attention_animation({"a": _one_animation_frame()}, folder / "a.gif", fps=0), ValueError,
+     r"attention_animation: fps must be a finite number > 0, got 0"),
+    (lambda folder: plotting.attention_animation({"a": _one_animation_frame()}, folder / "a.gif", fps=-8),
+     ValueError, r"fps must be a finite number > 0, got -8"),
+    (lambda folder: plotting.attention_animation({"a": _one_animation_frame()}, folder / "a.gif", fps="8"),
+     TypeError, r"fps must be a finite number > 0, got '8'"),
+    (lambda folder: plotting.plot_error_vs_bos_mass({}), ValueError,
+     r"plot_error_vs_bos_mass: family must be the dict of theory.softmax_family\(scales\).*without scale, "
+     r"worst_case_error, bos_mass_min"),
+    (lambda folder: plotting.plot_error_vs_bos_mass({"scale": [1.0], "worst_case_error": [0.1]}), ValueError,
+     r"without bos_mass_min"),
+    (lambda folder: plotting.plot_error_vs_bos_mass({"scale": [1.0, 2.0], "worst_case_error": [0.1],
+                                                     "bos_mass_min": [0.5]}), ValueError,
+     r"the family's columns must have one length .*'scale': 2"),
+], ids=["save-none", "save-an-array", "grid-of-no-layer", "grid-of-a-2-d-map", "grid-of-ragged-layers",
+        "grid-of-an-array", "animation-of-no-panel", "animation-fps-0", "animation-fps-negative",
+        "animation-fps-a-string", "family-empty", "family-without-bos-mass", "family-ragged"])
+def test_the_figure_functions_name_a_bad_argument_before_drawing_or_writing(call, error, culprit, tmp_path):
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(error, match=culprit):
+        call(tmp_path)
+    assert list(tmp_path.iterdir()) == [], "a refused figure must write nothing"
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"

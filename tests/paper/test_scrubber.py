@@ -72,3 +72,30 @@ def test_the_slider_moves_the_maps_in_headless_chromium(tmp_path):
     captions = re.findall(r"<figcaption[^>]*>([^<]*)</figcaption>", dom)
     assert re.search(r">step 40<", dom), f"the label should follow the slider to step 40: {dom[:300]}"
     assert captions == ["softmax, step 40: BOS mass 0.900", "ReLU, step 20 (stopped): BOS mass 0.000"], captions
+
+
+@pytest.mark.parametrize("weights,trigger,error,culprit", [  # U5-01: nan and 'Mean of empty slice' before
+    (np.ones((1, 1)), 7, ValueError, r"bos_mass_at_non_trigger_rows: needs a map with a row besides BOS and the "
+                                     r"trigger.*got L = 1 and trigger 7"),
+    (np.ones((2, 2)), 1, ValueError, r"L >= 3 and trigger < L, got L = 2 and trigger 1"),
+    (np.ones((4, 4)), 7, ValueError, r"got L = 4 and trigger 7"),  # a map that cannot hold the trigger
+    (np.ones((4, 4)), 0, ValueError, r"trigger must be an integer >= 1, got 0"),
+    (np.ones((4, 4)), 1.0, TypeError, r"trigger must be an integer >= 1, got 1.0"),
+    (np.ones((4, 3)), 1, ValueError, r"weights must be one attention map \(L, L\), got shape \(4, 3\)"),
+    (np.ones((1, 4, 4)), 1, ValueError, r"weights must be one attention map \(L, L\), got shape \(1, 4, 4\)"),
+], ids=["length-1", "length-2-trigger-1", "trigger-beyond-the-map", "trigger-at-bos", "trigger-a-float",
+        "not-square", "three-axes"])
+def test_bos_mass_refuses_a_map_without_a_non_trigger_row(weights, trigger, error, culprit):
+    with pytest.raises(error, match=culprit):
+        bos_mass_at_non_trigger_rows(weights, trigger)
+
+
+def test_bos_mass_of_the_shortest_map_with_a_non_trigger_row():
+    weights = np.array([[1.0, 0.0, 0.0], [0.25, 0.75, 0.0], [0.5, 0.25, 0.25]])  # L = 3
+    assert bos_mass_at_non_trigger_rows(weights, trigger=1) == 0.5, "L = 3, trigger 1: row 2 alone counts"
+    assert bos_mass_at_non_trigger_rows(weights, trigger=2) == 0.25, "L = 3, trigger 2: row 1 alone counts"
+
+
+def test_the_scrubber_refuses_maps_without_a_non_trigger_row_before_any_html():
+    with pytest.raises(ValueError, match=r"sink_scrubber_html: needs a map .*got L = 4 and trigger 7"):
+        sink_scrubber_html({"short": [(0, np.ones((1, 1, 4, 4)))]})

@@ -263,3 +263,14 @@ def test_a_normaliser_parameter_may_not_replace_a_layer_attribute(monkeypatch):
 
     with pytest.raises(ValueError, match="W_Q"):
         SingleLayerModel(width=4, normaliser="clobbers_W_Q")
+
+
+@pytest.mark.parametrize("heads,error,culprit", [  # U5-03: an empty (0, 1, 1, 1) S for 0 heads, NumPy's for -1
+    (0, ValueError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got 0"),
+    (-1, ValueError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got -1"),
+    (2.0, TypeError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got 2.0"),
+    (True, TypeError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got True"),
+], ids=["no-head", "minus-one-head", "a-float", "true"])
+def test_the_sink_logits_need_a_whole_number_of_heads(heads, error, culprit):
+    with pytest.raises(error, match=culprit):
+        sink_free.zero_sink_logit_per_head(heads)

@@ -138,3 +138,19 @@ def test_weights_gone_non_finite_blame_the_learning_rate_not_the_softmax(record_
     model = build_model(16, 1, 1, "softmax", False, seed=0, dtype=np.float32)
     with pytest.raises(FloatingPointError, match="at step [12] .*learning rate may be too high"):
         train(model, lr=1e39, max_steps=5, record_every=record_every, progress=False)  # one step reaches inf
+
+
+@pytest.mark.parametrize("change,error,culprit", [  # R5-11: NumPy's broadcast message named neither probe nor y
+    (dict(y=np.zeros((3, 16, 15))), ValueError, r"probe: x and its targets y must have one shape .*y \(3, 16, 15\)"),
+    (dict(y=np.zeros((16, 16))), ValueError, r"probe: .*y \(16, 16\)"),
+    (dict(triggers=np.full(2, 7)), ValueError, r"probe: .*triggers \(B,\).*triggers \(2,\)"),
+    (dict(x=np.zeros((16, 16))), ValueError, r"probe: .*got x \(16, 16\)"),
+    (dict(model=None), TypeError, r"probe: model must be an attention model .*got NoneType"),
+], ids=["y-one-coordinate-short", "y-without-batch", "two-triggers-for-three", "x-without-batch", "no-model"])
+def test_probe_names_inputs_whose_shapes_disagree(change, error, culprit):
+    from minitorch.paper.train import probe
+
+    x, y, triggers = make_test_set(size=3)
+    arguments = dict(model=build_model(16, 1, 1, "softmax", residual=False), x=x, y=y, triggers=triggers)
+    with pytest.raises(error, match=culprit):
+        probe(**{**arguments, **change})
