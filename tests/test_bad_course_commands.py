@@ -275,3 +275,26 @@ def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week
         assert (new / "minitorch" / "ops.py").read_bytes() == before, "the edition's ops.py was changed half-way"
     finally:
         subprocess.run(["umount", "-l", str(disk)])
+
+
+def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours(tmp_path, week_one):
+    """Y5-23: a bundle written into the edition about to be handed out held the seed and the answers; Y5-24: the
+    bundle's fixed temporary name overwrote, then deleted, a file of the user's."""
+    inside = _course("gradescope-bundle", str(week_one / "ag.zip"), "--only", "1.1")
+    assert inside.returncode == 2 and "would lie inside the student edition" in inside.stderr, inside.stderr
+    assert not (week_one / "ag.zip").exists()
+    mine = tmp_path / ".ag.zip.partial"
+    mine.write_text("mine")
+    built = _course("gradescope-bundle", str(tmp_path / "ag.zip"), "--only", "1.1")
+    assert built.returncode == 0, built.stderr
+    assert mine.read_text() == "mine", "the bundle took a file of the user's as its temporary one"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".ag.zip.partial", "ag.zip"], "a temporary file left"
+
+
+@pytest.mark.parametrize("command", ["student-edition", "gradescope-bundle"])
+def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one(tmp_path, command):
+    """C5-24, C5-26: the temporary name beside it ('.NAME.building-...', '.NAME.partial') was too long."""
+    name = "e" * 255 if command == "student-edition" else "z" * 251 + ".zip"
+    completed = _course(command, str(tmp_path / name), "--only", "1.1")
+    assert completed.returncode == 0, completed.stderr
+    assert [path.name for path in tmp_path.iterdir()] == [name], "written under its name, nothing else left"

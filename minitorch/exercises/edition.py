@@ -89,7 +89,7 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
         raise ExerciseError(f"{dest} lies inside the project {root}; choose a folder outside it, "
                             f"e.g. {root.parent / 'student-edition'}")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{dest.name}.building-", dir=dest.parent))
+    building = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.building-", dir=dest.parent))  # (fits any name)
     try:
         summary = _build(building, selected, root, released, table)
         if dest.exists():

@@ -183,6 +183,11 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     if (root / MANIFEST).exists():
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists); build the bundle from the "
                             f"full book, whose library holds the reference solutions")
+    edition = next((folder for folder in out.parents if (folder / MANIFEST).is_file()), None)
+    if edition is not None:
+        raise ExerciseError(f"the bundle {out_zip} would lie inside the student edition {edition}: it holds the secret "
+                            f"seed, the hidden tests and the reference answers, and handing out the edition would "
+                            f"hand them out; write it where students cannot read it")
     if not exercises:
         raise ExerciseError("no exercises chosen; the bundle would grade nothing")
     for name, value in (("--timeout", timeout), ("--deadline", deadline)):
@@ -222,7 +227,9 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
+    descriptor, name = tempfile.mkstemp(prefix=f".{out.name[:40]}.", suffix=".partial", dir=out.parent)
+    os.close(descriptor)  # a name of its own (no file of yours is taken), that fits beside any legal name
+    partial = Path(name)
     try:
         with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
             _add_text(bundle, "setup.sh", SETUP_SH, executable=True)
