@@ -151,3 +151,45 @@ def inputs_checked_by(check):
             return function(*check(*args, **kwargs))
         return checked
     return decorate
+
+
+# ----------------------------------------------------------------------
+# fix5-theory: arrays of numbers and sets of positions (the paper's theory and metrics)
+
+
+def real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarray:
+    """`values` (a number or an array of numbers) as a float array, or an error naming `name`: a bool or a
+    string is no number (np.asarray(True, float) would be 1.0), and with `finite` nan and inf are refused."""
+    array = np.asarray(values)
+    is_real = np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    if array.dtype == bool or not is_real:
+        raise TypeError(f"{owner}: {name} must be {'finite ' if finite else ''}numbers, got {values!r:.80} "
+                        f"(dtype {array.dtype})")
+    array = array.astype(float)
+    if finite and not np.isfinite(array).all():
+        raise ValueError(f"{owner}: {name} must be finite numbers, got {values!r:.80}")
+    return array
+
+
+def positions(owner: str, name: str, values, length: int | None = None) -> np.ndarray:
+    """`values` (a list, tuple, range, set or 1-d array of integers) as an int array of positions 1..length-1
+    (>= 1 when the sequence length is not known), or an error naming `owner` and `name`. Refused: a single number
+    or a string (whose characters would be taken one by one), bools (True is no position 1), floats such as 2.7
+    (int() would make it 2 silently) and a position outside the range: e.g. 0, which is BOS."""
+    expected = f"a list of integers in 1..{length - 1}" if length is not None else "a list of integers >= 1"
+    if isinstance(values, (range, set, frozenset)):
+        values = list(values)  # a set's order is its own; only which positions it holds matters
+    if not isinstance(values, (list, tuple, np.ndarray)) or np.ndim(values) != 1:
+        raise TypeError(f"{owner}: {name} must be {expected}, got {values!r:.80} ({type(values).__name__})")
+    if not (isinstance(values, np.ndarray) and np.issubdtype(values.dtype, np.integer)):
+        for value in (values.tolist() if isinstance(values, np.ndarray) else values):  # [3, True] is int64 too
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{owner}: {name} must be {expected}, got {value!r} ({type(value).__name__}) "
+                                f"in {values!r:.80}")
+    array = np.asarray(values, dtype=np.int64)
+    too_large = array >= length if length is not None else np.zeros(array.shape, dtype=bool)
+    outside = array[(array < 1) | too_large]
+    if outside.size:
+        where = f" (L = {length})" if length is not None else ""
+        raise ValueError(f"{owner}: {name} must be {expected}{where}, got {outside[0]} in {values!r:.80}")
+    return array

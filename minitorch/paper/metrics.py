@@ -32,29 +32,33 @@ SINK_BOS_MASS = 0.9  # this book's: a head sinks if its mean BOS mass at non-tri
 SINK_THRESHOLD = 0.3  # Gu et al.'s ε (ICLR 2025): a head sinks at key k if α_k > ε
 
 
-def _check(weights: np.ndarray, triggers=None) -> np.ndarray:
-    """`weights` as (B, H, L, L), or a ValueError; `triggers`, if given, must be B integers j in 1..L-1."""
+def _check(weights: np.ndarray, triggers=None, owner: str = "metrics") -> np.ndarray:
+    """`weights` as (B, H, L, L) numbers >= 0 (every normaliser's are), or an error naming `owner`; `triggers`,
+    if given, must be B integers j in 1..L-1 (`checks.positions`)."""
     weights = np.asarray(weights)
     if weights.ndim == 3:
         weights = weights[:, None]  # (B, L, L) -> (B, 1, L, L): one head
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"attention weights must have shape (B, H, L, L) or (B, L, L), got {weights.shape}")
+        raise ValueError(f"{owner}: attention weights must have shape (B, H, L, L) or (B, L, L), got {weights.shape}")
+    if weights.dtype == bool or not np.issubdtype(weights.dtype, np.number) or np.iscomplexobj(weights):
+        raise TypeError(f"{owner}: attention weights must be real numbers, got dtype {weights.dtype}")
+    if (weights < 0).any():  # Gu's score divides by a row's sum: -a would read as an all-zero row
+        raise ValueError(f"{owner}: attention weights must be >= 0 (a normaliser's output), got a weight of "
+                         f"{weights.min()}")
     if triggers is None:
         return weights
     if np.shape(triggers) != (weights.shape[0],):
-        raise ValueError(f"triggers must have shape (B,) = ({weights.shape[0]},), got {np.shape(triggers)}")
-    triggers, length = np.asarray(triggers), weights.shape[-1]
-    if not np.issubdtype(triggers.dtype, np.integer):
-        raise ValueError(f"triggers must be integers, got {triggers.dtype}")
-    if not ((1 <= triggers) & (triggers < length)).all():
-        raise ValueError(f"triggers must lie in 1..{length - 1} (L = {length}), got {triggers}")
+        raise ValueError(f"{owner}: triggers must have shape (B,) = ({weights.shape[0]},), got {np.shape(triggers)}")
+    checks.positions(owner, "triggers", triggers, length=weights.shape[-1])
     return weights
 
 
 def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
     """Boolean (B, L): True at rows i >= 1 with i != j."""
+    length = checks.integer("non_trigger_rows", "length", length, minimum=2)
+    triggers = checks.positions("non_trigger_rows", "triggers", triggers, length)
     positions = np.arange(length)
-    return (positions >= 1) & (positions != np.asarray(triggers)[:, None])
+    return (positions >= 1) & (positions != triggers[:, None])
 
 
 def at_non_trigger_rows(per_row: np.ndarray, triggers) -> np.ndarray:
@@ -66,11 +70,11 @@ def at_non_trigger_rows(per_row: np.ndarray, triggers) -> np.ndarray:
 
 
 def _weights_and_triggers(weights, triggers):
-    return _check(weights, triggers), np.asarray(triggers)
+    return _check(weights, triggers, "bos_mass_at_non_trigger_rows"), np.asarray(triggers)
 
 
 def _weights_alone(weights, triggers=None):
-    return _check(weights, triggers), triggers
+    return _check(weights, triggers, "gu_sink_scores"), triggers
 
 
 @checks.inputs_checked_by(_weights_and_triggers)
@@ -82,13 +86,13 @@ def bos_mass_at_non_trigger_rows(weights: np.ndarray, triggers: np.ndarray) -> n
 
 def non_trigger_row_mass(weights, triggers) -> np.ndarray:
     """Total weight ``Σ_k a_ik`` of each non-trigger row: (B, H, L-2)."""
-    weights = _check(weights, triggers)
+    weights = _check(weights, triggers, "non_trigger_row_mass")
     return at_non_trigger_rows(weights.sum(axis=-1), triggers)
 
 
 def trigger_row(weights, triggers) -> np.ndarray:
     """Row j of each sequence: (B, H, L)."""
-    weights = _check(weights, triggers)
+    weights = _check(weights, triggers, "trigger_row")
     return weights[np.arange(weights.shape[0]), :, np.asarray(triggers), :]
 
 
@@ -106,7 +110,9 @@ def gu_sink_scores(weights: np.ndarray, triggers=None) -> np.ndarray:
 
 def zero_row_share(weights) -> float:
     """The share of attention rows whose weights are all zero (possible only without softmax)."""
-    weights = np.asarray(weights)
+    weights = _check(weights, owner="zero_row_share")
+    if weights.size == 0:
+        raise ValueError(f"zero_row_share: no attention rows to count (weights of shape {weights.shape})")
     return float((weights.sum(axis=-1) == 0).mean())
 
 
@@ -115,10 +121,12 @@ def _sink_share_inputs(per_layer_weights, key: int = 0, threshold: float = SINK_
     if not layers:
         raise ValueError("sink_share: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
                          "layer")
-    layers = [_check(weights) for weights in layers]
+    layers = [_check(weights, owner="sink_share") for weights in layers]
     key = checks.integer("sink_share", "key", key, minimum=0)
-    if key >= layers[0].shape[-1]:
-        raise ValueError(f"sink_share: key {key} is not a key of sequences of length {layers[0].shape[-1]}")
+    for layer, weights in enumerate(layers):
+        if key >= weights.shape[-1]:
+            raise ValueError(f"sink_share: key {key} is not a key of layer {layer}'s sequences of length "
+                             f"{weights.shape[-1]}")
     return layers, key, checks.finite_number("sink_share", "threshold", threshold)
 
 
@@ -134,7 +142,7 @@ def head_table(per_layer_weights, triggers) -> list[dict]:
     """One row per (layer, head): the sink measures of chapter 09."""
     table = []
     for layer, weights in enumerate(per_layer_weights):
-        weights = _check(weights, triggers)
+        weights = _check(weights, triggers, "head_table")
         bos = bos_mass_at_non_trigger_rows(weights, triggers)  # (B, H, L-2)
         mass = non_trigger_row_mass(weights, triggers)
         at_trigger = trigger_row(weights, triggers)  # (B, H, L)

@@ -255,3 +255,67 @@ def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
     )
     assert np.isclose(average["trigger_bos"], 1 / 6), "running average: the trigger row j = 5 puts 1/6 on BOS"
     assert np.isclose(average["row_mass_max"], 1.0)
+
+
+# ----------------------------------------------------------------------
+# bad input (round five): every metric names itself, the argument and its value, before any work
+
+
+def _causal_weights(batch=3, length=L) -> np.ndarray:
+    weights = np.tril(np.ones((batch, 1, length, length)))  # (B, 1, L, L): a running average
+    return weights / weights.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("function", ["bos_mass_at_non_trigger_rows", "non_trigger_row_mass", "trigger_row"])
+@pytest.mark.parametrize("triggers, error, culprit", [
+    (np.array([2.5, 3, 4]), TypeError, r"got 2.5 \(float\)"),  # K5-01: NumPy's 'cannot reshape array of size 43'
+    (np.array([0, 0, 0]), ValueError, r"\(L = 16\), got 0"),  # K5-02: the trigger on BOS
+    (np.array([16, 3, 4]), ValueError, r"\(L = 16\), got 16"),  # K5-03
+    (np.array([20, 3, 4]), ValueError, r"got 20"),  # K5-04: NumPy's 'index 20 is out of bounds'
+    (np.array([2., 3., 4.]), TypeError, r"got 2.0 \(float\)"),  # K5-05: whole floats are still no positions
+    ([3, True, 4], TypeError, r"got True \(bool\)"),  # np.asarray makes it int64: True would be row 1
+    (np.array(["2", "3", "4"]), TypeError, r"got '2' \(str\)"),
+])
+def test_metrics_refuse_trigger_positions_that_are_not_integers_in_1_to_L_minus_1(function, triggers, error,
+                                                                                    culprit):
+    with pytest.raises(error, match=rf"{function}: triggers must be a list of integers in 1..15.*{culprit}"):
+        getattr(metrics, function)(_causal_weights(), triggers)
+
+
+@pytest.mark.parametrize("function", ["gu_sink_scores", "bos_mass_at_non_trigger_rows", "zero_row_share"])
+@pytest.mark.parametrize("weights, error, culprit", [
+    (-_causal_weights(), ValueError, r"must be >= 0 .*got a weight of -1.0"),  # K5-06: gu read -w as all-zero rows
+    (_causal_weights() - 0.5, ValueError, r"must be >= 0"),
+    (np.array([[["a"]]]), TypeError, r"must be real numbers, got dtype <U1"),  # K5-07: NumPy's add.reduce dtypes
+    (_causal_weights() > 0, TypeError, r"must be real numbers, got dtype bool"),
+])
+def test_metrics_refuse_attention_weights_that_are_not_real_numbers_at_least_0(function, weights, error, culprit):
+    arguments = (weights, np.full(len(weights), 2)) if function == "bos_mass_at_non_trigger_rows" else (weights,)
+    with pytest.raises(error, match=rf"{function}: attention weights {culprit}"):
+        getattr(metrics, function)(*arguments)
+
+
+@pytest.mark.parametrize("weights", [[], np.zeros((0, 1, 4, 4)), np.zeros((2, 4))])  # K5-08: [] gave 1.0
+def test_zero_row_share_refuses_weights_without_rows(weights):
+    with pytest.raises(ValueError, match=r"zero_row_share: (no attention rows|attention weights must have shape)"):
+        zero_row_share(weights)
+
+
+@pytest.mark.parametrize("layers, key, culprit", [
+    ([_causal_weights(), _causal_weights(length=8)], 10, r"key 10 is not a key of layer 1's sequences of length 8"),
+    ([_causal_weights(length=8), _causal_weights()], 8, r"key 8 is not a key of layer 0's"),  # K5-11
+])
+def test_sink_share_checks_its_key_against_every_layer(layers, key, culprit):
+    with pytest.raises(ValueError, match=rf"sink_share: {culprit}"):
+        metrics.sink_share(layers, key=key)
+
+
+@pytest.mark.parametrize("triggers, length, error, culprit", [
+    (np.array([2]), -1, ValueError, r"length must be an integer >= 2, got -1"),  # K5-15: an empty (1, 0) mask
+    (np.array([2]), 4.0, TypeError, r"length must be an integer >= 2, got 4.0"),
+    (np.array([4]), 4, ValueError, r"triggers must be a list of integers in 1..3 \(L = 4\), got 4"),
+    (np.array([True]), 4, TypeError, r"triggers must be .*got True \(bool\)"),
+])
+def test_non_trigger_rows_checks_its_length_and_triggers(triggers, length, error, culprit):
+    with pytest.raises(error, match=rf"non_trigger_rows: {culprit}"):
+        non_trigger_rows(triggers, length)

@@ -437,3 +437,120 @@ def test_bad_arguments_get_clear_errors():
         theory.trigger_row_decomposition(theory.softmax_construction(1.0), np.zeros((1, n)), 7)
     with pytest.raises(ValueError, match="shape"):
         theory.load_head(theory.softmax_construction(1.0), 0, 0, np.eye(3), np.eye(n), np.eye(n), np.eye(n))
+
+
+# --- Bad input (round five): each function names itself, the argument and its value, before any work -----------
+
+def _tiny_model(heads: int = 1, layers: int = 1):
+    return build_model(n, heads, layers, "softmax", layers > 1)
+
+
+@pytest.mark.parametrize("call, owner", [
+    (lambda triggers: theory.trigger_separation(triggers), "trigger_separation"),
+    (lambda triggers: theory.theorem1_bos_lower_bound(0.1, triggers=triggers), "theorem1_bos_lower_bound"),
+    (lambda triggers: theory.theorem1_error_lower_bound(0.5, triggers=triggers), "theorem1_error_lower_bound"),
+    (lambda triggers: theory.affine_fit_of_reciprocal(triggers), "affine_fit_of_reciprocal"),
+    (lambda triggers: theory.stress_inputs(1, triggers=triggers), "stress_inputs"),
+    (lambda triggers: theory.worst_case(_tiny_model(), triggers=triggers, size_per_trigger=1), "worst_case"),
+])
+@pytest.mark.parametrize("triggers, error, culprit", [
+    ([2, 2.7], TypeError, r"got 2.7 \(float\)"),  # P5-01: 2.7 became 2, so the message showed (2, 2)
+    ([2, 15.9], TypeError, r"got 15.9 \(float\)"),  # P5-02: eps_0 of {2, 15}, silently
+    ("23", TypeError, r"got '23' \(str\)"),  # P5-03: eps_0 of {2, 3}, silently
+    ("2,15", TypeError, r"got '2,15' \(str\)"),  # P5-04: int()'s "invalid literal"
+    (5, TypeError, r"got 5 \(int\)"),  # P5-05: "'int' object is not iterable"
+    ([3, True], TypeError, r"got True \(bool\)"),  # P5-44: eps_0 of {1, 3}, silently
+    ([2, float("nan")], TypeError, r"got nan \(float\)"),  # P5-45: "cannot convert float NaN to integer"
+    ([0, 3], ValueError, r"got 0 in \[0, 3\]"),  # position 0 is BOS
+])
+def test_theory_refuses_trigger_sets_that_are_not_integers_at_least_1(call, owner, triggers, error, culprit):
+    with pytest.raises(error, match=rf"{owner}: triggers must be a list of integers (>= 1|in 1..15).*{culprit}"):
+        call(triggers)
+
+
+@pytest.mark.parametrize("call, owner", [
+    (lambda: theory.stress_inputs(1, triggers=[]), "stress_inputs"),
+    (lambda: theory.worst_case(_tiny_model(), triggers=[]), "worst_case"),  # P5-40: "need at least one array"
+])
+def test_worst_case_refuses_an_empty_trigger_set(call, owner):
+    with pytest.raises(ValueError, match=rf"{owner}: triggers must hold at least one trigger position"):
+        call()
+
+
+@pytest.mark.parametrize("call, error, culprit", [
+    (lambda: theory.theorem1_bos_lower_bound(True), TypeError,  # P5-06: True read as delta = 1
+     r"theorem1_bos_lower_bound: error must be finite numbers, got True \(dtype bool\)"),
+    (lambda: theory.theorem1_bos_lower_bound("0.1"), TypeError, r"theorem1_bos_lower_bound: error must be"),
+    (lambda: theory.theorem1_error_lower_bound(float("nan")), ValueError,  # P5-09: nan, no error
+     r"theorem1_error_lower_bound: bos_mass must be finite numbers, got nan"),
+    (lambda: theory.theorem1_error_lower_bound([0.5, float("nan")]), ValueError,  # P5-10
+     r"theorem1_error_lower_bound: bos_mass must be finite numbers, got \[0.5, nan\]"),
+    (lambda: theory.theorem1_error_lower_bound(np.array([True])), TypeError, r"bos_mass must be finite numbers"),
+    (lambda: theory.determinant_lemma_sides("a", "b", "c", 1, 2), TypeError,  # P5-24: "could not convert"
+     r"determinant_lemma_sides: P1 must be finite numbers, got 'a'"),
+    (lambda: theory.determinant_lemma_sides([1, 0], [0, 1], [1, 1], 1, np.inf), ValueError,
+     r"determinant_lemma_sides: s2 must be finite numbers, got inf"),
+])
+def test_theory_refuses_numbers_that_are_bools_strings_or_not_finite(call, error, culprit):
+    with pytest.raises(error, match=culprit):
+        call()
+
+
+@pytest.mark.parametrize("call, owner", [
+    (lambda model: theory.value_norm(model), "value_norm"),  # P5-16: "'Linear' object has no attribute 'layers'"
+    (lambda model: theory.value_words(model), "value_words"),  # P5-53: "... no attribute 'config'"
+    (lambda model: theory.theorem2_stream_sides(model, np.zeros(n - 3), 3), "theorem2_stream_sides"),
+])
+@pytest.mark.parametrize("model", ["linear", None])
+def test_theory_refuses_a_model_that_is_not_an_attention_model(call, owner, model):
+    from minitorch import nn
+
+    model = nn.Linear(2, 2) if model == "linear" else model
+    with pytest.raises(TypeError, match=rf"{owner}: model must be an attention model .*got {type(model).__name__}"):
+        call(model)
+
+
+@pytest.mark.parametrize("call, error, culprit", [
+    (lambda: theory.random_token_hull_points(2, corners="no"), TypeError,  # P5-19: 'no' meant corners=True
+     r"random_token_hull_points: corners must be True or False, got 'no'"),
+    (lambda: theory.random_token_hull_points(10**10), MemoryError,  # P5-20: NumPy's "Unable to allocate"
+     r"random_token_hull_points: points of shape \(10000000000, 16\) would need"),
+    (lambda: theory.in_token_hull(theory.random_token_hull_points(3), tolerance=-1), ValueError,  # P5-21
+     r"in_token_hull: tolerance must be a finite number >= 0, got -1"),
+    (lambda: theory.in_token_hull(theory.random_token_hull_points(3), tolerance=float("nan")), ValueError,
+     r"in_token_hull: tolerance must be a finite number >= 0, got nan"),
+    (lambda: theory.construction_worst_case(10.0, length=0), ValueError,  # P5-30: an error < 0, a mass > 1
+     r"construction_worst_case: length must be an integer >= 3, got 0"),
+    (lambda: theory.construction_worst_case(1.0, length=-5), ValueError,  # P5-31: a negative BOS mass
+     r"construction_worst_case: length must be an integer >= 3, got -5"),
+    (lambda: theory.construction_worst_case(1.0, length=2.5), TypeError,  # P5-31: a length of 2.5
+     r"construction_worst_case: length must be an integer >= 3, got 2.5"),
+    (lambda: theory.value_map(_tiny_model(), head=3), ValueError,  # P5-35: a matrix of zeros
+     r"value_map: head 3 is not a head of layer 0 \(it has 1: 0..0\)"),
+    (lambda: theory.value_map(_tiny_model(), head=-1), ValueError,  # P5-36: zeros again
+     r"value_map: head must be an integer >= 0, got -1"),
+    (lambda: theory.value_map(_tiny_model(), layer=5), ValueError,  # P5-37: IndexError
+     r"value_map: layer 5 is not a layer of this model"),
+    (lambda: theory.load_head(_tiny_model(), 0, 1, *[np.eye(n)] * 4), ValueError,  # P5-47: NumPy's broadcast
+     r"load_head: head 1 is not a head of layer 0"),
+    (lambda: theory.stress_inputs(2, seed=-1), ValueError,  # P5-50: NumPy's "expected non-negative integer"
+     r"stress_inputs: seed must be an integer >= 0, got -1"),
+    (lambda: theory.worst_case(_tiny_model(), seed=-1), ValueError, r"worst_case: seed must be an integer >= 0"),
+    (lambda: theory.theorem2_stream_sides(theory.two_layer_construction(), np.ones(5), 3), ValueError,  # P5-52
+     r"theorem2_stream_sides: content must be the d = n - 3 = 13 content coordinates .*got shape \(5,\)"),
+])
+def test_theory_names_a_bad_argument_before_any_work(call, error, culprit):
+    with pytest.raises(error, match=culprit) as raised:
+        call()
+    assert len(str(raised.value)) < 400, "one line"
+
+
+@pytest.mark.parametrize("error, layers, heads, value_norm", [
+    (0.1, 1, 1, 1e-300),  # P5-46: 7.5e+298 returned as a lower bound on a BOS mass
+    (0.0, 1, 1, 0.1),
+    (0.0, 2, 2, 0.01),
+])
+def test_theorem2_bound_refuses_premises_that_would_bound_a_mass_above_1(error, layers, heads, value_norm):
+    with pytest.raises(ValueError, match=r"theorem2_bos_lower_bound: the bound γ = .* exceeds 1"):
+        theory.theorem2_bos_lower_bound(error, layers, heads, value_norm)
+    assert 0 <= theory.theorem2_bos_lower_bound(error, layers, heads, 1.0) <= 1, "a bound of at most 1 is kept"

@@ -22,11 +22,12 @@ from minitorch.paper.theory.constructions import MIN_WIDTH, value_map
 TRAINING_TRIGGERS = tuple(range(2, SEQUENCE_LENGTH))  # J = {2, ..., L-1}
 
 
-def trigger_set(triggers) -> tuple[int, ...]:
-    """The trigger positions J as a tuple; Theorem 1 needs at least two distinct ones, each >= 1."""
-    triggers = tuple(int(j) for j in triggers)
-    if len(set(triggers)) < 2 or min(triggers) < 1:
-        raise ValueError(f"Theorem 1 needs at least two distinct trigger positions >= 1, got {triggers}")
+def trigger_set(triggers, owner: str = "trigger_set") -> tuple[int, ...]:
+    """The trigger positions J as a tuple of ints (checked by `checks.positions`: integers >= 1, so that 2.7 or
+    True is refused, not read as 2 or 1), or an error naming `owner`; Theorem 1 needs at least two distinct ones."""
+    triggers = tuple(int(j) for j in checks.positions(owner, "triggers", triggers))
+    if len(set(triggers)) < 2:
+        raise ValueError(f"{owner}: Theorem 1 needs at least two distinct trigger positions, got {triggers}")
     return triggers
 
 
@@ -35,7 +36,10 @@ def trigger_separation(triggers=TRAINING_TRIGGERS) -> float:
 
     For J = {2, ..., 15}: Δ = 13/30 and ε_0 ≈ 0.1831.
     """
-    triggers = trigger_set(triggers)
+    return _separation(trigger_set(triggers, "trigger_separation"))
+
+
+def _separation(triggers: tuple[int, ...]) -> float:
     gap = 1.0 / min(triggers) - 1.0 / max(triggers)  # Δ
     return (np.sqrt(1.0 + 2.0 * gap) - 1.0) / 2.0
 
@@ -43,20 +47,22 @@ def trigger_separation(triggers=TRAINING_TRIGGERS) -> float:
 def theorem1_bos_lower_bound(error, triggers=TRAINING_TRIGGERS):
     """Theorem 1: a single softmax head with worst-case error δ puts at least
     ``1 - 2 δ / ε_0(J)`` on BOS at every non-trigger row (0 once δ >= ε_0 / 2)."""
-    error = np.asarray(error, dtype=float)
-    if np.any(error < 0) or not np.all(np.isfinite(error)):
-        raise ValueError("theorem1_bos_lower_bound: errors must be finite and >= 0")
-    bound = np.clip(1.0 - 2.0 * error / trigger_separation(triggers), 0.0, 1.0)
+    owner = "theorem1_bos_lower_bound"
+    error = checks.real_numbers(owner, "error", error)  # True is no error of 1
+    if np.any(error < 0):
+        raise ValueError(f"{owner}: error must be >= 0 (a worst-case error δ), got {error.min()}")
+    bound = np.clip(1.0 - 2.0 * error / _separation(trigger_set(triggers, owner)), 0.0, 1.0)
     return float(bound) if bound.ndim == 0 else bound
 
 
 def theorem1_error_lower_bound(bos_mass, triggers=TRAINING_TRIGGERS):
     """Theorem 1 read backwards: a single softmax head whose smallest BOS mass at a
     non-trigger row is b has worst-case error at least ``ε_0 (1 - b) / 2``."""
-    bos_mass = np.asarray(bos_mass, dtype=float)
+    owner = "theorem1_error_lower_bound"
+    bos_mass = checks.real_numbers(owner, "bos_mass", bos_mass)  # nan would give a nan bound
     if np.any((bos_mass < 0) | (bos_mass > 1)):
-        raise ValueError("theorem1_error_lower_bound: a BOS mass lies in [0, 1]")
-    bound = trigger_separation(triggers) * (1.0 - bos_mass) / 2.0
+        raise ValueError(f"{owner}: bos_mass must lie in [0, 1] (a BOS mass), got {bos_mass.min()}..{bos_mass.max()}")
+    bound = _separation(trigger_set(triggers, owner)) * (1.0 - bos_mass) / 2.0
     return float(bound) if bound.ndim == 0 else bound
 
 
@@ -75,7 +81,7 @@ def affine_fit_of_reciprocal(triggers=TRAINING_TRIGGERS) -> tuple[float, float, 
     annihilate every affine function, so ``|Σ λ_r / j_r| / Σ |λ_r|`` is a lower
     bound for that triple; the largest over all triples is the error.
     """
-    points = np.array(sorted(set(trigger_set(triggers))), dtype=float)
+    points = np.array(sorted(set(trigger_set(triggers, "affine_fit_of_reciprocal"))), dtype=float)
     if len(points) < 3:
         raise ValueError(f"affine_fit_of_reciprocal: need at least 3 trigger positions, got {len(points)}; "
                          "a line fits 1 or 2 points exactly")
@@ -99,6 +105,7 @@ def affine_fit_of_reciprocal(triggers=TRAINING_TRIGGERS) -> tuple[float, float, 
 
 def value_norm(model: AttentionModel) -> float:
     """R of Theorem 2: the largest ``||W||_∞`` (largest absolute row sum) of any head's value map."""
+    attention_model("value_norm", model)
     return max(float(np.abs(value_map(model, layer, head)).sum(axis=1).max())
                for layer in range(len(model.layers)) for head in range(model.layers[layer].heads))
 
@@ -119,4 +126,17 @@ def theorem2_bos_lower_bound(error: float, layers: int, heads: int, value_norm: 
         raise ValueError(f"theorem2_bos_lower_bound: needs (1 + heads)^layers <= n - 2 = {width - 2}, "
                          f"got layers={layers}, heads={heads}")
     growth = heads * value_norm
-    return max(0.0, (0.5 - 2.0 * error) / (layers * (layers + 3) * growth * (1.0 + growth) ** (layers - 1)))
+    bound = (0.5 - 2.0 * error) / (layers * (layers + 3) * growth * (1.0 + growth) ** (layers - 1))
+    if bound > 1:  # a BOS mass is at most 1: no model with value maps this small has a worst-case error this small
+        raise ValueError(f"{owner}: the bound γ = {bound:.3g} exceeds 1, so no model with {layers} layer(s) of "
+                         f"{heads} head(s) and value_norm R = {value_norm:g} has worst-case error {error:g}; "
+                         "R is too small for the premises (R is the model's `value_norm`)")
+    return max(0.0, bound)
+
+
+def attention_model(owner: str, model) -> AttentionModel:
+    """`model`, once checked to be one of the paper's attention models, or a TypeError naming `owner`."""
+    if not isinstance(model, AttentionModel):
+        raise TypeError(f"{owner}: model must be an attention model of minitorch.paper.models, got "
+                        f"{type(model).__name__}")
+    return model

@@ -144,6 +144,8 @@ def construction_worst_case(scale: float, length: int = SEQUENCE_LENGTH) -> tupl
     the smallest. So ``1 - min BOS mass = worst-case error`` along the family.
     """
     scale = checks.positive_number("construction_worst_case", "scale", scale, allow_zero=True)  # the formula's range
+    # L >= 3: row L-1 must be a non-trigger row for some trigger j in 1..L-2
+    length = checks.integer("construction_worst_case", "length", length, minimum=3)
     visible = length - 1
     error = visible / (np.exp(scale) + visible)
     return float(error), float(1.0 - error)

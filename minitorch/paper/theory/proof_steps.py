@@ -20,7 +20,7 @@ import numpy as np
 from minitorch import checks
 from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel
 from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
-from minitorch.paper.theory.bounds import trigger_set, value_norm
+from minitorch.paper.theory.bounds import attention_model, trigger_set, value_norm
 from minitorch.paper.theory.constructions import unit_vectors, value_map
 from minitorch.paper.theory.worst_case import all_equal_inputs, predict_with_attention, row_errors
 from minitorch.tensor import Tensor, no_grad
@@ -56,6 +56,7 @@ def in_token_hull(mu: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
     T = {θ e_b + (1 - θ) e_t + z : θ in [0, 1], z content in [-1, 1]^d}: BOS flag 0,
     bias and trigger flags non-negative and summing to 1, contents in [-1, 1].
     """
+    tolerance = checks.positive_number("in_token_hull", "tolerance", tolerance, allow_zero=True)
     width = mu.shape[-1]
     flags = mu[..., [TRIGGER, width - 1]]
     return ((np.abs(mu[..., BOS]) <= tolerance) & np.all(flags >= -tolerance, axis=-1)
@@ -111,7 +112,7 @@ def trigger_row_slack(model: SingleLayerModel, mu: np.ndarray, triggers=(2, SEQU
     with content z, where E_j(z) is the trigger-row error on the all-equal input X_j(z), for the two
     positions j in `triggers`. Lemma 3: ``τ(μ) >= ε_0(j_1, j_2)``. Returns τ(μ), (B,).
     """
-    j_low, j_high = trigger_set(triggers)[:2]
+    j_low, j_high = trigger_set(triggers, "trigger_row_slack")[:2]
     width = mu.shape[-1]
     W = value_map(model)
     errors = []
@@ -125,8 +126,9 @@ def determinant_lemma_sides(P1, P2, G, s1, s2):
     """Step 4, Lemma 2 (in the plane): if ``||P_k - s_k G||_∞ <= τ`` (k = 1, 2) then
     ``|det(P1, P2)| <= (||P1||_1 + ||P2||_1) τ + 2 τ^2``. Arrays (..., 2) and (...).
     Returns (|det(P1, P2)|, the right-hand side with τ the larger of the two errors)."""
-    P1, P2, G = (np.asarray(v, dtype=float) for v in (P1, P2, G))
-    s1, s2 = np.asarray(s1, dtype=float)[..., None], np.asarray(s2, dtype=float)[..., None]
+    P1, P2, G, s1, s2 = (checks.real_numbers("determinant_lemma_sides", name, value)
+                         for name, value in dict(P1=P1, P2=P2, G=G, s1=s1, s2=s2).items())
+    s1, s2 = s1[..., None], s2[..., None]
     tolerance = np.maximum(np.abs(P1 - s1 * G).max(axis=-1), np.abs(P2 - s2 * G).max(axis=-1))
     determinant = np.abs(P1[..., 0] * P2[..., 1] - P1[..., 1] * P2[..., 0])
     norms = np.abs(P1).sum(axis=-1) + np.abs(P2).sum(axis=-1)
@@ -136,9 +138,12 @@ def determinant_lemma_sides(P1, P2, G, s1, s2):
 def random_token_hull_points(size: int, seed: int = 0, width: int = WIDTH, corners: bool = False) -> np.ndarray:
     """`size` random points μ = θ e_b + (1 - θ) e_t + z of T (size, n): θ uniform in [0, 1], contents z
     uniform in [-1, 1]^d (or at random corners if `corners`)."""
-    size = checks.integer("random_token_hull_points", "size", size, minimum=0)
-    rng = np.random.default_rng(checks.integer("random_token_hull_points", "seed", seed, minimum=0))
+    owner = "random_token_hull_points"
+    size = checks.integer(owner, "size", size, minimum=0)
+    rng = np.random.default_rng(checks.integer(owner, "seed", seed, minimum=0))
+    corners = checks.flag(owner, "corners", corners)  # 'no' is truthy
     e_0, e_t, e_b, content = unit_vectors(width)
+    checks.memory(owner, "points", (size, width))
     theta = rng.uniform(0.0, 1.0, size=(size, 1))
     mu = theta * e_b + (1.0 - theta) * e_t
     shape = (size, int(content.sum()))
@@ -155,7 +160,7 @@ def value_words(model: AttentionModel) -> np.ndarray:
     """The vectors ``W^{l_r,h_r} ... W^{l_1,h_1} (e_t - e_b)`` for l_1 < ... < l_r
     (the empty word included): (N, n) with N = (1 + H)^m. Their span S contains
     every trigger-minus-content stream difference a sink-free model can make."""
-    width = model.config["width"]
+    width = attention_model("value_words", model).config["width"]
     _, e_t, e_b, _ = unit_vectors(width)
     words = [e_t - e_b]
     for layer, attention in enumerate(model.layers):
@@ -207,9 +212,12 @@ def theorem2_stream_sides(model: ResidualModel, content, trigger: int) -> dict:
       ``P (e_t - e_b)`` lies in the span S of `value_words`).
     Returns the four numbers and γ.
     """
-    width = model.config["width"]
+    width = attention_model("theorem2_stream_sides", model).config["width"]
     _, e_t, e_b, _ = unit_vectors(width)
-    z = np.asarray(content, dtype=float)
+    z = checks.real_numbers("theorem2_stream_sides", "content", content)
+    if z.shape != (width - 3,):
+        raise ValueError(f"theorem2_stream_sides: content must be the d = n - 3 = {width - 3} content coordinates "
+                         f"of the all-equal input, got shape {z.shape}")
     streams, attention = residual_streams(model, all_equal_inputs(z[None], trigger))
     layers, heads = len(model.layers), model.config["heads"]
     gamma = max(float(weights[0, :, 1:trigger + 1, 0].max()) for weights in attention)

@@ -60,7 +60,9 @@ def stress_inputs(size_per_trigger: int = 64, seed: int = 0, triggers=TRAINING_T
     """
     checks.integer("stress_inputs", "width", width, minimum=MIN_WIDTH)
     size_per_trigger = checks.integer("stress_inputs", "size_per_trigger", size_per_trigger)
-    rng = np.random.default_rng(seed)
+    length = checks.integer("stress_inputs", "length", length, minimum=2)
+    triggers = stress_triggers("stress_inputs", triggers, length)
+    rng = np.random.default_rng(checks.integer("stress_inputs", "seed", seed, minimum=0))
     d = width - 3
     blocks, positions = [], []
     for trigger in triggers:
@@ -79,6 +81,14 @@ def stress_inputs(size_per_trigger: int = 64, seed: int = 0, triggers=TRAINING_T
         blocks.append(all_equal_inputs(equal, trigger, length))
         positions.append(np.full(sum(block.shape[0] for block in blocks[-4:]), trigger))
     return np.concatenate(blocks), np.concatenate(positions)
+
+
+def stress_triggers(owner: str, triggers, length: int = SEQUENCE_LENGTH) -> list[int]:
+    """`triggers` as a non-empty list of positions in 1..length-1 (`checks.positions`), or an error naming `owner`."""
+    triggers = checks.positions(owner, "triggers", triggers, length).tolist()
+    if not triggers:
+        raise ValueError(f"{owner}: triggers must hold at least one trigger position, got none")
+    return triggers
 
 
 def predict_with_attention(model: AttentionModel, x: np.ndarray) -> tuple[np.ndarray, list]:
@@ -103,6 +113,9 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
     non-trigger row) and ``head_bos_mass_min`` (layers, H), the smallest BOS
     mass of each head.
     """
+    if inputs is None:  # the arguments named as worst_case's, before stress_inputs makes the inputs
+        stress_triggers("worst_case", triggers)
+        checks.integer("worst_case", "seed", seed, minimum=0)
     x, positions = stress_inputs(size_per_trigger, seed, triggers, width=model.config["width"]) \
         if inputs is None else inputs
     prediction, attention = predict_with_attention(model, x)
