@@ -14,7 +14,11 @@ A folder shared with other output (``figures/`` holds ``reproduce``'s files and 
 not replaced whole: a run records the files it wrote there (`RecordedRun`), and the next run into the
 folder replaces exactly those, all of them, with its own (`files_to_replace`, then `building_aside` with
 `replacing`). An earlier run of a different command line is replaced only with ``--force``, so a folder
-never ends as a mixture of two runs, and files no run recorded are never deleted unasked.
+never ends as a mixture of two runs, and files no run recorded are never deleted unasked. Nothing is deleted
+through a folder that is a symbolic link (it would reach outside the folder), not even with ``--force``.
+A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build
+into the same target deletes it (a lock, released when a process dies, tells it from a build at work).
+Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
 The path rule, for every path a command reads or writes (`checked_path`, used by the checks above and by
 `check_input_file`): a name longer than the file system allows (255 bytes) or a symbolic-link loop is reported
 before any work, in one line; a file that is read must be a regular file (a FIFO would block the reader
@@ -34,6 +38,11 @@ import shutil
 import signal
 import tempfile
 import threading
+
+try:
+    import fcntl  # POSIX: the lock that tells an abandoned build's folder from one being built
+except ImportError:
+    fcntl = None
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -166,6 +175,20 @@ def _check_writable(target: Path, shown, option: str) -> None:
         raise OutputPathError(f"{option} {shown}: cannot write in this folder (permission denied or read-only)")
 
 
+RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put between a prefix and a suffix
+
+
+def temporary_prefix(target, kind: str, suffix: str = "") -> str:
+    """The prefix of a temporary name beside `target`: ``.<start of target's name>.<kind>-``, for
+    ``tempfile.mkstemp``/``mkdtemp(dir=<target's folder>, prefix=..., suffix=suffix)``. The name part is cut
+    (at a whole character) so that the temporary name fits in 255 bytes even beside a legal 255-byte name;
+    mkstemp's random part keeps it unique, and the start of the name and `kind` (``partial``, ``old``,
+    ``building``) tell a user whose it is."""
+    room = NAME_MAX - len(os.fsencode(f"..{kind}-{suffix}")) - RANDOM_NAME_BYTES
+    kept = os.fsencode(Path(target).name)[:min(room, TEMPORARY_NAME_BYTES)].decode(errors="ignore")
+    return f".{kept}.{kind}-"
+
+
 def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
@@ -179,10 +202,9 @@ def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
     shown, path = path, checked_path(path, "writing", error=UnwritableFileError)
     if path.exists() and not path.is_file():
         raise UnwritableFileError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
-    kept = os.fsencode(path.name)[:TEMPORARY_NAME_BYTES].decode(errors="ignore")  # a 255-byte name still fits
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".tmp")
     except OSError as problem:  # its own message would name the temporary file, which the caller never gave
         raise UnwritableFileError(f"writing {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
                                   f"choose a folder you can write in") from None
@@ -258,11 +280,26 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
                               f"({command}) would replace all {len(earlier.files)} of its files. Add --force to "
                               f"replace it, or choose another folder")
     in_the_way = sorted(_in_the_way(target, planned) - replacing)
+    _refuse_files_through_links(target, replacing | set(in_the_way), option)
     if in_the_way and not force:
         shown = ", ".join(in_the_way[:3]) + (f" and {len(in_the_way) - 3} more" if len(in_the_way) > 3 else "")
         raise OutputPathError(f"{option} {target}: holds {shown} where this run writes its own files, and no "
                               f"earlier run recorded them; add --force to replace them, or choose another folder")
     return sorted(replacing | set(in_the_way))
+
+
+def _refuse_files_through_links(target: Path, names, option: str) -> None:
+    """OutputPathError if one of the files `names` (relative to `target`) that a run would replace lies below a
+    folder of `target` that is a symbolic link: replacing it would delete a file outside `target` (a record names
+    what a run wrote, not where a link points now). Not even --force deletes through a link."""
+    for name in sorted(names):
+        parts = PurePosixPath(name).parts
+        folders = [Path(*parts[:depth]) for depth in range(1, len(parts))]
+        link = next((folder for folder in folders if (target / folder).is_symlink()), None)
+        if link is not None:
+            raise OutputPathError(f"{option} {target}: this run would replace {name}, which lies behind the symbolic "
+                                  f"link {link} (to {os.path.realpath(target / link)}), outside the folder; a run "
+                                  f"deletes nothing through a link: remove the link, or choose another folder")
 
 
 def _in_the_way(target: Path, names) -> set[str]:
@@ -288,16 +325,57 @@ def building_aside(target, replacing=None):
     the folder being built is deleted and `target` is left exactly as it was."""
     target = Path(os.path.realpath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    prefix = temporary_prefix(target, "partial")
+    _remove_abandoned_folders(target.parent, prefix)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
     os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
     try:
-        yield staging
-        if replacing is None:
-            replace_folder(staging, target)
-        else:
-            replace_files(staging, target, replacing)
+        with _held_while_building(staging):
+            yield staging
+            if replacing is None:
+                replace_folder(staging, target)
+            else:
+                replace_files(staging, target, replacing)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _held_while_building(folder: Path):
+    """An exclusive lock (flock) on `folder` while the block runs. The system releases it when the process
+    ends, however it ends (a SIGKILL too), so a folder whose lock is free has no builder left
+    (`_remove_abandoned_folders`). The descriptor is not inherited by the programs a build starts."""
+    if fcntl is None:  # not POSIX: no lock, and abandoned folders are left
+        yield
+        return
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
+    """Delete the folders `prefix`* in `parent` that a killed build left (C5-14: a SIGKILL cannot be caught, so
+    the build could not delete its own): those whose lock no process holds. A build still at work holds its
+    lock and keeps its folder."""
+    if fcntl is None:
+        return
+    for entry in os.scandir(parent):
+        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            descriptor = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:  # locked: a build is writing it
+            pass
+        finally:
+            os.close(descriptor)
 
 
 def replace_folder(built, target) -> None:
@@ -307,7 +385,7 @@ def replace_folder(built, target) -> None:
     old = None
     with _interrupts_held():
         if target.exists():
-            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
             os.replace(target, old / target.name)
         try:
             os.replace(built, target)
@@ -331,7 +409,7 @@ def replace_files(built, target, replacing) -> None:
     if appeared:
         raise OutputPathError(f"{target}: {', '.join(appeared[:3])} appeared there while the run worked; "
                               f"nothing was replaced")
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
     taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
     with _interrupts_held():
         try:
