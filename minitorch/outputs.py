@@ -65,13 +65,24 @@ class UnwritableFileError(PathError, OSError):
     wrapper prints it as one line)."""
 
 
+def given_path(path, option: str, error=PathError) -> Path:
+    """`path` as a Path, or TypeError naming `option` if it is no path (a number, None, bytes), or `error` if it
+    holds a NUL character, which no file name can (Python's own 'embedded null byte' names neither)."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise TypeError(f"{option}: expected a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}")
+    if "\x00" in os.fspath(path):
+        raise error(f"{option} {os.fspath(path)!r}: holds a NUL character (\\x00), which no file name can; "
+                    f"name the file without it")
+    return Path(path)
+
+
 def checked_path(path, option: str, follow_links: bool = True, error=PathError) -> Path:
     """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
     above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
-    255 bytes, a path longer than 4095 bytes, a symbolic-link loop."""
+    255 bytes, a path longer than 4095 bytes, a symbolic-link loop (TypeError: no path at all)."""
     if path is None or not str(path).strip():
         raise error(f"{option} is empty; name the place")
-    shown = str(path)
+    shown = str(given_path(path, option, error))
     try:
         absolute = os.path.abspath(Path(shown).expanduser())
     except FileNotFoundError:
@@ -132,8 +143,7 @@ def check_output_file(path, option: str, inputs=()) -> Path:
     target = _checked_path(path, option)
     if target.is_dir():
         raise OutputPathError(f"{option} {path}: is a folder; name a file")
-    if target.exists() and not target.is_file():
-        raise OutputPathError(f"{option} {path}: exists and is not a regular file (a pipe or a device?)")
+    _check_replaceable_file(path, target, option, OutputPathError)
     _check_apart_from(target, path, option, inputs)
     _check_writable(target, path, option)
     return target
@@ -143,7 +153,47 @@ def _checked_path(path, option: str) -> Path:
     target = checked_path(path, option, error=OutputPathError)  # links resolved: '--out link' is where it points
     if target == Path(target.anchor):
         raise OutputPathError(f"{option} {path}: is the filesystem root; name a folder of its own")
+    _check_no_folder_made_through_a_link(path, target, option, OutputPathError)
     return target
+
+
+def _check_no_folder_made_through_a_link(shown, target: Path, option: str, error) -> None:
+    """A symbolic link that points nowhere (``m.npz -> nowhere/m.npz``) is written through only if the folder
+    it points into exists, as open() would: the missing folder of a link's target is never created (S5-05),
+    while a plain path's missing folders are."""
+    if target.parent.is_dir():
+        return
+    absolute = Path(os.path.abspath(Path(shown).expanduser()))
+    for path in [absolute, *absolute.parents]:
+        if path.is_symlink() and not path.exists():
+            raise error(f"{option} {shown}: the symbolic link {path} points to {os.readlink(path)}, which does not "
+                        f"exist, and its folder is not created through a link; create it first, or remove the link")
+
+
+def _check_replaceable_file(shown, target: Path, option: str, error) -> None:
+    """An existing file at `target` (reached from `shown`) must be a regular file that its owner left writable.
+
+    `shown` is looked at as open() would: /proc/self/fd/1 is the pipe it names, though its resolved name,
+    'pipe:[N]', is no file (S5-06). A read-only file (chmod 444) is refused, for root too, as cp, a shell's
+    '>' and an editor refuse it: its owner asked that it not be overwritten, and replacing it by a rename
+    would drop that protection silently (S5-04)."""
+    kind = _special_file(os.path.abspath(Path(shown).expanduser())) or _special_file(target)
+    if kind:
+        raise error(f"{option} {shown}: is {kind}, not a regular file; name a file")
+    if target.is_file() and (not stat.S_IMODE(target.stat().st_mode) & 0o222 or not os.access(target, os.W_OK)):
+        raise error(f"{option} {shown}: the file is read-only (mode {stat.S_IMODE(target.stat().st_mode):o}), so it "
+                    f"is not replaced; make it writable first (chmod u+w), or name another file")
+
+
+def _special_file(path) -> str | None:
+    """What `path` is if it exists and is not a regular file, following its links."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 def _check_apart_from(target: Path, shown, option: str, inputs) -> None:
@@ -195,22 +245,26 @@ def _umask() -> int:
     return umask
 
 
-def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
+def write_atomically(path, data: str | bytes, mode: int | None = None, option: str = "writing") -> None:
     """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
-    the new one, never half of one. `mode` defaults to what open() would give (0o666 less the umask). A
-    symbolic link is kept: the file it names is replaced (as writing into the link would)."""
-    shown, path = path, checked_path(path, "writing", error=UnwritableFileError)
-    if path.exists() and not path.is_file():
-        raise UnwritableFileError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
+    the new one, never half of one. `mode` defaults to what open() would give: the replaced file's mode, or for
+    a new file 0o666 less the umask. A symbolic link is kept: the file it names is replaced (as writing into the
+    link would). A read-only file is refused, as is a link pointing into a folder that does not exist. Errors
+    name `option` (the caller, e.g. ``save_model: path``) and `path` as given, never the temporary name."""
+    shown, path = path, checked_path(path, option, error=UnwritableFileError)
+    _check_replaceable_file(shown, path, option, UnwritableFileError)
+    _check_no_folder_made_through_a_link(shown, path, option, UnwritableFileError)
+    if mode is None:
+        mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666 & ~_umask()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".tmp")
     except OSError as problem:  # its own message would name the temporary file, which the caller never gave
-        raise UnwritableFileError(f"writing {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
+        raise UnwritableFileError(f"{option} {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
                                   f"choose a folder you can write in") from None
     try:
         # mkstemp makes files only their owner can read
-        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "wb") as file:
             # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
             file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
