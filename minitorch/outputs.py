@@ -14,7 +14,11 @@ A folder shared with other output (``figures/`` holds ``reproduce``'s files and 
 not replaced whole: a run records the files it wrote there (`RecordedRun`), and the next run into the
 folder replaces exactly those, all of them, with its own (`files_to_replace`, then `building_aside` with
 `replacing`). An earlier run of a different command line is replaced only with ``--force``, so a folder
-never ends as a mixture of two runs, and files no run recorded are never deleted unasked.
+never ends as a mixture of two runs, and files no run recorded are never deleted unasked. Nothing is deleted
+through a folder that is a symbolic link (it would reach outside the folder), not even with ``--force``.
+A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build
+into the same target deletes it (a lock, released when a process dies, tells it from a build at work).
+Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
 The path rule, for every path a command reads or writes (`checked_path`, used by the checks above and by
 `check_input_file`): a name longer than the file system allows (255 bytes) or a symbolic-link loop is reported
 before any work, in one line; a file that is read must be a regular file (a FIFO would block the reader
@@ -34,6 +38,11 @@ import shutil
 import signal
 import tempfile
 import threading
+
+try:
+    import fcntl  # POSIX: the lock that tells an abandoned build's folder from one being built
+except ImportError:
+    fcntl = None
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -56,13 +65,24 @@ class UnwritableFileError(PathError, OSError):
     wrapper prints it as one line)."""
 
 
+def given_path(path, option: str, error=PathError) -> Path:
+    """`path` as a Path, or TypeError naming `option` if it is no path (a number, None, bytes), or `error` if it
+    holds a NUL character, which no file name can (Python's own 'embedded null byte' names neither)."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise TypeError(f"{option}: expected a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}")
+    if "\x00" in os.fspath(path):
+        raise error(f"{option} {os.fspath(path)!r}: holds a NUL character (\\x00), which no file name can; "
+                    f"name the file without it")
+    return Path(path)
+
+
 def checked_path(path, option: str, follow_links: bool = True, error=PathError) -> Path:
     """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
     above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
-    255 bytes, a path longer than 4095 bytes, a symbolic-link loop."""
+    255 bytes, a path longer than 4095 bytes, a symbolic-link loop (TypeError: no path at all)."""
     if path is None or not str(path).strip():
         raise error(f"{option} is empty; name the place")
-    shown = str(path)
+    shown = str(given_path(path, option, error))
     try:
         absolute = os.path.abspath(Path(shown).expanduser())
     except FileNotFoundError:
@@ -123,8 +143,7 @@ def check_output_file(path, option: str, inputs=()) -> Path:
     target = _checked_path(path, option)
     if target.is_dir():
         raise OutputPathError(f"{option} {path}: is a folder; name a file")
-    if target.exists() and not target.is_file():
-        raise OutputPathError(f"{option} {path}: exists and is not a regular file (a pipe or a device?)")
+    _check_replaceable_file(path, target, option, OutputPathError)
     _check_apart_from(target, path, option, inputs)
     _check_writable(target, path, option)
     return target
@@ -134,7 +153,47 @@ def _checked_path(path, option: str) -> Path:
     target = checked_path(path, option, error=OutputPathError)  # links resolved: '--out link' is where it points
     if target == Path(target.anchor):
         raise OutputPathError(f"{option} {path}: is the filesystem root; name a folder of its own")
+    _check_no_folder_made_through_a_link(path, target, option, OutputPathError)
     return target
+
+
+def _check_no_folder_made_through_a_link(shown, target: Path, option: str, error) -> None:
+    """A symbolic link that points nowhere (``m.npz -> nowhere/m.npz``) is written through only if the folder
+    it points into exists, as open() would: the missing folder of a link's target is never created (S5-05),
+    while a plain path's missing folders are."""
+    if target.parent.is_dir():
+        return
+    absolute = Path(os.path.abspath(Path(shown).expanduser()))
+    for path in [absolute, *absolute.parents]:
+        if path.is_symlink() and not path.exists():
+            raise error(f"{option} {shown}: the symbolic link {path} points to {os.readlink(path)}, which does not "
+                        f"exist, and its folder is not created through a link; create it first, or remove the link")
+
+
+def _check_replaceable_file(shown, target: Path, option: str, error) -> None:
+    """An existing file at `target` (reached from `shown`) must be a regular file that its owner left writable.
+
+    `shown` is looked at as open() would: /proc/self/fd/1 is the pipe it names, though its resolved name,
+    'pipe:[N]', is no file (S5-06). A read-only file (chmod 444) is refused, for root too, as cp, a shell's
+    '>' and an editor refuse it: its owner asked that it not be overwritten, and replacing it by a rename
+    would drop that protection silently (S5-04)."""
+    kind = _special_file(os.path.abspath(Path(shown).expanduser())) or _special_file(target)
+    if kind:
+        raise error(f"{option} {shown}: is {kind}, not a regular file; name a file")
+    if target.is_file() and (not stat.S_IMODE(target.stat().st_mode) & 0o222 or not os.access(target, os.W_OK)):
+        raise error(f"{option} {shown}: the file is read-only (mode {stat.S_IMODE(target.stat().st_mode):o}), so it "
+                    f"is not replaced; make it writable first (chmod u+w), or name another file")
+
+
+def _special_file(path) -> str | None:
+    """What `path` is if it exists and is not a regular file, following its links."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 def _check_apart_from(target: Path, shown, option: str, inputs) -> None:
@@ -166,29 +225,46 @@ def _check_writable(target: Path, shown, option: str) -> None:
         raise OutputPathError(f"{option} {shown}: cannot write in this folder (permission denied or read-only)")
 
 
+RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put between a prefix and a suffix
+
+
+def temporary_prefix(target, kind: str, suffix: str = "") -> str:
+    """The prefix of a temporary name beside `target`: ``.<start of target's name>.<kind>-``, for
+    ``tempfile.mkstemp``/``mkdtemp(dir=<target's folder>, prefix=..., suffix=suffix)``. The name part is cut
+    (at a whole character) so that the temporary name fits in 255 bytes even beside a legal 255-byte name;
+    mkstemp's random part keeps it unique, and the start of the name and `kind` (``partial``, ``old``,
+    ``building``) tell a user whose it is."""
+    room = NAME_MAX - len(os.fsencode(f"..{kind}-{suffix}")) - RANDOM_NAME_BYTES
+    kept = os.fsencode(Path(target).name)[:min(room, TEMPORARY_NAME_BYTES)].decode(errors="ignore")
+    return f".{kept}.{kind}-"
+
+
 def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
 
 
-def write_atomically(path, data: str | bytes, mode: int | None = None) -> None:
+def write_atomically(path, data: str | bytes, mode: int | None = None, option: str = "writing") -> None:
     """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
-    the new one, never half of one. `mode` defaults to what open() would give (0o666 less the umask). A
-    symbolic link is kept: the file it names is replaced (as writing into the link would)."""
-    shown, path = path, checked_path(path, "writing", error=UnwritableFileError)
-    if path.exists() and not path.is_file():
-        raise UnwritableFileError(f"writing {path}: exists and is not a regular file (a folder, a pipe or a device?)")
-    kept = os.fsencode(path.name)[:TEMPORARY_NAME_BYTES].decode(errors="ignore")  # a 255-byte name still fits
+    the new one, never half of one. `mode` defaults to what open() would give: the replaced file's mode, or for
+    a new file 0o666 less the umask. A symbolic link is kept: the file it names is replaced (as writing into the
+    link would). A read-only file is refused, as is a link pointing into a folder that does not exist. Errors
+    name `option` (the caller, e.g. ``save_model: path``) and `path` as given, never the temporary name."""
+    shown, path = path, checked_path(path, option, error=UnwritableFileError)
+    _check_replaceable_file(shown, path, option, UnwritableFileError)
+    _check_no_folder_made_through_a_link(shown, path, option, UnwritableFileError)
+    if mode is None:
+        mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666 & ~_umask()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{kept}.", suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".tmp")
     except OSError as problem:  # its own message would name the temporary file, which the caller never gave
-        raise UnwritableFileError(f"writing {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
+        raise UnwritableFileError(f"{option} {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
                                   f"choose a folder you can write in") from None
     try:
         # mkstemp makes files only their owner can read
-        os.chmod(temporary, 0o666 & ~_umask() if mode is None else mode)
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "wb") as file:
             # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
             file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
@@ -258,11 +334,26 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
                               f"({command}) would replace all {len(earlier.files)} of its files. Add --force to "
                               f"replace it, or choose another folder")
     in_the_way = sorted(_in_the_way(target, planned) - replacing)
+    _refuse_files_through_links(target, replacing | set(in_the_way), option)
     if in_the_way and not force:
         shown = ", ".join(in_the_way[:3]) + (f" and {len(in_the_way) - 3} more" if len(in_the_way) > 3 else "")
         raise OutputPathError(f"{option} {target}: holds {shown} where this run writes its own files, and no "
                               f"earlier run recorded them; add --force to replace them, or choose another folder")
     return sorted(replacing | set(in_the_way))
+
+
+def _refuse_files_through_links(target: Path, names, option: str) -> None:
+    """OutputPathError if one of the files `names` (relative to `target`) that a run would replace lies below a
+    folder of `target` that is a symbolic link: replacing it would delete a file outside `target` (a record names
+    what a run wrote, not where a link points now). Not even --force deletes through a link."""
+    for name in sorted(names):
+        parts = PurePosixPath(name).parts
+        folders = [Path(*parts[:depth]) for depth in range(1, len(parts))]
+        link = next((folder for folder in folders if (target / folder).is_symlink()), None)
+        if link is not None:
+            raise OutputPathError(f"{option} {target}: this run would replace {name}, which lies behind the symbolic "
+                                  f"link {link} (to {os.path.realpath(target / link)}), outside the folder; a run "
+                                  f"deletes nothing through a link: remove the link, or choose another folder")
 
 
 def _in_the_way(target: Path, names) -> set[str]:
@@ -288,16 +379,58 @@ def building_aside(target, replacing=None):
     the folder being built is deleted and `target` is left exactly as it was."""
     target = Path(os.path.realpath(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    prefix = temporary_prefix(target, "partial")
+    _remove_abandoned_folders(target.parent, prefix)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
     os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
     try:
-        yield staging
-        if replacing is None:
-            replace_folder(staging, target)
-        else:
-            replace_files(staging, target, replacing)
+        with _held_while_building(staging):
+            yield staging
+            if replacing is None:
+                replace_folder(staging, target)
+            else:
+                replace_files(staging, target, replacing)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _held_while_building(folder: Path):
+    """An exclusive lock (flock) on `folder` while the block runs. The system releases it when the process
+    ends, however it ends (a SIGKILL too), so a folder whose lock is free has no builder left
+    (`_remove_abandoned_folders`). The descriptor is not inherited by the programs a build starts."""
+    if fcntl is None:  # not POSIX: no lock, and abandoned folders are left
+        yield
+        return
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
+    """Delete the folders `prefix`* in `parent` that a killed build left (C5-14: a SIGKILL cannot be caught, so
+    the build could not delete its own): those whose lock no process holds. A build still at work holds its
+    lock and keeps its folder. (One made by another build in the instant before it took its lock may be taken
+    for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)"""
+    if fcntl is None:
+        return
+    for entry in os.scandir(parent):
+        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            descriptor = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:  # locked: a build is writing it
+            pass
+        finally:
+            os.close(descriptor)
 
 
 def replace_folder(built, target) -> None:
@@ -307,7 +440,7 @@ def replace_folder(built, target) -> None:
     old = None
     with _interrupts_held():
         if target.exists():
-            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
             os.replace(target, old / target.name)
         try:
             os.replace(built, target)
@@ -331,7 +464,7 @@ def replace_files(built, target, replacing) -> None:
     if appeared:
         raise OutputPathError(f"{target}: {', '.join(appeared[:3])} appeared there while the run worked; "
                               f"nothing was replaced")
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
     taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
     with _interrupts_held():
         try:

@@ -4,6 +4,8 @@ what is wrong with it, and the file already on disk left intact."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import warnings
 
 import numpy as np
@@ -117,6 +119,7 @@ def test_save_model_names_a_bad_target_or_model_and_writes_nothing(tmp_path, tar
 @pytest.mark.parametrize("path,reason", [
     ("/proc/self/m.npz", "No such file or directory"),  # F4-03: the error named '/proc/<pid>/.m.npz.<random>.tmp'
     ("/sys/m.npz", "Permission denied"),
+    ("/sys/kernel/m.npz", "Permission denied"),  # S5-07: named '/sys/kernel/.m.npz.1b2no63j.tmp'
 ])
 @pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
 def test_a_file_that_cannot_be_created_is_named_as_the_caller_gave_it_not_by_a_temporary_name(path, reason, writer):
@@ -125,5 +128,98 @@ def test_a_file_that_cannot_be_created_is_named_as_the_caller_gave_it_not_by_a_t
     with pytest.raises(OSError) as refused:
         save_model(tiny_model(), path) if writer == "save_model" else write_atomically(path, "text")
     message = str(refused.value)
-    assert f"writing {path}: cannot create a file in" in message and reason in message, message
+    caller = "save_model: path" if writer == "save_model" else "writing"
+    assert f"{caller} {path}: cannot create a file in" in message and reason in message, message
     assert ".tmp" not in message, f"the caller never gave a temporary name: {message}"
+
+
+# ----------------------------------------------------------------------
+# round five: what is no path, a read-only file, a link to nowhere, a pipe behind /proc/self/fd
+
+
+@pytest.mark.parametrize("function,path,error,culprit", [
+    ("save_model", 123, TypeError, "save_model: path: expected a path .*got int 123"),
+    ("save_model", None, TypeError, "save_model: path: expected a path .*got NoneType None"),
+    ("save_model", b"m.npz", TypeError, "save_model: path: expected a path .*got bytes"),
+    ("save_model", "a\x00b.npz", ValueError, r"save_model: path 'a\\x00b.npz': holds a NUL character"),
+    ("load_model", 123, TypeError, "load_model: path: expected a path .*got int 123"),
+    ("load_model", 1.5, TypeError, "load_model: path: expected a path .*got float 1.5"),
+    ("load_model", "a\x00b.npz", ValueError, r"load_model: path 'a\\x00b.npz': holds a NUL character"),
+], ids=["save-int", "save-none", "save-bytes", "save-nul", "load-int", "load-float", "load-nul"])
+def test_a_path_that_is_no_path_is_named_with_the_function(tmp_path, monkeypatch, function, path, error, culprit):
+    """S5-01..03: pathlib's 'expected str, bytes or os.PathLike object, not int' and Python's 'embedded null byte'
+    named neither the function nor its argument."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error, match=culprit):
+        save_model(tiny_model(), path) if function == "save_model" else load_model(path)
+    assert not any(tmp_path.iterdir()), "a refused save must write nothing"
+
+
+@pytest.mark.parametrize("mode,refused", [(0o444, True), (0o400, True), (0o555, True), (0o600, False),
+                                          (0o640, False)])
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
+def test_a_read_only_file_is_not_replaced_and_a_writable_one_keeps_its_mode(tmp_path, mode, refused, writer):
+    """S5-04: a model the user made read-only (chmod 444) was replaced, and was 0644 after: the protection was
+    silently dropped. It is refused (as cp and an editor refuse it); a writable file keeps its mode (0600 stays
+    private), as open() would keep it."""
+    from minitorch.outputs import write_atomically
+
+    path = tmp_path / "ok.npz"
+    save_model(tiny_model(seed=1), path)
+    os.chmod(path, mode)
+    before = file_hashes(tmp_path)
+    save = (lambda: save_model(tiny_model(seed=2), path)) if writer == "save_model" else \
+        (lambda: write_atomically(path, b"new"))
+    if refused:
+        with pytest.raises(OSError, match=rf"ok.npz: the file is read-only \(mode {mode:o}\).*chmod u\+w"):
+            save()
+        assert file_hashes(tmp_path) == before, "a read-only file was replaced, or a temporary file left"
+    else:
+        save()
+        assert file_hashes(tmp_path) != before, "a writable file must be replaced"
+    assert stat.S_IMODE(path.stat().st_mode) == mode, f"the file's mode changed to {path.stat().st_mode & 0o777:o}"
+
+
+@pytest.mark.parametrize("link_to,written", [("nowhere/target.npz", None), ("nowhere/deeper/target.npz", None),
+                                             ("there/target.npz", "there/target.npz")],
+                         ids=["folder-missing", "two-folders-missing", "folder-exists"])
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file"])
+def test_a_link_to_nowhere_creates_no_folder_where_it_points(tmp_path, link_to, written, writer):
+    """S5-05: save_model through dangling.npz -> nowhere/target.npz created nowhere/ and wrote there, while a plain
+    path in a missing folder is refused. A link is written through only into a folder that exists, as open()
+    would."""
+    from minitorch.outputs import check_output_file, write_atomically
+
+    (tmp_path / "there").mkdir()
+    os.symlink(link_to, tmp_path / "dangling.npz")
+    calls = {"save_model": lambda: save_model(tiny_model(), tmp_path / "dangling.npz"),
+             "write_atomically": lambda: write_atomically(tmp_path / "dangling.npz", b"new"),
+             "check_output_file": lambda: check_output_file(tmp_path / "dangling.npz", "--json")}
+    if written is None:
+        with pytest.raises(OSError if writer != "check_output_file" else ValueError,
+                           match="nowhere.* does not exist.*create it first"):
+            calls[writer]()
+        assert not (tmp_path / "nowhere").exists(), "the folder a link points into was created"
+    else:
+        calls[writer]()
+        assert (tmp_path / written).exists() == (writer != "check_output_file"), "not written where the link points"
+    assert (tmp_path / "dangling.npz").is_symlink(), "the link must stay a link"
+
+
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file"])
+def test_a_pipe_named_through_proc_self_fd_is_refused_as_a_pipe(writer):
+    """S5-06: save_model(m, '/proc/self/fd/1') with stdout a pipe said 'No such file or directory:
+    /proc/<pid>/fd/.pipe:[914676].g6d0vur6.tmp' (the link followed to the pipe's pseudo-name)."""
+    from minitorch.outputs import check_output_file, write_atomically
+
+    reading, writing = os.pipe()
+    try:
+        path = f"/proc/self/fd/{writing}"
+        calls = {"save_model": lambda: save_model(tiny_model(), path),
+                 "write_atomically": lambda: write_atomically(path, "text"),
+                 "check_output_file": lambda: check_output_file(path, "--json")}
+        with pytest.raises((OSError, ValueError), match=rf"{path}: is a named pipe \(FIFO\), not a regular file"):
+            calls[writer]()
+    finally:
+        os.close(reading)
+        os.close(writing)

@@ -251,3 +251,108 @@ def test_the_books_jobs_are_capped_at_the_chapters_built_and_the_cell_timeout_re
                    "--out", str(tmp_path / "book")])
     assert status == 130 and seen == {"jobs": expected, "cell_timeout": 5}, seen
     assert file_hashes(tmp_path) == {}, "a stopped build writes nothing"
+
+
+# ----------------------------------------------------------------------
+# round five: a run replaces nothing through a link, an abandoned build is cleaned, staging names fit
+
+
+def _link_to_a_folder_outside(tmp_path: Path, out: Path, where: str) -> Path:
+    """A folder `where` of `out` that is a symbolic link to tmp_path/victim, which holds victim.txt."""
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "victim" / "victim.txt").write_text("the user's own file")
+    (out / where).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(tmp_path / "victim", out / where)
+    return tmp_path / "victim" / "victim.txt"
+
+
+@pytest.mark.parametrize("where,force", [("keep", False), ("keep", True), ("models/keep", False)],
+                         ids=["linked-folder", "linked-folder-with-force", "linked-folder-one-level-down"])
+def test_a_rerun_deletes_no_recorded_file_through_a_linked_folder(tmp_path, monkeypatch, where, force):
+    """C5-06: a record naming keep/victim.txt, keep a link to a folder outside --out: the rerun deleted the file
+    outside --out through the link (no --force needed). It is refused before any work, even with --force."""
+    from minitorch.outputs import OutputPathError
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "run"
+    out.mkdir()
+    victim = _link_to_a_folder_outside(tmp_path, out, where)
+    command = "reproduce --quick --only 1x1"
+    record = {"command": command, "files": ["results.json", f"{where}/victim.txt"]}
+    (out / "results.json").write_text(json.dumps(record))
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_1x1_run)
+    refused = None
+    try:
+        reproduce_module.reproduce(out, quick=True, only=["1x1"], force=force, progress=False, log=lambda line: None)
+    except OutputPathError as error:
+        refused = str(error)
+    assert victim.exists(), f"{victim}, outside --out, was deleted through the link {where}"
+    assert refused and f"{where}/victim.txt, which lies behind the symbolic link {where} " in refused, refused
+    assert json.loads((out / "results.json").read_text())["files"][1] == f"{where}/victim.txt", "nothing was replaced"
+
+
+def _build_then_die(folder: Path, how: str) -> list:
+    """A process that builds `folder` with building_aside and is SIGKILLed midway ('killed'), or is still at work
+    ('alive'; the returned list holds it, to be ended by the caller)."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal, sys\nfrom minitorch.outputs import building_aside\n"
+            f"with building_aside({str(folder)!r}) as staging:\n"
+            "    (staging / 'half.html').write_text('half a book')\n"
+            "    print('building', flush=True)\n"
+            f"    os.kill(os.getpid(), signal.SIGKILL) if {how == 'killed'} else sys.stdin.read()\n")
+    builder = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert builder.stdout.readline() == "building\n", "the builder did not start"
+    if how == "killed":
+        assert builder.wait(timeout=60) == -9
+        return []
+    return [builder]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
+@pytest.mark.parametrize("how", ["killed", "alive"])
+@pytest.mark.parametrize("replacing", [None, ["new.html"]], ids=["whole-folder", "recorded-files"])
+def test_a_later_build_removes_the_folder_a_killed_build_left_and_keeps_one_at_work(tmp_path, how, replacing):
+    """C5-14: a chapter that SIGKILLed the builder left .BK.partial-*/ beside --out, and every later build kept it.
+    A folder whose builder still works must stay."""
+    from minitorch.outputs import building_aside
+
+    target = tmp_path / "BK"
+    running = _build_then_die(target, how)
+    try:
+        left = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+        assert len(left) == 1, f"the builder left no staging folder to clean: {left}"
+        with building_aside(target, replacing) as staging:
+            (staging / "new.html").write_text("a whole book")
+        remaining = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+        if how == "killed":
+            assert remaining == [], f"the killed build's folder {left} was kept by a later build"
+        else:
+            assert remaining == left, "the folder of a build still at work was deleted"
+        assert (target / "new.html").read_text() == "a whole book"
+    finally:
+        for builder in running:
+            builder.kill()
+            builder.wait()
+
+
+@pytest.mark.parametrize("name", ["n" * 255, "é" * 127, "a" * 250 + ".json"],
+                         ids=["255-ascii-bytes", "254-bytes-of-two-byte-characters", "255-bytes-with-a-suffix"])
+@pytest.mark.parametrize("replacing", [None, ["a.txt"]], ids=["whole-folder", "recorded-files"])
+def test_a_legal_255_byte_output_name_leaves_room_for_the_staging_names(tmp_path, name, replacing):
+    """C5-22, C5-23: --out <255-byte name> failed with 'File name too long' on '.<name>.partial-XXXXXXXX', a name
+    the user never gave. The staging, old and temporary names beside it are cut to fit."""
+    from minitorch import outputs
+
+    target = tmp_path / name
+    for text in ["first", "second"]:  # a new folder, then one replaced (its '.old-' name too)
+        with outputs.building_aside(target, replacing) as staging:
+            (staging / "a.txt").write_text(text)
+        assert (target / "a.txt").read_text() == text and sorted(tmp_path.iterdir()) == [target]
+    for kind, suffix in [("partial", ""), ("old", ""), ("writing", ".tmp"), ("building", "")]:
+        prefix = outputs.temporary_prefix(target, kind, suffix)
+        assert len(os.fsencode(prefix + "x" * 8 + suffix)) <= outputs.NAME_MAX, f"{prefix} does not fit"
+        assert prefix.startswith("." + name[:20]), f"the start of the name must show whose it is: {prefix}"
+        assert prefix.endswith(f".{kind}-"), f"the kind of temporary name must show: {prefix}"

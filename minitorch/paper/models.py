@@ -19,13 +19,14 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.outputs import check_input_file, write_atomically
+from minitorch.outputs import check_input_file, given_path, write_atomically
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
@@ -206,16 +207,18 @@ def save_model(model: AttentionModel, path) -> None:
     """
     if not isinstance(model, AttentionModel):
         raise TypeError(f"save_model: expected a model (build_model, load_model), got {type(model).__name__}")
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"save_model: the folder {path.parent} does not exist; create it first "
-                                f"(Path({str(path.parent)!r}).mkdir(parents=True))")
+    path = given_path(path, "save_model: path")
+    folder = Path(os.path.realpath(path)).parent  # a link's file goes where the link points
+    if not folder.is_dir():
+        through = f" (the symbolic link {path} points there)" if path.is_symlink() else ""
+        raise FileNotFoundError(f"save_model: the folder {folder} does not exist{through}; create it first "
+                                f"(Path({str(folder)!r}).mkdir(parents=True))")
     if path.is_dir():
         raise IsADirectoryError(f"save_model: {path} is a folder; name the file, e.g. {path / 'model.npz'}")
     config = json.dumps(model.config, default=_plain_number)  # NumPy integers in a config are plain numbers
     archive = io.BytesIO()
     np.savez(archive, __config__=np.array(config), **model.state_dict())
-    write_atomically(path, archive.getvalue())
+    write_atomically(path, archive.getvalue(), option="save_model: path")
 
 
 def _plain_number(value):
@@ -234,7 +237,7 @@ def load_model(path) -> AttentionModel:
     A file that is not such a model raises ModelFileError naming the file and
     what is wrong with it (a missing file raises FileNotFoundError).
     """
-    path = Path(path)
+    path = given_path(path, "load_model: path")
 
     def not_a_model(reason: str) -> ModelFileError:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")

@@ -612,3 +612,39 @@ def test_without_chromium_the_build_says_why_there_is_no_pdf(tmp_path, monkeypat
     assert printed.write_pdf(tmp_path, lines.append) is None
     assert len(lines) == 1 and "Chromium, which is not installed" in lines[0], lines
     assert not (tmp_path / printed.PDF_NAME).exists()
+
+
+def _cells_changed(path: Path, change) -> Path:
+    """The notebook at `path` with `change` applied to its JSON (a dict), written back as JSON."""
+    import json
+
+    document = json.loads(path.read_text(encoding="utf-8"))
+    change(document)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("change,culprit", [
+    (lambda nb: nb["cells"][1].update(source=42), r"the source of cell 2 \(code\) is '42' \(int\), not text"),
+    (lambda nb: nb["cells"][1].update(source=None), r"the source of cell 2 \(code\) is 'None' \(NoneType\)"),
+    (lambda nb: nb["cells"][0].update(source={"a": 1}), r"the source of cell 1 \(markdown\) is .*, not text"),
+    (lambda nb: nb["cells"][1].update(cell_type="python"), r"cell 2 is not a cell of type code, markdown, raw"),
+    (lambda nb: nb["cells"][1].update(source=True), r"the source of cell 2 \(code\) is 'True' \(bool\)"),
+], ids=["source-42", "source-null", "source-a-dict", "cell-type-python", "source-true"])
+def test_a_chapter_whose_cells_are_not_cells_is_named_before_any_chapter_runs(tiny_book, capsys, change, culprit):
+    """C5-16: a code cell whose source was the JSON number 42 stopped the build with a 20-line AttributeError
+    ('int' object has no attribute 'strip') from nbclient, after the chapters before it had run."""
+    from minitorch.__main__ import main
+
+    path = _cells_changed(tiny_book / "02_second.ipynb", change)
+    with pytest.raises(BookError, match=culprit):
+        find_chapters(tiny_book)
+    out = tiny_book.parent / "book"
+    assert main(["book", "--no-pdf", "--quick", "--chapters", str(tiny_book), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{path}: " in error and "Traceback" not in error and not out.exists(), error
+
+
+def test_a_source_written_as_a_list_of_lines_is_text(tiny_book):
+    _cells_changed(tiny_book / "02_second.ipynb", lambda nb: nb["cells"][1].update(source=["x = 1\n", "print(x)"]))
+    assert [chapter.path.name for chapter in find_chapters(tiny_book)] == ["01_first.ipynb", "02_second.ipynb"]

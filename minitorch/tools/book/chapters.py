@@ -70,9 +70,31 @@ def chapter_title(path: Path) -> str:
         notebook = nbformat.read(path, as_version=4)
     except Exception as error:  # not JSON, not a notebook: name the file
         raise BookError(f"{path} is not a readable notebook: {error}") from None
+    check_cells(notebook, path)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("# "):
                     return line[2:].strip()
     return path.stem
+
+
+CELL_TYPES = ("code", "markdown", "raw")
+
+
+def check_cells(notebook, path) -> None:
+    """BookError naming the first cell of `notebook` (read from `path`) that is no notebook cell: a cell type
+    other than code, markdown or raw, or a source that is not text. nbformat reads such a file with a
+    warning, and nbclient would fail on the cell mid-build with a long traceback (C5-16: a source 42)."""
+    cells = notebook.get("cells")
+    if not isinstance(cells, list):
+        raise BookError(f"{path}: its 'cells' are {type(cells).__name__}, not a list of cells; is it a notebook?")
+    for number, cell in enumerate(cells, 1):
+        kind = cell.get("cell_type") if isinstance(cell, dict) else None
+        if kind not in CELL_TYPES:
+            raise BookError(f"{path}: cell {number} is not a cell of type {', '.join(CELL_TYPES)} "
+                            f"(its type: {str(kind)[:40]!r}); fix it in Jupyter or delete it")
+        source = cell.get("source")
+        if not isinstance(source, str):
+            raise BookError(f"{path}: the source of cell {number} ({kind}) is {str(source)[:40]!r} "
+                            f"({type(source).__name__}), not text; a cell's source is a string or a list of strings")
