@@ -14,8 +14,8 @@ from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, MAX_FUNCTION_LINES, MAX_MODULE_BYTES,
-                                          NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError, function_node, is_stub, load_exercises,
-                                          sort_key, stubbed_source)
+                                          NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError,
+                                          function_node, is_stub, load_exercises, sort_key, stubbed_source)
 
 # Names every module has without defining them: an exercise's function may use them.
 MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",

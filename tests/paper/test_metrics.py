@@ -261,9 +261,8 @@ def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
 # bad input (round five): every metric names itself, the argument and its value, before any work
 
 
-def _causal_weights(batch=3, length=L) -> np.ndarray:
-    weights = np.tril(np.ones((batch, 1, length, length)))  # (B, 1, L, L): a running average
-    return weights / weights.sum(axis=-1, keepdims=True)
+def _valid_weights(batch=3, length=L) -> np.ndarray:
+    return np.full((batch, 1, length, length), 1 / length)  # (B, 1, L, L): rows that sum to 1 (checks look no further)
 
 
 @pytest.mark.parametrize("function", ["bos_mass_at_non_trigger_rows", "non_trigger_row_mass", "trigger_row"])
@@ -279,15 +278,15 @@ def _causal_weights(batch=3, length=L) -> np.ndarray:
 def test_metrics_refuse_trigger_positions_that_are_not_integers_in_1_to_L_minus_1(function, triggers, error,
                                                                                     culprit):
     with pytest.raises(error, match=rf"{function}: triggers must be a list of integers in 1..15.*{culprit}"):
-        getattr(metrics, function)(_causal_weights(), triggers)
+        getattr(metrics, function)(_valid_weights(), triggers)
 
 
 @pytest.mark.parametrize("function", ["gu_sink_scores", "bos_mass_at_non_trigger_rows", "zero_row_share"])
 @pytest.mark.parametrize("weights, error, culprit", [
-    (-_causal_weights(), ValueError, r"must be >= 0 .*got a weight of -1.0"),  # K5-06: gu read -w as all-zero rows
-    (_causal_weights() - 0.5, ValueError, r"must be >= 0"),
+    (-_valid_weights(), ValueError, r"must be >= 0 .*got a weight of -0.0625"),  # K5-06: gu read -w as all-zero rows
+    (_valid_weights() - 0.5, ValueError, r"must be >= 0"),
     (np.array([[["a"]]]), TypeError, r"must be real numbers, got dtype <U1"),  # K5-07: NumPy's add.reduce dtypes
-    (_causal_weights() > 0, TypeError, r"must be real numbers, got dtype bool"),
+    (_valid_weights() > 0, TypeError, r"must be real numbers, got dtype bool"),
 ])
 def test_metrics_refuse_attention_weights_that_are_not_real_numbers_at_least_0(function, weights, error, culprit):
     arguments = (weights, np.full(len(weights), 2)) if function == "bos_mass_at_non_trigger_rows" else (weights,)
@@ -302,8 +301,8 @@ def test_zero_row_share_refuses_weights_without_rows(weights):
 
 
 @pytest.mark.parametrize("layers, key, culprit", [
-    ([_causal_weights(), _causal_weights(length=8)], 10, r"key 10 is not a key of layer 1's sequences of length 8"),
-    ([_causal_weights(length=8), _causal_weights()], 8, r"key 8 is not a key of layer 0's"),  # K5-11
+    ([_valid_weights(), _valid_weights(length=8)], 10, r"key 10 is not a key of layer 1's sequences of length 8"),
+    ([_valid_weights(length=8), _valid_weights()], 8, r"key 8 is not a key of layer 0's"),  # K5-11
 ])
 def test_sink_share_checks_its_key_against_every_layer(layers, key, culprit):
     with pytest.raises(ValueError, match=rf"sink_share: {culprit}"):

@@ -14,8 +14,9 @@ Gradescope bundle both go through here:
 Names come from students, so none is shown as it is: `shown` escapes every control character (a name
 with a newline cannot add a line to the console or summary.md), `capped` shortens a long list of names
 to a count and the first few, and a student whose name is one of the run's own files (RUN_FILES), is
-not printable, or starts like a spreadsheet formula (FORMULA_STARTS), is graded under a safe name that says so. A copy whose folders nest deeper than
-MAX_DEPTH is refused with its reason (walking it further would exhaust Python's recursion).
+not printable, or starts like a spreadsheet formula (FORMULA_STARTS), is graded under a safe name that says
+so. A copy whose folders nest deeper than MAX_DEPTH is refused with its reason (walking it further would
+exhaust Python's recursion).
 """
 
 from __future__ import annotations
