@@ -135,6 +135,32 @@ raise ValueError(f"{started} threads {forked} processes")"""
     assert pool.worker is None and sandbox.processes_of_run(isolation.run_marker) == [], "the bomb outlived its worker"
 
 
+@needs_cgroups
+@pytest.mark.parametrize("isolation", modes("bubblewrap", "unprivileged user in namespaces"))
+def test_processes_one_exercise_left_behind_cost_the_next_exercise_nothing(tmp_path, pools, isolation):
+    """A fork bomb in 3.1 fills the student's process budget, and its processes outlive 3.1's child: 3.2, next,
+    gets a fresh worker with the whole budget (it 'crashed: could not start' before)."""
+    bomb = """import os, time
+for _ in range(8):
+    if os.fork() == 0:  # each child takes every process slot that frees up, for a minute
+        for _ in range(3000):
+            try:
+                if os.fork() == 0:
+                    time.sleep(60)
+                    os._exit(0)
+            except OSError:
+                time.sleep(0.01)
+        os._exit(0)
+time.sleep(1)
+return np.triu(np.ones((length, length), dtype=bool), k=1)"""
+    pools.append(pool := pool_for(tmp_path, bomb, timeout=60, isolation=isolation))
+    pool.plan["exercises"]["3.2"] = pool.plan["exercises"]["3.1"]  # (the same file: 3.2 there is this book's)
+    np.testing.assert_array_equal(call(pool)["mask"], np.triu(np.ones((4, 4), dtype=bool), k=1))
+    scores, future = np.zeros((1, 1, 3, 3)), np.triu(np.ones((3, 3), dtype=bool), k=1)
+    answer = pool.call("3.2", time.monotonic(), "softmax_attention", scores, future)
+    np.testing.assert_allclose(answer["weights"][0, 0, 2], [1 / 3] * 3)
+
+
 @pytest.mark.parametrize("isolation", modes(*ALL_MODES, why_not={
     "none": "without a sandbox the worker writes on the grader's disk (files up to 64 MiB each)",
     "unprivileged user without namespaces": "without namespaces the worker writes on the grader's disk (files up to "

@@ -382,9 +382,24 @@ class Worker:
     library_root_inside: str  # the same folder as the worker sees it
     group: cgroups.StudentGroup | None = None  # all of the worker's processes, with the student's budget
     events: dict = field(default_factory=dict)  # what the kernel did to the group (kept when it is removed)
+    idle_processes: int | None = None  # how many processes the worker has between exercises (counted once)
 
     def library(self, exercise_folder: str) -> str:
         return f"{self.library_root_inside}/{exercise_folder}"
+
+    def processes(self) -> int:
+        """How many processes the student's worker has now: in its cgroup, else of its uid (None if neither)."""
+        if self.group is not None:
+            return len(self.group.processes())
+        return len(processes_of(self.uid)) if self.uid is not None and self.isolation.kind != "none" else None
+
+    def outlived_by_processes(self) -> bool:
+        """Whether, between two exercises, processes an exercise started (a fork that its child's end did not
+        end) still hold part of the student's budget: the next exercise would start with less than the whole."""
+        now = self.processes()
+        if self.idle_processes is None:
+            self.idle_processes = now
+        return now is not None and now > self.idle_processes
 
 
 def start(isolation: Isolation, slot: int, library_root: Path, home: Path, output) -> Worker:

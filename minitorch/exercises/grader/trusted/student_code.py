@@ -225,6 +225,10 @@ class WorkerPool:
             return self.child
         self._drop_child()
         worker = self._worker()
+        if worker.outlived_by_processes():  # an earlier exercise's processes would cost this one: a fresh worker
+            self._stop_worker()
+            worker = self._worker()
+            worker.outlived_by_processes()
         grader_end, child_end = socket.socketpair()
         try:
             start = {"start": worker.library("base"), "exercise": exercise_id,
