@@ -142,7 +142,7 @@ def unpack(archive: Path, dest: Path) -> None:
             opened.extractall(dest)
     except zipfile.BadZipFile as error:
         raise ExerciseError(f"{shown(archive.name)} is not a readable .zip ({shown(error)})") from None
-    except (OSError, ValueError, NotImplementedError, EOFError) as error:  # a corrupt member, an odd compression
+    except (OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:  # corrupt, odd compression
         raise ExerciseError(f"{shown(archive.name)} could not be unpacked ({type(error).__name__}: "
                             f"{shown(error)})") from None
 
@@ -152,6 +152,9 @@ def _check_member(archive: Path, member: zipfile.ZipInfo, dest: Path) -> None:
         raise ExerciseError(f"{shown(archive.name)} holds folders nested {len(Path(member.filename).parts) - 1} deep "
                             f"({shown(member.filename[:120])}...); the project nests a few: at most {MAX_DEPTH} are "
                             f"read. Zip your copy of the project only")
+    if member.flag_bits & 0x1:  # (zip's "encrypted" bit)
+        raise ExerciseError(f"{shown(archive.name)} is password-protected ({shown(member.filename)}); the grader "
+                            f"cannot open it: zip the copy again without a password")
     kind = stat.S_IFMT(member.external_attr >> 16)
     if kind == stat.S_IFLNK:
         raise ExerciseError(f"{shown(archive.name)} holds a symbolic link ({shown(member.filename)}); the grader "
