@@ -301,7 +301,7 @@ class Tensor:
                 node.grad = node_grad.copy() if node.grad is None else node.grad + node_grad
             if node.is_leaf:
                 continue
-            parent_grads = node.backward_fn(node_grad)
+            parent_grads = node.backward_fn(_read_only(node_grad))  # (other nodes may hold the same array)
             if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
                 returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
                             else f"a {type(parent_grads).__name__}")
@@ -684,6 +684,14 @@ def sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
     if size_one_axes:
         grad = grad.sum(axis=size_one_axes, keepdims=True)
     return grad
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view: a backward rule that writes into its upstream gradient (``grad *= 2``) fails, as one that
+    writes into its inputs does, instead of changing a gradient another node shares."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:

@@ -563,3 +563,17 @@ def test_detach_shares_memory_but_not_the_graph():
     detached = (t * 2.0).detach()
     assert not detached.requires_grad and detached.is_leaf
     assert np.shares_memory(t.detach().data, t.data), "detach() shares memory with the original"
+
+
+def test_a_backward_rule_cannot_change_the_upstream_gradient_other_nodes_share():
+    """add's rule hands one gradient array to both inputs: a rule writing into it would change the other's."""
+    first, second = (minitorch.tensor([1.0, 2.0], requires_grad=True) for _ in range(2))
+
+    def doubling_in_place(grad):
+        grad *= 2
+        return (grad,)
+
+    total = sum((Tensor.from_op(leaf.data * 2, (leaf,), doubling_in_place, "doubling") for leaf in (first, second)),
+                start=minitorch.tensor([0.0, 0.0]))
+    with pytest.raises(ValueError, match="read-only"):
+        total.backward(np.ones(2))

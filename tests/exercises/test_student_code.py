@@ -207,6 +207,18 @@ def test_garbage_written_to_the_channel_is_a_crash_not_data(tmp_path, pools):
         call(pool)
 
 
+@pytest.mark.parametrize("probe", ["gradients", "local_gradients"])
+def test_a_backward_rule_that_writes_into_its_upstream_gradient_fails_graded_as_in_the_students_run(tmp_path, pools,
+                                                                                                     probe):
+    """G6-11: `grad *= 2` changed a gradient the engine shares in the student's own run (their tests failed) but
+    scored full marks when graded, on a private copy. Both now hand the rule a read-only gradient."""
+    body = "grad *= 2\nreturn grad * b / 2, grad * a / 2"
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.1"]))
+    inputs = [np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)]
+    with pytest.raises(ValueError, match="read-only"):
+        pool.call("1.1", time.monotonic(), probe, "mul", inputs, np.ones((2, 3)))
+
+
 def test_a_process_the_students_code_forks_never_answers_the_graders_calls(tmp_path, pools):
     """A fork inside the function returns twice: the copy in the forked process (here it raises) must end, not
     answer this call or read the next one from the shared socket."""

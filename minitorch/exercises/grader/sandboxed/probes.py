@@ -79,7 +79,9 @@ def local_gradients(expression: str, inputs, upstream, **options) -> tuple:
     """The output's own backward rule applied to `upstream` (no other rule runs): one array per input,
     as the rule returns them (before the engine folds broadcast axes)."""
     _, output = build(expression, inputs, **options)
-    return tuple(np.asarray(gradient) for gradient in output.backward_fn(np.asarray(upstream)))
+    upstream = np.array(upstream)
+    upstream.flags.writeable = False  # as Tensor.backward hands it to a rule
+    return tuple(np.asarray(gradient) for gradient in output.backward_fn(upstream))
 
 
 def masked_softmax_gradients(scores, mask, upstream, axis: int = -1) -> dict:
