@@ -142,3 +142,17 @@ def test_a_map_that_is_not_finite_is_refused_naming_the_run_and_step(bad, at):  
     with pytest.raises(ValueError, match=rf"sink_scrubber_html: the attention map of run 'diverged' at step "
                                          rf"{20 * at} holds nan or inf"):
         sink_scrubber_html({"softmax": _snapshots([0.2]), "diverged": snapshots})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_a_run_named_with_a_quote_and_a_script_tag_still_draws_in_headless_chromium(tmp_path):  # U6-05
+    name = 'my "best" run</script><b>'
+    page = sink_scrubber_html({name: _snapshots([0.1, 0.5, 0.9])})
+    path = tmp_path / "scrubber.html"
+    path.write_text(f"<!DOCTYPE html><html><body>{page}</body></html>", encoding="utf-8")
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    captions = [html.unescape(caption) for caption in re.findall(r"<figcaption[^>]*>([^<]*)</figcaption>", dom)]
+    assert captions == [f"{name}, step 0: BOS mass 0.100"], \
+        f"the page must parse its data and draw the run, its name as text; captions: {captions}"
