@@ -193,3 +193,32 @@ def positions(owner: str, name: str, values, length: int | None = None) -> np.nd
         where = f" (L = {length})" if length is not None else ""
         raise ValueError(f"{owner}: {name} must be {expected}{where}, got {outside[0]} in {values!r:.80}")
     return array
+
+
+# ----------------------------------------------------------------------
+# fix6-b: the records the figures and tables read (results.json's dicts and lists of dicts)
+
+
+def record(owner: str, name: str, value, keys, what: str) -> dict:
+    """`value` as a dict holding every one of `keys`, or an error naming `owner`, `name` and the keys missing:
+    ``seeds_figure: seed_runs[0] must be one seed's result, a dict with keys ...; got {'x': 1} without seed``."""
+    missing = [key for key in keys if key not in value] if isinstance(value, dict) else list(keys)
+    if not isinstance(value, dict):
+        raise TypeError(f"{owner}: {name} must be {what}, a dict with keys {', '.join(keys)}; got {value!r:.80} "
+                        f"({type(value).__name__})")
+    if missing:
+        raise ValueError(f"{owner}: {name} must be {what}, a dict with keys {', '.join(keys)}; got {value!r:.80} "
+                         f"without {', '.join(missing)}")
+    return value
+
+
+def records(owner: str, name: str, values, keys, what: str, allow_empty: bool = False) -> list:
+    """`values` as a list (or tuple) of dicts each holding every one of `keys`, or an error naming `owner`,
+    `name`, the first bad entry and what it lacks; empty only with `allow_empty`."""
+    if not isinstance(values, (list, tuple)) or (not values and not allow_empty):
+        raise (ValueError if isinstance(values, (list, tuple)) else TypeError)(
+            f"{owner}: {name} must be a {'' if allow_empty else 'non-empty '}list of dicts, {what} each, with keys "
+            f"{', '.join(keys)}; got {values!r:.80} ({type(values).__name__})")
+    for index, value in enumerate(values):
+        record(owner, f"{name}[{index}]", value, keys, what)
+    return list(values)

@@ -188,7 +188,11 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     (the mean leak ρ_i; the key keeps the name results.json has always used), and ``slack_min``, the smallest
     (gap - bound) over every sequence and row (never negative: the bound is a theorem).
     """
-    if model.config["heads"] != 1 or model.config["layers"] != 1 or model.config["normaliser"] != "softmax":
+    config = getattr(model, "config", None)  # what build_model's models record of their architecture
+    if not isinstance(config, dict) or not {"heads", "layers", "normaliser"} <= config.keys():
+        raise TypeError(f"score_gaps: model must be a one-layer, one-head softmax model (build_model(width, 1, 1, "
+                        f"'softmax', ...)), got {type(model).__name__}, which records no architecture")
+    if config["heads"] != 1 or config["layers"] != 1 or config["normaliser"] != "softmax":
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = model.layers[0]
     xs = x.astype(np.float64)  # in float64: ρ can be far below float32's resolution near 1
@@ -286,8 +290,30 @@ def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str) -> tupl
     return results, len(written)
 
 
+# What each of run_beyond's helpers reads of its results (results.json): the lists' names and each run's keys
+ZOO_TABLE_KEYS = ("normaliser", "converged", "steps", "test_mse", "non_trigger_max_error", "bos", "content",
+                  "nowhere", "sink_share")
+MARKDOWN_KEYS = {"zoo": ZOO_TABLE_KEYS + ("seed", "learned"),
+                 "law": ("length", "steps", "delta", "gap", "bound", "slack_min"),
+                 "seeds_4x4": ("seed", "steps", "converged", "sinking_share_per_layer")}
+FIGURE_KEYS = {"zoo": ("normaliser", "bos", "content", "nowhere", "mean_map", "trajectory"),
+               "law": ("length", "content_keys", "gap", "bound", "delta"),
+               "seeds_4x4": ("seed", "steps", "sinking_share_per_layer")}
+WHAT_RUNS_ARE = {"zoo": "one normaliser's run (train_zoo_normaliser)", "law": "one length's run (train_at_length)",
+                 "seeds_4x4": "one seed's run (train_seed_of_4x4)"}
+
+
+def _check_results(owner: str, results, run_keys: dict, other_keys: tuple = ()) -> None:
+    """An error naming `owner` unless `results` (run_beyond's dict) holds `other_keys` and, under each name of
+    `run_keys`, a non-empty list of runs holding that name's keys: checked whole before anything is written."""
+    checks.record(owner, "results", results, other_keys + tuple(run_keys), "run_beyond's results (results.json)")
+    for name, keys in run_keys.items():
+        checks.records(owner, f"results[{name!r}]", results[name], keys, WHAT_RUNS_ARE[name])
+
+
 def write_beyond_figures(results: dict, out: Path) -> list[Path]:
     """Chapter 10's five figures from the results (redraw them from results.json without retraining)."""
+    _check_results("write_beyond_figures", results, FIGURE_KEYS)
     return [
         plotting.save(plotting.zoo_mass_figure(results["zoo"]), out / "zoo_mass.png"),
         plotting.save(plotting.zoo_maps_figure(results["zoo"]), out / "zoo_maps.png"),
@@ -299,6 +325,7 @@ def write_beyond_figures(results: dict, out: Path) -> list[Path]:
 
 def zoo_table(zoo: list[dict]) -> list[dict]:
     """One row per normaliser: means over seeds."""
+    checks.records("zoo_table", "zoo", zoo, ZOO_TABLE_KEYS, WHAT_RUNS_ARE["zoo"], allow_empty=True)
     rows = []
     for name in dict.fromkeys(run["normaliser"] for run in zoo):
         runs = [run for run in zoo if run["normaliser"] == name]
@@ -312,6 +339,7 @@ def zoo_table(zoo: list[dict]) -> list[dict]:
 
 def beyond_markdown(results: dict) -> str:
     """The tables of chapter 10."""
+    _check_results("beyond_markdown", results, MARKDOWN_KEYS, ("quick", "wall_time_seconds"))
     lines = ["# Beyond the paper: results", "",
              f"Written by `python -m minitorch reproduce --beyond{' --quick' if results['quick'] else ''}` "
              f"in {results['wall_time_seconds'] / 60:.1f} min.", "",

@@ -176,6 +176,10 @@ def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dic
     (their first layer and head is shown). `compare`: another history (e.g.
     the ReLU model's) drawn dashed for contrast.
     """
+    checks.record("sink_forming_figure", "history", history, HISTORY_KEYS, "TrainingResult.history")
+    if compare is not None:
+        checks.record("sink_forming_figure", "compare", compare, ("step", "bos_mass_mean"), "another history")
+    _check_snapshots("sink_forming_figure", snapshots)
     picks = _spread(len(snapshots), snapshot_count)
     fig = plt.figure(figsize=(3.2 * max(len(picks), 3), 7.2), constrained_layout=True)
     grid = fig.add_gridspec(2, max(len(picks), 1), height_ratios=[1.1, 1])
@@ -196,6 +200,20 @@ def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dic
         step, weights = snapshots[index]
         attention_heatmap(fig.add_subplot(grid[1, column]), weights[0, 0], f"step {step}", colour_bar=False)
     return fig
+
+
+HISTORY_KEYS = ("step", "bos_mass_mean", "bos_mass_min", "trigger_content")  # what sink_forming_figure draws
+
+
+def _check_snapshots(owner: str, snapshots) -> None:
+    """A TypeError unless `snapshots` is a list of (step, weights (layers, H, L, L)) pairs, as `train` keeps."""
+    if not isinstance(snapshots, (list, tuple)):
+        raise TypeError(f"{owner}: snapshots must be a list of (step, weights) pairs (TrainingResult.snapshots), "
+                        f"got {snapshots!r:.60} ({type(snapshots).__name__})")
+    for index, snapshot in enumerate(snapshots):
+        if not isinstance(snapshot, (list, tuple)) or len(snapshot) != 2 or np.ndim(snapshot[1]) != 4:
+            raise TypeError(f"{owner}: snapshots[{index}] must be a pair (step, weights (layers, H, L, L)), got "
+                            f"{snapshot!r:.60}")
 
 
 def _spread(count: int, wanted: int) -> list[int]:
@@ -321,6 +339,8 @@ def log_law_figure(law: list[dict]) -> plt.Figure:
 
 def seeds_figure(seed_runs: list[dict]) -> plt.Figure:
     """Share of sinking heads per layer over seeds (left) and steps to the stop (right)."""
+    checks.records("seeds_figure", "seed_runs", seed_runs, ("seed", "steps", "sinking_share_per_layer"),
+                   "one seed's result (beyond.train_seed_of_4x4)")
     shares = np.array([run["sinking_share_per_layer"] for run in seed_runs])  # (seeds, layers)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     layers = np.arange(1, shares.shape[1] + 1)
@@ -366,12 +386,36 @@ def price_of_a_sink_figure(zoo: list[dict]) -> plt.Figure:
 
 
 def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
-    """Write `fig` to `path` (parent folders created) and close it."""
+    """Write `fig` to `path` (parent folders created) and close it; returns `path`, the file written.
+
+    `path` must end in an image format's extension (.png, .pdf, .svg, ...): without one matplotlib would add
+    .png and write another file than the one returned."""
     if not isinstance(fig, matplotlib.figure.Figure):
         raise TypeError(f"save: fig must be a matplotlib Figure (as the figure functions return), got "
                         f"{type(fig).__name__}")
-    path = Path(path)
+    path = _image_path(fig, path)
+    dpi = checks.positive_number("save", "dpi", dpi)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
+    return path
+
+
+def _image_path(fig: plt.Figure, path) -> Path:
+    """`path` as a Path to an image file save can write, or an error naming it: an extension matplotlib knows,
+    not an existing folder, and no parent that is a file or a device (mkdir's "File exists" said nothing)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"save: path must be a file path such as 'figure.png', got {path!r:.80} "
+                        f"({type(path).__name__})")
+    path = Path(path)
+    formats = fig.canvas.get_supported_filetypes()  # {'png': 'Portable Network Graphics', ...}
+    if path.is_dir():
+        raise IsADirectoryError(f"save: path {str(path)!r} is a folder; give the image file's name, such as "
+                                f"{str(path / 'figure.png')!r}")
+    if path.suffix.lower().lstrip(".") not in formats:
+        raise ValueError(f"save: path {str(path)!r} must end in an image format's extension ({', '.join(formats)}); "
+                         f"without one matplotlib would write {str(path)!r} + '.png', not the path returned")
+    parent = next(folder for folder in path.absolute().parents if folder.exists())  # the root exists
+    if not parent.is_dir():
+        raise NotADirectoryError(f"save: path {str(path)!r} lies inside {str(parent)!r}, which is not a folder")
     return path

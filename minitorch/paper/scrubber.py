@@ -8,6 +8,7 @@ offline, in Jupyter it works in a trusted notebook (GitHub, which runs no script
 
 from __future__ import annotations
 
+import html
 import json
 from itertools import count
 
@@ -52,25 +53,39 @@ def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
     for name, snapshots in runs.items():
         if not snapshots:
             raise ValueError(f"sink_scrubber_html: run {name!r} has no snapshots; train with snapshot_every=...")
-        steps = [int(step) for step, _ in snapshots]
+        steps = [checks.integer("sink_scrubber_html", f"the step of run {name!r}", step, minimum=0)
+                 for step, _ in snapshots]
         if steps != sorted(steps):
             raise ValueError(f"sink_scrubber_html: the snapshots of run {name!r} are not in training order")
         maps = [np.asarray(weights)[0, 0] for _, weights in snapshots]  # (L, L): layer 1, head 1
         non_trigger_rows("sink_scrubber_html", maps[0], trigger)  # before any map is rounded
+        _check_finite(name, steps, maps)
         data["runs"].append({"name": name, "steps": steps, "length": int(maps[0].shape[-1]),
                              "maps": [np.round(map_, 3).ravel().tolist() for map_ in maps],
                              "bos": [round(bos_mass_at_non_trigger_rows(map_, trigger), 4) for map_ in maps]})
     return data
 
 
+def _check_finite(name, steps: list[int], maps: list[np.ndarray]) -> None:
+    """A ValueError naming the run and the first step whose map holds nan or inf: JSON has no such number, so
+    the page's JSON.parse would fail and the scrubber draw nothing, without a word."""
+    for step, map_ in zip(steps, maps):
+        if not np.isfinite(map_).all():
+            raise ValueError(f"sink_scrubber_html: the attention map of run {name!r} at step {step} holds nan or "
+                             f"inf (did the run diverge?); the scrubber draws only finite weights")
+
+
 def sink_scrubber_html(runs: dict, trigger: int = TEST_TRIGGER) -> str:
-    """The scrubber as HTML for ``display(HTML(...))``: runs is {name: snapshots, ...}, shown left to right."""
-    data = json.dumps(scrubber_data(runs, trigger), separators=(",", ":"))
+    """The scrubber as HTML for ``display(HTML(...))``: runs is {name: snapshots, ...}, shown left to right.
+
+    Run names are text, not HTML: escaped in the attribute, and every '<' of the data written as \\u003c, so
+    that a name holding '</script>' cannot end the data's script element."""
+    data = json.dumps(scrubber_data(runs, trigger), separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     name = f"sink-scrubber-{next(_instances)}"
     panels = "".join(
         f'<figure style="margin:0;flex:1 1 12rem;max-width:16rem">'
         f'<canvas width="256" height="256" style="width:100%;image-rendering:pixelated;border:1px solid #ccc" '
-        f'role="img" aria-label="mean attention map of {run}"></canvas>'
+        f'role="img" aria-label="mean attention map of {html.escape(str(run))}"></canvas>'
         f'<figcaption style="font-size:0.85rem;text-align:center" aria-live="polite"></figcaption></figure>'
         for run in runs)
     return f"""<div class="sink-scrubber" id="{name}" style="font-family:inherit;max-width:46rem">

@@ -52,12 +52,28 @@ def softmax_with_sink(scores: Tensor, future: np.ndarray, sink_score) -> Tensor:
     sink's own weight is then dropped: its value is zero, so that weight
     goes nowhere.
     """
+    _check_sink_shape("softmax_with_sink", "sink_score", sink_score, scores)
     column = np.zeros(scores.shape[:-1] + (1,), dtype=scores.dtype)  # (..., L, 1)
     sink_column = as_tensor(sink_score, like=scores) + column  # S broadcast to (..., L, 1); its gradient is summed back
     sink_visible = np.concatenate([future, np.zeros(future.shape[:-1] + (1,), dtype=bool)], axis=-1)  # (L, L + 1)
     with_sink = ops.concatenate([scores, sink_column], axis=-1)  # (..., L, L + 1)
     weights = softmax_attention(with_sink, sink_visible)  # (..., L, L + 1): every row sees the sink
     return weights[..., :-1]  # (..., L, L + 1) -> (..., L, L): drop the sink
+
+
+def _check_sink_shape(owner: str, name: str, sink, scores: Tensor) -> None:
+    """A ValueError naming `name` unless the sink's score broadcasts to the sink column (..., L, 1) of `scores`
+    without widening it: one S per row at most, e.g. (H, 1, 1, 1) against scores (H, B, L, L)."""
+    sink_shape = sink.shape if hasattr(sink, "shape") else np.shape(sink)
+    column_shape = tuple(scores.shape[:-1]) + (1,)
+    try:
+        fits = np.broadcast_shapes(sink_shape, column_shape) == column_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{owner}: {name} of shape {tuple(sink_shape)} does not broadcast to the sink column "
+                         f"{column_shape} of scores {tuple(scores.shape)}; use a number or one S per head, "
+                         f"shape (H, 1, 1, 1) for scores (H, B, L, L)")
 
 
 @register_normaliser("softmax1")
@@ -79,6 +95,7 @@ def sink_logit_attention(scores: Tensor, future: np.ndarray, sink_logit: Tensor)
     `sink_logit` broadcasts against (..., L, 1): in a layer, whose scores are
     (H, B, L, L), it is (H, 1, 1, 1), one S per head.
     """
+    _check_sink_shape("sink_logit_attention", "sink_logit", sink_logit, scores)
     return softmax_with_sink(scores, future, sink_logit)
 
 

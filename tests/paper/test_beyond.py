@@ -7,11 +7,13 @@ import json
 import numpy as np
 import pytest
 
+from minitorch import nn
 from minitorch.paper import beyond
 from minitorch.paper.models import build_model
 from minitorch.paper.task import make_batch
 
 from causal_literals import visible_keys  # noqa: E402  (tests/causal_literals.py)
+from bad_input_helpers import ROOT  # noqa: E402  (tests/bad_input_helpers.py)
 
 
 def test_the_gap_bound_is_what_mass_one_minus_delta_on_bos_requires():
@@ -112,3 +114,60 @@ def test_run_beyond_names_a_budget_that_is_not_one_before_any_work(budget, tmp_p
     with pytest.raises(TypeError, match=r"run_beyond: budget must be beyond.FULL, beyond.QUICK or a beyond.Budget"):
         beyond.run_beyond(tmp_path / "out", budget=budget, log=lambda message: None)
     assert not (tmp_path / "out").exists(), "a refused run must not create its folder"
+
+
+def _results():
+    """run_beyond's results as results.json holds them, one run of each list (the committed quick or full run)."""
+    return json.loads((ROOT / "figures" / "beyond" / "results.json").read_text())
+
+
+def _without(results: dict, where: str, key: str) -> dict:
+    """`results` with `key` dropped from the first run of list `where` ('' for the results' own keys)."""
+    record = results[where][0] if where else results
+    del record[key]
+    return results
+
+
+@pytest.mark.parametrize("call, culprit", [  # B6-06: KeyError: 'normaliser' / 'quick' / 'zoo', the argument unnamed
+    (lambda folder: beyond.zoo_table([{}]), r"zoo_table: zoo\[0\] must be one normaliser's run .*; got \{\} without "
+                                            r"normaliser, converged, steps"),
+    (lambda folder: beyond.zoo_table(_results()["zoo"] + [{"normaliser": "softmax"}]),
+     r"zoo_table: zoo\[\d+\] .* without converged"),
+    (lambda folder: beyond.zoo_table({"normaliser": "softmax"}), r"zoo_table: zoo must be a list of dicts"),
+    (lambda folder: beyond.beyond_markdown({}), r"beyond_markdown: results must be run_beyond's results .*; got \{\} "
+                                                r"without quick, wall_time_seconds, zoo, law, seeds_4x4"),
+    (lambda folder: beyond.beyond_markdown(_without(_results(), "", "quick")), r"beyond_markdown: .* without quick"),
+    (lambda folder: beyond.beyond_markdown(_without(_results(), "law", "slack_min")),
+     r"beyond_markdown: results\['law'\]\[0\] must be one length's run .* without slack_min"),
+    (lambda folder: beyond.beyond_markdown(_without(_results(), "zoo", "learned")),
+     r"beyond_markdown: results\['zoo'\]\[0\] .* without learned"),
+    (lambda folder: beyond.write_beyond_figures({}, folder), r"write_beyond_figures: results must be run_beyond's "
+                                                             r"results .* without zoo, law, seeds_4x4"),
+    (lambda folder: beyond.write_beyond_figures(_without(_results(), "seeds_4x4", "seed"), folder),
+     r"write_beyond_figures: results\['seeds_4x4'\]\[0\] must be one seed's run .* without seed"),
+    (lambda folder: beyond.write_beyond_figures(_without(_results(), "law", "content_keys"), folder),
+     r"write_beyond_figures: results\['law'\]\[0\] .* without content_keys"),
+    (lambda folder: beyond.write_beyond_figures(dict(_results(), zoo=[]), folder),
+     r"write_beyond_figures: results\['zoo'\] must be a non-empty list"),
+], ids=["zoo-table-of-an-empty-run", "zoo-table-of-a-run-without-counts", "zoo-table-of-a-dict", "markdown-of-nothing",
+        "markdown-without-quick", "markdown-law-without-slack", "markdown-zoo-without-learned", "figures-of-nothing",
+        "figures-seed-without-seed", "figures-law-without-keys", "figures-of-no-zoo-run"])
+def test_run_beyonds_helpers_name_results_without_what_they_read_before_writing(call, culprit, tmp_path):
+    with pytest.raises((TypeError, ValueError), match=culprit):  # TypeError for a dict in place of a list
+        call(tmp_path)
+    assert list(tmp_path.iterdir()) == [], "refused results must write no figure"
+
+
+def test_run_beyonds_helpers_read_the_committed_results():
+    results = _results()
+    assert [row["normaliser"] for row in beyond.zoo_table(results["zoo"])] == \
+        list(dict.fromkeys(run["normaliser"] for run in results["zoo"])), "one row per normaliser, in order"
+    assert beyond.beyond_markdown(results).startswith("# Beyond the paper: results"), "the tables of chapter 10"
+
+
+@pytest.mark.parametrize("model", [  # B6-07: AttributeError: 'Linear' object has no attribute 'config'
+    lambda: nn.Linear(2, 2), lambda: None, lambda: "softmax_1x1"], ids=["a-linear-layer", "none", "a-name"])
+def test_score_gaps_names_a_model_that_records_no_architecture(model):
+    with pytest.raises(TypeError, match=r"score_gaps: model must be a one-layer, one-head softmax model "
+                                        r"\(build_model\(.*\)\), got \w+, which records no architecture"):
+        beyond.score_gaps(model(), *make_batch(4, np.random.default_rng(0))[::2])

@@ -123,3 +123,98 @@ def test_the_figure_functions_name_a_bad_argument_before_drawing_or_writing(call
         call(tmp_path)
     assert list(tmp_path.iterdir()) == [], "a refused figure must write nothing"
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+def _open_figure():
+    return plotting.plt.figure(figsize=(1, 1))
+
+
+@pytest.mark.parametrize("name, error, culprit", [  # L6-01: matplotlib wrote name + '.png', save returned name
+    ("figure", ValueError, r"save: path '.*figure' must end in an image format's extension \(.*png.*\); without "
+                           r"one matplotlib would write"),
+    ("figure.", ValueError, r"save: path '.*figure\.' must end in an image format's extension"),
+    ("figure.txt", ValueError, r"save: path '.*figure\.txt' must end in an image format's extension"),
+    ("existing-folder", IsADirectoryError, r"save: path '.*existing-folder' is a folder; give the image file's name"),
+    ("folder.png", IsADirectoryError, r"save: path '.*folder\.png' is a folder"),
+], ids=["no-extension", "a-bare-dot", "not-an-image", "an-existing-folder", "a-folder-named-like-an-image"])
+def test_save_refuses_a_path_matplotlib_would_not_write_as_given(name, error, culprit, tmp_path):
+    (tmp_path / "existing-folder").mkdir()
+    (tmp_path / "folder.png").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    fig = _open_figure()
+    with pytest.raises(error, match=culprit):
+        plotting.save(fig, tmp_path / name)
+    plotting.plt.close(fig)
+    assert sorted(tmp_path.rglob("*")) == before, "a refused save must write nothing"
+
+
+@pytest.mark.parametrize("name", ["figure.png", "figure.PNG", "figure.svg", "figure.pdf", "a/b/figure.jpg"])
+def test_save_returns_the_file_it_wrote(name, tmp_path):
+    written = plotting.save(_open_figure(), tmp_path / name)
+    assert written == tmp_path / name and written.is_file(), f"save must write {name}, the path it returns"
+    assert sorted(path.name for path in tmp_path.rglob("*") if path.is_file()) == [written.name], "one file only"
+
+
+@pytest.mark.parametrize("make_parent", [  # L6-02: mkdir's FileExistsError: [Errno 17] File exists: '/dev/full'
+    lambda folder: folder / "a-file",
+    lambda folder: folder / "a-file" / "below",
+], ids=["a-file", "a-folder-below-a-file"])
+def test_save_names_a_parent_that_is_not_a_folder(make_parent, tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    fig = _open_figure()
+    with pytest.raises(NotADirectoryError, match=r"save: path '.*figure\.png' lies inside '.*a-file', which is not "
+                                                 r"a folder"):
+        plotting.save(fig, make_parent(tmp_path) / "figure.png")
+    plotting.plt.close(fig)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"], "a refused save must create nothing"
+
+
+def test_save_names_a_parent_that_is_a_device():
+    fig = _open_figure()
+    with pytest.raises(NotADirectoryError, match=r"lies inside '/dev/null', which is not a folder"):
+        plotting.save(fig, "/dev/null/figure.png")
+    plotting.plt.close(fig)
+
+
+@pytest.mark.parametrize("dpi, error", [  # L6-03: matplotlib's "can't multiply sequence by non-int"
+    ("high", TypeError), (None, TypeError), (True, TypeError), (0, ValueError), (-110, ValueError),
+    (float("nan"), ValueError), (float("inf"), ValueError)])
+def test_save_names_a_dpi_that_is_not_a_positive_number(dpi, error, tmp_path):
+    fig = _open_figure()
+    with pytest.raises(error, match=r"save: dpi must be a finite number > 0, got"):
+        plotting.save(fig, tmp_path / "figure.png", dpi=dpi)
+    plotting.plt.close(fig)
+    assert list(tmp_path.iterdir()) == [], "a refused save must write nothing"
+
+
+_HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 0.4], "trigger_content": [0.1, 0.2]}
+
+
+@pytest.mark.parametrize("call, error, culprit", [  # L6-09 (KeyError: 'step'), L6-13 (KeyError: 'sinking_share...')
+    (lambda: plotting.sink_forming_figure({}, [], "t"), ValueError,
+     r"sink_forming_figure: history must be TrainingResult.history, a dict with keys step, .*; got \{\} without "
+     r"step, bos_mass_mean, bos_mass_min, trigger_content"),
+    (lambda: plotting.sink_forming_figure({"step": [0]}, [], "t"), ValueError,
+     r"history .* without bos_mass_mean, bos_mass_min, trigger_content"),
+    (lambda: plotting.sink_forming_figure([0, 1], [], "t"), TypeError, r"history must be .*got \[0, 1\] \(list\)"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, [], "t", compare={"step": [0]}), ValueError,
+     r"sink_forming_figure: compare must be another history, .* without bos_mass_mean"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, [(0, np.zeros((4, 4)))], "t"), TypeError,
+     r"sink_forming_figure: snapshots\[0\] must be a pair \(step, weights \(layers, H, L, L\)\)"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, np.zeros((2, 4)), "t"), TypeError,
+     r"sink_forming_figure: snapshots must be a list of \(step, weights\) pairs"),
+    (lambda: plotting.seeds_figure([{"x": 1}]), ValueError,
+     r"seeds_figure: seed_runs\[0\] must be one seed's result .*; got \{'x': 1\} without seed, steps, "
+     r"sinking_share_per_layer"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": 5, "sinking_share_per_layer": [0.5]}, {"seed": 1}]),
+     ValueError, r"seed_runs\[1\] .* without steps, sinking_share_per_layer"),
+    (lambda: plotting.seeds_figure([]), ValueError, r"seeds_figure: seed_runs must be a non-empty list of dicts"),
+    (lambda: plotting.seeds_figure({"seed": 0}), TypeError, r"seed_runs must be a non-empty list .*\(dict\)"),
+], ids=["history-empty", "history-without-masses", "history-a-list", "compare-without-mass", "snapshot-a-2-d-map",
+        "snapshots-an-array", "seed-run-without-keys", "second-seed-run-without-keys", "no-seed-run",
+        "seed-runs-a-dict"])
+def test_the_training_figures_name_a_record_without_what_they_draw(call, error, culprit):
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(error, match=culprit):
+        call()
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"

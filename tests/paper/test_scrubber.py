@@ -3,6 +3,7 @@ installed) a slider that really moves the maps in a browser with no kernel and n
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -99,3 +100,59 @@ def test_bos_mass_of_the_shortest_map_with_a_non_trigger_row():
 def test_the_scrubber_refuses_maps_without_a_non_trigger_row_before_any_html():
     with pytest.raises(ValueError, match=r"sink_scrubber_html: needs a map .*got L = 4 and trigger 7"):
         sink_scrubber_html({"short": [(0, np.ones((1, 1, 4, 4)))]})
+
+
+def _data_block(page: str) -> str:
+    """The text of the page's JSON script element, as the browser cuts it: up to the first '</script'."""
+    start = page.index('<script type="application/json" class="scrubber-data">') + len(
+        '<script type="application/json" class="scrubber-data">')
+    return page[start:page.index("</script", start)]
+
+
+@pytest.mark.parametrize("name", ['my "best" run', "a</script><script>alert(1)</script>", "<b>bold</b> & 'co'",
+                                  "a<!--b", 'x" onfocus="alert(1)'],
+                         ids=["a-double-quote", "a-closing-script-tag", "markup-and-ampersand", "a-comment-opener",
+                              "an-attribute-injection"])
+def test_a_run_name_is_text_in_the_attribute_and_the_data(name):  # U6-05: the name broke the page's HTML
+    page = sink_scrubber_html({name: _snapshots([0.1, 0.9]), "ReLU": _snapshots([0.0])})
+    labels = re.findall(r'aria-label="([^"]*)"', page)
+    assert f"mean attention map of {html.escape(name)}" in labels, \
+        f"the name must be escaped inside aria-label=\"...\", got labels {labels}"
+    data = json.loads(_data_block(page))
+    assert [run["name"] for run in data["runs"]] == [name, "ReLU"], \
+        "the data block must hold the run names whole: a '</script>' in a name ended it early"
+    assert page.count("</script>") == 2, "only the data's and the script's own closing tags"
+
+
+@pytest.mark.parametrize("step, error", [("x", TypeError), (2.7, TypeError), (None, TypeError), (True, TypeError),
+                                         (-20, ValueError)],
+                         ids=["a-word", "a-fraction", "none", "true", "negative"])
+def test_a_step_that_is_not_a_training_step_is_named(step, error):  # U6-06: int()'s "invalid literal" error
+    snapshots = _snapshots([0.1, 0.5])
+    snapshots[1] = (step, snapshots[1][1])
+    with pytest.raises(error, match=r"sink_scrubber_html: the step of run 'a' must be an integer >= 0, got"):
+        sink_scrubber_html({"a": snapshots})
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "minus-inf"])
+@pytest.mark.parametrize("at", [0, 2], ids=["first-snapshot", "last-snapshot"])
+def test_a_map_that_is_not_finite_is_refused_naming_the_run_and_step(bad, at):  # U6-07: NaN in the JSON, no map
+    snapshots = _snapshots([0.1, 0.5, 0.9])
+    snapshots[at][1][0, 0, 3, 1] = bad
+    with pytest.raises(ValueError, match=rf"sink_scrubber_html: the attention map of run 'diverged' at step "
+                                         rf"{20 * at} holds nan or inf"):
+        sink_scrubber_html({"softmax": _snapshots([0.2]), "diverged": snapshots})
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_a_run_named_with_a_quote_and_a_script_tag_still_draws_in_headless_chromium(tmp_path):  # U6-05
+    name = 'my "best" run</script><b>'
+    page = sink_scrubber_html({name: _snapshots([0.1, 0.5, 0.9])})
+    path = tmp_path / "scrubber.html"
+    path.write_text(f"<!DOCTYPE html><html><body>{page}</body></html>", encoding="utf-8")
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    captions = [html.unescape(caption) for caption in re.findall(r"<figcaption[^>]*>([^<]*)</figcaption>", dom)]
+    assert captions == [f"{name}, step 0: BOS mass 0.100"], \
+        f"the page must parse its data and draw the run, its name as text; captions: {captions}"

@@ -8,6 +8,8 @@ pass a float64 gradcheck, and stay finite for scores of ±1000.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -274,3 +276,24 @@ def test_a_normaliser_parameter_may_not_replace_a_layer_attribute(monkeypatch):
 def test_the_sink_logits_need_a_whole_number_of_heads(heads, error, culprit):
     with pytest.raises(error, match=culprit):
         sink_free.zero_sink_logit_per_head(heads)
+
+
+@pytest.mark.parametrize("scores_shape, sink_shape", [  # U6-09, U6-11: NumPy's where/concatenate error, S not named
+    ((1, 1, 4, 4), (2,)), ((1, 1, 4, 4), (3, 1, 1, 1)), ((2, 3, 4, 4), (3, 1, 1, 1)), ((1, 1, 4, 4), (1, 1, 1, 1, 1)),
+    ((3, 2, 4, 4), (3, 2, 1, 1, 1)), ((1, 1, 4, 4), (4, 4))],
+    ids=["two-numbers", "three-heads-for-one", "heads-on-the-batch-axis", "an-extra-axis", "five-axes", "a-map"])
+@pytest.mark.parametrize("owner, name, call", [
+    ("softmax_with_sink", "sink_score", sink_free.softmax_with_sink),
+    ("sink_logit_attention", "sink_logit", sink_free.sink_logit_attention)], ids=["with-sink", "sink-logit"])
+def test_a_sink_score_that_would_widen_the_sink_column_is_named(scores_shape, sink_shape, owner, name, call):
+    scores = minitorch.tensor(random_scores()[:1, :1, :4, :4] * np.ones(scores_shape))
+    with pytest.raises(ValueError, match=rf"{owner}: {name} of shape {re.escape(str(sink_shape))} does not broadcast "
+                                         rf"to the sink column {re.escape(str(scores_shape[:-1] + (1,)))}"):
+        call(scores, future_keys(4), np.zeros(sink_shape))
+
+
+@pytest.mark.parametrize("sink_shape", [(), (1,), (1, 1), (3, 1, 1), (2, 1, 1, 1), (1, 3, 4, 1)])
+def test_a_sink_score_that_fits_the_sink_column_is_taken(sink_shape):
+    scores = minitorch.tensor(np.ones((2, 3, 4, 4)))  # read as (H, B, L, L) or (B, H, L, L)
+    weights = sink_free.softmax_with_sink(scores, future_keys(4), np.zeros(sink_shape))
+    assert weights.shape == (2, 3, 4, 4), "the weights keep the shape of the scores"
