@@ -9,6 +9,7 @@ Every function returns a matplotlib Figure; `save` writes it to disk.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ except ValueError as error:  # matplotlib reads MPLBACKEND at import: a name it 
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is checked
 
 from minitorch import checks  # noqa: E402
+from minitorch.outputs import write_atomically  # noqa: E402
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
 
 COLOUR_MAP = "viridis"
@@ -395,8 +397,9 @@ def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
                         f"{type(fig).__name__}")
     path = _image_path(fig, path)
     dpi = checks.positive_number("save", "dpi", dpi)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
+    image = io.BytesIO()
+    fig.savefig(image, format=path.suffix.lower().lstrip("."), dpi=dpi)
+    write_atomically(path, image.getvalue(), option="save: path")  # (an old figure stays whole if this stops)
     plt.close(fig)
     return path
 
