@@ -56,8 +56,9 @@ class Module:
                             f"({type(prefix).__name__})")
         return self._named_parameters_from(prefix, ())
 
-    def _named_parameters_from(self, prefix: str, _holders: tuple):
-        holders = _holders + (self,)  # this module and the modules it sits in
+    def _named_parameters_from(self, prefix: str, outer: tuple):
+        """named_parameters, given the modules this one sits in (`outer`)."""
+        holders = outer + (self,)  # this module and the modules it sits in
         for name, value in vars(self).items():
             if isinstance(value, Parameter):
                 yield prefix + name, value
