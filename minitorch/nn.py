@@ -49,9 +49,16 @@ class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
-    def named_parameters(self, prefix: str = "", _holders: tuple = ()):
-        """Yield ``(dotted_name, parameter)`` in the order attributes were set."""
-        holders = _holders + (self,)  # this module and the modules it sits in
+    def named_parameters(self, prefix: str = ""):
+        """Yield ``(dotted_name, parameter)`` in the order attributes were set, each name after `prefix`."""
+        if not isinstance(prefix, str):  # checked here, at the call, not when the first name is asked for
+            raise TypeError(f"named_parameters: prefix must be a string (put before each name), got {prefix!r} "
+                            f"({type(prefix).__name__})")
+        return self._named_parameters_from(prefix, ())
+
+    def _named_parameters_from(self, prefix: str, outer: tuple):
+        """named_parameters, given the modules this one sits in (`outer`)."""
+        holders = outer + (self,)  # this module and the modules it sits in
         for name, value in vars(self).items():
             if isinstance(value, Parameter):
                 yield prefix + name, value
@@ -71,7 +78,7 @@ class Module:
             raise ValueError(f"{type(holders[0]).__name__}.{name} is the module itself or a module that holds it, "
                              f"so the module tree has a cycle and its parameters have no end; keep that reference "
                              f"outside the module (or delete the attribute)")
-        yield from self.named_parameters(name + ".", holders)
+        yield from self._named_parameters_from(name + ".", holders)
 
     def parameters(self) -> list[Parameter]:
         """Every parameter, once (one shared by two sub-modules is listed once)."""

@@ -65,24 +65,38 @@ class UnwritableFileError(PathError, OSError):
     wrapper prints it as one line)."""
 
 
-def given_path(path, option: str, error=PathError) -> Path:
+def given_path(path, option: str, error=PathError, file: bool = False) -> Path:
     """`path` as a Path, or TypeError naming `option` if it is no path (a number, None, bytes), or `error` if it
-    holds a NUL character, which no file name can (Python's own 'embedded null byte' names neither)."""
+    holds a NUL character, which no file name can (Python's own 'embedded null byte' names neither). With
+    `file`, the path must name a file: 'out/' or 'out/.' names a folder, though Path('out/') drops the slash."""
     if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
         raise TypeError(f"{option}: expected a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}")
     if "\x00" in os.fspath(path):
         raise error(f"{option} {os.fspath(path)!r}: holds a NUL character (\\x00), which no file name can; "
                     f"name the file without it")
+    if file and _names_a_folder(os.fspath(path)):
+        ending = os.path.basename(path) or os.sep
+        raise error(f"{option} {os.fspath(path)!r}: names a folder (it ends with {ending!r}), not a file; add the "
+                    f"file's name (pathlib would drop the end and take the file {os.path.normpath(path)!r} instead)")
     return Path(path)
 
 
-def checked_path(path, option: str, follow_links: bool = True, error=PathError) -> Path:
+def _names_a_folder(text: str) -> bool:
+    """Whether the path `text` ends as only a folder's path can: with a separator, '.' or '..' (the root, '/',
+    is left to the checks that name it)."""
+    separators = tuple(separator for separator in (os.sep, os.altsep) if separator)
+    is_root = os.path.dirname(text) == text
+    return not is_root and (text.endswith(separators) or os.path.basename(text) in (".", ".."))
+
+
+def checked_path(path, option: str, follow_links: bool = True, error=PathError, file: bool = False) -> Path:
     """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
     above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
-    255 bytes, a path longer than 4095 bytes, a symbolic-link loop (TypeError: no path at all)."""
+    255 bytes, a path longer than 4095 bytes, a symbolic-link loop, with `file` a folder's path such as 'out/'
+    (TypeError: no path at all)."""
     if path is None or not str(path).strip():
         raise error(f"{option} is empty; name the place")
-    shown = str(given_path(path, option, error))
+    shown = str(given_path(path, option, error, file=file))
     try:
         absolute = os.path.abspath(Path(shown).expanduser())
     except FileNotFoundError:
@@ -112,7 +126,7 @@ def check_input_file(path, option: str, error=PathError) -> Path:
     """`path` as an absolute path to a regular file to read, or `error` (FileNotFoundError if it does not
     exist): a FIFO, a socket or a device is refused before it is opened, since reading one may block forever
     or never end."""
-    target = checked_path(path, option, error=error)
+    target = checked_path(path, option, error=error, file=True)
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -140,7 +154,7 @@ def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
 
 def check_output_file(path, option: str, inputs=()) -> Path:
     """`path` as an absolute file path that the command may create or replace, or OutputPathError."""
-    target = _checked_path(path, option)
+    target = _checked_path(path, option, file=True)
     if target.is_dir():
         raise OutputPathError(f"{option} {path}: is a folder; name a file")
     _check_replaceable_file(path, target, option, OutputPathError)
@@ -149,8 +163,9 @@ def check_output_file(path, option: str, inputs=()) -> Path:
     return target
 
 
-def _checked_path(path, option: str) -> Path:
-    target = checked_path(path, option, error=OutputPathError)  # links resolved: '--out link' is where it points
+def _checked_path(path, option: str, file: bool = False) -> Path:
+    # links resolved: '--out link' is where it points
+    target = checked_path(path, option, error=OutputPathError, file=file)
     if target == Path(target.anchor):
         raise OutputPathError(f"{option} {path}: is the filesystem root; name a folder of its own")
     _check_no_folder_made_through_a_link(path, target, option, OutputPathError)
@@ -251,7 +266,7 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
     a new file 0o666 less the umask. A symbolic link is kept: the file it names is replaced (as writing into the
     link would). A read-only file is refused, as is a link pointing into a folder that does not exist. Errors
     name `option` (the caller, e.g. ``save_model: path``) and `path` as given, never the temporary name."""
-    shown, path = path, checked_path(path, option, error=UnwritableFileError)
+    shown, path = path, checked_path(path, option, error=UnwritableFileError, file=True)
     _check_replaceable_file(shown, path, option, UnwritableFileError)
     _check_no_folder_made_through_a_link(shown, path, option, UnwritableFileError)
     if mode is None:

@@ -450,22 +450,22 @@ class Tensor:
 
     # Comparisons give boolean masks (`Mask`, an ndarray), not differentiable.
     def __lt__(self, other):
-        return _compare(np.less, self, other)
+        return _compare(np.less, "<", self, other)
 
     def __le__(self, other):
-        return _compare(np.less_equal, self, other)
+        return _compare(np.less_equal, "<=", self, other)
 
     def __gt__(self, other):
-        return _compare(np.greater, self, other)
+        return _compare(np.greater, ">", self, other)
 
     def __ge__(self, other):
-        return _compare(np.greater_equal, self, other)
+        return _compare(np.greater_equal, ">=", self, other)
 
     def __eq__(self, other):
-        return _compare(np.equal, self, other)
+        return _compare(np.equal, "==", self, other)
 
     def __ne__(self, other):
-        return _compare(np.not_equal, self, other)
+        return _compare(np.not_equal, "!=", self, other)
 
     __hash__ = object.__hash__  # tensors are graph nodes, hashed by identity
 
@@ -616,10 +616,25 @@ class Mask(np.ndarray):
         return repr(self.view(np.ndarray))
 
 
-def _compare(comparison, tensor: Tensor, other):
+def _compare(comparison, symbol: str, tensor: Tensor, other):
     if not isinstance(other, (Tensor, numbers.Number, np.ndarray, np.generic, list, tuple)):
         return NotImplemented  # Python then says "'<' not supported between instances of 'Tensor' and 'str'"
-    return np.asarray(comparison(tensor._data, _raw(other))).view(Mask)
+    other = _raw(other)
+    try:
+        np.broadcast_shapes(tensor.shape, np.shape(other))
+    except ValueError:  # (a ragged list has no shape: NumPy's comparison says so itself)
+        if _has_shape(other):
+            raise ValueError(f"x {symbol} y: shapes {tensor.shape} and {np.shape(other)} cannot be broadcast together "
+                             f"(aligned from the right, each pair of sizes must be equal or one of them 1)") from None
+    return np.asarray(comparison(tensor._data, other)).view(Mask)
+
+
+def _has_shape(values) -> bool:
+    try:
+        np.shape(values)
+        return True
+    except ValueError:
+        return False
 
 
 def as_tensor(x, like: Tensor | None = None) -> Tensor:

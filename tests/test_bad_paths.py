@@ -356,3 +356,36 @@ def test_a_legal_255_byte_output_name_leaves_room_for_the_staging_names(tmp_path
         assert len(os.fsencode(prefix + "x" * 8 + suffix)) <= outputs.NAME_MAX, f"{prefix} does not fit"
         assert prefix.startswith("." + name[:20]), f"the start of the name must show whose it is: {prefix}"
         assert prefix.endswith(f".{kind}-"), f"the kind of temporary name must show: {prefix}"
+
+
+def _users_of_a_file():
+    from minitorch.outputs import check_output_file, write_atomically
+    return {
+        "save_model": lambda path: save_model(tiny_model(), path),
+        "write_atomically": lambda path: write_atomically(path, "text", option="writing"),
+        "check_output_file": lambda path: check_output_file(path, "--json"),
+        "load_model": lambda path: load_model(path),
+    }
+
+
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file", "load_model"])
+@pytest.mark.parametrize("ending", ["/", "//", "/.", "/.."])
+@pytest.mark.parametrize("exists", [False, True], ids=["missing folder", "existing folder"])
+def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp_path, writer, ending, exists):
+    """S6-01: save_model(m, 'dir/') wrote a FILE named dir, since pathlib drops the final '/'."""
+    folder = tmp_path / "out"
+    if exists:
+        folder.mkdir()
+    if ending == "/..":
+        (folder / "sub").mkdir(parents=True, exist_ok=True)
+        folder = folder / "sub"
+    before = file_hashes(tmp_path), sorted(str(path) for path in tmp_path.rglob("*"))
+    with pytest.raises(ValueError, match=rf"names a folder \(it ends with '{ending.strip('/') or '/'}'\), not a file"):
+        _users_of_a_file()[writer](f"{folder}{ending}")
+    assert (file_hashes(tmp_path), sorted(str(path) for path in tmp_path.rglob("*"))) == before, (
+        f"{writer} wrote something for a path ending in {ending!r}")
+
+
+def test_an_output_folder_may_still_end_with_a_slash(tmp_path):
+    from minitorch.outputs import check_output_folder
+    assert check_output_folder(f"{tmp_path}/out/", "--out") == tmp_path / "out"

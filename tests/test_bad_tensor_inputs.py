@@ -903,3 +903,41 @@ def test_copying_a_graph_output_is_refused_and_a_copied_model_keeps_shared_param
 
     model = copy.deepcopy(Tied())
     assert model.first is model.second and len(model.parameters()) == 2, "a shared layer stays shared in a copy"
+
+
+@pytest.mark.parametrize("symbol", ["<", "<=", ">", ">=", "==", "!="])
+@pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], np.ones((2, 3)), "tensor"], ids=["list", "array", "tensor"])
+def test_a_comparison_of_shapes_that_do_not_broadcast_names_itself_and_the_shapes(symbol, other):
+    """E6-57: tensor([1., 2.]) > tensor([1., 2., 3.]) gave NumPy's 'operands could not be broadcast'."""
+    from minitorch import tensor
+    compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+               "!=": operator.ne}[symbol]
+    other = tensor([1.0, 2.0, 3.0]) if isinstance(other, str) else other
+    shapes = rf"shapes \(2,\) and {re.escape(str(np.shape(other)))}"
+    with pytest.raises(ValueError, match=rf"x {re.escape(symbol)} y: {shapes} cannot be broadcast together"):
+        compare(tensor([1.0, 2.0]), other)
+    assert compare(tensor([1.0, 2.0]), np.ones((3, 1))).shape == (3, 2), "shapes that broadcast still compare"
+
+
+@pytest.mark.parametrize("prefix", [5, None, b"model.", ["model."]])
+def test_named_parameters_names_a_prefix_that_is_not_a_string_at_the_call(prefix):
+    """N6-15: named_parameters(prefix=5) gave Python's "unsupported operand type(s) for +: 'int' and 'str'"."""
+    model = tiny_model()
+    with pytest.raises(TypeError, match=rf"named_parameters: prefix must be a string .*got {re.escape(repr(prefix))}"):
+        model.named_parameters(prefix=prefix)  # not only when the first name is asked for
+    assert [name for name, _ in model.named_parameters("m.")][0].startswith("m.layers.0.")
+
+
+@pytest.mark.parametrize("parameters, culprit", [
+    (5, r"got 5 \(int\)"),  # M6-13: Python's "'int' object is not iterable", when the decorator applied
+    ([("sink_logit", lambda heads: np.zeros((heads, 1, 1, 1)))], r"\(list\)"),
+    ({"sink_logit": 0.0}, r"got \{'sink_logit': 0.0\} \(dict\)"),
+    ({3: lambda heads: np.zeros((heads, 1, 1, 1))}, r"\(dict\)"),
+])
+def test_register_normaliser_names_parameters_that_are_not_names_and_functions_before_registering(parameters,
+                                                                                                   culprit):
+    from minitorch.paper import attention
+    with pytest.raises(TypeError, match=rf"register_normaliser: parameters must be a dict of parameter name -> "
+                                        rf"function .*{culprit}"):
+        attention.register_normaliser("r6_bad_parameters", parameters=parameters)
+    assert "r6_bad_parameters" not in attention.NORMALISERS, "a refused normaliser must not be registered"

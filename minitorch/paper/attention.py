@@ -60,6 +60,11 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
     """
     if not isinstance(name, str) or not name.strip():
         raise TypeError(f"register_normaliser: the name must be a non-empty string, got {name!r}")
+    if parameters is not None and not (isinstance(parameters, dict) and all(
+            isinstance(key, str) and callable(initial) for key, initial in parameters.items())):
+        raise TypeError(f"register_normaliser: parameters must be a dict of parameter name -> function "
+                        f"(heads -> initial array), got {parameters!r:.80} ({type(parameters).__name__})")
+    output_gate = checks.flag("register_normaliser", "output_gate", output_gate)
 
     def register(function):
         taken = NORMALISERS.get(name)

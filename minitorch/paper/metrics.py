@@ -42,6 +42,7 @@ def _check(weights: np.ndarray, triggers=None, owner: str = "metrics") -> np.nda
         raise ValueError(f"{owner}: attention weights must have shape (B, H, L, L) or (B, L, L), got {weights.shape}")
     if weights.dtype == bool or not np.issubdtype(weights.dtype, np.number) or np.iscomplexobj(weights):
         raise TypeError(f"{owner}: attention weights must be real numbers, got dtype {weights.dtype}")
+    checks.real_numbers(owner, "attention weights", weights)  # a nan row would pass for an all-zero row
     if (weights < 0).any():  # Gu's score divides by a row's sum: -a would read as an all-zero row
         raise ValueError(f"{owner}: attention weights must be >= 0 (a normaliser's output), got a weight of "
                          f"{weights.min()}")
@@ -63,6 +64,10 @@ def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
 
 def at_non_trigger_rows(per_row: np.ndarray, triggers) -> np.ndarray:
     """Keep the non-trigger rows of a per-row quantity: (B, H, L) -> (B, H, L-2)."""
+    if np.ndim(per_row) != 3 or np.shape(triggers) != np.shape(per_row)[:1]:
+        raise ValueError(f"at_non_trigger_rows: per_row must have shape (B, H, L) (sequence, head, row) and triggers "
+                         f"shape (B,), got per_row of shape {np.shape(per_row)} and triggers of shape "
+                         f"{np.shape(triggers)}")
     batch, heads, length = per_row.shape
     rows = non_trigger_rows(triggers, length)  # (B, L)
     kept = per_row.transpose(0, 2, 1)[rows]  # (B*(L-2), H), sequence by sequence
@@ -127,7 +132,10 @@ def _sink_share_inputs(per_layer_weights, key: int = 0, threshold: float = SINK_
         if key >= weights.shape[-1]:
             raise ValueError(f"sink_share: key {key} is not a key of layer {layer}'s sequences of length "
                              f"{weights.shape[-1]}")
-    return layers, key, checks.finite_number("sink_share", "threshold", threshold)
+    threshold = checks.finite_number("sink_share", "threshold", threshold)
+    if not 0 <= threshold < 1:  # 0 <= α <= 1: with ε < 0 every head would sink, with ε >= 1 none
+        raise ValueError(f"sink_share: threshold must be a number in [0, 1) (α lies in [0, 1]), got {threshold}")
+    return layers, key, threshold
 
 
 @checks.inputs_checked_by(_sink_share_inputs)

@@ -207,7 +207,7 @@ def save_model(model: AttentionModel, path) -> None:
     """
     if not isinstance(model, AttentionModel):
         raise TypeError(f"save_model: expected a model (build_model, load_model), got {type(model).__name__}")
-    path = given_path(path, "save_model: path")
+    path = given_path(path, "save_model: path", file=True)
     folder = Path(os.path.realpath(path)).parent  # a link's file goes where the link points
     if not folder.is_dir():
         through = f" (the symbolic link {path} points there)" if path.is_symlink() else ""
@@ -237,7 +237,7 @@ def load_model(path) -> AttentionModel:
     A file that is not such a model raises ModelFileError naming the file and
     what is wrong with it (a missing file raises FileNotFoundError).
     """
-    path = given_path(path, "load_model: path")
+    path = given_path(path, "load_model: path", file=True)
 
     def not_a_model(reason: str) -> ModelFileError:
         return ModelFileError(f"not a minitorch model file: {path}: {reason} (save_model writes these files)")

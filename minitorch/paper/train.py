@@ -54,7 +54,9 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
     the prediction's shape: a silent broadcast would average the wrong errors.
     """
     prediction = as_tensor(prediction)
-    target = np.asarray(target._data if isinstance(target, Tensor) else target, dtype=prediction.dtype)
+    target = target._data if isinstance(target, Tensor) else target
+    checks.real_numbers("mse_loss", "target", target)  # 'abc' or True is no target, nan no error to average
+    target = np.asarray(target, dtype=prediction.dtype)
     if target.shape != prediction.shape:
         raise ValueError(f"mse_loss: prediction {prediction.shape} and target {target.shape} must have the same shape")
     difference = prediction._data - target

@@ -318,3 +318,37 @@ def test_sink_share_checks_its_key_against_every_layer(layers, key, culprit):
 def test_non_trigger_rows_checks_its_length_and_triggers(triggers, length, error, culprit):
     with pytest.raises(error, match=rf"non_trigger_rows: {culprit}"):
         non_trigger_rows(triggers, length)
+
+
+def _with_a_nan_row(value=np.nan):
+    weights = _valid_weights()
+    weights[0, 0, 2] = value  # one row of one head
+    return weights
+
+
+@pytest.mark.parametrize("function", ["gu_sink_scores", "bos_mass_at_non_trigger_rows", "zero_row_share"])
+@pytest.mark.parametrize("weights", [_with_a_nan_row(), _with_a_nan_row(np.inf), np.full((1, 1, 4, 4), np.nan)],
+                         ids=["nan row", "inf row", "all nan"])
+def test_metrics_refuse_attention_weights_that_are_not_finite(function, weights):
+    """K6-06: gu_sink_scores took a nan row for an all-zero row (nan > 0 is False) and gave finite scores."""
+    arguments = (weights, np.full(len(weights), 2)) if function == "bos_mass_at_non_trigger_rows" else (weights,)
+    with pytest.raises(ValueError, match=rf"{function}: attention weights must be finite numbers"):
+        getattr(metrics, function)(*arguments)
+
+
+@pytest.mark.parametrize("threshold", [-1.0, -1e-9, 1.0, 2.5])
+def test_sink_share_refuses_a_threshold_outside_0_to_1(threshold):
+    """K6-10: alpha lies in [0, 1], so threshold -1 called every head a sink (1.0) and 1 or more none."""
+    with pytest.raises(ValueError, match=rf"sink_share: threshold must be a number in \[0, 1\).*got {threshold}"):
+        metrics.sink_share([_valid_weights()], threshold=threshold)
+
+
+@pytest.mark.parametrize("per_row, triggers", [
+    (np.ones((3, 16)), np.array([2, 3])),  # K6-15: 2-D per-row values (no head axis)
+    (np.ones((3, 1, 16)), np.array([2, 3])),  # 3 sequences, 2 triggers
+    (np.ones((2, 1, 4, 4)), np.array([2, 3])),  # the weights themselves, not one value per row
+])
+def test_at_non_trigger_rows_names_per_row_and_triggers_of_the_wrong_shape(per_row, triggers):
+    with pytest.raises(ValueError, match=rf"at_non_trigger_rows: per_row must have shape \(B, H, L\).*"
+                                         rf"got per_row of shape \({per_row.shape[0]}, "):
+        metrics.at_non_trigger_rows(per_row, triggers)

@@ -554,3 +554,64 @@ def test_theorem2_bound_refuses_premises_that_would_bound_a_mass_above_1(error, 
     with pytest.raises(ValueError, match=r"theorem2_bos_lower_bound: the bound γ = .* exceeds 1"):
         theory.theorem2_bos_lower_bound(error, layers, heads, value_norm)
     assert 0 <= theory.theorem2_bos_lower_bound(error, layers, heads, 1.0) <= 1, "a bound of at most 1 is kept"
+
+
+@pytest.mark.parametrize("matrices, culprit", [
+    (["a", np.eye(n), np.eye(n), np.eye(n)], r"W_Q must be finite numbers, got 'a'"),  # P6-12: NumPy's float('a')
+    ([np.eye(n), np.eye(n) > 0, np.eye(n), np.eye(n)], r"W_K must be finite numbers, got [\s\S]*dtype bool"),
+    ([np.eye(n), np.eye(n), np.full((n, n), np.nan), np.eye(n)], r"W_V must be finite numbers"),
+    ([np.eye(n)] * 3 + [[["x"] * n] * n], r"W_O must be finite numbers"),
+])
+def test_load_head_refuses_matrices_that_are_not_finite_numbers_and_leaves_the_model_as_it_was(matrices, culprit):
+    model = _tiny_model()
+    before = {name: values.copy() for name, values in model.state_dict().items()}
+    with pytest.raises((TypeError, ValueError), match=rf"load_head: {culprit}"):
+        theory.load_head(model, 0, 0, *matrices)
+    assert all(np.array_equal(model.state_dict()[name], values) for name, values in before.items()), (
+        "load_head changed the model before refusing a matrix")
+
+
+def _batch(size: int = 3):
+    x, _, triggers = make_batch(size, np.random.default_rng(0))
+    return x, triggers
+
+
+@pytest.mark.parametrize("make_x, error, culprit", [
+    (lambda x: x.tolist(), None, None),  # P6-20: AttributeError 'list' object has no attribute 'shape'
+    (lambda x: x[0], ValueError, r"weights \(3, 16, 16\) must be \(B, L, L\) for x \(16, 16\)"),
+    (lambda x: "abc", TypeError, r"x must be finite numbers, got 'abc'"),
+    (lambda x: np.where(x == 1, np.nan, x), ValueError, r"x must be finite numbers"),
+])
+def test_attention_average_takes_x_as_numbers_of_shape_B_L_n(make_x, error, culprit):
+    x, _ = _batch()
+    weights = np.full((3, L, L), 1 / L)
+    if error is None:  # a nested list of numbers is as good as the array
+        np.testing.assert_array_equal(theory.attention_average(weights, make_x(x)), weights @ x)
+        return
+    with pytest.raises(error, match=rf"attention_average: {culprit}"):
+        theory.attention_average(weights, make_x(x))
+
+
+@pytest.mark.parametrize("make_triggers, error, culprit", [
+    (lambda triggers: triggers[:1], ValueError, r"triggers shape \(B,\).*triggers of shape \(1,\)"),  # P6-28
+    (lambda triggers: np.append(triggers, 2), ValueError, r"triggers of shape \(4,\)"),
+    (lambda triggers: triggers[:, None], ValueError, r"triggers of shape \(3, 1\)"),
+    (lambda triggers: np.array([0, 2, 3]), ValueError, r"triggers must be a list of integers in 1..15 .*got 0"),
+    (lambda triggers: [2.5, 3, 4], TypeError, r"triggers must be a list of integers .*got 2.5"),
+])
+def test_non_trigger_row_sides_takes_one_trigger_position_per_sequence(make_triggers, error, culprit):
+    x, triggers = _batch()
+    with pytest.raises(error, match=rf"non_trigger_row_sides: .*{culprit}"):
+        theory.non_trigger_row_sides(theory.relu_construction(), x, make_triggers(triggers))
+
+
+@pytest.mark.parametrize("scales, error, culprit", [
+    (10.0, TypeError, r"scales must be a list of numbers .*got 10.0; write softmax_family\(\[c\]\)"),  # P6-34
+    (np.float64(3.0), TypeError, r"scales must be a list of numbers"),
+    ([[1.0, 2.0]], TypeError, r"scales must be a list of numbers .*got \[\[1.0, 2.0\]\]"),
+    (["a"], TypeError, r"scales must be finite numbers, got \['a'\]"),
+    ([1.0, float("nan")], ValueError, r"scales must be finite numbers"),
+])
+def test_softmax_family_takes_a_list_of_scales(scales, error, culprit):
+    with pytest.raises(error, match=rf"softmax_family: {culprit}"):
+        theory.softmax_family(scales, size_per_trigger=1, test_size=1)

@@ -154,3 +154,15 @@ def test_probe_names_inputs_whose_shapes_disagree(change, error, culprit):
     arguments = dict(model=build_model(16, 1, 1, "softmax", residual=False), x=x, y=y, triggers=triggers)
     with pytest.raises(error, match=culprit):
         probe(**{**arguments, **change})
+
+
+@pytest.mark.parametrize("target, error, culprit", [
+    ("abc", TypeError, r"target must be finite numbers, got 'abc'"),  # R6-04: NumPy's "could not convert string"
+    (["1", "2", "3"], TypeError, r"target must be finite numbers, got \['1', '2', '3'\]"),
+    ([True, False, True], TypeError, r"target must be finite numbers, got \[True, False, True\] \(dtype bool\)"),
+    ([1.0, float("nan"), 3.0], ValueError, r"target must be finite numbers"),
+    (Tensor(np.array([1.0, np.inf, 3.0])), ValueError, r"target must be finite numbers"),
+])
+def test_mse_loss_names_a_target_that_is_not_finite_numbers(target, error, culprit):
+    with pytest.raises(error, match=rf"mse_loss: {culprit}"):
+        mse_loss(Tensor(np.ones(3)), target)

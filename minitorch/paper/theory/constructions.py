@@ -46,7 +46,7 @@ def load_head(model: AttentionModel, layer: int, head: int, W_Q, W_K, W_V, W_O) 
     width = attention.width
     block = slice(head * width, (head + 1) * width)
     for name, matrix in dict(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O).items():
-        matrix = np.asarray(matrix, dtype=float)
+        matrix = checks.real_numbers("load_head", name, matrix)
         if matrix.shape != (width, width):
             raise ValueError(f"load_head: {name} must have shape ({width}, {width}), got {matrix.shape}")
     attention.W_Q.weight.data[block, :] = W_Q

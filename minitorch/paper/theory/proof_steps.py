@@ -35,8 +35,10 @@ def attention_average(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
 
     weights: (B, L, L) of one head; x: (B, L, n). Returns (B, L, n).
     """
-    weights = np.asarray(weights)
-    if weights.ndim != 3 or weights.shape[:2] != x.shape[:2] or weights.shape[2] != x.shape[1]:
+    checks.real_numbers("attention_average", "weights", weights)
+    checks.real_numbers("attention_average", "x", x)
+    weights, x = np.asarray(weights), np.asarray(x)  # (as given: a float32 x stays float32)
+    if weights.ndim != 3 or x.ndim != 3 or weights.shape[:2] != x.shape[:2] or weights.shape[2] != x.shape[1]:
         raise ValueError(f"attention_average: weights {weights.shape} must be (B, L, L) for x {x.shape}")
     return weights @ x  # (B, L, L) @ (B, L, n) -> (B, L, n)
 
@@ -71,6 +73,11 @@ def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.n
     applied to ``ŷ_i = a_i0 W e_0 + (1 - a_i0) W μ̃_i``). Returns the two sides
     at every non-trigger row, each (B, L-2).
     """
+    x = np.asarray(x)
+    if x.ndim != 3 or np.shape(triggers) != x.shape[:1]:
+        raise ValueError(f"non_trigger_row_sides: x must have shape (B, L, n) and triggers shape (B,), one trigger "
+                         f"position per sequence, got x of shape {x.shape} and triggers of shape {np.shape(triggers)}")
+    checks.positions("non_trigger_row_sides", "triggers", triggers, length=x.shape[1])
     W = value_map(model)
     prediction, attention = predict_with_attention(model, x)
     weights = attention[0][:, 0]  # (B, L, L): one head

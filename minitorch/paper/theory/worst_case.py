@@ -142,7 +142,10 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     Each construction goes through `models.for_training` before it is measured (``python -m minitorch
     reproduce`` puts it on the fast path, as the models it trains).
     """
-    scales = np.asarray(scales, dtype=float)
+    scales = checks.real_numbers("softmax_family", "scales", scales)
+    if scales.ndim != 1:
+        raise TypeError(f"softmax_family: scales must be a list of numbers (one scale c per construction), got "
+                        f"{scales.tolist()!r:.80}; write softmax_family([c]) for one")
     stress = stress_inputs(size_per_trigger, seed, triggers)
     test_x, _, test_triggers = make_test_set(size=test_size)
     random_x, _, random_triggers = make_batch(test_size, np.random.default_rng(TEST_SEED))
