@@ -165,6 +165,21 @@ def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_u
     assert completed.returncode == 2 and "name the assignment's column in one line" in completed.stderr
 
 
+@pytest.mark.parametrize("command", ["grade", "canvas-csv"])
+def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, command):
+    """G6-35, V6-09: GRADES/run.json a FIFO blocked grade and canvas-csv forever."""
+    out = _graded_class(tmp_path)
+    (out / "run.json").unlink()
+    os.mkfifo(out / "run.json")
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    (tmp_path / "roster.csv").write_text("Student,ID,submission\n")
+    arguments = (["grade", str(tmp_path / "subs"), "--out", str(out), "--only", "1.1"] if command == "grade" else
+                 ["canvas-csv", str(out), "--roster", str(tmp_path / "roster.csv"), "--assignment", "W", "--to",
+                  str(tmp_path / "c.csv")])
+    completed = _course(*arguments)
+    assert completed.returncode == 2 and "run.json is not a regular file" in completed.stderr, completed.stderr
+
+
 @pytest.mark.parametrize("text,message", [
     ("student,points,late_penalty,comment\nann,,-3,\n", "is negative; a bonus goes in points"),
     ("student,points,late_penalty,comment\nann,1,,late, but fine\n", "more cells than the header's columns"),

@@ -91,8 +91,8 @@ def class_rows(out: Path, students=None) -> list[dict]:
     """Every complete OUT/STUDENT/results.json (of `students`, if given), in student order."""
     rows = []
     for path in sorted(Path(out).glob("*/results.json")):
-        if students is not None and path.parent.name not in students:
-            continue
+        if students is not None and path.parent.name not in students or not path.is_file():
+            continue  # (not a file the grader wrote: that student is graded again)
         try:
             graded = json.loads(path.read_text(encoding="utf-8"))
         except ValueError:
@@ -306,6 +306,9 @@ def read_run(out: Path) -> dict | None:
     path = Path(out) / RUN_NAME
     if not path.exists():
         return None
+    if not path.is_file():  # a named pipe would block the read forever
+        raise ExerciseError(f"{path} is not a regular file (a folder, a named pipe or a device), so it is no run "
+                            f"record; grade into a new --out, or restore it")
     try:
         run = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
