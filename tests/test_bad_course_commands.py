@@ -293,17 +293,24 @@ def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week
 
 
 def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours(tmp_path, week_one):
-    """Y5-23: a bundle written into the edition about to be handed out held the seed and the answers; Y5-24: the
+    """Y5-23, G6-36: a bundle, or a gradebook, written into the edition about to be handed out held the seed (and
+    the answers, or what the hidden tests found); Y5-24: the
     bundle's fixed temporary name overwrote, then deleted, a file of the user's."""
     inside = _course("gradescope-bundle", str(week_one / "ag.zip"), "--only", "1.1")
     assert inside.returncode == 2 and "would lie inside the student edition" in inside.stderr, inside.stderr
     assert not (week_one / "ag.zip").exists()
-    mine = tmp_path / ".ag.zip.partial"
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)  # G6-36: the gradebook too (run.json's seed)
+    graded = _course("grade", str(tmp_path / "subs"), "--out", str(week_one / "grades"), "--edition", str(week_one))
+    assert graded.returncode == 2 and "would lie inside the student edition" in graded.stderr, graded.stderr
+    assert not (week_one / "grades").exists()
+    (tmp_path / "out").mkdir()
+    mine = tmp_path / "out" / ".ag.zip.partial"
     mine.write_text("mine")
-    built = _course("gradescope-bundle", str(tmp_path / "ag.zip"), "--only", "1.1")
+    built = _course("gradescope-bundle", str(tmp_path / "out" / "ag.zip"), "--only", "1.1")
     assert built.returncode == 0, built.stderr
     assert mine.read_text() == "mine", "the bundle took a file of the user's as its temporary one"
-    assert sorted(path.name for path in tmp_path.iterdir()) == [".ag.zip.partial", "ag.zip"], "a temporary file left"
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [".ag.zip.partial", "ag.zip"], (
+        "a temporary file was left")
 
 
 @pytest.mark.parametrize("command", ["student-edition", "gradescope-bundle"])

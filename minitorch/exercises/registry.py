@@ -201,6 +201,22 @@ def stub_error(exception: BaseException | None) -> tuple[str, str] | None:
     return None
 
 
+def edition_holding(path: Path) -> Path | None:
+    """The student edition that `path` lies in (or is), if any: what is written there is handed out with it."""
+    path = Path(path).absolute()
+    return next((folder for folder in (path, *path.parents) if (folder / MANIFEST).is_file()), None)
+
+
+def secret_output_refused(path, what: str) -> None:
+    """ExerciseError if `path` (a gradebook, a bundle: they hold the secret seed, hidden inputs or answers) would lie
+    inside a student edition."""
+    edition = edition_holding(path)
+    if edition is not None:
+        raise ExerciseError(f"{what} {path} would lie inside the student edition {edition}: it holds the secret seed "
+                            f"and what the hidden tests found, and handing out the edition would hand them out; "
+                            f"write it where students cannot read it")
+
+
 def read_manifest_data(root: Path) -> dict | None:
     """The manifest of the edition at `root` ({"handed_out": [IDs], "module_names", "made_from", "made_at"}),
     checked; None without one (the full book); ExerciseError naming the file if it is not a valid manifest."""

@@ -28,7 +28,8 @@ from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file,
                                                           read_adjustments, read_run, write_gradebook, write_run)
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, stop_grading
-from minitorch.exercises.registry import ExerciseError, load_exercises, read_manifest_data, select
+from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
+                                          select)
 from minitorch.exercises.grader.trusted.submissions import Entry, entries
 from minitorch.outputs import OutputPathError, check_output_folder
 
@@ -187,6 +188,7 @@ def grade_class(args, root: Path) -> int:
         out = check_output_folder(args.out, option="--out", inputs=[args.submissions])
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
+    secret_output_refused(out, "--out")
     recorded = read_run(out)
     if recorded is None and out.is_dir() and any(out.iterdir()):  # someone's own files: grading would overwrite them
         raise ExerciseError(f"--out {out} holds files and no {RUN_NAME} of an earlier grading, so they are not the "

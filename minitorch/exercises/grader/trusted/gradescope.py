@@ -53,7 +53,8 @@ import zipfile
 from pathlib import Path
 
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.registry import MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError
+from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError,
+                                          secret_output_refused)
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 
@@ -183,11 +184,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     if (root / MANIFEST).exists():
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists); build the bundle from the "
                             f"full book, whose library holds the reference solutions")
-    edition = next((folder for folder in out.parents if (folder / MANIFEST).is_file()), None)
-    if edition is not None:
-        raise ExerciseError(f"the bundle {out_zip} would lie inside the student edition {edition}: it holds the secret "
-                            f"seed, the hidden tests and the reference answers, and handing out the edition would "
-                            f"hand them out; write it where students cannot read it")
+    secret_output_refused(out, "the bundle")
     if not exercises:
         raise ExerciseError("no exercises chosen; the bundle would grade nothing")
     for name, value in (("--timeout", timeout), ("--deadline", deadline)):
