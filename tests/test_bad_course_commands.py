@@ -240,10 +240,15 @@ def _fifo(path: Path) -> None:
     (lambda ops: ops.write_bytes(ops.read_bytes() + b"\n# G\xe9rard\n"), 1,
      "NOT carried over: 1.1, cannot be read"),
     (_fifo, 1, "NOT carried over: 1.1, cannot be read: OLD "),
-], ids=["a syntax error elsewhere in the file", "a Latin-1 byte without a coding cookie", "a named pipe"])
+    (lambda ops: ops.write_text(ops.read_text().replace("return grad * b, grad * a", "return _mine(grad, a, b)")
+                                + "\n\ndef _mine(grad, a, b):\n    return grad * b, grad * a\n"), 1,
+     "NOT carried over: 1.1, helper outside the function: mul_backward uses _mine"),
+], ids=["a syntax error elsewhere in the file", "a Latin-1 byte without a coding cookie", "a named pipe",
+        "a helper outside the function"])
 def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could_not(tmp_path, week_one, spoil,
                                                                                       returncode, said):
-    """Y5-03 to Y5-05: a copy's file that did not parse or decode printed 'nothing' and exited 0; a FIFO hung."""
+    """Y5-03 to Y5-05: a copy's file that did not parse or decode printed 'nothing' and exited 0; a FIFO hung.
+    Y6-01: a function calling a helper outside it was carried, to fail as a NameError in the new edition."""
     old = _student_copy(week_one, tmp_path / "old", spoil)
     new = tmp_path / "new"
     shutil.copytree(week_one, new)

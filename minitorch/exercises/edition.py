@@ -292,6 +292,10 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
             continue
         if is_stub(old_node, exercise):
             continue
+        outside = found.helpers_outside(old_node, module_names(text))
+        if outside:  # in NEW it would be a NameError; the grader flags it the same way
+            not_carried[exercise.id] = found.helper_message(exercise, outside)
+            continue
         start = (old_node.decorator_list[0].lineno if old_node.decorator_list else old_node.lineno) - 1
         function = "".join(theirs.splitlines(keepends=True)[start:old_node.end_lineno])
         lines = text.splitlines(keepends=True)
