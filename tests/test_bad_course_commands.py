@@ -325,3 +325,26 @@ def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one
     completed = _course(command, str(tmp_path / name), "--only", "1.1")
     assert completed.returncode == 0, completed.stderr
     assert [path.name for path in tmp_path.iterdir()] == [name], "written under its name, nothing else left"
+
+
+@pytest.mark.parametrize("soft_only", [True, False], ids=["a low soft limit", "a low hard limit"])
+def test_grading_under_a_low_open_files_limit_raises_it_or_stops_before_any_student(tmp_path, soft_only):
+    """G6-33: under `ulimit -n 12`, a right answer was recorded as 0 points, 'crashed', with no word."""
+    import resource
+
+    shutil.copytree(ROOT / "minitorch", tmp_path / "subs" / "ann" / "minitorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # this book's answers: a right copy
+
+    def low_limit():
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (12, hard if soft_only else 12))
+
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"), "--out",
+                                str(tmp_path / "out"), "--only", "3.1", "--isolation", "none"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=600, preexec_fn=low_limit)
+    if soft_only:
+        assert completed.returncode == 0 and "ann: 1 / 1" in completed.stdout, (
+            f"the grader's own limit cost a right copy its point:\n{completed.stdout}{completed.stderr}")
+    else:
+        assert completed.returncode == 2 and "grading needs at least 256 open files" in completed.stderr, (
+            completed.stderr)

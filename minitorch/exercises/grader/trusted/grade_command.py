@@ -214,6 +214,7 @@ def grade_class(args, root: Path) -> int:
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
+    sandbox.ensure_open_files()
     run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
     print(f"Isolation: {run.isolation.describe()}", flush=True)
     print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(ids)} ({source}; "

@@ -352,6 +352,7 @@ def _grade(submission: Path, scratch: Path, settings: dict, source: Path, starte
     except ExerciseError as error:
         raise SubmissionError(str(error)) from None
     guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
+    sandbox.ensure_open_files()
     isolation = sandbox.choose("auto", guarded)
     print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
     left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN - CHECK_PROCESS_MARGIN
