@@ -1,10 +1,12 @@
 """One wrapper around every command's ``main`` (``python -m minitorch ...``, ``python -m minitorch.exercises ...``,
 ``python -m minitorch.tools.bench ...``), so that every command stops the same way:
 
-- **SIGTERM and SIGHUP take the Ctrl-C path.** They raise KeyboardInterrupt in the main thread, as Ctrl-C does,
-  so the code that already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being
-  built aside deleted, the old output left as it was. The exit status is 128 + the signal's number (130 for
-  Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the signal ended.
+- **Every signal that would end the process takes the Ctrl-C path** (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGALRM,
+  ...: `STOPPING_SIGNALS`). They raise KeyboardInterrupt in the main thread, as Ctrl-C does, so the code that
+  already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being built aside deleted,
+  the old output left as it was. The exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
+  129 for SIGHUP), as a shell reports a process the signal ended. (SIGKILL cannot be caught; SIGSEGV and the
+  other faults of the process itself are not a request to stop.)
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
@@ -20,7 +22,20 @@ import shutil
 import signal
 import sys
 
-STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# the signals whose default action ends the process and that are a request from outside (kill, a terminal, a timer,
+# a CPU-time limit): a fault of the process itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, ...) is left alone
+_STOP_NAMES = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU",
+               "SIGIO", "SIGPWR", "SIGSTKFLT")
+_REAL_TIME = range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else range(0)
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in _STOP_NAMES if hasattr(signal, name)) + tuple(_REAL_TIME)
+
+
+def signal_name(signum: int) -> str:
+    """'SIGUSR1' for 10; 'SIGRTMIN+3' for a real-time signal, which has no name of its own."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
 
 # what to do about an OSError, by errno: the advice printed after the path and the system's reason
 _ADVICE = {
@@ -87,7 +102,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
             status = 128 + _Stopped.signum  # main handled the stop as Ctrl-C; report the signal it was
         return status
     except KeyboardInterrupt:
-        print(f"{name}: stopped by {signal.Signals(_Stopped.signum).name}", file=sys.stderr)
+        print(f"{name}: stopped by {signal_name(_Stopped.signum)}", file=sys.stderr)
         return 128 + _Stopped.signum
     except BrokenPipeError:
         _silence_stdout()
