@@ -284,9 +284,20 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
             # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
             file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as problem:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(problem, OSError) and not isinstance(problem, UnwritableFileError):
+            raise _write_failed(problem, option, shown) from None
         raise
+
+
+def _write_failed(problem: OSError, option: str, shown) -> UnwritableFileError:
+    """The failure of a write (a full disk, a file-size limit: ulimit -f) naming the caller's path, not the
+    temporary file's or none (C6-02). It keeps the errno, so that a command's wrapper adds what to do."""
+    failure = UnwritableFileError(f"{option} {shown}: writing it failed ({problem.strerror or problem}); the old "
+                                  f"file, if any, is left as it was")
+    failure.errno = problem.errno
+    return failure
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ def signal_name(signum: int) -> str:
 _ADVICE = {
     errno.ENOSPC: "the disk is full: free some space, or write somewhere else",
     errno.EDQUOT: "your disk quota is used up: free some space, or write somewhere else",
+    errno.EFBIG: "the file is larger than the limit on a file's size (ulimit -f): raise the limit, or write less",
     errno.ENAMETOOLONG: "a name is too long (at most 255 bytes per name on most file systems): choose a shorter one",
     errno.ELOOP: "a symbolic link points back to itself (a loop): remove it, or name another path",
     errno.EACCES: "permission denied: choose a place you may write to (or read from)",
