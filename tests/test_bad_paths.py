@@ -358,6 +358,28 @@ def test_a_legal_255_byte_output_name_leaves_room_for_the_staging_names(tmp_path
         assert prefix.endswith(f".{kind}-"), f"the kind of temporary name must show: {prefix}"
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("through_a_link", [False, True], ids=["fifo", "link-to-fifo"])
+@pytest.mark.parametrize("reader", ["read_recorded_run", "reproduce"])
+def test_a_run_record_that_is_a_fifo_is_not_read_but_refused_as_in_the_way(tmp_path, reader, through_a_link):
+    """C6-04: reproduce --out RP1 whose results.json was a FIFO blocked for ever reading the earlier run's record."""
+    from minitorch.outputs import OutputPathError, read_recorded_run
+    from minitorch.paper.reproduce import reproduce
+
+    out = tmp_path / "RP1"
+    out.mkdir()
+    fifo = tmp_path / "pipe" if through_a_link else out / "results.json"
+    os.mkfifo(fifo)
+    if through_a_link:
+        (out / "results.json").symlink_to(fifo)
+    if reader == "read_recorded_run":
+        assert _finishes_within(30, lambda: read_recorded_run(out / "results.json")) is None, "a FIFO records no run"
+        return
+    with pytest.raises(OutputPathError, match=r"holds results.json .*add --force"):
+        _finishes_within(30, lambda: reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda *a: None))
+    assert sorted(path.name for path in out.iterdir()) == ["results.json"], "a refused run must write nothing"
+
+
 def _users_of_a_file():
     from minitorch.outputs import check_output_file, write_atomically
     return {
