@@ -387,10 +387,40 @@ def _users_of_a_file():
         "write_atomically": lambda path: write_atomically(path, "text", option="writing"),
         "check_output_file": lambda path: check_output_file(path, "--json"),
         "load_model": lambda path: load_model(path),
+        "bench --json": lambda path: _command_refuses("minitorch.tools.bench", "--json", path),  # C6-14
+        "canvas-csv --to": _canvas_csv_refuses,  # V6-03
     }
 
 
-@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file", "load_model"])
+def _command_refuses(*arguments):
+    """Run `python -m *arguments`; its refusal (exit status 2) as a ValueError with its message."""
+    import subprocess
+    import sys
+
+    completed = subprocess.run([sys.executable, "-m", *arguments], cwd=ROOT, capture_output=True, text=True,
+                               timeout=300)
+    if completed.returncode == 2 and "Traceback" not in completed.stderr:
+        raise ValueError(completed.stderr)
+    pytest.fail(f"python -m {' '.join(arguments)} was not refused in one line (exit {completed.returncode}):\n"
+                f"{completed.stdout}{completed.stderr}")
+
+
+def _canvas_csv_refuses(path):
+    """canvas-csv --to `path`, from a gradebook and roster in a folder of their own."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as elsewhere:
+        gradebook = Path(elsewhere) / "grades"
+        gradebook.mkdir()
+        (gradebook / "run.json").write_text(json.dumps({"exercises": ["1.1"], "exercise_seed": 1}))
+        (gradebook / "grades.csv").write_text("student,total\n")
+        (Path(elsewhere) / "roster.csv").write_text("Student,ID,submission\nAnn,1,ann\n")
+        _command_refuses("minitorch.exercises", "canvas-csv", str(gradebook), "--roster",
+                         str(Path(elsewhere) / "roster.csv"), "--assignment", "Week 1", "--to", path)
+
+
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file", "load_model",
+                                    "bench --json", "canvas-csv --to"])
 @pytest.mark.parametrize("ending", ["/", "//", "/.", "/.."])
 @pytest.mark.parametrize("exists", [False, True], ids=["missing folder", "existing folder"])
 def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp_path, writer, ending, exists):
