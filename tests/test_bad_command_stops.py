@@ -1,7 +1,7 @@
 """Every command stops the same way (minitorch.tools.commands.run_command, round three of the bad-input catalogue):
 SIGTERM, SIGHUP and every other signal whose default action ends the process (SIGQUIT, SIGUSR1, SIGALRM, ...:
-round six, C6-01, C6-07, G6-34) take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the signal), an
-OSError is one line naming the path and what to do, and a closed pipe is quiet."""
+round six, C6-01, C6-07, G6-34) take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the
+signal), an OSError is one line naming the path and what to do, and a closed pipe is quiet."""
 
 from __future__ import annotations
 
