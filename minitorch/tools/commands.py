@@ -81,6 +81,11 @@ def note_stop(signum: int) -> None:
     _Stopped.signum = signum
 
 
+def stopped_by() -> str:
+    """For a command that handles the stop itself and says so: 'Ctrl-C', or the signal that stopped it."""
+    return "Ctrl-C" if _Stopped.signum == signal.SIGINT else signal_name(_Stopped.signum)
+
+
 def _stop(signum, frame) -> None:
     note_stop(signum)
     raise KeyboardInterrupt
