@@ -15,6 +15,7 @@ import sys
 
 from minitorch.checks import number_argument
 from minitorch.outputs import OutputPathError
+from minitorch.tools.commands import stopped_by
 
 
 def main(argv=None) -> int:
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
         except OutputPathError as error:  # raised before any work
             parser.error(str(error))
         except KeyboardInterrupt:
-            print("reproduce: interrupted (Ctrl-C or a stop signal)", file=sys.stderr)
+            print(f"reproduce: interrupted by {stopped_by()}", file=sys.stderr)
             return 130
     return 0
 

@@ -284,9 +284,20 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
             # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
             file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as problem:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(problem, OSError) and not isinstance(problem, UnwritableFileError):
+            raise _write_failed(problem, option, shown) from None
         raise
+
+
+def _write_failed(problem: OSError, option: str, shown) -> UnwritableFileError:
+    """The failure of a write (a full disk, a file-size limit: ulimit -f) naming the caller's path, not the
+    temporary file's or none (C6-02). It keeps the errno, so that a command's wrapper adds what to do."""
+    failure = UnwritableFileError(f"{option} {shown}: writing it failed ({problem.strerror or problem}); the old "
+                                  f"file, if any, is left as it was")
+    failure.errno = problem.errno
+    return failure
 
 
 @dataclass(frozen=True)
@@ -315,9 +326,11 @@ def read_recorded_run(record_file) -> RecordedRun | None:
     writes grades.csv and summary.md beside a user's own files)."""
     import json
 
+    if _special_file(record_file):  # a FIFO would block the read forever (C6-04); it is then a file in the way
+        return None
     try:
         document = json.loads(Path(record_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # none, a folder, or not JSON
+    except (OSError, ValueError):  # none, or not JSON
         return None
     if not isinstance(document, dict):
         return None

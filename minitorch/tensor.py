@@ -21,6 +21,7 @@ import contextlib
 import copy
 import inspect
 import numbers
+import reprlib
 import sys
 import weakref
 
@@ -172,7 +173,7 @@ class Tensor:
             raise TypeError(f"requires_grad must be True or False, got {requires_grad!r} "
                             f"({type(requires_grad).__name__})")
         self.requires_grad = bool(requires_grad)
-        self.grad: np.ndarray | None = None
+        self._grad: np.ndarray | None = None  # `grad`, set by backward without the setter's checks
         self.parents: tuple[Tensor, ...] = ()
         self.backward_fn = None  # grad of output -> tuple of grads of parents
         self.op = "leaf"
@@ -191,7 +192,7 @@ class Tensor:
         out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
         out._version = 0
         out._released = False
-        out.grad = None
+        out._grad = None
         out.op = op
         out._retains_grad = False
         out._requires_grad = _grad_enabled and any([p._requires_grad for p in parents])
@@ -219,6 +220,30 @@ class Tensor:
         if not isinstance(value, (bool, np.bool_)):  # bool('False') would be True
             raise TypeError(f"requires_grad must be True or False, got {value!r} ({type(value).__name__})")
         self._requires_grad = bool(value)
+
+    @property
+    def grad(self) -> np.ndarray | None:
+        """``∂ℓ/∂x``, summed over the `backward` calls since the last `zero_grad` (None before the first)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        """Set by hand (``x.grad = None``, a gradient for an optimizer): None, or a float array of x's shape. Any
+        other value would be broadcast into the next backward's sum (E6-71) or fail in it unnamed (E6-73)."""
+        if value is not None:
+            if isinstance(value, Tensor):
+                raise TypeError("x.grad = <Tensor>: a gradient is an ndarray; assign its values (t.data)")
+            if isinstance(value, np.generic) and not self.shape:  # a 0-d tensor's gradient may be a NumPy scalar
+                value = np.asarray(value)
+            if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+                what = (f"an array of dtype {value.dtype}" if isinstance(value, np.ndarray)
+                        else f"{type(value).__name__} {reprlib.repr(value)}")
+                raise TypeError(f"x.grad = ...: a gradient is None or a float ndarray of the tensor's shape "
+                                f"{self.shape}, got {what}")
+            if value.shape != self.shape:
+                raise ValueError(f"x.grad = ...: a gradient of shape {value.shape} for a tensor of shape "
+                                 f"{self.shape}; it must have the tensor's shape")
+        self._grad = value
 
     @property
     def data(self) -> np.ndarray:
@@ -298,7 +323,7 @@ class Tensor:
             if node_grad is None:
                 continue
             if node.is_leaf or node._retains_grad:
-                node.grad = node_grad.copy() if node.grad is None else node.grad + node_grad
+                node._grad = node_grad.copy() if node._grad is None else node._grad + node_grad
             if node.is_leaf:
                 continue
             parent_grads = node.backward_fn(_read_only(node_grad))  # (other nodes may hold the same array)
@@ -328,7 +353,7 @@ class Tensor:
 
     def zero_grad(self) -> None:
         """Forget the accumulated gradient."""
-        self.grad = None
+        self._grad = None
 
     def detach(self) -> "Tensor":
         """The same values, cut from the graph (shares memory: a change in place counts as a change of this

@@ -1,6 +1,7 @@
 """Every command stops the same way (minitorch.tools.commands.run_command, round three of the bad-input catalogue):
-SIGTERM and SIGHUP take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the signal), an
-OSError is one line naming the path and what to do, and a closed pipe is quiet."""
+SIGTERM, SIGHUP and every other signal whose default action ends the process (SIGQUIT, SIGUSR1, SIGALRM, ...:
+round six, C6-01, C6-07, G6-34) take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the
+signal), an OSError is one line naming the path and what to do, and a closed pipe is quiet."""
 
 from __future__ import annotations
 
@@ -67,11 +68,16 @@ NO_FLOOR = pytest.mark.skipif(importlib.util.find_spec("minitorch.fast.hand_fuse
                               reason="a student edition has no benchmark floor: bench stops before it measures")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
+STOPS = {"TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "INT": signal.SIGINT, "QUIT": signal.SIGQUIT,
+         "USR1": signal.SIGUSR1, "USR2": signal.SIGUSR2, "ALRM": signal.SIGALRM, "XCPU": signal.SIGXCPU,
+         "RTMIN+2": signal.SIGRTMIN + 2}
+
+
+@pytest.mark.parametrize("signum", list(STOPS.values()), ids=list(STOPS))
 @pytest.mark.parametrize("make_main", [_build_aside_then_get, pytest.param(_bench_then_get, marks=NO_FLOOR)],
                          ids=["building-aside", "bench"])
 def test_a_stop_signal_takes_the_ctrl_c_path_and_leaves_nothing_half_written(tmp_path, capsys, make_main, signum):
-    from minitorch.tools.commands import run_command
+    from minitorch.tools.commands import run_command, signal_name
 
     target = tmp_path / "out"
     target.mkdir()
@@ -81,7 +87,8 @@ def test_a_stop_signal_takes_the_ctrl_c_path_and_leaves_nothing_half_written(tmp
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out"], "a folder being built was left beside"
     assert sorted(path.name for path in target.iterdir()) == ["earlier.txt"], "the earlier output was changed"
     error = capsys.readouterr().err
-    assert "Traceback" not in error and signal.Signals(signum).name in error, f"one line naming the signal: {error}"
+    named = signal_name(signum)
+    assert "Traceback" not in error and f"stopped by {named}\n" in error, f"one line naming {named}: {error!r}"
     assert signal.getsignal(signal.SIGTERM) is not None, "the wrapper must put the previous handlers back"
 
 
@@ -98,7 +105,7 @@ def _children(pid: int) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1], ids=["TERM", "HUP", "USR1"])
 def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_partial_folder(tmp_path, signum):
     """RR-C, RR-D: the signal reached the main process only; its workers trained on, and .X.partial-* stayed."""
     out = tmp_path / "X"

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -131,6 +132,39 @@ def test_a_file_that_cannot_be_created_is_named_as_the_caller_gave_it_not_by_a_t
     caller = "save_model: path" if writer == "save_model" else "writing"
     assert f"{caller} {path}: cannot create a file in" in message and reason in message, message
     assert ".tmp" not in message, f"the caller never gave a temporary name: {message}"
+
+
+_WRITE_THEN_PRINT = """
+import resource, sys
+from bad_input_helpers import tiny_model
+from minitorch.outputs import write_atomically
+from minitorch.paper.models import save_model
+from minitorch.tools.commands import run_command
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), resource.RLIM_INFINITY))  # ulimit -f
+write = {"save_model": lambda: save_model(tiny_model(), sys.argv[2]),
+         "write_atomically": lambda: write_atomically(sys.argv[2], "x" * 100_000)}[sys.argv[1]]
+sys.exit(run_command(lambda argv: write(), []))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="a file-size limit (ulimit -f) is POSIX")
+@pytest.mark.parametrize("limit", [0, 1024, 4096], ids=["nothing", "1KiB", "4KiB"])
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
+def test_a_write_that_fails_half_way_names_the_callers_path_and_leaves_nothing(tmp_path, writer, limit):
+    """C6-02: under `ulimit -f` a command said only 'error: File too large' (the OSError named no file)."""
+    import subprocess
+    import sys
+
+    target = tmp_path / "out.npz"
+    tests = Path(__file__).parent
+    result = subprocess.run([sys.executable, "-c", _WRITE_THEN_PRINT, writer, str(target), str(limit)],
+                            cwd=tests.parent, env={**os.environ, "PYTHONPATH": str(tests)}, capture_output=True,
+                            text=True, timeout=120)
+    caller = "save_model: path" if writer == "save_model" else "writing"
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"{caller} {target}: writing it failed (File too large)" in result.stderr, result.stderr
+    assert "ulimit -f" in result.stderr, f"no advice on the limit: {result.stderr}"
+    assert not any(tmp_path.iterdir()), f"a failed write left {[p.name for p in tmp_path.iterdir()]}"
 
 
 # ----------------------------------------------------------------------

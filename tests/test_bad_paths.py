@@ -358,6 +358,28 @@ def test_a_legal_255_byte_output_name_leaves_room_for_the_staging_names(tmp_path
         assert prefix.endswith(f".{kind}-"), f"the kind of temporary name must show: {prefix}"
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize("through_a_link", [False, True], ids=["fifo", "link-to-fifo"])
+@pytest.mark.parametrize("reader", ["read_recorded_run", "reproduce"])
+def test_a_run_record_that_is_a_fifo_is_not_read_but_refused_as_in_the_way(tmp_path, reader, through_a_link):
+    """C6-04: reproduce --out RP1 whose results.json was a FIFO blocked for ever reading the earlier run's record."""
+    from minitorch.outputs import OutputPathError, read_recorded_run
+    from minitorch.paper.reproduce import reproduce
+
+    out = tmp_path / "RP1"
+    out.mkdir()
+    fifo = tmp_path / "pipe" if through_a_link else out / "results.json"
+    os.mkfifo(fifo)
+    if through_a_link:
+        (out / "results.json").symlink_to(fifo)
+    if reader == "read_recorded_run":
+        assert _finishes_within(30, lambda: read_recorded_run(out / "results.json")) is None, "a FIFO records no run"
+        return
+    with pytest.raises(OutputPathError, match=r"holds results.json .*add --force"):
+        _finishes_within(30, lambda: reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda *a: None))
+    assert sorted(path.name for path in out.iterdir()) == ["results.json"], "a refused run must write nothing"
+
+
 def _users_of_a_file():
     from minitorch.outputs import check_output_file, write_atomically
     return {
@@ -365,10 +387,40 @@ def _users_of_a_file():
         "write_atomically": lambda path: write_atomically(path, "text", option="writing"),
         "check_output_file": lambda path: check_output_file(path, "--json"),
         "load_model": lambda path: load_model(path),
+        "bench --json": lambda path: _command_refuses("minitorch.tools.bench", "--json", path),  # C6-14
+        "canvas-csv --to": _canvas_csv_refuses,  # V6-03
     }
 
 
-@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file", "load_model"])
+def _command_refuses(*arguments):
+    """Run `python -m *arguments`; its refusal (exit status 2) as a ValueError with its message."""
+    import subprocess
+    import sys
+
+    completed = subprocess.run([sys.executable, "-m", *arguments], cwd=ROOT, capture_output=True, text=True,
+                               timeout=300)
+    if completed.returncode == 2 and "Traceback" not in completed.stderr:
+        raise ValueError(completed.stderr)
+    pytest.fail(f"python -m {' '.join(arguments)} was not refused in one line (exit {completed.returncode}):\n"
+                f"{completed.stdout}{completed.stderr}")
+
+
+def _canvas_csv_refuses(path):
+    """canvas-csv --to `path`, from a gradebook and roster in a folder of their own."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as elsewhere:
+        gradebook = Path(elsewhere) / "grades"
+        gradebook.mkdir()
+        (gradebook / "run.json").write_text(json.dumps({"exercises": ["1.1"], "exercise_seed": 1}))
+        (gradebook / "grades.csv").write_text("student,total\n")
+        (Path(elsewhere) / "roster.csv").write_text("Student,ID,submission\nAnn,1,ann\n")
+        _command_refuses("minitorch.exercises", "canvas-csv", str(gradebook), "--roster",
+                         str(Path(elsewhere) / "roster.csv"), "--assignment", "Week 1", "--to", path)
+
+
+@pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file", "load_model",
+                                    "bench --json", "canvas-csv --to"])
 @pytest.mark.parametrize("ending", ["/", "//", "/.", "/.."])
 @pytest.mark.parametrize("exists", [False, True], ids=["missing folder", "existing folder"])
 def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp_path, writer, ending, exists):

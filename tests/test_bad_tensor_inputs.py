@@ -589,17 +589,19 @@ def _round_four_cases():
         yield 1
 
     def sgd_with(grad):
-        parameter = Parameter(np.ones(3))
-        parameter.grad = grad
-        return lambda: SGD([parameter], lr=0.1).step()
+        def step():
+            parameter = Parameter(np.ones(3))
+            parameter.grad = grad  # refused here since round six (E6-71, E6-73), before any optimizer sees it
+            SGD([parameter], lr=0.1).step()
+        return step
 
     return [
         ("E4-08 int", lambda: int(tensor([2.7, 1.0])), TypeError, "exactly one element"),
         ("E4-47 generator", no_grad_on(generator), TypeError, "decorates plain functions"),
         ("E4-48 class", no_grad_on(type("Model", (), {})), TypeError, "decorates plain functions"),
         ("E4-56 grad shape", sgd_with(np.ones((3, 2))), ValueError,
-         r"parameter 0 \(shape \(3,\)\) has a .grad of shape"),
-        ("E4-57 grad str", sgd_with("abc"), ValueError, "has a .grad of str"),
+         r"x.grad = ...: a gradient of shape \(3, 2\) for a tensor of shape \(3,\)"),
+        ("E4-57 grad str", sgd_with("abc"), TypeError, r"x.grad = ...: a gradient is None or a float .* got str 'abc'"),
         ("P4-07 nan", lambda: metrics.sink_share([weights], threshold=float("nan")), ValueError, "threshold"),
         ("P4-08 key", lambda: metrics.sink_share([weights], key=10), ValueError, "key 10 is not a key"),
         ("P4-09 empty", lambda: metrics.sink_share([]), ValueError, "non-empty list"),
@@ -941,3 +943,35 @@ def test_register_normaliser_names_parameters_that_are_not_names_and_functions_b
                                         rf"function .*{culprit}"):
         attention.register_normaliser("r6_bad_parameters", parameters=parameters)
     assert "r6_bad_parameters" not in attention.NORMALISERS, "a refused normaliser must not be registered"
+
+
+@pytest.mark.parametrize("grad, error, culprit", [
+    (np.ones((2, 2)), ValueError, r"a gradient of shape \(2, 2\) for a tensor of shape \(2,\)"),  # E6-71
+    (np.ones(3), ValueError, r"a gradient of shape \(3,\) for a tensor of shape \(2,\)"),
+    (np.float64(1.0), TypeError, "got float64"),  # a scalar for a (2,) tensor would be broadcast too
+    ("abc", TypeError, "got str 'abc'"),  # E6-73
+    ([1.0, 2.0], TypeError, r"got list \[1.0, 2.0\]"),
+    (np.array([1, 2]), TypeError, "got an array of dtype int64"),
+    (np.array(["a", "b"]), TypeError, "got an array of dtype <U1"),
+    ("tensor", TypeError, r"x.grad = <Tensor>: .*assign its values"),
+], ids=["broadcast-2x2", "too-long", "scalar", "str", "list", "int-array", "str-array", "tensor"])
+def test_a_grad_assigned_by_hand_that_is_no_gradient_of_the_tensor_is_refused_at_the_assignment(grad, error,
+                                                                                                   culprit):
+    """E6-71: x.grad = np.ones((2, 2)) on a (2,) tensor made the next backward broadcast into a (2, 2) .grad;
+    E6-73: x.grad = 'abc' failed in backward with NumPy's ufunc error, not naming .grad."""
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    x.grad = np.array([0.5, 0.5])
+    with pytest.raises(error, match=culprit) as refused:
+        x.grad = tensor([1.0, 2.0]) if isinstance(grad, str) and grad == "tensor" else grad
+    assert "x.grad" in str(refused.value), f"the message must name x.grad: {refused.value}"
+    assert np.array_equal(x.grad, [0.5, 0.5]), "a refused gradient must leave the old one"
+    (x * x).sum().backward()
+    assert x.grad.shape == (2,) and np.array_equal(x.grad, [2.5, 4.5]), f"backward then adds 2x: {x.grad}"
+    for accepted in (None, np.zeros(2), np.zeros(2, dtype=np.float32)):
+        x.grad = accepted  # None (zero_grad) and float arrays of the shape are gradients
+        assert x.grad is accepted
+    scalar = tensor(3.0, requires_grad=True)
+    scalar.grad = np.float64(1.0)  # a 0-d tensor's gradient may be a NumPy scalar
+    assert scalar.grad.shape == ()

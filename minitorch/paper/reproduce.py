@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks
-from minitorch.outputs import RecordedRun, building_aside, check_output_folder, files_to_replace, write_atomically
+from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
+                               write_atomically)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import (AttentionModel, build_model, for_training, save_model, training_path,
@@ -218,14 +219,8 @@ def run_files(only: list[str]) -> list[str]:
 
 def recorded_run(out: Path) -> RecordedRun | None:
     """The run recorded by ``out/results.json``: its command line and files; None if there is no such file or
-    it records no run (it is then a file in the way, like any other)."""
-    try:
-        document = json.loads((Path(out) / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # none, a folder, or not JSON
-        return None
-    if not isinstance(document, dict):
-        return None
-    return RecordedRun.checked(document.get("command"), document.get("files"))
+    it records no run (it is then a file in the way, like any other: a folder, a FIFO, not JSON)."""
+    return read_recorded_run(Path(out) / "results.json")
 
 
 def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str] | None = None, seed: int = 0,

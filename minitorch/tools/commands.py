@@ -1,10 +1,12 @@
 """One wrapper around every command's ``main`` (``python -m minitorch ...``, ``python -m minitorch.exercises ...``,
 ``python -m minitorch.tools.bench ...``), so that every command stops the same way:
 
-- **SIGTERM and SIGHUP take the Ctrl-C path.** They raise KeyboardInterrupt in the main thread, as Ctrl-C does,
-  so the code that already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being
-  built aside deleted, the old output left as it was. The exit status is 128 + the signal's number (130 for
-  Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the signal ended.
+- **Every signal that would end the process takes the Ctrl-C path** (SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGALRM,
+  ...: `STOPPING_SIGNALS`). They raise KeyboardInterrupt in the main thread, as Ctrl-C does, so the code that
+  already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being built aside deleted,
+  the old output left as it was. The exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
+  129 for SIGHUP), as a shell reports a process the signal ended. (SIGKILL cannot be caught; SIGSEGV and the
+  other faults of the process itself are not a request to stop.)
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
@@ -20,12 +22,26 @@ import shutil
 import signal
 import sys
 
-STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+# the signals whose default action ends the process and that are a request from outside (kill, a terminal, a timer,
+# a CPU-time limit): a fault of the process itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, ...) is left alone
+_STOP_NAMES = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU",
+               "SIGIO", "SIGPWR", "SIGSTKFLT")
+_REAL_TIME = range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else range(0)
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in _STOP_NAMES if hasattr(signal, name)) + tuple(_REAL_TIME)
+
+
+def signal_name(signum: int) -> str:
+    """'SIGUSR1' for 10; 'SIGRTMIN+3' for a real-time signal, which has no name of its own."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
 
 # what to do about an OSError, by errno: the advice printed after the path and the system's reason
 _ADVICE = {
     errno.ENOSPC: "the disk is full: free some space, or write somewhere else",
     errno.EDQUOT: "your disk quota is used up: free some space, or write somewhere else",
+    errno.EFBIG: "the file is larger than the limit on a file's size (ulimit -f): raise the limit, or write less",
     errno.ENAMETOOLONG: "a name is too long (at most 255 bytes per name on most file systems): choose a shorter one",
     errno.ELOOP: "a symbolic link points back to itself (a loop): remove it, or name another path",
     errno.EACCES: "permission denied: choose a place you may write to (or read from)",
@@ -65,6 +81,11 @@ def note_stop(signum: int) -> None:
     _Stopped.signum = signum
 
 
+def stopped_by() -> str:
+    """For a command that handles the stop itself and says so: 'Ctrl-C', or the signal that stopped it."""
+    return "Ctrl-C" if _Stopped.signum == signal.SIGINT else signal_name(_Stopped.signum)
+
+
 def _stop(signum, frame) -> None:
     note_stop(signum)
     raise KeyboardInterrupt
@@ -87,7 +108,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
             status = 128 + _Stopped.signum  # main handled the stop as Ctrl-C; report the signal it was
         return status
     except KeyboardInterrupt:
-        print(f"{name}: stopped by {signal.Signals(_Stopped.signum).name}", file=sys.stderr)
+        print(f"{name}: stopped by {signal_name(_Stopped.signum)}", file=sys.stderr)
         return 128 + _Stopped.signum
     except BrokenPipeError:
         _silence_stdout()

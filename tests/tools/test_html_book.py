@@ -201,8 +201,10 @@ def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, t
         (out / "01_first.html").read_text(encoding="utf-8"), "--keep-going marks a failed chapter's page"
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path, jobs):
+@pytest.mark.parametrize("jobs,signum", [("1", signal.SIGINT), ("2", signal.SIGINT), ("2", signal.SIGQUIT),
+                                         ("1", signal.SIGUSR1)], ids=["1-INT", "2-INT", "2-QUIT", "1-USR1"])
+def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path, jobs, signum):
+    """Ctrl-C, and any other signal that would end the build (C6-07: SIGQUIT left .book.partial-*/ behind)."""
     out = tmp_path / "book"
     build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
     earlier = sorted(path.relative_to(out) for path in out.rglob("*"))
@@ -212,7 +214,7 @@ def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path,
                              text=True)
     assert "01_first" in build.stdout.readline() + build.stdout.readline(), "the build did not start"
     time.sleep(2)  # on a loaded machine this may land in chapter 01's page or chapter 02's kernel start
-    build.send_signal(signal.SIGINT)
+    build.send_signal(signum)
     try:
         _, stderr = build.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -222,7 +224,10 @@ def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path,
                     f"Ctrl-C:\n{stderr}")
     # 130, or death by SIGINT: Python 3.11 run with -m exits so when the interrupt passed through exec()
     # (nbconvert's templates); a shell shows 130 for both.
-    assert build.returncode in (130, -signal.SIGINT), f"exit status {build.returncode}:\n{stderr}"
+    expected = (130, -signal.SIGINT) if signum == signal.SIGINT else (128 + signum,)
+    assert build.returncode in expected, f"exit status {build.returncode}, expected {expected}:\n{stderr}"
+    if signum != signal.SIGINT:
+        assert f"Interrupted by {signal.Signals(signum).name}" in stderr, f"the stop must name its signal:\n{stderr}"
     assert "is as it was" in stderr and "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
     assert sorted(path.relative_to(out) for path in out.rglob("*")) == earlier, "Ctrl-C changed the earlier book"
     assert [path.name for path in tmp_path.iterdir() if path.name.startswith(".book")] == [], \

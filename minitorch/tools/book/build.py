@@ -29,6 +29,7 @@ from minitorch.tools.book.pages import cells_html, chapter_page, index_page, rea
 from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
 from minitorch.tools.book.references import Labels, find_labels
 from minitorch.tools.book.search import check_search_package, write_search_index
+from minitorch.tools.commands import stopped_by
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -119,7 +120,7 @@ def main(args) -> int:
         print(f"python -m minitorch book: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"Interrupted: kernels stopped; {args.out} is as it was.", file=sys.stderr)
+        print(f"Interrupted by {stopped_by()}: kernels stopped; {args.out} is as it was.", file=sys.stderr)
         return 130
     if failures:
         kept = "" if args.keep_going else (f"; the book was not written ({args.out} is as it was; --keep-going "

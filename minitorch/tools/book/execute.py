@@ -13,7 +13,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitorch.tools.commands import note_stop
+from minitorch.tools.commands import STOPPING_SIGNALS, note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
 
@@ -61,8 +61,8 @@ class Run:
 
 
 class Stop:
-    """Ctrl-C (SIGINT), SIGTERM or SIGHUP while chapters run. The handler remembers it, kills the running kernel
-    at once, and then:
+    """Ctrl-C (SIGINT), or SIGTERM, SIGHUP, SIGQUIT or another of `STOPPING_SIGNALS`, while chapters run. The
+    handler remembers it, kills the running kernel at once, and then:
     - in the building process, ends the ``--jobs`` workers and raises KeyboardInterrupt;
     - in a worker (``worker=True``), exits the worker: its parent reports the stop.
 
@@ -103,8 +103,8 @@ class Stop:
 
     @contextmanager
     def installed(self):
-        """Handle SIGINT, SIGTERM and SIGHUP with this Stop inside the block (main thread only)."""
-        signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        """Handle SIGINT and the other stopping signals with this Stop inside the block (main thread only)."""
+        signals = (signal.SIGINT, *STOPPING_SIGNALS)
         previous = {signum: signal.signal(signum, self) for signum in signals}
         previous_hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable
@@ -257,8 +257,8 @@ def _start_worker() -> None:
     A forked worker inherits the parent's Stop; between chapters it should rather die quietly when the
     parent ends it (SIGTERM) and leave Ctrl-C to the parent. `_execute_in_worker` installs its own Stop."""
     os.environ.update({name: "1" for name in THREAD_VARIABLES})
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    for signum in STOPPING_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
