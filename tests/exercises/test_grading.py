@@ -751,10 +751,11 @@ def test_a_macosx_folder_gets_no_gradebook_row(fake_class):
     assert set(grades_of(out)) == {"ann", "bob", "cat"}
 
 
-@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP"])
-def test_sigterm_and_sighup_take_the_ctrl_c_path(fake_class, signal_name):
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1"])
+def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_name):
     """The student being graded is stopped and gets nothing; those finished are kept; the same command resumes;
-    the signal handlers are given back."""
+    the signal handlers are given back. (SIGQUIT and SIGUSR1, G6-34, killed grade at once, leaving its check
+    process and the sandbox running the student's code.)"""
     import threading
     submissions, out, fake, run = fake_class
     fake.block.add("cat")

@@ -6,8 +6,8 @@ before any work, chooses the exercises (from the instructor, never from a studen
 student, refuses to resume a run with other settings, chooses and checks the isolation (its first line
 says which is in force and what a worker could read), decides who to grade (the students not graded
 yet, those whose submission's content changed, --student, or everyone with --regrade), runs them on
---jobs threads, prints progress, and writes the gradebook at the end: also after Ctrl-C, SIGTERM or
-SIGHUP, from the students finished.
+--jobs threads, prints progress, and writes the gradebook at the end: also after Ctrl-C, SIGTERM, SIGHUP or
+any other signal that would end it, from the students finished.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from minitorch.exercises.registry import (ExerciseError, load_exercises, read_ma
                                           select)
 from minitorch.exercises.grader.trusted.submissions import Entry, entries
 from minitorch.outputs import OutputPathError, check_output_folder
+from minitorch.tools.commands import STOPPING_SIGNALS, signal_name
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
@@ -164,16 +165,16 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
 
 
 class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP: handled as Ctrl-C is."""
+    """A signal that would end the run (SIGTERM, SIGHUP, SIGQUIT, ...): handled as Ctrl-C is."""
 
 
 def _stop_on_signals():
-    """Make SIGTERM (a scheduler, kill) and SIGHUP (a closed terminal) take the Ctrl-C path; returns the handlers
-    to restore."""
+    """Make every signal that would end the run (SIGTERM from a scheduler or kill, SIGHUP from a closed terminal,
+    SIGQUIT, SIGUSR1, ...: `commands.STOPPING_SIGNALS`) take the Ctrl-C path; returns the handlers to restore."""
     def handler(number, frame):
-        raise Stopped(signal.Signals(number).name)
+        raise Stopped(signal_name(number))
 
-    return {number: signal.signal(number, handler) for number in (signal.SIGTERM, signal.SIGHUP)}
+    return {number: signal.signal(number, handler) for number in STOPPING_SIGNALS}
 
 
 def grade_class(args, root: Path) -> int:
@@ -280,8 +281,8 @@ def grade_class(args, root: Path) -> int:
                   + f"   {_minutes(elapsed)} elapsed, about {_minutes(elapsed / done * (len(todo) - done))} left",
                   flush=True)
     except KeyboardInterrupt as interruption:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the clean-up short
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        for number in STOPPING_SIGNALS:  # a second signal must not cut the clean-up short
+            signal.signal(number, signal.SIG_IGN)
         pool.shutdown(wait=False, cancel_futures=True)
         stop_grading(run)
         pool.shutdown(wait=True)  # the students being graded stop, writing nothing
