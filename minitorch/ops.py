@@ -399,9 +399,12 @@ def where(condition, a, b) -> Tensor:
 def masked_fill(a, mask, value: float) -> Tensor:
     """`a` with the entries where `mask` is true replaced by `value` = where(mask, value, a).
 
-    The filled entries get exactly zero gradient.
+    The filled entries get exactly zero gradient. A `value` that is a tensor in a graph gets its gradient, the
+    sum of the upstream gradient over the filled entries (as `where` gives it).
     """
     a = as_tensor(a)
+    if isinstance(value, Tensor) and value.requires_grad:
+        return where(mask, value, a)
     return where(mask, Tensor(value, dtype=a.dtype), a)
 
 

@@ -456,6 +456,17 @@ def test_masked_fill_gradient_matches_finite_differences_and_filled_entries_get_
     assert np.all(leaf.grad[mask] == 0.0), "a filled entry no longer depends on the input: its gradient must be 0"
 
 
+def test_masked_fill_gives_a_fill_value_in_the_graph_its_gradient():
+    """E7-25: a tensor fill value was cut from the graph without a word (its .grad stayed None)."""
+    rng = np.random.default_rng(11)
+    mask = rng.random((3, 4)) < 0.4
+    x = normal(rng, (3, 4))
+    assert_gradient_matches_finite_differences(lambda t, c: t.masked_fill(mask, c) * t, x, np.array(0.5))
+    value = Tensor(np.array(2.0), requires_grad=True)
+    Tensor(x).masked_fill(mask, value).sum().backward()
+    assert value.grad == mask.sum(), "the fill value's gradient is the upstream gradient summed over the filled entries"
+
+
 @pytest.mark.parametrize("axis,shapes", [
     (0, [(2, 3), (1, 3), (4, 3)]),
     (1, [(2, 3), (2, 1)]),

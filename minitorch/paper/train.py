@@ -121,6 +121,9 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     length = checks.integer("train", "length", length, minimum=3)  # BOS, the trigger's earliest position 1, one more
     if snapshot_every is not None:
         snapshot_every = checks.integer("train", "snapshot_every", snapshot_every)
+    if progress not in (True, False, "lines") or isinstance(progress, (int, float)) and not isinstance(progress, bool):
+        raise ValueError(f"train: progress must be True (a bar), 'lines' (a line every 10 s) or False, got "
+                         f"{progress!r:.40}")
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype

@@ -166,3 +166,13 @@ def test_probe_names_inputs_whose_shapes_disagree(change, error, culprit):
 def test_mse_loss_names_a_target_that_is_not_finite_numbers(target, error, culprit):
     with pytest.raises(error, match=rf"mse_loss: {culprit}"):
         mse_loss(Tensor(np.ones(3)), target)
+
+
+@pytest.mark.parametrize("progress", ["line", "bar", 2, None])
+def test_train_names_a_progress_it_does_not_know_before_training(progress):
+    """R7-03: a typo ('line' for 'lines') trained with the redrawn bar, without a word."""
+    model = build_model(16, 1, 1, "softmax", False, seed=0)
+    before = [parameter.data.copy() for parameter in model.parameters()]
+    with pytest.raises(ValueError, match=r"train: progress must be True \(a bar\), 'lines'"):
+        train(model, 1e-3, max_steps=1, progress=progress)
+    assert all(np.array_equal(old, new.data) for old, new in zip(before, model.parameters())), "it trained"
