@@ -283,9 +283,9 @@ class StudentCode:
                         pytrace=False)
         if self.calls is None:
             self.calls = from_environment()
-        if not self.grading:  # the grader takes the function alone: a helper outside it fails here as there
-            from minitorch.exercises.grader.trusted.student_code import helper_problem
-            problem = helper_problem(exercise_id, self.scoreboard.root)
+        if not self.grading:  # the grader takes the function alone: what it refuses (a helper outside it, a
+            from minitorch.exercises.grader.trusted.student_code import grading_problem  # lambda) fails here too
+            problem = grading_problem(exercise_id, self.scoreboard.root)
             if problem:
                 pytest.fail(problem, pytrace=False)
         return ThroughWorker(self.calls, exercise_id) if self.grading else self.calls

@@ -306,17 +306,22 @@ def test_a_latin_1_file_with_its_coding_cookie_is_graded(tmp_path, pools):
     assert call(pool)["mask"].shape == (4, 4)
 
 
-def test_a_helper_outside_the_function_gets_the_message_the_students_own_run_gives(tmp_path, pools):
-    from minitorch.exercises.grader.trusted.student_code import helper_problem
+@pytest.mark.parametrize("spoil, kind, said", [
+    (lambda text: replace_bodies(text, {"causal_mask": "return _upper(length)\n"}, CAUSAL_MASK.module)
+     + "\n\ndef _upper(length):\n    return np.triu(np.ones((length, length), dtype=bool), k=1)\n",
+     "helper outside the function", "write helpers (functions, imports, constants) inside causal_mask"),
+    (lambda text: text.replace("def causal_mask(", "def _old_causal_mask(")
+     + "\n\ncausal_mask = lambda length: np.triu(np.ones((length, length), dtype=bool), k=1)\n",
+     "function not found", "defines no function causal_mask at its top level"),
+], ids=["a helper outside the function", "a lambda (G7-05: the student's own run died with an AttributeError)"])
+def test_what_the_grader_refuses_gets_the_same_message_in_the_students_own_run(tmp_path, pools, spoil, kind, said):
+    from minitorch.exercises.grader.trusted.student_code import grading_problem
 
-    text = replace_bodies((ROOT / CAUSAL_MASK.module).read_text(), {"causal_mask": "return _upper(length)\n"},
-                          CAUSAL_MASK.module)
-    text += "\n\ndef _upper(length):\n    return np.triu(np.ones((length, length), dtype=bool), k=1)\n"
+    text = spoil((ROOT / CAUSAL_MASK.module).read_text())
     pools.append(pool := pool_for(tmp_path, "", source=text.encode()))
     with pytest.raises(GradingOutcome) as graded:
         call(pool)
-    assert graded.value.kind == "helper outside the function"
-    assert "write helpers (functions, imports, constants) inside causal_mask" in str(graded.value)
+    assert graded.value.kind == kind and said in str(graded.value), graded.value
     # The student's own run (an edition: the manifest lists the module's names) says the same, word for word.
     edition = tmp_path / "edition"
     shutil.copytree(tmp_path / "copy" / "minitorch", edition / "minitorch")
@@ -325,8 +330,8 @@ def test_a_helper_outside_the_function_gets_the_message_the_students_own_run_giv
         (ROOT / CAUSAL_MASK.module).read_text())}}
     (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps(manifest))
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
-              "from minitorch.exercises.grader.trusted.student_code import helper_problem\n"
-              "print(helper_problem('3.1', Path(sys.argv[1])))")
+              "from minitorch.exercises.grader.trusted.student_code import grading_problem\n"
+              "print(grading_problem('3.1', Path(sys.argv[1])))")
     local = subprocess.run([sys.executable, "-c", script, str(edition)], capture_output=True, text=True, timeout=120)
     assert local.stdout.strip() == str(graded.value), local.stderr
 

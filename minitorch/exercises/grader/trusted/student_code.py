@@ -32,8 +32,8 @@ import numpy as np
 from minitorch.exercises.grader import channel
 from minitorch.exercises.grader.sandboxed import probes
 from minitorch.exercises.grader.trusted import sandbox
-from minitorch.exercises.registry import EXERCISES, read_manifest_data
-from minitorch.exercises.grader.sandboxed.student_function import helper_message, helpers_outside, source_of
+from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, read_manifest_data
+from minitorch.exercises.grader.sandboxed import student_function as found
 from minitorch.gradcheck import GradcheckError, compare_with_finite_differences
 
 DOWNS_PER_EXERCISE = 2  # tests of one exercise that may time out or crash before the rest fail unrun
@@ -357,31 +357,27 @@ def check_gradients(student, expression: str, inputs, seed: int = 0, **options) 
 
 
 def _known_kind(kind) -> str:
-    from minitorch.exercises.grader.sandboxed import student_function as found
-
     known = (found.NOT_FOUND, found.DOES_NOT_COMPILE, found.TOO_LARGE, found.HELPER_OUTSIDE, "crashed")
     return kind if kind in known else "failed"
 
 
-def helper_problem(exercise_id: str, root: Path) -> str | None:
-    """In a student's own run: the same message the grader gives when the exercise's function uses a helper
-    written outside it (a name its module, as the edition at `root` handed it out, does not define); None if
-    there is none, or in the full book (no manifest)."""
-    import importlib
-
+def grading_problem(exercise_id: str, root: Path) -> str | None:
+    """In a student's own run: the message the grader gives instead of running the exercise's function (not found,
+    a lambda, does not compile, too large, a helper written outside it), read from the file as the grader reads
+    it; None if there is none, or in the full book (no manifest of what its module defines)."""
     manifest = read_manifest_data(root)
     exercise = EXERCISES[exercise_id]
     available = (manifest or {}).get("module_names", {}).get(exercise.module)
     if available is None:
         return None
-    function = getattr(importlib.import_module(exercise.python_module), exercise.function, None)
     try:
-        import ast
-        node = ast.parse(source_of(function)).body[0]
-    except (TypeError, OSError, SyntaxError, IndexError):
-        return None
-    outside = helpers_outside(node, available)
-    return helper_message(exercise, outside) if outside else None
+        node = found.find(found.decode((Path(root) / exercise.module).read_bytes()), exercise, MAX_FUNCTION_LINES)
+    except found.StudentFunctionError as error:
+        return str(error)
+    except (OSError, SyntaxError, ValueError, LookupError):
+        return None  # (the import of the module has failed already, saying why)
+    outside = found.helpers_outside(node, available)
+    return found.helper_message(exercise, outside) if outside else None
 
 
 def decided_outcome(exercise_id: str) -> GradingOutcome | None:
