@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,7 @@ except ValueError as error:  # matplotlib reads MPLBACKEND at import: a name it 
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is checked
 
 from minitorch import checks  # noqa: E402
-from minitorch.outputs import write_atomically  # noqa: E402
+from minitorch.outputs import checked_path, temporary_prefix, write_atomically  # noqa: E402
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
 
 COLOUR_MAP = "viridis"
@@ -257,9 +258,21 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
         return images
 
     animation = FuncAnimation(fig, draw, frames=frames, blit=False)
-    path = Path(path)
-    animation.save(path, writer=PillowWriter(fps=fps))
-    plt.close(fig)
+    path = checked_path(path, "attention_animation: path", file=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".gif")
+    os.close(handle)
+    try:  # written aside, then moved into place: an earlier animation stays whole if this stops half-way
+        try:
+            animation.save(temporary, writer=PillowWriter(fps=fps))
+        except Exception as error:
+            if isinstance(error.__context__, KeyboardInterrupt):  # the writer failed closing a file Ctrl-C cut short
+                raise KeyboardInterrupt from None
+            raise
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+        plt.close(fig)
     return path
 
 

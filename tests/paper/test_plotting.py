@@ -75,6 +75,30 @@ def test_animation_writes_a_gif_with_one_frame_per_snapshot_of_the_longest_run(t
         assert gif.n_frames == 5
 
 
+@pytest.mark.parametrize("stop_at_frame", [0, 2], ids=["before the first frame", "half-way"])
+def test_an_animation_stopped_by_ctrl_c_leaves_the_earlier_one_whole(tmp_path, monkeypatch, stop_at_frame):
+    """L7-12: Ctrl-C half-way left a GIF of 1-2 frames in place of a good one; L7-13: before the first frame it
+    became matplotlib's IndexError. Now the old file stays, and the interruption is the KeyboardInterrupt."""
+    from matplotlib.animation import PillowWriter
+
+    run = [(step, np.full((1, 1, 4, 4), step / 10)) for step in range(0, 10, 2)]
+    path = plotting.attention_animation({"a": run}, tmp_path / "movie.gif", fps=5)
+    before = path.read_bytes()
+    grab, grabbed = PillowWriter.grab_frame, []
+
+    def interrupted(writer, **options):
+        if len(grabbed) == stop_at_frame:
+            raise KeyboardInterrupt
+        grabbed.append(1)
+        grab(writer, **options)
+
+    monkeypatch.setattr(PillowWriter, "grab_frame", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        plotting.attention_animation({"a": run}, path, fps=5)
+    assert path.read_bytes() == before, "the earlier animation was replaced by part of one"
+    assert [entry.name for entry in tmp_path.iterdir()] == ["movie.gif"], "a temporary file was left"
+
+
 def test_sink_forming_figure_draws_the_curves_and_snapshots(tmp_path):
     history = dict(step=[0, 10, 20], bos_mass_mean=[0.1, 0.5, 0.99], bos_mass_min=[0.0, 0.3, 0.98],
                    trigger_content=[0.12, 0.14, 0.14])
