@@ -191,6 +191,9 @@ def use_training_path(path) -> None:
     """Make `path` (a function from a model to the model to train) the training path of this process; a
     process pool's workers are given the same (`reproduce.run_in_processes`)."""
     global _training_path
+    if not callable(path):
+        raise TypeError(f"use_training_path: path must be a function from a model to the model to train (as_built, "
+                        f"or minitorch.fast.speed_up), got {path!r:.60} ({type(path).__name__})")
     _training_path = path
 
 

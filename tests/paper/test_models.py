@@ -326,3 +326,14 @@ def test_save_model_writes_exactly_the_path_it_is_given(tmp_path):
     save_model(model, path)
     assert path.is_file()
     np.testing.assert_array_equal(load_model(path).layers[0].W_Q.weight.data, model.layers[0].W_Q.weight.data)
+
+
+@pytest.mark.parametrize("path", ["nope", None, 3])
+def test_a_training_path_that_is_no_function_is_refused_when_it_is_set(path):
+    """F7-03: use_training_path('nope') was taken, and the next for_training failed: 'str' object is not callable."""
+    from minitorch.paper import models
+
+    before = models.training_path()
+    with pytest.raises(TypeError, match="use_training_path: path must be a function from a model"):
+        models.use_training_path(path)
+    assert models.training_path() is before, "a refused path must leave the training path as it was"
