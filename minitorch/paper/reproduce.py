@@ -34,6 +34,7 @@ import platform
 import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,6 +150,11 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
             futures = [pool.submit(_on_training_path, path, function, *args)
                        for function, args in zip(functions, arguments)]
             results = [future.result() for future in futures]
+        except BrokenProcessPool:  # a worker was killed (the kernel's out-of-memory killer, a signal to it alone)
+            _stop_workers(pool)
+            raise ChildProcessError(f"a worker process ended before its run finished (killed by the system, perhaps "
+                                    f"out of memory, or by a signal sent to it alone); nothing of this run was "
+                                    f"kept: run the command again, with fewer --jobs if memory is short") from None
         except BaseException:  # Ctrl-C, or one run failed: stop the others now instead of waiting for them
             _stop_workers(pool)
             raise

@@ -98,3 +98,13 @@ def test_trained_softmax_1x1_respects_theorem_1(quick_run):
         f"Theorem 1 violated by the trained model: error {worst['worst_case_error']:.3g} needs BOS mass "
         f">= {required:.4f}, measured {worst['bos_mass_min']:.4f}")
     assert (quick_run[0] / "error_vs_bos_mass.png").is_file()
+
+
+def test_a_worker_killed_by_the_system_is_one_clear_error_not_a_broken_pool():
+    """C7-15: a worker killed alone (as the out-of-memory killer does) printed concurrent.futures' traceback."""
+    import os
+
+    from minitorch.paper.reproduce import run_in_processes
+
+    with pytest.raises(ChildProcessError, match="a worker process ended before its run finished"):
+        run_in_processes([os.abort, os.abort], [(), ()], jobs=2)
