@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -89,6 +90,21 @@ def stopped_by() -> str:
 def _stop(signum, frame) -> None:
     note_stop(signum)
     raise KeyboardInterrupt
+
+
+OPEN_FILES_NEEDED = 256  # files, sockets and pipes open at once: kernels or check processes, workers, channels
+
+
+def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
+    """Raise this process's limit of open files (``ulimit -n``) to `needed` where it is lower and may be raised
+    (its children inherit it); else an OSError (EMFILE) saying that `what` needs more. Under a low limit a kernel
+    or a grading worker fails to start half-way, which would look like a failed chapter or a student's crash."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise OSError(errno.EMFILE, f"{what} needs at least {needed} open files, and this shell allows {hard} "
+                                        f"(ulimit -n)")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
 def run_command(main, argv=None, name: str = "python -m minitorch") -> int:

@@ -653,3 +653,20 @@ def test_a_chapter_whose_cells_are_not_cells_is_named_before_any_chapter_runs(ti
 def test_a_source_written_as_a_list_of_lines_is_text(tiny_book):
     _cells_changed(tiny_book / "02_second.ipynb", lambda nb: nb["cells"][1].update(source=["x = 1\n", "print(x)"]))
     assert [chapter.path.name for chapter in find_chapters(tiny_book)] == ["01_first.ipynb", "02_second.ipynb"]
+
+
+def test_a_limit_of_open_files_too_low_for_the_kernels_stops_the_build_before_any_chapter(tmp_path):
+    """C7-18: under `ulimit -n 14` a kernel failed half-way, printing its own 25-line traceback, and a .partial
+    folder stayed."""
+    import resource
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (14, 14))
+
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "book", "--out", str(tmp_path / "book"), "--only",
+                                "00", "--no-pdf"], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                               preexec_fn=low_limit)
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr.count("\n") == 1 and "building the book needs at least 256 open files" in completed.stderr, (
+        completed.stderr)
+    assert list(tmp_path.iterdir()) == [], "the build left a folder behind"

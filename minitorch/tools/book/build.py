@@ -29,7 +29,7 @@ from minitorch.tools.book.pages import cells_html, chapter_page, index_page, rea
 from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
 from minitorch.tools.book.references import Labels, find_labels
 from minitorch.tools.book.search import check_search_package, write_search_index
-from minitorch.tools.commands import stopped_by
+from minitorch.tools.commands import ensure_open_files, stopped_by
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
@@ -54,6 +54,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     runs and the book is written with the failed chapters' pages marked (outputs up to the error)."""
     report = report or (lambda line: print(line, flush=True))
     target = check_book_folder(out, chapters_dir, force)
+    ensure_open_files("building the book")  # a kernel that cannot open its sockets fails half-way
     mathjax_folder()  # a missing package is found before the chapters run, not after
     check_search_package()
     chapters = find_chapters(chapters_dir)

@@ -32,7 +32,7 @@ from minitorch.exercises.registry import (ExerciseError, load_exercises, read_ma
                                           select)
 from minitorch.exercises.grader.trusted.submissions import Entry, entries
 from minitorch.outputs import OutputPathError, check_output_folder
-from minitorch.tools.commands import STOPPING_SIGNALS, signal_name
+from minitorch.tools.commands import STOPPING_SIGNALS, ensure_open_files, signal_name
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
@@ -215,7 +215,7 @@ def grade_class(args, root: Path) -> int:
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
-    sandbox.ensure_open_files()
+    ensure_open_files("grading")
     run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
     print(f"Isolation: {run.isolation.describe()}", flush=True)
     print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(ids)} ({source}; "

@@ -56,6 +56,7 @@ from minitorch.exercises.edition import git_commit
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError,
                                           secret_output_refused)
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
+from minitorch.tools.commands import ensure_open_files
 from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
@@ -352,7 +353,7 @@ def _grade(submission: Path, scratch: Path, settings: dict, source: Path, starte
     except ExerciseError as error:
         raise SubmissionError(str(error)) from None
     guarded = {"the grader's source": str(Path(source) / "minitorch"), "the submission": str(submission)}
-    sandbox.ensure_open_files()
+    ensure_open_files("grading")
     isolation = sandbox.choose("auto", guarded)
     print(f"Isolation: {isolation.describe()}")  # the log: instructors see it, students do not
     left = settings["deadline"] - (time.monotonic() - started) - RESULTS_MARGIN - CHECK_PROCESS_MARGIN

@@ -138,21 +138,6 @@ class Isolation:
                 f"{nproc[self.kind]}; {disk}")
 
 
-OPEN_FILES_NEEDED = 256  # files, sockets and pipes open at once: the check processes, workers and their channels
-
-
-def ensure_open_files(needed: int = OPEN_FILES_NEEDED) -> None:
-    """Raise this process's limit of open files (``ulimit -n``) to `needed` if it is lower and may be raised; an
-    IsolationError if it may not. Under a low limit, a worker fails to start or to import NumPy, which would look
-    like the student's own crash."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        if hard != resource.RLIM_INFINITY and hard < needed:
-            raise IsolationError(f"grading needs at least {needed} open files, and this shell allows {hard} (ulimit "
-                                 f"-n): raise it (ulimit -n 1024), or every student's worker could fail to start")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-
-
 def _size(count: int) -> str:
     return f"{count / 2**30:.1f} GiB" if count >= 2**30 else f"{count / 2**20:.0f} MiB"
 
