@@ -667,6 +667,6 @@ def test_a_limit_of_open_files_too_low_for_the_kernels_stops_the_build_before_an
                                 "00", "--no-pdf"], capture_output=True, text=True, timeout=300, cwd=ROOT,
                                preexec_fn=low_limit)
     assert completed.returncode == 1, completed.stderr
-    assert completed.stderr.count("\n") == 1 and "building the book needs at least 256 open files" in completed.stderr, (
-        completed.stderr)
+    said = completed.stderr
+    assert said.count("\n") == 1 and "building the book needs at least 256 open files" in said, said
     assert list(tmp_path.iterdir()) == [], "the build left a folder behind"
