@@ -21,8 +21,9 @@ into the same target deletes it (a lock, released when a process dies, tells it 
 Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
 The path rule, for every path a command reads or writes (`checked_path`, used by the checks above and by
 `check_input_file`): a name longer than the file system allows (255 bytes) or a symbolic-link loop is reported
-before any work, in one line; a file that is read must be a regular file (a FIFO would block the reader
-forever, a device never ends); `write_atomically` leaves room for its temporary suffix, writes text as UTF-8,
+before any work, in one line, as is a path below a file ('afile/m.npz': afile is a file, not a missing folder);
+a file that is read must be a regular file (a FIFO would block the reader forever, a device never ends);
+`write_atomically` leaves room for its temporary suffix, writes text as UTF-8,
 and writes through a symbolic link to the file it names, keeping the link.
 
 This module uses only the standard library.
@@ -119,7 +120,18 @@ def checked_path(path, option: str, follow_links: bool = True, error=PathError, 
                         f"link or name another path") from None
         if problem.errno == errno.ENAMETOOLONG:
             raise error(f"{option} {shown[:60]}...: the path is too long once its links are resolved") from None
+        if problem.errno == errno.ENOTDIR:
+            raise error(f"{option} {shown}: {_file_above(resolved)} is a file, not a folder, so nothing can be "
+                        f"below it; name a path in a folder") from None
     return Path(resolved)
+
+
+def _file_above(path) -> str:
+    """The first of the folders above `path` (from the root down) that exists and is no folder: a file."""
+    for above in reversed(Path(path).parents):
+        if above.exists() and not above.is_dir():
+            return str(above)
+    return str(Path(path).parent)
 
 
 def check_input_file(path, option: str, error=PathError) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -441,3 +442,22 @@ def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp
 def test_an_output_folder_may_still_end_with_a_slash(tmp_path):
     from minitorch.outputs import check_output_folder
     assert check_output_folder(f"{tmp_path}/out/", "--out") == tmp_path / "out"
+
+
+def _users_of_a_path_below_a_file():
+    from minitorch.outputs import check_input_file, check_output_folder
+    return {**_users_of_a_file(), "check_output_folder": lambda path: check_output_folder(path, "--out"),
+            "check_input_file": lambda path: check_input_file(path, "--roster")}
+
+
+@pytest.mark.parametrize("writer", list(_users_of_a_path_below_a_file()))
+@pytest.mark.parametrize("below", ["afile/m.npz", "afile/deeper/m.npz"], ids=["in-the-file", "deeper"])
+def test_a_path_below_a_file_names_the_file_not_a_missing_folder(tmp_path, writer, below):
+    """S7-01: save_model(m, 'afile/m.npz') said the folder afile does not exist and to mkdir it (FileExistsError)."""
+    (tmp_path / "afile").write_text("a file, not a folder")
+    before = file_hashes(tmp_path)
+    with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'afile'))} is a file, not a folder, so "
+                                         rf"nothing can be below it") as refused:
+        _users_of_a_path_below_a_file()[writer](str(tmp_path / below))
+    assert "does not exist" not in str(refused.value), f"{writer} called the file a missing folder"
+    assert file_hashes(tmp_path) == before, f"{writer} changed something for a path below a file"

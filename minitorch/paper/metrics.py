@@ -58,6 +58,8 @@ def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
     """Boolean (B, L): True at rows i >= 1 with i != j."""
     length = checks.integer("non_trigger_rows", "length", length, minimum=2)
     triggers = checks.positions("non_trigger_rows", "triggers", triggers, length)
+    checks.memory("non_trigger_rows", "the positions 0..L-1", (length,))
+    checks.memory("non_trigger_rows", "the mask (B, L)", (len(triggers), length), itemsize=1)
     positions = np.arange(length)
     return (positions >= 1) & (positions != triggers[:, None])
 

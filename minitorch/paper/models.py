@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.outputs import check_input_file, given_path, write_atomically
+from minitorch.outputs import UnwritableFileError, check_input_file, checked_path, given_path, write_atomically
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor
@@ -211,6 +211,7 @@ def save_model(model: AttentionModel, path) -> None:
     if not isinstance(model, AttentionModel):
         raise TypeError(f"save_model: expected a model (build_model, load_model), got {type(model).__name__}")
     path = given_path(path, "save_model: path", file=True)
+    checked_path(path, "save_model: path", error=UnwritableFileError, file=True)  # e.g. a file where a folder is
     folder = Path(os.path.realpath(path)).parent  # a link's file goes where the link points
     if not folder.is_dir():
         through = f" (the symbolic link {path} points there)" if path.is_symlink() else ""

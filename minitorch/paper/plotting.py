@@ -115,6 +115,9 @@ def _check_family(family) -> None:
 
 def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool = True):
     """Draw one (L, L) attention map on `ax`; returns the image."""
+    if not isinstance(ax, matplotlib.axes.Axes):
+        raise TypeError(f"attention_heatmap: ax must be a matplotlib Axes to draw on, e.g. fig, ax = plt.subplots(); "
+                        f"got {type(ax).__name__}")
     weights = np.asarray(weights)
     if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
         raise ValueError(f"attention_heatmap: expected an (L, L) map, got shape {weights.shape}")
@@ -315,6 +318,7 @@ def zoo_mass_figure(zoo: list[dict]) -> plt.Figure:
 
 def zoo_maps_figure(zoo: list[dict]) -> plt.Figure:
     """The mean attention map of each normaliser's first seed (test set, trigger at 8)."""
+    checks.records("zoo_maps_figure", "zoo", zoo, ("normaliser", "mean_map"), "one run of beyond.train_zoo_normaliser")
     first = {name: runs[0] for name, runs in _by_normaliser(zoo).items()}
     fig, axes = plt.subplots(1, len(first), figsize=(2.9 * len(first), 3.2), squeeze=False, constrained_layout=True)
     for ax, (name, run) in zip(axes[0], first.items()):

@@ -57,13 +57,23 @@ def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
                  for step, _ in snapshots]
         if steps != sorted(steps):
             raise ValueError(f"sink_scrubber_html: the snapshots of run {name!r} are not in training order")
-        maps = [np.asarray(weights)[0, 0] for _, weights in snapshots]  # (L, L): layer 1, head 1
+        maps = [_first_head_map(name, step, weights) for step, (_, weights) in zip(steps, snapshots)]
         non_trigger_rows("sink_scrubber_html", maps[0], trigger)  # before any map is rounded
         _check_finite(name, steps, maps)
         data["runs"].append({"name": name, "steps": steps, "length": int(maps[0].shape[-1]),
                              "maps": [np.round(map_, 3).ravel().tolist() for map_ in maps],
                              "bos": [round(bos_mass_at_non_trigger_rows(map_, trigger), 4) for map_ in maps]})
     return data
+
+
+def _first_head_map(name, step: int, weights) -> np.ndarray:
+    """The map (L, L) of layer 1, head 1 in a snapshot's weights (layers, H, L, L), or a ValueError naming the run,
+    the step and the shape given: indexed first, a map (L, L) would lose its rows and report a shape never given."""
+    weights = np.asarray(weights)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"sink_scrubber_html: the weights of run {name!r} at step {step} must be a snapshot's maps "
+                         f"(layers, H, L, L), as train(..., snapshot_every=...) keeps them; got shape {weights.shape}")
+    return weights[0, 0]  # (L, L): layer 1, head 1
 
 
 def _check_finite(name, steps: list[int], maps: list[np.ndarray]) -> None:

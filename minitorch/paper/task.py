@@ -69,6 +69,9 @@ def _targets_inputs(x, triggers, residual=False):
     x, triggers = np.asarray(x), np.asarray(triggers)
     if x.ndim != 3:
         raise ValueError(f"make_targets: x must have shape (B, L, n), got {x.shape}")
+    checks.real_numbers("make_targets", "x", x)  # bools, strings, nan and inf are no inputs
+    if np.issubdtype(x.dtype, np.integer):
+        x = x.astype(float)  # 0/1 inputs given as ints are the same numbers; y[...] += means needs floats
     if triggers.shape != x.shape[:1] or not np.issubdtype(triggers.dtype, np.integer):
         raise ValueError(f"make_targets: triggers must be integers of shape (B,) = ({x.shape[0]},), "
                          f"got {triggers.dtype} of shape {triggers.shape}")

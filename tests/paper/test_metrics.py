@@ -352,3 +352,13 @@ def test_at_non_trigger_rows_names_per_row_and_triggers_of_the_wrong_shape(per_r
     with pytest.raises(ValueError, match=rf"at_non_trigger_rows: per_row must have shape \(B, H, L\).*"
                                          rf"got per_row of shape \({per_row.shape[0]}, "):
         metrics.at_non_trigger_rows(per_row, triggers)
+
+
+@pytest.mark.parametrize("triggers, length, what", [  # K7-06: NumPy allocated np.arange(10**9) and a 10 GiB mask
+    (np.array([2, 3, 4]), 10**9, r"the positions 0..L-1 of shape \(1000000000,\)"),
+    (np.array([2]), 2**40, r"the positions 0..L-1 of shape \(1099511627776,\)"),
+    (np.full(10**4, 2), 10**6, r"the mask \(B, L\) of shape \(10000, 1000000\)"),
+], ids=["catalogue", "a-terabyte", "many-sequences"])
+def test_non_trigger_rows_refuses_a_length_too_large_for_memory_before_allocating(triggers, length, what):
+    with pytest.raises(MemoryError, match=rf"non_trigger_rows: {what} would need [\d,.]+ GiB \(the limit is 4 GiB\)"):
+        non_trigger_rows(triggers, length)

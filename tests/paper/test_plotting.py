@@ -242,3 +242,35 @@ def test_the_training_figures_name_a_record_without_what_they_draw(call, error, 
     with pytest.raises(error, match=culprit):
         call()
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+@pytest.mark.parametrize("ax", [None, "ax", np.zeros((2, 2)), "figure"],
+                         ids=["none", "a-string", "an-array", "a-figure"])
+def test_attention_heatmap_names_an_ax_that_is_no_axes(ax):  # L7-02: Python's "'NoneType' has no attribute 'imshow'"
+    figures_before = plotting.plt.get_fignums()
+    ax = plotting.plt.figure() if isinstance(ax, str) and ax == "figure" else ax
+    try:
+        with pytest.raises(TypeError, match=r"attention_heatmap: ax must be a matplotlib Axes to draw on, e.g\. "
+                                            r"fig, ax = plt\.subplots\(\); got (NoneType|str|ndarray|Figure)$"):
+            plotting.attention_heatmap(ax, np.eye(4))
+    finally:
+        if isinstance(ax, plotting.plt.Figure):
+            plotting.plt.close(ax)
+    assert plotting.plt.get_fignums() == figures_before
+
+
+@pytest.mark.parametrize("zoo, error, culprit", [  # L7-12: KeyError: 'normaliser', zoo not named
+    ([{}], ValueError, r"zoo\[0\] must be one run of beyond\.train_zoo_normaliser, a dict with keys normaliser, "
+                       r"mean_map; got \{\} without normaliser, mean_map"),
+    ([{"normaliser": "softmax"}], ValueError, r"zoo\[0\] .*without mean_map"),
+    ([{"normaliser": "softmax", "mean_map": np.eye(4).tolist()}, {"mean_map": []}], ValueError,
+     r"zoo\[1\] .*without normaliser"),
+    ([], ValueError, r"zoo must be a non-empty list of dicts"),
+    ({"normaliser": "softmax", "mean_map": []}, TypeError, r"zoo must be a non-empty list of dicts.*\(dict\)"),
+    (["softmax"], TypeError, r"zoo\[0\] must be one run .*\(str\)"),
+], ids=["an-empty-run", "no-map", "a-second-run-without-its-name", "no-run", "one-run-not-in-a-list", "a-name"])
+def test_zoo_maps_figure_names_a_run_without_the_keys_it_reads(zoo, error, culprit):
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(error, match=rf"zoo_maps_figure: {culprit}"):
+        plotting.zoo_maps_figure(zoo)
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"

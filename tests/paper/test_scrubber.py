@@ -156,3 +156,14 @@ def test_a_run_named_with_a_quote_and_a_script_tag_still_draws_in_headless_chrom
     captions = [html.unescape(caption) for caption in re.findall(r"<figcaption[^>]*>([^<]*)</figcaption>", dom)]
     assert captions == [f"{name}, step 0: BOS mass 0.100"], \
         f"the page must parse its data and draw the run, its name as text; captions: {captions}"
+
+
+@pytest.mark.parametrize("weights", [np.zeros((L, L)), np.zeros((1, L, L)), np.zeros((1, 1, 1, L, L)),
+                                     np.zeros((1, 1, L, L - 1)), np.float64(0.5)],
+                         ids=["one-map", "no-layer-axis", "an-extra-axis", "not-square", "a-number"])
+def test_a_snapshot_that_is_no_layers_by_heads_of_maps_is_named_with_the_shape_given(weights):
+    # U7-04: the (L, L) map was indexed [0, 0] first, and the message reported the shape () of what was left
+    with pytest.raises(ValueError, match=rf"sink_scrubber_html: the weights of run 'a' at step 0 must be a "
+                                         rf"snapshot's maps \(layers, H, L, L\).*got shape "
+                                         rf"{re.escape(str(np.shape(weights)))}"):
+        sink_scrubber_html({"a": [(0, weights)]})

@@ -297,3 +297,22 @@ def test_a_sink_score_that_fits_the_sink_column_is_taken(sink_shape):
     scores = minitorch.tensor(np.ones((2, 3, 4, 4)))  # read as (H, B, L, L) or (B, H, L, L)
     weights = sink_free.softmax_with_sink(scores, future_keys(4), np.zeros(sink_shape))
     assert weights.shape == (2, 3, 4, 4), "the weights keep the shape of the scores"
+
+
+@pytest.mark.parametrize("owner, name, call", [
+    ("softmax_with_sink", "sink_score", sink_free.softmax_with_sink),
+    ("sink_logit_attention", "sink_logit", sink_free.sink_logit_attention)], ids=["with-sink", "sink-logit"])
+@pytest.mark.parametrize("sink", ["a", "0", True, np.array(["a"]), None, [1, "a"]],
+                         ids=["a-letter", "a-digit-string", "true", "an-array-of-strings", "none", "a-mixed-list"])
+def test_a_sink_score_that_is_no_number_is_named(owner, name, call, sink):  # U7-11: minitorch's error named neither
+    scores = minitorch.tensor(np.ones((1, 1, 4, 4)))
+    with pytest.raises(TypeError, match=rf"{owner}: {name} must be a number \(or a Tensor or array of numbers\), "
+                                        rf"got {re.escape(repr(sink)[:60])}"):
+        call(scores, future_keys(4), sink)
+
+
+@pytest.mark.parametrize("sink", [0, -2.5, np.int64(1), np.zeros((1, 1, 1, 1), dtype=np.float32)],
+                         ids=["int", "float", "numpy-int", "float32-array"])
+def test_a_sink_score_of_any_real_number_type_is_taken(sink):
+    weights = sink_free.softmax_with_sink(minitorch.tensor(np.ones((1, 1, 4, 4))), future_keys(4), sink)
+    assert weights.shape == (1, 1, 4, 4) and np.isfinite(weights.data).all()

@@ -283,3 +283,23 @@ def test_test_set_is_the_same_every_time_and_shared_by_both_target_kinds():
 def test_a_boolean_trigger_is_refused():
     with pytest.raises(ValueError, match="trigger"):
         make_inputs(2, np.random.default_rng(0), trigger=True)
+
+
+@pytest.mark.parametrize("dtype", [int, np.int8, np.uint8, np.int32])
+@pytest.mark.parametrize("residual", [False, True], ids=["single_layer", "residual"])
+def test_make_targets_of_inputs_given_as_integers_are_those_of_the_same_floats(dtype, residual):
+    # T7-06: 0/1 inputs as an int array failed in y[...] += means with NumPy's casting error, make_targets not named
+    x, triggers = make_inputs(8, np.random.default_rng(7), length=6, width=5)
+    x = np.abs(np.round(x))  # 0/1 inputs, the same numbers in every dtype
+    y = make_targets(x.astype(dtype), triggers, residual)
+    assert y.dtype == np.float64 and np.array_equal(y, make_targets(x, triggers, residual)), (
+        f"targets of x as {np.dtype(dtype)} must equal those of the same x as floats")
+
+
+@pytest.mark.parametrize("x, error", [
+    (np.zeros((2, L, N), dtype=bool), TypeError), (np.full((2, L, N), "1"), TypeError),
+    (np.full((2, L, N), np.nan), ValueError), (np.full((2, L, N), np.inf), ValueError),
+    (np.zeros((2, L, N), dtype=complex), TypeError)], ids=["bools", "strings", "nan", "inf", "complex"])
+def test_make_targets_names_inputs_that_are_not_finite_real_numbers(x, error):
+    with pytest.raises(error, match=r"make_targets: x must be finite numbers"):
+        make_targets(x, np.array([2, 3]))

@@ -615,3 +615,23 @@ def test_non_trigger_row_sides_takes_one_trigger_position_per_sequence(make_trig
 def test_softmax_family_takes_a_list_of_scales(scales, error, culprit):
     with pytest.raises(error, match=rf"softmax_family: {culprit}"):
         theory.softmax_family(scales, size_per_trigger=1, test_size=1)
+
+
+def _words_with(value, where):
+    words = np.zeros((3, n))
+    words[0] = theory.unit_vectors(n)[1] - theory.unit_vectors(n)[2]  # e_t - e_b
+    words[where] = value
+    return words
+
+
+@pytest.mark.parametrize("words, error, culprit", [  # P7-11: NumPy's 'SVD did not converge', words not named
+    (np.full((3, n), np.nan), ValueError, r"words must be finite numbers"),
+    (_words_with(np.nan, (1, 4)), ValueError, r"words must be finite numbers"),
+    (_words_with(np.inf, (2, 0)), ValueError, r"words must be finite numbers"),
+    (_words_with(-np.inf, (0, 1)), ValueError, r"words must be finite numbers"),
+    (np.full((3, n), "a"), TypeError, r"words must be finite numbers, got [\s\S]*dtype <U1"),
+    (np.zeros(n), ValueError, rf"words must have shape \(N, n\), got \({n},\)"),
+], ids=["all-nan", "one-nan", "an-inf", "a-minus-inf-on-bos", "strings", "one-word-without-its-axis"])
+def test_separating_corner_names_words_that_are_not_finite_numbers(words, error, culprit):
+    with pytest.raises(error, match=rf"separating_corner: {culprit}"):
+        theory.separating_corner(words)

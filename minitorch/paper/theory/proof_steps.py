@@ -181,6 +181,9 @@ def separating_corner(words: np.ndarray, tolerance: float = 1e-10) -> tuple[np.n
     {-1, 1}^d and a functional λ (n,) with λ_0 = 0, ``||λ||_1 = 1``, λ ⊥ S and
     ``λ · (z + e_t) >= 1/2``. Hence ``||z + e_t - s||_∞ >= 1/2`` for every s in S.
     """
+    words = checks.real_numbers("separating_corner", "words", words)  # nan would stop the SVD
+    if words.ndim != 2:
+        raise ValueError(f"separating_corner: words must have shape (N, n), got {words.shape}")
     width = words.shape[1]
     projected = words[:, 1:]  # drop the BOS coordinate
     _, singular, right = np.linalg.svd(projected)
