@@ -59,6 +59,10 @@ def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
             raise ValueError(f"sink_scrubber_html: the snapshots of run {name!r} are not in training order")
         maps = [_first_head_map(name, step, weights) for step, (_, weights) in zip(steps, snapshots)]
         non_trigger_rows("sink_scrubber_html", maps[0], trigger)  # before any map is rounded
+        lengths = sorted({map_.shape[-1] for map_ in maps})
+        if len(lengths) > 1:  # the page draws every map of a run at one length
+            raise ValueError(f"sink_scrubber_html: the maps of run {name!r} have different lengths L ({lengths}); "
+                             f"the scrubber shows one run at one L: give each length its own run")
         _check_finite(name, steps, maps)
         data["runs"].append({"name": name, "steps": steps, "length": int(maps[0].shape[-1]),
                              "maps": [np.round(map_, 3).ravel().tolist() for map_ in maps],

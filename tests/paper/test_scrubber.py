@@ -167,3 +167,12 @@ def test_a_snapshot_that_is_no_layers_by_heads_of_maps_is_named_with_the_shape_g
                                          rf"snapshot's maps \(layers, H, L, L\).*got shape "
                                          rf"{re.escape(str(np.shape(weights)))}"):
         sink_scrubber_html({"a": [(0, weights)]})
+
+
+def test_a_run_whose_maps_change_length_is_refused_not_drawn_at_the_first_length():
+    """U7-10: a run whose snapshots went from L = 8 to L = 16 drew the 16 x 16 map as a wrong 8 x 8 picture."""
+    from minitorch.paper.scrubber import sink_scrubber_html
+
+    short, long = np.full((1, 1, 8, 8), 1 / 8), np.full((1, 1, 16, 16), 1 / 16)
+    with pytest.raises(ValueError, match=r"the maps of run 'grows' have different lengths L \(\[8, 16\]\)"):
+        sink_scrubber_html({"grows": [(0, short), (10, long)]})
