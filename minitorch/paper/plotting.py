@@ -296,6 +296,8 @@ def zoo_mass_figure(zoo: list[dict]) -> plt.Figure:
     Bars are means over seeds; dots are the seeds. "Nowhere" is 1 - Σ_k a_ik;
     it is negative when rows sum to more than 1.
     """
+    checks.records("zoo_mass_figure", "zoo", zoo, ("normaliser", "bos", "content", "nowhere"),
+                   "one run of beyond.train_zoo_normaliser")
     grouped = _by_normaliser(zoo)
     names = list(grouped)
     fig, ax = plt.subplots(figsize=(1.25 * len(names) + 2.5, 4.2), constrained_layout=True)

@@ -274,3 +274,13 @@ def test_zoo_maps_figure_names_a_run_without_the_keys_it_reads(zoo, error, culpr
     with pytest.raises(error, match=rf"zoo_maps_figure: {culprit}"):
         plotting.zoo_maps_figure(zoo)
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+@pytest.mark.parametrize("zoo", [[{}], [{"normaliser": "softmax", "bos": 0.9, "content": 0.1}]],
+                         ids=["empty", "no-nowhere"])
+def test_zoo_mass_figure_names_a_run_without_the_keys_it_reads(zoo):
+    """Like zoo_maps_figure (L7-12): a run without a key it reads was Python's KeyError."""
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(ValueError, match=r"zoo_mass_figure: zoo\[0\] must be one run of beyond\."):
+        plotting.zoo_mass_figure(zoo)
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
