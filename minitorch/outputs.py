@@ -121,8 +121,8 @@ def checked_path(path, option: str, follow_links: bool = True, error=PathError, 
         if problem.errno == errno.ENAMETOOLONG:
             raise error(f"{option} {shown[:60]}...: the path is too long once its links are resolved") from None
         if problem.errno == errno.ENOTDIR:
-            raise error(f"{option} {shown}: {_file_above(resolved)} is a file, not a folder, so nothing can be "
-                        f"below it; name a path in a folder") from None
+            raise error(f"{option} {shown}: {_file_above(resolved)} is a file, so nothing can be created below "
+                        f"it; name a path in a folder") from None
     return Path(resolved)
 
 

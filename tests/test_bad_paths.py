@@ -456,8 +456,8 @@ def test_a_path_below_a_file_names_the_file_not_a_missing_folder(tmp_path, write
     """S7-01: save_model(m, 'afile/m.npz') said the folder afile does not exist and to mkdir it (FileExistsError)."""
     (tmp_path / "afile").write_text("a file, not a folder")
     before = file_hashes(tmp_path)
-    with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'afile'))} is a file, not a folder, so "
-                                         rf"nothing can be below it") as refused:
+    with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'afile'))} is a file, so nothing can be "
+                                         rf"created below it") as refused:
         _users_of_a_path_below_a_file()[writer](str(tmp_path / below))
     assert "does not exist" not in str(refused.value), f"{writer} called the file a missing folder"
     assert file_hashes(tmp_path) == before, f"{writer} changed something for a path below a file"
