@@ -154,7 +154,7 @@ def inputs_checked_by(check):
 
 
 # ----------------------------------------------------------------------
-# fix5-theory: arrays of numbers and sets of positions (the paper's theory and metrics)
+# arrays of numbers and sets of positions (the paper's theory and metrics)
 
 
 def real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarray:
@@ -196,7 +196,7 @@ def positions(owner: str, name: str, values, length: int | None = None) -> np.nd
 
 
 # ----------------------------------------------------------------------
-# fix6-b: the records the figures and tables read (results.json's dicts and lists of dicts)
+# the records the figures and tables read (results.json's dicts and lists of dicts)
 
 
 def record(owner: str, name: str, value, keys, what: str) -> dict:

@@ -751,7 +751,7 @@ def test_a_module_shared_by_two_attributes_is_not_a_cycle():
 
 
 # ----------------------------------------------------------------------
-# round five (branch fix5-engine): the engine's last raw tracebacks and silent values
+# round five: the engine's last raw tracebacks and silent values
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0], [], [[1.0], [2.0]], np.zeros((2, 3))])
