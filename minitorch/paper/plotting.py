@@ -242,6 +242,9 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
         raise ValueError(f"attention_animation: snapshot_sets must be a non-empty dict {{panel title: snapshots}}, "
                          f"got {snapshot_sets!r:.60}")
     fps = checks.positive_number("attention_animation", "fps", fps)  # 0 frames a second: no frame ever ends
+    if not 0.01 <= fps <= 100:  # a GIF's frame lasts a whole number of hundredths of a second, at most 65535
+        raise ValueError(f"attention_animation: fps must lie in 0.01..100 (a GIF's frame lasts 10 ms to 655 s), "
+                         f"got {fps:g}")
     titles = list(snapshot_sets)
     frames = max(len(s) for s in snapshot_sets.values())
     if min(len(s) for s in snapshot_sets.values()) == 0:
@@ -262,6 +265,8 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
 
     animation = FuncAnimation(fig, draw, frames=frames, blit=False)
     path = checked_path(path, "attention_animation: path", file=True)
+    if path.suffix.lower() != ".gif":  # the writer makes a GIF, whatever the name says
+        raise ValueError(f"attention_animation: path {str(path)!r} must end in .gif: the animation is a GIF")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".gif")
     os.close(handle)
@@ -272,7 +277,7 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
             if isinstance(error.__context__, KeyboardInterrupt):  # the writer failed closing a file Ctrl-C cut short
                 raise KeyboardInterrupt from None
             raise
-        os.replace(temporary, path)
+        write_atomically(path, Path(temporary).read_bytes(), option="attention_animation: path")  # (its mode)
     finally:
         Path(temporary).unlink(missing_ok=True)
         plt.close(fig)

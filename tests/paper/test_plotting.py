@@ -284,3 +284,24 @@ def test_zoo_mass_figure_names_a_run_without_the_keys_it_reads(zoo):
     with pytest.raises(ValueError, match=r"zoo_mass_figure: zoo\[0\] must be one run of beyond\."):
         plotting.zoo_mass_figure(zoo)
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+
+@pytest.mark.parametrize("name, fps, culprit", [
+    ("anim.mp4", 5, r"must end in \.gif"),  # L8-08: GIF data under the .mp4 name, mode 0600, no word
+    ("anim.gif", 1e-9, r"fps must lie in 0\.01\.\.100"),  # L8-11: Pillow's OverflowError
+])
+def test_an_animation_names_a_path_or_a_rate_a_gif_cannot_have(tmp_path, name, fps, culprit):
+    with pytest.raises(ValueError, match=rf"attention_animation: .*{culprit}"):
+        plotting.attention_animation({"a": _one_animation_frame()}, tmp_path / name, fps=fps)
+    assert list(tmp_path.iterdir()) == [], "nothing may be written"
+
+
+def test_an_animation_is_readable_as_any_new_file_is(tmp_path):
+    import os
+    import stat
+
+    path = plotting.attention_animation({"a": _one_animation_frame()}, tmp_path / "a.gif")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, "the GIF kept its temporary file's mode 0600"

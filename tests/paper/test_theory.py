@@ -635,3 +635,13 @@ def _words_with(value, where):
 def test_separating_corner_names_words_that_are_not_finite_numbers(words, error, culprit):
     with pytest.raises(error, match=rf"separating_corner: {culprit}"):
         theory.separating_corner(words)
+
+
+
+@pytest.mark.parametrize("heads, layers", [(2, 1), (1, 2)])
+def test_non_trigger_row_sides_refuses_a_model_that_is_not_one_head(heads, layers):
+    """P8-17: a 2-head model was taken, head 0 alone was used, and the inequality failed at a row, without a word."""
+    model = build_model(16, heads, layers, "softmax", layers > 1, seed=0)
+    x, triggers = make_inputs(2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"non_trigger_row_sides: the model must have a single head in a single"):
+        theory.non_trigger_row_sides(model, x, triggers)

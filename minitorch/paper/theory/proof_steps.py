@@ -78,6 +78,11 @@ def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.n
         raise ValueError(f"non_trigger_row_sides: x must have shape (B, L, n) and triggers shape (B,), one trigger "
                          f"position per sequence, got x of shape {x.shape} and triggers of shape {np.shape(triggers)}")
     checks.positions("non_trigger_row_sides", "triggers", triggers, length=x.shape[1])
+    config = getattr(model, "config", {})
+    if (config.get("heads"), config.get("layers")) != (1, 1):  # the inequality is about the one head's output
+        raise ValueError(f"non_trigger_row_sides: the model must have a single head in a single layer (the "
+                         f"inequality is about that head's output), got {config.get('layers')} layer(s) of "
+                         f"{config.get('heads')} head(s)")
     W = value_map(model)
     prediction, attention = predict_with_attention(model, x)
     weights = attention[0][:, 0]  # (B, L, L): one head
