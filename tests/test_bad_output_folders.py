@@ -287,12 +287,15 @@ def test_an_output_path_is_checked_before_any_work(tmp_path, monkeypatch, capsys
 
 
 @pytest.mark.parametrize("arguments,culprit", [(dict(seed=-1), "seed"), (dict(jobs=0), "jobs"),
-                                               (dict(seed=0.5), "seed")])
-def test_reproduce_names_a_bad_seed_or_jobs_before_writing(tmp_path, arguments, culprit):
+                                               (dict(seed=0.5), "seed"),
+                                               (dict(quick="no"), "reproduce: quick must be True or False"),  # Q8-04
+                                               (dict(log=None), "reproduce: log must be a function")])  # Q8-05
+def test_reproduce_names_a_bad_argument_before_writing(tmp_path, arguments, culprit):
     from minitorch.paper.reproduce import reproduce
 
+    arguments = {"progress": False, "log": lambda message: None, **arguments}
     with pytest.raises((TypeError, ValueError), match=culprit):
-        reproduce(tmp_path / "out", progress=False, log=lambda message: None, **arguments)
+        reproduce(tmp_path / "out", **arguments)
     assert not any(tmp_path.iterdir()), "a refused run must write nothing"
 
 

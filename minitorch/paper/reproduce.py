@@ -246,6 +246,10 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
         raise ValueError(f"reproduce: only must list distinct architectures from {list(ARCHITECTURES)}, got {only}")
     only = [name for name in ARCHITECTURES if name in only]  # one order: --only 2x2,1x1 is --only 1x1,2x2
     seed, jobs = checks.integer("reproduce", "seed", seed, minimum=0), checks.integer("reproduce", "jobs", jobs)
+    quick, progress, force = (checks.flag("reproduce", name, value) for name, value in
+                              (("quick", quick), ("progress", progress), ("force", force)))
+    if not callable(log):
+        raise TypeError(f"reproduce: log must be a function of one line (print, by default), got {log!r:.60}")
     out = check_output_folder(default_out(quick, only, seed) if out is None else out)
     command = run_command(quick, only, seed)
     earlier = recorded_run(out)

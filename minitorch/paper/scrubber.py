@@ -47,8 +47,12 @@ def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
     """The numbers the scrubber draws: for each run (name -> [(step, weights (layers, H, L, L)), ...] as
     `train(..., snapshot_every=...)` keeps them) its steps, its first head's maps (rounded to 3 decimals,
     rows of L*L numbers) and their BOS mass at the non-trigger rows."""
+    if not isinstance(runs, dict):
+        raise TypeError(f"sink_scrubber_html: runs must be a non-empty dict {{name: result.snapshots, ...}}, got "
+                        f"{runs!r:.60} ({type(runs).__name__})")
     if not runs:
         raise ValueError("sink_scrubber_html: no runs given; pass {name: result.snapshots, ...}")
+    trigger = checks.integer("sink_scrubber_html", "trigger", trigger)  # (a plain int: the page's JSON holds it)
     data = {"trigger": trigger, "runs": []}
     for name, snapshots in runs.items():
         if not snapshots:

@@ -176,3 +176,15 @@ def test_a_run_whose_maps_change_length_is_refused_not_drawn_at_the_first_length
     short, long = np.full((1, 1, 8, 8), 1 / 8), np.full((1, 1, 16, 16), 1 / 16)
     with pytest.raises(ValueError, match=r"the maps of run 'grows' have different lengths L \(\[8, 16\]\)"):
         sink_scrubber_html({"grows": [(0, short), (10, long)]})
+
+
+
+def test_runs_given_as_a_list_are_named_and_a_numpy_trigger_is_a_plain_number():
+    """U8-04: a list of (name, snapshots) pairs was "'list' object has no attribute 'items'"; U8-06: a trigger
+    np.int64(2) passed the check and failed in json.dumps."""
+    from minitorch.paper.scrubber import sink_scrubber_html
+
+    snapshots = [(0, np.full((1, 1, 8, 8), 1 / 8))]
+    with pytest.raises(TypeError, match=r"sink_scrubber_html: runs must be a non-empty dict \{name:"):
+        sink_scrubber_html([("a", snapshots)])
+    assert "sink-scrubber" in sink_scrubber_html({"a": snapshots}, trigger=np.int64(2))
