@@ -245,6 +245,9 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
     if not 0.01 <= fps <= 100:  # a GIF's frame lasts a whole number of hundredths of a second, at most 65535
         raise ValueError(f"attention_animation: fps must lie in 0.01..100 (a GIF's frame lasts 10 ms to 655 s), "
                          f"got {fps:g}")
+    path = checked_path(path, "attention_animation: path", file=True)
+    if path.suffix.lower() != ".gif":  # the writer makes a GIF, whatever the name says
+        raise ValueError(f"attention_animation: path {str(path)!r} must end in .gif: the animation is a GIF")
     titles = list(snapshot_sets)
     frames = max(len(s) for s in snapshot_sets.values())
     if min(len(s) for s in snapshot_sets.values()) == 0:
@@ -264,9 +267,6 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
         return images
 
     animation = FuncAnimation(fig, draw, frames=frames, blit=False)
-    path = checked_path(path, "attention_animation: path", file=True)
-    if path.suffix.lower() != ".gif":  # the writer makes a GIF, whatever the name says
-        raise ValueError(f"attention_animation: path {str(path)!r} must end in .gif: the animation is a GIF")
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".gif")
     os.close(handle)
