@@ -41,6 +41,17 @@ def decode(data: bytes) -> str:
     return data.decode(encoding)
 
 
+def module_text(data: bytes, exercise, max_bytes: int) -> str:
+    """The text of the student's file that defines the exercise's function (`data`, its first bytes at least up to
+    one past `max_bytes`), or StudentFunctionError: too large, or not text in its declared encoding."""
+    if len(data) > max_bytes:
+        raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {exercise.module} is larger than {max_bytes:,} bytes")
+    try:
+        return decode(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError) as error:
+        raise StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: {error}") from None
+
+
 def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
     """The exercise's function in one module's source (its last top-level definition, as Python keeps it)."""
     from minitorch.exercises.registry import function_node  # noqa (the worker loads registry by path first)

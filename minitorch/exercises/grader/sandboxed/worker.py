@@ -148,14 +148,7 @@ def _install(exercise_id: str, student_file: str, connection, channel) -> dict |
     exercise, sent = registry.EXERCISES[exercise_id], False
     try:
         data = Path(student_file).read_bytes()[:registry.MAX_MODULE_BYTES + 1]
-        if len(data) > registry.MAX_MODULE_BYTES:
-            raise found.StudentFunctionError(found.TOO_LARGE, f"{found.TOO_LARGE}: {exercise.module} is larger than "
-                                                              f"{registry.MAX_MODULE_BYTES:,} bytes")
-        try:
-            text = found.decode(data)
-        except (SyntaxError, UnicodeDecodeError, LookupError) as error:
-            raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"{found.DOES_NOT_COMPILE}: "
-                                                                     f"{exercise.module}: {error}") from None
+        text = found.module_text(data, exercise, registry.MAX_MODULE_BYTES)
         node = found.find(text, exercise, registry.MAX_FUNCTION_LINES)
         sent = True
         connection.sendall(channel.encode({"source": "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])}))

@@ -32,7 +32,7 @@ import numpy as np
 from minitorch.exercises.grader import channel
 from minitorch.exercises.grader.sandboxed import probes
 from minitorch.exercises.grader.trusted import sandbox
-from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, read_manifest_data
+from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, MAX_MODULE_BYTES, read_manifest_data
 from minitorch.exercises.grader.sandboxed import student_function as found
 from minitorch.gradcheck import GradcheckError, compare_with_finite_differences
 
@@ -371,10 +371,11 @@ def grading_problem(exercise_id: str, root: Path) -> str | None:
     if available is None:
         return None
     try:
-        node = found.find(found.decode((Path(root) / exercise.module).read_bytes()), exercise, MAX_FUNCTION_LINES)
+        data = (Path(root) / exercise.module).read_bytes()[:MAX_MODULE_BYTES + 1]
+        node = found.find(found.module_text(data, exercise, MAX_MODULE_BYTES), exercise, MAX_FUNCTION_LINES)
     except found.StudentFunctionError as error:
         return str(error)
-    except (OSError, SyntaxError, ValueError, LookupError):
+    except OSError:
         return None  # (the import of the module has failed already, saying why)
     outside = found.helpers_outside(node, available)
     return found.helper_message(exercise, outside) if outside else None
