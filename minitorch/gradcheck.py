@@ -58,7 +58,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     step = checks.positive_number("gradcheck", "step", step)  # step=0 would divide by zero
     atol = checks.positive_number("gradcheck", "atol", atol, allow_zero=True)
     rtol = checks.positive_number("gradcheck", "rtol", rtol, allow_zero=True)
-    leaves = [Tensor(np.array(_data(x), dtype=np.float64), requires_grad=True) for x in inputs]
+    leaves = [Tensor(checks.real_numbers("gradcheck", f"inputs[{index}]", _data(x), finite=False), requires_grad=True)
+              for index, x in enumerate(inputs)]
     name = getattr(function, "__name__", repr(function))
 
     output = function(*leaves)

@@ -680,6 +680,13 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
+def _root(root) -> tuple:
+    if not isinstance(root, Tensor):
+        raise TypeError(f"topological_order: root must be a Tensor, got {type(root).__name__}")
+    return (root,)
+
+
+@checks.inputs_checked_by(_root)
 def topological_order(root: Tensor) -> list[Tensor]:
     """Every tensor that `root` depends on (requiring grad), parents first.
 

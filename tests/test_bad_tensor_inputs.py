@@ -337,6 +337,9 @@ def _unchecked_call(name):
         "adam-p-data-new-shape": lambda: setattr(Parameter(np.zeros(2)), "data", np.ones(3)),
         "data-a-tensor": lambda: setattr(tensor([1.0]), "data", tensor([2.0])),
         "no-grad-without-parentheses": lambda: minitorch.no_grad.__enter__(),
+        "topological-order-of-a-number": lambda: minitorch.topological_order(5),
+        "gradcheck-of-a-string": lambda: minitorch.gradcheck(lambda t: (t * t).sum(), ["ab"]),
+        "gradcheck-of-none": lambda: minitorch.gradcheck(lambda t: (t * t).sum(), [None]),
     }[name]
 
 
@@ -370,6 +373,9 @@ def _unchecked_call(name):
     ("adam-p-data-new-shape", ValueError, r"x.data = ...: new values of shape \(3,\) for a tensor of shape \(2,\)"),
     ("data-a-tensor", TypeError, r"x.data = <Tensor>"),
     ("no-grad-without-parentheses", TypeError, r"with minitorch.no_grad\(\):"),
+    ("topological-order-of-a-number", TypeError, r"topological_order: root must be a Tensor, got int"),
+    ("gradcheck-of-a-string", TypeError, r"gradcheck: inputs\[0\] must be numbers, got 'ab'"),
+    ("gradcheck-of-none", TypeError, r"gradcheck: inputs\[0\] must be numbers, got None"),
 ])
 def test_an_argument_numpy_would_refuse_is_refused_first_naming_the_function_and_argument(name, error, culprit):
     with pytest.raises(error, match=culprit):
