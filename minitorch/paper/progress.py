@@ -46,6 +46,9 @@ class ProgressBar:
         self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
         self.width = width
         self.stream = sys.stderr if stream is None else stream
+        if not callable(getattr(self.stream, "write", None)):
+            raise TypeError(f"ProgressBar: stream must be a text stream with a write method (sys.stderr, an open "
+                            f"file), got {stream!r:.80} ({type(stream).__name__})")
         in_notebook = enabled and not lines and _in_notebook()
         if not lines and not in_notebook and not _is_terminal(self.stream):
             self.lines = lines = True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from minitorch.paper.progress import ProgressBar
 
 
@@ -57,3 +59,9 @@ def test_a_run_that_stops_early_says_so_instead_of_showing_an_empty_bar():
     bar.close(776, max_error=0.0048)
     last = stream.getvalue().splitlines()[-1]
     assert "776 steps (stopped early; at most 50000)" in last and "[---" not in last, last
+
+
+@pytest.mark.parametrize("stream", [5, "log.txt", None.__class__])
+def test_a_stream_without_write_is_refused_when_the_bar_is_made(stream):
+    with pytest.raises(TypeError, match=r"ProgressBar: stream must be a text stream with a write method"):
+        ProgressBar(10, "x", stream=stream, min_interval=0.0)  # H8-06: AttributeError at the first draw
