@@ -105,13 +105,18 @@ def _children(pid: int) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1], ids=["TERM", "HUP", "USR1"])
-def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_partial_folder(tmp_path, signum):
-    """RR-C, RR-D: the signal reached the main process only; its workers trained on, and .X.partial-* stayed."""
+@pytest.mark.parametrize("signum,whole_group", [(signal.SIGTERM, False), (signal.SIGHUP, False),
+                                                (signal.SIGUSR1, False), (signal.SIGQUIT, True)],
+                         ids=["TERM", "HUP", "USR1", "QUIT-to-the-group"])
+def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_partial_folder(tmp_path, signum,
+                                                                                               whole_group):
+    """RR-C, RR-D: the signal reached the main process only; its workers trained on, and .X.partial-* stayed.
+    C8-18: Ctrl-\\ (SIGQUIT to the whole group) killed multiprocessing's resource tracker, which printed
+    tracebacks after the clear message."""
     out = tmp_path / "X"
     process = subprocess.Popen([sys.executable, "-m", "minitorch", "reproduce", "--quick", "--jobs", "2",
                                 "--no-progress", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                               stderr=subprocess.STDOUT, text=True, start_new_session=whole_group)
     deadline = time.monotonic() + 120
     workers: list[int] = []
     while len(workers) < 2 and time.monotonic() < deadline and process.poll() is None:
@@ -119,7 +124,10 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
         workers = [pid for pid in _children(process.pid)
                    if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(workers) >= 2, "the two workers did not start"
-    os.kill(process.pid, signum)
+    if whole_group:
+        os.killpg(process.pid, signum)
+    else:
+        os.kill(process.pid, signum)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 128 + signum, f"exit {process.returncode}, expected {128 + signum}:\n{output}"
     time.sleep(1)
@@ -127,7 +135,7 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
              and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
     assert not alive, f"workers {alive} outlived the stopped run"
     assert list(tmp_path.iterdir()) == [], f"the stopped run left {[p.name for p in tmp_path.iterdir()]}"
-    assert "nothing was written" in output and "Traceback" not in output, output
+    assert "nothing was written" in output and "Traceback" not in output and "Warning" not in output, output
 
 
 # ----------------------------------------------------------------------
@@ -154,6 +162,22 @@ def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, 
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "Traceback" not in error, f"not one line: {error}"
     assert error.startswith("python -m minitorch: error: ") and re.search(named, error), error
+
+
+@pytest.mark.parametrize("raised,named", [
+    (MemoryError(), r"out of memory; Give the process more memory"),
+    (MemoryError("save: the image of shape (9, 9, 4) would need 9 GiB"), r"out of memory: save: the image .*9 GiB\."),
+], ids=["numpy's-bare-error", "ours-naming-the-array"])
+def test_running_out_of_memory_is_one_line_saying_what_to_do(capsys, raised, named):
+    from minitorch.tools.commands import run_command
+
+    def main(argv):  # C8-17: a raw MemoryError traceback after minutes of training under `ulimit -v`
+        raise raised
+
+    assert run_command(main, [], name="python -m minitorch") == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error, f"not one line: {error}"
+    assert re.search(named, error) and "ulimit -v" in error, error
 
 
 @pytest.mark.parametrize("arguments", [

@@ -10,6 +10,7 @@ Every function returns a matplotlib Figure; `save` writes it to disk.
 from __future__ import annotations
 
 import io
+import math
 import os
 import sys
 import tempfile
@@ -276,6 +277,9 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
         except Exception as error:
             if isinstance(error.__context__, KeyboardInterrupt):  # the writer failed closing a file Ctrl-C cut short
                 raise KeyboardInterrupt from None
+            if isinstance(error, ValueError) and str(error) == "quantization error":  # Pillow's words when the
+                raise MemoryError("attention_animation: Pillow ran out of memory reducing a frame to a GIF's 256 "
+                                  "colours ('quantization error')") from error  # C quantizer's allocation fails
             raise
         write_atomically(path, Path(temporary).read_bytes(), option="attention_animation: path")  # (its mode)
     finally:
@@ -421,6 +425,8 @@ def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
                         f"{type(fig).__name__}")
     path = _image_path(fig, path)
     dpi = checks.positive_number("save", "dpi", dpi)
+    width, height = fig.get_size_inches() * dpi
+    checks.memory("save", f"the image at dpi={dpi:g}", (math.ceil(height), math.ceil(width), 4), itemsize=1)
     image = io.BytesIO()
     fig.savefig(image, format=path.suffix.lower().lstrip("."), dpi=dpi)
     write_atomically(path, image.getvalue(), option="save: path")  # (an old figure stays whole if this stops)

@@ -143,6 +143,7 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     previous = {name: os.environ.get(name) for name in THREAD_VARIABLES}
     os.environ.update({name: "1" for name in THREAD_VARIABLES})  # read by numpy as each worker starts
     try:
+        _start_resource_tracker()
         pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_ignore_interrupts)
         try:
@@ -166,6 +167,22 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (a helper process that a spawn pool needs) deaf to signals.
+
+    It ignores Ctrl-C and SIGTERM itself, but SIGQUIT, SIGHUP, SIGUSR1, ... sent to the whole process group
+    (Ctrl-\\ in a terminal) killed it, and it printed tracebacks after the command had said clearly that it
+    stopped. Started with those signals blocked, it inherits the block; it ends when this process does."""
+    from multiprocessing import resource_tracker
+
+    faults = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT, signal.SIGCHLD}
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals() - faults)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _ignore_interrupts() -> None:

@@ -9,6 +9,7 @@
   other faults of the process itself are not a request to stop.)
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
+- **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
 - **An exercise not written yet is one line.** In a student edition, a command that reaches the stub of an exercise
   (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with status 2.
@@ -129,6 +130,11 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 128 + signal.SIGPIPE
+    except MemoryError as error:  # raw from NumPy, or ours naming the array: one line, not a traceback
+        what = f": {error}." if str(error) else ";"
+        print(f"{name}: error: out of memory{what} Give the process more memory (see `ulimit -v`) or use "
+              f"smaller sizes", file=sys.stderr)
+        return 1
     except OSError as error:
         if error.filename is None and error.errno is not None:  # a failed write to stdout (> /dev/full) names no
             # file, and what is still buffered would fail again at exit

@@ -211,6 +211,26 @@ def test_save_names_a_dpi_that_is_not_a_positive_number(dpi, error, tmp_path):
     assert list(tmp_path.iterdir()) == [], "a refused save must write nothing"
 
 
+def test_save_refuses_a_dpi_whose_image_would_not_fit_in_memory_before_drawing(tmp_path):
+    fig = _open_figure()  # L8-05: dpi=10**6 reached Agg, which died of std::bad_alloc
+    with pytest.raises(MemoryError, match=r"save: the image at dpi=1e\+06 of shape .* would need .* GiB"):
+        plotting.save(fig, tmp_path / "figure.png", dpi=10**6)
+    plotting.plt.close(fig)
+    assert list(tmp_path.iterdir()) == [], "a refused save must write nothing"
+
+
+def test_an_animation_that_runs_out_of_memory_in_pillow_says_so(tmp_path, monkeypatch):
+    from matplotlib.animation import PillowWriter
+
+    def out_of_memory(*args, **kwargs):  # C8-17: what Pillow's quantizer raises when its allocation fails
+        raise ValueError("quantization error")
+
+    monkeypatch.setattr(PillowWriter, "finish", out_of_memory)
+    with pytest.raises(MemoryError, match=r"attention_animation: Pillow ran out of memory"):
+        plotting.attention_animation({"a": _one_animation_frame()}, tmp_path / "a.gif")
+    assert list(tmp_path.iterdir()) == [], "nothing may be written"
+
+
 _HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 0.4], "trigger_content": [0.1, 0.2]}
 
 
