@@ -538,6 +538,15 @@ def test_theory_refuses_a_model_that_is_not_an_attention_model(call, owner, mode
     (lambda: theory.worst_case(_tiny_model(), seed=-1), ValueError, r"worst_case: seed must be an integer >= 0"),
     (lambda: theory.theorem2_stream_sides(theory.two_layer_construction(), np.ones(5), 3), ValueError,  # P5-52
      r"theorem2_stream_sides: content must be the d = n - 3 = 13 content coordinates .*got shape \(5,\)"),
+    (lambda: theory.determinant_lemma_sides(np.eye(2), np.eye(3), np.eye(2), 1.0, 1.0), ValueError,  # P9-06
+     r"determinant_lemma_sides: P1, P2 and G must be points of the plane, shape \(..., 2\)"),
+    (lambda: theory.determinant_lemma_sides(np.eye(2), np.ones((3, 2)), np.eye(2), 1.0, 1.0), ValueError,
+     r"determinant_lemma_sides: the points .* must share their leading axes"),
+    (lambda: theory.in_token_hull(5.0), ValueError, r"in_token_hull: mu must be points \(..., n\) with n >= 4"),
+    (lambda: theory.in_token_hull("mu"), TypeError, r"in_token_hull: mu must be numbers"),
+    (lambda: theory.softmax_construction(5.0, width=10**6), MemoryError,  # Y9-07: NumPy's "Unable to allocate"
+     r"softmax_construction: the head's four \(n, n\) matrices of shape \(4, 1000000, 1000000\) would need"),
+    (lambda: theory.relu_construction(width=10**6), MemoryError, r"relu_construction: the head's four"),
 ])
 def test_theory_names_a_bad_argument_before_any_work(call, error, culprit):
     with pytest.raises(error, match=culprit) as raised:
@@ -645,3 +654,8 @@ def test_non_trigger_row_sides_refuses_a_model_that_is_not_one_head(heads, layer
     x, triggers = make_inputs(2, np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"non_trigger_row_sides: the model must have a single head in a single"):
         theory.non_trigger_row_sides(model, x, triggers)
+
+
+def test_in_token_hull_takes_a_list_of_points_as_an_array():  # P9-18: 'list' object has no attribute 'shape'
+    points = theory.random_token_hull_points(5, seed=3)
+    assert theory.in_token_hull(points.tolist()).tolist() == theory.in_token_hull(points).tolist() == [True] * 5

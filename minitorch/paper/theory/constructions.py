@@ -77,11 +77,12 @@ def value_map(model: AttentionModel, layer: int = 0, head: int = 0) -> np.ndarra
 
 
 
-def query_key_direction(direction, width: int) -> np.ndarray:
+def query_key_direction(direction, width: int, owner: str = "query_key_direction") -> np.ndarray:
     """The unit vector u along which a construction's queries and keys point: `direction` checked, as a float
     array of shape (n,) with norm 1 (to 1e-9); None means ``e_0``. Only ``u . u = 1`` enters the scores, so
-    any unit vector gives the same attention (chapters 03 and 06)."""
-    width = checks.integer("query_key_direction", "width", width, minimum=MIN_WIDTH)
+    any unit vector gives the same attention (chapters 03 and 06). `owner` names the construction in errors."""
+    width = checks.integer(owner, "width", width, minimum=MIN_WIDTH)
+    checks.memory(owner, "the head's four (n, n) matrices", (4, width, width))  # before np.eye(width)
     if direction is None:
         return np.eye(width)[BOS]
     u = np.asarray(direction, dtype=float)
@@ -95,7 +96,7 @@ def relu_construction(width: int = WIDTH, direction=None) -> SingleLayerModel:
     """Theorem 3: one ReLU head that solves the task exactly, with no sink (chapter 06): the trigger row
     puts 1/j on each of keys 1..j (the exact mean) and every other row is 0. Its weights are
     `relu_construction_weights` (exercise 6.1), with u the unit vector `direction` (None: u = e_0)."""
-    u = query_key_direction(direction, width)
+    u = query_key_direction(direction, width, "relu_construction")
     model = SingleLayerModel(width, heads=1, normaliser="relu")
     return load_head(model, 0, 0, *relu_construction_weights(u, width))
 
@@ -117,7 +118,7 @@ def softmax_construction(scale: float, width: int = WIDTH, direction=None) -> Si
     ``e^c / (e^c + i)`` on BOS, the trigger row ``e^-c / (e^-c + j)``; BOS's value is 0. Its weights are
     `softmax_construction_weights` (exercise 5.1), with u the unit vector `direction` (None: u = e_0)."""
     scale = checks.finite_number("softmax_construction", "scale", scale)
-    u = query_key_direction(direction, width)
+    u = query_key_direction(direction, width, "softmax_construction")
     model = SingleLayerModel(width, heads=1, normaliser="softmax")
     return load_head(model, 0, 0, *softmax_construction_weights(scale, u, width))
 

@@ -59,6 +59,10 @@ def in_token_hull(mu: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
     bias and trigger flags non-negative and summing to 1, contents in [-1, 1].
     """
     tolerance = checks.positive_number("in_token_hull", "tolerance", tolerance, allow_zero=True)
+    mu = checks.real_numbers("in_token_hull", "mu", mu, finite=False)
+    if mu.ndim == 0 or mu.shape[-1] < 4:
+        raise ValueError(f"in_token_hull: mu must be points (..., n) with n >= 4 (BOS, trigger, contents, bias "
+                         f"flags), got shape {mu.shape}")
     width = mu.shape[-1]
     flags = mu[..., [TRIGGER, width - 1]]
     return ((np.abs(mu[..., BOS]) <= tolerance) & np.all(flags >= -tolerance, axis=-1)
@@ -140,6 +144,14 @@ def determinant_lemma_sides(P1, P2, G, s1, s2):
     Returns (|det(P1, P2)|, the right-hand side with τ the larger of the two errors)."""
     P1, P2, G, s1, s2 = (checks.real_numbers("determinant_lemma_sides", name, value)
                          for name, value in dict(P1=P1, P2=P2, G=G, s1=s1, s2=s2).items())
+    if not P1.shape[-1:] == P2.shape[-1:] == G.shape[-1:] == (2,):
+        raise ValueError(f"determinant_lemma_sides: P1, P2 and G must be points of the plane, shape (..., 2), got "
+                         f"{P1.shape}, {P2.shape} and {G.shape}")
+    try:
+        np.broadcast_shapes(P1.shape[:-1], P2.shape[:-1], G.shape[:-1], s1.shape, s2.shape)
+    except ValueError:
+        raise ValueError(f"determinant_lemma_sides: the points P1 {P1.shape}, P2 {P2.shape}, G {G.shape} (..., 2) "
+                         f"and scales s1 {s1.shape}, s2 {s2.shape} (...) must share their leading axes") from None
     s1, s2 = s1[..., None], s2[..., None]
     tolerance = np.maximum(np.abs(P1 - s1 * G).max(axis=-1), np.abs(P2 - s2 * G).max(axis=-1))
     determinant = np.abs(P1[..., 0] * P2[..., 1] - P1[..., 1] * P2[..., 0])
