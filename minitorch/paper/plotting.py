@@ -119,7 +119,7 @@ def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool
     if not isinstance(ax, matplotlib.axes.Axes):
         raise TypeError(f"attention_heatmap: ax must be a matplotlib Axes to draw on, e.g. fig, ax = plt.subplots(); "
                         f"got {type(ax).__name__}")
-    weights = np.asarray(weights)
+    weights = checks.real_numbers("attention_heatmap", "weights", weights, finite=False)  # nan: a blank cell
     if weights.ndim != 2 or weights.shape[0] != weights.shape[1]:
         raise ValueError(f"attention_heatmap: expected an (L, L) map, got shape {weights.shape}")
     length = weights.shape[0]
@@ -141,10 +141,15 @@ def single_layer_figure(softmax_weights: np.ndarray, relu_weights: np.ndarray) -
     Each argument: (B, L, L) or (B, 1, L, L), one single-head model's
     attention on the same B test sequences.
     """
+    for name, weights in zip(("softmax_weights", "relu_weights"), (softmax_weights, relu_weights)):
+        shape = checks.real_numbers("single_layer_figure", name, weights, finite=False).shape
+        if len(shape) not in (2, 3, 4) or shape[-1] != shape[-2] or (len(shape) == 4 and shape[1] != 1) or 0 in shape:
+            raise ValueError(f"single_layer_figure: {name} must be one head's attention on B sequences, (B, L, L) "
+                             f"or (B, 1, L, L), got shape {shape}")
     fig, axes = plt.subplots(1, 4, figsize=(16, 4.2), constrained_layout=True)
     panels = [("softmax", softmax_weights), ("ReLU", relu_weights)]
     for column, (name, weights) in enumerate(panels):
-        weights = np.asarray(weights).reshape(-1, *np.shape(weights)[-2:])  # (B, L, L)
+        weights = np.asarray(weights, dtype=float).reshape(-1, *np.shape(weights)[-2:])  # (B, L, L)
         attention_heatmap(axes[2 * column], weights.mean(axis=0),
                           f"({'ac'[column]}) {name}: mean over {len(weights)} sequences")
         attention_heatmap(axes[2 * column + 1], weights.std(axis=0), f"({'bd'[column]}) {name}: standard deviation")
@@ -158,7 +163,8 @@ def head_grid_figure(per_layer_weights, title: str) -> plt.Figure:
     per_layer_weights: list over layers of (H, L, L) arrays.
     """
     is_list = isinstance(per_layer_weights, (list, tuple))
-    shapes = [np.shape(weights) for weights in per_layer_weights] if is_list else []
+    shapes = [checks.real_numbers("head_grid_figure", f"per_layer_weights[{layer}]", weights, finite=False).shape
+              for layer, weights in enumerate(per_layer_weights)] if is_list else []
     if not shapes or len(set(shapes)) != 1 or len(shapes[0]) != 3 or 0 in shapes[0]:
         got = f"shapes {shapes}" if is_list else type(per_layer_weights).__name__
         raise ValueError(f"head_grid_figure: per_layer_weights must be a non-empty list of (H, L, L) arrays of one "
@@ -342,6 +348,8 @@ def zoo_maps_figure(zoo: list[dict]) -> plt.Figure:
 
 def log_law_figure(law: list[dict]) -> plt.Figure:
     """The BOS score gap and its bound: row by row (left) and across sequence lengths (right)."""
+    checks.records("log_law_figure", "law", law, ("length", "content_keys", "gap", "bound", "delta"),
+                   "one length's run (train_at_length)")
     fig, (rows, lengths) = plt.subplots(1, 2, figsize=(12, 4.4), constrained_layout=True)
     for index, run in enumerate(law):
         n = np.array(run["content_keys"])
@@ -399,6 +407,11 @@ def price_of_a_sink_figure(zoo: list[dict]) -> plt.Figure:
     where the right output is 0 (small at step 0 too: an untrained head outputs
     almost nothing). A circle marks where each run stopped.
     """
+    checks.records("price_of_a_sink_figure", "zoo", zoo, ("normaliser", "trajectory"),
+                   "one normaliser's run (train_zoo_normaliser)")
+    for index, run in enumerate(zoo):
+        checks.record("price_of_a_sink_figure", f"zoo[{index}]['trajectory']", run["trajectory"],
+                      ("bos_mass_mean", "max_error", "non_trigger_max_error"), "the run's trajectory")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True, sharex=True)
     for index, (name, runs) in enumerate(_by_normaliser(zoo).items()):
         path = runs[0]["trajectory"]
@@ -440,10 +453,12 @@ def _image_path(fig: plt.Figure, path) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"save: path must be a file path such as 'figure.png', got {path!r:.80} "
                         f"({type(path).__name__})")
+    named_as_folder = os.fspath(path).endswith(("/", os.sep))  # Path('keep.png/') would drop the slash
     path = Path(path)
     formats = fig.canvas.get_supported_filetypes()  # {'png': 'Portable Network Graphics', ...}
-    if path.is_dir():
-        raise IsADirectoryError(f"save: path {str(path)!r} is a folder; give the image file's name, such as "
+    if path.is_dir() or named_as_folder:
+        what = "is a folder" if path.is_dir() else "ends in '/', which names a folder"
+        raise IsADirectoryError(f"save: path {str(path)!r} {what}; give the image file's name, such as "
                                 f"{str(path / 'figure.png')!r}")
     if path.suffix.lower().lstrip(".") not in formats:
         raise ValueError(f"save: path {str(path)!r} must end in an image format's extension ({', '.join(formats)}); "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 import time
 
+from minitorch import checks
+
 
 def _is_terminal(stream) -> bool:
     """True if ``stream`` is a terminal, where a carriage return redraws the line."""
@@ -43,6 +45,7 @@ class ProgressBar:
 
     def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float | None = None,
                  stream=None, width: int = 24, lines: bool = False):
+        checks.finite_number("ProgressBar", "total", total)  # nan has no place on a bar
         self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
         self.width = width
         self.stream = sys.stderr if stream is None else stream

@@ -315,7 +315,15 @@ def write_record(out: Path, results: dict, indent: int = 2) -> None:
     """Write ``results.json`` last, listing every file of the run (itself included) under "files"."""
     written = [path.relative_to(out).as_posix() for path in out.rglob("*") if not path.is_dir()]
     results["files"] = sorted(set(written) | {"results.json"})
-    write_atomically(out / "results.json", json.dumps(results, indent=indent))
+    write_atomically(out / "results.json", json.dumps(results, indent=indent, default=_as_json))
+
+
+def _as_json(value):
+    """A NumPy number or array as the Python number or list json can write; anything else named."""
+    if isinstance(value, (np.generic, np.ndarray)) and value.dtype.kind in "biuf":
+        return value.tolist()
+    raise TypeError(f"write_record: results.json can hold numbers, strings, lists and dicts, not "
+                    f"{value!r:.60} ({type(value).__name__})")
 
 
 def write_figures(runs: dict, out: Path) -> list[Path]:

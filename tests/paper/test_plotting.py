@@ -138,9 +138,23 @@ def _one_animation_frame():
     (lambda folder: plotting.plot_error_vs_bos_mass({"scale": [1.0, 2.0], "worst_case_error": [0.1],
                                                      "bos_mass_min": [0.5]}), ValueError,
      r"the family's columns must have one length .*'scale': 2"),
+    (lambda folder: plotting.log_law_figure([{"length": 8}]), ValueError,  # L9-14: KeyError 'content_keys'
+     r"log_law_figure: law\[0\] must be one length's run .*without content_keys, gap, bound, delta"),
+    (lambda folder: plotting.price_of_a_sink_figure([{}]), ValueError,  # L9-16: KeyError 'normaliser'
+     r"price_of_a_sink_figure: zoo\[0\] must be one normaliser's run .*without normaliser, trajectory"),
+    (lambda folder: plotting.price_of_a_sink_figure([{"normaliser": "relu", "trajectory": {}}]), ValueError,
+     r"price_of_a_sink_figure: zoo\[0\]\['trajectory'\] must be the run's trajectory, .*without bos_mass_mean"),
+    (lambda folder: plotting.single_layer_figure(np.ones((2, 4, 4)), "relu"), TypeError,  # L9-18: NumPy's words
+     r"single_layer_figure: relu_weights must be numbers, got 'relu'"),
+    (lambda folder: plotting.single_layer_figure(np.ones((2, 4, 4)), np.ones(4)), ValueError,
+     r"single_layer_figure: relu_weights must be one head's attention on B sequences, .*got shape \(4,\)"),
+    (lambda folder: plotting.head_grid_figure([np.array([[["a"]]])], "t"), TypeError,
+     r"head_grid_figure: per_layer_weights\[0\] must be numbers"),
 ], ids=["save-none", "save-an-array", "grid-of-no-layer", "grid-of-a-2-d-map", "grid-of-ragged-layers",
         "grid-of-an-array", "animation-of-no-panel", "animation-fps-0", "animation-fps-negative",
-        "animation-fps-a-string", "family-empty", "family-without-bos-mass", "family-ragged"])
+        "animation-fps-a-string", "family-empty", "family-without-bos-mass", "family-ragged", "log-law-without-keys",
+        "price-without-keys", "price-trajectory-without-keys", "fig3-of-a-string", "fig3-of-a-vector",
+        "grid-of-strings"])
 def test_the_figure_functions_name_a_bad_argument_before_drawing_or_writing(call, error, culprit, tmp_path):
     figures_before = plotting.plt.get_fignums()
     with pytest.raises(error, match=culprit):
@@ -160,16 +174,20 @@ def _open_figure():
     ("figure.txt", ValueError, r"save: path '.*figure\.txt' must end in an image format's extension"),
     ("existing-folder", IsADirectoryError, r"save: path '.*existing-folder' is a folder; give the image file's name"),
     ("folder.png", IsADirectoryError, r"save: path '.*folder\.png' is a folder"),
-], ids=["no-extension", "a-bare-dot", "not-an-image", "an-existing-folder", "a-folder-named-like-an-image"])
+    ("keep.png/", IsADirectoryError, r"save: path '.*keep\.png' ends in '/', which names a folder"),  # L9-19
+], ids=["no-extension", "a-bare-dot", "not-an-image", "an-existing-folder", "a-folder-named-like-an-image",
+        "a-name-ending-in-a-slash"])
 def test_save_refuses_a_path_matplotlib_would_not_write_as_given(name, error, culprit, tmp_path):
     (tmp_path / "existing-folder").mkdir()
     (tmp_path / "folder.png").mkdir()
+    (tmp_path / "keep.png").write_bytes(b"an earlier figure")
     before = sorted(tmp_path.rglob("*"))
     fig = _open_figure()
     with pytest.raises(error, match=culprit):
-        plotting.save(fig, tmp_path / name)
+        plotting.save(fig, f"{tmp_path}/{name}")
     plotting.plt.close(fig)
     assert sorted(tmp_path.rglob("*")) == before, "a refused save must write nothing"
+    assert (tmp_path / "keep.png").read_bytes() == b"an earlier figure", "a refused save replaced a file"
 
 
 @pytest.mark.parametrize("name", ["figure.png", "figure.PNG", "figure.svg", "figure.pdf", "a/b/figure.jpg"])

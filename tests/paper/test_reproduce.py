@@ -108,3 +108,14 @@ def test_a_worker_killed_by_the_system_is_one_clear_error_not_a_broken_pool():
 
     with pytest.raises(ChildProcessError, match="a worker process ended before its run finished"):
         run_in_processes([os.abort, os.abort], [(), ()], jobs=2)
+
+
+def test_write_record_stores_numpy_numbers_as_json_numbers_and_names_what_it_cannot(tmp_path):
+    from minitorch.paper.reproduce import write_record
+
+    write_record(tmp_path, {"loss": np.float32(1.5), "steps": np.int64(7), "curve": np.arange(3)})  # Q9-05: json's
+    written = json.loads((tmp_path / "results.json").read_text())  # "float32 is not JSON serializable"
+    assert (written["loss"], written["steps"], written["curve"]) == (1.5, 7, [0, 1, 2]), written
+    with pytest.raises(TypeError, match=r"write_record: results.json can hold numbers, .* not .*\(object\)"):
+        write_record(tmp_path, {"model": object()})
+    assert json.loads((tmp_path / "results.json").read_text()) == written, "a refused record replaced the old one"
