@@ -19,7 +19,7 @@ from minitorch.tools.commands import stopped_by
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minitorch", description=(__doc__ or "").split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     reproduce = commands.add_parser("reproduce", help="train the paper's six models; write figures and results")

@@ -18,6 +18,17 @@ def test_module_runs_as_a_command():
     assert completed.returncode == 0 and "reproduce" in completed.stdout, completed.stderr
 
 
+@pytest.mark.parametrize("command", [("minitorch", "reproduce", "--help"), ("minitorch", "book", "--help"),
+                                     ("minitorch.tools.bench", "--help"), ("minitorch.exercises", "grade", "--help")],
+                         ids=["reproduce", "book", "bench", "grade"])
+def test_every_command_runs_with_docstrings_stripped(command):
+    """V9-02, V9-17: under python -OO the parsers read their description from a __doc__ that is None."""
+    completed = subprocess.run([sys.executable, "-OO", "-m", *command], cwd=ROOT, capture_output=True, text=True,
+                               timeout=120)
+    assert completed.returncode == 0 and "Traceback" not in completed.stderr, completed.stderr
+    assert "usage:" in completed.stdout, completed.stdout
+
+
 @pytest.mark.parametrize("arguments,message", [
     (["reproduce", "--only", "3x3"], "unknown architecture"),
     (["reproduce", "--seed", "-1"], "--seed"),

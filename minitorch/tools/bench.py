@@ -333,7 +333,7 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch.tools.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minitorch.tools.bench", description=(__doc__ or "").split("\n")[0])
     count = dict(integer=True, minimum=1)
     # bounded, so that a typo (--steps 1000000000) cannot run for days: 10,000 steps of 4x4 take about 2 minutes
     parser.add_argument("--steps", type=number_argument("--steps", **count, maximum=10_000), default=40,
