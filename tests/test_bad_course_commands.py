@@ -189,7 +189,9 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
     ("student,points,late_penalty,comment\nann,1,,late, but fine\n", "more cells than the header's columns"),
     (b"student,points,late_penalty,comment\n\xe9l\xe8ve,1,,\n", "cannot be read as a UTF-8 CSV"),
     (None, "not a regular file"),
-], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo"])
+    ("student,points,late_penalty,comment\nann,1,,\"an open quote\nbob,2,,\n",  # it swallowed bob's row
+     r"adjustments.csv, line 2: not a well-formed CSV .*a quote left open"),
+], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
     """X4-30, X4-31, X4-33: a bonus as a penalty, a comment cut at a comma, a Latin-1 file."""
     from minitorch.exercises.grader.trusted.gradebook import read_adjustments

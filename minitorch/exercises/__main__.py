@@ -164,7 +164,8 @@ def _add_grade_command(commands) -> None:
 def _add_canvas_command(commands) -> None:
     canvas = commands.add_parser(
         "canvas-csv", help="write a gradebook CSV that Canvas imports (Grades > Import)",
-        description="Write the grades of OUT (grades.csv's total: autograded plus adjustments.csv) as a CSV that "
+        description="Write the grades of OUT (each total computed afresh, autograded plus adjustments.csv as it "
+                    "is now: a change typed into grades.csv is not read; put it in adjustments.csv) as a CSV that "
                     "Canvas's gradebook imports: Student, ID, SIS User ID, SIS Login ID, Section, then the "
                     "assignment's column. The roster maps each submission's name to its student: export "
                     "Canvas's gradebook and add a column 'submission'.")
@@ -189,7 +190,13 @@ def _write_canvas(args) -> int:
     if run is None or not (Path(args.out) / "grades.csv").is_file():
         raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
     graded = gradebook.class_rows(Path(args.out))
-    text = gradebook.grades_csv(graded, run["exercises"], gradebook.read_adjustments(Path(args.out)))
+    adjustments = gradebook.read_adjustments(Path(args.out))
+    unknown = sorted(set(adjustments) - {row["extra_data"]["student"] for row in graded})
+    if unknown:  # (grade refuses the same names before it grades)
+        raise ExerciseError(f"{Path(args.out) / gradebook.ADJUSTMENTS_NAME} names student(s) {', '.join(unknown)}, "
+                            f"who have no grade in {args.out} (a misspelt name, or a student not graded yet): fix "
+                            f"the names, or their adjustments would be lost")
+    text = gradebook.grades_csv(graded, run["exercises"], adjustments)
     rows = list(csv.DictReader(io.StringIO(text)))
     try:
         target = check_output_file(args.to, "--to")

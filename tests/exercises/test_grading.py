@@ -12,6 +12,7 @@ the run survives it.
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import io
 import json
@@ -801,6 +802,48 @@ def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, 
     with pytest.raises(SystemExit):
         exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
                             str(canvas)])
+
+
+@pytest.mark.parametrize("roster_rows, adjustments, refusal", [
+    ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),  # F9-03
+    ("ann,Ann,1\nbob,Bob\n", "", r"the row of 'Bob' has fewer cells than the header's 3 columns"),
+    ("ann,Ann,1\nbob,Bob,2\ncat,Cat,3\n", "nobody,1,,\n", r"names student\(s\) nobody, who have no grade"),  # F9-08
+], ids=["an-open-quote", "a-row-cut-short", "an-adjustment-for-nobody"])
+def test_canvas_csv_refuses_a_roster_or_adjustments_that_would_lose_a_grade(fake_class, tmp_path, capsys,
+                                                                           roster_rows, adjustments, refusal):
+    """F9-03: an open quote swallowed the rest of the roster into one student's name, written with no ID, which
+    Canvas cannot match; F9-08: an adjustment for a misspelt name was dropped (grade refuses the same file)."""
+    from minitorch.exercises import __main__ as exercises_cli
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\n" + adjustments)
+    (tmp_path / "roster.csv").write_text("submission,Student,ID\n" + roster_rows)
+    canvas = tmp_path / "canvas.csv"
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        exercises_cli.main(["canvas-csv", str(out), "--roster", str(tmp_path / "roster.csv"), "--assignment", "W",
+                            "--to", str(canvas)])
+    error = capsys.readouterr().err
+    assert re.search(refusal, error), error
+    assert not canvas.exists(), "nothing may be written"
+
+
+@pytest.mark.parametrize("raised, said", [
+    (OSError(errno.EFBIG, "File too large"), r"File too large; .*limit on a file's size \(ulimit -f\)"),  # J9-05
+    (OSError(errno.ENOSPC, "No space left on device", "/g/ann/results.json"),
+     r"/g/ann/results.json: No space left on device; the disk is full"),
+], ids=["ulimit-f", "disk-full"])
+def test_a_student_the_machine_stops_from_grading_is_named_with_the_reason_and_what_to_do(fake_class, monkeypatch,
+                                                                                          raised, said):
+    from minitorch.exercises.grader.trusted import grade_command
+    submissions, out, fake, run = fake_class
+
+    def fails(entry, *arguments, **options):
+        raise raised
+
+    monkeypatch.setattr(grade_command, "grade_submission", fails)
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 1 and re.search(rf"ann: NOT GRADED, the grader failed: {said}", printed), printed
 
 
 def test_the_check_log_which_quotes_the_seed_is_readable_by_its_owner_only(fake_class):

@@ -32,7 +32,7 @@ from minitorch.exercises.registry import (ExerciseError, load_exercises, read_ma
                                           select)
 from minitorch.exercises.grader.trusted.submissions import Entry, entries
 from minitorch.outputs import OutputPathError, check_output_folder
-from minitorch.tools.commands import STOPPING_SIGNALS, ensure_open_files, signal_name
+from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure_open_files, signal_name
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
@@ -268,8 +268,8 @@ def grade_class(args, root: Path) -> int:
                 graded = future.result()
             except Exception as error:  # a bug of the grader's, or the disk: say so, go on with the others
                 failed.append(student)
-                print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {type(error).__name__}: "
-                      f"{error}", flush=True)
+                why = describe_os_error(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+                print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {why}", flush=True)
                 continue
             graded_now += 1
             record["submissions"][student] = hashes[student]

@@ -144,17 +144,21 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
     except (OSError, UnicodeDecodeError, PathError) as error:
         raise ExerciseError(f"{path}: cannot be read as a UTF-8 CSV ({error}); save it as CSV UTF-8") from None
     with io.StringIO(text, newline="") as file:
-        reader = csv.DictReader(file)
+        reader = csv.DictReader(file, strict=True)  # strict: a quote left open is an error, not rows swallowed
+        try:
+            rows = [(row, reader.line_num) for row in reader]
+        except csv.Error as error:
+            raise ExerciseError(f"{path}, line {reader.line_num + 1}: not a well-formed CSV ({error}): a quote left "
+                                f"open?") from None  # (line_num counts the lines read before it)
         missing = [name for name in ("student", "points", "late_penalty") if name not in (reader.fieldnames or [])]
         if missing:
             raise ExerciseError(f"{path}: the header lacks {', '.join(missing)}; it should read "
                                 f"{','.join(ADJUSTMENT_COLUMNS)}")
         found: dict[str, Adjustment] = {}
-        for row in reader:
+        for row, line in rows:
             student = (row.get("student") or "").strip()
             if not student:
                 continue
-            line = reader.line_num
             if None in row:  # more cells than columns: an unquoted comma in the comment, most likely
                 raise ExerciseError(f"{path}, line {line}: more cells than the header's columns; put a comment "
                                     f"with a comma in double quotes")
@@ -351,15 +355,24 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[
     except (OSError, UnicodeDecodeError) as error:
         raise ExerciseError(f"{roster_path}: cannot be read as a UTF-8 CSV ({error})") from None
     with io.StringIO(text, newline="") as file:
-        reader = csv.DictReader(file)
-        columns = reader.fieldnames or []
+        reader = csv.DictReader(file, strict=True)  # strict: a quote left open is an error, not a long cell
+        try:
+            columns = reader.fieldnames or []
+            rows = list(reader)
+        except csv.Error as error:
+            raise ExerciseError(f"{roster_path}, line {reader.line_num + 1}: not a well-formed CSV ({error}): a "
+                                f"quote left open?") from None  # (line_num counts the lines read before it)
         if "submission" not in columns or "Student" not in columns or not {"ID", "SIS User ID", "SIS Login ID"} & set(
                 columns):
             raise ExerciseError(f"{roster_path}: the roster needs the columns submission, Student and one of ID, SIS "
                                 f"User ID, SIS Login ID (Canvas's gradebook export with a submission column added); "
                                 f"it has {', '.join(columns) or 'none'}")
-        roster = [row for row in reader if (row.get("Student") or "").strip()
-                  and "Points Possible" not in (row.get("Student") or "")]
+    roster = [row for row in rows if (row.get("Student") or "").strip()
+              and "Points Possible" not in (row.get("Student") or "")]
+    for row in roster:
+        if None in row or None in row.values():  # more or fewer cells than columns: Canvas could not match it
+            raise ExerciseError(f"{roster_path}: the row of {row['Student']!r} has {'more' if None in row else 'fewer'}"
+                                f" cells than the header's {len(columns)} columns; quote a cell with a comma in it")
     by_submission: dict[str, dict] = {}
     for row in roster:
         name = (row.get("submission") or "").strip()
