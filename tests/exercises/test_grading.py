@@ -691,9 +691,16 @@ def test_a_changed_submission_is_regraded_on_resume_and_student_regrades_one(fak
     fake.graded.clear()
     status, printed = run("--student", "cat")
     assert status == 0 and [student for student, _ in fake.graded] == ["cat"], printed
+    assert "keeping 2 already graded" in printed, printed
     assert set(grades_of(out)) == {"ann", "bob", "cat"}, "the others stay in the gradebook"
     status, printed = run("--student", "dan")
     assert status == 2 and "--student dan: no such entry" in printed, printed
+
+
+def test_student_on_a_new_gradebook_claims_no_other_student_already_graded(fake_class):
+    submissions, out, fake, run = fake_class
+    status, printed = run("--only", ",".join(ONE), "--student", "ann")
+    assert status == 0 and "Grading 1 of 3 students" in printed and "already graded" not in printed, printed
 
 
 def test_adjustments_are_applied_on_top_and_kept_across_reruns(fake_class):

@@ -155,7 +155,8 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
         if unknown:
             raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
                                 f"{', '.join(sorted(found)[:10])}{', ...' if len(found) > 10 else ''})")
-        return {name: found[name] for name in named}, sorted(set(found) - set(named)), []
+        others_graded = sorted(s for s in set(found) - set(named) if is_complete(out / s, ids))  # (not: ungraded)
+        return {name: found[name] for name in named}, others_graded, []
     if args.regrade:
         return dict(found), [], []
     complete = {student for student in found if is_complete(out / student, ids)}
