@@ -7,6 +7,8 @@ alone.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from minitorch import checks
@@ -138,6 +140,20 @@ class Adam(Optimizer):
                 self.second_moments[index], self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
 
 
+def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
+    """adam_update's inputs as given, once the step count and the shapes are checked (1 - β^t = 0 at t = 0)."""
+    t = checks.integer("adam_update", "t", t, minimum=1)
+    shapes = {"grad": np.shape(grad), "m": np.shape(m), "v": np.shape(v)}
+    if any(shape != np.shape(theta) for shape in shapes.values()):
+        raise ValueError(f"adam_update: grad, m and v must have theta's shape {np.shape(theta)}, got "
+                         + ", ".join(f"{name} {shape}" for name, shape in shapes.items()))
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2 and all(
+            isinstance(beta, numbers.Real) and not isinstance(beta, bool) and 0 <= beta < 1 for beta in betas)):
+        raise ValueError(f"adam_update: betas must be a pair of numbers in [0, 1), got {betas!r}")
+    return theta, grad, m, v, t, lr, betas, eps, weight_decay
+
+
+@checks.inputs_checked_by(_adam_inputs)
 def adam_update(theta: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float,
                 betas: tuple[float, float], eps: float, weight_decay: float):
     """Exercise 2.5: one Adam update of one parameter ``θ`` (see `Adam`): return the new ``(θ, m, v)``,

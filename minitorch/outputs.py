@@ -278,6 +278,8 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
     a new file 0o666 less the umask. A symbolic link is kept: the file it names is replaced (as writing into the
     link would). A read-only file is refused, as is a link pointing into a folder that does not exist. Errors
     name `option` (the caller, e.g. ``save_model: path``) and `path` as given, never the temporary name."""
+    if not isinstance(data, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"{option} {path}: the data to write must be text or bytes, got {type(data).__name__}")
     shown, path = path, checked_path(path, option, error=UnwritableFileError, file=True)
     _check_replaceable_file(shown, path, option, UnwritableFileError)
     _check_no_folder_made_through_a_link(shown, path, option, UnwritableFileError)

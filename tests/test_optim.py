@@ -239,6 +239,19 @@ def test_optimizer_settings_are_validated(make):
         make()
 
 
+@pytest.mark.parametrize("t, grad_shape, betas, culprit", [
+    (0, (2,), (0.9, 0.999), r"adam_update: t must be an integer >= 1, got 0"),  # E10-76: ZeroDivisionError
+    (1, (3,), (0.9, 0.999), r"adam_update: grad, m and v must have theta's shape \(2,\), got grad \(3,\)"),  # E10-77
+    (1, (2,), (1.0, 0.999), r"adam_update: betas must be a pair of numbers in \[0, 1\)"),
+], ids=["t-0", "grad-of-another-shape", "beta-of-1"])
+def test_adam_update_called_directly_names_a_bad_input_outside_the_exercise(t, grad_shape, betas, culprit):
+    """Checked before exercise 2.5's body runs, so a student's answer never sees these inputs."""
+    from minitorch.optim import adam_update
+
+    with pytest.raises(ValueError, match=culprit):
+        adam_update(np.ones(2), np.ones(grad_shape), np.zeros(2), np.zeros(2), t, 0.1, betas, 1e-8, 0.0)
+
+
 # ----------------------------------------------------------------------
 # fitting a small model
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
+
 
 # NumPy reduces a short axis (the attention's L = 16 keys) one row at a time,
 # paying a fixed cost per row, so for scores of shape (4, 128, 16, 16) a
@@ -22,7 +24,10 @@ SHORT_AXIS = 32
 def max_along(x: np.ndarray, axis: int) -> np.ndarray:
     """``x.max(axis, keepdims=True)``; for a short axis, the running elementwise
     maximum of its slices (one vectorised call per slice)."""
-    if x.ndim == 0 or x.shape[axis] > SHORT_AXIS or x.shape[axis] == 0:
+    axis = checks.axis("max_along", axis, x.ndim)
+    if x.ndim and x.shape[axis] == 0:
+        raise ValueError(f"max_along: axis {axis} of shape {x.shape} is empty; a maximum of nothing is undefined")
+    if x.ndim == 0 or x.shape[axis] > SHORT_AXIS:
         return x.max(axis=axis, keepdims=True)
     slices = np.moveaxis(x, axis, 0)  # (k, ...): slice j is x[..., j, ...]
     result = np.array(slices[0])  # a copy; a 0-d array (not a NumPy scalar) when x is 1-D
@@ -35,6 +40,7 @@ def sum_along(x: np.ndarray, axis: int) -> np.ndarray:
     """``x.sum(axis, keepdims=True)``; along the last axis, a product with a
     column of ones, which BLAS does faster for short rows (the same
     terms, ±inf and NaN included; only the order of the additions may differ)."""
-    if x.ndim == 0 or axis % x.ndim != x.ndim - 1:
+    axis = checks.axis("sum_along", axis, x.ndim)  # (axis % ndim took any axis for the last one)
+    if x.ndim == 0 or axis != x.ndim - 1:
         return x.sum(axis=axis, keepdims=True)
     return x @ np.ones((x.shape[-1], 1), dtype=x.dtype)  # (..., k) @ (k, 1) -> (..., 1)

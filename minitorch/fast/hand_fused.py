@@ -101,6 +101,10 @@ class NumpyStep:
         self.qkv, self.out = [], []  # per layer: (3, H, n, n) and (n, H*n)
         for layer in range(config["layers"]):
             prefix = f"layers.{layer}."
+            for name, shape in [(f"W_{p}", (h * n, n)) for p in "QKV"] + [("W_O", (n, h * n))]:
+                if np.shape(state.get(prefix + name + ".weight")) != shape:  # (a missing key has shape ())
+                    raise ValueError(f"NumpyStep: {prefix}{name}.weight must have shape {shape} for the config's "
+                                     f"width {n} and {h} heads, got {np.shape(state.get(prefix + name + '.weight'))}")
             stacked = np.stack([state[prefix + f"W_{p}.weight"] for p in "QKV"])  # (3, H*n, n)
             self.qkv.append(np.ascontiguousarray(stacked.reshape(3, h, n, n)))  # row block h is head h
             self.out.append(np.array(state[prefix + "W_O.weight"]))
@@ -145,6 +149,8 @@ class NumpyStep:
     # -- the step -------------------------------------------------------------------------
 
     def forward(self, x: np.ndarray):
+        if np.ndim(x) != 3 or np.shape(x)[-1] != self.width:
+            raise ValueError(f"NumpyStep: x must have shape (B, L, {self.width}), got {np.shape(x)}")
         caches = []
         for qkv, out in zip(self.qkv, self.out):
             update, cache = self._layer_forward(x, qkv, out)
@@ -154,6 +160,8 @@ class NumpyStep:
 
     def step(self, x: np.ndarray, y: np.ndarray) -> float:
         """Forward, backward and Adam on one batch; returns the loss."""
+        if np.shape(y) != np.shape(x):
+            raise ValueError(f"NumpyStep.step: y must have x's shape {np.shape(x)}, got {np.shape(y)}")
         prediction, caches = self.forward(x)
         difference = prediction - y
         loss = float(np.mean(difference * difference))

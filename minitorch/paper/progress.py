@@ -68,6 +68,7 @@ class ProgressBar:
         return {"text/plain": self._text(step, metrics)}
 
     def _text(self, step: int, metrics: dict, final: bool = False) -> str:
+        checks.finite_number("ProgressBar", "step", step)  # checked only when drawn: update costs nothing
         elapsed = time.perf_counter() - self.start
         rate = step / elapsed if elapsed > 0 else 0.0
         shown = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())

@@ -815,7 +815,8 @@ def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, 
     ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),  # F9-03
     ("ann,Ann,1\nbob,Bob\n", "", r"the row of 'Bob' has fewer cells than the header's 3 columns"),
     ("ann,Ann,1\nbob,Bob,2\ncat,Cat,3\n", "nobody,1,,\n", r"names student\(s\) nobody, who have no grade"),  # F9-08
-], ids=["an-open-quote", "a-row-cut-short", "an-adjustment-for-nobody"])
+    ("ann,Ann,1\nbob,Ann,1\ncat,Cat,3\n", "", r"ID '1' is in two rows \('Ann' and 'Ann'\)"),  # X10-49: two grades
+], ids=["an-open-quote", "a-row-cut-short", "an-adjustment-for-nobody", "one-student-in-two-rows"])
 def test_canvas_csv_refuses_a_roster_or_adjustments_that_would_lose_a_grade(fake_class, tmp_path, capsys,
                                                                            roster_rows, adjustments, refusal):
     """F9-03: an open quote swallowed the rest of the roster into one student's name, written with no ID, which

@@ -22,3 +22,13 @@ def test_masked_entries_and_non_finite_values_pass_through_like_numpy():
     x = np.array([[-np.inf, 1.0, 2.0], [-np.inf, -np.inf, -np.inf], [np.nan, 0.0, 1.0]])
     np.testing.assert_array_equal(max_along(x, -1), x.max(axis=-1, keepdims=True))
     np.testing.assert_array_equal(np.isnan(sum_along(x, -1)), np.isnan(x.sum(axis=-1, keepdims=True)))
+
+
+@pytest.mark.parametrize("call, culprit", [
+    (lambda: sum_along(np.ones((2, 3)), 5), r"sum_along: axis 5 is out of range for 2 axes"),  # F10-06: the rows'
+    (lambda: max_along(np.ones((2, 3)), 7), r"max_along: axis 7 is out of range for 2 axes"),  # sums, no word
+    (lambda: max_along(np.zeros((0, 3)), 0), r"max_along: axis 0 of shape \(0, 3\) is empty"),
+], ids=["sum-axis-5", "max-axis-7", "max-of-nothing"])
+def test_an_axis_the_array_does_not_have_is_refused_naming_the_helper(call, culprit):
+    with pytest.raises(ValueError, match=culprit):
+        call()

@@ -56,3 +56,15 @@ def test_the_floor_refuses_a_normaliser_it_does_not_implement():
     model = build_model(16, 1, 1, "softmax", False)
     with pytest.raises(ValueError, match="written by hand"):
         NumpyStep(model.state_dict(), dict(model.config, normaliser="sigmoid"))
+
+
+@pytest.mark.parametrize("change, x_width, culprit", [
+    ({"heads": 2}, 16, r"NumpyStep: layers.0.W_Q.weight must have shape \(32, 16\) for the config's width 16 and 2"),
+    ({"layers": 2}, 16, r"NumpyStep: layers.1.W_Q.weight must have shape \(16, 16\) .* got \(\)"),
+    ({}, 7, r"NumpyStep: x must have shape \(B, L, 16\), got \(1, 4, 7\)"),
+], ids=["config-heads-2", "config-layers-2", "x-of-width-7"])
+def test_the_floor_names_a_config_or_input_that_does_not_fit_the_weights(change, x_width, culprit):
+    model = build_model(16, 1, 1, "softmax", False)  # F10-12, F10-13: NumPy's "cannot reshape array of size ..."
+    with pytest.raises(ValueError, match=culprit):
+        NumpyStep(model.state_dict(), dict(model.config, **change)).step(np.ones((1, 4, x_width)),
+                                                                          np.ones((1, 4, x_width)))

@@ -171,3 +171,13 @@ def test_score_gaps_names_a_model_that_records_no_architecture(model):
     with pytest.raises(TypeError, match=r"score_gaps: model must be a one-layer, one-head softmax model "
                                         r"\(build_model\(.*\)\), got \w+, which records no architecture"):
         beyond.score_gaps(model(), *make_batch(4, np.random.default_rng(0))[::2])
+
+
+@pytest.mark.parametrize("model, width, error, culprit", [
+    (nn.Linear(2, 2), 16, TypeError, r"learned_extras: model must be an attention model .*got Linear"),  # B10-07
+    (build_model(16, 1, 1, "softmax", False), 8, ValueError, r"learned_extras: x must have shape \(B, L, 16\)"),
+], ids=["a-linear-layer", "x-of-another-width"])
+def test_learned_extras_names_a_model_or_input_it_cannot_read(model, width, error, culprit):
+    x, _, triggers = make_batch(2, np.random.default_rng(0), False)
+    with pytest.raises(error, match=culprit):
+        beyond.learned_extras(model, x[..., :width], triggers)

@@ -71,3 +71,9 @@ def test_a_stream_without_write_is_refused_when_the_bar_is_made(stream):
 def test_a_total_that_is_no_finite_number_is_refused_when_the_bar_is_made(total, error):
     with pytest.raises(error, match=r"ProgressBar: total must be a finite number"):  # H9-02: int(nan) at a draw
         ProgressBar(total, "x", stream=io.StringIO(), min_interval=0.0)
+
+
+def test_a_step_that_is_no_finite_number_is_named_when_the_bar_draws_it():
+    bar = ProgressBar(10, "x", stream=io.StringIO(), lines=True, min_interval=0.0)
+    with pytest.raises(ValueError, match=r"ProgressBar: step must be a finite number, got inf"):  # H10-06
+        bar.update(float("inf"))

@@ -373,6 +373,14 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[
         if None in row or None in row.values():  # more or fewer cells than columns: Canvas could not match it
             raise ExerciseError(f"{roster_path}: the row of {row['Student']!r} has {'more' if None in row else 'fewer'}"
                                 f" cells than the header's {len(columns)} columns; quote a cell with a comma in it")
+    for column in ("ID", "SIS User ID", "SIS Login ID"):  # one student in two rows: Canvas keeps one grade
+        seen: dict[str, str] = {}
+        for row in roster:
+            value = (row.get(column) or "").strip()
+            if value and value in seen:
+                raise ExerciseError(f"{roster_path}: {column} {value!r} is in two rows ({seen[value]!r} and "
+                                    f"{row['Student']!r}); each student has one row")
+            seen[value] = row["Student"]
     by_submission: dict[str, dict] = {}
     for row in roster:
         name = (row.get("submission") or "").strip()
