@@ -64,6 +64,9 @@ def project_blocks(rows: Tensor, *weights: Tensor) -> Tensor:
     for G (k, N, n): ``∂ℓ/∂W^b = G[b]ᵀ rows`` and ``∂ℓ/∂rows = Σ_b G[b] W^b``.
     """
     width = rows.shape[-1]
+    if rows.ndim != 2 or any(w.ndim != 2 or w.shape[1] != width or w.shape[0] % width for w in weights):
+        raise ValueError(f"project_blocks: rows must be (N, n) and every weight (m*n, n) for the same n, got rows "
+                         f"{rows.shape} and weights {[w.shape for w in weights]}")
     stacked = np.concatenate([weight._data for weight in weights])  # (k*n, n)
     blocks = stacked.reshape(-1, width, width)  # (k, n, n)
     transposed = blocks.transpose(0, 2, 1)  # (W^b)ᵀ for every b
@@ -93,6 +96,9 @@ def apply_output_blocks(heads_out: Tensor, W_O: Tensor) -> Tensor:
     every (W_O^h)ᵀ as one (H, n, n) array. Backward, for G (B, L, n) as rows (N, n):
     ``∂ℓ/∂o^h = G W_O^h`` and ``∂ℓ/∂W_O^h = G[h-th copy]ᵀ o^h``.
     """
+    if heads_out.ndim != 4 or W_O.shape != (heads_out.shape[-1], heads_out.shape[0] * heads_out.shape[-1]):
+        raise ValueError(f"apply_output_blocks: heads_out must be (H, B, L, n) and W_O (n, H*n), got "
+                         f"{heads_out.shape} and {W_O.shape}")
     heads, batch, length, width = heads_out.shape
     rows_out = heads_out._data.reshape(heads, batch * length, width)  # (H, N, n)
     transposed = W_O._data.reshape(width, heads, width).transpose(1, 2, 0)  # (n, H*n) -> (H, n, n): (W_O^h)ᵀ

@@ -51,3 +51,16 @@ def test_both_products_give_the_engines_composition_bit_for_bit(dtype):
     np.testing.assert_array_equal(grads["fused"][0], grads["composed"][0], err_msg="the products' values differ")
     for name, fused, composed in zip(["rows", "W_Q", "W_K", "W_O"], grads["fused"][1], grads["composed"][1]):
         np.testing.assert_array_equal(fused, composed, err_msg=f"the gradient of {name} differs from the composition's")
+
+
+@pytest.mark.parametrize("call, culprit", [  # P11-64, P11-69, P11-65: NumPy's reshape and concatenate errors
+    (lambda t: project_blocks(t(np.ones((2, 8))), t(np.ones((8, 4))), t(np.ones((7, 4)))),
+     r"project_blocks: rows must be \(N, n\) and every weight \(m\*n, n\) .*\[\(8, 4\), \(7, 4\)\]"),
+    (lambda t: project_blocks(t(np.ones((2, 8))), t(np.ones((8, 8))), t(np.ones((8, 7)))),
+     r"project_blocks: .*\[\(8, 8\), \(8, 7\)\]"),
+    (lambda t: apply_output_blocks(t(np.ones((2, 3, 4, 8))), t(np.ones((5, 8)))),
+     r"apply_output_blocks: heads_out must be \(H, B, L, n\) and W_O \(n, H\*n\), got \(2, 3, 4, 8\) and \(5, 8\)"),
+], ids=["project-weights-of-two-widths", "project-weights-not-of-n-columns", "output-weight-of-another-shape"])
+def test_the_block_products_name_weights_of_the_wrong_shape(call, culprit):
+    with pytest.raises(ValueError, match=culprit):
+        call(minitorch.tensor)

@@ -188,3 +188,13 @@ def test_runs_given_as_a_list_are_named_and_a_numpy_trigger_is_a_plain_number():
     with pytest.raises(TypeError, match=r"sink_scrubber_html: runs must be a non-empty dict \{name:"):
         sink_scrubber_html([("a", snapshots)])
     assert "sink-scrubber" in sink_scrubber_html({"a": snapshots}, trigger=np.int64(2))
+
+
+@pytest.mark.parametrize("snapshots", [[np.full((8, 8), 1 / 8)], np.full((2, 1, 1, 8, 8), 1 / 8), [(0,)]],
+                         ids=["a-list-of-maps", "an-array", "a-pair-cut-short"])
+def test_a_run_that_is_no_list_of_step_and_maps_pairs_is_named(snapshots):
+    """P11-36: a list of maps was "too many values to unpack (expected 2)", naming neither run nor form."""
+    from minitorch.paper.scrubber import sink_scrubber_html
+
+    with pytest.raises(TypeError, match=r"sink_scrubber_html: run 'a' must be a list of \(step, weights\) pairs"):
+        sink_scrubber_html({"a": snapshots}, trigger=3)
