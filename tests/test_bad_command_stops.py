@@ -165,7 +165,7 @@ def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, 
 
 
 @pytest.mark.parametrize("raised,named", [
-    (MemoryError(), r"out of memory; Give the process more memory"),
+    (MemoryError(), r"out of memory\. Give the process more memory"),
     (MemoryError("save: the image of shape (9, 9, 4) would need 9 GiB"), r"out of memory: save: the image .*9 GiB\."),
 ], ids=["numpy's-bare-error", "ours-naming-the-array"])
 def test_running_out_of_memory_is_one_line_saying_what_to_do(capsys, raised, named):

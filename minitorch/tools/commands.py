@@ -131,7 +131,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
         _silence_stdout()
         return 128 + signal.SIGPIPE
     except MemoryError as error:  # raw from NumPy, or ours naming the array: one line, not a traceback
-        what = f": {error}." if str(error) else ";"
+        what = f": {error}." if str(error) else "."
         print(f"{name}: error: out of memory{what} Give the process more memory (see `ulimit -v`) or use "
               f"smaller sizes", file=sys.stderr)
         return 1
