@@ -35,7 +35,7 @@ from minitorch.outputs import building_aside, check_output_folder, files_to_repl
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import AttentionModel, build_model, for_training
+from minitorch.paper.models import attention_model, build_model, for_training
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_run,
                                        run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
@@ -112,9 +112,7 @@ def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int) -> dict:
 def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     """What a sink-free normaliser learned besides W_Q..W_O: the sink logit S, how far the gate closes.
     x: (B, L, n), triggers (B,)."""
-    if not isinstance(model, AttentionModel):
-        raise TypeError(f"learned_extras: model must be an attention model (build_model(...)), got "
-                        f"{type(model).__name__}")
+    attention_model("learned_extras", model)
     x = checks.real_numbers("learned_extras", "x", x)
     if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
         raise ValueError(f"learned_extras: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "

@@ -161,6 +161,13 @@ class ResidualModel(AttentionModel):
     residual = True
 
 
+def attention_model(owner: str, model) -> AttentionModel:
+    """`model`, once checked to be one of these attention models, or a TypeError naming `owner`."""
+    if not isinstance(model, AttentionModel):
+        raise TypeError(f"{owner}: model must be an attention model (build_model(...)), got {type(model).__name__}")
+    return model
+
+
 def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
                 dtype=np.float64) -> AttentionModel:
     """The model a configuration describes (as stored in ``model.config``)."""

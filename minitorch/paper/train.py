@@ -22,7 +22,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper import metrics
-from minitorch.paper.models import AttentionModel
+from minitorch.paper.models import AttentionModel, attention_model
 from minitorch.optim import Adam
 from minitorch.paper.progress import ProgressBar
 from minitorch.paper.task import SEQUENCE_LENGTH, make_batch, make_test_set
@@ -71,8 +71,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     """Measure `model` on a fixed set: errors, BOS mass, trigger row. Returns (measures, weights).
 
     x and its targets y: (B, L, n); triggers: (B,), as `make_test_set` returns them."""
-    if not isinstance(model, AttentionModel):
-        raise TypeError(f"probe: model must be an attention model (build_model(...)), got {type(model).__name__}")
+    attention_model("probe", model)
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
                          f"{np.shape(x)}, y {np.shape(y)} and triggers {np.shape(triggers)}")
@@ -109,8 +108,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     runs), False for silence. `length` is the task's sequence length L (a
     model works at any L; chapter 10 trains at L = 8 ... 64).
     """
-    if not isinstance(model, AttentionModel):
-        raise TypeError(f"train: model must be an attention model (build_model(...)), got {type(model).__name__}")
+    attention_model("train", model)
     lr = checks.positive_number("train", "lr", lr)
     stop_error = checks.positive_number("train", "stop_error", stop_error)
     max_steps = checks.integer("train", "max_steps", max_steps)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
-from minitorch.paper.models import AttentionModel
+from minitorch.paper.models import AttentionModel, attention_model
 from minitorch.paper.task import SEQUENCE_LENGTH, WIDTH
 from minitorch.paper.theory.constructions import MIN_WIDTH, value_map
 
@@ -132,11 +132,3 @@ def theorem2_bos_lower_bound(error: float, layers: int, heads: int, value_norm: 
                          f"{heads} head(s) and value_norm R = {value_norm:g} has worst-case error {error:g}; "
                          "R is too small for the premises (R is the model's `value_norm`)")
     return max(0.0, bound)
-
-
-def attention_model(owner: str, model) -> AttentionModel:
-    """`model`, once checked to be one of the paper's attention models, or a TypeError naming `owner`."""
-    if not isinstance(model, AttentionModel):
-        raise TypeError(f"{owner}: model must be an attention model of minitorch.paper.models, got "
-                        f"{type(model).__name__}")
-    return model

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
-from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel
+from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel, attention_model
 from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
-from minitorch.paper.theory.bounds import attention_model, trigger_set, value_norm
+from minitorch.paper.theory.bounds import trigger_set, value_norm
 from minitorch.paper.theory.constructions import unit_vectors, value_map
 from minitorch.paper.theory.worst_case import all_equal_inputs, predict_with_attention, row_errors
 from minitorch.tensor import Tensor, no_grad
