@@ -33,7 +33,7 @@ except ValueError as error:  # matplotlib reads MPLBACKEND at import: a name it 
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is checked
 
 from minitorch import checks  # noqa: E402
-from minitorch.outputs import checked_path, temporary_prefix, write_atomically  # noqa: E402
+from minitorch.outputs import checked_path, given_path, temporary_prefix, write_atomically  # noqa: E402
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
 
 COLOUR_MAP = "viridis"
@@ -453,12 +453,10 @@ def _image_path(fig: plt.Figure, path) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"save: path must be a file path such as 'figure.png', got {path!r:.80} "
                         f"({type(path).__name__})")
-    named_as_folder = os.fspath(path).endswith(("/", os.sep))  # Path('keep.png/') would drop the slash
-    path = Path(path)
+    path = given_path(path, "save: path", file=True)  # 'keep.png/' names a folder, though Path drops the slash
     formats = fig.canvas.get_supported_filetypes()  # {'png': 'Portable Network Graphics', ...}
-    if path.is_dir() or named_as_folder:
-        what = "is a folder" if path.is_dir() else "ends in '/', which names a folder"
-        raise IsADirectoryError(f"save: path {str(path)!r} {what}; give the image file's name, such as "
+    if path.is_dir():
+        raise IsADirectoryError(f"save: path {str(path)!r} is a folder; give the image file's name, such as "
                                 f"{str(path / 'figure.png')!r}")
     if path.suffix.lower().lstrip(".") not in formats:
         raise ValueError(f"save: path {str(path)!r} must end in an image format's extension ({', '.join(formats)}); "

@@ -10,6 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402  (Pillow comes with matplotlib)
 
+from minitorch.outputs import PathError  # noqa: E402
 from minitorch.paper import plotting  # noqa: E402
 
 import causal_literals  # noqa: E402  (tests/causal_literals.py)
@@ -174,7 +175,7 @@ def _open_figure():
     ("figure.txt", ValueError, r"save: path '.*figure\.txt' must end in an image format's extension"),
     ("existing-folder", IsADirectoryError, r"save: path '.*existing-folder' is a folder; give the image file's name"),
     ("folder.png", IsADirectoryError, r"save: path '.*folder\.png' is a folder"),
-    ("keep.png/", IsADirectoryError, r"save: path '.*keep\.png' ends in '/', which names a folder"),  # L9-19
+    ("keep.png/", PathError, r"save: path '.*keep\.png/': names a folder \(it ends with '/'\), not a file"),  # L9-19
 ], ids=["no-extension", "a-bare-dot", "not-an-image", "an-existing-folder", "a-folder-named-like-an-image",
         "a-name-ending-in-a-slash"])
 def test_save_refuses_a_path_matplotlib_would_not_write_as_given(name, error, culprit, tmp_path):
