@@ -222,3 +222,13 @@ def records(owner: str, name: str, values, keys, what: str, allow_empty: bool = 
     for index, value in enumerate(values):
         record(owner, f"{name}[{index}]", value, keys, what)
     return list(values)
+
+
+def snapshots(owner: str, name: str, values) -> list:
+    """`values` as a list of (step, weights) pairs, as ``train(..., snapshot_every=...)`` keeps them
+    (TrainingResult.snapshots), or a TypeError naming `owner` and `name`."""
+    if not isinstance(values, (list, tuple)) or not all(
+            isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in values):
+        raise TypeError(f"{owner}: {name} must be a list of (step, weights) pairs (TrainingResult.snapshots), got "
+                        f"{values!r:.60} ({type(values).__name__})")
+    return list(values)

@@ -218,14 +218,11 @@ def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dic
 HISTORY_KEYS = ("step", "bos_mass_mean", "bos_mass_min", "trigger_content")  # what sink_forming_figure draws
 
 
-def _check_snapshots(owner: str, snapshots) -> None:
+def _check_snapshots(owner: str, snapshots, name: str = "snapshots") -> None:
     """A TypeError unless `snapshots` is a list of (step, weights (layers, H, L, L)) pairs, as `train` keeps."""
-    if not isinstance(snapshots, (list, tuple)):
-        raise TypeError(f"{owner}: snapshots must be a list of (step, weights) pairs (TrainingResult.snapshots), "
-                        f"got {snapshots!r:.60} ({type(snapshots).__name__})")
-    for index, snapshot in enumerate(snapshots):
-        if not isinstance(snapshot, (list, tuple)) or len(snapshot) != 2 or np.ndim(snapshot[1]) != 4:
-            raise TypeError(f"{owner}: snapshots[{index}] must be a pair (step, weights (layers, H, L, L)), got "
+    for index, snapshot in enumerate(checks.snapshots(owner, name, snapshots)):
+        if np.ndim(snapshot[1]) != 4:
+            raise TypeError(f"{owner}: {name}[{index}] must be a pair (step, weights (layers, H, L, L)), got "
                             f"{snapshot!r:.60}")
 
 
@@ -248,6 +245,8 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
     if not isinstance(snapshot_sets, dict) or not snapshot_sets:
         raise ValueError(f"attention_animation: snapshot_sets must be a non-empty dict {{panel title: snapshots}}, "
                          f"got {snapshot_sets!r:.60}")
+    for title, snapshots in snapshot_sets.items():
+        _check_snapshots("attention_animation", snapshots, f"snapshot_sets[{title!r}]")
     fps = checks.positive_number("attention_animation", "fps", fps)  # 0 frames a second: no frame ever ends
     if not 0.01 <= fps <= 100:  # a GIF's frame lasts a whole number of hundredths of a second, at most 65535
         raise ValueError(f"attention_animation: fps must lie in 0.01..100 (a GIF's frame lasts 10 ms to 655 s), "

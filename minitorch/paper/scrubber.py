@@ -55,10 +55,7 @@ def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
     trigger = checks.integer("sink_scrubber_html", "trigger", trigger)  # (a plain int: the page's JSON holds it)
     data = {"trigger": trigger, "runs": []}
     for name, snapshots in runs.items():
-        if not isinstance(snapshots, (list, tuple)) or not all(
-                isinstance(snapshot, (list, tuple)) and len(snapshot) == 2 for snapshot in snapshots):
-            raise TypeError(f"sink_scrubber_html: run {name!r} must be a list of (step, weights) pairs "
-                            f"(result.snapshots), got {snapshots!r:.60}")
+        checks.snapshots("sink_scrubber_html", f"run {name!r}", snapshots)
         if not snapshots:
             raise ValueError(f"sink_scrubber_html: run {name!r} has no snapshots; train with snapshot_every=...")
         steps = [checks.integer("sink_scrubber_html", f"the step of run {name!r}", step, minimum=0)

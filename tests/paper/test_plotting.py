@@ -125,6 +125,8 @@ def _one_animation_frame():
     (lambda folder: plotting.head_grid_figure(np.zeros((1, 2, 4, 4)), "t"), ValueError, r"list .*got ndarray"),
     (lambda folder: plotting.attention_animation({}, folder / "a.gif"), ValueError,
      r"attention_animation: snapshot_sets must be a non-empty dict \{panel title: snapshots\}, got \{\}"),
+    (lambda folder: plotting.attention_animation({"a": [np.ones((4, 4)) / 4]}, folder / "a.gif"), TypeError,
+     r"attention_animation: snapshot_sets\['a'\] must be a list of \(step, weights\) pairs"),
     (lambda folder: plotting.attention_animation({"a": _one_animation_frame()}, folder / "a.gif", fps=0), ValueError,
      r"attention_animation: fps must be a finite number > 0, got 0"),
     (lambda folder: plotting.attention_animation({"a": _one_animation_frame()}, folder / "a.gif", fps=-8),
@@ -152,10 +154,10 @@ def _one_animation_frame():
     (lambda folder: plotting.head_grid_figure([np.array([[["a"]]])], "t"), TypeError,
      r"head_grid_figure: per_layer_weights\[0\] must be numbers"),
 ], ids=["save-none", "save-an-array", "grid-of-no-layer", "grid-of-a-2-d-map", "grid-of-ragged-layers",
-        "grid-of-an-array", "animation-of-no-panel", "animation-fps-0", "animation-fps-negative",
-        "animation-fps-a-string", "family-empty", "family-without-bos-mass", "family-ragged", "log-law-without-keys",
-        "price-without-keys", "price-trajectory-without-keys", "fig3-of-a-string", "fig3-of-a-vector",
-        "grid-of-strings"])
+        "grid-of-an-array", "animation-of-no-panel", "animation-of-maps-not-pairs", "animation-fps-0",
+        "animation-fps-negative", "animation-fps-a-string", "family-empty", "family-without-bos-mass", "family-ragged",
+        "log-law-without-keys", "price-without-keys", "price-trajectory-without-keys", "fig3-of-a-string",
+        "fig3-of-a-vector", "grid-of-strings"])
 def test_the_figure_functions_name_a_bad_argument_before_drawing_or_writing(call, error, culprit, tmp_path):
     figures_before = plotting.plt.get_fignums()
     with pytest.raises(error, match=culprit):
