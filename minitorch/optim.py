@@ -7,8 +7,6 @@ alone.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from minitorch import checks
@@ -116,13 +114,8 @@ class Adam(Optimizer):
 
     def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         super().__init__(parameters, lr)
-        betas = tuple(betas.tolist()) if isinstance(betas, np.ndarray) and betas.shape == (2,) else betas
-        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise ValueError(f"Adam: betas must be a pair (beta1, beta2), e.g. (0.9, 0.999), got {betas!r}")
-        beta1, beta2 = (checks.positive_number("Adam", "betas", beta, allow_zero=True) for beta in betas)
-        if not (beta1 < 1 and beta2 < 1):
-            raise ValueError(f"Adam: betas must lie in [0, 1), got {betas}")
-        self.betas, self.eps = (beta1, beta2), checks.positive_number("Adam", "eps", eps, allow_zero=True)
+        self.betas = _checked_betas("Adam", betas)
+        self.eps = checks.positive_number("Adam", "eps", eps, allow_zero=True)
         self.weight_decay = checks.positive_number("Adam", "weight_decay", weight_decay, allow_zero=True)
         self.first_moments = [np.zeros_like(p.data) for p in self.parameters]
         self.second_moments = [np.zeros_like(p.data) for p in self.parameters]
@@ -140,6 +133,17 @@ class Adam(Optimizer):
                 self.second_moments[index], self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
 
 
+def _checked_betas(owner: str, betas) -> tuple[float, float]:
+    """`betas` as a pair of floats (β1, β2) in [0, 1), or an error naming `owner` (β = 1 divides by 1 - β^t = 0)."""
+    betas = tuple(betas.tolist()) if isinstance(betas, np.ndarray) and betas.shape == (2,) else betas
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise ValueError(f"{owner}: betas must be a pair (beta1, beta2), e.g. (0.9, 0.999), got {betas!r}")
+    beta1, beta2 = (checks.positive_number(owner, "betas", beta, allow_zero=True) for beta in betas)
+    if not (beta1 < 1 and beta2 < 1):
+        raise ValueError(f"{owner}: betas must lie in [0, 1), got {betas}")
+    return beta1, beta2
+
+
 def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
     """adam_update's inputs as given, once the step count and the shapes are checked (1 - β^t = 0 at t = 0)."""
     t = checks.integer("adam_update", "t", t, minimum=1)
@@ -147,10 +151,7 @@ def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
     if any(shape != np.shape(theta) for shape in shapes.values()):
         raise ValueError(f"adam_update: grad, m and v must have theta's shape {np.shape(theta)}, got "
                          + ", ".join(f"{name} {shape}" for name, shape in shapes.items()))
-    if not (isinstance(betas, (tuple, list)) and len(betas) == 2 and all(
-            isinstance(beta, numbers.Real) and not isinstance(beta, bool) and 0 <= beta < 1 for beta in betas)):
-        raise ValueError(f"adam_update: betas must be a pair of numbers in [0, 1), got {betas!r}")
-    return theta, grad, m, v, t, lr, betas, eps, weight_decay
+    return theta, grad, m, v, t, lr, _checked_betas("adam_update", betas), eps, weight_decay
 
 
 @checks.inputs_checked_by(_adam_inputs)
