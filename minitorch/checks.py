@@ -157,12 +157,17 @@ def inputs_checked_by(check):
 # arrays of numbers and sets of positions (the paper's theory and metrics)
 
 
+def is_real(dtype) -> bool:
+    """Whether arrays of `dtype` hold real numbers: integers or floats (NumPy's bool is neither; strings, objects,
+    complex numbers, dates and time spans are not real numbers)."""
+    return np.dtype(dtype).kind in "iuf"  # (np.issubdtype(timedelta64, np.integer) is True)
+
+
 def real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarray:
     """`values` (a number or an array of numbers) as a float array, or an error naming `name`: a bool or a
     string is no number (np.asarray(True, float) would be 1.0), and with `finite` nan and inf are refused."""
     array = np.asarray(values)
-    is_real = np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
-    if array.dtype == bool or not is_real:
+    if not is_real(array.dtype):
         raise TypeError(f"{owner}: {name} must be {'finite ' if finite else ''}numbers, got {values!r:.80} "
                         f"(dtype {array.dtype})")
     array = array.astype(float)

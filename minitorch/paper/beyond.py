@@ -177,7 +177,7 @@ def _whole_numbers(name: str, values) -> np.ndarray:
 def _shares(name: str, values) -> np.ndarray:
     """gap_bound's leak or BOS mass as a float array, each a share of a row's mass in [0, 1], or an error."""
     array = np.asarray(values)
-    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):  # bool is neither
+    if not checks.is_real(array.dtype):
         raise TypeError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got {values!r} "
                         f"({array.dtype})")
     array = array.astype(float)

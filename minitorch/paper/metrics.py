@@ -40,7 +40,7 @@ def _check(weights: np.ndarray, triggers=None, owner: str = "metrics") -> np.nda
         weights = weights[:, None]  # (B, L, L) -> (B, 1, L, L): one head
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"{owner}: attention weights must have shape (B, H, L, L) or (B, L, L), got {weights.shape}")
-    if weights.dtype == bool or not np.issubdtype(weights.dtype, np.number) or np.iscomplexobj(weights):
+    if not checks.is_real(weights.dtype):
         raise TypeError(f"{owner}: attention weights must be real numbers, got dtype {weights.dtype}")
     checks.real_numbers(owner, "attention weights", weights)  # a nan row would pass for an all-zero row
     if (weights < 0).any():  # Gu's score divides by a row's sum: -a would read as an all-zero row

@@ -66,8 +66,7 @@ def _check_sink_shape(owner: str, name: str, sink, scores: Tensor) -> None:
     without widening it: one S per row at most, e.g. (H, 1, 1, 1) against scores (H, B, L, L). A TypeError
     unless it is real numbers (a Tensor, a number or an array): a string or a bool is no score."""
     values = np.asarray(sink.data if isinstance(sink, Tensor) else sink)
-    is_real = np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)
-    if values.dtype == bool or not is_real:
+    if not checks.is_real(values.dtype):
         raise TypeError(f"{owner}: {name} must be a number (or a Tensor or array of numbers), got {sink!r:.60} "
                         f"({type(sink).__name__})")
     sink_shape = sink.shape if hasattr(sink, "shape") else np.shape(sink)
