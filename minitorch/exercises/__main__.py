@@ -191,11 +191,8 @@ def _write_canvas(args) -> int:
         raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
     graded = gradebook.class_rows(Path(args.out))
     adjustments = gradebook.read_adjustments(Path(args.out))
-    unknown = sorted(set(adjustments) - {row["extra_data"]["student"] for row in graded})
-    if unknown:  # (grade refuses the same names before it grades)
-        raise ExerciseError(f"{Path(args.out) / gradebook.ADJUSTMENTS_NAME} names student(s) {', '.join(unknown)}, "
-                            f"who have no grade in {args.out} (a misspelt name, or a student not graded yet): fix "
-                            f"the names, or their adjustments would be lost")
+    gradebook.refuse_unknown_students(args.out, adjustments, [row["extra_data"]["student"] for row in graded],
+                                      f"have no grade in {args.out} (a misspelt name, or a student not graded yet)")
     text = gradebook.grades_csv(graded, run["exercises"], adjustments)
     rows = list(csv.DictReader(io.StringIO(text)))
     try:

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file,
-                                                          read_adjustments, read_run, write_gradebook, write_run)
+                                                          read_adjustments, read_run, refuse_unknown_students,
+                                                          write_gradebook, write_run)
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, stop_grading
 from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
                                           select)
@@ -205,12 +206,9 @@ def grade_class(args, root: Path) -> int:
                             f"To regrade every student with these settings add --regrade (adjustments.csv is "
                             f"kept), or grade into a new --out")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
-    unknown = sorted(set(read_adjustments(out)) - set(found))  # a typo stops the run now, not after grading
-    if unknown:
-        raise ExerciseError(f"{out / ADJUSTMENTS_NAME} names student(s) {', '.join(unknown)}, who are not in "
-                            f"{args.submissions} (the names are its entries, a .zip without .zip; one named like a "
-                            f"file of the run is graded as NAME-submission): fix the names, or their adjustments "
-                            f"would be lost")
+    refuse_unknown_students(out, read_adjustments(out), found,  # a typo stops the run now, not after grading
+                            f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
+                            f"named like a file of the run is graded as NAME-submission)")
     hashes = {student: submission_hash(entry) for student, entry in found.items()}
     recorded_hashes = dict((recorded or {}).get("submissions", {})) if not differences else {}
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)

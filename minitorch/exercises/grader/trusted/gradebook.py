@@ -177,6 +177,15 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
     return found
 
 
+def refuse_unknown_students(out: Path, adjustments: dict, students, who: str) -> None:
+    """An ExerciseError if adjustments.csv names a student not among `students`: that adjustment would be lost.
+    `who` says what the names must be: 'are not in SUBMISSIONS (...)', 'have no grade in OUT (...)'."""
+    unknown = sorted(set(adjustments) - set(students))
+    if unknown:
+        raise ExerciseError(f"{Path(out) / ADJUSTMENTS_NAME} names student(s) {', '.join(unknown)}, who {who}: fix "
+                            f"the names, or their adjustments would be lost")
+
+
 def _number(text, path: Path, line: int, column: str) -> float:
     text = (text or "").strip()
     try:
