@@ -143,38 +143,44 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
         text = path.read_text(encoding="utf-8-sig")  # -sig: a spreadsheet may add a byte-order mark
     except (OSError, UnicodeDecodeError, PathError) as error:
         raise ExerciseError(f"{path}: cannot be read as a UTF-8 CSV ({error}); save it as CSV UTF-8") from None
-    with io.StringIO(text, newline="") as file:
-        reader = csv.DictReader(file, strict=True)  # strict: a quote left open is an error, not rows swallowed
-        try:
-            rows = [(row, reader.line_num) for row in reader]
-        except csv.Error as error:
-            raise ExerciseError(f"{path}, line {reader.line_num + 1}: not a well-formed CSV ({error}): a quote left "
-                                f"open?") from None  # (line_num counts the lines read before it)
-        missing = [name for name in ("student", "points", "late_penalty") if name not in (reader.fieldnames or [])]
-        if missing:
-            raise ExerciseError(f"{path}: the header lacks {', '.join(missing)}; it should read "
-                                f"{','.join(ADJUSTMENT_COLUMNS)}")
-        found: dict[str, Adjustment] = {}
-        for row, line in rows:
-            student = (row.get("student") or "").strip()
-            if not student:
-                continue
-            if None in row:  # more cells than columns: an unquoted comma in the comment, most likely
-                raise ExerciseError(f"{path}, line {line}: more cells than the header's columns; put a comment "
-                                    f"with a comma in double quotes")
-            adjustment = found.setdefault(student, Adjustment())
-            adjustment.points += _number(row.get("points"), path, line, "points")
-            penalty = (row.get("late_penalty") or "").strip()
-            if penalty.startswith("-"):
-                raise ExerciseError(f"{path}, line {line}: late_penalty {penalty!r} is negative; a bonus goes in "
-                                    f"points")
-            if penalty.endswith("%"):
-                adjustment.penalty_share += _number(penalty[:-1], path, line, "late_penalty") / 100
-            else:
-                adjustment.penalty_points += _number(penalty, path, line, "late_penalty")
-            if (row.get("comment") or "").strip():
-                adjustment.comments.append(row["comment"].strip())
+    columns, rows = _strict_csv(text, path)
+    missing = [name for name in ("student", "points", "late_penalty") if name not in columns]
+    if missing:
+        raise ExerciseError(f"{path}: the header lacks {', '.join(missing)}; it should read "
+                            f"{','.join(ADJUSTMENT_COLUMNS)}")
+    found: dict[str, Adjustment] = {}
+    for row, line in rows:
+        student = (row.get("student") or "").strip()
+        if not student:
+            continue
+        if None in row:  # more cells than columns: an unquoted comma in the comment, most likely
+            raise ExerciseError(f"{path}, line {line}: more cells than the header's columns; put a comment "
+                                f"with a comma in double quotes")
+        adjustment = found.setdefault(student, Adjustment())
+        adjustment.points += _number(row.get("points"), path, line, "points")
+        penalty = (row.get("late_penalty") or "").strip()
+        if penalty.startswith("-"):
+            raise ExerciseError(f"{path}, line {line}: late_penalty {penalty!r} is negative; a bonus goes in "
+                                f"points")
+        if penalty.endswith("%"):
+            adjustment.penalty_share += _number(penalty[:-1], path, line, "late_penalty") / 100
+        else:
+            adjustment.penalty_points += _number(penalty, path, line, "late_penalty")
+        if (row.get("comment") or "").strip():
+            adjustment.comments.append(row["comment"].strip())
     return found
+
+
+def _strict_csv(text: str, path) -> tuple[list[str], list[tuple[dict, int]]]:
+    """A CSV's header and its rows, each with its line number, read strictly: a quote left open is an error naming
+    the line, not the rest of the file swallowed into one cell."""
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    try:
+        rows = [(row, reader.line_num) for row in reader]
+    except csv.Error as error:
+        raise ExerciseError(f"{path}, line {reader.line_num + 1}: not a well-formed CSV ({error}): a quote left "
+                            f"open?") from None  # (line_num counts the lines read before it)
+    return list(reader.fieldnames or []), rows
 
 
 def refuse_unknown_students(out: Path, adjustments: dict, students, who: str) -> None:
@@ -363,20 +369,13 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[
         text = Path(roster_path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         raise ExerciseError(f"{roster_path}: cannot be read as a UTF-8 CSV ({error})") from None
-    with io.StringIO(text, newline="") as file:
-        reader = csv.DictReader(file, strict=True)  # strict: a quote left open is an error, not a long cell
-        try:
-            columns = reader.fieldnames or []
-            rows = list(reader)
-        except csv.Error as error:
-            raise ExerciseError(f"{roster_path}, line {reader.line_num + 1}: not a well-formed CSV ({error}): a "
-                                f"quote left open?") from None  # (line_num counts the lines read before it)
-        if "submission" not in columns or "Student" not in columns or not {"ID", "SIS User ID", "SIS Login ID"} & set(
-                columns):
-            raise ExerciseError(f"{roster_path}: the roster needs the columns submission, Student and one of ID, SIS "
-                                f"User ID, SIS Login ID (Canvas's gradebook export with a submission column added); "
-                                f"it has {', '.join(columns) or 'none'}")
-    roster = [row for row in rows if (row.get("Student") or "").strip()
+    columns, rows = _strict_csv(text, roster_path)
+    if "submission" not in columns or "Student" not in columns or not {"ID", "SIS User ID", "SIS Login ID"} & set(
+            columns):
+        raise ExerciseError(f"{roster_path}: the roster needs the columns submission, Student and one of ID, SIS "
+                            f"User ID, SIS Login ID (Canvas's gradebook export with a submission column added); "
+                            f"it has {', '.join(columns) or 'none'}")
+    roster = [row for row, _ in rows if (row.get("Student") or "").strip()
               and "Points Possible" not in (row.get("Student") or "")]
     for row in roster:
         if None in row or None in row.values():  # more or fewer cells than columns: Canvas could not match it
