@@ -175,6 +175,17 @@ def test_a_quick_build_says_so_on_every_page(tiny_book, tmp_path):
         assert QUICK_BANNER in (out / page).read_text(encoding="utf-8"), f"{page} does not say it is a quick build"
 
 
+def test_a_kernels_tornado_log_stays_out_of_the_builds_lines(tmp_path):
+    """ipykernel logs tornado's errors to the kernel's own stderr: a kernel stopped after a failed chapter could
+    print 'ERROR:tornado.general:Uncaught exception in ZMQStream callback' under the build's one-line report."""
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    _notebook(chapters / "01_first.ipynb", "Chapter 01 — One",
+              "import logging\nlogging.getLogger('tornado.general').error('Uncaught exception in ZMQStream callback')")
+    run = _book("--chapters", str(chapters), "--out", str(tmp_path / "book"), "--no-pdf")
+    assert run.returncode == 0 and "tornado" not in run.stderr, run.stderr
+
+
 def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path):
     out = tmp_path / "book"
     build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)

@@ -32,6 +32,10 @@ KERNEL_ARGUMENTS = [
     # A cell's error reaches the build through the notebook; the kernel's own log (a warning at every start,
     # a traceback when Ctrl-C closes its sockets mid-reply) would only bury the progress lines.
     "--IPKernelApp.log_level=CRITICAL",
+    # ipykernel gives tornado's logger a handler on the kernel's real stderr: a kernel stopped on purpose (a
+    # chapter that failed) could print "ERROR:tornado.general:Uncaught exception in ZMQStream callback" under
+    # the build's lines. Silenced at start, without a name left in the chapter's namespace.
+    "--IPKernelApp.exec_lines=[\"__import__('logging').getLogger('tornado').setLevel(50)\"]",
     # Figures as PNG whatever a reader's IPython profile says. ("retina", twice the pixels, measured 1.2-1.8x
     # slower on chapter 09 and twice the bytes: not worth it for the book.)
     "--InlineBackend.figure_formats=png",
