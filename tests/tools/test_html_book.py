@@ -681,3 +681,22 @@ def test_a_limit_of_open_files_too_low_for_the_kernels_stops_the_build_before_an
     said = completed.stderr
     assert said.count("\n") == 1 and "building the book needs at least 256 open files" in said, said
     assert list(tmp_path.iterdir()) == [], "the build left a folder behind"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork, as the build's --jobs workers are forked")
+def test_a_process_forked_while_the_build_handles_stops_ends_quietly_on_one():
+    """A --jobs worker is forked with the building process's handler and sets its own only later; a SIGTERM from
+    the stopping build in between raised KeyboardInterrupt in it, whose traceback came before the build's line."""
+    from minitorch.tools.book.execute import Stop
+
+    with Stop().installed():
+        child = os.fork()
+        if child == 0:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(child, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGTERM, (
+        f"the forked process did not end quietly with 128 + SIGTERM: wait status {status}")

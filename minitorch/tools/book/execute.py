@@ -82,8 +82,11 @@ class Stop:
         self.requested = False
         self.client = None  # the NotebookClient of the chapter running in this process
         self.workers = None  # the ProcessPoolExecutor of `execute_all`, in the building process
+        self.installed_by = os.getpid()  # the process whose stop this handles
 
     def __call__(self, signum, frame):
+        if os.getpid() != self.installed_by:  # a --jobs worker forked with this handler, before it set its own:
+            os._exit(128 + signum)  # it ends quietly (raising would print a traceback and kill its parent's kernel)
         self.request()
         if self.worker:
             os._exit(128 + signum)  # the kernel is dead; nothing of the worker's is worth unwinding
@@ -109,6 +112,7 @@ class Stop:
     def installed(self):
         """Handle SIGINT and the other stopping signals with this Stop inside the block (main thread only)."""
         signals = (signal.SIGINT, *STOPPING_SIGNALS)
+        self.installed_by = os.getpid()
         previous = {signum: signal.signal(signum, self) for signum in signals}
         previous_hook = sys.unraisablehook
         sys.unraisablehook = self._unraisable
