@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import minitorch
 from minitorch.paper.models import load_model
 from minitorch.paper.reproduce import (ARCHITECTURES, PAPER_NORMALISERS as NORMALISERS, recorded_run, reproduce,
                                        results_markdown, run_files)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
+
+ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +126,40 @@ def test_write_record_stores_numpy_numbers_as_json_numbers_and_names_what_it_can
     with pytest.raises(TypeError, match=r"write_record: results.json can hold numbers, .* not .*\(object\)"):
         write_record(tmp_path, {"model": object()})
     assert json.loads((tmp_path / "results.json").read_text()) == written, "a refused record replaced the old one"
+
+
+def test_a_stop_signal_while_a_worker_starts_leaves_no_worker_reading_an_empty_pipe():
+    """CI, stop 38: SIGHUP came between a spawned worker's start and its parent writing the worker's task to
+    its pipe; the stop handler raised there, and the worker printed 'EOFError: Ran out of input' under the
+    command's clear message. The signal is sent here right inside that window."""
+    script = textwrap.dedent("""
+        import os, signal, sys, time
+        import multiprocessing.util as util
+        from minitorch.paper.reproduce import run_in_processes
+
+        class Stopped(Exception):
+            pass
+
+        def stop(signum, frame):
+            raise Stopped
+
+        signal.signal(signal.SIGUSR1, stop)
+        real_spawn = util.spawnv_passfds
+
+        def spawn_then_signal(path, args, passfds):
+            pid = real_spawn(path, args, passfds)
+            if "spawn_main" in str(args):  # a worker, not the resource tracker
+                os.kill(os.getpid(), signal.SIGUSR1)  # before the parent writes the worker's task
+            return pid
+
+        util.spawnv_passfds = spawn_then_signal
+        try:
+            run_in_processes([time.sleep, time.sleep], [(30,), (30,)], jobs=2)
+        except Stopped:
+            print("stopped")
+        time.sleep(2)  # a worker left reading an empty pipe prints its traceback by now
+    """)
+    finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    output = finished.stdout + finished.stderr
+    assert finished.returncode == 0 and "stopped" in finished.stdout, f"the signal did not stop the run:\n{output}"
+    assert "Traceback" not in output, f"a worker started as the signal came printed a traceback:\n{output}"
