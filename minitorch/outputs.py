@@ -476,11 +476,12 @@ def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
 
 
 def replace_folder(built, target) -> None:
-    """Move the folder `built` to `target`, replacing whatever folder was there, with Ctrl-C held off for the
-    two renames: `target` ends as the old folder or the new one, never a mixture of both."""
+    """Move the folder `built` to `target`, replacing whatever folder was there, with every stop held off for
+    the two renames (`signals_held`; one that comes then is dropped: the work is done): `target` ends as the
+    old folder or the new one, never a mixture of both, nor missing."""
     built, target = Path(built), Path(target)
     old = None
-    with _interrupts_held():
+    with signals_held():  # (a stop that came is dropped: the work is done)
         if target.exists():
             old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
             os.replace(target, old / target.name)
@@ -496,8 +497,9 @@ def replace_folder(built, target) -> None:
 
 def replace_files(built, target, replacing) -> None:
     """Move every file under the folder `built` into `target`, at the same relative path, and take the files
-    `replacing` out of `target`, with Ctrl-C held off: `target` ends with the old files or the new ones, never
-    a mixture (an error midway moves everything back). Folders the old files leave empty are removed."""
+    `replacing` out of `target`, with every stop held off (`signals_held`; one that comes then is dropped: the
+    work is done): `target` ends with the old files or the new ones, never a mixture (an error midway moves
+    everything back). Folders the old files leave empty are removed."""
     built, target = Path(built), Path(target)
     if not target.exists():
         return replace_folder(built, target)
@@ -508,7 +510,7 @@ def replace_files(built, target, replacing) -> None:
                               f"nothing was replaced")
     old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
     taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
-    with _interrupts_held():
+    with signals_held():  # (a stop that came is dropped: the work is done)
         try:
             for name in replacing:
                 if os.path.lexists(target / name):
@@ -543,13 +545,21 @@ def _remove_empty_folders(folder: Path, stop: Path) -> None:
 
 
 @contextlib.contextmanager
-def _interrupts_held():
-    """Ctrl-C is ignored while the block runs: a few renames that complete a finished run must not be cut in
-    half. Only the main thread may set signal handlers; elsewhere the block runs as it is."""
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
+def signals_held():
+    """Hold every signal this process handles in Python while the block runs: Ctrl-C, and the stops that the
+    commands turn into Ctrl-C (SIGTERM, SIGHUP, ...: `minitorch.tools.commands`). None can raise inside it.
+    Yields the list of those that came, in order: the caller delivers them (``signal.raise_signal``) or, when
+    the block finished the work they would stop, drops them. Only the main thread sets (and runs) handlers;
+    elsewhere the block runs as it is."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    held = {signum: handler for signum in signal.valid_signals() if callable(handler := signal.getsignal(signum))}
+    for signum in held:
+        signal.signal(signum, lambda signum, frame: came.append(signum))
     try:
-        yield
+        yield came
     finally:
-        if in_main_thread:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in held.items():
+            signal.signal(signum, handler)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 from minitorch.outputs import (ROOT, OutputPathError, RecordedRun, building_aside, check_output_file,
-                               check_output_folder, files_to_replace, replace_files, write_atomically)
+                               check_output_folder, files_to_replace, replace_files, replace_folder,
+                               write_atomically)
 
 
 @pytest.mark.parametrize("path, reason", [
@@ -159,3 +161,32 @@ def test_write_atomically_refuses_data_that_is_not_text_or_bytes_and_keeps_the_o
     with pytest.raises(TypeError, match=r"the data to write must be text or bytes, got int"):
         write_atomically(path, 12345)
     assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["kept.txt"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
+def test_a_stop_between_the_two_renames_of_replace_folder_neither_cuts_them_nor_loses_the_folder(tmp_path, monkeypatch,
+                                                                                               signum):
+    """The renames were held off for Ctrl-C only, but the commands turn SIGTERM, SIGHUP, ... into Ctrl-C too: one
+    right after the old folder was moved aside raised there, and `target` was left missing (its files in .old-*)."""
+    target = _folder_with(tmp_path, "figures", {"a.png": "old"})
+    built = _folder_with(tmp_path, "built", {"a.png": "new"})
+
+    def stop(number, frame):
+        raise KeyboardInterrupt  # as the commands' handler does
+
+    replace = os.replace
+
+    def replace_then_stop(source, destination):
+        replace(source, destination)
+        os.kill(os.getpid(), signum)  # the stop comes right after the old folder went aside
+
+    previous = signal.signal(signum, stop)
+    try:
+        monkeypatch.setattr(os, "replace", replace_then_stop)
+        replace_folder(built, target)  # a stop raising in here would fail the test
+        monkeypatch.undo()
+        assert signal.getsignal(signum) is stop, "the handler held during the renames must be put back"
+    finally:
+        signal.signal(signum, previous)
+    assert _contents(target) == {"a.png": "new"}, "the renames, once begun, must end with the new folder in place"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"], "nothing left beside"

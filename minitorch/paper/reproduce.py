@@ -27,13 +27,11 @@ command line only with ``--force``), and leaves every other file of the folder a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
 import platform
 import signal
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -44,7 +42,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
-                               write_atomically)
+                               signals_held, write_atomically)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import (AttentionModel, build_model, for_training, save_model, training_path,
@@ -150,9 +148,12 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
                                    initializer=_ignore_interrupts)
         try:
             path = training_path()  # each run goes on the training path of the process that started it
-            with _signals_held_while_workers_start():
-                futures = [pool.submit(_on_training_path, path, function, *args)  # submit starts the workers
+            with signals_held() as came:  # submit starts the workers: a stop between a spawned worker's start
+                # and the write of its task to its pipe left it reading an empty pipe (an EOFError traceback)
+                futures = [pool.submit(_on_training_path, path, function, *args)
                            for function, args in zip(functions, arguments)]
+            if came:
+                signal.raise_signal(came[0])  # the stop, now that every worker has its task
             results = [future.result() for future in futures]
         except BrokenProcessPool:  # a worker was killed (the kernel's out-of-memory killer, a signal to it alone)
             _stop_workers(pool)
@@ -186,31 +187,6 @@ def _start_resource_tracker() -> None:
         resource_tracker.ensure_running()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-
-
-@contextlib.contextmanager
-def _signals_held_while_workers_start():
-    """Hold every signal this process handles in Python (Ctrl-C, the commands' stop handlers) until the
-    block ends, then deliver the first one that came.
-
-    A spawned worker reads what to run from a pipe that its parent writes just after starting it. A stop
-    handler that raised between the two left the worker reading an empty pipe, and it printed an EOFError
-    traceback under the command's clear 'interrupted' line (seen once in CI, SIGHUP under load)."""
-    if threading.current_thread() is not threading.main_thread():  # handlers run in the main thread only
-        yield
-        return
-    held = {signum: handler for signum in signal.valid_signals()
-            if callable(handler := signal.getsignal(signum))}
-    came: list[int] = []
-    for signum in held:
-        signal.signal(signum, lambda signum, frame: came.append(signum))
-    try:
-        yield
-    finally:
-        for signum, handler in held.items():
-            signal.signal(signum, handler)
-        if came:
-            signal.raise_signal(came[0])  # now the stop handler runs, with every worker started whole
 
 
 def _ignore_interrupts() -> None:
