@@ -58,7 +58,7 @@ def add(a, b) -> Tensor:
 
 
 def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exercise 1.1: mul's backward rule. Given ``g = ∂ℓ/∂(ab)`` and the inputs' values, return
+    """Exercise 1.2: mul's backward rule. Given ``g = ∂ℓ/∂(ab)`` and the inputs' values, return
     ``(∂ℓ/∂a, ∂ℓ/∂b)`` as arrays (at the broadcast shape is fine: `unbroadcast` folds them)."""
     return grad * b, grad * a  # ∂(ab)/∂a = b, ∂(ab)/∂b = a
 
@@ -245,7 +245,7 @@ def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.n
 
 
 def sum_backward(grad: np.ndarray, shape: tuple, axes: tuple, keepdims: bool) -> tuple[np.ndarray]:
-    """Exercise 2.4: sum's backward rule. For ``out = a.sum(axes, keepdims)`` with ``a`` of `shape`
+    """Exercise 2.3: sum's backward rule. For ``out = a.sum(axes, keepdims)`` with ``a`` of `shape`
     (`axes` a sorted tuple of axis indices) and ``g = ∂ℓ/∂out``, return ``(∂ℓ/∂a,)``, of `shape`."""
     # every summed element receives the gradient of the sum it went into
     grad = _restore_reduced_axes(grad, axes, keepdims)

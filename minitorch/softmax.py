@@ -42,7 +42,7 @@ def softmax(scores, axis: int = -1) -> Tensor:
 
 
 def stable_softmax(scores: Tensor, axis: int) -> Tensor:
-    """Exercise 2.3: the softmax of `scores` (a Tensor with at least one element) along `axis`, forward
+    """Exercise 2.4: the softmax of `scores` (a Tensor with at least one element) along `axis`, forward
     and fused backward, as one graph node: ``Tensor.from_op(weights, (scores,), backward, "softmax")``.
     A slice whose every entry is -inf, or a score of +inf or NaN, raises the ValueError of
     `_explain_non_finite`. Write any helper inside this function."""

@@ -694,7 +694,7 @@ def topological_order(root: Tensor) -> list[Tensor]:
     depth works (a recursive version hits Python's recursion limit near 1,000
     nodes). A node is appended only after all of its parents, so reading the
     list backwards visits every node before any of its parents: the order
-    reverse mode needs. (Exercise 1.2.)
+    reverse mode needs. (Exercise 1.1.)
     """
     order: list[Tensor] = []
     visited: set[int] = set()

@@ -1,8 +1,8 @@
 """Shared pytest set-up: which minitorch is tested, exercise markers, seeds, and the scoreboard.
 
 Markers (registered here, since the repository keeps no pytest.ini):
-- ``@pytest.mark.exercise("2.3")``: the test grades exercise 2.3; it also gets the markers
-  ``ex2_3`` and ``ch02``, so ``pytest -m ex2_3`` or ``pytest -m ch02`` selects it. Every exercise
+- ``@pytest.mark.exercise("2.4")``: the test grades exercise 2.4; it also gets the markers
+  ``ex2_4`` and ``ch02``, so ``pytest -m ex2_4`` or ``pytest -m ch02`` selects it. Every exercise
   and chapter marker is registered (from minitorch/exercises/registry.py), so ``--strict-markers`` works.
   ``@pytest.mark.exercise("3.1", requires_values=True)``: a trivial answer (zeros, a constant, the input
   returned) passes the test, which checks only shape, dtype, an input left unchanged or a property such an
@@ -38,8 +38,8 @@ Outcomes. A test that fails with the NotImplementedError of an exercise stub is
 - *not attempted* if the stub is its own exercise's (it stays a failure, with a one-line report);
 - *blocked* if the stub belongs to another exercise: it is reported as skipped, "blocked: needs
   exercise X.Y (chapter NN) first", and earns nothing.
-The end of the output is a per-exercise scoreboard, in the order a student can do the exercises
-(`registry.order_of_work`: 1.2 before 1.1, whose tests run a whole backward pass): passed, failed, not attempted,
+The end of the output is a per-exercise scoreboard, in ID order, the order a student can do the exercises
+in: passed, failed, not attempted,
 blocked, points = points x paid / tests, paid being the passed tests but those declared requires_values whose
 exercise's value tests did not all pass; printed when graded tests ran. "failed" counts every way a test can
 fail (timed out, crashed, ... in class grading), and a line under the table names those kinds; another says
@@ -196,7 +196,7 @@ def _use_minitorch_from(root: Path) -> None:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "exercise(id, requires_values=False): the test grades exercise `id`, e.g. "
-                                       "'2.3'; requires_values=True: it pays only when the exercise's value tests pass")
+                                       "'2.4'; requires_values=True: it pays only when the exercise's value tests pass")
     config.addinivalue_line("markers", "slow: takes more than a few seconds (deselect with -m 'not slow')")
     for exercise_id, exercise in sorted(registry.EXERCISES.items(), key=lambda item: registry.sort_key(item[0])):
         config.addinivalue_line("markers", f"ex{exercise_id.replace('.', '_')}: tests of exercise {exercise_id}, "
@@ -397,9 +397,7 @@ class Scoreboard:
         for exercise_id, row in table.items():
             row["paid"] = sum(registry.paid_tests(*zip(*outcomes[exercise_id])))
             row["earned"] = row["points"] * row["paid"] / row["tests"]
-        order = {exercise_id: place for place, exercise_id in enumerate(registry.order_of_work())}
-        return dict(sorted(table.items(), key=lambda item: (order.get(item[0], len(order)),
-                                                            registry.sort_key(item[0]))))
+        return dict(sorted(table.items(), key=lambda item: registry.sort_key(item[0])))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: write after pytest's short summary
     def pytest_terminal_summary(self, terminalreporter):

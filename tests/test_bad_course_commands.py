@@ -104,7 +104,7 @@ def test_grade_refuses_an_output_folder_holding_someones_own_files_and_keeps_the
 
 def test_grade_refuses_a_copy_of_the_project_given_as_the_folder_of_submissions(tmp_path):
     """G12: `grade .` names a copy, not a folder of copies."""
-    completed = _course("grade", str(ROOT), "--out", str(tmp_path / "g"), "--only", "1.1")
+    completed = _course("grade", str(ROOT), "--out", str(tmp_path / "g"), "--only", "1.2")
     assert completed.returncode == 2 and "is a copy of the project, not a folder of copies" in completed.stderr, (
         completed.stderr)
     assert not (tmp_path / "g").exists()
@@ -112,7 +112,7 @@ def test_grade_refuses_a_copy_of_the_project_given_as_the_folder_of_submissions(
 
 def test_a_student_edition_is_readable_by_the_class_and_a_broken_chapter_is_named(tmp_path):
     """X25, X38: the edition's folder is 0755, not mkdtemp's 0700; X35: a chapter that is not JSON is named."""
-    completed = _course("student-edition", str(tmp_path / "ed"), "--only", "1.1")
+    completed = _course("student-edition", str(tmp_path / "ed"), "--only", "1.2")
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "ed").stat().st_mode & 0o777 == 0o755
     from minitorch.exercises.edition import make_student_edition
@@ -123,7 +123,7 @@ def test_a_student_edition_is_readable_by_the_class_and_a_broken_chapter_is_name
         shutil.copytree(ROOT / name, book / name, ignore=shutil.ignore_patterns("__pycache__"))
     (book / "chapters" / "03_attention_two_ways.ipynb").write_text('{"cells": [')
     with pytest.raises(ExerciseError, match=r"chapters/03_attention_two_ways.ipynb is not a valid notebook"):
-        make_student_edition(tmp_path / "ed2", [EXERCISES["1.1"]], book)
+        make_student_edition(tmp_path / "ed2", [EXERCISES["1.2"]], book)
     assert not (tmp_path / "ed2").exists()
 
 
@@ -131,7 +131,7 @@ def _graded_class(tmp_path) -> Path:
     """A gradebook folder as `grade` leaves it, without grading anyone for real."""
     out = tmp_path / "grades"
     out.mkdir()
-    (out / "run.json").write_text(json.dumps({"exercises": ["1.1"], "exercise_seed": 1}))
+    (out / "run.json").write_text(json.dumps({"exercises": ["1.2"], "exercise_seed": 1}))
     (out / "grades.csv").write_text("student,total\n")
     return out
 
@@ -177,7 +177,7 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
     os.mkfifo(out / "run.json")
     (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
     (tmp_path / "roster.csv").write_text("Student,ID,submission\n")
-    arguments = (["grade", str(tmp_path / "subs"), "--out", str(out), "--only", "1.1"] if command == "grade" else
+    arguments = (["grade", str(tmp_path / "subs"), "--out", str(out), "--only", "1.2"] if command == "grade" else
                  ["canvas-csv", str(out), "--roster", str(tmp_path / "roster.csv"), "--assignment", "W", "--to",
                   str(tmp_path / "c.csv")])
     completed = _course(*arguments)
@@ -209,7 +209,7 @@ def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
 def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
     """X4-43, X4-44: a folder that does not exist, or a .zip, printed 'nothing' and exited 0."""
     edition = tmp_path / "ed"
-    assert _course("student-edition", str(edition), "--only", "1.1").returncode == 0
+    assert _course("student-edition", str(edition), "--only", "1.2").returncode == 0
     for old in (tmp_path / "nowhere", tmp_path / "copy.zip"):
         completed = _course("carry-over", str(old), str(edition))
         assert completed.returncode == 2 and "is not a copy of the book" in completed.stderr, completed.stderr
@@ -217,9 +217,9 @@ def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
 
 @pytest.fixture(scope="module")
 def week_one(tmp_path_factory) -> Path:
-    """A student edition handing out 1.1 (mul_backward, in minitorch/ops.py)."""
+    """A student edition handing out 1.2 (mul_backward, in minitorch/ops.py)."""
     edition = tmp_path_factory.mktemp("carry") / "week-1"
-    made = _course("student-edition", str(edition), "--only", "1.1")
+    made = _course("student-edition", str(edition), "--only", "1.2")
     assert made.returncode == 0, made.stderr
     return edition
 
@@ -244,11 +244,11 @@ def _fifo(path: Path) -> None:
 @pytest.mark.parametrize("spoil, returncode, said", [
     (lambda ops: ops.write_text(ops.read_text() + "\ndef broken(:\n"), 0, "Carried over into"),
     (lambda ops: ops.write_bytes(ops.read_bytes() + b"\n# G\xe9rard\n"), 1,
-     "NOT carried over: 1.1, cannot be read"),
-    (_fifo, 1, "NOT carried over: 1.1, cannot be read: OLD "),
+     "NOT carried over: 1.2, cannot be read"),
+    (_fifo, 1, "NOT carried over: 1.2, cannot be read: OLD "),
     (lambda ops: ops.write_text(ops.read_text().replace("return grad * b, grad * a", "return _mine(grad, a, b)")
                                 + "\n\ndef _mine(grad, a, b):\n    return grad * b, grad * a\n"), 1,
-     "NOT carried over: 1.1, helper outside the function: mul_backward uses _mine"),
+     "NOT carried over: 1.2, helper outside the function: mul_backward uses _mine"),
 ], ids=["a syntax error elsewhere in the file", "a Latin-1 byte without a coding cookie", "a named pipe",
         "a helper outside the function"])
 def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could_not(tmp_path, week_one, spoil,
@@ -308,7 +308,7 @@ def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours
     """Y5-23, G6-36: a bundle, or a gradebook, written into the edition about to be handed out held the seed (and
     the answers, or what the hidden tests found); Y5-24: the
     bundle's fixed temporary name overwrote, then deleted, a file of the user's."""
-    inside = _course("gradescope-bundle", str(week_one / "ag.zip"), "--only", "1.1")
+    inside = _course("gradescope-bundle", str(week_one / "ag.zip"), "--only", "1.2")
     assert inside.returncode == 2 and "would lie inside the student edition" in inside.stderr, inside.stderr
     assert not (week_one / "ag.zip").exists()
     (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)  # G6-36: the gradebook too (run.json's seed)
@@ -318,7 +318,7 @@ def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours
     (tmp_path / "out").mkdir()
     mine = tmp_path / "out" / ".ag.zip.partial"
     mine.write_text("mine")
-    built = _course("gradescope-bundle", str(tmp_path / "out" / "ag.zip"), "--only", "1.1")
+    built = _course("gradescope-bundle", str(tmp_path / "out" / "ag.zip"), "--only", "1.2")
     assert built.returncode == 0, built.stderr
     assert mine.read_text() == "mine", "the bundle took a file of the user's as its temporary one"
     assert sorted(path.name for path in (tmp_path / "out").iterdir()) == [".ag.zip.partial", "ag.zip"], (
@@ -330,7 +330,7 @@ def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours
 def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one(tmp_path, command):
     """C5-24, C5-26: the temporary name beside it ('.NAME.building-...', '.NAME.partial') was too long."""
     name = "e" * 255 if command == "student-edition" else "z" * 251 + ".zip"
-    completed = _course(command, str(tmp_path / name), "--only", "1.1")
+    completed = _course(command, str(tmp_path / name), "--only", "1.2")
     assert completed.returncode == 0, completed.stderr
     assert [path.name for path in tmp_path.iterdir()] == [name], "written under its name, nothing else left"
 

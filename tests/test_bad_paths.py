@@ -413,7 +413,7 @@ def _canvas_csv_refuses(path):
     with tempfile.TemporaryDirectory() as elsewhere:
         gradebook = Path(elsewhere) / "grades"
         gradebook.mkdir()
-        (gradebook / "run.json").write_text(json.dumps({"exercises": ["1.1"], "exercise_seed": 1}))
+        (gradebook / "run.json").write_text(json.dumps({"exercises": ["1.2"], "exercise_seed": 1}))
         (gradebook / "grades.csv").write_text("student,total\n")
         (Path(elsewhere) / "roster.csv").write_text("Student,ID,submission\nAnn,1,ann\n")
         _command_refuses("minitorch.exercises", "canvas-csv", str(gradebook), "--roster",

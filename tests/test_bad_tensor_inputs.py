@@ -109,7 +109,7 @@ def test_gradcheck_away_from_kinks_passes_and_says_nothing_of_them():
 
 
 def _refusing_softmax(scores, future):
-    """Softmax attention as exercise 2.3's contract allows it to meet NaN: a ValueError, in its own words."""
+    """Softmax attention as exercise 2.4's contract allows it to meet NaN: a ValueError, in its own words."""
     if not np.isfinite(scores.data).all():
         raise ValueError("my softmax will not normalise these scores")
     from minitorch.paper import attention
@@ -118,7 +118,7 @@ def _refusing_softmax(scores, future):
 
 @pytest.mark.parametrize("path", ["readable", "fast", "a softmax refusing in its own words"])
 def test_training_on_nan_data_says_the_data_is_to_blame(path, monkeypatch):
-    """Whatever trains (the library's softmax, which raises ValueError on NaN as exercise 2.3 asks; the fast
+    """Whatever trains (the library's softmax, which raises ValueError on NaN as exercise 2.4 asks; the fast
     path, whose array softmax lets NaN through to the loss, or runs the student's softmax in an edition that
     removed it; any softmax raising ValueError), the error says the batch holds NaN."""
     from minitorch import fast

@@ -1,8 +1,8 @@
 """Specification of minitorch.ops: every primitive's gradient is checked against finite differences.
 
 Chapters 01 and 02. Each primitive is run through `minitorch.gradcheck` (float64 central
-differences) on several shapes, broadcasting edge cases included. Graded here: 1.1 (mul
-backward), 1.3 (exp), 1.4 (log), 2.2 (matmul), 2.4 (sum), and 2.1 (unbroadcast) through every
+differences) on several shapes, broadcasting edge cases included. Graded here: 1.2 (mul
+backward), 1.3 (exp), 1.4 (log), 2.2 (matmul), 2.3 (sum), and 2.1 (unbroadcast) through every
 broadcasting case; each backward rule is also checked *locally*, by calling the op's own
 ``backward_fn`` on a known upstream gradient, which needs no other exercise.
 
@@ -74,11 +74,11 @@ BINARY = {
 
 
 def binary_cases(graded: bool):
-    """Same-shape mul grades 1.1; every broadcast case grades 2.1, since unbroadcast folds its gradients;
+    """Same-shape mul grades 1.2; every broadcast case grades 2.1, since unbroadcast folds its gradients;
     same-shape add, sub and div grade nothing. `graded` picks the cases that grade an exercise, or the others."""
     for name in BINARY:
         for shapes in SHAPE_PAIRS:
-            exercise = "2.1" if shapes[0] != shapes[1] else "1.1" if name == "mul" else None
+            exercise = "2.1" if shapes[0] != shapes[1] else "1.2" if name == "mul" else None
             if (exercise is not None) == graded:
                 marks = [pytest.mark.exercise(exercise)] if exercise else []
                 yield pytest.param(name, shapes, marks=marks, id=f"{name}-{shapes[0]}-{shapes[1]}")
@@ -126,7 +126,7 @@ def test_operator_with_a_constant_on_either_side_gradient_matches_finite_differe
     assert_gradient_matches_finite_differences(NUMBER_ON_EITHER_SIDE[name], x)
 
 
-@pytest.mark.exercise("1.1")
+@pytest.mark.exercise("1.2")
 def test_mul_backward_returns_the_other_factor_times_the_upstream_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     a, b, upstream = (normal(rng, (3, 4)) for _ in range(3))
@@ -282,7 +282,7 @@ def test_matmul_gradient_with_a_vector_operand_matches_finite_differences(shape_
 AXES = [None, 0, 1, -1, (0, 2), (-1, 0), ()]
 
 
-@pytest.mark.exercise("2.4")
+@pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("keepdims", [False, True], ids=["drop-axes", "keepdims"])
 @pytest.mark.parametrize("axis", AXES[:-1], ids=repr)
 def test_sum_gradient_matches_finite_differences(axis, keepdims, exercise_seed, student):
@@ -290,14 +290,14 @@ def test_sum_gradient_matches_finite_differences(axis, keepdims, exercise_seed, 
     check_gradients(student, "sum", [x], exercise_seed, axis=axis, keepdims=keepdims)
 
 
-@pytest.mark.exercise("2.4")
+@pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("shape", [(1,), (5,), (1, 1)], ids=str)
 def test_sum_of_everything_gradient_matches_finite_differences_on_small_shapes(shape, exercise_seed, student):
     x = normal(np.random.default_rng(exercise_seed), shape)
     check_gradients(student, "sum", [x], exercise_seed)
 
 
-@pytest.mark.exercise("2.4", requires_values=True)  # the upstream gradient returned unchanged passes it
+@pytest.mark.exercise("2.3", requires_values=True)  # the upstream gradient returned unchanged passes it
 def test_a_sum_over_no_axis_passes_the_gradient_through_unchanged(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     for keepdims in (False, True):
@@ -305,7 +305,7 @@ def test_a_sum_over_no_axis_passes_the_gradient_through_unchanged(exercise_seed,
     check_gradients(student, "sum", [normal(rng, ())], exercise_seed)  # a 0-d array: its sum is itself
 
 
-@pytest.mark.exercise("2.4")
+@pytest.mark.exercise("2.3")
 @pytest.mark.parametrize("axis,keepdims", [(1, False), (1, True), ((0, 2), False), (None, False)], ids=str)
 def test_sum_backward_hands_the_upstream_gradient_to_every_summed_element(axis, keepdims, exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)

@@ -1,6 +1,6 @@
 """Specification of minitorch.softmax: a_k = exp(s_k - m) / Σ_k' exp(s_k' - m), fused with its backward.
 
-Chapter 02; the tests marked 2.3 grade the exercise (stable_softmax: forward and backward in one function).
+Chapter 02; the tests marked 2.4 grade the exercise (stable_softmax: forward and backward in one function).
 Masked entries are -inf scores: they must get weight exactly 0 and gradient exactly 0.
 """
 
@@ -39,7 +39,7 @@ def check_gradient(student, scores: np.ndarray, seed: int, what: str, **options)
     pytest.fail(f"the softmax's backward is wrong for {what}:\n{failure}{hint}", pytrace=False)
 
 
-@pytest.mark.exercise("2.3", requires_values=True)  # uniform weights pass it
+@pytest.mark.exercise("2.4", requires_values=True)  # uniform weights pass it
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
 def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape) * 3
@@ -53,7 +53,7 @@ def test_softmax_slices_along_the_axis_sum_to_one(shape, axis, exercise_seed, st
     assert np.all(weights > 0), "with finite scores every weight is positive"
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.4")
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
 def test_softmax_matches_the_textbook_formula(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape)
@@ -61,7 +61,7 @@ def test_softmax_matches_the_textbook_formula(shape, axis, exercise_seed, studen
     np.testing.assert_allclose(student.softmax(scores, axis=axis), expected, rtol=1e-12)
 
 
-@pytest.mark.exercise("2.3", requires_values=True)  # zeros pass it
+@pytest.mark.exercise("2.4", requires_values=True)  # zeros pass it
 def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores = rng.standard_normal((4, 6))
@@ -70,7 +70,7 @@ def test_softmax_is_invariant_to_adding_a_constant_to_each_row(exercise_seed, st
                                rtol=1e-10, atol=1e-14, err_msg="softmax(s + c) must equal softmax(s)")
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.4")
 def test_softmax_does_not_overflow_for_large_scores(student):
     weights = student.softmax(np.array([[1000.0, 1000.0], [1000.0, 0.0], [-1000.0, -1001.0]]))
     assert np.shape(weights) == (3, 2), f"the weights should have the scores' shape (3, 2), got {np.shape(weights)}"
@@ -79,7 +79,7 @@ def test_softmax_does_not_overflow_for_large_scores(student):
                                rtol=1e-12, atol=1e-300)
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.4")
 def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal((5, 5))
     mask = causal_mask(5)
@@ -90,7 +90,7 @@ def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
     np.testing.assert_allclose(weights[0, 0], 1.0, err_msg="row 0 sees only key 0, which gets all the weight")
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.4")
 def test_masked_entries_get_exactly_zero_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     mask = causal_mask(5)
@@ -103,7 +103,7 @@ def test_masked_entries_get_exactly_zero_gradient(exercise_seed, student):
     assert np.all(scores[mask] == 0.0), "a masked score does not affect the loss: its gradient must be 0"
 
 
-@pytest.mark.exercise("2.3", requires_values=True)  # the library checks it outside the function
+@pytest.mark.exercise("2.4", requires_values=True)  # the library checks it outside the function
 def test_a_slice_with_every_entry_masked_raises_value_error(student):
     scores = np.array([[-np.inf, -np.inf], [0.0, 1.0]])  # row 0 is fully masked; no column is
     with pytest.raises(ValueError, match="masked"):
@@ -116,14 +116,14 @@ def test_softmax_of_a_0d_tensor_raises_value_error():
         minitorch.softmax(Tensor(1.0))
 
 
-@pytest.mark.exercise("2.3", requires_values=True)  # the scores returned pass it
+@pytest.mark.exercise("2.4", requires_values=True)  # the scores returned pass it
 @pytest.mark.parametrize("shape,axis", SHAPES_AND_AXES, ids=str)
 def test_softmax_gradient_matches_finite_differences(shape, axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal(shape)
     check_gradient(student, scores, exercise_seed, f"scores of shape {shape} along axis {axis}", axis=axis)
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.4")
 @pytest.mark.parametrize("axis", [-1, 0])
 def test_softmax_with_masked_entries_gradient_matches_finite_differences(axis, exercise_seed, student):
     scores = np.random.default_rng(exercise_seed).standard_normal((4, 4))
@@ -132,7 +132,7 @@ def test_softmax_with_masked_entries_gradient_matches_finite_differences(axis, e
                    mask=mask)
 
 
-@pytest.mark.exercise("2.3")
+@pytest.mark.exercise("2.4")
 def test_softmax_backward_is_the_jacobian_transpose_times_the_upstream_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores, upstream = rng.standard_normal(5), rng.standard_normal(5)
@@ -144,13 +144,13 @@ def test_softmax_backward_is_the_jacobian_transpose_times_the_upstream_gradient(
                                err_msg="∂ℓ/∂s_l should be Σ_k g_k a_k (δ_kl - a_l)")
 
 
-@pytest.mark.exercise("2.3", requires_values=True)
+@pytest.mark.exercise("2.4", requires_values=True)
 def test_softmax_keeps_float32(student):
     dtypes = student.softmax_gradient_dtypes(np.array([[1.0, 2.0, -np.inf]], dtype=np.float32))
     assert dtypes == {"weights": "float32", "gradient": "float32"}, f"float32 scores gave {dtypes}"
 
 
-@pytest.mark.exercise("2.3", requires_values=True)  # checked outside the function
+@pytest.mark.exercise("2.4", requires_values=True)  # checked outside the function
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
 def test_plus_infinity_or_nan_scores_raise_instead_of_returning_nan(bad, student):
     with pytest.raises(ValueError, match=r"\+inf or NaN"):

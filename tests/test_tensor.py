@@ -1,6 +1,6 @@
 """Specification of minitorch.tensor: Tensor, reverse mode, topological_order, unbroadcast, no_grad.
 
-Chapters 01 and 02. Graded here: exercise 1.2 (topological_order) and 2.1 (unbroadcast),
+Chapters 01 and 02. Graded here: exercise 1.1 (topological_order) and 2.1 (unbroadcast),
 both tested on their own, without going through `Tensor.backward`, and only through the
 ``student`` fixture (minitorch/exercises/grader/sandboxed/probes.py): graphs go in as descriptions, orders come
 back as node positions.
@@ -50,7 +50,7 @@ def test_every_result_holds_an_ndarray_even_when_it_is_a_single_number(make):
 
 
 # ----------------------------------------------------------------------
-# exercise 1.2: topological_order
+# exercise 1.1: topological_order
 #
 # A graph is described as data, one node per entry (minitorch.exercises.grader.sandboxed.probes.topological_order):
 # {"op": "leaf", "requires_grad": bool}, {"op": "add" | "mul", "inputs": [i, j]}, {"op": "exp" | "sum",
@@ -139,7 +139,7 @@ def student_order(student, nodes: list[dict], root: int | None = None) -> list[i
     return order
 
 
-@pytest.mark.exercise("1.2", requires_values=True)  # an empty list passes it
+@pytest.mark.exercise("1.1", requires_values=True)  # an empty list passes it
 def test_topological_order_puts_every_node_after_all_of_its_parents(exercise_seed, student):
     for nodes in graphs_to_check(exercise_seed):
         order, flags = student_order(student, nodes), requires_grad(nodes)
@@ -154,7 +154,7 @@ def test_topological_order_puts_every_node_after_all_of_its_parents(exercise_see
                         f"visit the parent before it has received all of its gradient")
 
 
-@pytest.mark.exercise("1.2", requires_values=True)  # the root alone passes it
+@pytest.mark.exercise("1.1", requires_values=True)  # the root alone passes it
 def test_topological_order_lists_each_node_exactly_once(exercise_seed, student):
     for nodes in graphs_to_check(exercise_seed):
         order = student_order(student, nodes)
@@ -163,7 +163,7 @@ def test_topological_order_lists_each_node_exactly_once(exercise_seed, student):
             f"must be listed once (keep a set of visited nodes)")
 
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 def test_topological_order_lists_exactly_the_ancestors_that_require_grad(exercise_seed, student):
     for nodes in graphs_to_check(exercise_seed):
         order, flags = student_order(student, nodes), requires_grad(nodes)
@@ -174,19 +174,19 @@ def test_topological_order_lists_exactly_the_ancestors_that_require_grad(exercis
             f"the order holds {len(order)} nodes but {len(expected)} tensors that require grad lead to the root")
 
 
-@pytest.mark.exercise("1.2", requires_values=True)  # the root alone passes it
+@pytest.mark.exercise("1.1", requires_values=True)  # the root alone passes it
 def test_topological_order_ends_with_the_root(exercise_seed, student):
     for nodes in graphs_to_check(exercise_seed):
         order = student_order(student, nodes)
         assert order and order[-1] == len(nodes) - 1, "the root depends on every other node, so it must come last"
 
 
-@pytest.mark.exercise("1.2", requires_values=True)  # the root alone passes it
+@pytest.mark.exercise("1.1", requires_values=True)  # the root alone passes it
 def test_topological_order_of_a_leaf_is_just_that_leaf(student):
     assert student_order(student, [leaf_node()]) == [0]
 
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 def test_topological_order_handles_a_10000_node_chain_without_recursion(student):
     nodes = [leaf_node(), leaf_node(False)]  # x and the constant 1.0001
     nodes += [{"op": "mul", "inputs": [0 if step == 0 else step + 1, 1]} for step in range(10_000)]  # y = y * 1.0001

@@ -1,7 +1,7 @@
 """The command line: ``python -m minitorch.exercises <command>``.
 
     python -m minitorch.exercises list
-    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3] [--release 1.1,2.3 | --solutions]
+    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3] [--release 1.2,2.4 | --solutions]
     python -m minitorch.exercises carry-over OLD_COPY NEW_EDITION
     python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N]
                                                     [--timeout S] [--deadline S] [--over-deadline]
@@ -24,7 +24,7 @@ from minitorch import checks
 from minitorch.exercises.edition import make_student_edition
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.grading import collect_tests
-from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, order_of_work, read_manifest_data,
+from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, read_manifest_data,
                                           select)
 from minitorch.exercises.grader.trusted.sandbox import KINDS
 from minitorch.outputs import OutputPathError
@@ -50,8 +50,7 @@ def count_tests(root: Path = ROOT) -> dict[str, int] | None:
 
 
 def _print_list(root: Path) -> None:
-    order = {exercise_id: place for place, exercise_id in enumerate(order_of_work())}
-    exercises = sorted(load_exercises(root), key=lambda exercise: order.get(exercise.id, len(order)))
+    exercises = load_exercises(root)  # (in ID order: the order a student can do them)
     counts = count_tests(root)
     rows = [("ID", "chapter", "title", "where", "points", "tests")]
     for exercise in exercises:

@@ -199,7 +199,7 @@ def student_readme(handed_out: list[Exercise], released: list[Exercise], chapter
                              if not name.endswith("for_instructors.ipynb"))
     if guide:
         chapter_list += f"\n\n({guide[0]} is your instructor's guide: the course does not need it.)"
-    first = handed_out[0].marker if handed_out else "ex1_1"
+    first = handed_out[0].marker if handed_out else "ex1_2"
     return f"""# Attention sinks, from scratch: your student edition
 
 This folder is your own copy of the book and of its library, `minitorch`, as your instructor handed it out.

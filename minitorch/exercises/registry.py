@@ -45,7 +45,7 @@ class Exercise:
 
     @property
     def marker(self) -> str:
-        """The pytest marker selecting its tests: 2.3 -> ex2_3."""
+        """The pytest marker selecting its tests: 2.4 -> ex2_4."""
         return "ex" + self.id.replace(".", "_")
 
     @property
@@ -62,33 +62,33 @@ class Exercise:
 # honest answer may build on (the engine's backward rules), and sum_to_shape for every backward rule: the engine
 # folds a rule's gradient with it, so an honest answer of a wrong, broadcastable shape reaches it (the failed test
 # is then the student's mistake, not a refusal). While X is graded, a request for any other exercise's
-# function is refused and the copy flagged: 2.3 cannot borrow 3.2's softmax. tests/exercises/test_exercises.py
+# function is refused and the copy flagged: 2.4 cannot borrow 3.2's softmax. tests/exercises/test_exercises.py
 # checks that the graded tests need nothing more.
-_ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.4")  # the backward rules, their order and sum_to_shape
+_ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3")  # the backward rules, their order and sum_to_shape
 EXERCISES = {exercise.id: exercise for exercise in (
-    Exercise("1.1", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.2", "2.1"),
-             tests=("tests/test_ops.py",)),
-    Exercise("1.2", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
+    Exercise("1.1", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
              "topological_order", tests=("tests/test_tensor.py",)),
-    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.2", "2.1"),
+    Exercise("1.2", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.1", "2.1"),
              tests=("tests/test_ops.py",)),
-    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.2", "2.1"),
+    Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.1", "2.1"),
+             tests=("tests/test_ops.py",)),
+    Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.1", "2.1"),
              tests=("tests/test_ops.py",)),
     Exercise("2.1", "sum_to_shape, the gradient of broadcasting", 3, "minitorch/tensor.py", "sum_to_shape",
              ("1.1", "1.2"),
              tests=("tests/test_ops.py", "tests/test_tensor.py")),
-    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.2", "2.1"),
+    Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.1", "2.1"),
              tests=("tests/test_ops.py",)),
-    Exercise("2.3", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
-             ("1.1", "1.2", "2.1", "2.4"),
+    Exercise("2.3", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.1", "2.1"),
+             tests=("tests/test_ops.py",)),
+    Exercise("2.4", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
+             ("1.1", "1.2", "2.1", "2.3"),
              tests=("tests/test_softmax.py",)),
-    Exercise("2.4", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.2", "2.1"),
-             tests=("tests/test_ops.py",)),
     Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update",
              tests=("tests/test_optim.py", "tests/hidden/test_adam_hidden.py")),
     Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask",
              tests=("tests/paper/test_attention.py",)),
-    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention", (*_ENGINE, "2.3"),
+    Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention", (*_ENGINE, "2.4"),
              tests=("tests/paper/test_attention.py",)),
     Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention", _ENGINE,
              tests=("tests/paper/test_attention.py",)),
@@ -99,7 +99,7 @@ EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets",
              tests=("tests/paper/test_task.py",)),
     Exercise("5.1", "the softmax construction: a sink of strength c", 2, "minitorch/paper/theory/constructions.py",
-             "softmax_construction_weights", ("2.3", "3.1", "3.2"),
+             "softmax_construction_weights", ("2.4", "3.1", "3.2"),
              tests=("tests/paper/test_theory.py",)),
     Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
              "relu_construction_weights", ("3.1", "3.3"),
@@ -120,7 +120,7 @@ HIDDEN_TESTS = "tests/hidden"  # graded tests students never get: the class grad
 INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_solved_edition.py",
                    "tests/exercises/test_grading.py", "tests/exercises/test_student_code.py",
                    "tests/exercises/test_budgets.py", "minitorch/fast/hand_fused.py", HIDDEN_TESTS,
-                   "minitorch/exercises/grader/trusted/services.py")  # it rebuilds graphs, a template for 1.2
+                   "minitorch/exercises/grader/trusted/services.py")  # it rebuilds graphs, a template for 1.1
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them
@@ -141,25 +141,6 @@ def sort_key(exercise_id: str) -> tuple[int, ...]:
     return tuple(int(part) for part in exercise_id.split("."))
 
 
-def order_of_work(table: dict | None = None) -> list[str]:
-    """The exercise IDs in the order a student can do them: by ID, except that an exercise comes after those of
-    its own chapter its tests need (1.2, topological_order, before 1.1, whose tests run a whole backward pass;
-    2.4 before 2.3). The exercise lists and the scoreboard use this order."""
-    table = EXERCISES if table is None else table
-    done: list[str] = []
-    for exercise_id in sorted(table, key=sort_key):
-        waiting = [exercise_id]
-        while waiting:
-            current = waiting[-1]
-            earlier = [need for need in sorted(table[current].needs, key=sort_key) if need not in done
-                       and need not in waiting and need.split(".")[0] == current.split(".")[0]]
-            if earlier:
-                waiting.append(earlier[0])
-            else:
-                waiting.pop()
-                if current not in done:
-                    done.append(current)
-    return done
 def paid_tests(passed: list[bool], requires_values: list[bool]) -> list[bool]:
     """Which of one exercise's tests earn their share of its points (points x paid / tests), given for each test
     whether it passed and whether it is declared ``@pytest.mark.exercise("X.Y", requires_values=True)``: a test
@@ -346,6 +327,11 @@ def load_exercises(root: Path = ROOT, table: dict | None = None) -> list[Exercis
         if unknown:
             raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs {', '.join(unknown)}, which is not "
                                 f"another exercise of the table")
+        later = [needed for needed in exercise.needs if needed in table and needed.split(".")[0] == str(
+            exercise.chapter) and sort_key(needed) > sort_key(exercise_id)]
+        if later:  # a student works in ID order: what an exercise's tests need must come before it
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs {', '.join(later)} of its own chapter, "
+                                f"numbered after it; number the exercises in the order a student can do them")
         path = Path(root) / exercise.module
         if exercise.module not in trees:
             if path.exists() and not path.is_file():  # a named pipe would block the read forever

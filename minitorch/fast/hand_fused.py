@@ -1,6 +1,6 @@
 """Hand-fused array code: the instructor's one copy of answers, for speed (chapter 00).
 
-The book's softmax and ReLU normalisers (exercises 2.3 and 3.1-3.3) and Adam (2.5), written again as array
+The book's softmax and ReLU normalisers (exercises 2.4 and 3.1-3.3) and Adam (2.5), written again as array
 code with their backward beside them, in place and with the short-axis reductions of `minitorch.fast.arrays`.
 Two things use them: the fast path's fused attention (`minitorch.fast.attention`, which `reproduce` trains
 with), and the benchmark's floor, `NumpyStep`, one training step written by hand in NumPy, no autograd.

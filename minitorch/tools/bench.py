@@ -19,7 +19,7 @@ then several blocks of steps; the number reported is the fastest block's
 median, the one least disturbed by other work on the machine. Wall-clock
 numbers depend on the machine and its load; the tests never assert them.
 
-A student edition has no floor: `minitorch.fast.hand_fused` repeats answers to exercises 2.3, 2.5 and
+A student edition has no floor: `minitorch.fast.hand_fused` repeats answers to exercises 2.4, 2.5 and
 3.1-3.3, so the edition leaves it out, and `bench` says so and stops.
 
 ``--reproduce`` also times ``python -m minitorch reproduce`` end to end and

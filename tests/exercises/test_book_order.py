@@ -31,7 +31,7 @@ _WRITE_FIRST = re.compile(r"[Ww]rite ((?:exercises? )?\d+\.\d+(?:\s*(?:,|and|or|
 
 
 def exercises_named(text: str) -> set[str]:
-    """The exercise IDs a text names: 'exercise 3.5', 'exercises 1.1, 1.3 and 1.4', 'Exercises 2.1-2.5'."""
+    """The exercise IDs a text names: 'exercise 3.5', 'exercises 1.2, 1.3 and 1.4', 'Exercises 2.1-2.5'."""
     named = set()
     for listing in _NAMED.findall(text):
         for first, dash, last in re.findall(r"(\d+\.\d+)(?:\s*([-–])\s*(\d+\.\d+))?", listing):
@@ -77,9 +77,9 @@ def unquote_stubs(text: str) -> str:
 
 
 def test_exercises_named_reads_single_ids_lists_and_ranges():
-    assert exercises_named("needs exercise 1.2, `topological_order`") == {"1.2"}
-    assert exercises_named("are exercises 1.1, 1.3 and 1.4 at the end") == {"1.1", "1.3", "1.4"}
-    assert exercises_named("Exercises 2.1-2.5 are **graded**") == {"2.1", "2.2", "2.3", "2.4", "2.5"}
+    assert exercises_named("needs exercise 1.1, `topological_order`") == {"1.1"}
+    assert exercises_named("are exercises 1.2, 1.3 and 1.4 at the end") == {"1.2", "1.3", "1.4"}
+    assert exercises_named("Exercises 2.1-2.5 are **graded**") == {"2.1", "2.2", "2.4", "2.3", "2.5"}
     assert exercises_named("**Exercise 3.5 (graded): Gu") == {"3.5"}
     assert exercises_named("at 2.5 times the exercise") == set()
     assert write_first_notes("In the student edition, write exercise 9.1 first.") == {"9.1"}

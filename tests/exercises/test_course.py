@@ -91,12 +91,12 @@ def test_an_edition_trains_with_the_students_own_functions_and_bench_says_it_has
 
 @pytest.mark.slow
 def test_a_chapter_kernel_picks_up_a_solved_exercise_without_a_restart(tmp_path):
-    """With the set-up cell's autoreload, solving 1.2 (in tensor.py, beside the Tensor class), 2.5 and 3.2 makes
+    """With the set-up cell's autoreload, solving 1.1 (in tensor.py, beside the Tensor class), 2.5 and 3.2 makes
     the next cell run the student's code, and what other modules registered (softmax1) stays registered."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     shutil.copytree(ROOT / "minitorch", tmp_path / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
-    chosen = [EXERCISES[exercise_id] for exercise_id in ("1.2", "2.5", "3.2")]
+    chosen = [EXERCISES[exercise_id] for exercise_id in ("1.1", "2.5", "3.2")]
     solved = {tmp_path / exercise.module: (tmp_path / exercise.module).read_text(encoding="utf-8")
               for exercise in chosen}
     for exercise in chosen:

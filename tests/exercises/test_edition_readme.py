@@ -35,7 +35,7 @@ def test_the_edition_readme_names_every_handed_out_function_its_file_and_its_che
                if not re.search(rf"\| {re.escape(exercise.id)} \|.*`{exercise.function}` in `{exercise.module}`.*"
                                 rf"`python -m pytest -m {exercise.marker}`", readme)]
     assert not missing, f"the edition's README should list each handed-out exercise on one row; missing:\n{missing}"
-    assert "1.1" in readme and "released" in readme, "the README should say which answers were released"
+    assert "1.2" in readme and "released" in readme, "the README should say which answers were released"
     assert "python -m minitorch.exercises carry-over" in readme, "the README should say how to bring last week's work"
     assert "zip" in readme, "the README should say how to hand in"
 

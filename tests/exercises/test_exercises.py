@@ -59,8 +59,8 @@ def triple(x):
 def untouched(x):
     return x + 1
 '''
-TABLE = {"1.1": Exercise("1.1", "doubling", 2, "minitorch/ops.py", "double"),
-         "2.10": Exercise("2.10", "tripling", 1, "minitorch/ops.py", "triple", ("1.1",))}
+TABLE = {"1.2": Exercise("1.2", "doubling", 2, "minitorch/ops.py", "double"),
+         "2.10": Exercise("2.10", "tripling", 1, "minitorch/ops.py", "triple", ("1.2",))}
 
 
 def make_project(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -81,7 +81,7 @@ def make_project(tmp_path: Path, files: dict[str, str]) -> Path:
 def test_the_table_is_checked_against_the_source_and_sorted_by_id_as_numbers(tmp_path):
     root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
     table = {**TABLE, "2.9": Exercise("2.9", "adding", 1, "minitorch/ops.py", "untouched")}
-    assert [exercise.id for exercise in load_exercises(root, table)] == ["1.1", "2.9", "2.10"]
+    assert [exercise.id for exercise in load_exercises(root, table)] == ["1.2", "2.9", "2.10"]
 
 
 @pytest.mark.parametrize("entry,message", [
@@ -110,8 +110,8 @@ def test_the_stub_replaces_the_body_keeps_def_decorator_and_docstring_and_raises
     exec(compile(stubbed, "ops.py", "exec"), namespace)
     with pytest.raises(NotImplementedError) as error:
         namespace["double"](3)
-    assert str(error.value) == ("Exercise 1.1 (chapter 01): doubling. Write the body of double in minitorch/ops.py; "
-                                "check with: python -m pytest -m ex1_1")
+    assert str(error.value) == ("Exercise 1.2 (chapter 01): doubling. Write the body of double in minitorch/ops.py; "
+                                "check with: python -m pytest -m ex1_2")
     with pytest.raises(NotImplementedError, match=r"^Exercise 2\.10 \(chapter 02\): tripling\."):
         namespace["triple"](1)
     assert namespace["untouched"](1) == 2, "code outside the functions must be untouched"
@@ -141,18 +141,18 @@ def test_making_an_edition_of_an_edition_changes_nothing():
 
 
 def test_stub_error_finds_the_exercise_in_the_error_its_cause_or_a_quoted_coloured_traceback():
-    message = exercises.stub_message("1.2", "ordering", "topological_order", "minitorch/tensor.py")
-    assert stub_error(NotImplementedError(message)) == ("1.2", message)
+    message = exercises.stub_message("1.1", "ordering", "topological_order", "minitorch/tensor.py")
+    assert stub_error(NotImplementedError(message)) == ("1.1", message)
     try:
         try:
             raise NotImplementedError(message)
         except NotImplementedError as cause:
             raise RuntimeError("a chapter cell failed") from cause
     except RuntimeError as error:
-        assert stub_error(error)[0] == "1.2"
+        assert stub_error(error)[0] == "1.1"
     other = exercises.stub_message("3.1", "mask", "causal_mask", "minitorch/paper/attention.py")
     quoted = AssertionError(f"cell 4 raised:\n{other}\n...\n\x1b[0;31mNotImplementedError\x1b[0m: {message}")
-    assert stub_error(quoted)[0] == "1.2", "in a quoted traceback the error raised is the last one"
+    assert stub_error(quoted)[0] == "1.1", "in a quoted traceback the error raised is the last one"
     assert stub_error(NotImplementedError("subclasses must implement step")) is None
 
 
@@ -198,7 +198,7 @@ def synthetic_book(tmp_path: Path) -> Path:
 def test_the_edition_copies_the_project_only_with_the_chosen_functions_stubbed(tmp_path):
     root = synthetic_book(tmp_path)
     chosen = [TABLE["2.10"]]
-    summary = make_student_edition(tmp_path / "edition", chosen, root, released=[TABLE["1.1"]], table=TABLE)
+    summary = make_student_edition(tmp_path / "edition", chosen, root, released=[TABLE["1.2"]], table=TABLE)
     copied = {path.relative_to(tmp_path / "edition").as_posix() for path in (tmp_path / "edition").rglob("*")
               if path.is_file()}
     assert copied == {"README.md", "LICENSE", ".ci/run", "minitorch/__init__.py", "minitorch/ops.py",
@@ -210,15 +210,15 @@ def test_the_edition_copies_the_project_only_with_the_chosen_functions_stubbed(t
     assert {"checked", "double", "functools", "untouched", "__name__"} <= names, (
         "the edition records the names each handed-out function's module defines (helpers outside are refused)")
     ops = (tmp_path / "edition" / "minitorch" / "ops.py").read_text()
-    assert "result = 2 * x" in ops, "exercise 1.1 was released: its answer must stay"
+    assert "result = 2 * x" in ops, "exercise 1.2 was released: its answer must stay"
     assert "return x * 3" not in ops and "Exercise 2.10 (chapter 02)" in ops
     notebook = json.loads((tmp_path / "edition" / "chapters" / "01_a.ipynb").read_text())
     assert [cell["source"] for cell in notebook["cells"]] == [["question"]]
     ran = json.loads((tmp_path / "edition" / "chapters" / "02_ran.ipynb").read_text())["cells"][0]
     assert (ran["outputs"], ran["execution_count"]) == ([], None), "outputs must be cleared in every chapter"
-    assert summary == {"handed_out": ["2.10"], "stubbed": ["2.10"], "released": ["1.1"], "solution_cells_removed": 1}
+    assert summary == {"handed_out": ["2.10"], "stubbed": ["2.10"], "released": ["1.2"], "solution_cells_removed": 1}
     held_back = make_student_edition(tmp_path / "held-back", chosen, root, table=TABLE)
-    assert held_back["stubbed"] == ["1.1", "2.10"], "an exercise neither handed out nor released is a stub too"
+    assert held_back["stubbed"] == ["1.2", "2.10"], "an exercise neither handed out nor released is a stub too"
     assert "result = 2 * x" not in (tmp_path / "held-back" / "minitorch" / "ops.py").read_text()
 
 
@@ -241,9 +241,9 @@ def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_proje
 def test_select_takes_the_union_of_ids_and_chapters_and_names_the_valid_choices(tmp_path):
     root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
     found = load_exercises(root, {**TABLE, "3.1": Exercise("3.1", "masking", 1, "minitorch/ops.py", "untouched")})
-    assert [e.id for e in exercises.select(found)] == ["1.1", "2.10", "3.1"], "no choice means every exercise"
-    assert [e.id for e in exercises.select(found, only=["3.1"], chapters=[1])] == ["1.1", "3.1"]
-    with pytest.raises(ExerciseError, match=r"unknown exercise ID\(s\) 9\.9; the exercises are 1\.1, 2\.10, 3\.1"):
+    assert [e.id for e in exercises.select(found)] == ["1.2", "2.10", "3.1"], "no choice means every exercise"
+    assert [e.id for e in exercises.select(found, only=["3.1"], chapters=[1])] == ["1.2", "3.1"]
+    with pytest.raises(ExerciseError, match=r"unknown exercise ID\(s\) 9\.9; the exercises are 1\.2, 2\.10, 3\.1"):
         exercises.select(found, only=["9.9"])
     with pytest.raises(ExerciseError, match=r"chapter\(s\) 5 have no exercises; chapters with exercises: 1, 2, 3"):
         exercises.select(found, chapters=[5])
@@ -377,22 +377,22 @@ import minitorch
 QUOTED = {quoted!r}
 
 
-@pytest.mark.exercise("1.1")
+@pytest.mark.exercise("1.2")
 def test_double_doubles():
     assert minitorch.double(2) == 4
 
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 def test_needs_double():
     assert minitorch.double(1) == 2
 
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 def test_triple_triples():
     assert minitorch.triple(1) == 3
 
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 def test_triple_is_four():
     assert minitorch.triple(1) == 4, "a wrong answer"
 
@@ -411,8 +411,8 @@ def test_seed(exercise_seed):
 
 
 def tiny_project(folder: Path, solved: bool = False) -> Path:
-    """Exercise 1.1 (double) as a stub, or solved; triple is always there."""
-    message = exercises.stub_message("1.1", exercises.EXERCISES["1.1"].title, "double", "minitorch/__init__.py")
+    """Exercise 1.2 (double) as a stub, or solved; triple is always there."""
+    message = exercises.stub_message("1.2", exercises.EXERCISES["1.2"].title, "double", "minitorch/__init__.py")
     body = "return 2 * x" if solved else f"raise NotImplementedError({json.dumps(message)})"
     (folder / "minitorch").mkdir(parents=True)
     (folder / "tests").mkdir()
@@ -440,18 +440,18 @@ def test_stub_failures_are_not_attempted_or_blocked_and_the_scoreboard_adds_up(t
                       "test_triple_triples": "passed", "test_triple_is_four": "failed",
                       "test_ungraded_needs_double": "blocked", "test_a_notebook_quoting_the_stub": "blocked",
                       "test_seed": "passed"}, completed.stdout
-    first, second = report["exercises"]["1.1"], report["exercises"]["1.2"]
+    first, second = report["exercises"]["1.2"], report["exercises"]["1.1"]
     assert (first["not attempted"], first["earned"]) == (1, 0.0)
-    points = exercises.EXERCISES["1.2"].points
+    points = exercises.EXERCISES["1.1"].points
     assert (second["passed"], second["failed"], second["blocked"], second["tests"]) == (1, 1, 1, 3)
     assert second["earned"] == pytest.approx(points / 3), "points x passed / tests"
     assert report["exercise_seed"] == 5 and report["minitorch_root"] == str(project.resolve())
     output = completed.stdout
-    assert "blocked: needs exercise 1.1 (chapter 01) first" in output
-    assert "not attempted: Exercise 1.1 (chapter 01)" in output
+    assert "blocked: needs exercise 1.2 (chapter 01) first" in output
+    assert "not attempted: Exercise 1.2 (chapter 01)" in output
     assert output.index("exercise scoreboard (seed 5)") > output.index("short test summary info"), (
         "the scoreboard should come at the end of the output")
-    total_points = exercises.EXERCISES["1.1"].points + points
+    total_points = exercises.EXERCISES["1.2"].points + points
     assert re.search(rf"^total\s+1\s+1\s+1\s+1\s+{points / 3:.2f} / {total_points}$", output, re.MULTILINE), (
         "the total row should read passed 1, failed 1, not attempted 1, blocked 1:\n"
         + output[output.index("exercise scoreboard"):])
@@ -459,7 +459,7 @@ def test_stub_failures_are_not_attempted_or_blocked_and_the_scoreboard_adds_up(t
 
 def test_markers_select_one_exercise_or_one_chapter_with_strict_markers(tmp_path):
     project = tiny_project(tmp_path / "tiny")
-    for expression, expected in (("ex1_2", 3), ("ch01", 4)):
+    for expression, expected in (("ex1_1", 3), ("ch01", 4)):
         completed = run_pytest(project, "--strict-markers", "-m", expression, "--collect-only", "-q")
         selected = [line for line in completed.stdout.splitlines() if "::" in line]
         assert completed.returncode in (0, 5) and len(selected) == expected, (expression, completed.stdout,
@@ -471,10 +471,10 @@ def test_a_copy_is_graded_by_pointing_the_tests_at_it(tmp_path):
     student = tiny_project(tmp_path / "student", solved=True)
     for how in ({"arguments": [f"--minitorch-root={student}"]}, {"MINITORCH_ROOT": str(student)}):
         arguments = how.pop("arguments", [])
-        completed = run_pytest(project, *arguments, "-m", "ex1_1", f"--scoreboard-json={tmp_path / 'b.json'}", **how)
+        completed = run_pytest(project, *arguments, "-m", "ex1_2", f"--scoreboard-json={tmp_path / 'b.json'}", **how)
         assert completed.returncode == 0, completed.stdout
         assert f"minitorch under test: {student.resolve() / 'minitorch'}" in completed.stdout
-        assert json.loads((tmp_path / "b.json").read_text())["exercises"]["1.1"]["passed"] == 1
+        assert json.loads((tmp_path / "b.json").read_text())["exercises"]["1.2"]["passed"] == 1
 
 
 def test_grading_stops_with_a_clear_error_when_the_wrong_minitorch_is_imported(tmp_path):

@@ -241,11 +241,11 @@ def test_a_graded_test_that_calls_the_library_or_skips_the_fixture_is_named(tmp_
         def weights(scores):
             return minitorch.softmax(Tensor(scores)).data
 
-        @pytest.mark.exercise("2.3")
+        @pytest.mark.exercise("2.4")
         def test_calls_the_library_through_a_helper(student):
             assert np.allclose(weights(np.zeros(3)), student.softmax(np.zeros(3)))
 
-        @pytest.mark.parametrize("n", [pytest.param(1, marks=pytest.mark.exercise("1.1")), 2])
+        @pytest.mark.parametrize("n", [pytest.param(1, marks=pytest.mark.exercise("1.2")), 2])
         def test_without_the_fixture(n):
             minitorch.mul(Tensor(1.0), Tensor(2.0)).backward()
 

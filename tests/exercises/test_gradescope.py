@@ -30,8 +30,8 @@ from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.grader.trusted import submissions
 from minitorch.exercises.grader.trusted.gradescope import SubmissionError, build_bundle, find_submission
 
-METADATA = {"1.1": Exercise("1.1", "doubling", 2, "minitorch/ops.py", "double"),
-            "1.2": Exercise("1.2", "tripling", 1, "minitorch/ops.py", "triple")}
+METADATA = {"1.2": Exercise("1.2", "doubling", 2, "minitorch/ops.py", "double"),
+            "1.1": Exercise("1.1", "tripling", 1, "minitorch/ops.py", "triple")}
 LIBRARY = "def double(x):\n    return 2 * x\n\n\ndef triple(x):\n    return 3 * x\n"
 
 
@@ -39,12 +39,12 @@ TINY_TESTS = """\
 import pytest
 
 
-@pytest.mark.exercise("1.1")
+@pytest.mark.exercise("1.2")
 def test_double(student):
     pass
 
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 def test_triple(student):
     pass
 """
@@ -87,7 +87,7 @@ def unpack_like_gradescope(bundle: Path, source: Path) -> None:
 
 def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_tests_only(tmp_path):
     root = tiny_book(tmp_path / "book")
-    settings = build_bundle(tmp_path / "autograder.zip", tiny_exercises(root, "1.2"), seed=4711, timeout=7.5,
+    settings = build_bundle(tmp_path / "autograder.zip", tiny_exercises(root, "1.1"), seed=4711, timeout=7.5,
                             root=root)
     with zipfile.ZipFile(tmp_path / "autograder.zip") as bundle:
         names = set(bundle.namelist())
@@ -102,8 +102,8 @@ def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_t
     assert all(mode & 0o111 for mode in modes.values()), f"setup.sh and run_autograder must be executable: {modes}"
     assert stored == settings
     assert (stored["exercise_ids"], stored["points"], stored["exercise_seed"], stored["timeout"]) == (
-        ["1.2"], 1, 4711, 7.5)
-    assert stored["collected"] == {"tests/test_ops.py::test_triple": "1.2"}, "the graded tests are fixed in the bundle"
+        ["1.1"], 1, 4711, 7.5)
+    assert stored["collected"] == {"tests/test_ops.py::test_triple": "1.1"}, "the graded tests are fixed in the bundle"
     assert stored["deadline"] == gradescope.DEFAULT_DEADLINE < gradescope.PLATFORM_LIMIT
     assert not list(tmp_path.glob(".*partial")), "the partial zip must be renamed into place, not left beside it"
 
@@ -141,7 +141,7 @@ def test_the_bundle_refuses_bad_requests_and_writes_nothing(tmp_path, name, chan
     exercises, timeout, seed, deadline = tiny_exercises(root), 5.0, 1, gradescope.DEFAULT_DEADLINE
     if change == "edition":
         (root / gradescope.MANIFEST).parent.mkdir(parents=True, exist_ok=True)
-        (root / gradescope.MANIFEST).write_text('{"handed_out": ["1.1"]}')
+        (root / gradescope.MANIFEST).write_text('{"handed_out": ["1.2"]}')
     exercises = [] if change == "no exercises" else exercises
     timeout = {"timeout": 0.0, "nan timeout": float("nan"), "slow": 300.0}.get(change, timeout)
     seed = -1 if change == "seed" else seed
@@ -156,20 +156,20 @@ def test_the_bundle_refuses_bad_requests_and_writes_nothing(tmp_path, name, chan
 def test_the_command_line_writes_a_bundle_for_the_chosen_exercises(tmp_path):
     out = tmp_path / "autograder.zip"
     completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out),
-                                "--only", "1.1", "--chapter", "4", "--exercise-seed", "99", "--timeout", "9"],
+                                "--only", "1.2", "--chapter", "4", "--exercise-seed", "99", "--timeout", "9"],
                                capture_output=True, text=True, timeout=120)
     if completed.returncode != 0 and "student edition" in completed.stderr:
         pytest.skip("the minitorch under test is a student edition; bundles are built from the full book")
     assert completed.returncode == 0, completed.stderr
     with zipfile.ZipFile(out) as bundle:
         settings = json.loads(bundle.read("bundle.json"))
-    assert settings["exercise_ids"] == ["1.1", "4.1"] and settings["exercise_seed"] == 99 and settings["timeout"] == 9
+    assert settings["exercise_ids"] == ["1.2", "4.1"] and settings["exercise_seed"] == 99 and settings["timeout"] == 9
     assert "99" not in completed.stdout, "the seed is fixed in the bundle, not printed"
     claim = "a fresh secret exercise seed"
     assert claim not in completed.stdout and "the exercise seed you gave" in completed.stdout, (
         f"a bundle built with --exercise-seed must not claim a fresh secret seed:\n{completed.stdout}")
     public = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out), "--only",
-                             "1.1", "--exercise-seed", "0"], capture_output=True, text=True, timeout=120)
+                             "1.2", "--exercise-seed", "0"], capture_output=True, text=True, timeout=120)
     warning = "WARNING: --exercise-seed 0 is the seed of the students'"
     assert claim not in public.stdout and warning in public.stdout, public.stdout
     worst = gradescope.START_UP + 2 * 2 * 9  # two exercises, each cut off after two timeouts
@@ -274,20 +274,20 @@ def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monk
 
 def test_students_see_each_tests_reason_but_neither_the_full_output_nor_the_seed(capsys):
     graded = {"score": 4711, "output": "exercise seed 4711: 1 of 2 tests passed", "tests": [
-        {"name": "1.1 doubling: test_a", "number": "1.1", "score": 0, "max_score": 2, "status": "failed",
+        {"name": "1.2 doubling: test_a", "number": "1.2", "score": 0, "max_score": 2, "status": "failed",
          "output": "AssertionError: wrong double\n\nx = [0.25, 4711.5] (inputs drawn with the exercise seed)",
          "extra_data": {"kind": "failed", "message": "AssertionError: wrong double"}},
-        {"name": "1.1 doubling: test_b", "number": "1.1", "score": 2, "max_score": 2, "status": "passed",
+        {"name": "1.2 doubling: test_b", "number": "1.2", "score": 2, "max_score": 2, "status": "passed",
          "output": ""}], "extra_data": {"exercise_seed": 4711, "grader_version": "abc"}}
     shown = gradescope.for_students(graded, seed=4711)
     assert (shown["visibility"], shown["stdout_visibility"]) == ("visible", "hidden")
     assert all(test["visibility"] == "visible" for test in shown["tests"])
     assert shown["score"] == 4711, "numbers that are not the seed stay"
     assert shown["output"].splitlines()[0] == "exercise seed (hidden): 1 of 2 tests passed"
-    assert shown["output_format"] == "md" and "| 1.1 | 1 of 2 | 2 / 4 | none |" in shown["output"], shown["output"]
+    assert shown["output_format"] == "md" and "| 1.2 | 1 of 2 | 2 / 4 | none |" in shown["output"], shown["output"]
     assert shown["extra_data"] == {"grader_version": "abc"}
     failed = shown["tests"][0]["output"]
-    assert failed.startswith("```\nAssertionError: wrong double\n```\n") and "python -m pytest -m ex1_1" in failed
+    assert failed.startswith("```\nAssertionError: wrong double\n```\n") and "python -m pytest -m ex1_2" in failed
     assert "0.25" not in failed, "the inputs drawn with the hidden seed must not be shown"
     assert "x = [0.25, 4711.5]" in capsys.readouterr().out, "the full output goes to the instructors' log"
 
@@ -306,8 +306,8 @@ def layout(tmp_path: Path, settings: dict | None = None) -> tuple[Path, Path]:
     return root, root / "results" / "results.json"
 
 
-SETTINGS = {"exercise_ids": ["1.1"], "exercise_seed": 5, "timeout": 3, "deadline": 100, "made_from": "abc123",
-            "collected": {"tests/test_ops.py::test_double": "1.1"}}
+SETTINGS = {"exercise_ids": ["1.2"], "exercise_seed": 5, "timeout": 3, "deadline": 100, "made_from": "abc123",
+            "collected": {"tests/test_ops.py::test_double": "1.2"}}
 
 
 def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_results_to_results_json(
@@ -321,13 +321,13 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
         (Path(out_dir) / "feedback.md").parent.mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "feedback.md").write_text("full log")
         return {"score": 2, "output": "graded with seed 5", "tests": [
-            {"name": "1.1 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
+            {"name": "1.2 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
 
     monkeypatch.setattr(grading, "grade_submission", grade_submission)
     from minitorch.exercises.grader.trusted import sandbox
     monkeypatch.setattr(sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))  # not what is tested here
     results = gradescope.run(root, source=root / "source")
-    assert calls == [(root / "submission", ["1.1"], 5, 3, (root / "source").resolve(), "abc123",
+    assert calls == [(root / "submission", ["1.2"], 5, 3, (root / "source").resolve(), "abc123",
                       SETTINGS["collected"], True)], (
         "the bundle's settings, its graded tests, the commit it was made from as the grader's version, and a budget "
         "under the deadline go to grade_submission")
@@ -396,7 +396,7 @@ def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
 # end to end: a real bundle in a temporary Gradescope layout, three submissions
 
 GRADER = Path(__file__).resolve().parents[2]  # the book these tests belong to: it builds the bundle
-GRADED = {"1.1": 1, "1.3": 1, "4.1": 2}  # small exercises (ID -> points), so that a run takes seconds
+GRADED = {"1.2": 1, "1.3": 1, "4.1": 2}  # small exercises (ID -> points), so that a run takes seconds
 HIDDEN_SEED = 918273645  # distinctive: it must never appear in what a student sees
 TIMEOUT = 5
 
@@ -524,7 +524,7 @@ def test_an_exercise_that_never_returns_times_out_and_the_others_still_count(bun
         never_returning(copy_of_the_book(submission), "1.3")  # (in 4.1 the loop alone fails it, before it runs)
 
     results = run_autograder(bundle, tmp_path, hand_in)
-    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["4.1"]), results["output"]
+    assert results["score"] == pytest.approx(GRADED["1.2"] + GRADED["4.1"]), results["output"]
     for test in entries_of(results, "1.3"):
         assert test["status"] == "failed" and test["score"] == 0, test
         assert "time" in test["output"].lower() and f"{TIMEOUT}" in test["output"], test["output"]
@@ -573,7 +573,7 @@ def test_a_hostile_submission_run_as_root_changes_nothing_and_leaves_nothing_beh
     time.sleep(2)  # a daemon would have rewritten results.json by now
     after = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert after == results, "results.json changed after the run"
-    assert results["score"] == pytest.approx(GRADED["1.1"] + GRADED["4.1"]), results["output"]
+    assert results["score"] == pytest.approx(GRADED["1.2"] + GRADED["4.1"]), results["output"]
     assert str(HIDDEN_SEED) not in json.dumps(results)
     survivors = sandbox.processes_of_run(sandbox.RUN_MARKER)  # this session's runs only (see below)
     assert not survivors, f"processes of the student's worker survived the run: {survivors}"
@@ -602,7 +602,7 @@ def test_tests_under_a_hidden_folder_are_hidden_until_the_due_date_and_the_summa
     assert settings["hidden_visibility"] == "hidden"
 
     def test(nodeid, status):
-        return {"name": nodeid, "number": "1.1", "score": 1.0 if status == "passed" else 0.0, "max_score": 1.0,
+        return {"name": nodeid, "number": "1.2", "score": 1.0 if status == "passed" else 0.0, "max_score": 1.0,
                 "status": status, "output": "", "extra_data": {"nodeid": nodeid, "kind": status,
                                                               "message": "AssertionError: hidden case k=7"}}
     graded = {"score": 1.0, "output": "2 tests", "tests": [test("tests/test_ops.py::test_double", "passed"),
@@ -612,7 +612,7 @@ def test_tests_under_a_hidden_folder_are_hidden_until_the_due_date_and_the_summa
                                     hidden_visibility="after_due_date")
     assert [test["visibility"] for test in shown["tests"]] == ["visible", "after_due_date"]
     assert shown["output_format"] == "md"
-    assert "| 1.1 | 1 of 1 | 1 / 1 | 1 (1 points), after the due date |" in shown["output"], shown["output"]
+    assert "| 1.2 | 1 of 1 | 1 / 1 | 1 (1 points), after the due date |" in shown["output"], shown["output"]
     assert "k=7" not in shown["output"], "the summary, visible at once, must not quote a hidden test"
 
 
@@ -637,7 +637,7 @@ def test_a_late_submission_loses_the_documented_share_and_is_told_why(tmp_path, 
         "created_at": "2026-03-03T10:00:00+00:00", "assignment": {"due_date": "2026-03-01T23:59:00+00:00"},
         "users": []}))
     monkeypatch.setattr(gradescope, "_grade", lambda *arguments: {"score": 8.0, "output": "", "tests": [
-        {"name": "1.1", "score": 8.0, "max_score": 8.0, "status": "passed"}]})
+        {"name": "1.2", "score": 8.0, "max_score": 8.0, "status": "passed"}]})
     results = gradescope.run(root, source=root / "source")
     assert results["score"] == pytest.approx(8.0 * 0.8), "two started days late at 10% a day"
     penalty = results["tests"][-1]

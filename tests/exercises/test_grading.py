@@ -42,7 +42,7 @@ from test_exercises import _clean_environment, reference_body, run_pytest, tiny_
 ROOT = Path(minitorch.__file__).resolve().parent.parent
 
 
-def a_run(exercise_ids=("1.1", "2.2"), tests_per_exercise=3) -> grading.Run:
+def a_run(exercise_ids=("1.2", "2.2"), tests_per_exercise=3) -> grading.Run:
     """A run's settings with a made-up list of graded tests (nothing is collected or started)."""
     collected = {f"tests/test_x.py::test_{exercise_id}_{n}": exercise_id for exercise_id in exercise_ids
                  for n in range(tests_per_exercise)}
@@ -61,8 +61,8 @@ def test_points_split_over_tests_add_up_to_the_exercises_points_exactly(points, 
 
 
 def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
-    run = a_run(("2.1", "2.2", "2.3"), tests_per_exercise=11)
-    graded = grading.results_json("ann", run, passed(run, "2.1", "2.2", "2.3"), StudentFiles(handed_out=[]), 1.0)
+    run = a_run(("2.1", "2.2", "2.4"), tests_per_exercise=11)
+    graded = grading.results_json("ann", run, passed(run, "2.1", "2.2", "2.4"), StudentFiles(handed_out=[]), 1.0)
     tests = graded["tests"]
     assert graded["score"] == grading.add_points(test["score"] for test in tests) == 9
     assert graded["extra_data"]["max_score"] == grading.add_points(test["max_score"] for test in tests) == 9
@@ -92,17 +92,17 @@ def test_tests_requiring_values_pay_only_when_every_value_test_passes_in_both_sc
 
 def test_nothing_a_student_sees_names_the_seed():
     run = a_run()
-    graded = grading.results_json("ann", run, passed(run, "1.1"), StudentFiles(handed_out=[]), 1.0)
+    graded = grading.results_json("ann", run, passed(run, "1.2"), StudentFiles(handed_out=[]), 1.0)
     for text in (json.dumps(graded), gradebook.feedback_markdown(graded)):
         assert "4711" not in text and "seed" not in text.lower().replace("seen", ""), (
             "results.json and feedback.md go to students: the seed must not appear")
 
 
 def test_what_the_worker_and_the_files_found_is_each_tests_kind_and_a_flag():
-    run = a_run(("1.1", "1.3", "2.2", "2.4", "3.1"))
-    report = StudentFiles(copied={"1.1": "minitorch/ops.py"}, missing={"2.4": "function not found: no ops.py"},
-                          handed_out=["1.1"])
-    results = {**passed(run, "1.1"),
+    run = a_run(("1.2", "1.3", "2.2", "2.3", "3.1"))
+    report = StudentFiles(copied={"1.2": "minitorch/ops.py"}, missing={"2.3": "function not found: no ops.py"},
+                          handed_out=["1.2"])
+    results = {**passed(run, "1.2"),
                **{nodeid: {"status": "not attempted"} for nodeid, owner in run.collected().items() if owner == "1.3"},
                **{nodeid: {"status": "does not compile", "message": "does not compile: x"}
                   for nodeid, owner in run.collected().items() if owner == "2.2"},
@@ -110,25 +110,25 @@ def test_what_the_worker_and_the_files_found_is_each_tests_kind_and_a_flag():
                   for nodeid, owner in run.collected().items() if owner == "3.1"}}
     graded = grading.results_json("ann", run, results, report, 1.0)
     kinds = {row: graded["extra_data"]["exercises"][row]["kinds"] for row in run.exercise_ids}
-    assert kinds == {"1.1": {"passed": 3}, "1.3": {"not attempted": 3}, "2.2": {"does not compile": 3},
-                     "2.4": {"function not found": 3}, "3.1": {"refused": 3}}, (
+    assert kinds == {"1.2": {"passed": 3}, "1.3": {"not attempted": 3}, "2.2": {"does not compile": 3},
+                     "2.3": {"function not found": 3}, "3.1": {"refused": 3}}, (
         "a test that passed before its exercise asked for what it does not need earns nothing either")
     assert graded["extra_data"]["exercises"]["3.1"]["earned"] == 0
     flags = "; ".join(graded["extra_data"]["flags"])
-    assert "does not compile: 2.2" in flags and "function not found: 2.4" in flags and "refused: exercise(s) 3.1" \
+    assert "does not compile: 2.2" in flags and "function not found: 2.3" in flags and "refused: exercise(s) 3.1" \
         in flags
 
 
 def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_the_class_statistics():
-    run = a_run(("1.1",), tests_per_exercise=1)
+    run = a_run(("1.2",), tests_per_exercise=1)
     problem = "could not be graded: the entry is a named pipe, not a folder or a .zip of the copy (it was not opened)"
     lee = grading.results_json("lee", run, {}, StudentFiles(), 0.0, problem)
-    ann = grading.results_json("ann", run, passed(run, "1.1"), StudentFiles(handed_out=["1.1"]), 0.0)
+    ann = grading.results_json("ann", run, passed(run, "1.2"), StudentFiles(handed_out=["1.2"]), 0.0)
     assert lee["extra_data"]["flags"] == [problem] and ann["extra_data"]["flags"] == []
-    assert problem in grades_csv([lee], ["1.1"]), "the gradebook must say why a copy scored 0 without running"
-    statistics = gradebook.exercise_statistics([ann, lee], ["1.1"])["1.1"]
+    assert problem in grades_csv([lee], ["1.2"]), "the gradebook must say why a copy scored 0 without running"
+    statistics = gradebook.exercise_statistics([ann, lee], ["1.2"])["1.2"]
     assert statistics["full_marks"] == 1.0 and sum(statistics["failures"].values()) == 0, statistics
-    summary = gradebook.summary_markdown([ann, lee], ["1.1"], {"graded_at": "now", "exercise_seed": 0, "timeout": 1,
+    summary = gradebook.summary_markdown([ann, lee], ["1.2"], {"graded_at": "now", "exercise_seed": 0, "timeout": 1,
                                                                "grader_version": "v"})
     assert "1 copy could not be graded (lee" in summary and problem in summary, summary
     feedback = gradebook.feedback_markdown(lee)
@@ -164,7 +164,7 @@ def test_the_exercises_that_count_come_from_the_instructor_never_from_a_students
 HANGING_TEST = """
 import pytest
 
-@pytest.mark.exercise("1.2")
+@pytest.mark.exercise("1.1")
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_hangs(n):
     while True:
@@ -175,7 +175,7 @@ def test_hangs(n):
 def test_a_hung_test_fails_as_timed_out_and_the_scoreboard_still_prints(tmp_path):
     project = tiny_project(tmp_path / "tiny", solved=True)
     (project / "tests" / "test_hang.py").write_text(HANGING_TEST)
-    completed = run_pytest(project, "--test-timeout=1", "-m", "ex1_2", "tests/test_hang.py", "-k", "1")
+    completed = run_pytest(project, "--test-timeout=1", "-m", "ex1_1", "tests/test_hang.py", "-k", "1")
     assert "timed out after 1 s" in completed.stdout, completed.stdout[-2000:]
     assert "exercise scoreboard" in completed.stdout and completed.returncode == 1
 
@@ -197,12 +197,12 @@ def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
     board = object.__new__(conftest.Scoreboard)
     board.seed, board.counted = 0, None
     kinds = ["passed", "failed", "timed out", "crashed", "does not compile", "function not found"]
-    board.exercise_of = {f"test_{n}": "1.2" for n in range(len(kinds))}
+    board.exercise_of = {f"test_{n}": "1.1" for n in range(len(kinds))}
     board.results = {f"test_{n}": {"status": kind, "blocked_by": None} for n, kind in enumerate(kinds)}
     terminal = Terminal()
     board.write_scoreboard(terminal)
     text = "\n".join(terminal.lines)
-    row = next(line for line in terminal.lines if line.startswith("1.2 "))
+    row = next(line for line in terminal.lines if line.startswith("1.1 "))
     counts = row.split("/")[0].split()[-5:-1]  # passed, failed, not attempted, blocked
     assert counts == ["1", "5", "0", "0"], f"a test that timed out or crashed must count as failed:\n{text}"
     assert ("(the failed column includes 1 timed out, 1 crashed, 1 does not compile, 1 function not found)"
@@ -210,13 +210,13 @@ def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
 
 
 def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(tmp_path):
-    project = tiny_project(tmp_path / "tiny")  # exercise 1.1 a stub, 1.2's tests present
-    (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.1"]}))
+    project = tiny_project(tmp_path / "tiny")  # exercise 1.2 a stub, 1.1's tests present
+    (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.2"]}))
     completed = run_pytest(project, "--exercise-seed=5", f"--scoreboard-json={tmp_path / 'board.json'}")
     board = json.loads((tmp_path / "board.json").read_text())
-    assert list(board["exercises"]) == ["1.1"], "only the exercise handed out is graded"
-    assert board["total"] == {"points": EXERCISES["1.1"].points, "earned": 0.0}
-    assert re.search(rf"^total .* 0\.00 / {EXERCISES['1.1'].points}$", completed.stdout, re.MULTILINE), completed.stdout
+    assert list(board["exercises"]) == ["1.2"], "only the exercise handed out is graded"
+    assert board["total"] == {"points": EXERCISES["1.2"].points, "earned": 0.0}
+    assert re.search(rf"^total .* 0\.00 / {EXERCISES['1.2'].points}$", completed.stdout, re.MULTILINE), completed.stdout
 
 
 def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
@@ -228,7 +228,7 @@ def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
 
 
 def tiny_grader(folder: Path) -> Path:
-    """A grader's project: minitorch/ops.py with the functions of exercises 1.1 and 1.2, and the real registry."""
+    """A grader's project: minitorch/ops.py with the functions of exercises 1.2 and 1.1, and the real registry."""
     (folder / "minitorch" / "exercises").mkdir(parents=True)
     (folder / "tests").mkdir()
     (folder / "minitorch" / "__init__.py").write_text("")
@@ -242,12 +242,12 @@ def tiny_grader(folder: Path) -> Path:
 def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatch):
     grader = tiny_grader(tmp_path / "grader")
     import minitorch.exercises.registry as registry
-    table = {"1.1": registry.Exercise("1.1", "doubling", 1, "minitorch/ops.py", "double"),
-             "1.2": registry.Exercise("1.2", "tripling", 2, "minitorch/ops.py", "triple")}
+    table = {"1.2": registry.Exercise("1.2", "doubling", 1, "minitorch/ops.py", "double"),
+             "1.1": registry.Exercise("1.1", "tripling", 2, "minitorch/ops.py", "triple")}
     exercises = registry.load_exercises(grader, table)
     edition_module.make_student_edition(tmp_path / "edition", exercises[:1], grader, table=table)
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
-    assert manifest["handed_out"] == ["1.1"] and "made_at" in manifest and "made_from" in manifest
+    assert manifest["handed_out"] == ["1.2"] and "made_at" in manifest and "made_from" in manifest
 
     def disk_full(*arguments):
         raise OSError(28, "No space left on device")
@@ -274,7 +274,7 @@ def test_an_edition_leaves_out_sockets(tmp_path):
 # ----------------------------------------------------------------------
 # a class, from this book's student edition: honest mistakes, then hostile copies
 
-GRADED = ["1.3", "2.3", "3.1", "3.2", "3.5", "4.1"]
+GRADED = ["1.3", "2.4", "3.1", "3.2", "3.5", "4.1"]
 POINTS = {exercise_id: EXERCISES[exercise_id].points for exercise_id in GRADED}
 SEED = 80_531  # distinctive: it must appear in no file a student sees
 
@@ -371,14 +371,14 @@ def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float
     expected["exits"] = {**full, "3.1": 0}
     set_body(solve(copy("syntax")), "3.2", "return softmax(scores.masked_fill(future, -np.inf), axis=-1")
     expected["syntax"] = {**full, "3.2": 0}
-    set_body(solve(copy("wrong_softmax")), "2.3", "weights = np.ones_like(scores.data) / scores.shape[axis]\n\n"
+    set_body(solve(copy("wrong_softmax")), "2.4", "weights = np.ones_like(scores.data) / scores.shape[axis]\n\n"
                                                      "def backward(grad):\n    return (grad,)")
-    expected["wrong_softmax"] = {**full, "2.3": LESS}  # 3.2 calls the grader's softmax: it keeps its points
+    expected["wrong_softmax"] = {**full, "2.4": LESS}  # 3.2 calls the grader's softmax: it keeps its points
     stub = solve(copy("stub_softmax"), "1.3", "3.1", "3.2", "3.5", "4.1")
-    expected["stub_softmax"] = {**full, "2.3": 0}
-    set_body(solve(copy("slow_softmax")), "2.3", "import time\ntime.sleep(60)\n" +
-               reference_body(EXERCISES["2.3"]))
-    expected["slow_softmax"] = {**full, "2.3": 0}
+    expected["stub_softmax"] = {**full, "2.4": 0}
+    set_body(solve(copy("slow_softmax")), "2.4", "import time\ntime.sleep(60)\n" +
+               reference_body(EXERCISES["2.4"]))
+    expected["slow_softmax"] = {**full, "2.4": 0}
     set_body(solve(copy("markers")), "3.1", "# BEGIN EXERCISE 3.1\n" + reference_body(EXERCISES["3.1"]) +
                "        # END EXERCISE 3.1\n")  # an old edition's markers, anywhere: nothing to read
     expected["markers"] = full
@@ -391,9 +391,9 @@ def build_honest_class(edition: Path, folder: Path) -> dict[str, dict[str, float
     with open(helper / EXERCISES["3.1"].module, "a") as module:
         module.write("\n\ndef _upper(length):\n    return np.triu(np.ones((length, length), dtype=bool), k=1)\n")
     expected["helper_outside"] = {**full, "3.1": 0}
-    set_body(solve(copy("borrower")), "2.3", "from minitorch.paper import attention\n"  # 2.3 does not need 3.2
+    set_body(solve(copy("borrower")), "2.4", "from minitorch.paper import attention\n"  # 2.4 does not need 3.2
                "return attention.softmax_attention(scores, np.zeros(scores.shape[-2:], dtype=bool))")
-    expected["borrower"] = {**full, "2.3": 0}
+    expected["borrower"] = {**full, "2.4": 0}
     set_body(solve(copy("tracer")), "4.1", "import sys\nsys.settrace(None)\n"  # a loop, hidden from any tracer
                "y = x.copy() if residual else np.zeros_like(x)\nfor b in range(x.shape[0]):\n"
                "    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)\nreturn y")
@@ -476,7 +476,7 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
     assert honest.stdout.startswith("Isolation: "), "the run's first line names the isolation in force"
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
     flags = {"hang": "timed out", "exits": "crashed", "syntax": "does not compile: 3.2", "slow_softmax": "timed out",
-             "helper_outside": "helper outside the function: 3.1", "borrower": "refused: exercise(s) 2.3",
+             "helper_outside": "helper outside the function: 3.1", "borrower": "refused: exercise(s) 2.4",
              "huge": "too large: 3.1"}
     for student, points in expected.items():
         check_row(rows[student], student, points, flags.get(student, ""))
@@ -568,7 +568,7 @@ def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_eq
 # ----------------------------------------------------------------------
 # a term's workflow, command by command (the grading itself is faked: these check the command's choices)
 
-ONE = ["1.1", "2.2"]  # the exercises the fake class is graded on
+ONE = ["1.2", "2.2"]  # the exercises the fake class is graded on
 
 
 class FakeGrader:
@@ -663,7 +663,7 @@ def test_a_resume_keeps_the_recorded_settings_and_refuses_other_ones_naming_the_
     status, printed = run()  # the same command without options: what run.json recorded
     assert status == 0 and "Grading 0 of 3 students" in printed and "keeping 3" in printed, printed
     for options, named in [(["--exercise-seed", "5"], "another --exercise-seed than the one recorded"),
-                           (["--only", "1.1"], "exercises 1.1 (recorded: 1.1, 2.2)")]:
+                           (["--only", "1.2"], "exercises 1.2 (recorded: 1.2, 2.2)")]:
         status, printed = run(*options)
         assert status == 2 and named in printed and "--regrade" in printed, printed
         assert str(seed) not in printed

@@ -213,10 +213,10 @@ def test_a_backward_rule_that_writes_into_its_upstream_gradient_fails_graded_as_
     """G6-11: `grad *= 2` changed a gradient the engine shares in the student's own run (their tests failed) but
     scored full marks when graded, on a private copy. Both now hand the rule a read-only gradient."""
     body = "grad *= 2\nreturn grad * b / 2, grad * a / 2"
-    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.1"]))
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.2"]))
     inputs = [np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)]
     with pytest.raises(ValueError, match="read-only"):
-        pool.call("1.1", time.monotonic(), probe, "mul", inputs, np.ones((2, 3)))
+        pool.call("1.2", time.monotonic(), probe, "mul", inputs, np.ones((2, 3)))
 
 
 def test_a_process_the_students_code_forks_never_answers_the_graders_calls(tmp_path, pools):
@@ -243,15 +243,15 @@ def test_the_grader_never_answers_for_the_exercise_under_test(tmp_path, pools):
 
 
 def test_asking_for_another_exercises_function_it_does_not_need_is_refused_and_flagged(tmp_path, pools):
-    """Exercise 2.3's stable_softmax calling 3.2's softmax_attention (the grader's, through its stand-in) must
-    earn nothing: 2.3 does not need 3.2 (registry.EXERCISES)."""
-    assert "3.2" not in EXERCISES["2.3"].needs
+    """Exercise 2.4's stable_softmax calling 3.2's softmax_attention (the grader's, through its stand-in) must
+    earn nothing: 2.4 does not need 3.2 (registry.EXERCISES)."""
+    assert "3.2" not in EXERCISES["2.4"].needs
     body = ("from minitorch.paper import attention\nimport numpy as np\n"
             "return attention.softmax_attention(scores, np.zeros(scores.shape[-2:], dtype=bool))")
-    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["2.3"]))
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["2.4"]))
     with pytest.raises(Refused, match="asked the grader for exercise '3.2'"):
-        pool.call("2.3", time.monotonic(), "softmax", np.zeros((2, 2)), -1)
-    assert "2.3" in pool.refused, "the copy is flagged"
+        pool.call("2.4", time.monotonic(), "softmax", np.zeros((2, 2)), -1)
+    assert "2.4" in pool.refused, "the copy is flagged"
 
 
 @pytest.mark.parametrize("body, fails_with", [
@@ -261,10 +261,10 @@ def test_asking_for_another_exercises_function_it_does_not_need_is_refused_and_f
 def test_an_honest_answer_of_a_wrong_shape_fails_its_test_and_is_never_refused(tmp_path, pools, body, fails_with):
     """A backward rule's gradient goes through the engine's unbroadcast, which may ask sum_to_shape (2.1): that is
     the library's call, not the student's, so a wrong shape fails as a mistake, and the copy is not flagged."""
-    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.1"]))
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.2"]))
     inputs = [np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)]
     try:
-        answer = pool.call("1.1", time.monotonic(), "gradients", "mul", inputs, np.ones((2, 3)))
+        answer = pool.call("1.2", time.monotonic(), "gradients", "mul", inputs, np.ones((2, 3)))
     except Refused as refused:
         pytest.fail(f"an honest mistake was refused as if the code asked for another exercise: {refused}")
     except Exception as error:  # the engine's own error about the gradient's shape: the student's mistake
@@ -276,8 +276,8 @@ def test_an_honest_answer_of_a_wrong_shape_fails_its_test_and_is_never_refused(t
 
 
 def test_a_stand_in_the_exercise_needs_is_answered_with_the_graders_result_and_gradient(tmp_path, pools):
-    """3.2 needs 2.3: a student's softmax_attention on the grader's stable_softmax gets values and gradients."""
-    assert "2.3" in EXERCISES["3.2"].needs
+    """3.2 needs 2.4: a student's softmax_attention on the grader's stable_softmax gets values and gradients."""
+    assert "2.4" in EXERCISES["3.2"].needs
     body = "return softmax(scores.masked_fill(future, -np.inf), axis=-1)"
     pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["3.2"]))
     scores, future = np.arange(9.0).reshape(3, 3), np.triu(np.ones((3, 3), dtype=bool), 1)

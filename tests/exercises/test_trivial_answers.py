@@ -50,9 +50,9 @@ _NONE = {"None": "return None\n"}
 
 # exercise ID -> {name of the trivial answer: the body pasted into its function}
 TRIVIAL_ANSWERS = {
-    "1.1": {**{name: code.format("a", "b") for name, code in _ZEROS_LIKE_ARRAYS.items()},
+    "1.2": {**{name: code.format("a", "b") for name, code in _ZEROS_LIKE_ARRAYS.items()},
             "input returned": "return grad, grad\n", **_NONE},
-    "1.2": {"empty": "return []\n", "the root alone": "return [root]\n", **_NONE},
+    "1.1": {"empty": "return []\n", "the root alone": "return [root]\n", **_NONE},
     "1.3": {**{name: code.format("out") for name, code in _ONE_GRADIENT.items()},
             "input returned": "return (grad,)\n", "out returned": "return (out,)\n", **_NONE},
     "1.4": {**{name: code.format("a") for name, code in _ONE_GRADIENT.items()},
@@ -62,8 +62,8 @@ TRIVIAL_ANSWERS = {
             "input returned": "return grad\n", **_NONE},
     "2.2": {**{name: code.format("a", "b") for name, code in _ZEROS_LIKE_ARRAYS.items()},
             "input returned": "return grad, grad\n", **_NONE},
-    "2.3": {**_TENSOR, **_NONE},
-    "2.4": {"zeros": "return (np.zeros(shape),)\n", "ones": "return (np.ones(shape),)\n",
+    "2.4": {**_TENSOR, **_NONE},
+    "2.3": {"zeros": "return (np.zeros(shape),)\n", "ones": "return (np.ones(shape),)\n",
             "0.5 (full)": "return (np.full(shape, 0.5),)\n", "0.5 (scalar)": "return (0.5,)\n",
             "input returned": "return (grad,)\n", **_NONE},
     "2.5": {"zeros": "return np.zeros_like(theta), np.zeros_like(m), np.zeros_like(v)\n",

@@ -87,7 +87,7 @@ def test_a_normaliser_holding_its_own_learned_number_gets_its_gradient(monkeypat
 def test_the_array_normalisers_are_the_registered_ones_as_arrays(normaliser):
     if fast_normaliser(normaliser) is None:  # the edition replaced the copy by `return None`
         pytest.skip(f"this student edition removed the array copy of the {normaliser} normaliser: it repeats "
-                    f"{'exercises 2.3 and 3.2' if normaliser == 'softmax' else 'exercise 3.3'}; "
+                    f"{'exercises 2.4 and 3.2' if normaliser == 'softmax' else 'exercise 3.3'}; "
                     f"the fused attention runs yours")
     rng = np.random.default_rng(6)
     scores, grad = rng.normal(size=(2, 3, 7, 7)), rng.normal(size=(2, 3, 7, 7))

@@ -15,7 +15,7 @@ from minitorch.optim import Adam
 from minitorch.paper.task import make_batch
 from minitorch.paper.train import BETAS, mse_loss
 
-# A student edition leaves the floor out: it repeats answers to exercises 2.3, 2.5 and 3.1-3.3.
+# A student edition leaves the floor out: it repeats answers to exercises 2.4, 2.5 and 3.1-3.3.
 hand_fused = pytest.importorskip("minitorch.fast.hand_fused", reason="a student edition has no hand-fused floor: it "
                                                                       "repeats answers to exercises")
 NumpyStep = hand_fused.NumpyStep

@@ -10,7 +10,7 @@ import pytest
 
 from minitorch.tools import bench
 
-# A student edition leaves the floor out (it repeats answers to exercises 2.3, 2.5 and 3.1-3.3), and bench, which
+# A student edition leaves the floor out (it repeats answers to exercises 2.4, 2.5 and 3.1-3.3), and bench, which
 # trains on the task's targets (exercise 4.1) and more, stops there before it measures.
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("minitorch.fast.hand_fused") is None,

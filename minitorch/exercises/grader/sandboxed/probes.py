@@ -5,7 +5,7 @@ A graded test never calls the library directly. It asks the ``student`` fixture,
 ``student.softmax(scores, axis=-1)``, and gets back plain data: arrays, numbers, lists. The fixture
 runs the probe of that name:
 
-- in your own ``pytest -m ex2_3``, here, in the test's process, on your copy of the library;
+- in your own ``pytest -m ex2_4``, here, in the test's process, on your copy of the library;
 - when an instructor grades, in a sandboxed worker that holds your code for the exercise being graded
   and the grader's code for everything else; only data travels back, and the test's checks run in the
   grader's process.

@@ -3,7 +3,7 @@
 A worker grading X runs the student's function X and, for every other exercise, a stand-in generated from the
 table (`stand_in_body`): the function's body becomes ``return ask_grader(ID, <its arguments>)``, one shape for
 all. The grader computes the answer with its own library (`grader.trusted.services`) and sends it back,
-so a bug, a stub or a hang in the student's 2.3 can never cost 3.2 its points. The grader answers only for the
+so a bug, a stub or a hang in the student's 2.4 can never cost 3.2 its points. The grader answers only for the
 exercises that X needs, as the table says; any other request is refused and the copy flagged.
 
 What crosses is data (`minitorch.exercises.grader.channel`). A Tensor argument travels as its array and its place in

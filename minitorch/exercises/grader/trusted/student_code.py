@@ -2,7 +2,7 @@
 
 A graded test writes ``student.softmax(scores, axis=-1)``; the fixture decides where that runs:
 
-- `Direct` (a student's own ``pytest -m ex2_3``, or an instructor checking one trusted copy): the probe
+- `Direct` (a student's own ``pytest -m ex2_4``, or an instructor checking one trusted copy): the probe
   (`minitorch.exercises.grader.sandboxed.probes`) runs here, on the copy under test, and its answer is passed through
   the channel's format so that both modes see the same data.
 - `ThroughWorker` (the class grader and the Gradescope bundle, when MINITORCH_GRADING_PLAN names a plan):
