@@ -3,6 +3,7 @@ not a regular file or a folder is opened, and a .zip is checked before anything 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import zipfile
@@ -73,28 +74,73 @@ def test_a_zip_holding_a_link_a_special_file_or_a_path_outside_is_refused_before
     assert not (tmp_path / "unpacked").exists(), "nothing may be unpacked from a refused .zip"
 
 
-def test_a_zip_holding_a_file_twice_is_refused_not_graded_on_one_of_them(tmp_path):
+@pytest.mark.parametrize("first, second", [
+    ("copy/minitorch/ops.py", "copy/minitorch/ops.py"), ("copy/minitorch/ops.py", "./copy/minitorch/ops.py"),
+    ("copy/minitorch/ops.py", "copy//minitorch/ops.py"), ("copy/minitorch/ops.py", "copy/./minitorch/ops.py"),
+    ("copy/minitorch/ops.py/", "copy/minitorch/ops.py"),
+], ids=["the-same", "dot-slash", "double-slash", "dot-folder", "a-folder-of-the-same-name"])
+def test_a_zip_holding_a_file_twice_however_spelt_is_refused_not_graded_on_one_of_them(tmp_path, first, second):
+    """A ./-prefixed duplicate passed the name-twice check, and the last member won."""
     archive = tmp_path / "dup.zip"
     with zipfile.ZipFile(archive, "w") as opened:
-        opened.writestr("copy/minitorch/ops.py", "right = 1\n")
-        with pytest.warns(UserWarning, match="Duplicate name"):
-            opened.writestr("copy/minitorch/ops.py", "wrong = 1\n")
+        opened.writestr(first, "right = 1\n")
+        info = zipfile.ZipInfo(second)
+        with pytest.warns(UserWarning, match="Duplicate name") if first == second else contextlib.nullcontext():
+            opened.writestr(info, "wrong = 1\n")
     with pytest.raises(ExerciseError, match=r"dup.zip holds copy/minitorch/ops.py twice"):
         unpack(archive, tmp_path / "unpacked")
     assert not (tmp_path / "unpacked").exists(), "nothing may be unpacked from a refused .zip"
 
 
-def test_a_file_that_cannot_be_read_is_named_in_the_hash_not_a_crash_of_the_run(tmp_path, monkeypatch):
-    from minitorch.exercises.grader.trusted import grade_command
-
+def test_a_file_that_cannot_be_read_is_the_entrys_reason_not_a_crash_of_the_run(tmp_path, monkeypatch):
     copy = a_copy(tmp_path / "ann")
 
     def refusing(path, *args, **kwargs):
         raise OSError(22, "Invalid argument")
 
-    monkeypatch.setattr(grade_command, "open", refusing, raising=False)
-    found = grade_command.submission_hash(submissions.Entry("ann", copy))
-    assert found == "unreadable: minitorch/ops.py: Invalid argument", found
+    monkeypatch.setattr(submissions, "open", refusing, raising=False)
+    with pytest.raises(ExerciseError, match=r"^ann/minitorch/ops.py cannot be read \(Invalid argument\)$"):
+        submissions.content_hash(submissions.Entry("ann", copy))
+
+
+def test_the_hash_sees_a_changed_file_and_not_caches_git_or_an_environment(tmp_path):
+    copy = a_copy(tmp_path / "ann")
+    before = submissions.content_hash(submissions.Entry("ann", copy))
+    for folder in ("minitorch/__pycache__", ".git/objects", ".venv/lib"):
+        (copy / folder).mkdir(parents=True)
+        (copy / folder / "x").write_bytes(b"\0" * 100)
+    (copy / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert submissions.content_hash(submissions.Entry("ann", copy)) == before, "caches, .git and a .venv are no code"
+    (copy / "minitorch" / "ops.py").write_text("x = 2\n")
+    assert submissions.content_hash(submissions.Entry("ann", copy)) != before
+
+
+@pytest.mark.parametrize("shape", ["files", "bytes", "deep"])
+def test_an_entry_beyond_the_limits_gets_a_reason_from_the_hash_without_reading_it_all(tmp_path, monkeypatch, shape):
+    """One student's entry never ends the run: a folder of too many files, too many bytes or folders nested
+    1,200 deep (os.walk raised RecursionError before anyone was graded) is that entry's reason."""
+    copy = a_copy(tmp_path / "subs" / "mallory")
+    if shape == "files":
+        monkeypatch.setattr(submissions, "MAX_FILES", 50)
+        for number in range(60):
+            (copy / f"f{number}").write_text("")
+        said = "holds more than 50 files and folders"
+    elif shape == "bytes":
+        monkeypatch.setattr(submissions, "MAX_UNPACKED_BYTES", 1000)
+        (copy / "data.bin").write_bytes(bytes(2000))
+        said = "holds more than 0 MiB of files"
+    else:
+        folder = copy / "notes"
+        for _ in range(1200):
+            folder = folder / "d"
+            folder.mkdir(parents=True)
+        said = f"holds folders nested more than {submissions.MAX_DEPTH} deep"
+    with pytest.raises(ExerciseError, match=said):
+        submissions.content_hash(entries(tmp_path / "subs")["mallory"])
+    if shape == "deep":
+        while folder != copy:  # (pytest's clean-up would run out of recursion)
+            folder.rmdir()
+            folder = folder.parent
 
 
 def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
@@ -146,17 +192,39 @@ def test_a_name_with_a_newline_or_a_terminal_escape_is_shown_escaped_and_graded_
         assert open_copy(entry, tmp_path / student).name == entry.path.name  # the copy itself is graded
 
 
-def test_entries_named_like_the_runs_own_files_are_graded_under_a_name_that_takes_nothing(tmp_path):
+def test_entries_named_like_the_runs_own_files_keep_their_names_as_students_live_apart(tmp_path):
+    """An entry named adjustments.csv could never be graded (its folder would be the gradebook's file) and made
+    every run exit 1: the students' folders are now under OUT/feedback and OUT/private, where no file of the run
+    is."""
     subs = tmp_path / "subs"
-    a_copy(subs / "summary.md")
+    for name in ("summary.md", "adjustments.csv", "run.json", "feedback", "private"):
+        a_copy(subs / name)
     zipped(a_copy(tmp_path / "grades"), subs / "grades.csv.zip")
-    a_copy(subs / "summary.md-submission")  # a real student of that name keeps it
     found = entries(subs)
-    assert sorted(found) == ["grades.csv-submission", "summary.md-submission", "summary.md-submission-2"]
-    assert found["summary.md-submission"].path.name == "summary.md-submission"
-    assert found["summary.md-submission-2"].path.name == "summary.md"
-    assert "is one of the run's own files" in found["summary.md-submission-2"].note
-    assert not any(name.lower() in submissions.RUN_FILES for name in found)
+    assert sorted(found) == ["adjustments.csv", "feedback", "grades.csv", "private", "run.json", "summary.md"]
+    assert all(entry.note == "" and entry.problem == "" for entry in found.values())
+
+
+def test_hidden_names_get_a_row_under_a_visible_name_and_the_macos_litter_none(tmp_path):
+    subs = tmp_path / "subs"
+    a_copy(subs / ".sneaky")
+    a_copy(subs / "..dots")
+    zipped(a_copy(tmp_path / "z"), subs / ".hidden.zip")
+    (subs / ".DS_Store").write_text("")
+    (subs / "__MACOSX" / "ann").mkdir(parents=True)
+    found = entries(subs)
+    assert sorted(found) == ["student ..dots-submission", "student .hidden-submission", "student .sneaky-submission"]
+    assert "starts with a dot" in found["student .sneaky-submission"].note
+    assert open_copy(found["student .hidden-submission"], tmp_path / "scratch").name == "copy"
+
+
+def test_a_name_too_long_for_a_folder_with_a_suffix_is_cut_to_fit_and_stays_unique(tmp_path):
+    subs = tmp_path / "subs"
+    for last in "ab":
+        a_copy(subs / ("x" * 250 + last))
+    found = entries(subs)
+    assert len(found) == 2 and all(len(student.encode()) <= 255 for student in found), sorted(found)
+    assert all("longer than" in entry.note for entry in found.values())
 
 
 @pytest.mark.parametrize("name", ["=1+1", "+SUM(A1)", "-2+3", "@cmd"])

@@ -6,21 +6,23 @@ Gradescope bundle both go through here:
 - `entries` lists every entry of SUBMISSIONS, each with the reason it cannot be graded, if any (not a
   folder or a .zip, a symbolic link, a name used twice), without opening anything that is not a regular
   file or a folder (a named pipe would block a reader forever);
-- `unpack` checks a .zip before it unpacks anything: at most MAX_UNPACKED_BYTES and MAX_ZIP_MEMBERS, every
-  member inside its folder, no symbolic link, no special file;
+- `content_hash` reads an entry's files, within limits (MAX_DEPTH, MAX_FILES, MAX_UNPACKED_BYTES), to see
+  later whether the submission changed; an entry beyond them is one that cannot be graded, with its reason;
+- `unpack` checks a .zip before it unpacks anything: at most MAX_UNPACKED_BYTES and MAX_FILES, every
+  member inside its folder, no symbolic link, no special file, no file named twice (however it is spelt);
 - `find_project` finds the copy's top folder (the one holding minitorch/) at the top or one level down,
   and refuses a copy that is, or holds, a symbolic link (it could point at the grader's own files).
 
-Names come from students, so none is shown as it is: `shown` escapes every control character (a name
-with a newline cannot add a line to the console or summary.md), `capped` shortens a long list of names
-to a count and the first few, and a student whose name is one of the run's own files (RUN_FILES), is
-not printable, or starts like a spreadsheet formula (FORMULA_STARTS), is graded under a safe name that says
-so. A copy whose folders nest deeper than MAX_DEPTH is refused with its reason (walking it further would
-exhaust Python's recursion).
+Every walk over a student's files is a loop with a stack, never recursion, and stops at MAX_DEPTH folders
+deep and MAX_FILES files. Names come from students, so none is shown as it is (`student_text`); a student
+whose name is not printable, starts with a dot (a hidden folder) or like a spreadsheet formula
+(`student_text.FORMULA_STARTS`), or is too long to be a folder's name with a suffix, is graded under a safe
+name that says so.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import zipfile
@@ -28,12 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minitorch.exercises.registry import MAX_UNPACKED_BYTES, ExerciseError
+from minitorch.exercises.grader.trusted.student_text import FORMULA_STARTS, capped, shown  # noqa: F401 (capped: for
+# the callers that list names)
 
-MAX_ZIP_MEMBERS = 100_000  # a .zip that would unpack to more files is refused (the project has a few hundred)
+MAX_FILES = 100_000  # a copy with more files (a .zip's members, a folder's files) is refused (the project has 200)
 MAX_DEPTH = 64  # folders inside one another in a copy (the project nests 4): deeper ones are refused
-RUN_FILES = ("grades.csv", "summary.md", "run.json", "class.png")  # the run's own files beside the students' folders
-FORMULA_STARTS = ("=", "+", "-", "@")  # a cell starting so is a formula to a spreadsheet (grades.csv's students)
-NAMES_SHOWN = 20  # names of a long list shown in a flag line; the rest are counted
+MAX_NAME_BYTES = 200  # a student's ID is a folder's name in the gradebook: at most 255 bytes, with room to spare
+OS_LITTER = {"__MACOSX": "folder", ".DS_Store": "file"}  # what macOS leaves beside the copies: no student
+NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes, not code
+ENVIRONMENT_MARK = "pyvenv.cfg"  # a folder holding it is a Python environment (a .venv): no code of the copy's
 
 
 @dataclass(frozen=True)
@@ -48,11 +53,11 @@ class Entry:
 
 
 def entries(folder: Path) -> dict[str, Entry]:
-    """Student ID -> Entry, for every entry of `folder` but hidden ones (a name starting with '.')."""
+    """Student ID -> Entry, for every entry of `folder` (hidden ones too), but the litter macOS leaves."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ExerciseError(f"{folder} is not a folder of submissions")
-    paths = [path for path in sorted(folder.iterdir()) if not path.name.startswith(".")]
+    paths = [path for path in sorted(folder.iterdir()) if not _is_litter(path)]
     natural = {_student_of(path) for path in paths}
     found: dict[str, Entry] = {}
     for path in paths:
@@ -67,48 +72,37 @@ def entries(folder: Path) -> dict[str, Entry]:
     return found
 
 
+def _is_litter(path: Path) -> bool:
+    kind = OS_LITTER.get(path.name)
+    return kind is not None and (path.is_dir() if kind == "folder" else path.is_file()) and not path.is_symlink()
+
+
 def _student_of(path: Path) -> str:
     return path.name[:-4] if path.name.lower().endswith(".zip") else path.name
 
 
 def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
-    """(the ID to grade `name` under, why it differs from `name` or ''): the name itself if it is printable and
-    not one of the run's own files; else the escaped name with "-submission" (and a number) added, unused."""
-    formula = name.startswith(FORMULA_STARTS)
-    if shown(name) == name and name.lower() not in RUN_FILES and not formula:
+    """(the ID to grade `name` under, why it differs from `name` or ''): the name itself if it is printable, does
+    not start with a dot or like a formula and fits a folder's name; else the escaped name with "-submission" (and
+    a number) added, unused, and cut to fit."""
+    formula, hidden = name.startswith(FORMULA_STARTS), name.startswith(".")
+    long = len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES
+    if shown(name) == name and not (formula or hidden or long):
         return name, ""
-    why = ("is one of the run's own files" if name.lower() in RUN_FILES else
-           f"starts with {name[0]!r}: a spreadsheet opening grades.csv would run it as a formula" if formula else
-           "holds characters that are not printable")
-    base, number = ("student " if formula else "") + shown(name) + "-submission", 1
+    why = (f"starts with {shown(name[0])!r}: a spreadsheet opening grades.csv would run it as a formula" if formula
+           else "starts with a dot: its folders in the gradebook would be hidden" if hidden
+           else f"is longer than {MAX_NAME_BYTES} bytes" if shown(name) == name
+           else "holds characters that are not printable")
+    base = ("student " if formula or hidden else "") + shown(name)
+    if len(base.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        base = base.encode("utf-8", "surrogateescape")[:MAX_NAME_BYTES - 40].decode("utf-8", "ignore") + "-" + \
+            hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    base, number = base + "-submission", 1
     safe = base
-    while safe in taken or safe.lower() in RUN_FILES:
+    while safe in taken:
         number += 1
         safe = f"{base}-{number}"
     return safe, f"graded as {safe}: the entry's name '{shown(name)}' {why}"
-
-
-def shown(name: str) -> str:
-    """`name` as it may be shown: every character that is not printable (a newline, a terminal's escape, a
-    Unicode line or paragraph separator, a zero-width mark) written as its escape, e.g. a\\nb for a newline."""
-    return "".join(character if character.isprintable() else _escape(character) for character in str(name))
-
-
-def _escape(character: str) -> str:
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    if character in named:
-        return named[character]
-    code = ord(character)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def capped(names, first: int = NAMES_SHOWN, what: str = "files") -> str:
-    """Names for a flag line, each `shown`: all of them separated by spaces if there are at most `first`, else
-    e.g. "99,000 files (first 20: a.py b.py ...)", so that a line stays a line."""
-    names = [shown(name) for name in names]
-    if len(names) <= first:
-        return " ".join(names)
-    return f"{len(names):,} {what} (first {first}: {' '.join(names[:first])} ...)"
 
 
 def _problem(path: Path) -> str:
@@ -131,10 +125,10 @@ def unpack(archive: Path, dest: Path) -> None:
         with zipfile.ZipFile(archive) as opened:
             members = opened.infolist()
             size = sum(member.file_size for member in members)
-            if len(members) > MAX_ZIP_MEMBERS or size > MAX_UNPACKED_BYTES:
+            if len(members) > MAX_FILES or size > MAX_UNPACKED_BYTES:
                 raise ExerciseError(f"{shown(archive.name)} would unpack to {len(members):,} files and "
                                     f"{size / 2**20:,.0f} MiB; a copy of the project is a few MiB (at most "
-                                    f"{MAX_ZIP_MEMBERS:,} files and "
+                                    f"{MAX_FILES:,} files and "
                                     f"{MAX_UNPACKED_BYTES >> 20:,} MiB are unpacked): leave out data and caches")
             for member in members:
                 _check_member(archive, member, Path(dest))
@@ -168,15 +162,22 @@ def _check_member(archive: Path, member: zipfile.ZipInfo, dest: Path) -> None:
 
 
 def _refuse_a_name_twice(archive: Path, members: list[zipfile.ZipInfo]) -> None:
-    """Two members of one name would unpack one over the other: which copy is graded is not for the grader to
-    guess."""
+    """Two members that unpack to one path would unpack one over the other: which copy is graded is not for the
+    grader to guess. The path is the one zipfile writes: ``./a``, ``a//b``, ``a/./b`` and ``a/`` name ``a`` and
+    ``a/b``."""
     seen = set()
     for member in members:
-        name = member.filename.rstrip("/")
+        name = unpacked_name(member.filename)
         if name in seen:
-            raise ExerciseError(f"{shown(archive.name)} holds {shown(name)} twice; which one is the copy to grade "
-                                f"is not clear: zip one copy of each file")
+            raise ExerciseError(f"{shown(archive.name)} holds {shown(name)} twice (as {shown(member.filename)} "
+                                f"and another spelling); which one is the copy to grade is not clear: zip one "
+                                f"copy of each file")
         seen.add(name)
+
+
+def unpacked_name(filename: str) -> str:
+    """The relative path zipfile unpacks a member named `filename` to: empty, '.' and '..' parts dropped."""
+    return "/".join(part for part in filename.split("/") if part not in ("", ".", ".."))
 
 
 def find_project(folder: Path, shown_as: str = "") -> Path:
@@ -212,12 +213,14 @@ def _refuse_links(project: Path, top: Path) -> None:
                             f"files: submit the files themselves")
 
 
-def _walk(folder: Path, shown_as: str = ""):
-    """Every path under `folder`, without following links (rglob would), with a stack instead of recursion;
-    ExerciseError if folders nest deeper than MAX_DEPTH (os.walk and rglob would raise RecursionError)."""
+def _walk(folder: Path, shown_as: str = "", skipped=()):
+    """Every path under `folder`, without following links (rglob would), with a stack instead of recursion,
+    leaving out (unread) the folders named in `skipped` and Python environments; ExerciseError if folders nest
+    deeper than MAX_DEPTH (os.walk and rglob would raise RecursionError) or hold more than MAX_FILES entries."""
     if folder.is_symlink() or not folder.is_dir():
         return
-    waiting = [(folder, 1)]
+    waiting, count = [(folder, 1)], 0
+    what = shown_as or shown(folder.name)
     while waiting:
         current, depth = waiting.pop()
         try:
@@ -225,20 +228,66 @@ def _walk(folder: Path, shown_as: str = ""):
         except OSError:
             continue
         for child in children:
+            count += 1
+            if count > MAX_FILES:
+                raise ExerciseError(f"{what} holds more than {MAX_FILES:,} files and folders; a copy of the project "
+                                    f"holds a few hundred: submit your copy of the project only (no data, no "
+                                    f"environment)")
+            is_folder = child.is_dir(follow_symlinks=False)
+            if is_folder and (child.name in skipped or skipped and os.path.isfile(os.path.join(child.path,
+                                                                                            ENVIRONMENT_MARK))):
+                continue
             yield Path(child.path)
-            if child.is_dir(follow_symlinks=False):
+            if is_folder:
                 if depth >= MAX_DEPTH:
                     inside = shown(os.path.relpath(child.path, folder))
-                    raise ExerciseError(f"{shown_as or shown(folder.name)} holds folders nested more than {MAX_DEPTH} "
-                                        f"deep ({inside[:120]}...); the project nests a few: submit your copy of the "
-                                        f"project only")
+                    raise ExerciseError(f"{what} holds folders nested more than {MAX_DEPTH} deep ({inside[:120]}...); "
+                                        f"the project nests a few: submit your copy of the project only")
                 waiting.append((Path(child.path), depth + 1))
 
 
-def check_depth(folder: Path, shown_as: str = "") -> None:
-    """ExerciseError if folders in `folder` nest deeper than MAX_DEPTH (every path is looked at, none opened)."""
-    for _ in _walk(Path(folder), shown_as):
-        pass
+def content_hash(entry: Entry) -> str:
+    """What the entry holds, as "sha256:HEX": a .zip's bytes, or a folder's files (relative names and contents,
+    links as their target; caches, .git and Python environments left out). A changed submission gets another
+    hash, so a resume grades it again. ExerciseError, naming the reason, for an entry beyond the limits (more than
+    MAX_UNPACKED_BYTES, MAX_FILES files, MAX_DEPTH folders deep) or a file that cannot be read: that entry cannot
+    be graded."""
+    digest, path = hashlib.sha256(), entry.path
+    if entry.problem:  # (a named pipe, a link: nothing is opened)
+        return "not graded: " + entry.problem
+    if not path.is_dir():
+        size = path.lstat().st_size
+        if size > MAX_UNPACKED_BYTES:
+            raise ExerciseError(f"{shown(path.name)} has {size / 2**20:,.0f} MiB; a copy of the project is a few MiB "
+                                f"(at most {MAX_UNPACKED_BYTES >> 20:,} MiB are read): leave out data and caches")
+        _hash_file(path, shown(path.name), digest)
+        return "sha256:" + digest.hexdigest()
+    total = 0
+    for found in _walk(path, shown(path.name), skipped=NOT_HASHED):
+        relative, status = found.relative_to(path).as_posix(), found.lstat()
+        if stat.S_ISDIR(status.st_mode):
+            continue
+        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+        if stat.S_ISLNK(status.st_mode):
+            digest.update(b"link:" + os.readlink(found).encode("utf-8", "surrogateescape"))
+        elif stat.S_ISREG(status.st_mode):
+            total += status.st_size
+            if total > MAX_UNPACKED_BYTES:
+                raise ExerciseError(f"{shown(path.name)} holds more than {MAX_UNPACKED_BYTES >> 20:,} MiB of files; "
+                                    f"a copy of the project is a few MiB: leave out data and caches")
+            _hash_file(found, f"{shown(path.name)}/{shown(relative)}", digest)
+        digest.update(b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+def _hash_file(path: Path, shown_as: str, digest) -> None:
+    """Add the file's bytes to `digest`; ExerciseError naming the file if it cannot be read."""
+    try:
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as error:
+        raise ExerciseError(f"{shown_as} cannot be read ({error.strerror or error})") from None
 
 
 def open_copy(entry: Entry, scratch: Path) -> Path:
@@ -246,7 +295,6 @@ def open_copy(entry: Entry, scratch: Path) -> Path:
     if entry.problem:
         raise ExerciseError(entry.problem)
     if entry.path.is_dir():
-        check_depth(entry.path, shown(entry.path.name))
         return find_project(entry.path, shown(entry.path.name))
     unpack(entry.path, scratch / "unpacked")
     if not (scratch / "unpacked").is_dir():  # a valid zip with no member
