@@ -112,7 +112,7 @@ def test_grade_refuses_a_copy_of_the_project_given_as_the_folder_of_submissions(
 
 def test_a_student_edition_is_readable_by_the_class_and_a_broken_chapter_is_named(tmp_path):
     """X25, X38: the edition's folder is 0755, not mkdtemp's 0700; X35: a chapter that is not JSON is named."""
-    completed = _course("student-edition", str(tmp_path / "ed"), "--only", "1.2")
+    completed = _course("student-edition", str(tmp_path / "ed"), "--only", "1.1,1.2")
     assert completed.returncode == 0, completed.stderr
     assert (tmp_path / "ed").stat().st_mode & 0o777 == 0o755
     from minitorch.exercises.edition import make_student_edition
@@ -144,10 +144,10 @@ def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, 
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,submission\nAnn,1,ann\n")
     (out / "adjustments.csv").write_text("student,points,late_penalty,comment\n")
-    (out / "ann").mkdir()
-    (out / "ann" / "feedback.md").write_text("# Ann's feedback\n")
-    to = {"roster": roster, "gradebook": out / "adjustments.csv", "a student's feedback": out / "ann" / "feedback.md"}[
-        where]
+    (out / "feedback" / "ann").mkdir(parents=True)
+    (out / "feedback" / "ann" / "feedback.md").write_text("# Ann's feedback\n")
+    to = {"roster": roster, "gradebook": out / "adjustments.csv",
+          "a student's feedback": out / "feedback" / "ann" / "feedback.md"}[where]
     before = to.read_text()
     completed = _course("canvas-csv", str(out), "--roster", str(roster), "--assignment", "Week 1", "--to", str(to))
     assert completed.returncode == 2 and "write the Canvas CSV elsewhere" in completed.stderr, completed.stderr
@@ -209,7 +209,7 @@ def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
 def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
     """X4-43, X4-44: a folder that does not exist, or a .zip, printed 'nothing' and exited 0."""
     edition = tmp_path / "ed"
-    assert _course("student-edition", str(edition), "--only", "1.2").returncode == 0
+    assert _course("student-edition", str(edition), "--only", "1.1,1.2").returncode == 0
     for old in (tmp_path / "nowhere", tmp_path / "copy.zip"):
         completed = _course("carry-over", str(old), str(edition))
         assert completed.returncode == 2 and "is not a copy of the book" in completed.stderr, completed.stderr
@@ -217,9 +217,9 @@ def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
 
 @pytest.fixture(scope="module")
 def week_one(tmp_path_factory) -> Path:
-    """A student edition handing out 1.2 (mul_backward, in minitorch/ops.py)."""
+    """A student edition handing out 1.1 and 1.2 (mul_backward, in minitorch/ops.py)."""
     edition = tmp_path_factory.mktemp("carry") / "week-1"
-    made = _course("student-edition", str(edition), "--only", "1.2")
+    made = _course("student-edition", str(edition), "--only", "1.1,1.2")
     assert made.returncode == 0, made.stderr
     return edition
 
@@ -326,11 +326,48 @@ def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours
 
 
 @the_full_book
+def test_a_bundle_is_refused_inside_the_checkout_as_an_edition_is(tmp_path):
+    """The zip holds the seed, the hidden tests and every answer: inside the checkout it is one `git add .` from
+    the students."""
+    for place in (ROOT / "autograder-test.zip", ROOT / "figures" / "autograder-test.zip"):
+        completed = _course("gradescope-bundle", str(place), "--only", "3.1")
+        assert completed.returncode == 2 and "would lie inside the project" in completed.stderr, completed.stderr
+        assert "write it outside" in completed.stderr and not place.exists()
+
+
+@pytest.mark.parametrize("arguments, fix", [
+    (["--only", "5.1,9.1"], "--release 1.1,1.2,1.3,1.4,2.1,2.2,2.3,2.4,3.1,3.2,3.5"),
+    (["--only", "3.2", "--release", "1.1,1.2,1.3,1.4,2.1,2.2,2.3"], "--only 2.4,3.2"),
+    (["--chapter", "2"], "--handed-out-before 1.1,1.2"),
+], ids=["5.1-and-9.1-alone", "3.2-without-the-softmax", "chapter-2-after-week-1"])
+def test_an_edition_whose_exercises_build_on_ones_it_neither_hands_out_nor_releases_is_refused_with_the_fix(
+        tmp_path, arguments, fix):
+    """--only 5.1,9.1 without 3.1, 3.5, ... was made: the students' tests and chapters were blocked by stubs no one
+    would hand them."""
+    completed = _course("student-edition", str(tmp_path / "edition"), *arguments)
+    assert completed.returncode == 2 and "prerequisites it neither hands out nor releases" in completed.stderr, (
+        completed.stderr)
+    assert fix in completed.stderr and completed.stderr.count("\n") == 1, completed.stderr
+    assert not (tmp_path / "edition").exists()
+
+
+def test_an_edition_after_an_earlier_week_names_what_students_bring_and_says_so(tmp_path):
+    completed = _course("student-edition", str(tmp_path / "week-2"), "--chapter", "2", "--handed-out-before",
+                        "1.1,1.2,1.3,1.4")
+    assert completed.returncode == 0, completed.stderr
+    assert "handed out before (students bring their own): 1.1, 1.2, 1.3, 1.4" in completed.stdout, completed.stdout
+    manifest = json.loads((tmp_path / "week-2" / "minitorch" / "exercises" / "edition.json").read_text())
+    assert manifest["handed_out_before"] == ["1.1", "1.2", "1.3", "1.4"] and manifest["released"] == []
+    readme = (tmp_path / "week-2" / "README.md").read_text()
+    assert "Your own answers to exercise(s) 1.1, 1.2, 1.3, 1.4 come from an earlier edition" in readme
+
+
+@the_full_book
 @pytest.mark.parametrize("command", ["student-edition", "gradescope-bundle"])
 def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one(tmp_path, command):
     """C5-24, C5-26: the temporary name beside it ('.NAME.building-...', '.NAME.partial') was too long."""
     name = "e" * 255 if command == "student-edition" else "z" * 251 + ".zip"
-    completed = _course(command, str(tmp_path / name), "--only", "1.2")
+    completed = _course(command, str(tmp_path / name), "--only", "1.1")
     assert completed.returncode == 0, completed.stderr
     assert [path.name for path in tmp_path.iterdir()] == [name], "written under its name, nothing else left"
 

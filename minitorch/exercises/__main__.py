@@ -1,7 +1,8 @@
 """The command line: ``python -m minitorch.exercises <command>``.
 
     python -m minitorch.exercises list
-    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3] [--release 1.2,2.4 | --solutions]
+    python -m minitorch.exercises student-edition DEST [--only 3.1,3.2] [--chapter 3] [--release 1.2,2.4]
+                                                  [--handed-out-before 1.1,1.2] | --solutions
     python -m minitorch.exercises carry-over OLD_COPY NEW_EDITION
     python -m minitorch.exercises gradescope-bundle OUT.zip [--only 3.1] [--chapter 3] [--exercise-seed N]
                                                     [--timeout S] [--deadline S] [--over-deadline]
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 from minitorch import checks
-from minitorch.exercises.edition import make_student_edition
+from minitorch.exercises.edition import make_student_edition, prerequisites_refused
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.grading import collect_tests
 from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, read_manifest_data,
@@ -232,6 +233,10 @@ def main(argv=None) -> int:
     edition.add_argument("--release", default="", help="comma-separated exercise IDs whose answers the edition "
                                                         "keeps (e.g. last week's, after its deadline); every other "
                                                         "exercise is a stub")
+    edition.add_argument("--handed-out-before", default="",
+                         help="comma-separated exercise IDs an earlier edition handed out, whose answers your "
+                              "students bring themselves (carry-over); they stay stubs. An exercise handed out must "
+                              "have every exercise it builds on handed out, released or named here")
     edition.add_argument("--solutions", action="store_true", help="a solutions edition: every answer, nothing "
                                                                    "handed out (after the term)")
     carry = commands.add_parser(
@@ -304,16 +309,23 @@ def main(argv=None) -> int:
                                     deadline=args.deadline, over_deadline=args.over_deadline, root=root,
                                     hidden_visibility=args.hidden_tests, late_penalty=args.late_penalty)
             return _print_bundle(args.out, settings, seed_given=args.exercise_seed is not None)
-        if args.solutions and (args.only or args.chapter or args.release):
+        if args.solutions and (args.only or args.chapter or args.release or args.handed_out_before):
             raise ExerciseError("--solutions releases every answer and hands out nothing: give it alone")
         released = exercises if args.solutions else select(exercises, only=_split_list(args.release)) \
             if args.release else []
-        summary = make_student_edition(args.dest, [] if args.solutions else selected, root, released)
+        before = [exercise.id for exercise in select(exercises, only=_split_list(args.handed_out_before))] \
+            if args.handed_out_before else []
+        handed_out = [] if args.solutions else selected
+        prerequisites_refused(handed_out, released, before)
+        summary = make_student_edition(args.dest, handed_out, root, released, before=before)
     except ExerciseError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    print(f"Student edition written to {Path(args.dest).resolve()}")
+    print(f"{'Solutions' if args.solutions else 'Student'} edition written to {Path(args.dest).resolve()}")
     print(f"  handed out (graded): {', '.join(summary['handed_out']) or 'none'}")
-    print(f"  answers released: {', '.join(summary['released']) or 'none'}; every other exercise is a stub")
+    stubbed = [exercise_id for exercise_id in summary["stubbed"] if exercise_id not in summary["handed_out"]]
+    print(f"  answers released: {'every one' if args.solutions else ', '.join(summary['released']) or 'none'}"
+          + (f"; handed out before (students bring their own): {', '.join(before)}" if before else "")
+          + (f"; every other exercise is a stub ({len(stubbed)})" if stubbed else ""))
     print(f"  solution cells removed from the chapters: {summary['solution_cells_removed']}")
     if not summary["handed_out"]:
         return 0

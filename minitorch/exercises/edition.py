@@ -13,9 +13,10 @@ import tempfile
 from pathlib import Path
 
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
-from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MANIFEST, MAX_FUNCTION_LINES, MAX_MODULE_BYTES,
-                                          NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise, ExerciseError,
-                                          function_node, is_stub, load_exercises, sort_key, stubbed_source)
+from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, MANIFEST, MAX_FUNCTION_LINES,
+                                          MAX_MODULE_BYTES, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
+                                          ExerciseError, function_node, is_stub, load_exercises, sort_key,
+                                          stubbed_source)
 
 # Names every module has without defining them: an exercise's function may use them.
 MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
@@ -62,7 +63,50 @@ def strip_solutions(notebook: dict) -> tuple[dict, int]:
     return {**notebook, "cells": kept}, removed
 
 
-def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, released=(), table=None) -> dict:
+def missing_prerequisites(handed_out, released=(), before=(), table=None) -> dict[str, list[str]]:
+    """{exercise ID handed out: [the exercises it builds on that the edition neither hands out nor releases, nor
+    an earlier edition handed out (`before`)]}, for those with any. An exercise builds on the exercises its table
+    entry `needs` that come before it (the order of work), and on theirs in turn: 5.1 on 3.2 and, through it, on
+    the softmax (2.4) and the engine. A later exercise in `needs` (sum_to_shape for chapter 01's backward rules)
+    is reached only by a wrong answer and is no prerequisite."""
+    table = EXERCISES if table is None else table
+    present = {getattr(exercise, "id", exercise) for exercise in (*handed_out, *released)} | set(before)
+    missing = {}
+    for exercise in handed_out:
+        exercise_id = getattr(exercise, "id", exercise)
+        needed, waiting = set(), [exercise_id]
+        while waiting:
+            for prerequisite in table[waiting.pop()].needs:
+                if prerequisite in table and sort_key(prerequisite) < sort_key(exercise_id) and \
+                        prerequisite not in needed:
+                    needed.add(prerequisite)
+                    waiting.append(prerequisite)
+        lacking = sorted(needed - present, key=sort_key)
+        if lacking:
+            missing[exercise_id] = lacking
+    return missing
+
+
+def prerequisites_refused(handed_out, released=(), before=(), table=None) -> None:
+    """ExerciseError, with the options that fix it, if an exercise handed out builds on one the edition neither
+    hands out nor releases: its tests would be blocked and its chapter stopped by that stub, with nothing to say
+    where the student gets it."""
+    missing = missing_prerequisites(handed_out, released, before, table)
+    if not missing:
+        return
+    lacking = sorted({needed for ids in missing.values() for needed in ids}, key=sort_key)
+    handed = [getattr(exercise, "id", exercise) for exercise in handed_out]
+    which = "; ".join(f"{exercise_id} builds on {', '.join(ids)}" for exercise_id, ids in missing.items())
+    raise ExerciseError(f"this edition hands out exercises whose prerequisites it neither hands out nor releases "
+                        f"({which}): their stubs would block those exercises' tests and chapters. Add "
+                        f"--release {','.join(lacking)} (their answers, in the edition), or hand them out too: "
+                        f"--only {','.join(sorted({*handed, *lacking}, key=sort_key))}, or, if an earlier edition "
+                        f"handed them out and your students bring their own answers (carry-over), say so with "
+                        f"--handed-out-before {','.join(lacking)}")
+
+
+def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, released=(), table=None,
+                         before=()) -> dict:
     """Copy the project at `root` to `dest`, handing out the `selected` exercises: the body of every exercise's
     function is replaced by its stub, except those of the exercises `released` (their answers, e.g. last week's
     after its deadline; all of them: a solutions edition). No answer leaves unless it is released.
@@ -74,8 +118,9 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     a student's own run checks the functions against). `dest` must lie outside `root` and must not
     exist or be an empty folder. The edition is built in a temporary sibling folder and moved into place
     only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
-    Returns what was done: {"handed_out": [...IDs], "stubbed": [...], "released": [...],
-    "solution_cells_removed": n}.
+    `before` names the exercises an earlier edition handed out, which the students bring themselves (carry-over):
+    they stay stubs, and the README says so. Returns what was done: {"handed_out": [...IDs], "stubbed": [...],
+    "released": [...], "solution_cells_removed": n}.
     """
     try:
         dest = check_output_folder(dest, option="the edition's folder")
@@ -91,7 +136,7 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     dest.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.building-", dir=dest.parent))  # (fits any name)
     try:
-        summary = _build(building, selected, root, released, table)
+        summary = _build(building, selected, root, released, table, before)
         if dest.exists():
             dest.rmdir()  # empty, checked above
         building.rename(dest)
@@ -114,7 +159,7 @@ def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) ->
     shutil.copytree(source, dest, ignore=ignored)
 
 
-def _build(dest: Path, selected: list[Exercise], root: Path, released, table) -> dict:
+def _build(dest: Path, selected: list[Exercise], root: Path, released, table, before=()) -> dict:
     for name in PROJECT_PATHS:
         source = root / name
         if source.is_dir():
@@ -149,14 +194,17 @@ def _build(dest: Path, selected: list[Exercise], root: Path, released, table) ->
         removed += count
         if stripped != notebook:
             path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    before = sorted({getattr(exercise, "id", exercise) for exercise in before} - released, key=sort_key)
     manifest = {"handed_out": [exercise.id for exercise in selected], "released": sorted(released, key=sort_key),
-                "made_from": git_commit(root),
+                "handed_out_before": before, "made_from": git_commit(root),
                 "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "module_names": names}
     (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    released_exercises = [exercise for exercise in load_exercises(root, table) if exercise.id in released]
-    (dest / "README.md").write_text(student_readme(selected, released_exercises, dest / "chapters"), encoding="utf-8")
+    every = load_exercises(root, table)
+    (dest / "README.md").write_text(student_readme(selected, [e for e in every if e.id in released], dest / "chapters",
+                                                   [e for e in every if e.id in before], len(every)),
+                                    encoding="utf-8")
     return {"handed_out": [exercise.id for exercise in selected], "stubbed": [exercise.id for exercise in stubbed],
             "released": sorted(released, key=sort_key), "solution_cells_removed": removed}
 
@@ -175,10 +223,14 @@ def chapter_titles(chapters: Path) -> list[tuple[str, str]]:
     return titles
 
 
-def student_readme(handed_out: list[Exercise], released: list[Exercise], chapters: Path) -> str:
+def student_readme(handed_out: list[Exercise], released: list[Exercise], chapters: Path, before=(),
+                   exercise_count: int | None = None) -> str:
     """The README of a student edition, in place of the instructor's: where to start, what works before the
     exercises are written, how to check one, how to bring last week's work, how to hand in. The exercises
-    handed out are listed from the table, with their functions and files."""
+    handed out are listed from the table, with their functions and files. A solutions edition (nothing handed
+    out, every answer released) gets a README of its own."""
+    if not handed_out and exercise_count is not None and len(released) == exercise_count:
+        return solutions_readme(chapters)
     if handed_out:
         rows = "\n".join(f"| {exercise.id} | {exercise.title} | `{exercise.function}` in `{exercise.module}` | "
                          f"{exercise.points} | `python -m pytest -m {exercise.marker}` |" for exercise in handed_out)
@@ -191,6 +243,10 @@ def student_readme(handed_out: list[Exercise], released: list[Exercise], chapter
     if released:
         this_week += (f"The answers to exercise(s) {', '.join(exercise.id for exercise in released)} are included "
                       f"(your instructor released them).\n")
+    if before:
+        this_week += (f"Your own answers to exercise(s) {', '.join(exercise.id for exercise in before)} come from an "
+                      f"earlier edition: bring them\nwith carry-over (below). Until then the tests and chapter cells "
+                      f"that need them are blocked.\n")
     this_week += ("Every other exercise's function is a stub; a chapter names it before the first cell that needs\n"
                   "it (\"write exercise X.Y first\").\n")
     titles = chapter_titles(chapters)
@@ -261,6 +317,40 @@ made elsewhere (in the chapters, say) stay in the old folder.
 
 Zip this whole folder (from the folder above it: `zip -r YOUR_NAME.zip THIS_FOLDER`) and hand in the zip,
 or hand it in as your instructor says. Only the functions of the exercises handed out are graded.
+"""
+
+
+def solutions_readme(chapters: Path) -> str:
+    """The README of a solutions edition: the book with every answer in place, nothing to write or hand in."""
+    titles = chapter_titles(chapters)
+    chapter_list = "\n".join(f"- [{title}](chapters/{name})" for name, title in titles
+                             if not name.endswith("for_instructors.ipynb"))
+    return f"""# Attention sinks, from scratch: the solutions edition
+
+This folder is a copy of the book and of its library, `minitorch`, with every exercise solved: each exercise's
+function holds its answer, as your instructor released it. It hands out no exercise and nothing in it is graded;
+read it to see how the book runs when everything is written, or to compare with your own answers.
+
+## Where to start
+
+With Python 3.10 to 3.13 (a virtual environment is a good idea), from this folder:
+
+```bash
+pip install -r requirements.txt     # numpy, matplotlib, jupyter, pytest (and two small packages the book uses)
+jupyter lab chapters/               # then read the chapters in order
+```
+
+{chapter_list}
+
+Every chapter runs top to bottom.
+
+## Checking the answers
+
+```bash
+python -m pytest -q -m "not slow"   # the tests, with the scoreboard of every exercise at the end
+python -m pytest -m ex3_2           # the tests of one exercise (exX_Y for exercise X.Y)
+python -m minitorch.exercises list  # every exercise, its file, function and points
+```
 """
 
 

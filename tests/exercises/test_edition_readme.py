@@ -50,9 +50,16 @@ def test_the_edition_readme_holds_no_instructor_command_and_links_only_existing_
     assert "chapters/00_" in links[0], "the README should start the student at chapter 00"
 
 
-def test_a_solutions_edition_readme_says_nothing_is_handed_out(tmp_path):
+def test_a_solutions_edition_readme_describes_the_solutions_edition(tmp_path):
+    """It said every other exercise was a stub, and told students how to write, check, carry over and hand in
+    exercises that were all solved."""
     exercises = load_exercises(ROOT)
     make_student_edition(tmp_path / "solutions", [], ROOT, released=exercises)
     readme = (tmp_path / "solutions" / "README.md").read_text(encoding="utf-8")
-    assert "hands out no exercise" in readme, readme[:1500]
+    assert readme.startswith("# Attention sinks, from scratch: the solutions edition"), readme[:300]
+    assert "hands out no exercise" in readme and "every exercise solved" in readme, readme[:1500]
+    for wrong in ("stub", "carry-over", "Handing in", "NotImplementedError", "your instructor grades"):
+        assert wrong not in readme, f"the solutions edition's README speaks of {wrong!r}: nothing is to be written"
     assert not [command for command in INSTRUCTOR_COMMANDS if command in readme]
+    links = re.findall(r"\]\((chapters/[^)]+)\)", readme)
+    assert links and all((tmp_path / "solutions" / link).is_file() for link in links), links

@@ -182,6 +182,9 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         raise ExerciseError(str(error)) from None
     if out.suffix != ".zip":
         raise ExerciseError(f"the bundle is a zip file; name it something.zip, not {out.name}")
+    if out.is_relative_to(root):  # as student-edition refuses: one `git add .` would hand it to the students
+        raise ExerciseError(f"the bundle {out} would lie inside the project {root}: it holds the seed, the hidden "
+                            f"tests and every answer; write it outside, e.g. {root.parent / out.name}")
     if (root / MANIFEST).exists():
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists); build the bundle from the "
                             f"full book, whose library holds the reference solutions")
