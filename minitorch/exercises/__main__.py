@@ -100,8 +100,11 @@ def _split_list(text: str) -> list[str]:
 
 GRADE_HELP = """\
 Grade a whole class. SUBMISSIONS holds one entry per student: a returned copy of the project (a
-folder) or a .zip of one; the entry's name (without .zip) is the student's ID. Every entry gets a row
-in the gradebook; one that cannot be graded (a file, a pipe, a link, a broken .zip) says why.
+folder) or a .zip of one; the entry's name (without .zip) is the student's ID (a name that is hidden,
+not printable, too long or a spreadsheet formula is graded as NAME-submission, flagged). Every entry
+gets a row in the gradebook, the litter macOS leaves (__MACOSX/, .DS_Store) aside; one that cannot be
+graded (a file, a pipe, a link, a broken .zip, more than 200 MiB, 100,000 files or 64 folders deep)
+says why, and the class goes on.
 
 Each exercise is graded on the student's own code for it: the tests run in a check process of yours,
 on your library and your hidden seed, and reach the student's code only through a sandboxed worker
@@ -122,12 +125,16 @@ exercises, edition or grader version differ from the recorded ones is refused (-
 them and grades everyone again, e.g. after a fix of the grader).
 
 OUT receives grades.csv (student,total,max_total,<points per exercise>,autograded,adjustment,
-late_penalty,comment,flags), summary.md, class.png, run.json, adjustments.csv (yours: student,points,
-late_penalty,comment; created empty, never overwritten, applied to the total at every run), and per
-student STUDENT/results.json (the Gradescope format) and STUDENT/feedback.md, both without the seed,
-and STUDENT/check-log.txt (the full failures, on the hidden inputs: for you only). Running again keeps
-the students graded, except those whose submission changed (found by its content); --student NAME
-grades one again, --regrade all. Ctrl-C, SIGTERM and SIGHUP stop, keeping the students already graded.
+late_penalty,comment,flags), summary.md, similarity.md (per exercise, the students whose answers are
+the same up to names, formatting and comments, and the answers that are the book's own code),
+class.png, run.json, adjustments.csv (yours: student,points,late_penalty,comment; created empty, never
+overwritten, applied to the total at every run; points or a penalty beyond the assignment's maximum are
+refused), feedback/STUDENT/ (feedback.md and results.json, the Gradescope format: hand each student
+their folder; neither names the seed or quotes what the code raised or printed) and private/STUDENT/
+(check-log.txt, the full failures on the hidden inputs, and answers.json: for you only). Running again
+keeps the students graded, except those whose submission changed (found by its content); --student
+NAME grades one again, --regrade all. Ctrl-C, SIGTERM and SIGHUP stop, keeping the students already
+graded; the command then exits with 130, 143 or 129.
 """
 
 
@@ -176,6 +183,9 @@ def _add_canvas_command(commands) -> None:
                         help='the assignment\'s column as Canvas names it, e.g. "Week 3 (12345)": with its ID in '
                              'brackets Canvas updates that assignment, without it Canvas makes a new one')
     canvas.add_argument("--to", required=True, help="the CSV to write, e.g. canvas-week3.csv")
+    canvas.add_argument("--leave-out-unlisted", action="store_true",
+                        help="leave out (and list) the graded submissions the roster has no row for, such as students "
+                             "who dropped the course; without it they stop the command")
 
 
 def _write_canvas(args) -> int:
@@ -184,13 +194,14 @@ def _write_canvas(args) -> int:
     import io
 
     from minitorch.exercises.grader.trusted import gradebook
+    from minitorch.exercises.grader.trusted.student_text import shown
     from minitorch.outputs import PathError, check_input_file, check_output_file, write_atomically
 
     run = gradebook.read_run(Path(args.out))
     if run is None or not (Path(args.out) / "grades.csv").is_file():
         raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
     graded = gradebook.class_rows(Path(args.out))
-    adjustments = gradebook.read_adjustments(Path(args.out))
+    adjustments = gradebook.read_adjustments(Path(args.out), gradebook.maximum_of(run.get("exercises") or []))
     gradebook.refuse_unknown_students(args.out, adjustments, [row["extra_data"]["student"] for row in graded],
                                       f"have no grade in {args.out} (a misspelt name, or a student not graded yet)")
     text = gradebook.grades_csv(graded, run["exercises"], adjustments)
@@ -206,13 +217,19 @@ def _write_canvas(args) -> int:
     if not args.assignment.strip() or any(character in args.assignment for character in "\r\n"):
         raise ExerciseError(f"--assignment {args.assignment!r}: name the assignment's column in one line, as Canvas "
                             f"names it, e.g. \"Week 3 (12345)\"")
-    text, without = gradebook.canvas_csv(rows, roster, args.assignment)
+    entries = {row["extra_data"]["student"]: row["extra_data"].get("entry") or row["extra_data"]["student"]
+               for row in graded}
+    text, without, left_out = gradebook.canvas_csv(rows, roster, args.assignment, entries, args.leave_out_unlisted)
     write_atomically(target, text)
-    print(f"Canvas gradebook CSV written to {target}: {len(rows)} grades in the column {args.assignment!r}. "
-          f"Import it in Canvas: Grades > Import.")
-    if without:
-        print(f"  {len(without)} students of the roster have no submission; their cells are empty: "
-              f"{', '.join(without[:20])}{', ...' if len(without) > 20 else ''}")
+    print(f"Canvas gradebook CSV written to {target}: {len(rows) - len(left_out)} grades in the column "
+          f"{args.assignment!r}. Import it in Canvas: Grades > Import.")
+    for count, what, names in ((len(left_out), "graded submissions have no roster row and were left out "
+                                               "(--leave-out-unlisted)", left_out),
+                               (len(without), "students of the roster have no submission; their cells are empty",
+                                without)):
+        if count:
+            print(f"  {count} {what}:")
+            print("".join(f"    {shown(name)}\n" for name in names), end="")
     return 0
 
 

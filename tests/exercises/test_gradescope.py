@@ -153,6 +153,30 @@ def test_the_bundle_refuses_bad_requests_and_writes_nothing(tmp_path, name, chan
     assert sorted(tmp_path.rglob("*")) == before
 
 
+@pytest.mark.parametrize("place", ["autograder.zip", "figures/autograder.zip", "tests/x/autograder.zip"])
+def test_the_bundle_is_refused_anywhere_inside_the_project(tmp_path, place):
+    """As student-edition refuses the same place: the zip holds the seed, the hidden tests and every answer."""
+    root = tiny_book(tmp_path / "book")
+    with pytest.raises(ExerciseError, match="would lie inside the project|lies inside the input"):
+        build_bundle(root / place, tiny_exercises(root), seed=1, timeout=5, root=root)
+    assert not (root / place).exists()
+
+
+def test_what_gradescope_shows_at_once_holds_no_input_a_hostile_copy_quoted(tmp_path):
+    """A copy whose function raised an error quoting its own arguments had the seeded inputs shown in a visible
+    test's output at once, the same on every resubmission."""
+    root = tiny_book(tmp_path / "book")
+    run = grading.Run(["1.2"], 4711, 5.0, 60.0, sandbox.Isolation("none"), root, "v",
+                      known_tests={"tests/test_ops.py::test_double": "1.2"})
+    results = {"tests/test_ops.py::test_double": {"status": "failed",
+                                                  "message": "ValueError: double got [0.6931, 4.2217]"}}
+    graded = grading.results_json("submission", run, results, grading.StudentFiles(handed_out=["1.2"]), 1.0)
+    shown = gradescope.for_students(graded, seed=4711)
+    assert "0.6931" not in json.dumps(shown), json.dumps(shown, indent=1)
+    output = shown["tests"][0]["output"]
+    assert "raised ValueError (the test: double)" in output and "python -m pytest -m ex1_2" in output, output
+
+
 def test_the_command_line_writes_a_bundle_for_the_chosen_exercises(tmp_path):
     out = tmp_path / "autograder.zip"
     completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(out),

@@ -11,6 +11,7 @@ the run survives it.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import hashlib
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,7 @@ from minitorch.exercises import edition as edition_module
 from minitorch.exercises.grader.trusted import gradebook
 from minitorch.exercises.grader.trusted import grading
 from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import submissions as submissions_module
 from minitorch.exercises.grader.trusted.gradebook import grades_csv
 from minitorch.exercises.grader.trusted.libraries import StudentFiles
 from minitorch.exercises.registry import EXERCISES, load_exercises, replace_bodies
@@ -133,6 +136,84 @@ def test_a_copy_that_could_not_be_graded_says_why_everywhere_and_stays_out_of_th
     assert "1 copy could not be graded (lee" in summary and problem in summary, summary
     feedback = gradebook.feedback_markdown(lee)
     assert feedback.count(problem) == 1 and "What failed" not in feedback and "| exercise |" not in feedback
+
+
+HIDDEN_INPUTS = "[0.8123, -1.9981, 0.0457]"  # what a hostile copy's error quotes of its (secret) arguments
+
+
+@pytest.mark.parametrize("kind, message, shown", [
+    ("failed", f"ValueError: called with {HIDDEN_INPUTS}", "raised ValueError"),
+    ("failed", f"AssertionError: Not equal to tolerance rtol=1e-07\nMismatched elements: 3 / 3\n x: array("
+               f"{HIDDEN_INPUTS})", "wrong values"),
+    ("failed", f"AssertionError: Arrays are not equal (shapes (3,), (4,) mismatch)\n x: array({HIDDEN_INPUTS})",
+     "wrong shape"),
+    ("failed", f"StudentError: MyError: {HIDDEN_INPUTS}", "raised an exception of a class of its own"),
+    ("failed", f"GradcheckError: gradcheck failed for mul at {HIDDEN_INPUTS}", "wrong gradients"),
+    ("failed", f"AssertionError: {HIDDEN_INPUTS} != 3", "a check of the answer failed"),
+    ("crashed", f"crashed: the process died by SIGSEGV (a segmentation fault); it printed: ...{HIDDEN_INPUTS}",
+     "crashed: the process died by SIGSEGV"),
+    ("crashed", f"not run: 2 tests of exercise 1.2 already crashed (crashed: ...; it printed: {HIDDEN_INPUTS})",
+     "crashed: not run"),
+    ("timed out", "timed out after 5 s (the test's time limit)", "timed out: the code did not return within 5 s"),
+    ("refused", f"refused: while exercise 1.2 was graded, its code asked the grader for exercise '{HIDDEN_INPUTS[:20]}'",
+     "refused: the exercise's code asked the grader for another exercise's function"),
+    ("not attempted", f"Exercise 1.2 (chapter 01): {HIDDEN_INPUTS} Write the body of x in y.py",
+     "not attempted: Exercise 1.2 (chapter 01): mul's backward rule. Write the body of mul_backward"),
+], ids=["raised", "wrong-values", "wrong-shape", "own-class", "gradients", "own-assert", "crashed", "not-run",
+        "timed-out", "refused", "stub-quoting"])
+def test_feedback_says_the_kind_and_the_tests_reason_never_what_the_code_raised_or_printed(kind, message, shown):
+    """A hostile copy whose function raised an error quoting its own arguments got the hidden inputs printed back in
+    feedback.md and results.json (and at once on Gradescope); the full text stays in the instructor's check log."""
+    run = a_run(("1.2",), tests_per_exercise=1)
+    nodeid = next(iter(run.collected()))
+    graded = grading.results_json("ann", run, {nodeid: {"status": kind, "message": message}},
+                                  StudentFiles(handed_out=["1.2"]), 1.0)
+    test = graded["tests"][0]
+    for text in (json.dumps(graded), gradebook.feedback_markdown(graded)):
+        assert "0.8123" not in text and "1.9981" not in text, f"the hidden inputs reached the student:\n{text}"
+    assert test["output"].startswith(shown) and test["extra_data"]["message"] == test["output"], test["output"]
+    if kind not in ("not attempted",):
+        assert test["output"].endswith("(the test: 1.2 0)"), "the test's own reason: its name in words"
+
+
+def test_a_tests_own_reason_is_its_docstrings_first_paragraph_else_its_name_in_words(tmp_path):
+    from minitorch.exercises.grader.trusted import reasons
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent('''\
+        def test_rows_sum_to_one(student):
+            pass
+
+
+        class TestAttention:
+            def test_future_keys(self, student):
+                """Every future key gets exactly
+                zero weight.
+
+                Details a student need not read."""
+        '''))
+    found = reasons.test_reasons(tmp_path, ["tests/test_x.py::test_rows_sum_to_one[5]",
+                                            "tests/test_x.py::TestAttention::test_future_keys",
+                                            "tests/missing.py::test_gone"])
+    assert found == {"tests/test_x.py::test_rows_sum_to_one[5]": "rows sum to one",
+                     "tests/test_x.py::TestAttention::test_future_keys": "Every future key gets exactly zero weight.",
+                     "tests/missing.py::test_gone": "gone"}
+
+
+def test_names_and_messages_from_students_reach_no_file_as_markup_escapes_or_formulas():
+    run = a_run(("1.2",), tests_per_exercise=1)
+    nodeid = next(iter(run.collected()))
+    hostile = "<script>alert(1)</script> \x1b]0;owned\x07\x1b[2J \udcff"
+    results = {nodeid: {"status": "does not compile", "message": f"does not compile: {hostile}"}}
+    graded = grading.results_json("=HYPERLINK(\"x\")", run, results, StudentFiles(handed_out=["1.2"]), 1.0)
+    feedback = gradebook.feedback_markdown(graded)
+    summary = gradebook.summary_markdown([graded], ["1.2"], {"graded_at": "now", "timeout": 1, "grader_version": "v"})
+    table = grades_csv([graded], ["1.2"])
+    for name, text in (("results.json", json.dumps(graded, ensure_ascii=False)), ("feedback.md", feedback),
+                       ("summary.md", summary), ("grades.csv", table)):
+        assert "\x1b" not in text and "\x07" not in text and "\udcff" not in text, f"{name} holds a raw control"
+    assert "<script>" not in feedback and "&lt;script&gt;" in feedback, feedback
+    assert list(csv.reader(io.StringIO(table)))[1][0].startswith("'="), "a formula would run in a spreadsheet"
 
 
 def test_a_copy_without_the_editions_manifest_is_flagged():
@@ -247,7 +328,7 @@ def test_the_edition_writes_its_manifest_and_is_built_aside(tmp_path, monkeypatc
     exercises = registry.load_exercises(grader, table)
     edition_module.make_student_edition(tmp_path / "edition", exercises[:1], grader, table=table)
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
-    assert manifest["handed_out"] == ["1.2"] and "made_at" in manifest and "made_from" in manifest
+    assert manifest["handed_out"] == [exercises[0].id] and "made_at" in manifest and "made_from" in manifest
 
     def disk_full(*arguments):
         raise OSError(28, "No space left on device")
@@ -480,7 +561,7 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
              "huge": "too large: 3.1"}
     for student, points in expected.items():
         check_row(rows[student], student, points, flags.get(student, ""))
-    results_before = {student: (out / student / "results.json").read_bytes() for student in expected}
+    results_before = {student: (out / "feedback" / student / "results.json").read_bytes() for student in expected}
 
     expected_hostile = build_hostile_class(tmp_path / "edition", class_, out, class_)
     submissions_before = digest_tree(class_)
@@ -490,7 +571,7 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
         HOSTILE), "the run must go on to the end whatever a copy does, naming each student"
     assert digest_tree(ROOT) == before, "grading changed a file of the grader's checkout"
     assert digest_tree(class_) == submissions_before, "a copy changed the submissions"
-    assert {s: (out / s / "results.json").read_bytes() for s in expected} == results_before, (
+    assert {s: (out / "feedback" / s / "results.json").read_bytes() for s in expected} == results_before, (
         "a copy changed another student's results")
     time.sleep(1)
     assert workers_alive() == [], "a process a student started outlived the run"
@@ -498,10 +579,10 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
     for student, points in expected_hostile.items():
         check_row(rows[student], student, points, "crashed" if student == "signaller" else "")
-    assert "crashed" in rows["hog"]["flags"] or "failed" in (out / "hog" / "feedback.md").read_text()
+    assert "crashed" in rows["hog"]["flags"] or "failed" in (out / "feedback" / "hog" / "feedback.md").read_text()
     for student in [*expected, *expected_hostile]:
         for name in ("results.json", "feedback.md"):
-            text = (out / student / name).read_text()
+            text = (out / "feedback" / student / name).read_text()
             assert str(SEED) not in text, f"{student}/{name} names the hidden seed"
             assert "exponentials.sum" not in text and "weights * (grad -" not in text, (
                 f"{student}/{name} quotes the grader's reference answer")
@@ -510,6 +591,105 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
 
     again = grade(class_, out)
     assert f"Grading 0 of {len(rows)} students" in again.stdout, again.stdout
+
+
+INDEPENDENT_3_5 = """\
+totals = weights.sum(axis=-1, keepdims=True)
+rescaled = np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0)
+return rescaled.mean(axis=0).sum(axis=1) / np.arange(weights.shape[-1], 0, -1)
+"""  # dan's own 3.5, written otherwise than the book's
+DISGUISED_3_5 = """\
+# my own work, honestly
+s = weights.sum(axis = -1, keepdims = True)   # row sums
+r = np.divide(weights, s, out = np.zeros_like(weights), where = s > 0)
+return (r.mean(axis=0).sum(axis=1)
+        / np.arange(weights.shape[-1], 0, -1))
+"""  # cat's: dan's, carried over with other names, comments and line breaks
+FLOOD = "\x1b]0;owned\x07\x1b[2J\x1b[31m\r\x08\x00\u202e<script>alert(1)</script>" * 200
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202e]")
+
+
+@pytest.mark.slow
+def test_a_class_of_hostile_entries_is_graded_to_the_end_with_a_row_each_and_honest_copies_keep_every_point(
+        tmp_path):
+    """An entry nested 1,200 deep ended grade with a RecursionError before anyone was graded; one named
+    adjustments.csv made every run exit 1; .sneaky got no row; a ./-spelt duplicate in a zip chose one copy; a
+    student's control bytes, <script> and undecodable bytes reached the terminal, feedback.md, results.json and the
+    check log raw. Copying shows in similarity.md."""
+    ids = ["3.1", "3.5"]
+    full = {exercise_id: EXERCISES[exercise_id].points for exercise_id in ids}
+    edition, class_, out = tmp_path / "edition", tmp_path / "class", tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(edition), "--only",
+                    ",".join(ids)], cwd=ROOT, check=True, capture_output=True, env=_clean_environment())
+
+    def copy(name: str) -> Path:
+        return solve(Path(shutil.copytree(edition, class_ / name)), *ids)
+
+    expected = {}  # student ID in the gradebook -> points per exercise, or the reason it is not graded
+    for name in ("ann", "adjustments.csv", "grades.csv", "feedback", ".sneaky"):
+        copy(name)
+        expected["student .sneaky-submission" if name == ".sneaky" else name] = full
+    zipped = copy("run.json")
+    shutil.make_archive(str(class_ / "run.json"), "zip", zipped.parent, zipped.name)
+    shutil.rmtree(zipped)
+    expected["run.json"] = full
+    set_body(copy("dan"), "3.5", INDEPENDENT_3_5)
+    set_body(copy("cat"), "3.5", DISGUISED_3_5)
+    expected.update(dan=full, cat=full)
+    eve = "eve\x1b]0;owned\x07\x1b[2J\udcff" + "\x1b" * 100  # (\udcff: a byte that is not UTF-8)
+    copy(eve)
+    expected[next(entry.student for entry in submissions_module.entries(class_).values()
+                  if entry.path.name == eve)] = full  # (under a safe name, cut to fit a folder's)
+    set_body(copy("mallory"), "3.5", f"print({FLOOD!r} * 50)\nraise ValueError(repr(weights) + {FLOOD!r})")
+    expected["mallory"] = {"3.1": full["3.1"], "3.5": 0}
+    deep = copy("deep") / "notes"
+    for _ in range(1200):
+        deep = deep / "d"
+        deep.mkdir(parents=True)
+    expected["deep"] = "nested more than 64 deep"
+    with zipfile.ZipFile(class_ / "dup.zip", "w") as archive:
+        for path in sorted((class_ / "ann").rglob("*")):
+            archive.write(path, Path("copy") / path.relative_to(class_ / "ann"))
+        archive.writestr("./copy/minitorch/paper/metrics.py", "def gu_sink_scores(weights, triggers=None):\n"
+                                                             "    return 0\n")
+    expected["dup"] = "copy/minitorch/paper/metrics.py twice"
+    try:
+        graded = subprocess.run([sys.executable, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out),
+                                 "--jobs", "2", "--timeout", "20", "--only", ",".join(ids)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=1800, env=_clean_environment(),
+                                errors="surrogateescape")
+    finally:
+        while deep != class_ / "deep" / "notes":  # (pytest's clean-up would run out of recursion)
+            deep.rmdir()
+            deep = deep.parent
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert not RAW_CONTROL.search(graded.stdout + graded.stderr), "a student's bytes reached the terminal raw"
+    rows = grades_of(out)
+    assert set(rows) == set(expected), f"one row per entry: {sorted(rows)} != {sorted(expected)}"
+    for student, wanted in expected.items():
+        if isinstance(wanted, str):
+            assert rows[student]["total"] == "0" and wanted in rows[student]["flags"], (student, rows[student])
+        else:
+            got = {exercise_id: float(rows[student][exercise_id]) for exercise_id in ids}
+            assert got == pytest.approx(wanted), f"{student}: {got}, expected {wanted}\n{rows[student]['flags']}"
+    for path in out.rglob("*"):
+        if path.is_file() and path.suffix != ".png":
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            assert not RAW_CONTROL.search(text) and "\udcff" not in text, f"{path} holds a student's raw bytes"
+            if path.suffix == ".md":
+                assert "<script>" not in text, f"{path} would run a student's script in a Markdown viewer"
+    for folder in (out / "feedback").iterdir():
+        assert sorted(path.name for path in folder.iterdir()) == ["feedback.md", "results.json"], (
+            "a student's folder, handed back, holds nothing of the instructor's")
+    mallory = (out / "feedback" / "mallory" / "feedback.md").read_text()
+    assert "raised ValueError" in mallory and "array(" not in mallory, mallory
+    assert "array(" in (out / "private" / "mallory" / "check-log.txt").read_text(), "the full text stays with you"
+    table = (out / "similarity.md").read_text()
+    assert re.search(r"^\| 3\.5 [^|]+ \| cat, dan \|  \| \d+ \|$", table, re.MULTILINE), table
+    assert re.search(r"^\| 3\.5 [^|]+ \| [^|]*ann[^|]* \| minitorch/paper/metrics\.py: gu\\_sink\\_scores \(the "
+                     r"reference answer\)", table, re.MULTILINE), table
+    assert "dan" not in next(line for line in table.splitlines() if "gu\\_sink\\_scores" in line), (
+        "an independent honest answer is not paired with the book's")
 
 
 @pytest.mark.slow
@@ -538,8 +718,8 @@ def test_ctrl_c_keeps_the_students_graded_and_writes_nothing_for_the_one_being_g
     rest, _ = process.communicate(timeout=300)
     output = "".join(printed) + rest
     assert process.returncode == 130 and "Interrupted: the 1 students graded in this run are kept" in output, output
-    assert (out / "a_first" / "results.json").exists(), "the student graded before Ctrl-C keeps their grade"
-    assert not (out / "b_slow" / "results.json").exists(), (
+    assert (out / "feedback" / "a_first" / "results.json").exists(), "the student graded before Ctrl-C keeps it"
+    assert not (out / "feedback" / "b_slow" / "results.json").exists(), (
         f"the student stopped half-way must get no results.json, or the next run keeps a partial score:\n{output}")
     time.sleep(1)
     assert workers_alive() == [], "a process of the stopped student outlived the run"
@@ -553,7 +733,7 @@ def test_ctrl_c_keeps_the_students_graded_and_writes_nothing_for_the_one_being_g
 
 def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_equals(tmp_path, capsys):
     from minitorch.exercises import __main__ as exercises_cli
-    assert exercises_cli.main(["student-edition", str(tmp_path / "edition"), "--only", "3.1,3.2"]) == 0
+    assert exercises_cli.main(["student-edition", str(tmp_path / "edition"), "--only", "3.1,3.4"]) == 0
     printed = capsys.readouterr().out
     assert "python -m minitorch.exercises grade SUBMISSIONS --out" in printed
     assert f"--edition {(tmp_path / 'edition').resolve()} --jobs 2" in printed, (
@@ -562,7 +742,7 @@ def test_the_edition_tells_graders_the_grade_command_and_the_root_option_with_eq
                                              "fresh secret one, kept in run.json"
     assert "--minitorch-root=PATH" in printed and "--minitorch-root PATH" not in printed
     manifest = json.loads((tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").read_text())
-    assert manifest["handed_out"] == ["3.1", "3.2"]
+    assert manifest["handed_out"] == ["3.1", "3.4"]
 
 
 # ----------------------------------------------------------------------
@@ -578,8 +758,9 @@ class FakeGrader:
     def __init__(self, failing=(), block=()):
         self.graded: list[tuple[str, int]] = []  # (student, seed)
         self.failing, self.block = set(failing), set(block)
+        self.answers: dict[str, dict] = {}  # student -> what the check process recorded of their answers
 
-    def __call__(self, entry, out_dir, run, slot=0, scratch_root=None, log_file=None):
+    def __call__(self, entry, out_dir, run, slot=0, scratch_root=None, log_file=None, answers_file=None):
         if entry.student in self.block:  # waits like a long check process until the run is stopped
             run.stopped.wait(60)
             raise grading.GradingStopped(entry.student)
@@ -588,11 +769,16 @@ class FakeGrader:
         outcome = "failed" if entry.student in self.failing else "passed"
         results = {nodeid: {"status": outcome} for nodeid in collected}
         graded = grading.results_json(entry.student, run, results, StudentFiles(handed_out=list(run.exercise_ids)),
-                                      0.1, collected=collected)
+                                      0.1, "could not be graded: " + entry.problem if entry.problem else "",
+                                      collected=collected, entry=entry)
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         (Path(out_dir) / "results.json").write_text(json.dumps(graded))
+        (Path(out_dir) / "feedback.md").write_text(gradebook.feedback_markdown(graded))
         if log_file is not None:  # as the real check log does, it quotes the seed
             Path(log_file).write_text(f"exercise_seed = {run.seed}\n")
+            os.chmod(log_file, 0o600)
+        if answers_file is not None:
+            Path(answers_file).write_text(json.dumps(self.answers.get(entry.student, {})))
         return graded
 
 
@@ -647,7 +833,7 @@ def test_without_a_seed_grade_draws_a_fresh_128_bit_secret_kept_in_an_owner_only
     record = json.loads((out / "run.json").read_text())
     assert record["exercise_seed"] == seed and (out / "run.json").stat().st_mode & 0o777 == 0o600, (
         "run.json holds the seed: recorded there, readable by its owner only")
-    for name in ("grades.csv", "summary.md", "ann/results.json"):
+    for name in ("grades.csv", "summary.md", "feedback/ann/results.json", "feedback/ann/feedback.md"):
         assert str(seed) not in (out / name).read_text(), f"{name} must not name the seed"
     assert str(seed) not in printed, "the seed is never printed"
     other = tmp_path / "other"
@@ -710,7 +896,7 @@ def test_adjustments_are_applied_on_top_and_kept_across_reruns(fake_class):
     assert (out / "adjustments.csv").read_text() == "student,points,late_penalty,comment\n"
     maximum = sum(EXERCISES[i].points for i in ONE)
     adjustments = ("student,points,late_penalty,comment\nann,,10%,one day late\nbob,-1,,copied a docstring\n"
-                   "bob,0.5,,\"good plot, though\"\ncat,2,5,manual points; late\n")
+                   "bob,0.5,,\"good plot, though\"\ncat,2,3,manual points; late\n")
     (out / "adjustments.csv").write_text(adjustments)
     assert run("--regrade")[0] == 0
     assert (out / "adjustments.csv").read_text() == adjustments, "the grader never writes the instructor's file"
@@ -725,6 +911,68 @@ def test_adjustments_are_applied_on_top_and_kept_across_reruns(fake_class):
     status, printed = run("--regrade")
     assert status == 2 and "adjustments.csv, line 2: points 'two' is not a number" in printed, printed
     assert fake.graded == [], "a broken adjustments.csv stops the run before anyone is graded"
+
+
+@pytest.mark.parametrize("rows, said", [
+    ("ann,,110%,\n", r"line 2: late_penalty 110% is more than 100%"),
+    ("ann,,15,\n", r"line 2: late_penalty 15 is more than the assignment's 4 points"),
+    ("ann,-9,,\n", r"line 2: points -9 is more than the assignment's 4"),
+    ("bob,,3,\nann,1,,\nbob,,2,\n", r"lines 2, 4 \(together, for bob\): late_penalty 5 is more than"),
+], ids=["110-percent", "15-of-4-points", "minus-9-points", "two-rows-together"])
+def test_an_adjustment_beyond_the_assignments_maximum_is_refused_naming_its_row(fake_class, rows, said):
+    """110% and a 15-point penalty on a 4-point assignment were taken without a word."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    (out / "adjustments.csv").write_text("student,points,late_penalty,comment\n" + rows)
+    fake.graded.clear()
+    status, printed = run("--regrade")
+    assert status == 2 and re.search(said, printed), printed
+    assert fake.graded == [], "nothing is graded on a refused adjustments.csv"
+
+
+def test_an_entry_the_grader_fails_on_gets_a_row_saying_so_the_class_goes_on_and_the_next_run_retries(
+        fake_class, monkeypatch):
+    from minitorch.exercises.grader.trusted import grade_command
+    submissions, out, fake, run = fake_class
+
+    def fails_on_bob(entry, *arguments, **options):
+        if entry.student == "bob":
+            raise RecursionError("maximum recursion depth exceeded")
+        return fake(entry, *arguments, **options)
+
+    monkeypatch.setattr(grade_command, "grade_submission", fails_on_bob)
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 1 and "bob: NOT GRADED, the grader failed: RecursionError" in printed, printed
+    rows = grades_of(out)
+    assert set(rows) == {"ann", "bob", "cat"} and "the grader failed" in rows["bob"]["flags"], rows
+    monkeypatch.setattr(grade_command, "grade_submission", fake)
+    fake.graded.clear()
+    status, printed = run()
+    assert status == 0 and [student for student, _ in fake.graded] == ["bob"], printed
+
+
+def test_entries_named_like_the_gradebooks_files_hidden_or_deep_each_get_a_row(fake_class):
+    """An entry named adjustments.csv made every run exit 1, .sneaky got no row, and a folder nested 1,200 deep
+    ended grade with a RecursionError before anyone was graded."""
+    submissions, out, fake, run = fake_class
+    for name in ("adjustments.csv", "grades.csv", ".sneaky", "feedback"):
+        (submissions / name / "minitorch").mkdir(parents=True)
+    folder = submissions / "deep" / "minitorch"
+    for _ in range(1200):
+        folder = folder / "d"
+        folder.mkdir(parents=True)
+    try:
+        status, printed = run("--only", ",".join(ONE))
+    finally:
+        while folder != submissions / "deep":  # (pytest's clean-up would run out of recursion)
+            folder.rmdir()
+            folder = folder.parent
+    assert status == 0, printed
+    rows = grades_of(out)
+    assert set(rows) == {"ann", "bob", "cat", "adjustments.csv", "grades.csv", "student .sneaky-submission",
+                         "feedback", "deep"}, sorted(rows)
+    assert "nested more than 64 deep" in rows["deep"]["flags"] and rows["deep"]["total"] == "0"
+    assert (out / "adjustments.csv").read_text() == "student,points,late_penalty,comment\n"
 
 
 def test_an_adjustment_for_a_student_not_in_the_class_stops_the_run_naming_them(fake_class):
@@ -775,10 +1023,11 @@ def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_
         status, printed = run("--only", ",".join(ONE), "--jobs", "1")
     finally:
         timer.cancel()
-    assert status == 130 and "Interrupted: the 2 students graded" in printed, printed
+    assert status == 128 + number and "Interrupted: the 2 students graded" in printed, (
+        f"stopped by {signal_name}, grade exits with {status}, not 128 + {number} as a shell reports it:\n{printed}")
     assert f"(Stopped by {signal_name}.)" in printed, printed
     assert signal.getsignal(number) == before, "the command must give the signal's handler back"
-    assert set(grades_of(out)) == {"ann", "bob"} and not (out / "cat" / "results.json").exists()
+    assert set(grades_of(out)) == {"ann", "bob"} and not (out / "feedback" / "cat" / "results.json").exists()
     fake.block.clear()
     status, printed = run()
     assert status == 0 and "Grading 1 of 3 students" in printed, printed
@@ -809,6 +1058,35 @@ def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, 
     with pytest.raises(SystemExit):
         exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
                             str(canvas)])
+
+
+def test_canvas_csv_matches_zip_names_leaves_out_dropped_students_on_request_and_lists_one_per_line(
+        fake_class, tmp_path):
+    from minitorch.exercises import __main__ as exercises_cli
+    submissions, out, fake, run = fake_class
+    shutil.make_archive(str(submissions / "s017"), "zip", submissions / "cat")  # Canvas's downloads are zips
+    shutil.rmtree(submissions / "cat")
+    assert run("--only", ",".join(ONE))[0] == 0
+    roster, canvas = tmp_path / "roster.csv", tmp_path / "canvas.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
+                      "\"Lee, Ann\",101,s1,ann@u,A,ann\n\"Day, Cat\",103,s3,cat@u,B,s017.zip\n"
+                      "\"Fox, Dan\",104,s4,dan@u,B,\n\"Roe, Eve\",105,s5,eve@u,B,eve\n")
+    command = ["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to", str(canvas)]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), pytest.raises(SystemExit):
+        exercises_cli.main(command)  # bob, graded, has no roster row: his grade would be lost
+    assert "no roster row for 1 graded submission(s):\n  bob\n" in printed.getvalue(), printed.getvalue()
+    assert "--leave-out-unlisted" in printed.getvalue() and not canvas.exists()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert exercises_cli.main([*command, "--leave-out-unlisted"]) == 0
+    maximum = str(sum(EXERCISES[i].points for i in ONE))
+    assert [row[-1] for row in csv.reader(canvas.open())] == ["W", maximum, maximum, "", ""], (
+        "s017.zip in the roster is the entry s017.zip, graded as s017")
+    assert ("1 graded submissions have no roster row and were left out (--leave-out-unlisted):\n    bob\n"
+            in printed.getvalue()), printed.getvalue()
+    assert ("2 students of the roster have no submission; their cells are empty:\n    Fox, Dan\n    Roe, Eve\n"
+            in printed.getvalue()), "one per line: 'Last, First' names joined by ', ' cannot be read"
 
 
 @pytest.mark.parametrize("roster_rows, adjustments, refusal", [
@@ -857,8 +1135,10 @@ def test_a_student_the_machine_stops_from_grading_is_named_with_the_reason_and_w
 def test_the_check_log_which_quotes_the_seed_is_readable_by_its_owner_only(fake_class):
     submissions, out, fake, run = fake_class
     assert run("--only", ",".join(ONE))[0] == 0
-    modes = {path.parent.name: path.stat().st_mode & 0o777 for path in out.glob("*/check-log.txt")}
+    modes = {path.parent.name: path.stat().st_mode & 0o777 for path in out.glob("private/*/check-log.txt")}
     assert modes == dict.fromkeys(["ann", "bob", "cat"], 0o600), modes
+    assert {path.name for path in out.glob("feedback/*/*")} == {"feedback.md", "results.json"}, (
+        "a student's folder, handed back, holds nothing of the instructor's")
 
 
 def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_command_line(tmp_path, monkeypatch):

@@ -13,8 +13,9 @@ any other signal that would end it, from the students finished.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import datetime
-import hashlib
+import json
 import os
 import queue
 import secrets
@@ -25,14 +26,17 @@ import time
 from pathlib import Path
 
 from minitorch.exercises.grader.trusted import sandbox
-from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, RUN_NAME, ensure_adjustments_file,
-                                                          read_adjustments, read_run, refuse_unknown_students,
-                                                          write_gradebook, write_run)
-from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, stop_grading
+from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER,
+                                                          RUN_NAME, ensure_adjustments_file, feedback_folder,
+                                                          maximum_of, private_folder, read_adjustments, read_run,
+                                                          refuse_unknown_students, write_gradebook, write_run)
+from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, results_json, stop_grading
+from minitorch.exercises.grader.trusted.libraries import StudentFiles
 from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
                                           select)
-from minitorch.exercises.grader.trusted.submissions import Entry, entries
-from minitorch.outputs import OutputPathError, check_output_folder
+from minitorch.exercises.grader.trusted.student_text import shown
+from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
+from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
 from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure_open_files, signal_name
 
 
@@ -68,43 +72,21 @@ def fresh_seed() -> int:
     return 2**128 + secrets.randbits(128)
 
 
-def submission_hash(entry: Entry) -> str:
-    """The content of a student's entry, as a SHA-256: a .zip's bytes, or a folder's files (names and contents,
-    links as their target, caches left out). A changed submission gets another hash, so a resume regrades it."""
-    digest = hashlib.sha256()
-    if entry.problem:
-        return "unreadable: " + entry.problem
-    if not entry.path.is_dir():
-        return _hash_file(entry.path, entry.path.name, digest) or "sha256:" + digest.hexdigest()
-    for folder, folders, files in os.walk(entry.path):
-        folders[:] = sorted(name for name in folders if name not in NOT_HASHED)
-        for name in sorted(files):
-            path = Path(folder) / name
-            relative = path.relative_to(entry.path).as_posix()
-            digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
-            if path.is_symlink():
-                digest.update(b"link:" + os.readlink(path).encode("utf-8", "surrogateescape"))
-            elif path.is_file():
-                unreadable = _hash_file(path, relative, digest)
-                if unreadable:
-                    return unreadable
-            digest.update(b"\0")
-    return "sha256:" + digest.hexdigest()
-
-
-def _hash_file(path: Path, shown: str, digest) -> str:
-    """Add the file's bytes to `digest`: '', or 'unreadable: NAME: why' (the entry then gets a row saying so)."""
-    try:
-        with open(path, "rb") as file:
-            for block in iter(lambda: file.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as error:
-        return f"unreadable: {shown}: {error.strerror or error}"
-    return ""
-
-
-NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes, not code
-IGNORED_ENTRIES = {"__MACOSX"}  # macOS's zip leaves it beside the copies: not a student
+def submission_hashes(found: dict[str, Entry]) -> tuple[dict[str, Entry], dict[str, str]]:
+    """(the entries, each that cannot be read within the limits now with its reason; {student: content hash}).
+    Whatever goes wrong with one entry is that entry's reason not to be graded: the class goes on."""
+    hashes, checked = {}, dict(found)
+    for student, entry in found.items():
+        try:
+            hashes[student] = content_hash(entry)
+        except ExerciseError as error:
+            checked[student] = dataclasses.replace(entry, problem=str(error))
+        except Exception as error:  # (an unreadable folder, a name the file system refuses, ...)
+            checked[student] = dataclasses.replace(entry, problem=f"its files could not be read "
+                                                                  f"({type(error).__name__}: {shown(error)})")
+        if student not in hashes:
+            hashes[student] = content_hash(checked[student])
+    return checked, hashes
 
 
 def settings_differences(recorded: dict, wanted: dict) -> list[str]:
@@ -156,25 +138,31 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
         if unknown:
             raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
                                 f"{', '.join(sorted(found)[:10])}{', ...' if len(found) > 10 else ''})")
-        others_graded = sorted(s for s in set(found) - set(named) if is_complete(out / s, ids))  # (not: ungraded)
+        others_graded = sorted(s for s in set(found) - set(named)
+                               if is_complete(feedback_folder(out, s), ids))  # (not: ungraded)
         return {name: found[name] for name in named}, others_graded, []
     if args.regrade:
         return dict(found), [], []
-    complete = {student for student in found if is_complete(out / student, ids)}
+    complete = {student for student in found if is_complete(feedback_folder(out, student), ids)}
     changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
     kept = sorted(complete - set(changed))
     return {s: e for s, e in found.items() if s not in kept}, kept, changed
 
 
 class Stopped(KeyboardInterrupt):
-    """A signal that would end the run (SIGTERM, SIGHUP, SIGQUIT, ...): handled as Ctrl-C is."""
+    """A signal that would end the run (SIGTERM, SIGHUP, SIGQUIT, ...): handled as Ctrl-C is; the command then
+    exits with 128 + its number (143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the signal ended."""
+
+    def __init__(self, number: int):
+        super().__init__(signal_name(number))
+        self.number = number
 
 
 def _stop_on_signals():
     """Make every signal that would end the run (SIGTERM from a scheduler or kill, SIGHUP from a closed terminal,
     SIGQUIT, SIGUSR1, ...: `commands.STOPPING_SIGNALS`) take the Ctrl-C path; returns the handlers to restore."""
     def handler(number, frame):
-        raise Stopped(signal_name(number))
+        raise Stopped(number)
 
     return {number: signal.signal(number, handler) for number in STOPPING_SIGNALS}
 
@@ -183,8 +171,7 @@ def grade_class(args, root: Path) -> int:
     if (Path(args.submissions) / "minitorch" / "__init__.py").is_file():
         raise ExerciseError(f"{args.submissions} is a copy of the project, not a folder of copies: put each "
                             f"student's copy (a folder or a .zip) in one folder, and name that folder")
-    found = {student: entry for student, entry in entries(Path(args.submissions)).items()
-             if student not in IGNORED_ENTRIES}
+    found = entries(Path(args.submissions))
     if not found:
         raise ExerciseError(f"{args.submissions} holds no submissions (one folder or .zip per student)")
     try:
@@ -206,10 +193,10 @@ def grade_class(args, root: Path) -> int:
                             f"To regrade every student with these settings add --regrade (adjustments.csv is "
                             f"kept), or grade into a new --out")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
-    refuse_unknown_students(out, read_adjustments(out), found,  # a typo stops the run now, not after grading
+    refuse_unknown_students(out, read_adjustments(out, maximum_of(ids)), found,  # a typo stops the run now
                             f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
-                            f"named like a file of the run is graded as NAME-submission)")
-    hashes = {student: submission_hash(entry) for student, entry in found.items()}
+                            f"whose name is hidden, not printable or a formula is graded as NAME-submission)")
+    found, hashes = submission_hashes(found)
     recorded_hashes = dict((recorded or {}).get("submissions", {})) if not differences else {}
     todo, kept, changed = students_to_grade(args, found, out, ids, hashes, recorded_hashes)
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
@@ -238,6 +225,9 @@ def grade_class(args, root: Path) -> int:
               "submissions": {s: h for s, h in recorded_hashes.items() if s in found and s not in todo}}
     write_run(out, record)  # before any student: a resume compares its settings with these
     ensure_adjustments_file(out)
+    (out / FEEDBACK_FOLDER).mkdir(exist_ok=True)
+    (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
+    os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only, wherever OUT is shared
     scratch = Path(tempfile.mkdtemp(prefix="minitorch-grading-"))
     os.chmod(scratch, 0o711)
     slots = queue.Queue()
@@ -246,13 +236,13 @@ def grade_class(args, root: Path) -> int:
 
     def grade(entry: Entry) -> dict:
         slot = slots.get()
-        log = out / entry.student / "check-log.txt"
+        private = private_folder(out, entry.student)
         try:
-            graded = grade_submission(entry, out / entry.student, run, slot, scratch, log_file=log)
+            private.mkdir(parents=True, exist_ok=True, mode=0o700)
+            graded = grade_submission(entry, feedback_folder(out, entry.student), run, slot, scratch,
+                                      log_file=private / "check-log.txt", answers_file=private / "answers.json")
         finally:
             slots.put(slot)
-        if log.exists():
-            os.chmod(log, 0o600)  # it quotes the hidden inputs and the seed: for you only
         return graded
 
     started, done, failed, graded_now = time.monotonic(), 0, [], 0
@@ -268,7 +258,8 @@ def grade_class(args, root: Path) -> int:
             except Exception as error:  # a bug of the grader's, or the disk: say so, go on with the others
                 failed.append(student)
                 why = describe_os_error(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
-                print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {why}", flush=True)
+                print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {shown(why)}", flush=True)
+                write_failure_row(out, todo[student], run, why)
                 continue
             graded_now += 1
             record["submissions"][student] = hashes[student]
@@ -276,7 +267,7 @@ def grade_class(args, root: Path) -> int:
             elapsed = time.monotonic() - started
             flags = graded["extra_data"]["flags"]
             print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
-                  + (f"  ({'; '.join(flags)})" if flags else "")
+                  + (f"  ({shown('; '.join(flags))})" if flags else "")
                   + f"   {_minutes(elapsed)} elapsed, about {_minutes(elapsed / done * (len(todo) - done))} left",
                   flush=True)
     except KeyboardInterrupt as interruption:
@@ -285,23 +276,39 @@ def grade_class(args, root: Path) -> int:
         pool.shutdown(wait=False, cancel_futures=True)
         stop_grading(run)
         pool.shutdown(wait=True)  # the students being graded stop, writing nothing
-        rows = write_gradebook(out, ids, record, found)
+        rows = write_gradebook(out, ids, record, found, root)
         what = str(interruption) if isinstance(interruption, Stopped) else "Ctrl-C"
         print(f"\nInterrupted: the {graded_now} students graded in this run are kept ({len(rows)} in "
               f"{out / 'grades.csv'}); those being graded were stopped and nothing of theirs was written. Run the "
               f"same command again to grade them and the rest. (Stopped by {what}.)", flush=True)
-        return 130
+        return 128 + (interruption.number if isinstance(interruption, Stopped) else signal.SIGINT)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch, ignore_errors=True)
         for number, handler in previous_handlers.items():
             signal.signal(number, handler)
-    rows = write_gradebook(out, ids, record, found)
+    rows = write_gradebook(out, ids, record, found, root)
     print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in the gradebook): "
-          f"{out / 'grades.csv'} (with your {out / ADJUSTMENTS_NAME}), "
-          f"{out / 'summary.md'}; per student STUDENT/feedback.md and STUDENT/results.json (for the student) and "
-          f"STUDENT/check-log.txt (the full failures on the hidden inputs: for you only)")
+          f"{out / 'grades.csv'} (with your {out / ADJUSTMENTS_NAME}), {out / 'summary.md'}, "
+          f"{out / 'similarity.md'} (answers students share); to hand back, one folder per student in "
+          f"{out / FEEDBACK_FOLDER} (feedback.md, results.json); for you only, {out / PRIVATE_FOLDER} (the check "
+          f"logs, with the full failures on the hidden inputs)")
     if failed:
         print(f"NOT graded (run again to retry): {', '.join(failed)}")
         return 1
     return 0
+
+
+def write_failure_row(out: Path, entry: Entry, run: Run, why: str) -> None:
+    """The row of a student whose grading failed on the grader's side (a bug, the disk): score 0 and why, kept in
+    the gradebook until the next run grades them again (`is_complete` is False for it). Nothing if even this
+    cannot be written (the disk is full)."""
+    graded = results_json(entry.student, run, {}, StudentFiles(), 0.0,
+                          f"not graded: the grader failed ({why}); run the command again", entry=entry)
+    graded["extra_data"]["retry"] = True
+    try:
+        folder = feedback_folder(out, entry.student)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomically(folder / "results.json", json.dumps(graded, indent=1) + "\n")
+    except Exception:  # (the reason it failed may well be the reason this fails)
+        pass

@@ -1,8 +1,17 @@
-"""The gradebook of a class: grades.csv, summary.md, a figure, and each student's feedback.md (chapter 11).
+"""The gradebook of a class: grades.csv, summary.md, similarity.md, a figure, and each student's feedback
+(chapter 11).
 
-Everything here reads the students' results.json (written by `grading.grade_submission`) and the
-instructor's adjustments.csv, so the gradebook can be rebuilt at any time from OUT. Every file is
-written atomically; run.json (it holds the secret exercise seed) is readable by its owner only.
+    OUT/grades.csv, summary.md, similarity.md, class.png   the class, for you
+    OUT/adjustments.csv                                    yours: manual points, late penalties
+    OUT/run.json                                           the settings and the secret seed (owner-only)
+    OUT/feedback/STUDENT/feedback.md, results.json         what a student may read: hand each their folder
+    OUT/private/STUDENT/check-log.txt, answers.json        yours only: the full failures (they quote the seed
+                                                           and the hidden inputs), the answers' fingerprints
+
+Students live in the two folders of their own, so no entry's name can take a file of the run's. Everything here
+reads the students' results.json (written by `grading.grade_submission`) and the instructor's adjustments.csv, so
+the gradebook can be rebuilt at any time from OUT. Every file is written atomically; what quotes the seed is
+readable by its owner only. Names and messages from students are written as text (`student_text`).
 
 adjustments.csv is the instructor's: the grader creates it with its header if it is missing and never
 writes it again. One row per change (a student may have several):
@@ -13,7 +22,9 @@ writes it again. One row per change (a student may have several):
     max,-1,1.5,
 
 `points` are added to the autograded total (negative to take off); `late_penalty` is taken off, either
-points ("1.5") or a share of the autograded total ("10%"). The total never goes below 0.
+points ("1.5") or a share of the autograded total ("10%"). The total never goes below 0. A row beyond the
+assignment's maximum (points or a penalty of more than the maximum, a penalty of more than 100%), or a student's
+rows adding up beyond it, is refused, naming the line: it is a typo more often than a grade.
 """
 
 from __future__ import annotations
@@ -22,11 +33,16 @@ import csv
 import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from minitorch.exercises.registry import EXERCISES, ExerciseError, sort_key
+from minitorch.exercises.grader.trusted.student_text import csv_cell, in_markdown, shown
 from minitorch.outputs import PathError, check_input_file, write_atomically
+
+FEEDBACK_FOLDER = "feedback"  # OUT/feedback/STUDENT/: what the student may read
+PRIVATE_FOLDER = "private"  # OUT/private/STUDENT/: the instructor's only
 
 FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "function not found",
                  "too large", "helper outside the function", "refused", "not graded")
@@ -35,18 +51,30 @@ KIND_COLOURS = dict(zip(FAILURE_KINDS, ("tab:red", "tab:gray", "silver", "tab:or
 # green of the other panels
 
 
+def feedback_folder(out: Path, student: str) -> Path:
+    """OUT/feedback/STUDENT: feedback.md and results.json, what the student may read."""
+    return Path(out) / FEEDBACK_FOLDER / student
+
+
+def private_folder(out: Path, student: str) -> Path:
+    """OUT/private/STUDENT: the check log and the answers' fingerprints, the instructor's only."""
+    return Path(out) / PRIVATE_FOLDER / student
+
+
 def feedback_markdown(graded: dict) -> str:
     """What a student reads: the score, each exercise's points, and what failed and why (shortest first)."""
     extra = graded["extra_data"]
-    lines = [f"# Grading of {extra['student']}: {points(graded['score'])} / {extra['max_score']}", "",
-             f"Graded {extra['graded_at']} (grader {extra['grader_version']}), on inputs you have not seen: your "
-             f"own `python -m pytest -m exX_Y` runs the same tests on other inputs.", ""]
+    lines = [f"# Grading of {in_markdown(extra['student'])}: {points(graded['score'])} / {extra['max_score']}", "",
+             f"Graded {extra['graded_at']} (grader {extra['grader_version']}), on inputs you have not seen. Each "
+             f"failed test says what kind of failure it was and what the test checks; your own "
+             f"`python -m pytest -m exX_Y` runs the same tests on other inputs and shows every failure in full.", ""]
     if not _was_graded(graded):  # nothing ran: the reason is all there is to say
-        return "\n".join(lines + ["**" + graded["output"][:3000] + "**"]) + "\n"
+        return "\n".join(lines + ["**" + in_markdown(graded["output"][:3000]) + "**"]) + "\n"
     lines += ["| exercise | title | points | tests |", "| --- | --- | ---: | --- |"]
     for exercise_id, row in extra["exercises"].items():
         kinds = ", ".join(f"{count} {kind}" for kind, count in row["kinds"].items())
-        lines.append(f"| {exercise_id} | {row['title']} | {points(row['earned'])} / {row['points']} | {kinds} |")
+        lines.append(f"| {exercise_id} | {in_markdown(row['title'])} | {points(row['earned'])} / {row['points']} | "
+                     f"{kinds} |")
     failing = [test for test in graded["tests"] if test["status"] != "passed"]
     if failing:
         lines += ["", "## What failed, and why", ""]
@@ -61,21 +89,31 @@ def points(value: float) -> str:
 
 
 def _failures_of(exercise_id: str, failing: list[dict]) -> list[str]:
-    """One paragraph per distinct reason, the tests it took, the shortest message first, and how to see
-    the failures in full (the student's own run, on public inputs)."""
-    by_message: dict[str, list[dict]] = {}
+    """One paragraph per kind of failure (the shortest first), listing its tests with what each checks, and how to
+    see the failures in full (the student's own run, on public inputs)."""
+    by_what: dict[str, list[dict]] = {}
     for test in failing:
-        by_message.setdefault(test["extra_data"]["message"] or "(no message)", []).append(test)
+        extra = test["extra_data"]
+        by_what.setdefault(extra.get("what") or extra["message"] or "(no message)", []).append(test)
     lines = []
-    for message, tests in sorted(by_message.items(), key=lambda item: len(item[0])):
-        kind = tests[0]["extra_data"]["kind"]
-        names = ", ".join(test["extra_data"]["nodeid"].split("::", 1)[-1] for test in tests[:5]) + (
-            ", ..." if len(tests) > 5 else "")
-        lines += [f"**{exercise_id}, {kind}: {len(tests)} test(s)** ({names})", "", message, ""]
+    for what, tests in sorted(by_what.items(), key=lambda item: len(item[0])):
+        lines += [f"**{exercise_id}, {in_markdown(tests[0]['extra_data']['kind'])}: {len(tests)} test(s)**", "",
+                  "  \n".join(in_markdown(line) for line in what.splitlines()[:40]), ""]
+        lines += [_test_line(test) for test in tests[:20]] + ([f"- and {len(tests) - 20} more"]
+                                                             if len(tests) > 20 else []) + [""]
     if failing:
         marker = "ex" + exercise_id.replace(".", "_")
         lines += [f"To see these failures in full, run in your copy: python -m pytest -m {marker}", ""]
     return lines
+
+
+def _test_line(test: dict) -> str:
+    """A failed test in the feedback's list: its name, and what it checks if its docstring says more."""
+    name = test["extra_data"]["nodeid"].split("::", 1)[-1]
+    reason = test["extra_data"].get("reason") or ""
+    in_words = name.split("::")[-1].split("[")[0].removeprefix("test_").replace("_", " ")
+    shown_name = shown(name).replace("`", "'")  # (the grader's own test: a code span shows it as it is)
+    return f"- `{shown_name}`" + (f": {in_markdown(reason)}" if reason and reason != in_words else "")
 
 
 def _was_graded(graded: dict) -> bool:
@@ -88,14 +126,15 @@ def _copies(count: int) -> str:
 
 
 def class_rows(out: Path, students=None) -> list[dict]:
-    """Every complete OUT/STUDENT/results.json (of `students`, if given), in student order."""
-    rows = []
-    for path in sorted(Path(out).glob("*/results.json")):
-        if students is not None and path.parent.name not in students or not path.is_file():
+    """Every complete OUT/feedback/STUDENT/results.json (of `students`, if given), in student order."""
+    rows, folder = [], Path(out) / FEEDBACK_FOLDER
+    for name in sorted(os.listdir(folder)) if folder.is_dir() else []:
+        path = folder / name / "results.json"
+        if students is not None and name not in students or not path.is_file():
             continue  # (not a file the grader wrote: that student is graded again)
         try:
             graded = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
+        except (OSError, ValueError):
             continue
         if graded.get("extra_data", {}).get("complete"):
             rows.append(graded)
@@ -132,9 +171,9 @@ def ensure_adjustments_file(out: Path) -> Path:
     return path
 
 
-def read_adjustments(out: Path) -> dict[str, Adjustment]:
+def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjustment]:
     """Student -> their Adjustment, from OUT/adjustments.csv (none if it is missing); ExerciseError naming the
-    line of a cell that is not a number."""
+    line of a cell that is not a number, or (given the assignment's `maximum`) of points or a penalty beyond it."""
     path = Path(out) / ADJUSTMENTS_NAME
     if not path.exists():
         return {}
@@ -149,6 +188,7 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
         raise ExerciseError(f"{path}: the header lacks {', '.join(missing)}; it should read "
                             f"{','.join(ADJUSTMENT_COLUMNS)}")
     found: dict[str, Adjustment] = {}
+    lines: dict[str, list[int]] = {}
     for row, line in rows:
         student = (row.get("student") or "").strip()
         if not student:
@@ -157,18 +197,40 @@ def read_adjustments(out: Path) -> dict[str, Adjustment]:
             raise ExerciseError(f"{path}, line {line}: more cells than the header's columns; put a comment "
                                 f"with a comma in double quotes")
         adjustment = found.setdefault(student, Adjustment())
-        adjustment.points += _number(row.get("points"), path, line, "points")
+        lines.setdefault(student, []).append(line)
+        added = _number(row.get("points"), path, line, "points")
         penalty = (row.get("late_penalty") or "").strip()
         if penalty.startswith("-"):
             raise ExerciseError(f"{path}, line {line}: late_penalty {penalty!r} is negative; a bonus goes in "
                                 f"points")
-        if penalty.endswith("%"):
-            adjustment.penalty_share += _number(penalty[:-1], path, line, "late_penalty") / 100
-        else:
-            adjustment.penalty_points += _number(penalty, path, line, "late_penalty")
+        share = _number(penalty[:-1], path, line, "late_penalty") / 100 if penalty.endswith("%") else 0.0
+        taken = 0.0 if penalty.endswith("%") else _number(penalty, path, line, "late_penalty")
+        if maximum is not None:
+            _refuse_beyond(Adjustment(added, taken, share), maximum, f"{path}, line {line}")
+        adjustment.points += added
+        adjustment.penalty_points += taken
+        adjustment.penalty_share += share
         if (row.get("comment") or "").strip():
             adjustment.comments.append(row["comment"].strip())
+    for student, adjustment in found.items():
+        if maximum is not None and len(lines[student]) > 1:
+            _refuse_beyond(adjustment, maximum, f"{path}, lines {', '.join(map(str, lines[student]))} (together, "
+                                                f"for {student})")
     return found
+
+
+def _refuse_beyond(adjustment: Adjustment, maximum: float, where: str) -> None:
+    """ExerciseError naming `where` if the adjustment's points or penalty exceed what the assignment is worth."""
+    if abs(adjustment.points) > maximum + 1e-9:
+        raise ExerciseError(f"{where}: points {points(adjustment.points)} is more than the assignment's "
+                            f"{points(maximum)}; a typo? (an adjustment may add or take off at most the maximum)")
+    if adjustment.penalty_points > maximum + 1e-9:
+        raise ExerciseError(f"{where}: late_penalty {points(adjustment.penalty_points)} is more than the "
+                            f"assignment's {points(maximum)} points; a typo? (write it in points up to "
+                            f"{points(maximum)}, or as a share up to 100%)")
+    if adjustment.penalty_share > 1 + 1e-9:
+        raise ExerciseError(f"{where}: late_penalty {points(100 * adjustment.penalty_share)}% is more than 100%; "
+                            f"a typo? (100% takes off every autograded point)")
 
 
 def _strict_csv(text: str, path) -> tuple[list[str], list[tuple[dict, int]]]:
@@ -207,7 +269,8 @@ def _number(text, path: Path, line: int, column: str) -> float:
 def grades_csv(rows: list[dict], exercise_ids, adjustments: dict[str, Adjustment] | None = None) -> str:
     """student,total,max_total,<one column per exercise>,autograded,adjustment,late_penalty,comment,flags
 
-    total = autograded + adjustment - late_penalty (adjustments.csv), never below 0."""
+    total = autograded + adjustment - late_penalty (adjustments.csv), never below 0. Text cells are written so
+    that a spreadsheet shows them as text (`student_text.csv_cell`)."""
     ids = sorted(exercise_ids, key=sort_key)
     adjustments = adjustments or {}
     text = io.StringIO()
@@ -218,10 +281,10 @@ def grades_csv(rows: list[dict], exercise_ids, adjustments: dict[str, Adjustment
         extra = graded["extra_data"]
         earned = [points(extra["exercises"][i]["earned"]) if i in extra["exercises"] else "" for i in ids]
         adjustment = adjustments.get(extra["student"], Adjustment())
-        writer.writerow([extra["student"], points(adjustment.total(graded["score"])), extra["max_score"], *earned,
-                         points(graded["score"]), points(adjustment.points),
-                         points(round(adjustment.late_penalty(graded["score"]), 6)), "; ".join(adjustment.comments),
-                         "; ".join(extra["flags"])])
+        writer.writerow([csv_cell(extra["student"]), points(adjustment.total(graded["score"])), extra["max_score"],
+                         *earned, points(graded["score"]), points(adjustment.points),
+                         points(round(adjustment.late_penalty(graded["score"]), 6)),
+                         csv_cell("; ".join(adjustment.comments)), csv_cell("; ".join(extra["flags"]))])
     return text.getvalue()
 
 
@@ -261,7 +324,7 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict, adjustments: dic
     for exercise_id, row in statistics.items():
         lines.append(f"| {exercise_id} | {row['title']} | {row['mean']:.2f} / {row['points']} | "
                      f"{row['full_marks']:.0%} | " + " | ".join(str(row["failures"][k]) for k in FAILURE_KINDS) + " |")
-    not_graded = [row["extra_data"]["student"] for row in rows if not _was_graded(row)]
+    not_graded = [in_markdown(row["extra_data"]["student"]) for row in rows if not _was_graded(row)]
     if not_graded:
         lines += ["", f"{_copies(len(not_graded))} could not be graded "
                       f"({', '.join(not_graded)}; why: under Flags). They score 0 in grades.csv and are left out "
@@ -269,10 +332,12 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict, adjustments: dic
     flagged = [row for row in rows if row["extra_data"]["flags"]]
     if flagged:
         lines += ["", "## Flags", ""]
-        lines += [f"- {row['extra_data']['student']}: {'; '.join(row['extra_data']['flags'])}" for row in flagged]
+        lines += [f"- {in_markdown(row['extra_data']['student'])}: {in_markdown('; '.join(row['extra_data']['flags']))}"
+                  for row in flagged]
     unknown = sorted(set(adjustments or {}) - {row["extra_data"]["student"] for row in rows})
     if unknown:
-        lines += ["", f"{ADJUSTMENTS_NAME} names students with no grade here (a typo?): {', '.join(unknown)}"]
+        lines += ["", f"{ADJUSTMENTS_NAME} names students with no grade here (a typo?): "
+                      f"{', '.join(map(in_markdown, unknown))}"]
     return "\n".join(lines) + "\n"
 
 
@@ -337,17 +402,54 @@ def read_run(out: Path) -> dict | None:
     return run
 
 
-def write_gradebook(out: Path, exercise_ids, run: dict, students=None) -> list[dict]:
-    """grades.csv, summary.md, class.png and run.json in OUT, from the students' results.json and the
-    instructor's adjustments.csv (created empty if missing, never overwritten)."""
+def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_root: Path | None = None) -> list[dict]:
+    """grades.csv, summary.md, similarity.md, class.png and run.json in OUT, from the students' results.json and
+    answers.json and the instructor's adjustments.csv (created empty if missing, never overwritten). The answers
+    are compared with the functions of the book at `grader_root`, if given."""
     ensure_adjustments_file(out)
-    adjustments = read_adjustments(out)
+    adjustments = read_adjustments(out, maximum_of(exercise_ids))
     rows = class_rows(out, students)
     write_atomically(Path(out) / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
     write_atomically(Path(out) / "summary.md", summary_markdown(rows, exercise_ids, run, adjustments))
+    write_similarity(out, [row["extra_data"]["student"] for row in rows], exercise_ids, run, grader_root)
     write_run(out, {**run, "students": len(rows)})
     class_figure(rows, exercise_ids, Path(out) / "class.png")
     return rows
+
+
+def maximum_of(exercise_ids) -> int:
+    """What an assignment of these exercises is worth."""
+    return sum(EXERCISES[exercise_id].points for exercise_id in exercise_ids if exercise_id in EXERCISES)
+
+
+KNOWN_NAME = "book-fingerprints.json"  # in OUT/private: the book's functions, fingerprinted once per grader version
+
+
+def write_similarity(out: Path, students: list[str], exercise_ids, run: dict, grader_root: Path | None) -> None:
+    """OUT/similarity.md from the students' OUT/private/STUDENT/answers.json (`similarity`)."""
+    from minitorch.exercises.grader.trusted import similarity
+
+    answers = {}
+    for student in students:
+        try:
+            found = json.loads((private_folder(out, student) / "answers.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        answers[student] = found if isinstance(found, dict) else {}
+    known: dict[str, str] = {}
+    if grader_root is not None and any((event or {}).get("fingerprint") for found in answers.values()
+                                       for event in found.values() if isinstance(event, dict)):
+        cache = Path(out) / PRIVATE_FOLDER / KNOWN_NAME
+        try:
+            cached = json.loads(cache.read_text(encoding="utf-8"))
+            known = cached["known"] if cached.get("grader_version") == run.get("grader_version") else {}
+        except (OSError, ValueError, KeyError, AttributeError):
+            pass
+        if not known:
+            known = similarity.known_sources(grader_root)
+            write_atomically(cache, json.dumps({"grader_version": run.get("grader_version"), "known": known}) + "\n",
+                             mode=0o600)
+    write_atomically(Path(out) / "similarity.md", similarity.similarity_markdown(answers, exercise_ids, known))
 
 
 # ----------------------------------------------------------------------
@@ -356,15 +458,19 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None) -> list[d
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")  # the first columns of its gradebook
 
 
-def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[str, list[str]]:
-    """(the CSV Canvas's gradebook import takes, the roster's students with no grade).
+def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: dict[str, str] | None = None,
+               leave_out_unlisted: bool = False) -> tuple[str, list[str], list[str]]:
+    """(the CSV Canvas's gradebook import takes, the roster's students with no grade, the graded students left out
+    because the roster has no row for them).
 
     `grades` are grades.csv's rows (student, total); the roster is a CSV with a column `submission` (the name
-    of the student's entry in SUBMISSIONS) and Canvas's own columns Student, ID, SIS User ID, SIS Login ID,
-    Section: the easiest roster is Canvas's gradebook export with a `submission` column added. `assignment`
-    is the assignment's column as Canvas names it, "Week 3 (12345)": with the ID in brackets Canvas updates
-    that assignment; a new name makes a new one. Students of the roster without a grade get an empty cell,
-    which Canvas leaves as it was."""
+    of the student's entry in SUBMISSIONS, with or without its .zip) and Canvas's own columns Student, ID, SIS User
+    ID, SIS Login ID, Section: the easiest roster is Canvas's gradebook export with a `submission` column added.
+    `entries` maps a student to their entry's name, when it differs (s017.zip, or a name graded under a safe one).
+    `assignment` is the assignment's column as Canvas names it, "Week 3 (12345)": with the ID in brackets Canvas
+    updates that assignment; a new name makes a new one. Students of the roster without a grade get an empty cell,
+    which Canvas leaves as it was. A graded student the roster lacks is refused (their grade would be lost), or
+    with `leave_out_unlisted` (a student who dropped the course) left out and named."""
     try:
         text = Path(roster_path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
@@ -389,24 +495,39 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str) -> tuple[
                 raise ExerciseError(f"{roster_path}: {column} {value!r} is in two rows ({seen[value]!r} and "
                                     f"{row['Student']!r}); each student has one row")
             seen[value] = row["Student"]
-    by_submission: dict[str, dict] = {}
+    totals = {row["student"]: row["total"] for row in grades}
+    names = _submission_names(totals, entries or {})
+    by_student: dict[str, dict] = {}
     for row in roster:
         name = (row.get("submission") or "").strip()
-        if name in by_submission:
-            raise ExerciseError(f"{roster_path}: the submission {name!r} is named twice; each student has their own")
-        if name:
-            by_submission[name] = row
-    unknown = sorted(row["student"] for row in grades if row["student"] not in by_submission)
-    if unknown:
-        raise ExerciseError(f"{roster_path}: no roster row for {len(unknown)} graded submission(s): "
-                            f"{', '.join(unknown[:20])}; add them to its submission column (their grades would "
-                            f"otherwise be lost)")
-    totals = {row["student"]: row["total"] for row in grades}
+        student = names.get(name) or names.get(name[:-4] if name.lower().endswith(".zip") else "")
+        if student in by_student:
+            raise ExerciseError(f"{roster_path}: the submission {name!r} is named twice (as {student!r}); each "
+                                f"student has their own")
+        if student:
+            by_student[student] = row
+    unlisted = sorted(student for student in totals if student not in by_student)
+    if unlisted and not leave_out_unlisted:
+        raise ExerciseError(f"{roster_path}: no roster row for {len(unlisted)} graded submission(s):\n" +
+                            "".join(f"  {shown(student)}\n" for student in unlisted[:50]) +
+                            (f"  ... and {len(unlisted) - 50} more\n" if len(unlisted) > 50 else "") +
+                            "add them to its submission column (their grades would otherwise be lost), or leave "
+                            "them out with --leave-out-unlisted (students who dropped the course)")
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow([*CANVAS_COLUMNS, assignment])
+    graded = {id(row): student for student, row in by_student.items()}
     for row in roster:
-        name = (row.get("submission") or "").strip()
-        writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(name, "")])
-    without = [row["Student"] for row in roster if (row.get("submission") or "").strip() not in totals]
-    return text.getvalue(), without
+        writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(graded.get(id(row)), "")])
+    without = [row["Student"] for row in roster if id(row) not in graded]
+    return text.getvalue(), without, unlisted
+
+
+def _submission_names(totals: dict[str, str], entries: dict[str, str]) -> dict[str, str]:
+    """{a name the roster may give: student}: each student's ID, their entry's name, and that name without .zip."""
+    names = {}
+    for student in totals:
+        entry = entries.get(student, student)
+        for name in (entry[:-4] if entry.lower().endswith(".zip") else entry, entry, student):
+            names.setdefault(name, student)
+    return names

@@ -33,12 +33,15 @@ from pathlib import Path
 
 from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.edition import git_commit
+from minitorch.exercises.grader.trusted import reasons
 from minitorch.exercises.grader.trusted.libraries import StudentFiles, copy_student_files, give_library, prepare_base
 from minitorch.exercises.registry import EXERCISES, HIDDEN_TESTS, ROOT, ExerciseError, paid_tests, sort_key
 from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
+from minitorch.exercises.grader.trusted.student_text import plain, shown
 from minitorch.outputs import write_atomically
 
 OUTPUT_CAP = 10_000  # characters of a test's output kept in results.json
+LOG_KEPT = 16 << 20  # bytes of a check process's output kept in the check log (the first and the last half)
 CHECK_PROCESS_MARGIN = 30.0  # seconds the check process may take beyond the student's budget (start-up, checks)
 TIMED_OUT, CRASHED, REFUSED = "timed out", "crashed", "refused"
 STUDENT_FUNCTION_KINDS = ("function not found", "does not compile", "too large", "helper outside the function")
@@ -63,6 +66,7 @@ class Run:
         self.grader_root = Path(self.grader_root).resolve()
         self.version = self.version or grader_version(self.grader_root)
         self._lock = threading.Lock()
+        self._reasons: dict[str, str] = {}
 
     def collected(self) -> dict[str, str]:
         """{node ID: exercise ID} of the graded tests, for a copy whose check process never ran or did not say:
@@ -71,6 +75,15 @@ class Run:
             if not self.known_tests:
                 self.known_tests = collect_tests(self.grader_root, self.exercise_ids)
             return self.known_tests
+
+    def reasons(self, nodeids) -> dict[str, str]:
+        """{node ID: the test's own reason, what a student reads when it fails} (`reasons.test_reasons`), read
+        once per run from the grader's test files."""
+        with self._lock:
+            missing = [nodeid for nodeid in nodeids if nodeid not in self._reasons]
+            if missing:
+                self._reasons.update(reasons.test_reasons(self.grader_root, missing))
+            return {nodeid: self._reasons[nodeid] for nodeid in nodeids}
 
     def base_library(self, scratch: Path) -> Path:
         """The stand-in library, compiled, in `scratch` (made once per run; it holds no answer)."""
@@ -150,13 +163,14 @@ def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: 
 
 
 def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scratch_root: Path | None = None,
-                     log_file: Path | None = None) -> dict:
-    """Grade one entry of SUBMISSIONS; write out_dir/results.json and out_dir/feedback.md (atomically), and the
-    check process's whole output to `log_file`; return the results. `slot` (0 .. jobs-1) picks the worker's
-    user when several students run at once."""
+                     log_file: Path | None = None, answers_file: Path | None = None) -> dict:
+    """Grade one entry of SUBMISSIONS; write out_dir/results.json and out_dir/feedback.md (atomically: what the
+    student may read), the check process's whole output to `log_file` and the fingerprints of the student's
+    answers (`similarity`) to `answers_file` (the instructor's); return the results. `slot` (0 .. jobs-1) picks
+    the worker's user when several students run at once."""
     started = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix=f"student-{slot}-", dir=scratch_root))
-    report, problem, results, collected, log = StudentFiles(), "", {}, {}, ""
+    report, problem, results, collected, log, answers = StudentFiles(), "", {}, {}, "", {}
     try:
         os.chmod(folder, 0o711)  # a worker may pass through to its own folders, but list nothing
         private, libraries, home = folder / "private", folder / "lib", folder / "home"
@@ -171,6 +185,7 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
             if problem or run.stopped.is_set():
                 break
             results, collected, log, ended_by = _check(run, slot, report, private, libraries, home)
+            answers = read_answers(private / "record.jsonl")
             if ended_by and attempt == 2:
                 problem = (f"not graded: the machine ran out of memory while grading (twice); grade again"
                            if ended_by == "memory" else f"not graded: the check process was ended by {ended_by}, "
@@ -182,15 +197,51 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
     if run.stopped.is_set():  # the check process was stopped half-way: what it reached is not this student's grade
         raise GradingStopped(f"{entry.student}: grading was stopped (Ctrl-C) before it ended; nothing was written")
     graded = results_json(entry.student, run, results, report, time.monotonic() - started, problem,
-                          collected or run.collected())
+                          collected or run.collected(), entry=entry)
     from minitorch.exercises.grader.trusted.gradebook import feedback_markdown
 
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
     if log_file is not None:  # the whole check output, failures in full: for the instructor only
-        write_atomically(log_file, log or "(no test ran)\n", mode=0o600)  # it quotes the seed: for you only
+        write_atomically(log_file, plain(log) if log else "(no test ran)\n", mode=0o600)  # it quotes the seed
+    if answers_file is not None:
+        write_atomically(answers_file, json.dumps(answers, indent=1) + "\n", mode=0o600)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     write_atomically(Path(out_dir) / "feedback.md", feedback_markdown(graded))
     write_atomically(Path(out_dir) / "results.json", json.dumps(graded, indent=1) + "\n")
     return graded
+
+
+def read_answers(record: Path) -> dict[str, dict]:
+    """{exercise ID: {"fingerprint", "nodes"} or {"stub": True}} from the check process's record (the sources its
+    worker sent: `similarity.answer_event`)."""
+    answers = {}
+    try:
+        lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return answers
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("answer"), str) and event["answer"] in EXERCISES:
+            answers.setdefault(event.pop("answer"), event)
+    return answers
+
+
+def read_log(path: Path) -> str:
+    """The check process's output, undecodable bytes replaced; its first and last LOG_KEPT // 2 bytes if longer."""
+    try:
+        with open(path, "rb") as log:
+            size = os.fstat(log.fileno()).st_size
+            if size <= LOG_KEPT:
+                return log.read().decode("utf-8", "replace")
+            head = log.read(LOG_KEPT // 2)
+            log.seek(size - LOG_KEPT // 2)
+            tail = log.read()
+    except OSError:
+        return ""
+    return (head.decode("utf-8", "replace") + f"\n[... {size - LOG_KEPT:,} bytes of the log left out ...]\n" +
+            tail.decode("utf-8", "replace"))
 
 
 def decided(report: StudentFiles) -> dict[str, list[str]]:
@@ -225,7 +276,7 @@ def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: 
     finally:
         _forget()
     results, collected = read_record(record)
-    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    text = read_log(log)
     if not results or finished not in (0, 1):
         why = "was stopped after the student's budget" if finished == "killed" else f"ended with status {finished}"
         text = f"the check process {why}\n" + text
@@ -329,9 +380,11 @@ def _kind(result: dict | None, exercise_id: str, decided_before: dict, problem: 
 
 
 def results_json(student: str, run: Run, results: dict, report: StudentFiles, elapsed: float, problem: str = "",
-                 collected: dict[str, str] | None = None) -> dict:
+                 collected: dict[str, str] | None = None, entry: Entry | None = None) -> dict:
     """The Gradescope autograder's results.json: score, tests (name, score, max_score, status, output), and in
-    extra_data what the gradebook needs. It names no seed: students may see this file.
+    extra_data what the gradebook needs. It names no seed, and no failed test quotes what the student's code raised
+    or printed, or the values a check compared (they may hold the hidden inputs): each gives its kind and the test's
+    own reason (`reasons.for_student`). Students may see this file.
     A passed test declared requires_values=True (shape, dtype, an input left unchanged) scores its share only
     when every value test of its exercise passed (`registry.paid_tests`, the rule of the student's scoreboard
     too); otherwise it is listed as passed with score 0 and a message saying why."""
@@ -340,38 +393,45 @@ def results_json(student: str, run: Run, results: dict, report: StudentFiles, el
         title, points = EXERCISES[exercise_id].title, EXERCISES[exercise_id].points
         nodeids = [nodeid for nodeid, owner in (collected or run.collected()).items() if owner == exercise_id]
         shares, kinds, messages = split_points(points, len(nodeids)) if nodeids else [], [], []
-        refused = [results[n]["message"] for n in nodeids if (results.get(n) or {}).get("status") == REFUSED]
+        refused = any((results.get(n) or {}).get("status") == REFUSED for n in nodeids)
+        test_reasons = run.reasons(nodeids)
         for nodeid in nodeids:
             kind, message = _kind(results.get(nodeid), exercise_id, decided_before, problem)
             if refused and kind == "passed":  # asked for what it does not need: the exercise earns nothing
-                kind, message = REFUSED, refused[0]
+                kind = REFUSED
             kinds.append(kind)
-            messages.append(message)
+            messages.append(reasons.for_student(kind, message, exercise_id, test_reasons[nodeid]))
+        whats = [message.removesuffix(f" (the test: {test_reasons[nodeid]})")
+                 for nodeid, message in zip(nodeids, messages)]
         gated = [bool((results.get(nodeid) or {}).get("requires_values")) for nodeid in nodeids]
         paid = paid_tests([kind == "passed" for kind in kinds], gated)
-        for nodeid, share, kind, message, is_paid in zip(nodeids, shares, kinds, messages, paid):
+        for nodeid, share, kind, message, what, is_paid in zip(nodeids, shares, kinds, messages, whats, paid):
             if kind == "passed" and not is_paid:
-                message = (f"passed, but a test of shape, dtype or inputs left unchanged earns nothing until every "
-                           f"value test of exercise {exercise_id} passes")
+                message = what = (f"passed, but a test of shape, dtype or inputs left unchanged earns nothing until "
+                                  f"every value test of exercise {exercise_id} passes")
             output = message[:OUTPUT_CAP]  # the reason only: a traceback of the check process quotes its code
             tests.append({"name": f"{exercise_id} {title}: {nodeid.split('::', 1)[-1]}", "number": exercise_id,
                           "score": share if is_paid else 0.0, "max_score": share,
                           "status": "passed" if kind == "passed" else "failed", "output": output,
-                          "extra_data": {"kind": kind, "nodeid": nodeid, "message": message[:500]}})
+                          "extra_data": {"kind": kind, "nodeid": nodeid, "message": message[:500], "what": what[:500],
+                                         "reason": test_reasons[nodeid]}})
         earned = add_points(test["score"] for test in tests if test["number"] == exercise_id)
         exercises[exercise_id] = {"title": title, "points": points, "earned": earned, "tests": len(nodeids),
                                   "kinds": {kind: kinds.count(kind) for kind in sorted(set(kinds))}}
     return {
         "score": add_points(test["score"] for test in tests),
         "execution_time": round(elapsed, 1),
-        "output": problem or f"{len(tests)} tests of exercises {', '.join(exercises)}",
+        "output": plain(problem) or f"{len(tests)} tests of exercises {', '.join(exercises)}",
         "tests": tests,
-        "extra_data": {"student": student, "max_score": sum(row["points"] for row in exercises.values()),
-                       "exercises": exercises, "flags": [problem] if problem else flags_of(tests, report),
+        "extra_data": {"student": student, "entry": shown(entry.path.name) if entry is not None else student,
+                       "max_score": sum(row["points"] for row in exercises.values()),
+                       "exercises": exercises, "flags": ([plain(problem)] if problem else flags_of(tests, report))
+                       + ([entry.note] if entry is not None and entry.note else []),
                        "grader_version": run.version,
                        "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                       "isolation": run.isolation.kind, "handed_out": report.handed_out, "graded": not problem,
-                       "complete": True},
+                       "isolation": run.isolation.kind, "graded": not problem, "complete": True,
+                       "handed_out": None if report.handed_out is None else
+                       [exercise_id for exercise_id in report.handed_out if exercise_id in EXERCISES]},
     }
 
 
@@ -399,4 +459,4 @@ def is_complete(out_dir: Path, exercise_ids=None, seed: int | None = None) -> bo
     except (OSError, ValueError, KeyError, TypeError):
         return False
     same_exercises = exercise_ids is None or sorted(extra.get("exercises", {})) == sorted(exercise_ids)
-    return bool(extra.get("complete")) and same_exercises
+    return bool(extra.get("complete")) and not extra.get("retry") and same_exercises

@@ -134,6 +134,8 @@ def unpack(archive: Path, dest: Path) -> None:
                 _check_member(archive, member, Path(dest))
             _refuse_a_name_twice(archive, members)
             opened.extractall(dest)
+    except ExerciseError:
+        raise
     except zipfile.BadZipFile as error:
         raise ExerciseError(f"{shown(archive.name)} is not a readable .zip ({shown(error)})") from None
     except (OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:  # corrupt, odd compression
