@@ -155,7 +155,7 @@ HIDDEN_INPUTS = "[0.8123, -1.9981, 0.0457]"  # what a hostile copy's error quote
     ("crashed", f"not run: 2 tests of exercise 1.2 already crashed (crashed: ...; it printed: {HIDDEN_INPUTS})",
      "crashed: not run"),
     ("timed out", "timed out after 5 s (the test's time limit)", "timed out: the code did not return within 5 s"),
-    ("refused", f"refused: while exercise 1.2 was graded, its code asked the grader for exercise '{HIDDEN_INPUTS[:20]}'",
+    ("refused", f"refused: while exercise 1.2 was graded, its code asked the grader for '{HIDDEN_INPUTS[:20]}'",
      "refused: the exercise's code asked the grader for another exercise's function"),
     ("not attempted", f"Exercise 1.2 (chapter 01): {HIDDEN_INPUTS} Write the body of x in y.py",
      "not attempted: Exercise 1.2 (chapter 01): mul's backward rule. Write the body of mul_backward"),
