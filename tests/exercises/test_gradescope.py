@@ -531,8 +531,8 @@ def test_a_solved_copy_handed_in_as_a_zip_earns_every_point(bundle, tmp_path):
 def test_an_untouched_student_edition_earns_nothing_and_is_told_what_to_write(bundle, tmp_path):
     def hand_in(submission):
         completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(submission),
-                                    "--only", ",".join(GRADED)], cwd=GRADER, capture_output=True, text=True,
-                                   timeout=120)
+                                    "--only", ",".join(GRADED), "--handed-out-before", "1.1"], cwd=GRADER,
+                                   capture_output=True, text=True, timeout=120)
         assert completed.returncode == 0, completed.stderr
 
     results = run_autograder(bundle, tmp_path, hand_in)

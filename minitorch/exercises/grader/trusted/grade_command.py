@@ -34,7 +34,7 @@ from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is
 from minitorch.exercises.grader.trusted.libraries import StudentFiles
 from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
                                           select)
-from minitorch.exercises.grader.trusted.student_text import shown
+from minitorch.exercises.grader.trusted.student_text import capped, shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
 from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure_open_files, signal_name
@@ -211,6 +211,11 @@ def grade_class(args, root: Path) -> int:
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}",
               flush=True)
+    earlier = sorted(path.name for path in out.iterdir() if (path / "results.json").is_file())
+    if earlier:  # a gradebook of an earlier version of the grader kept each student's folder beside its files
+        print(f"Note: {out} holds {len(earlier)} student folders of an earlier layout ({capped(earlier, 5, 'folders')})"
+              f", each with the check log that quotes the seed: this grader writes {out / FEEDBACK_FOLDER}/STUDENT "
+              f"(to hand back) and {out / PRIVATE_FOLDER}/STUDENT; remove the old ones", flush=True)
     recorded_seed = (recorded or {}).get("exercise_seed")
     if seed != recorded_seed:
         print(f"Exercise seed: {'yours (--exercise-seed)' if args.exercise_seed is not None else 'a fresh secret one'}"
@@ -276,7 +281,7 @@ def grade_class(args, root: Path) -> int:
         pool.shutdown(wait=False, cancel_futures=True)
         stop_grading(run)
         pool.shutdown(wait=True)  # the students being graded stop, writing nothing
-        rows = write_gradebook(out, ids, record, found, root)
+        rows = write_gradebook(out, ids, record, found, root, compare_answers=False)  # (promptly)
         what = str(interruption) if isinstance(interruption, Stopped) else "Ctrl-C"
         print(f"\nInterrupted: the {graded_now} students graded in this run are kept ({len(rows)} in "
               f"{out / 'grades.csv'}); those being graded were stopped and nothing of theirs was written. Run the "

@@ -402,16 +402,19 @@ def read_run(out: Path) -> dict | None:
     return run
 
 
-def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_root: Path | None = None) -> list[dict]:
-    """grades.csv, summary.md, similarity.md, class.png and run.json in OUT, from the students' results.json and
-    answers.json and the instructor's adjustments.csv (created empty if missing, never overwritten). The answers
-    are compared with the functions of the book at `grader_root`, if given."""
+def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_root: Path | None = None,
+                    compare_answers: bool = True) -> list[dict]:
+    """grades.csv, summary.md, similarity.md (unless not `compare_answers`: a run stopped half-way leaves the last
+    one), class.png and run.json in OUT, from the students' results.json and answers.json and the instructor's
+    adjustments.csv (created empty if missing, never overwritten). The answers are compared with the functions of
+    the book at `grader_root`, if given."""
     ensure_adjustments_file(out)
     adjustments = read_adjustments(out, maximum_of(exercise_ids))
     rows = class_rows(out, students)
     write_atomically(Path(out) / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
     write_atomically(Path(out) / "summary.md", summary_markdown(rows, exercise_ids, run, adjustments))
-    write_similarity(out, [row["extra_data"]["student"] for row in rows], exercise_ids, run, grader_root)
+    if compare_answers:
+        write_similarity(out, [row["extra_data"]["student"] for row in rows], exercise_ids, run, grader_root)
     write_run(out, {**run, "students": len(rows)})
     class_figure(rows, exercise_ids, Path(out) / "class.png")
     return rows

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from minitorch.exercises.grader.channel import REBUILT
+from minitorch.exercises.grader.trusted.student_code import DOWNS_PER_EXERCISE
 from minitorch.exercises.grader.trusted.student_text import plain
 from minitorch.exercises.registry import EXERCISES
 
@@ -89,17 +90,18 @@ def _what_happened(kind: str, message: str) -> str:
     """The kind of failure in words, from `message` read for known forms only: nothing of it is copied but a
     class name of Python's, a signal's name, an exit status or a number of seconds."""
     if kind == "timed out":
-        limit = re.match(r"timed out after (\d+(?:\.\d+)?) s", message)
+        limit = re.search(r"timed out after (\d+(?:\.\d+)?) s", message)
         if "budget" in message:
             return "timed out: the time budget for your whole grading ran out"
         if message.startswith("not run:"):
-            return "timed out: not run, as earlier tests of this exercise timed out or crashed"
+            return f"timed out: not run, as {DOWNS_PER_EXERCISE} earlier tests of this exercise timed out" + (
+                f" (after {limit[1]} s)" if limit else "")
         return f"timed out: the code did not return within {limit[1]} s" if limit else "timed out"
     if kind == "crashed":
         signal = re.search(r"died by (SIG[A-Z0-9]{1,10})\b", message)
         status = re.search(r"exit status (-?\d{1,4})\b", message)
         if message.startswith("not run:"):
-            return "crashed: not run, as earlier tests of this exercise timed out or crashed"
+            return f"crashed: not run, as {DOWNS_PER_EXERCISE} earlier tests of this exercise crashed"
         how = f"the process died by {signal[1]}" if signal else f"the code ended the process (exit status " \
             f"{status[1]})" if status else "the process running the code ended before the test did"
         return f"crashed: {how}"
