@@ -155,8 +155,8 @@ class _Arrays:
         except ValueError as error:
             raise ChannelError(f"a malformed array ({str(error)[:200]})") from None
         if dtype.str not in ALLOWED_DTYPES or fortran_order or len(shape) > MAX_DIMENSIONS or min(shape, default=0) < 0:
-            raise ChannelError(f"an array of dtype {dtype.str!r} and shape {shape} (allowed: {', '.join(ALLOWED_DTYPES)}"
-                               f" in C order, at most {MAX_DIMENSIONS} axes)")
+            raise ChannelError(f"an array of dtype {dtype.str!r} and shape {shape} (allowed: "
+                               f"{', '.join(ALLOWED_DTYPES)} in C order, at most {MAX_DIMENSIONS} axes)")
         elements = math.prod(shape)
         if elements > MAX_ARRAY_ELEMENTS:
             raise ChannelError(f"an array of {elements:,} elements (the limit is {MAX_ARRAY_ELEMENTS:,})")
