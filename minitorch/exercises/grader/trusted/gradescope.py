@@ -105,7 +105,9 @@ if ! command -v bwrap >/dev/null 2>&1; then
         echo "setup.sh: apt-get could not install bubblewrap (see above)" >&2
     fi
 fi
-if command -v bwrap >/dev/null 2>&1 && bwrap --unshare-all --die-with-parent --ro-bind / / true 2>/dev/null; then
+# (as the grader starts it: as a user of the student's own, here nobody's uid)
+if command -v bwrap >/dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups \\
+    bwrap --unshare-all --die-with-parent --ro-bind / / true 2>/dev/null; then
     echo "==== setup.sh: ISOLATION: bubblewrap works here: each student's code runs in a sandbox ===="
 else
     echo "==== setup.sh: ISOLATION WARNING: bubblewrap is missing or cannot make a sandbox in this container;" \\

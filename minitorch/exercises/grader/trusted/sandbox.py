@@ -43,7 +43,7 @@ WORKER_FILE_SIZE = 64 << 20  # bytes of the largest file a worker may write
 WORKER_CPU_SECONDS = 3600  # per process
 UID_BLOCK = 64  # users per student graded at once: its workers take them in turn
 SCRATCH_SIZE = 256 << 20  # bytes of bubblewrap's scratch home and of its /tmp, each a tmpfs
-CHECK_PROCESS_MEMORY = 3 << 30  # bytes of address space of a check process: no request can take the machine
+CHECK_PROCESS_MEMORY = 1 << 30  # bytes of address space of a check process: no request can take the machine
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/alternatives")
 RUN_MARKER_VARIABLE = "MINITORCH_GRADING_RUN"  # names this run's workers (a test sets it to find its own)
 RUN_MARKER = os.environ.get(RUN_MARKER_VARIABLE) or f"run{os.getpid()}x{secrets.token_hex(3)}"
@@ -80,7 +80,7 @@ class Isolation:
             text = (f"bubblewrap: each student's code runs {own}in a sandbox that sees only Python, NumPy, its "
                     f"library and its own scratch folder, with no network; every process it starts ends with it")
         elif self.kind == "chroot":
-            text = (f"chroot{f' (bubblewrap cannot run here: {self.passed_over})' * bool(self.passed_over)}. NOT "
+            text = (f"chroot{f' ({self.passed_over})' * bool(self.passed_over)}. NOT "
                     f"GUARDED: the network; students' code can reach the internet and, graded at the same time, "
                     f"each other's localhost ports and abstract sockets. Each student's code runs {own}in a root "
                     f"of its own that holds only Python, NumPy, its library and its scratch folder, removed when "
@@ -162,7 +162,7 @@ def _what_it_sees(isolation: Isolation, paths: list[str]) -> list[str]:
         _clean_up(uid, root)
     if finished.returncode != 0:
         last = (finished.stderr.strip().splitlines() or ["(no message)"])[-1][:200]
-        raise IsolationError(f"a worker could not run Python with NumPy ({last})")
+        raise IsolationError(f"a worker could not start, or run Python with NumPy ({last})")
     return [line for line in finished.stdout.splitlines() if line in paths]
 
 
@@ -369,8 +369,9 @@ def processes_of_run(marker: str, variable: str = RUN_MARKER_VARIABLE) -> list[i
 
 def check_process_limits() -> list[str]:
     """The command prefix that runs a check process (the grader's own, answering one student) under its memory
-    limit, CHECK_PROCESS_MEMORY of address space: a request that slipped past every check fails, alone."""
-    return ["prlimit", f"--as={CHECK_PROCESS_MEMORY}", "--"] if shutil.which("prlimit") else []
+    limit, CHECK_PROCESS_MEMORY of address space: a request that slipped past every check fails, alone. (A soft
+    limit: the workers it starts set their own, which a hard one could forbid; no student code runs in it.)"""
+    return ["prlimit", f"--as={CHECK_PROCESS_MEMORY}:unlimited", "--"] if shutil.which("prlimit") else []
 
 
 class MachineWatch:
