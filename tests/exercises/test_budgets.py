@@ -77,7 +77,8 @@ def test_the_first_line_names_the_isolation_what_it_does_not_guard_and_the_limit
              "grader's user"}[isolation.kind]
     assert line.startswith(first), line
     if isolation.kind == "chroot":
-        assert "NOT GUARDED: the network" in line.split(";")[0], f"the fallback says first what it lacks: {line}"
+        assert 0 < line.find("NOT GUARDED: the network") < line.find("Each student's code runs"), (
+            f"the fallback says first what it does not guard: {line}")
     if isolation.systemd:
         assert isolation.describe_limits().startswith("Limits per student (a systemd scope): "), line
     else:
@@ -100,6 +101,16 @@ def test_fifty_children_of_100_mb_share_one_memory_budget_where_systemd_runs(tmp
         assert int(str(error).split()[0]) <= 10, f"{error} in a budget of 1 GiB"
     except worker_down() as down:  # or the OOM killer took the hog's exercise child too: its own test crashed
         assert "killed" in str(down), down
+
+
+def test_where_systemd_runs_each_worker_is_started_in_a_scope_with_its_students_budget(tmp_path):
+    """(This machine may have no systemd: the command is checked, not run.)"""
+    isolation = sandbox.Isolation("none", systemd=True, memory=1 << 30, processes=16)
+    command, _ = sandbox._command(isolation, ["python", "worker.py"], uid=None)
+    scope = command[:command.index("--") + 1]
+    assert scope[:2] == ["systemd-run", "--scope"] and {"MemoryMax=1073741824", "TasksMax=16", "CPUQuota=100%"} <= \
+        set(scope), f"the scope does not carry the student's budget: {scope}"
+    assert command[-2:] == ["python", "worker.py"] and "prlimit" in command, command
 
 
 def worker_down():

@@ -31,7 +31,7 @@ def reference_function(exercise_id: str):
 
 
 MAX_INTEGER = 2048  # an integer argument (a length, a width): its square is the channel's largest array
-MAX_WORK = 1 << 28  # multiply-adds one request may cost: a few tenths of a second of the grader's one core
+MAX_WORK = 1 << 28  # multiply-adds one request may cost: under a second of the grader's one core
 SLOW_DTYPE_COST = 16  # NumPy's float16 and integer products run without BLAS, this many times slower
 
 
