@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,16 +151,21 @@ _WHAT_IT_SEES = "import os, sys, numpy; print(*[path for path in sys.argv[1:] if
 
 
 def _what_it_sees(isolation: Isolation, paths: list[str]) -> list[str]:
-    """Which of `paths` exist for a worker of this isolation, after importing NumPy; IsolationError if none runs."""
-    uid = isolation.fresh_uid()
-    command, root = _command(isolation, [isolation.python, "-I", "-c", _WHAT_IT_SEES, *paths], uid)
+    """Which of `paths` exist for a worker of this isolation, after importing NumPy, with a library and home where
+    the students' will be (in the temporary folder); IsolationError if no worker runs."""
+    uid, folder = isolation.fresh_uid(), Path(tempfile.mkdtemp(prefix="minitorch-probe-"))
+    os.chmod(folder, 0o711)
+    root = None
     try:
+        command, root = _command(isolation, [isolation.python, "-I", "-c", _WHAT_IT_SEES, *paths], uid, folder,
+                                 folder)
         finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/",
                                   env=_environment("/", isolation.run_marker))
     except (OSError, subprocess.SubprocessError) as error:
         raise IsolationError(f"a worker could not start ({error})") from None
     finally:
         _clean_up(uid, root)
+        shutil.rmtree(folder, ignore_errors=True)
     if finished.returncode != 0:
         last = (finished.stderr.strip().splitlines() or ["(no message)"])[-1][:200]
         raise IsolationError(f"a worker could not start, or run Python with NumPy ({last})")
