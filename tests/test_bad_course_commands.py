@@ -32,7 +32,7 @@ def _course(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     (["--budget", "-1"], "argument --budget: must be a finite number >= 1"),
     (["--budget", "0.01"], "argument --budget: must be a finite number >= 1"),
     (["--exercise-seed", "x"], "argument --exercise-seed: must be a whole number >= 0"),
-    (["--isolation", "chroot"], "argument --isolation: invalid choice"),
+    (["--isolation", "jail"], "argument --isolation: invalid choice"),
 ], ids=["timeout-nan", "timeout-inf", "timeout-0", "timeout-too-short-for-any-answer", "jobs", "budget",
         "budget-too-short-for-any-answer", "seed", "isolation"])
 def test_grade_refuses_a_bad_number_or_choice_before_any_work(tmp_path, arguments, culprit):

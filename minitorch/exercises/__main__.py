@@ -9,7 +9,7 @@
                                                     [--hidden-tests after_due_date|hidden] [--late-penalty P]
     python -m minitorch.exercises grade SUBMISSIONS --out OUT (--edition DIR | --only IDS | --chapter N)
                                         [--jobs N] [--timeout S] [--budget S] [--exercise-seed N]
-                                        [--isolation auto|bubblewrap|unprivileged user|none]
+                                        [--isolation auto|bubblewrap|chroot|none]
                                         [--student NAME | --regrade]
     python -m minitorch.exercises canvas-csv OUT --roster ROSTER.csv --assignment "Week 3 (12345)" --to FILE.csv
 """
@@ -108,7 +108,7 @@ says why, and the class goes on.
 
 Each exercise is graded on the student's own code for it: the tests run in a check process of yours,
 on your library and your hidden seed, and reach the student's code only through a sandboxed worker
-(bubblewrap, else an unprivileged user when run as root; the first line says which) that holds their
+(bubblewrap, else a root of its own when run as root; the first line says which) that holds their
 code for that one exercise and your code for everything else. Only data comes back; the checks that
 decide pass or fail never run the student's code. A test whose calls take longer than --timeout fails
 as timed out; after two such (or crashed) tests an exercise's other tests fail at once; a student's
@@ -159,7 +159,8 @@ def _add_grade_command(commands) -> None:
     grade.add_argument("--edition", default="", help="the student edition you handed out: grade the exercises its "
                                                      "minitorch/exercises/edition.json names")
     grade.add_argument("--isolation", default="auto", choices=["auto", *KINDS],
-                       help="how the students' code is sandboxed (default auto: the strongest available)")
+                       help="how the students' code is sandboxed (default auto: bubblewrap, else chroot as root; "
+                            "none runs it as you and is only used when named)")
     again = grade.add_mutually_exclusive_group()
     again.add_argument("--regrade", "--force", dest="regrade", action="store_true",
                        help="grade every student again (after a fix of the grader, or with new settings); "

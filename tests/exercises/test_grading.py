@@ -398,6 +398,13 @@ for pattern in ("{root}/minitorch/softmax.py", "/**/minitorch/softmax.py", "/pro
             continue
         if "MINITORCH_EXERCISE_SEED" in text or "weights * (grad -" in text or "exponentials.sum" in text:
             found.append(path + ": " + text[:3000])
+try:  # the checkout's history holds every answer
+    import subprocess
+    shown = subprocess.run(["git", "-C", "{root}", "show", "HEAD:minitorch/softmax.py"], capture_output=True,
+                           text=True, timeout=60).stdout
+    found += ["git: " + shown[:3000]] if "exponentials.sum" in shown or "weights * (grad -" in shown else []
+except OSError:
+    pass
 raise ValueError("leaked: " + " || ".join(found))""",
     "vandal": """\
 import os, shutil
@@ -498,7 +505,7 @@ def build_hostile_class(edition: Path, folder: Path, out: Path, class_: Path) ->
         copy = Path(shutil.copytree(edition, folder / name))
         solve(copy, *[i for i in GRADED if i != "3.1"])
         set_body(copy, "3.1", body.format(out=out, class_=class_, root=ROOT))
-        # the signaller's 3.1 is right, but it brings down its own sandbox: its own tests crash
+        # the signaller's 3.1 is right, but it brings down its own sandbox (bubblewrap): its own tests crash
         expected[name] = {**POINTS, "3.1": {"daemon": POINTS["3.1"], "signaller": LESS}.get(name, 0)}
     return expected
 
@@ -546,7 +553,8 @@ def check_row(row: dict, student: str, expected: dict, flags: str = "") -> None:
 def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_else(tmp_path):
     """Honest mistakes cost only their own exercise; hostile copies cannot forge a grade, read the grader's
     answers or seed, change another student's results, the submissions or the grader's checkout, stop the run,
-    or leave a process behind."""
+    or leave a process behind. (In the isolation `auto` picks here; a `bwrap` that fails, first on PATH, makes it
+    the chroot fallback, as in Gradescope's Docker container.)"""
     before = digest_tree(ROOT)
     subprocess.run([sys.executable, "-m", "minitorch.exercises", "student-edition", str(tmp_path / "edition")],
                    cwd=ROOT, check=True, capture_output=True, env=_clean_environment())
@@ -577,8 +585,11 @@ def test_a_class_earns_exactly_its_own_code_and_hostile_copies_touch_nothing_els
     assert workers_alive() == [], "a process a student started outlived the run"
 
     rows = {row["student"]: row for row in csv.DictReader((out / "grades.csv").open())}
+    if hostile.stdout.startswith("Isolation: chroot"):  # no PID namespace: it can signal only its own user's
+        expected_hostile["signaller"]["3.1"] = POINTS["3.1"]  # processes, and the worker's child answers all the same
     for student, points in expected_hostile.items():
-        check_row(rows[student], student, points, "crashed" if student == "signaller" else "")
+        crashed = student == "signaller" and expected_hostile[student]["3.1"] == LESS
+        check_row(rows[student], student, points, "crashed" if crashed else "")
     assert "crashed" in rows["hog"]["flags"] or "failed" in (out / "feedback" / "hog" / "feedback.md").read_text()
     for student in [*expected, *expected_hostile]:
         for name in ("results.json", "feedback.md"):
@@ -1171,7 +1182,7 @@ def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_comm
     run = a_run()
     run.seed = 2**128 + 424242
     (tmp_path / "private").mkdir()
-    grading._check(run, 0, StudentFiles(), tmp_path / "private", tmp_path / "lib", tmp_path / "home")
+    grading._check(run, StudentFiles(), tmp_path / "private", tmp_path / "lib", tmp_path / "home")
     assert str(run.seed) not in " ".join(map(str, seen["command"])), "the seed must not be on a command line"
     assert seen["env"]["MINITORCH_EXERCISE_SEED"] == str(run.seed)
 

@@ -11,7 +11,6 @@ isolation available.
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import json
 import os
 import shutil
@@ -42,47 +41,18 @@ def strongest_isolation() -> tuple[sandbox.Isolation, str]:
 
 
 def isolations() -> dict[str, sandbox.Isolation | str]:
-    """{mode: its Isolation, or why it cannot be had here}: bubblewrap, the unprivileged user in namespaces of its
-    own (as root, with unshare), the unprivileged user without them, and none."""
+    """{mode: its Isolation, or why it cannot be had here} for every mode."""
     found = {}
-    for kind in ("bubblewrap", "unprivileged user"):
+    for kind in sandbox.KINDS:
         try:
-            isolation = sandbox.choose(kind)
-            found[kind if not isolation.in_namespaces() else "unprivileged user in namespaces"] = isolation
+            found[kind] = sandbox.choose(kind)
         except sandbox.IsolationError as error:
             found[kind] = str(error)
-    found["unprivileged user without namespaces"] = without_namespaces(found.get("unprivileged user in namespaces"))
-    found["none"] = sandbox.choose("none")
     return found
 
 
-def without_namespaces(in_namespaces: sandbox.Isolation | None) -> sandbox.Isolation | str:
-    """The unprivileged user as a machine without unshare has it: the worker runs as its uid in the machine's own
-    /tmp, network and process table. Its Python must be one every user may run: this checkout's may live in a
-    folder only root may enter (/root/.pyenv), so a virtual environment of the system's Python, with a copy of
-    this NumPy, stands in for it (in /tmp, removed at exit). Skipped where the mode in namespaces is not had."""
-    if in_namespaces is None:
-        return "the unprivileged user mode cannot be had here"
-    system_python = shutil.which("python3", path="/usr/bin:/bin")
-    if system_python is None:
-        return "no system Python (/usr/bin/python3) for a worker every user may run"
-    folder = Path(tempfile.mkdtemp(prefix="minitorch-world-python-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    made = subprocess.run([system_python, "-m", "venv", "--without-pip", str(folder / "venv")], capture_output=True,
-                          text=True, timeout=120)
-    numpy_folder = Path(np.__file__).parent
-    sites = list((folder / "venv" / "lib").glob("python3*/site-packages"))
-    if made.returncode != 0 or len(sites) != 1 or sites[0].parent.name != f"python3.{sys.version_info.minor}":
-        return f"a virtual environment of {system_python} for this Python's NumPy could not be made here"
-    for package in [numpy_folder, *numpy_folder.parent.glob("numpy.libs")]:
-        shutil.copytree(package, sites[0] / package.name, ignore=shutil.ignore_patterns("tests", "__pycache__"))
-    subprocess.run(["chmod", "-R", "a+rX,go-w", str(folder)], check=True)
-    return dataclasses.replace(in_namespaces, python=str(folder / "venv" / "bin" / "python"), readable_folders=[],
-                               hidden=[], namespaces="turned off by the test")
-
-
 def passable(tmp_path: Path) -> Path:
-    """A folder like `tmp_path` that a worker without namespaces can pass through to its own (pytest's lie in
+    """A folder like `tmp_path` that a student's user can pass through to its library (pytest's lie in
     /tmp/pytest-of-root, which only root may enter): in /tmp, mode 711, removed at exit, as the grader's own."""
     folder = Path(tempfile.mkdtemp(prefix="minitorch-test-"))
     os.chmod(folder, 0o711)
@@ -94,16 +64,16 @@ ISOLATION, NO_BUBBLEWRAP = strongest_isolation()
 ISOLATIONS = isolations()
 MODES = [pytest.param(isolation, id=mode, marks=pytest.mark.skipif(isinstance(isolation, str), reason=str(isolation)))
          for mode, isolation in ISOLATIONS.items()]
+SANDBOXES = MODES[:2]  # bubblewrap and chroot
 CAUSAL_MASK = EXERCISES["3.1"]
 
 
 def pool_for(tmp_path: Path, body: str, timeout: float = 5.0, budget: float = 120.0, exercise=CAUSAL_MASK,
-             source: bytes | None = None, isolation: sandbox.Isolation | None = None, slot: int = 0) -> WorkerPool:
+             source: bytes | None = None, isolation: sandbox.Isolation | None = None) -> WorkerPool:
     """A worker pool for a copy whose `exercise` function has the body `body` (unindented), or whose file is
-    `source` (bytes), if given; in `isolation` (the strongest by default) as the `slot`-th student graded at
-    once."""
+    `source` (bytes), if given; in `isolation` (the strongest by default), as a student of its own."""
     isolation = isolation or ISOLATION
-    if isolation.kind == "unprivileged user" and not isolation.in_namespaces():
+    if isolation.tree:  # (bubblewrap started as the student's user opens its library as that user)
         tmp_path = passable(tmp_path)
     copy = tmp_path / "copy"
     shutil.copytree(ROOT / "minitorch", copy / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
@@ -115,15 +85,9 @@ def pool_for(tmp_path: Path, body: str, timeout: float = 5.0, budget: float = 12
     found = copy_student_files(copy, [exercise], tmp_path / "lib")
     assert exercise.id in found.copied, found
     (tmp_path / "home").mkdir()
-    plan = {"isolation": isolation.__dict__, "slot": slot, "library_root": str(tmp_path / "lib"),
+    plan = {"isolation": isolation.__dict__, "uid": isolation.fresh_uid(), "library_root": str(tmp_path / "lib"),
             "home": str(tmp_path / "home"), "exercises": {exercise.id: f"student/{exercise.module}"},
             "timeout": timeout, "budget": budget}
-    if isolation.kind == "unprivileged user":  # (what grading.py does: the files readable by that uid only)
-        uid = sandbox.worker_uid(slot, isolation.run_marker)
-        for path in [tmp_path, tmp_path / "lib", *(tmp_path / "lib").rglob("*")]:
-            os.chown(path, 0, uid)
-            os.chmod(path, 0o750 if path.is_dir() else 0o640)
-        os.chown(tmp_path / "home", uid, uid)
     return WorkerPool(json.loads(json.dumps(plan)))
 
 
@@ -324,7 +288,7 @@ def test_what_the_grader_refuses_gets_the_same_message_in_the_students_own_run(t
     assert graded.value.kind == kind and said in str(graded.value), graded.value
     # The student's own run (an edition: the manifest lists the module's names) says the same, word for word.
     edition = tmp_path / "edition"
-    shutil.copytree(tmp_path / "copy" / "minitorch", edition / "minitorch")
+    shutil.copytree(Path(pool.plan["library_root"]).parent / "copy" / "minitorch", edition / "minitorch")
     from minitorch.exercises.edition import module_names
     manifest = {"handed_out": ["3.1"], "module_names": {CAUSAL_MASK.module: module_names(
         (ROOT / CAUSAL_MASK.module).read_text())}}
@@ -368,14 +332,76 @@ def test_the_students_time_budget_fails_what_is_left(tmp_path, pools):
             call(pool, "causal_mask", 5)
 
 
-@pytest.mark.skipif(ISOLATION.kind != "bubblewrap", reason="bubblewrap is not available here")
-def test_inside_bubblewrap_the_graders_files_do_not_exist(tmp_path, pools):
-    body = ("import os\nraise ValueError(repr([p for p in ($paths) if os.path.exists(p)]))"
-            .replace("$paths", ", ".join(repr(str(p)) for p in (ROOT / "minitorch", ROOT / "tests", tmp_path))))
-    pools.append(pool := pool_for(tmp_path, body))
+LOOKER = """import os, subprocess
+found = []
+def sees(path):
+    try:
+        os.listdir(path) if os.path.isdir(path) else open(path, "rb").close()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return os.path.lexists(path)  # there, though unreadable
+    return True
+found += [path for path in $paths if sees(path)]
+folder = os.getcwd()  # its cwd and every folder above it
+while True:
+    found += [os.path.join(folder, name) for name in (".git", "tests/hidden", "minitorch/softmax.py")
+              if sees(os.path.join(folder, name))]
+    if folder == os.path.dirname(folder):
+        break
+    folder = os.path.dirname(folder)
+for pid in [pid for pid in (os.listdir("/proc") if os.path.isdir("/proc") else []) if pid.isdigit()]:
+    for way in ("cwd", "root", "root" + $checkout):  # (the grader's cwd is its checkout)
+        found += [f"/proc/{pid}/{way}/{name}" for name in ("minitorch/softmax.py", ".git")
+                  if sees(f"/proc/{pid}/{way}/{name}")]
+for command in (["git", "-C", $checkout, "show", "HEAD:minitorch/softmax.py"], ["git", "log", "-1"]):
+    try:
+        if subprocess.run(command, capture_output=True, timeout=30).returncode == 0:
+            found.append(" ".join(command))
+    except (OSError, subprocess.SubprocessError):
+        pass
+for folder in ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", os.environ["HOME"]):
+    try:
+        open(os.path.join(folder, $left), "w").write("left behind")
+    except OSError:
+        pass
+raise ValueError(repr(found))"""
+
+
+@pytest.mark.parametrize("isolation", SANDBOXES)
+def test_a_sandboxed_copy_finds_nothing_of_the_grader_or_another_student_and_leaves_nothing(tmp_path, pools,
+                                                                                             isolation):
+    """The issue's reader, in each sandbox: it looks for the grader's checkout (its paths, /proc, its own cwd and
+    the folders above it, git), .git, tests/hidden, /run and the uid registry an earlier grader kept there, a file
+    shared in the machine's /tmp, other users' files, and another student graded beside it; it finds none. What it
+    writes (home, /tmp, /var/tmp, /dev/shm, /run/lock) is gone when its check ends."""
+    left, shared = f"left-{os.getpid()}-{time.monotonic_ns()}", Path(tempfile.gettempdir(), f"shared-{os.getpid()}")
+    shared.write_text("a file for whoever looks")
+    atexit.register(shared.unlink, missing_ok=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "looker").mkdir()
+    pools.append(other := pool_for(tmp_path / "other", "import os, builtins\nbuiltins.kept = open(os.environ['HOME'] "
+                                   "+ '/mine', 'w')\nreturn np.zeros((length, length), dtype=bool)",
+                                   isolation=isolation))
+    call(other)  # its worker keeps running, holding its file
+    others = [other.plan["home"], other.plan["library_root"], str(other.worker.root or "/nothing/else")]
+    paths = [str(ROOT), str(ROOT / ".git"), str(ROOT / "tests" / "hidden"), str(ROOT / "minitorch" / "softmax.py"),
+             str(ROOT / "chapters"), "/run", "/run/minitorch-grading-uids.json", str(shared), "/home", "/etc/passwd",
+             *others, f"{sandbox.SANDBOX_ROOT}/home/mine", "/tmp/mine"]
+    body = LOOKER.replace("$paths", repr(paths)).replace("$checkout", repr(str(ROOT))).replace("$left", repr(left))
+    pools.append(looker := pool_for(tmp_path / "looker", body, timeout=60, isolation=isolation))
     with pytest.raises(ValueError) as seen:
-        call(pool)
-    assert str(seen.value) == "[]", f"the worker saw the grader's checkout or the scratch above it: {seen.value}"
+        call(looker)
+    assert str(seen.value) == "[]", f"a sandboxed copy ({isolation.kind}) found: {seen.value}"
+    folders = [Path(looker.plan["home"]).parent, *(Path(folder) for folder in ("/tmp", "/var/tmp", "/dev/shm",
+                                                                                "/run/lock"))]
+    assert any(Path(looker.plan["home"]).parent.rglob("root-*")) == (isolation.kind == "chroot"), \
+        "the chroot's root of its own is beside the student's scratch"
+    looker.close()
+    kept = [str(path) for folder in folders for path in (folder.rglob(left) if folder == folders[0] else
+                                                          folder.glob(left))]
+    assert kept == [], f"files the copy wrote outlived its check: {kept}"
+    assert not any(folders[0].rglob("root-*")), "the worker's own root outlived it"
 
 
 @pytest.mark.parametrize("isolation", MODES)
@@ -393,6 +419,8 @@ def test_no_process_the_student_starts_outlives_the_worker(tmp_path, pools, isol
     time.sleep(0.5)
     left = [pid for pid in sandbox.processes_of_run(isolation.run_marker) if _alive(pid)]
     assert left == [], f"processes of the student's worker survived it: {left}"
+    assert pool.uids is None or sandbox.processes_of(pool.uids, sandbox.UID_BLOCK) == [], (
+        "a process of the student's users survived")
 
 
 def _alive(pid: int) -> bool:

@@ -3,8 +3,9 @@
 - `trusted/`: what runs in the instructor's own processes and decides every grade: the command
   (`grade_command`), one copy from unpacking to results.json (`grading`), the check process's side of a
   student's worker (`student_code`), the grader's answers to the stand-ins (`services`), what a worker is given
-  (`libraries`), the isolation (`sandbox`), the submissions (`submissions`), the gradebook (`gradebook`) and the
-  Gradescope bundle (`gradescope`). No student code runs here, and nothing here parses a student's file.
+  (`libraries`), the isolation (`sandbox`, and what a worker sees of the machine: `worker_root`), the
+  submissions (`submissions`), the gradebook (`gradebook`) and the Gradescope bundle (`gradescope`). No student
+  code runs here, and nothing here parses a student's file.
 - `sandboxed/`: what runs inside a student's sandbox: the worker (`worker`), which takes the exercise's function
   alone from the student's file (`student_function`), the stand-ins of every other exercise (`stand_in`), and
   what a graded test asks of the student's code (`probes`). A worker's library holds this folder, the protocol

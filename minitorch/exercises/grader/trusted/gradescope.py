@@ -17,7 +17,7 @@ when the bundle is built (students never see it), and the graded tests. ``run_au
 the grader's source, the submission and the results folder readable by root only, then calls `run`
 (``python3 -m minitorch.exercises.grader.trusted.gradescope run``), which finds the student's copy in the submission
 (a folder, or a zip of one), grades it with `minitorch.exercises.grader.trusted.grading.grade_submission` (the
-student's code in a sandboxed worker, bubblewrap or an unprivileged user; the checks in a process of
+student's code in a sandboxed worker, bubblewrap or a root of its own; the checks in a process of
 the grader's), and writes ``results.json`` atomically. If the deadline comes, the tests not run fail as
 timed out and results.json is written all the same; if anything fails on the way, results.json says
 so, with score 0, rather than leave the student an empty page.
@@ -99,18 +99,20 @@ if ! PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore \\
     exit 1
 fi
 # bubblewrap sandboxes the student's code if the platform's container allows it; without it the grader runs
-# the student's code as an unprivileged user. Either way this says which, loudly.
+# the student's code as a user of its own in a root of its own (chroot). Either way this says which, loudly.
 if ! command -v bwrap >/dev/null 2>&1; then
     if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends bubblewrap; then
         echo "setup.sh: apt-get could not install bubblewrap (see above)" >&2
     fi
 fi
-if command -v bwrap >/dev/null 2>&1 && bwrap --unshare-all --die-with-parent --ro-bind / / true 2>/dev/null; then
+# (as the grader starts it: as a user of the student's own, here nobody's uid)
+if command -v bwrap >/dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups \\
+    bwrap --unshare-all --die-with-parent --ro-bind / / true 2>/dev/null; then
     echo "==== setup.sh: ISOLATION: bubblewrap works here: each student's code runs in a sandbox ===="
 else
     echo "==== setup.sh: ISOLATION WARNING: bubblewrap is missing or cannot make a sandbox in this container;" \\
-         "each student's code will run as an unprivileged user instead (weaker: it can read what every" \\
-         "user may read) ===="
+         "each student's code will run as a user of its own in a root of its own instead (chroot; weaker:" \\
+         "it shares the container's network) ===="
 fi
 python3 -c 'import numpy, pytest; print("setup.sh: numpy", numpy.__version__, "and pytest", pytest.__version__)'
 """
@@ -126,8 +128,8 @@ results="$AUTOGRADER_ROOT/results"
 scratch="$AUTOGRADER_ROOT/tmp"  # every temporary file stays inside the layout
 mkdir -p "$results" "$scratch"
 rm -f "$results/results.json"
-# The student's code runs as another user (or sandboxed): it must not read the grader's answers and seed, the
-# submission's own files, or write the results; root keeps them to itself.
+# The student's code runs sandboxed, as another user: whatever the sandbox, root keeps the grader's answers and
+# seed, the submission's own files and the results to itself.
 chmod 700 "$AUTOGRADER_ROOT/source" "$AUTOGRADER_ROOT/submission" 2>/dev/null
 chmod 711 "$scratch"  # a worker may pass through to its own scratch folder inside, and list nothing
 chmod 755 "$results"

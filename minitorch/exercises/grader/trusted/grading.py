@@ -12,8 +12,7 @@
 
 Nothing a worker does can change what the check process decides, except by returning the right values
 for the hidden inputs: it can neither see the seed nor the reference answers, nor reach the files of
-the grader, the other students or the output (under bubblewrap, or as an unprivileged user for files
-others may not read; see `sandbox`).
+the grader, the other students or the output (under bubblewrap or in a root of its own; see `sandbox`).
 """
 
 from __future__ import annotations
@@ -133,16 +132,17 @@ def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: 
                 on_start=None) -> int | str:
     """Run the grader's graded tests (a check process; what it prints goes to `log`, what it finds to the record
     named in `environment`). Returns its exit status, or "killed" if it ran longer than `patience` seconds."""
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no",
-               "-o", "console_output_style=classic", f"--rootdir={grader_root}", f"--minitorch-root={grader_root}",
-               "-m", marker_expression(exercise_ids), *extra,
+    command = [*sandbox.check_process_limits(), sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "--color=no", "-o", "console_output_style=classic", f"--rootdir={grader_root}",
+               f"--minitorch-root={grader_root}", "-m", marker_expression(exercise_ids), *extra,
                *graded_test_files(grader_root, exercise_ids)]
     keep = ("PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "CONDA_PREFIX", "SYSTEMROOT")
     env = {key: os.environ[key] for key in keep if key in os.environ}
     # no third-party pytest plugin: the check process loads the grader's conftest only, and writes nothing in
     # the grader's checkout (pytest-benchmark, say, would make a .benchmarks folder there)
     env.update(PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", HOME=str(log.parent), TMPDIR=str(log.parent),
-               PYTHONIOENCODING="utf-8", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **environment)
+               PYTHONIOENCODING="utf-8", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", OMP_NUM_THREADS="1",
+               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **environment)  # (one core for a student's requests)
     with open(log, "wb") as output:
         process = subprocess.Popen(command, cwd=grader_root, env=env, stdin=subprocess.DEVNULL, stdout=output,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -166,8 +166,8 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
                      log_file: Path | None = None, answers_file: Path | None = None) -> dict:
     """Grade one entry of SUBMISSIONS; write out_dir/results.json and out_dir/feedback.md (atomically: what the
     student may read), the check process's whole output to `log_file` and the fingerprints of the student's
-    answers (`similarity`) to `answers_file` (the instructor's); return the results. `slot` (0 .. jobs-1) picks
-    the worker's user when several students run at once."""
+    answers (`similarity`) to `answers_file` (the instructor's); return the results. `slot` (0 .. jobs-1) names
+    the scratch folder when several students run at once."""
     started = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix=f"student-{slot}-", dir=scratch_root))
     report, problem, results, collected, log, answers = StudentFiles(), "", {}, {}, "", {}
@@ -184,7 +184,7 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
         for attempt in (1, 2):  # a check process the machine ended (not the student) is run once more
             if problem or run.stopped.is_set():
                 break
-            results, collected, log, ended_by = _check(run, slot, report, private, libraries, home)
+            results, collected, log, ended_by = _check(run, report, private, libraries, home)
             answers = read_answers(private / "record.jsonl")
             if ended_by and attempt == 2:
                 problem = (f"not graded: the machine ran out of memory while grading (twice); grade again"
@@ -250,14 +250,12 @@ def decided(report: StudentFiles) -> dict[str, list[str]]:
     return {exercise_id: [message.split(":")[0], message] for exercise_id, message in report.missing.items()}
 
 
-def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: Path, home: Path):
+def _check(run: Run, report: StudentFiles, private: Path, libraries: Path, home: Path):
     """Run the check process with the student's worker: ({node ID: result}, {node ID: exercise ID}, its log, and
     what the machine ran out of if it, not the grader, ended the check process: "memory", a signal's name, or "")."""
-    uid = sandbox.worker_uid(slot) if run.isolation.kind == "unprivileged user" else None
+    uid = run.isolation.fresh_uid()  # the student's own users (as root): every process of them ends with the check
     home.mkdir(mode=0o700, exist_ok=True)
-    if uid is not None:  # (bubblewrap shows the worker these two folders only, as the grader's own user)
-        _hand_over(libraries, home, uid)
-    plan = {"isolation": run.isolation.__dict__, "slot": slot, "library_root": str(libraries), "home": str(home),
+    plan = {"isolation": run.isolation.__dict__, "uid": uid, "library_root": str(libraries), "home": str(home),
             "exercises": {exercise_id: f"student/{module}" for exercise_id, module in report.copied.items()},
             "decided": decided(report),
             "timeout": run.timeout, "budget": run.budget}
@@ -272,7 +270,7 @@ def _check(run: Run, slot: int, report: StudentFiles, private: Path, libraries: 
                            on_start=lambda process: _remember(process, run))
     try:
         if uid is not None:
-            sandbox.kill_every_process_of(uid)
+            sandbox.kill_users(uid, sandbox.UID_BLOCK)
     finally:
         _forget()
     results, collected = read_record(record)
@@ -301,16 +299,6 @@ def read_record(record: Path) -> tuple[dict, dict]:
         elif "test" in event:
             results[event.pop("test")] = event
     return results, collected
-
-
-def _hand_over(libraries: Path, home: Path, uid: int) -> None:
-    """The student's files readable by their worker's user only (root's folders, its group); home its own.
-    Files linked from the run's stand-in library (no answer in them, and shared) stay as they are."""
-    for path in [libraries, *libraries.rglob("*")]:
-        if path.is_dir() or path.lstat().st_nlink == 1:
-            os.chown(path, 0, uid)
-            os.chmod(path, 0o750 if path.is_dir() else 0o640)
-    os.chown(home, uid, uid)
 
 
 _running: set[subprocess.Popen] = set()  # check processes, stopped on Ctrl-C

@@ -5,6 +5,10 @@ for the result of another exercise's function. `answer` computes it here, in the
 the grader's own library, from the data of the request alone; the pool (`student_code.WorkerPool`) has
 already checked that X needs that exercise. Tensors arrive as arrays with the shape of their graph, and are
 rebuilt as graph nodes that hold no computation of the student's.
+
+The grader's work for a student is bounded too: every request is costed from the shapes it declares and refused
+before anything is allocated if it would cost more than a check needs (`check_cost`), and the time it takes
+counts against the student's own test time and budget (the pool serves it before the test's deadline).
 """
 
 from __future__ import annotations
@@ -26,33 +30,58 @@ def reference_function(exercise_id: str):
     return getattr(importlib.import_module(exercise.python_module), exercise.function)
 
 
-MAX_INTEGER = 4096  # an integer argument (a length, a size) beyond this is refused before anything is allocated
+MAX_INTEGER = 2048  # an integer argument (a length, a width): its square is the channel's largest array
+MAX_WORK = 1 << 28  # multiply-adds one request may cost: under a second of the grader's one core
+SLOW_DTYPE_COST = 16  # NumPy's float16 and integer products run without BLAS, this many times slower
 
 
-def check_size(value) -> None:
-    """Refuse, before computing anything, a request whose integers or shapes would make the grader allocate more
-    than a check needs: every integer at most MAX_INTEGER, every tuple of integers (a shape) at most
-    channel.MAX_ARRAY_ELEMENTS in product. (Arrays arrive within the channel's limits already.)"""
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, int) and abs(value) > MAX_INTEGER:
-        raise ValueError(f"the grader computes other exercises' functions for sizes up to {MAX_INTEGER}, got {value}")
-    if isinstance(value, (tuple, list)):
-        if value and all(isinstance(item, int) and not isinstance(item, bool) for item in value) and \
-                math.prod(abs(item) for item in value) > MAX_ARRAY_ELEMENTS:
-            raise ValueError(f"the grader computes other exercises' functions for shapes of at most "
-                             f"{MAX_ARRAY_ELEMENTS:,} elements, got {tuple(value)}")
-        for item in value:
-            check_size(item)
-    if isinstance(value, dict):
-        for item in value.values():
-            check_size(item)
+def check_cost(request: dict) -> None:
+    """Refuse, before anything is allocated, a request that would cost the grader more than a check needs,
+    judged from the shapes it declares: every array (tensor data, the upstream gradient), every tuple of integers
+    (a shape) and every integer n (a length, as the shape (n,)). Aligned from the right as NumPy broadcasts them,
+    the largest size at each axis makes the largest result any function of them can broadcast to: at most
+    channel.MAX_ARRAY_ELEMENTS elements. Those elements times the largest of the last two axes (the inner size
+    of a matrix product) is what one request may cost: at most MAX_WORK, or a sixteenth of it for float16 and
+    integer arrays. ValueError, naming the sizes, if not."""
+    shapes, slow = [], [False]
+
+    def visit(value) -> None:
+        if isinstance(value, bool) or value is None:
+            return
+        if isinstance(value, int):
+            if abs(value) > MAX_INTEGER:
+                raise ValueError(f"the grader computes other exercises' functions for sizes up to {MAX_INTEGER}, "
+                                 f"got {value}")
+            shapes.append((abs(value),))
+        elif isinstance(value, np.ndarray):
+            shapes.append(value.shape)
+            slow[0] |= value.dtype.kind != "f" or value.dtype.itemsize < 4
+        elif isinstance(value, (tuple, list)):
+            if value and all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+                shapes.append(tuple(abs(item) for item in value))
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):  # (a tensor's place in the graph is not a size)
+            for key, item in value.items():
+                visit(item if key != "tensor_node" else None)
+
+    visit([request.get("args"), request.get("upstream")])
+    sizes = [max((shape[-1 - axis] for shape in shapes if len(shape) > axis), default=1)
+             for axis in range(max(map(len, shapes), default=0))]  # sizes[0]: the last axis
+    elements = math.prod(sizes)
+    work = elements * max(sizes[:2] if any(len(shape) >= 2 for shape in shapes) else [1]) * \
+        (SLOW_DTYPE_COST if slow[0] else 1)
+    if elements > MAX_ARRAY_ELEMENTS or work > MAX_WORK:
+        raise ValueError(f"the grader computes other exercises' functions for at most {MAX_ARRAY_ELEMENTS:,} "
+                         f"elements and {MAX_WORK:,} multiply-adds; arrays of shapes "
+                         f"{', '.join(map(str, sorted(set(shapes), key=len)[-4:]))} broadcast to "
+                         f"{elements:,} elements and cost {work:,}")
 
 
 def answer(exercise_id: str, request: dict) -> dict:
     """The reply to one stand-in's request: {"value"}, {"tensor"}, {"nodes"} or, for a backward pass,
     {"gradients"}."""
-    check_size(request.get("args"))
+    check_cost(request)
     function = reference_function(exercise_id)
     graph = request.get("graph") or {"parents": [], "requires_grad": []}
     if "upstream" in request:

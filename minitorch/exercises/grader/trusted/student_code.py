@@ -108,8 +108,8 @@ class WorkerPool:
     def __init__(self, plan: dict):
         self.plan = plan
         self.isolation = sandbox.Isolation(**plan["isolation"])
-        if self.isolation.kind == "none":  # a daemon's orphans become ours, so that stop() can find them
-            sandbox.become_subreaper()
+        self.uids = plan.get("uid")  # the first of the student's own users (as root), or None
+        self.workers_started = 0
         self.deadline = time.monotonic() + float(plan["budget"])
         self.timeout = float(plan["timeout"])
         self.worker: sandbox.Worker | None = None
@@ -201,8 +201,12 @@ class WorkerPool:
                 raise Crashed("crashed: the worker's answer is not a message")
             if "source" in message and set(message) == {"source"}:  # sent first, before any call; later ones are
                 self._keep_source(exercise_id, message["source"])  # the student's and change nothing
-            elif "service" in message:
-                channel.send_with_deadline(connection, self._serve(exercise_id, message), deadline)
+            elif "service" in message:  # the grader's work for the student, within the student's time
+                reply = self._serve(exercise_id, message)
+                try:
+                    channel.send_with_deadline(connection, reply, deadline)
+                except channel.ChannelError as error:
+                    channel.send_with_deadline(connection, channel.error_message(error), deadline)
             elif "value" in message:
                 return "value", message["value"]
             elif "error" in message:
@@ -266,8 +270,10 @@ class WorkerPool:
         self._stop_worker()
         reader, writer = os.pipe()
         output = os.fdopen(writer, "wb")
-        self.worker = sandbox.start(self.isolation, int(self.plan["slot"]), Path(self.plan["library_root"]),
-                                    Path(self.plan["home"]), output)
+        uid = None if self.uids is None else self.uids + self.workers_started % sandbox.UID_BLOCK
+        self.workers_started += 1
+        self.worker = sandbox.start(self.isolation, Path(self.plan["library_root"]), Path(self.plan["home"]), output,
+                                    uid)
         output.close()
         threading.Thread(target=self._drain, args=(reader,), daemon=True).start()
         return self.worker
@@ -284,7 +290,7 @@ class WorkerPool:
 
     def _crash_message(self, error: BaseException) -> str:
         """Why the child's socket closed: its exit status, from the worker."""
-        status, used = "unknown", sandbox.budget_used_up(self.worker) if self.worker is not None else ""
+        status = "unknown"
         if self.child is not None and self.worker is not None:
             try:
                 deadline = time.monotonic() + CONTROL_PATIENCE
@@ -293,7 +299,7 @@ class WorkerPool:
             except (OSError, EOFError, TimeoutError, ValueError, AttributeError):
                 self._stop_worker()
         self._drop_child()
-        return crash_message(status, self._recent_output(), used)
+        return crash_message(status, self._recent_output())
 
     def _drop_child(self) -> None:
         """Close the exercise child's socket and have the worker kill it."""
@@ -324,9 +330,8 @@ class WorkerPool:
         self._stop_worker()
 
 
-def crash_message(status: str, output: str, used: str = "") -> str:
-    """'crashed: ...' for a worker child that ended with `status` ('exit 0', 'signal 11', ...); `used` names the
-    student's own budget the kernel enforced meanwhile (`sandbox.budget_used_up`), if any."""
+def crash_message(status: str, output: str) -> str:
+    """'crashed: ...' for a worker child that ended with `status` ('exit 0', 'signal 11', ...)."""
     kind, _, number = status.partition(" ")
     if kind == "exit":
         how = (f"the code ended the process with exit status {number} before the test ended "
@@ -343,8 +348,6 @@ def crash_message(status: str, output: str, used: str = "") -> str:
         how = f"the process died by {name}{hint}"
     else:
         how = "the process ended"
-    if used:
-        how += f", after the student's processes used up their budget of {used}"
     return f"crashed: {how}; {output}"
 
 
