@@ -156,7 +156,7 @@ def sum_gradient(upstream: np.ndarray, shape: tuple, axis, keepdims: bool) -> np
 
 
 SUMS = [((3, 5, 2), 0), ((3, 5, 2), 2), ((3, 5, 2), (-1, -3)), ((3, 5, 2), None), ((4, 1, 3, 2), (1, 3)),
-        ((4, 1, 3, 2), -2), ((4, 1, 3, 2), ()), ((7,), 0)]
+        ((4, 1, 3, 2), -2), ((7,), 0), ((2, 6), (0, 1))]
 
 
 @pytest.mark.exercise("2.3")
@@ -177,3 +177,11 @@ def test_sum_gradient_in_a_whole_backward_pass(shape, axis, exercise_seed, stude
     (upstream,) = draw(exercise_seed + 1, np.sum(x, axis=axis).shape)
     found = student.gradients("sum", [x], upstream, axis=axis)["gradients"]
     assert_gradients(found, [sum_gradient(upstream, shape, axis, False)], f"sum of a {shape} input over axis {axis}")
+
+
+@pytest.mark.exercise("2.3", requires_values=True)  # the upstream gradient returned unchanged passes it
+def test_a_sum_over_no_axis_hands_the_gradient_on_unchanged(exercise_seed, student):
+    (x,), (upstream,) = draw(exercise_seed, (4, 1, 3)), draw(exercise_seed + 1, (4, 1, 3))
+    for keepdims in (False, True):
+        assert_gradients(student.local_gradients("sum", [x], upstream, axis=(), keepdims=keepdims), [upstream],
+                         "sum's rule over no axis")
