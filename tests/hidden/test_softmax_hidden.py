@@ -26,10 +26,12 @@ def reference_backward(weights: np.ndarray, upstream: np.ndarray, axis: int) -> 
 
 
 def scores_and_upstream(exercise_seed: int, shape: tuple, scale: float, masked: bool = False, axis: int = -1):
-    """Scores of `scale` around an offset of up to ±500 per slice (so e^score overflows without the shift), and
-    an upstream gradient; with `masked`, about a third of the scores -inf, never a whole slice along `axis`."""
+    """Scores of `scale` around an offset of ±(750 to 900) per slice (so e^score overflows to inf, or underflows to
+    0, without the shift), and an upstream gradient; with `masked`, about a third of the scores -inf, never a whole
+    slice along `axis`."""
     rng = np.random.default_rng([exercise_seed, *shape, int(scale)])
-    offsets = rng.uniform(-500, 500, size=np.sum(np.zeros(shape), axis=axis, keepdims=True).shape)
+    slices = np.sum(np.zeros(shape), axis=axis, keepdims=True).shape
+    offsets = rng.choice([-1.0, 1.0], size=slices) * rng.uniform(750, 900, size=slices)
     scores = rng.normal(size=shape) * scale + offsets
     if masked:
         hidden = rng.random(shape) < 0.35
