@@ -439,13 +439,13 @@ class Scoreboard:
                   for key in (*_STATUSES, "earned", "points", "max", "hidden")}
         totals["max"] = round(totals["max"], 6)
         write(line("total", "", _column_counts(totals), f"{totals['earned']:.2f}", out_of(totals)))
+        of_points = f"{totals['max']:g} of the {totals['points']:g} point{'s' if totals['points'] != 1 else ''}"
         if totals["max"] < totals["points"] and not totals["hidden"]:
-            write(f"(the tests run here are worth {totals['max']:g} of the {totals['points']:g} points; the "
-                  f"instructor's hidden tests, on inputs of their own, grade the other "
-                  f"{round(totals['points'] - totals['max'], 6):g} when the class is graded)")
+            write(f"(the tests run here are worth {of_points}; the instructor's hidden tests, on inputs of their "
+                  f"own, grade the other {round(totals['points'] - totals['max'], 6):g} when the class is graded)")
         elif totals["max"] < totals["points"]:
-            write(f"(the tests run here are worth {totals['max']:g} of the {totals['points']:g} points: an "
-                  f"exercise's public tests and its hidden ones share its points)")
+            write(f"(the tests run here are worth {of_points}: an exercise's public tests and its hidden ones "
+                  f"share its points)")
         other_failures = [f"{totals[kind]} {kind}" for kind in _FAILURE_KINDS if totals[kind]]
         if other_failures:
             write(f"(the failed column includes {', '.join(other_failures)})")
