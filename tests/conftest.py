@@ -40,10 +40,12 @@ Outcomes. A test that fails with the NotImplementedError of an exercise stub is
   exercise X.Y (chapter NN) first", and earns nothing.
 The end of the output is a per-exercise scoreboard, in ID order, the order a student can do the exercises
 in: passed, failed, not attempted,
-blocked, points = points x paid / tests, paid being the passed tests but those declared requires_values whose
-exercise's value tests did not all pass; printed when graded tests ran. "failed" counts every way a test can
-fail (timed out, crashed, ... in class grading), and a line under the table names those kinds; another says
-that pytest's own summary counts not-attempted tests as failed and blocked ones as skipped.
+blocked, points: what the paid tests are worth (`registry.points_per_test`: the public tests share the public part of
+an exercise's points, the hidden tests, which a student's own run does not have, the rest), paid being the passed
+tests but those declared requires_values whose part's value tests did not all pass; printed when graded tests ran.
+A row reads "earned / what its tests are worth of the exercise's points" when hidden tests did not run. "failed"
+counts every way a test can fail (timed out, crashed, ... in class grading), and a line under the table names those
+kinds; another says that pytest's own summary counts not-attempted tests as failed and blocked ones as skipped.
 """
 
 from __future__ import annotations
@@ -380,8 +382,10 @@ class Scoreboard:
             result["status"] = "passed"
 
     def exercise_table(self) -> dict[str, dict]:
+        """Per exercise: its counts, "points" (the exercise's), "max" (what the tests that ran are worth: without
+        the hidden tests, the public part of its points), "hidden" (hidden tests run), "paid" and "earned"."""
         table: dict[str, dict] = {}
-        outcomes: dict[str, list[tuple[bool, bool]]] = {}  # exercise -> (passed, requires values) of each test
+        outcomes: dict[str, list[tuple[bool, bool, bool]]] = {}  # exercise -> (passed, requires values, hidden)
         for nodeid, exercise_id in self.exercise_of.items():
             status = self.results.get(nodeid, {}).get("status")
             if status is None:
@@ -389,14 +393,22 @@ class Scoreboard:
             known = registry.EXERCISES.get(exercise_id)
             title, points = (known.title, known.points) if known else ("(not in minitorch/exercises/registry.py)", 0)
             row = table.setdefault(exercise_id, {"chapter": int(exercise_id.split(".")[0]), "title": title,
-                                                 "points": points, "tests": 0, **{s: 0 for s in _STATUSES}})
+                                                 "points": points, "tests": 0, "hidden": 0,
+                                                 **{s: 0 for s in _STATUSES}})
             row["tests"] += 1
             row[status] += 1
             gated = self.results[nodeid].get("requires_values", False)
-            outcomes.setdefault(exercise_id, []).append((status == "passed", gated))
+            hidden = registry.is_hidden_test(nodeid)
+            row["hidden"] += hidden
+            outcomes.setdefault(exercise_id, []).append((status == "passed", gated, hidden))
         for exercise_id, row in table.items():
-            row["paid"] = sum(registry.paid_tests(*zip(*outcomes[exercise_id])))
-            row["earned"] = row["points"] * row["paid"] / row["tests"]
+            passed, gated, hidden = (list(column) for column in zip(*outcomes[exercise_id]))
+            known = registry.EXERCISES.get(exercise_id)
+            worth = registry.points_per_test(known, hidden) if known else [0.0] * len(hidden)
+            paid = registry.paid_tests(passed, gated, hidden)
+            row["paid"] = sum(paid)
+            row["max"] = round(sum(worth), 6)
+            row["earned"] = round(sum(value for value, is_paid in zip(worth, paid) if is_paid), 6)
         return dict(sorted(table.items(), key=lambda item: registry.sort_key(item[0])))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: write after pytest's short summary
@@ -417,11 +429,23 @@ class Scoreboard:
             return (f"{name:<9}{title:<{width}}" + "".join(f"{count:>{len(column) + 2}}" for column, count
                                                           in zip(_COLUMNS, counts)) + f"{earned:>10}{points}")
 
+        def out_of(row) -> str:  # " / 1.5 of 3" when only the public part of an exercise's points was at stake
+            return f" / {row['max']:g}" + (f" of {row['points']:g}" if row["max"] != row["points"] else "")
+
         write(line("exercise", "title", _COLUMNS, "points", ""))
         for exercise_id, row in table.items():
-            write(line(exercise_id, row["title"], _column_counts(row), f"{row['earned']:.2f}", f" / {row['points']}"))
-        totals = {key: sum(row[key] for row in table.values()) for key in (*_STATUSES, "earned", "points")}
-        write(line("total", "", _column_counts(totals), f"{totals['earned']:.2f}", f" / {totals['points']}"))
+            write(line(exercise_id, row["title"], _column_counts(row), f"{row['earned']:.2f}", out_of(row)))
+        totals = {key: sum(row[key] for row in table.values())
+                  for key in (*_STATUSES, "earned", "points", "max", "hidden")}
+        totals["max"] = round(totals["max"], 6)
+        write(line("total", "", _column_counts(totals), f"{totals['earned']:.2f}", out_of(totals)))
+        of_points = f"{totals['max']:g} of the {totals['points']:g} point{'s' if totals['points'] != 1 else ''}"
+        if totals["max"] < totals["points"] and not totals["hidden"]:
+            write(f"(the tests run here are worth {of_points}; the instructor's hidden tests, on inputs of their "
+                  f"own, grade the other {round(totals['points'] - totals['max'], 6):g} when the class is graded)")
+        elif totals["max"] < totals["points"]:
+            write(f"(the tests run here are worth {of_points}: an exercise's public tests and its hidden ones "
+                  f"share its points)")
         other_failures = [f"{totals[kind]} {kind}" for kind in _FAILURE_KINDS if totals[kind]]
         if other_failures:
             write(f"(the failed column includes {', '.join(other_failures)})")
@@ -456,7 +480,8 @@ class Scoreboard:
                       for nodeid, result in self.results.items()},
             "exercises": table,
             "total": {"points": sum(row["points"] for row in table.values()),
-                      "earned": sum(row["earned"] for row in table.values())},
+                      "max": round(sum(row["max"] for row in table.values()), 6),
+                      "earned": round(sum(row["earned"] for row in table.values()), 6)},
         }
         Path(path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 

@@ -224,13 +224,16 @@ def week_one(tmp_path_factory) -> Path:
     return edition
 
 
+WRITTEN = "return np.zeros_like(a), np.zeros_like(b)  # written in week 1"  # a body the student wrote (not the answer)
+
+
 def _student_copy(edition: Path, folder: Path, after=None) -> Path:
     """A copy of `edition` whose mul_backward is written (`after(ops_path)` then spoils it, if given)."""
     from minitorch.exercises.registry import replace_bodies
 
     shutil.copytree(edition / "minitorch", folder / "minitorch")
     ops = folder / "minitorch" / "ops.py"
-    ops.write_text(replace_bodies(ops.read_text(), {"mul_backward": "return grad * b, grad * a"}, "minitorch/ops.py"))
+    ops.write_text(replace_bodies(ops.read_text(), {"mul_backward": WRITTEN}, "minitorch/ops.py"))
     if after is not None:
         after(ops)
     return folder
@@ -246,8 +249,8 @@ def _fifo(path: Path) -> None:
     (lambda ops: ops.write_bytes(ops.read_bytes() + b"\n# G\xe9rard\n"), 1,
      "NOT carried over: 1.2, cannot be read"),
     (_fifo, 1, "NOT carried over: 1.2, cannot be read: OLD "),
-    (lambda ops: ops.write_text(ops.read_text().replace("return grad * b, grad * a", "return _mine(grad, a, b)")
-                                + "\n\ndef _mine(grad, a, b):\n    return grad * b, grad * a\n"), 1,
+    (lambda ops: ops.write_text(ops.read_text().replace(WRITTEN, "return _mine(grad, a, b)")
+                                + f"\n\ndef _mine(grad, a, b):\n    {WRITTEN}\n"), 1,
      "NOT carried over: 1.2, helper outside the function: mul_backward uses _mine"),
 ], ids=["a syntax error elsewhere in the file", "a Latin-1 byte without a coding cookie", "a named pipe",
         "a helper outside the function"])
@@ -261,7 +264,7 @@ def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could
     completed = _course("carry-over", str(old), str(new))
     assert completed.returncode == returncode and said in completed.stdout + completed.stderr, (
         completed.stdout + completed.stderr)
-    carried = "return grad * b, grad * a" in (new / "minitorch" / "ops.py").read_text()
+    carried = WRITTEN in (new / "minitorch" / "ops.py").read_text()
     assert carried == (returncode == 0), "carried over exactly when it says so"
 
 
@@ -288,7 +291,7 @@ def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week
         shutil.copytree(week_one / "minitorch", new / "minitorch", ignore=shutil.ignore_patterns("__pycache__"))
         before = (new / "minitorch" / "ops.py").read_bytes()
         old = _student_copy(week_one, tmp_path / "old", lambda ops: ops.write_text(ops.read_text().replace(
-            "return grad * b, grad * a\n", "return grad * b, grad * a\n" + "    _ = 0\n" * 100, 1)))
+            WRITTEN + "\n", WRITTEN + "\n" + "    _ = 0\n" * 100, 1)))
         for block in (1 << 16, 1 << 12, 1):  # to the last byte
             with open(disk / f"filler-{block}", "wb", buffering=0) as filler:
                 try:

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import collections
 import sys
 from pathlib import Path
 
@@ -25,8 +24,8 @@ from minitorch import checks
 from minitorch.exercises.edition import make_student_edition, prerequisites_refused
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.grading import collect_tests
-from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, read_manifest_data,
-                                          select)
+from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, load_exercises,
+                                          part_points, read_manifest_data, select)
 from minitorch.exercises.grader.trusted.sandbox import KINDS
 from minitorch.outputs import OutputPathError
 
@@ -37,13 +36,18 @@ TIMEOUT = checks.number_argument("--timeout", minimum=MINIMUM_TIMEOUT, maximum=3
 
 
 
-def count_tests(root: Path = ROOT) -> dict[str, int] | None:
-    """Graded tests collected per exercise ID (collection only: nothing runs); None if collection fails."""
+def count_tests(root: Path = ROOT) -> dict[str, dict[str, int]] | None:
+    """Graded tests collected per exercise ID, {"public": n, "hidden": m} (collection only: nothing runs); None if
+    collection fails."""
     try:
         collected = collect_tests(root, [exercise.id for exercise in load_exercises(root)])
     except ExerciseError:
         return None
-    return dict(collections.Counter(collected.values()))
+    counts: dict[str, dict[str, int]] = {}
+    for nodeid, exercise_id in collected.items():
+        row = counts.setdefault(exercise_id, {"public": 0, "hidden": 0})
+        row["hidden" if is_hidden_test(nodeid) else "public"] += 1
+    return counts
 
 
 # ----------------------------------------------------------------------
@@ -53,19 +57,29 @@ def count_tests(root: Path = ROOT) -> dict[str, int] | None:
 def _print_list(root: Path) -> None:
     exercises = load_exercises(root)  # (in ID order: the order a student can do them)
     counts = count_tests(root)
-    rows = [("ID", "chapter", "title", "where", "points", "tests")]
+    has_hidden = (Path(root) / HIDDEN_TESTS).is_dir()  # a student edition holds none: the instructor keeps them
+    rows = [("ID", "chapter", "title", "where", "points", "of them hidden", "public tests", "hidden tests")]
     for exercise in exercises:
-        tests = "?" if counts is None else str(counts.get(exercise.id, 0))
+        found = None if counts is None else counts.get(exercise.id, {"public": 0, "hidden": 0})
         rows.append((exercise.id, f"{exercise.chapter:02d}", exercise.title, f"{exercise.module}: {exercise.function}",
-                     str(exercise.points), tests))
+                     str(exercise.points), f"{part_points(exercise)[1]:g}",
+                     "?" if found is None else str(found["public"]),
+                     "?" if found is None else str(found["hidden"]) if has_hidden else "-"))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     for row in rows:
         cells = [cell.ljust(width) if column < 4 else cell.rjust(width)
                  for column, (cell, width) in enumerate(zip(row, widths))]
         print("  ".join(cells).rstrip())
     total_points = sum(exercise.points for exercise in exercises)
+    hidden_total = round(sum(part_points(exercise)[1] for exercise in exercises), 6)
     print(f"\n{len(exercises)} exercises, {total_points} points, in chapters "
           f"{', '.join(sorted({f'{e.chapter:02d}' for e in exercises}))}.")
+    print(f"Points: the public tests carry {round(total_points - hidden_total, 6):g}, the hidden tests "
+          f"{hidden_total:g} (each exercise's hidden_share in minitorch/exercises/registry.py, set by the "
+          f"instructor; an exercise without hidden tests gives the public ones all its points).")
+    if not has_hidden:
+        print(f"This copy holds no hidden tests ({HIDDEN_TESTS}/ is the instructor's): your own run earns the public "
+              f"points; the hidden tests grade the rest, on inputs of their own, when the class is graded.")
     if counts is None:
         print("(test counts unknown: collecting the tests failed; run python -m pytest --collect-only to see why)")
     print("Run one exercise's tests with: python -m pytest -m ex3_2 (or a chapter's: -m ch03)")
@@ -76,8 +90,9 @@ def _print_bundle(out: str, settings: dict, seed_given: bool) -> int:
     seed = "the exercise seed you gave" if seed_given else "a fresh secret exercise seed (128 bits)"
     print(f"  grades exercises {', '.join(settings['exercise_ids'])} ({settings['points']} points), {seed}, "
           f"{settings['timeout']:g} s per test")
-    hidden = len(settings["hidden_tests"])
-    print(f"  {len(settings['collected']) - hidden} public tests visible at once, {hidden} hidden tests "
+    hidden, hidden_points = len(settings["hidden_tests"]), settings.get("hidden_points", 0)
+    print(f"  {len(settings['collected']) - hidden} public tests visible at once "
+          f"({settings['points'] - hidden_points:g} points), {hidden} hidden tests ({hidden_points:g} points) "
           + ("shown after the due date" if settings["hidden_visibility"] == "after_due_date" else "never shown")
           + f"; late submissions lose {settings['late_penalty']:g}% per started day past the due date")
     print("  The zip holds the seed and the graded tests: keep it out of any repository the students can read.")
@@ -238,7 +253,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitorch.exercises",
                                      description="The book's graded exercises and the student edition.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="every exercise: ID, chapter, title, where, points, number of tests")
+    commands.add_parser("list", help="every exercise: ID, chapter, title, where, points (public and hidden), "
+                                     "number of public and hidden tests")
     edition = commands.add_parser(
         "student-edition", help="copy the project to DEST with the chosen exercises' functions stubbed",
         description="Copy the project to DEST with the chosen exercises' functions replaced by "

@@ -27,6 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # the project this file belongs to
 
 
+DEFAULT_HIDDEN_SHARE = 0.5  # an exercise's hidden tests carry this share of its points unless its line says otherwise
+HIDDEN_TESTS = "tests/hidden"  # graded tests students never get: the class grader and the bundle run them
+
+
+def is_hidden_test(name: str) -> bool:
+    """Whether a test file, or a test's node ID ("tests/hidden/test_x.py::test_y"), is one of the hidden tests."""
+    return name.split("::", 1)[0].startswith(HIDDEN_TESTS + "/")
+
+
 @dataclass(frozen=True)
 class Exercise:
     """One graded exercise: the function a student writes, and what grading it needs."""
@@ -38,6 +47,12 @@ class Exercise:
     function: str  # its name, at the top level of `module`
     needs: tuple[str, ...] = ()  # the exercises whose functions its tests call besides its own (stand-ins)
     tests: tuple[str, ...] = ()  # the test files holding its graded tests (tests/hidden/ ones: the instructor's)
+    hidden_share: float = DEFAULT_HIDDEN_SHARE  # the share of `points` its hidden tests carry (see the table)
+
+    @property
+    def hidden_test_files(self) -> tuple[str, ...]:
+        """The files of its hidden tests (those of `tests` under tests/hidden/)."""
+        return tuple(name for name in self.tests if is_hidden_test(name))
 
     @property
     def chapter(self) -> int:
@@ -64,26 +79,31 @@ class Exercise:
 # is then the student's mistake, not a refusal). While X is graded, a request for any other exercise's
 # function is refused and the copy flagged: 2.4 cannot borrow 3.2's softmax. tests/exercises/test_exercises.py
 # checks that the graded tests need nothing more.
+# Points: an exercise's hidden tests (its `tests` under tests/hidden/, which no edition holds) carry `hidden_share` of
+# its points and its public tests the rest. The instructor sets it per line (hidden_share=0.75, say; 0 gives every
+# point to the public tests); left out, it is DEFAULT_HIDDEN_SHARE, one half. An exercise without hidden tests gives
+# all its points to its public tests. A student's own run has no hidden tests: its scoreboard shows what the public
+# tests earn of their share (`points_per_test`), as class grading and the Gradescope bundle count them.
 _ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3")  # the backward rules, their order and sum_to_shape
 EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("1.1", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
-             "topological_order", tests=("tests/test_tensor.py",)),
+             "topological_order", tests=("tests/test_tensor.py", "tests/hidden/test_tensor_hidden.py")),
     Exercise("1.2", "mul's backward rule", 1, "minitorch/ops.py", "mul_backward", ("1.1", "2.1"),
-             tests=("tests/test_ops.py",)),
+             tests=("tests/test_ops.py", "tests/hidden/test_ops_hidden.py")),
     Exercise("1.3", "exp's backward rule", 1, "minitorch/ops.py", "exp_backward", ("1.1", "2.1"),
-             tests=("tests/test_ops.py",)),
+             tests=("tests/test_ops.py", "tests/hidden/test_ops_hidden.py")),
     Exercise("1.4", "log's backward rule", 1, "minitorch/ops.py", "log_backward", ("1.1", "2.1"),
-             tests=("tests/test_ops.py",)),
+             tests=("tests/test_ops.py", "tests/hidden/test_ops_hidden.py")),
     Exercise("2.1", "sum_to_shape, the gradient of broadcasting", 3, "minitorch/tensor.py", "sum_to_shape",
              ("1.1", "1.2"),
-             tests=("tests/test_ops.py", "tests/test_tensor.py")),
+             tests=("tests/test_ops.py", "tests/test_tensor.py", "tests/hidden/test_tensor_hidden.py")),
     Exercise("2.2", "matmul's backward rule", 3, "minitorch/ops.py", "matmul_backward", ("1.1", "2.1"),
-             tests=("tests/test_ops.py",)),
+             tests=("tests/test_ops.py", "tests/hidden/test_ops_hidden.py")),
     Exercise("2.3", "sum's backward rule", 2, "minitorch/ops.py", "sum_backward", ("1.1", "2.1"),
-             tests=("tests/test_ops.py",)),
+             tests=("tests/test_ops.py", "tests/hidden/test_ops_hidden.py")),
     Exercise("2.4", "the stable softmax, forward and fused backward", 3, "minitorch/softmax.py", "stable_softmax",
              ("1.1", "1.2", "2.1", "2.3"),
-             tests=("tests/test_softmax.py",)),
+             tests=("tests/test_softmax.py", "tests/hidden/test_softmax_hidden.py")),
     Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update",
              tests=("tests/test_optim.py", "tests/hidden/test_adam_hidden.py")),
     Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask",
@@ -113,7 +133,6 @@ PROJECT_PATHS = ("README.md", "requirements.txt", "LICENSE", ".gitignore", ".ci"
                  "chapters", "minitorch", "tests", "figures")
 NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # the trained models are copied:
 # chapter 09 loads them instead of training for a quarter of an hour
-HIDDEN_TESTS = "tests/hidden"  # graded tests students never get: the class grader and the bundle run them
 # The instructor's own files, which a student edition leaves out: tests that hold every reference answer or
 # put them back, the grader's own tests (their honest and hostile copies answer exercises), and the hand-fused
 # NumPy floor of the benchmark and the fast path (it repeats answers as array code).
@@ -141,18 +160,50 @@ def sort_key(exercise_id: str) -> tuple[int, ...]:
     return tuple(int(part) for part in exercise_id.split("."))
 
 
-def paid_tests(passed: list[bool], requires_values: list[bool]) -> list[bool]:
-    """Which of one exercise's tests earn their share of its points (points x paid / tests), given for each test
+def paid_tests(passed: list[bool], requires_values: list[bool], hidden: list[bool] | None = None) -> list[bool]:
+    """Which of one exercise's tests earn what they are worth (`points_per_test`), given for each test
     whether it passed and whether it is declared ``@pytest.mark.exercise("X.Y", requires_values=True)``: a test
     that a trivial answer (zeros, a constant, the input returned) passes, because it checks only shape, dtype, an
     input left unchanged, a check the library makes outside the function, or a property such an answer has
     (rows summing to one, zero on future keys, a gradient consistent with its forward). A passed test
-    is paid, except one of those, which is paid only when the exercise has value tests (the others) and every
-    one of them passed. The student's scoreboard (tests/conftest.py) and class grading (grading.results_json)
-    both score with this rule."""
-    values = [ok for ok, gated in zip(passed, requires_values) if not gated]
-    values_pass = bool(values) and all(values)
-    return [ok and (values_pass or not gated) for ok, gated in zip(passed, requires_values)]
+    is paid, except one of those, which is paid only when its part (the public tests, or the hidden ones: `hidden`
+    says which each test is) has value tests (the others) and every one of them passed. The student's scoreboard
+    (tests/conftest.py) and class grading (grading.results_json) both score with this rule."""
+    hidden = [False] * len(passed) if hidden is None else [bool(flag) for flag in hidden]
+    values_pass = {}
+    for part in (False, True):
+        values = [ok for ok, gated, in_part in zip(passed, requires_values, hidden) if in_part == part and not gated]
+        values_pass[part] = bool(values) and all(values)
+    return [ok and (values_pass[part] or not gated) for ok, gated, part in zip(passed, requires_values, hidden)]
+
+
+def split_points(points: float, count: int) -> list[float]:
+    """`points` split over `count` tests, each a decimal of at most 6 places, adding up to `points` exactly."""
+    cumulative = [round(points * k / count, 6) for k in range(count + 1)]
+    return [round(after - before, 6) for before, after in zip(cumulative, cumulative[1:])]
+
+
+def part_points(exercise: Exercise, has_hidden_tests: bool | None = None) -> tuple[float, float]:
+    """(points of its public tests, points of its hidden tests), decimals of at most 6 places adding up to its
+    points. The hidden tests carry `hidden_share` of them if the exercise has hidden tests (`has_hidden_tests`; by
+    default, if its table line names a file of tests/hidden/); otherwise the public tests carry them all."""
+    if not (bool(exercise.hidden_test_files) if has_hidden_tests is None else has_hidden_tests):
+        return float(exercise.points), 0.0
+    hidden = round(exercise.points * exercise.hidden_share, 6)
+    return round(exercise.points - hidden, 6), hidden
+
+
+def points_per_test(exercise: Exercise, hidden: list[bool], hidden_tests_expected: bool = True) -> list[float]:
+    """What each of the exercise's tests is worth, given which of them are hidden (`hidden`, one flag per test):
+    the public tests split the public part of its points equally (`part_points`), the hidden ones the hidden part.
+    A part of which no test ran is missing from the sum: a student's own run (no hidden tests) is worth the public
+    part. `hidden_tests_expected` False (class grading: the grader ran every test it has) gives the public tests
+    every point when no hidden test of the exercise was collected."""
+    has_hidden = any(hidden) or (hidden_tests_expected and bool(exercise.hidden_test_files))
+    public_points, hidden_points = part_points(exercise, has_hidden)
+    shares = {False: iter(split_points(public_points, hidden.count(False) or 1)),
+              True: iter(split_points(hidden_points, hidden.count(True) or 1))}
+    return [next(shares[bool(flag)]) for flag in hidden]
 
 
 def stub_message(exercise_id: str, title: str, function: str, module: str) -> str:
@@ -323,6 +374,10 @@ def load_exercises(root: Path = ROOT, table: dict | None = None) -> list[Exercis
                                 f"form X.Y with X a chapter in 1..9, or differs from its entry's")
         if not isinstance(exercise.points, int) or exercise.points <= 0:
             raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs a positive whole number of points")
+        share = exercise.hidden_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ExerciseError(f"EXERCISES: exercise {exercise_id}: hidden_share is the share of its points that "
+                                f"its hidden tests carry, a number from 0 to 1; got {share!r}")
         unknown = [needed for needed in exercise.needs if needed not in table or needed == exercise_id]
         if unknown:
             raise ExerciseError(f"EXERCISES: exercise {exercise_id} needs {', '.join(unknown)}, which is not "

@@ -91,7 +91,10 @@ def test_the_table_is_checked_against_the_source_and_sorted_by_id_as_numbers(tmp
     (Exercise("1.3", "lonely", 1, "minitorch/ops.py", "double", ("7.7",)), "needs 7.7, which is not another"),
     (Exercise("1.3", "itself", 1, "minitorch/ops.py", "double", ("1.3",)), "needs 1.3, which is not another"),
     (Exercise("0.3", "chapterless", 1, "minitorch/ops.py", "double"), "is not of the form X.Y"),
-], ids=["no-function", "no-module", "no-points", "unknown-need", "needs-itself", "bad-id"])
+    (Exercise("1.3", "more than all", 1, "minitorch/ops.py", "double", hidden_share=1.5), "hidden_share .* 0 to 1"),
+    (Exercise("1.3", "no share", 1, "minitorch/ops.py", "double", hidden_share=float("nan")), "hidden_share"),
+], ids=["no-function", "no-module", "no-points", "unknown-need", "needs-itself", "bad-id", "share-above-1",
+        "share-nan"])
 def test_a_malformed_table_entry_is_refused_naming_what_is_wrong(tmp_path, entry, message):
     root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
     with pytest.raises(ExerciseError, match=message):
@@ -318,6 +321,14 @@ def test_every_exercise_has_tests_and_every_marked_exercise_exists():
         f"tests are marked with exercise(s) {unknown}, which minitorch/exercises/registry.py does not list")
 
 
+def test_every_exercise_of_the_engine_has_hidden_tests():
+    """Chapters 01-02: each exercise names a file of tests/hidden/ in the table, which holds tests of it (the table
+    test above checks the files against what is collected)."""
+    without = [exercise.id for exercise in load_exercises(ROOT) if exercise.chapter <= 2 and not
+               exercise.hidden_test_files]
+    assert not without, f"exercise(s) {without} have no hidden tests (tests/hidden/, named in the table's `tests`)"
+
+
 def test_each_chapter_names_its_graded_exercises_and_the_function_each_asks_for():
     missing = []
     for exercise in load_exercises(ROOT):
@@ -345,7 +356,7 @@ def test_graded_tests_draw_their_random_inputs_from_the_exercise_seed():
                            "that --exercise-seed changes them; these use a fixed seed:\n" + "\n".join(offenders))
 
 
-def test_list_prints_every_exercise_with_chapter_place_points_and_test_count():
+def test_list_prints_every_exercise_with_chapter_place_points_and_public_and_hidden_test_counts():
     completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
                                capture_output=True, text=True, timeout=120, env=_clean_environment())
     assert completed.returncode == 0, completed.stderr
@@ -355,8 +366,11 @@ def test_list_prints_every_exercise_with_chapter_place_points_and_test_count():
         assert row is not None, f"exercise {exercise.id} is missing from the list:\n{completed.stdout}"
         assert f"{exercise.module}: {exercise.function}" in row and f" {exercise.chapter:02d} " in row, row
         assert exercise.title in row, row
-        points, tests = row.split()[-2:]
-        assert points == str(exercise.points) and int(tests) >= 1, f"points or test count wrong in: {row}"
+        points, hidden_points, public_tests, hidden_tests = row.split()[-4:]
+        assert points == str(exercise.points) and int(public_tests) >= 1, f"points or test count wrong in: {row}"
+        assert float(hidden_points) == exercises.part_points(exercise)[1], f"hidden points wrong in: {row}"
+        assert (int(hidden_tests) >= 1) == bool(exercise.hidden_test_files), f"hidden test count wrong in: {row}"
+    assert "the public tests carry" in completed.stdout and "the hidden tests" in completed.stdout
 
 
 # ----------------------------------------------------------------------
@@ -442,17 +456,19 @@ def test_stub_failures_are_not_attempted_or_blocked_and_the_scoreboard_adds_up(t
                       "test_seed": "passed"}, completed.stdout
     first, second = report["exercises"]["1.2"], report["exercises"]["1.1"]
     assert (first["not attempted"], first["earned"]) == (1, 0.0)
-    points = exercises.EXERCISES["1.1"].points
+    public, _ = exercises.part_points(exercises.EXERCISES["1.1"])  # no hidden tests here: the public share
     assert (second["passed"], second["failed"], second["blocked"], second["tests"]) == (1, 1, 1, 3)
-    assert second["earned"] == pytest.approx(points / 3), "points x passed / tests"
+    assert second["earned"] == pytest.approx(public / 3), "the public tests' points x passed / tests"
     assert report["exercise_seed"] == 5 and report["minitorch_root"] == str(project.resolve())
     output = completed.stdout
     assert "blocked: needs exercise 1.2 (chapter 01) first" in output
     assert "not attempted: Exercise 1.2 (chapter 01)" in output
     assert output.index("exercise scoreboard (seed 5)") > output.index("short test summary info"), (
         "the scoreboard should come at the end of the output")
-    total_points = exercises.EXERCISES["1.2"].points + points
-    assert re.search(rf"^total\s+1\s+1\s+1\s+1\s+{points / 3:.2f} / {total_points}$", output, re.MULTILINE), (
+    total_points = exercises.EXERCISES["1.2"].points + exercises.EXERCISES["1.1"].points
+    worth = exercises.part_points(exercises.EXERCISES["1.2"])[0] + public
+    assert re.search(rf"^total\s+1\s+1\s+1\s+1\s+{public / 3:.2f} / {worth:g} of {total_points}$", output,
+                     re.MULTILINE), (
         "the total row should read passed 1, failed 1, not attempted 1, blocked 1:\n"
         + output[output.index("exercise scoreboard"):])
 
@@ -588,8 +604,9 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
                        f"the tests of those exercises must fail with their stubs:\n" + listing(wrong))
     total = json.loads((tmp_path / "partial.json").read_text())["total"]
     own_points = sum(exercises.EXERCISES[exercise_id].points for exercise_id in handed_out)
-    assert total == {"points": own_points, "earned": 0.0}, (
-        f"the untouched partial edition should score 0 out of its own {own_points} points, not {total}")
+    own_public = sum(exercises.part_points(exercises.EXERCISES[exercise_id])[0] for exercise_id in handed_out)
+    assert total == {"points": own_points, "max": pytest.approx(own_public), "earned": 0.0}, (
+        f"the untouched partial edition should score 0 out of its own {own_public} public points, not {total}")
 
     # A student who solves every exercise sees only passing tests. The tests that passed or skipped above never
     # reached a stub, so they run the same with the answers in; the rest run again, every function answered.
@@ -609,8 +626,10 @@ def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(t
         + listing(failing) + (f"\nand these did not run: {listing(missing)}" if missing else ""))
     total = json.loads((tmp_path / "solved.json").read_text())["total"]
     points = sum(exercise.points for exercise in exercises.EXERCISES.values())
-    assert total == {"points": points, "earned": float(points)}, (
-        f"with every exercise solved the scoreboard should read {points} / {points}, not {total}")
+    public = sum(exercises.part_points(exercise)[0] for exercise in exercises.EXERCISES.values())
+    assert total == {"points": points, "max": pytest.approx(public), "earned": pytest.approx(public)}, (
+        f"with every exercise solved the scoreboard (no hidden tests in an edition) should read {public} / {public} "
+        f"of {points}, not {total}")
 
 
 # ----------------------------------------------------------------------

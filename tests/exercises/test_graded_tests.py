@@ -217,6 +217,28 @@ def test_every_graded_test_reaches_the_students_code_only_through_the_student_fi
         "\n".join(f"- {test}: {'; '.join(sorted(set(found)))}" for test, found in problems.items()))
 
 
+def library_imports(path: Path) -> list[str]:
+    """The modules of the library (minitorch, but its course tooling minitorch.exercises) that a file imports."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        found += [f"{module} (line {node.lineno})" for module in modules if module.split(".")[0] == "minitorch"
+                  and not module.startswith("minitorch.exercises")]
+    return found
+
+
+def test_hidden_tests_compare_with_references_of_their_own():
+    """A hidden test's reference is written in it, never the library: an instructor may run it by hand on a
+    student's copy (MINITORCH_ROOT=copy), where the library is the student's, and the check would then compare the
+    student's code with itself."""
+    hidden = sorted((TESTS / "hidden").rglob("test_*.py"))
+    assert hidden, "no hidden tests found under tests/hidden"
+    found = {path.relative_to(REPOSITORY).as_posix(): library_imports(path) for path in hidden}
+    found = {path: imports for path, imports in found.items() if imports}
+    assert not found, f"hidden tests import the library under test (write their reference in NumPy): {found}"
+
+
 def test_the_library_code_off_limits_covers_every_exercise_and_what_calls_it():
     forbidden = off_limits()
     held = {runs.removeprefix("exercise ") for why, runs in forbidden.values() if why.startswith("it is exercise")}

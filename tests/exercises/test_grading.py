@@ -38,6 +38,7 @@ from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.grader.trusted import submissions as submissions_module
 from minitorch.exercises.grader.trusted.gradebook import grades_csv
 from minitorch.exercises.grader.trusted.libraries import StudentFiles
+from minitorch.exercises import registry
 from minitorch.exercises.registry import EXERCISES, load_exercises, replace_bodies
 
 from test_exercises import _clean_environment, reference_body, run_pytest, tiny_project
@@ -58,7 +59,7 @@ def passed(run: grading.Run, *ids: str) -> dict:
 
 @pytest.mark.parametrize("points, count", [(3, 60), (2, 3), (1, 7), (3, 11), (2, 22), (1, 1)])
 def test_points_split_over_tests_add_up_to_the_exercises_points_exactly(points, count):
-    shares = grading.split_points(points, count)
+    shares = registry.split_points(points, count)
     assert len(shares) == count and all(round(share, 6) == share for share in shares)
     assert grading.add_points(shares) == points, f"{count} shares of {points} points add up to {sum(shares)!r}"
 
@@ -91,6 +92,53 @@ def test_tests_requiring_values_pay_only_when_every_value_test_passes_in_both_sc
     assert board.exercise_table()["3.1"]["earned"] == earned, "the student's scoreboard pays the wrong tests"
     unpaid = [test for test in graded["tests"] if test["status"] == "passed" and test["score"] == 0]
     assert all("earns nothing until every value test" in test["output"] for test in unpaid), unpaid
+
+
+ADAM_TESTS = {**{f"tests/test_optim.py::test_{n}": "2.5" for n in range(2)},
+              **{f"tests/hidden/test_adam_hidden.py::test_{n}": "2.5" for n in range(3)}}
+
+
+@pytest.mark.parametrize("statuses, earned", [
+    ((("passed", False), ("passed", False), ("passed", False), ("passed", False), ("passed", True)), 3.0),
+    ((("passed", False), ("passed", False), ("failed", False), ("failed", False), ("failed", False)), 1.5),
+    ((("failed", False), ("passed", True), ("passed", False), ("passed", False), ("passed", True)), 1.5),
+    ((("passed", False), ("failed", False), ("passed", False), ("passed", False), ("failed", False)), 0.75 + 1.0),
+], ids=["all pass", "public only", "requires_values per part", "some of each"])
+def test_hidden_tests_carry_the_exercises_hidden_share_in_both_scoreboards(statuses, earned):
+    """Exercise 2.5 (3 points, half of them hidden) with two public tests (worth 0.75 each) and three hidden ones
+    (0.5 each); a passed test declared requires_values pays only when the value tests of its own part all pass.
+    results.json (class grading, Gradescope) and the student's own scoreboard (tests/conftest.py) agree."""
+    import conftest
+
+    assert registry.part_points(EXERCISES["2.5"]) == (1.5, 1.5), "this test assumes 2.5's default share, one half"
+    run = grading.Run(["2.5"], 4711, 5.0, 60.0, sandbox.Isolation("none"), ROOT, "v", known_tests=ADAM_TESTS)
+    results = {nodeid: {"status": status, "blocked_by": None, "requires_values": gated}
+               for nodeid, (status, gated) in zip(ADAM_TESTS, statuses)}
+    graded = grading.results_json("ann", run, results, StudentFiles(handed_out=[]), 1.0)
+    assert [test["max_score"] for test in graded["tests"]] == [0.75, 0.75, 0.5, 0.5, 0.5]
+    assert graded["extra_data"]["exercises"]["2.5"]["earned"] == graded["score"] == earned
+    assert graded["extra_data"]["max_score"] == 3 and graded["extra_data"]["exercises"]["2.5"]["hidden_points"] == 1.5
+    board = object.__new__(conftest.Scoreboard)
+    board.exercise_of, board.results = dict(ADAM_TESTS), results
+    row = board.exercise_table()["2.5"]
+    assert (row["earned"], row["max"], row["points"]) == (earned, 3.0, 3), "the student's scoreboard differs"
+
+
+def test_a_students_own_run_shows_the_public_share_and_class_grading_without_hidden_tests_pays_them_all():
+    """Without hidden tests the student's scoreboard shows what the public tests earn of their share; a class graded
+    without any hidden test of an exercise (none collected) gives its public tests every point, never a total
+    below the exercise's points."""
+    import conftest
+
+    public = {nodeid: exercise for nodeid, exercise in ADAM_TESTS.items() if not registry.is_hidden_test(nodeid)}
+    results = {nodeid: {"status": "passed", "blocked_by": None} for nodeid in public}
+    board = object.__new__(conftest.Scoreboard)
+    board.exercise_of, board.results = dict(public), results
+    row = board.exercise_table()["2.5"]
+    assert (row["earned"], row["max"], row["points"]) == (1.5, 1.5, 3)
+    run = grading.Run(["2.5"], 4711, 5.0, 60.0, sandbox.Isolation("none"), ROOT, "v", known_tests=public)
+    graded = grading.results_json("ann", run, results, StudentFiles(handed_out=[]), 1.0)
+    assert graded["score"] == graded["extra_data"]["max_score"] == 3
 
 
 def test_nothing_a_student_sees_names_the_seed():
@@ -296,8 +344,11 @@ def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(t
     completed = run_pytest(project, "--exercise-seed=5", f"--scoreboard-json={tmp_path / 'board.json'}")
     board = json.loads((tmp_path / "board.json").read_text())
     assert list(board["exercises"]) == ["1.2"], "only the exercise handed out is graded"
-    assert board["total"] == {"points": EXERCISES["1.2"].points, "earned": 0.0}
-    assert re.search(rf"^total .* 0\.00 / {EXERCISES['1.2'].points}$", completed.stdout, re.MULTILINE), completed.stdout
+    public, _ = registry.part_points(EXERCISES["1.2"])  # the edition holds no hidden tests: its public share
+    assert board["total"] == {"points": EXERCISES["1.2"].points, "max": public, "earned": 0.0}
+    assert re.search(rf"^total .* 0\.00 / {public:g} of {EXERCISES['1.2'].points}$", completed.stdout,
+                     re.MULTILINE), completed.stdout
+    assert "the instructor's hidden tests, on inputs of their own, grade the other" in completed.stdout
 
 
 def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):

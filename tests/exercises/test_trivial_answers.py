@@ -2,8 +2,9 @@
 
 For each exercise, each answer of `TRIVIAL_ANSWERS` that fits its function's signature (zeros of the right
 shape, a constant, the input returned unchanged, the identity matrix, None, ...) is pasted as the function's
-body in a copy of the project, and the exercise's graded tests run there (``pytest -m "exX_Y and not slow"``,
-the student's own run and its scoreboard). Every one must earn 0 points.
+body in a copy of the project, and the exercise's graded tests run there, public and hidden (the files its table
+line names; ``pytest -m "exX_Y and not slow"`` with the scoreboard that sums both parts). Every one must earn 0
+points.
 
 The table of trivial answers against points is also a script:
 

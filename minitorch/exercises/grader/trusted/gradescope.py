@@ -223,6 +223,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         "worst_case": worst,
         "collected": collected,
         "hidden_tests": hidden_tests(collected),
+        "hidden_points": hidden_points(exercises, collected),
         "hidden_visibility": hidden_visibility,
         "late_penalty": float(late_penalty),
         "packages": pinned_packages(),
@@ -284,6 +285,15 @@ def hidden_tests(collected: dict[str, str]) -> list[str]:
         if HIDDEN_TEST_FOLDER in Path(path).parts[:-1] or path in left_out:
             hidden.append(nodeid)
     return hidden
+
+
+def hidden_points(exercises: list[Exercise], collected: dict[str, str]) -> float:
+    """The points the hidden tests among `collected` carry (`registry.points_per_test`, as results.json scores)."""
+    from minitorch.exercises import registry
+
+    return round(sum(registry.part_points(exercise, any(owner == exercise.id and registry.is_hidden_test(nodeid)
+                                                         for nodeid, owner in collected.items()))[1]
+                     for exercise in exercises), 6)
 
 
 def _bundled_files(root: Path) -> list[Path]:

@@ -34,7 +34,8 @@ from minitorch.exercises.grader.trusted import sandbox
 from minitorch.exercises.edition import git_commit
 from minitorch.exercises.grader.trusted import reasons
 from minitorch.exercises.grader.trusted.libraries import StudentFiles, copy_student_files, give_library, prepare_base
-from minitorch.exercises.registry import EXERCISES, HIDDEN_TESTS, ROOT, ExerciseError, paid_tests, sort_key
+from minitorch.exercises.registry import (EXERCISES, HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, paid_tests,
+                                          points_per_test, sort_key)
 from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
 from minitorch.exercises.grader.trusted.student_text import plain, shown
 from minitorch.outputs import write_atomically
@@ -342,12 +343,6 @@ def _remove(folder: Path) -> None:
 # the results
 
 
-def split_points(points: int, count: int) -> list[float]:
-    """`points` split over `count` tests, each a decimal of at most 6 places, adding up to `points` exactly."""
-    cumulative = [round(points * k / count, 6) for k in range(count + 1)]
-    return [round(after - before, 6) for before, after in zip(cumulative, cumulative[1:])]
-
-
 def add_points(values) -> float:
     """A sum of decimals of at most 6 places, exactly (fsum, then rounded once)."""
     return round(math.fsum(values), 6)
@@ -375,12 +370,16 @@ def results_json(student: str, run: Run, results: dict, report: StudentFiles, el
     own reason (`reasons.for_student`). Students may see this file.
     A passed test declared requires_values=True (shape, dtype, an input left unchanged) scores its share only
     when every value test of its exercise passed (`registry.paid_tests`, the rule of the student's scoreboard
-    too); otherwise it is listed as passed with score 0 and a message saying why."""
+    too); otherwise it is listed as passed with score 0 and a message saying why. The hidden tests (tests/hidden/)
+    share the exercise's `hidden_share` of its points, the public tests the rest (`registry.points_per_test`), and the
+    requires_values rule holds within each part."""
     tests, exercises, decided_before = [], {}, decided(report)
     for exercise_id in sorted(run.exercise_ids, key=sort_key):
         title, points = EXERCISES[exercise_id].title, EXERCISES[exercise_id].points
         nodeids = [nodeid for nodeid, owner in (collected or run.collected()).items() if owner == exercise_id]
-        shares, kinds, messages = split_points(points, len(nodeids)) if nodeids else [], [], []
+        hidden = [is_hidden_test(nodeid) for nodeid in nodeids]
+        shares = points_per_test(EXERCISES[exercise_id], hidden, hidden_tests_expected=False)
+        kinds, messages = [], []
         refused = any((results.get(n) or {}).get("status") == REFUSED for n in nodeids)
         test_reasons = run.reasons(nodeids)
         for nodeid in nodeids:
@@ -392,7 +391,7 @@ def results_json(student: str, run: Run, results: dict, report: StudentFiles, el
         whats = [message.removesuffix(f" (the test: {test_reasons[nodeid]})")
                  for nodeid, message in zip(nodeids, messages)]
         gated = [bool((results.get(nodeid) or {}).get("requires_values")) for nodeid in nodeids]
-        paid = paid_tests([kind == "passed" for kind in kinds], gated)
+        paid = paid_tests([kind == "passed" for kind in kinds], gated, hidden)
         for nodeid, share, kind, message, what, is_paid in zip(nodeids, shares, kinds, messages, whats, paid):
             if kind == "passed" and not is_paid:
                 message = what = (f"passed, but a test of shape, dtype or inputs left unchanged earns nothing until "
@@ -405,6 +404,8 @@ def results_json(student: str, run: Run, results: dict, report: StudentFiles, el
                                          "reason": test_reasons[nodeid]}})
         earned = add_points(test["score"] for test in tests if test["number"] == exercise_id)
         exercises[exercise_id] = {"title": title, "points": points, "earned": earned, "tests": len(nodeids),
+                                  "hidden_tests": sum(hidden),
+                                  "hidden_points": add_points(share for share, flag in zip(shares, hidden) if flag),
                                   "kinds": {kind: kinds.count(kind) for kind in sorted(set(kinds))}}
     return {
         "score": add_points(test["score"] for test in tests),

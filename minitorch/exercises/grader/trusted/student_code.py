@@ -371,6 +371,25 @@ def check_gradients(student, expression: str, inputs, seed: int = 0, **options) 
     return compare_with_finite_differences(expression, points, claimed, objective)
 
 
+def check_local_gradients(student, expression: str, inputs, seed: int = 0, **options) -> bool:
+    """Check the output's own backward rule, alone (`probes.local_gradients`: no other rule, no topological order, no
+    sum_to_shape runs), against central differences of ℓ = Σ w ⊙ output computed here, for a random upstream
+    gradient w drawn from `seed`: each gradient must have its input's shape (give inputs of one shape: a rule may
+    answer at the broadcast shape). True, or GradcheckError naming the argument, the element and both values."""
+    __tracebackhide__ = True
+    points = [np.array(value, dtype=np.float64) for value in inputs]
+    weights = np.random.default_rng(seed).standard_normal(np.shape(probes.forward(expression, points, **options)))
+    claimed = student.local_gradients(expression, [point.copy() for point in points], weights, **options)
+    if not isinstance(claimed, (list, tuple)):
+        raise GradcheckError(f"gradcheck failed for {expression}'s backward rule: it returned "
+                             f"{type(claimed).__name__}, not a tuple of one gradient per input")
+
+    def objective() -> float:
+        return float((probes.forward(expression, points, **options) * weights).sum())
+
+    return compare_with_finite_differences(f"{expression}'s backward rule", points, list(claimed), objective)
+
+
 def _known_kind(kind) -> str:
     known = (found.NOT_FOUND, found.DOES_NOT_COMPILE, found.TOO_LARGE, found.HELPER_OUTSIDE, "crashed")
     return kind if kind in known else "failed"
