@@ -17,6 +17,7 @@ from pathlib import Path
 from minitorch.tools.book.assets import MATHJAX_CONFIG
 from minitorch.tools.book.chapters import Chapter
 from minitorch.tools.book.figures import prepare_notebook
+from minitorch.tools.book.measurements import mark_places
 from minitorch.tools.book.search import SEARCH_INDEX
 from minitorch.tools.book.references import Labels, add_anchors, find_labels, link_references, outside_tags
 
@@ -69,6 +70,9 @@ def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str], labe
     resources = {"metadata": {"path": str(chapter.path.parent), "name": chapter.path.stem}}
     notebook = nbformat.reads(notebook_json, as_version=4)
     prepare_notebook(notebook, chapter.number)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = mark_places(cell.source)  # filled in at the end of the build (measurements.py)
     body, _ = exporter.from_notebook_node(notebook, resources=resources)
     body = add_anchors(body, chapter.number, labels)
     return embed_local_images(body, chapter.path.parent)  # images the exporter's embed_images missed
