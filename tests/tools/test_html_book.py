@@ -639,6 +639,23 @@ def test_the_search_index_stems_words_and_scores_each_section():
     assert "4" in index["terms"] and "the" not in index["terms"], "numbers are kept, stop words left out"
 
 
+def test_search_snippets_are_plain_text_and_a_section_knows_what_it_states():
+    pytest.importorskip("pylatexenc")
+    from minitorch.tools.book.search import section_documents
+
+    page = ('<main class="book-main"><h2 id="Intro">Intro<a class="anchor-link" href="#Intro">&#182;</a></h2>'
+            "<p>Theorem 2 is used here, with $a_{i0} \\ge 1 - \\delta$.</p>"
+            '<h2 id="Appendix">Appendix<a class="anchor-link" href="#Appendix">&#182;</a></h2>'
+            '<h3 id="A-step">A step<a class="anchor-link" href="#A-step">&#182;</a></h3>'
+            '<p><strong id="theorem-2">Theorem 2.</strong> Every row has $$\\frac{1}{j} \\tag{3}$$</p></main>')
+    intro, appendix = section_documents(page, "05.html", "Chapter 05")
+    assert re.fullmatch(r"Theorem 2 is used here, with a_i0 ?≥ ?1 - δ\.", intro["text"]), intro["text"]
+    assert "¶" not in appendix["text"] and "1/j" in appendix["text"] and "$" not in appendix["text"], appendix
+    assert "\\delta" in intro["indexed"], "the index keeps the formula's words: 'delta' can be searched"
+    assert appendix["states"] == ["Theorem 2"] and "states" not in intro or not intro["states"], \
+        "the section where a theorem is stated says so, so that a search for its name leads there first"
+
+
 # --- slow: the real book as its reader meets it -------------------------------------------------
 
 @pytest.mark.slow
@@ -673,11 +690,12 @@ def test_every_reference_link_in_the_book_lands_on_an_anchor(quick_book):
 
 
 @pytest.mark.slow
-def test_search_finds_lemma_4_from_file_in_a_browser(quick_book, tmp_path):
+@pytest.mark.parametrize("query", ["Lemma 4", "Theorem 2"])
+def test_search_finds_where_a_lemma_or_theorem_is_stated_from_file_in_a_browser(quick_book, tmp_path, query):
     out, _ = quick_book
     page = (out / "index.html").read_text(encoding="utf-8")
     typing = ("<script>window.addEventListener('load', function () { var box = document.querySelector("
-              "'.book-search-input'); box.value = 'Lemma 4'; box.dispatchEvent(new Event('input')); });</script>")
+              f"'.book-search-input'); box.value = '{query}'; box.dispatchEvent(new Event('input')); }});</script>")
     searching = out / "_search_test.html"
     searching.write_text(page.replace("</body>", typing + "</body>"), encoding="utf-8")
     try:
@@ -686,9 +704,17 @@ def test_search_finds_lemma_4_from_file_in_a_browser(quick_book, tmp_path):
         searching.unlink()
     results = re.search(r'<ol class="book-search-results">(.*?)</ol>', run.stdout, re.S)
     assert results, "the search box showed no results: its index did not load from file://"
-    first = re.search(r'<a href="([^"]+)">', results.group(1))
-    assert first and first.group(1).startswith("05_"), f"'Lemma 4' (chapter 05's appendix) should come first: {first}"
-    assert "<mark>Lemma</mark> <mark>4</mark>" in results.group(1), "the snippet shows the words found"
+    first = re.search(r'<a href="([^"#]+)#([^"]+)">', results.group(1))
+    assert first, f"no result for {query!r}"
+    target = (out / first.group(1)).read_text(encoding="utf-8")
+    section = target[target.index(f'<h2 id="{first.group(2)}"'):]
+    section = section[:section.find("<h2 ", 10)] if "<h2 " in section[10:] else section
+    anchor = query.lower().replace(" ", "-")
+    assert f'id="{anchor}"' in section, f"{query!r} should lead first to where it is stated, not to {first.group(0)}"
+    word, number = query.split()
+    assert f"<mark>{word}</mark> <mark>{number}</mark>" in results.group(1), "the snippet shows the words found"
+    snippets = re.sub(r"<[^>]+>", "", results.group(1))
+    assert "$" not in snippets and "\\" not in snippets and "¶" not in snippets, f"LaTeX in the snippets: {snippets}"
 
 
 @pytest.mark.slow
