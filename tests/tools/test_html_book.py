@@ -639,6 +639,16 @@ def test_the_search_index_stems_words_and_scores_each_section():
     assert "4" in index["terms"] and "the" not in index["terms"], "numbers are kept, stop words left out"
 
 
+def test_each_line_of_code_is_a_block_so_that_paper_can_mark_where_it_wraps():
+    from minitorch.tools.book.pages import code_lines
+
+    code = '<span class="k">def</span> f():\n    <span class="sd">"""one\ntwo"""</span>\n\n    return 1\n'
+    lines = re.findall(r'<span class="book-line">(.*?)</span>(?=<span class="book-line">|$)', code_lines(code))
+    assert lines == ['<span class="k">def</span> f():', '    <span class="sd">"""one</span>',
+                     '<span class="sd">two"""</span>', "", "    return 1"], \
+        "one block per line of the code; a docstring's span closes at each line's end and opens again on the next"
+
+
 def test_search_snippets_are_plain_text_and_a_section_knows_what_it_states():
     pytest.importorskip("pylatexenc")
     from minitorch.tools.book.search import section_documents

@@ -31,6 +31,7 @@ DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex",
 NUMBER_SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)"
 CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\d\d)*)\b")
 SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+CODE_BLOCK = re.compile(r'(<div class="highlight[^"]*"><pre>)(.*?)(</pre>)', re.S)  # a code cell's code, highlighted
 QUICK_BANNER = (
     '<div class="book-banner book-quick" role="note"><strong>Quick build.</strong> The chapters ran in quick mode '
     "(<code>--quick</code>): chapters 05 and 06 check their theorems on fewer inputs, and chapter 10 trains its own "
@@ -75,7 +76,33 @@ def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str], labe
             cell.source = mark_places(cell.source)  # filled in at the end of the build (measurements.py)
     body, _ = exporter.from_notebook_node(notebook, resources=resources)
     body = add_anchors(body, chapter.number, labels)
+    body = CODE_BLOCK.sub(lambda match: match.group(1) + code_lines(match.group(2)) + match.group(3), body)
     return embed_local_images(body, chapter.path.parent)  # images the exporter's embed_images missed
+
+
+def code_lines(code: str) -> str:
+    """Highlighted code (the HTML inside a <pre>) with each line in its own <span class="book-line">, so that
+    the printed page can mark where a long line wraps (book.css). A highlighted span that runs over several
+    lines (a docstring) is closed at each line's end and opened again on the next."""
+    lines, line, open_tags = [], "", []
+    for piece in re.split(r"(<[^>]+>)", code):
+        if piece.startswith("</"):
+            if open_tags:
+                open_tags.pop()
+            line += piece
+        elif piece.startswith("<"):
+            open_tags.append(piece)
+            line += piece
+        else:
+            *ended, line_rest = piece.split("\n")
+            for text in ended:
+                lines.append(line + text + "</span>" * len(open_tags))
+                line = "".join(open_tags)
+            line += line_rest
+    lines.append(line)
+    if lines and re.fullmatch(r"(?:<[^>]+>)*", lines[-1]):  # the newline ending the last line
+        lines[-2:] = ["".join(lines[-2:])] if len(lines) > 1 else lines[-1:]
+    return "".join(f'<span class="book-line">{text}</span>' for text in lines)
 
 
 def embed_local_images(page: str, base: Path) -> str:
