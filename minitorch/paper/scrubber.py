@@ -230,12 +230,12 @@ document.querySelectorAll('.sink-scrubber[data-scrubber="SCRUBBER_NAME"]').forEa
     var pick = steps[Math.round(p * (steps.length - 1) / Math.max(count - 1, 1))];
     if (picked.indexOf(pick) < 0) picked.push(pick);
   }
-  strip.style.cssText = "grid-template-columns:auto repeat(" + picked.length + ",1fr);gap:0.3rem 0.4rem;" +
-    "align-items:center;margin:0.6rem 0;font-size:0.75rem;text-align:center";
+  strip.style.cssText = "grid-template-columns:auto repeat(" + picked.length + ",minmax(0,1fr));gap:0.3rem 0.4rem;" +
+    "align-items:start;margin:0.6rem 0;font-size:0.7rem;line-height:1.3;text-align:center";
   runs.forEach(function (run) {
     var name = document.createElement("div");
     name.textContent = run.name;
-    name.style.cssText = "writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600";
+    name.style.cssText = "writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600;align-self:center";
     strip.appendChild(name);
     picked.forEach(function (step) {
       var i = snapshotAt(run, step), cell = document.createElement("div"), canvas = document.createElement("canvas");

@@ -476,7 +476,7 @@ def test_an_animation_prints_a_strip_of_its_frames_and_screen_words_stay_on_scre
         "'click to enlarge' means nothing on paper: it is kept apart, for the screen only"
     strip = Image.open(io.BytesIO(base64.b64decode(figure["printed_still"])))
     assert strip.size == (20 * PRINTED_FRAMES, 10), "paper shows frames of the film side by side, not its first"
-    assert figure["printed_note"] == f"On paper: {PRINTED_FRAMES} of the film's 9 frames, first to last, left to right."
+    assert figure["printed_note"] == f"On paper: {PRINTED_FRAMES} of the film's 9 frames, first to last, in reading order."
     last, frames = printed_frames(_film(9), 1)
     assert frames == 9 and Image.open(io.BytesIO(last)).convert("L").getpixel((0, 0)) == round(255 * 8 / 9), \
         "one frame is the last: the trained model, not step 0"

@@ -56,7 +56,7 @@ def prepare_notebook(notebook, chapter_number: str) -> list[dict]:
                 meta["printed_still"] = base64.b64encode(still).decode("ascii")
                 shown = min(PRINTED_FRAMES, frames)
                 meta["printed_note"] = (f"On paper: {shown} of the film's {frames} frames, first to last"
-                                        f"{', left to right' if shown > 1 else ''}." if frames > 1 else "")
+                                        f"{', in reading order' if shown > 1 else ''}." if frames > 1 else "")
             output.setdefault("metadata", {})["book_figure"] = meta
             figures.append(meta)
     return figures

@@ -31,6 +31,7 @@ DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex",
 NUMBER_SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)"
 CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\d\d)*)\b")
 SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
+LONG_CODE_LINE = 100  # characters: a longer line of code may wrap on paper (about 110 fit), and gets its mark
 CODE_BLOCK = re.compile(r'(<div class="highlight[^"]*"><pre>)(.*?)(</pre>)', re.S)  # a code cell's code, highlighted
 QUICK_BANNER = (
     '<div class="book-banner book-quick" role="note"><strong>Quick build.</strong> The chapters ran in quick mode '
@@ -82,8 +83,9 @@ def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str], labe
 
 def code_lines(code: str) -> str:
     """Highlighted code (the HTML inside a <pre>) with each line in its own <span class="book-line">, so that
-    the printed page can mark where a long line wraps (book.css). A highlighted span that runs over several
-    lines (a docstring) is closed at each line's end and opened again on the next."""
+    the printed page can mark where a long line wraps (book.css: only a line longer than LONG_CODE_LINE, class
+    book-long, carries the mark, which costs the PDF a drawing per line). A highlighted span that runs over
+    several lines (a docstring) is closed at each line's end and opened again on the next."""
     lines, line, open_tags = [], "", []
     for piece in re.split(r"(<[^>]+>)", code):
         if piece.startswith("</"):
@@ -102,7 +104,10 @@ def code_lines(code: str) -> str:
     lines.append(line)
     if lines and re.fullmatch(r"(?:<[^>]+>)*", lines[-1]):  # the newline ending the last line
         lines[-2:] = ["".join(lines[-2:])] if len(lines) > 1 else lines[-1:]
-    return "".join(f'<span class="book-line">{text}</span>' for text in lines)
+    def long(text: str) -> bool:
+        return len(html.unescape(re.sub(r"<[^>]+>", "", text))) > LONG_CODE_LINE
+
+    return "".join(f'<span class="book-line{" book-long" if long(text) else ""}">{text}</span>' for text in lines)
 
 
 def embed_local_images(page: str, base: Path) -> str:

@@ -121,7 +121,7 @@ def write_printed_edition(book: Path, chapters, quick: bool, opening: str, repor
     start = time.perf_counter()
     printed = print_pdf(book, report, chromium)
     if printed is None:
-        measured.no_pdf = "Chromium did not print it; the build said why"
+        measured.no_pdf = "Chromium failed to print it" if chromium or find_chromium() else "Chromium is not installed"
         write(None, measured)
         return None
     measured.pdf_seconds = time.perf_counter() - start
@@ -130,7 +130,7 @@ def write_printed_edition(book: Path, chapters, quick: bool, opening: str, repor
         write(page_numbers, measured)
         printed = print_pdf(book, report, chromium)
         if printed is None:
-            measured.no_pdf, measured.pdf_pages = "Chromium did not print it a second time; the build said why", None
+            measured.no_pdf, measured.pdf_pages = "Chromium failed to print it a second time", None
             write(None, measured)
             return None
         if heading_pages(printed) == (page_numbers, measured.pdf_pages):

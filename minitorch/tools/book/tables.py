@@ -4,11 +4,12 @@ lines it wraps into broken columns. The book finds such tables in the printed te
 table, whose cells wrap on their own; the notebook keeps its text. Only a table too wide for the page
 (a line longer than WIDE characters) is changed: a narrower one fits as it is printed.
 
-A table is a run of at least MIN_ROWS lines with at least MIN_COLUMNS columns, a column being what lies
-between two gaps: a gap is a stretch of at least two character positions that are blank (or a "|") on every
-line of the run. A line that does not keep the run's columns (a sentence after the table) ends it. The first
-line is the header when none of its cells is a number and the rows below have some; a column of numbers is
-aligned right.
+A table starts with MIN_ROWS lines that share at least MIN_COLUMNS columns, a column being what lies between
+two gaps: a gap is a stretch of at least two character positions that are blank (or a "|") on every line.
+Each next line that has a blank just before each column's start (a name that fills its column, as
+"sink_logit 1,025", may leave one) belongs to the table too; the first line that does not (a sentence after
+the table) ends it. The first line is the header when none of its cells is a number and the rows below have
+some; a column of numbers is aligned right.
 """
 
 from __future__ import annotations
@@ -81,17 +82,14 @@ def split_tables(text: str, wider_than: int = 0) -> list[tuple[str, object]]:
     while start < len(lines):
         end = start + MIN_ROWS
         if end <= len(lines) and all(line.strip() for line in lines[start:end]) and _is_table(lines[start:end]):
-            count = len(columns(lines[start:end]))
-            while end < len(lines) and lines[end].strip() and _is_table(lines[start:end + 1]) \
-                    and len(columns(lines[start:end + 1])) == count:
+            spans = columns(lines[start:end])
+            while end < len(lines) and _cells(lines[end], spans) is not None:
                 end += 1
             if max(len(line) for line in lines[start:end]) > wider_than:
                 if plain:
                     pieces.append(("text", "\n".join(plain)))
                     plain = []
-                spans = columns(lines[start:end])
-                pieces.append(("table", [[line[a:b].strip(" |").rstrip() for a, b in spans]
-                                         for line in lines[start:end]]))
+                pieces.append(("table", [_cells(line, spans) for line in lines[start:end]]))
             else:
                 plain += lines[start:end]
             start = end
@@ -101,6 +99,36 @@ def split_tables(text: str, wider_than: int = 0) -> list[tuple[str, object]]:
     if plain:
         pieces.append(("text", "\n".join(plain)))
     return pieces
+
+
+def _cells(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
+    """``line`` cut into the cells of the table whose columns are ``spans``, or None if it is no row of it.
+    Between two columns the line must have a blank (or "|") outside brackets; it is cut at the last one, so
+    that a cell may reach into the gap (a longer name, a minus sign). One cut at most may fall on a single
+    blank, the others on two or more: a sentence, whose words are one blank apart, is no row."""
+    padded = line.ljust(spans[-1][0] + 1)
+    depth = _bracketed(padded)
+    cuts, narrow = [0], 0
+    for (_, previous_end), (column_start, _) in zip(spans, spans[1:]):
+        blanks = [position for position in range(max(previous_end, cuts[-1] + 1), column_start + 1)
+                  if padded[position] in " |" and not depth[position]]
+        if not blanks:
+            return None
+        cuts.append(blanks[-1])
+        narrow += _blanks_around(padded, blanks[-1], blanks[-1] + 1) < 2
+    cells = [padded[a:b].strip(" |") for a, b in zip(cuts, cuts[1:] + [None])]
+    if narrow > 1 or narrow == len(cuts) - 1 or sum(1 for cell in cells if cell) < 2:
+        return None
+    return cells
+
+
+def _blanks_around(line: str, start: int, end: int) -> int:
+    """How many spaces the line has in its own blank stretch that holds positions start..end - 1."""
+    while start > 0 and line[start - 1] in " |":
+        start -= 1
+    while end < len(line) and line[end] in " |":
+        end += 1
+    return line[start:end].count(" ")
 
 
 def is_number(cell: str) -> bool:
