@@ -476,7 +476,8 @@ def test_an_animation_prints_a_strip_of_its_frames_and_screen_words_stay_on_scre
         "'click to enlarge' means nothing on paper: it is kept apart, for the screen only"
     strip = Image.open(io.BytesIO(base64.b64decode(figure["printed_still"])))
     assert strip.size == (20 * PRINTED_FRAMES, 10), "paper shows frames of the film side by side, not its first"
-    assert figure["printed_note"] == f"On paper: {PRINTED_FRAMES} of the film's 9 frames, first to last, in reading order."
+    assert figure["printed_note"] == \
+        f"On paper: {PRINTED_FRAMES} of the film's 9 frames, first to last, in reading order."
     last, frames = printed_frames(_film(9), 1)
     assert frames == 9 and Image.open(io.BytesIO(last)).convert("L").getpixel((0, 0)) == round(255 * 8 / 9), \
         "one frame is the last: the trained model, not step 0"
@@ -512,6 +513,15 @@ def test_a_wide_table_printed_as_text_becomes_a_table_and_other_text_stays_text(
     kind, rows = split_tables(arrays)[0]
     assert kind == "table" and rows[0] == ["row sums:", "[0.     0.936  0.342  0.274]", "of 4"], \
         f"the spaces inside a printed array split nothing: {rows}"
+    rows = [("softmax", "1,024 parameters, beyond W: -", "row sums in [1.000, 1.000]"),
+            ("relu", "1,024 parameters, beyond W: -", "row sums in [0.000, 0.038]"),
+            ("softmax1", "1,024 parameters, beyond W: -", "row sums in [0.663, 0.942]"),
+            ("sink_logit", "1,025 parameters, beyond W: sink_logit", "row sums in [0.663, 0.942]"),
+            ("gated", "-1,280 parameters, beyond W: W_G", "row sums in [1.000, 1.000]")]
+    printed = "".join(f"{a:10s} {b:45s} {c}\n" for a, b, c in rows) + "every row sums to one at most: True  (5 of 5)\n"
+    kind, table = split_tables(printed)[0]
+    assert kind == "table" and [tuple(row) for row in table] == rows, \
+        f"a name that fills its column and a minus sign stay in the table, the sentence after it does not: {table}"
     prose = "a sentence that goes on  and on,  with double spaces\nand a second  one\nand  a third\n"
     assert all(kind == "text" for kind, _ in split_tables(prose)), "prose is no table"
 

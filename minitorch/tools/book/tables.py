@@ -83,7 +83,7 @@ def split_tables(text: str, wider_than: int = 0) -> list[tuple[str, object]]:
         end = start + MIN_ROWS
         if end <= len(lines) and all(line.strip() for line in lines[start:end]) and _is_table(lines[start:end]):
             spans = columns(lines[start:end])
-            while end < len(lines) and _cells(lines[end], spans) is not None:
+            while end < len(lines) and _cells(lines[end], spans, aligned=True) is not None:
                 end += 1
             if max(len(line) for line in lines[start:end]) > wider_than:
                 if plain:
@@ -101,11 +101,13 @@ def split_tables(text: str, wider_than: int = 0) -> list[tuple[str, object]]:
     return pieces
 
 
-def _cells(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
+def _cells(line: str, spans: list[tuple[int, int]], aligned: bool = False) -> list[str] | None:
     """``line`` cut into the cells of the table whose columns are ``spans``, or None if it is no row of it.
     Between two columns the line must have a blank (or "|") outside brackets; it is cut at the last one, so
     that a cell may reach into the gap (a longer name, a minus sign). One cut at most may fall on a single
-    blank, the others on two or more: a sentence, whose words are one blank apart, is no row."""
+    blank, the others on two or more; with ``aligned``, a line with such a cut must also start each cell after
+    the first where its column starts or end it where the column ends: a sentence, whose words fall
+    anywhere, is no row."""
     padded = line.ljust(spans[-1][0] + 1)
     depth = _bracketed(padded)
     cuts, narrow = [0], 0
@@ -119,6 +121,10 @@ def _cells(line: str, spans: list[tuple[int, int]]) -> list[str] | None:
     cells = [padded[a:b].strip(" |") for a, b in zip(cuts, cuts[1:] + [None])]
     if narrow > 1 or narrow == len(cuts) - 1 or sum(1 for cell in cells if cell) < 2:
         return None
+    for (column_start, column_end), cut, cell in list(zip(spans, cuts, cells))[1:]:
+        text_start = padded.index(cell, cut) if cell else column_start
+        if aligned and narrow and cell and text_start != column_start and text_start + len(cell) != column_end:
+            return None
     return cells
 
 
