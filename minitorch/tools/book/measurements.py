@@ -54,8 +54,7 @@ class Measurements:
         self.cores = self.cores or usable_cores()
 
     def command(self) -> str:
-        return "python -m minitorch book" + (" --quick" if self.quick else "") + \
-            (f" --jobs {self.jobs}" if self.jobs > 1 else "")
+        return "python -m minitorch book" + (" --quick" if self.quick else "")
 
     def sentence(self) -> str:
         """The measurements as one sentence of plain text."""
