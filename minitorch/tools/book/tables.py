@@ -6,10 +6,10 @@ table, whose cells wrap on their own; the notebook keeps its text. Only a table 
 
 A table starts with MIN_ROWS lines that share at least MIN_COLUMNS columns, a column being what lies between
 two gaps: a gap is a stretch of at least two character positions that are blank (or a "|") on every line.
-Each next line that has a blank just before each column's start (a name that fills its column, as
-"sink_logit 1,025", may leave one) belongs to the table too; the first line that does not (a sentence after
-the table) ends it. The first line is the header when none of its cells is a number and the rows below have
-some; a column of numbers is aligned right.
+Each next line belongs to the table too if it has blanks between every two columns: two or more, or a single
+one at one place if its cells line up with the columns (a name that fills its column, "sink_logit 1,025");
+the first line that does not (a sentence after the table) ends it. The first line is the header when none
+of its cells is a number and the rows below have some; a column of numbers is aligned right.
 """
 
 from __future__ import annotations
