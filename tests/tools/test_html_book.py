@@ -470,9 +470,9 @@ def test_an_animation_prints_a_strip_of_its_frames_and_screen_words_stay_on_scre
 
     film = nbformat.v4.new_output("display_data", data={"image/gif": base64.b64encode(_film(9)).decode()})
     drawn = nbformat.v4.new_code_cell("display(Image(gif))", outputs=[film])
-    drawn.metadata["figures"] = [{"caption": "The film of training (click to enlarge)", "alt": "Maps."}]
+    drawn.metadata["figures"] = [{"caption": "The film of training (click to enlarge).", "alt": "Maps."}]
     figure, = prepare_notebook(_executed(drawn), "07")
-    assert figure["caption"] == "The film of training" and figure["screen_note"] == "(click to enlarge)", \
+    assert figure["caption"] == "The film of training." and figure["screen_note"] == "(click to enlarge)", \
         "'click to enlarge' means nothing on paper: it is kept apart, for the screen only"
     strip = Image.open(io.BytesIO(base64.b64decode(figure["printed_still"])))
     assert strip.size == (20 * PRINTED_FRAMES, 10), "paper shows frames of the film side by side, not its first"

@@ -11,8 +11,8 @@
       "metadata": {"figures": [{"caption": "What the figure shows.", "alt": "What it looks like."}]}
 
   one entry per figure the cell draws, in order. The template (template/index.html.j2) writes them into
-  ``<figure>``, ``<figcaption>`` and the image's ``alt``. What a caption says for the screen alone (its
-  closing "(click to enlarge)") is shown on screen only.
+  ``<figure>``, ``<figcaption>`` and the image's ``alt``. What a caption says for the screen alone ("(click
+  to enlarge)") is shown on screen only, after the caption.
 - Paper cannot animate: an animated GIF gets a printed still beside it (`printed_frames`: PRINTED_FRAMES of
   its frames, first to last, in a grid), shown only when the page is printed; the GIF, only on screen.
 """
@@ -30,7 +30,7 @@ GITHUB_ONLY = "github-only"
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
 PRINTED_FRAMES = 4  # frames of an animation on paper: the first, the last, and evenly spaced between
 PRINTED_ROW_PIXELS = 1800  # a printed still's frames go side by side up to this width, then on a new row
-SCREEN_ONLY = re.compile(r"\s*\((?:click|tap)\b[^)]*\)\s*$", re.I)  # "(click to enlarge)" closing a caption
+SCREEN_ONLY = re.compile(r"\s*\((?:click|tap)\b[^)]*\)", re.I)  # "(click to enlarge)" in a caption
 
 
 def prepare_notebook(notebook, chapter_number: str) -> list[dict]:
