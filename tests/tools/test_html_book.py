@@ -667,10 +667,12 @@ def test_search_snippets_are_plain_text_and_a_section_knows_what_it_states():
             "<p>Theorem 2 is used here, with $a_{i0} \\ge 1 - \\delta$.</p>"
             '<h2 id="Appendix">Appendix<a class="anchor-link" href="#Appendix">&#182;</a></h2>'
             '<h3 id="A-step">A step<a class="anchor-link" href="#A-step">&#182;</a></h3>'
+            "<p>Every row sums to one.</p>"
             '<p><strong id="theorem-2">Theorem 2.</strong> Every row has $$\\frac{1}{j} \\tag{3}$$</p></main>')
     intro, appendix = section_documents(page, "05.html", "Chapter 05")
     assert re.fullmatch(r"Theorem 2 is used here, with a_i0 ?≥ ?1 - δ\.", intro["text"]), intro["text"]
     assert "¶" not in appendix["text"] and "1/j" in appendix["text"] and "$" not in appendix["text"], appendix
+    assert "A step Every row" in appendix["text"], "a heading and the paragraph after it are two words apart"
     assert "\\delta" in intro["indexed"], "the index keeps the formula's words: 'delta' can be searched"
     assert appendix["states"] == ["Theorem 2"] and "states" not in intro or not intro["states"], \
         "the section where a theorem is stated says so, so that a search for its name leads there first"

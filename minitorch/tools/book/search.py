@@ -30,6 +30,7 @@ from pathlib import Path
 SEARCH_INDEX = "search-index.js"  # in _static/
 TITLE_BOOST = 5  # a word in a section's heading counts five times a word in its text
 SNIPPET_TEXT = 6000  # characters of each section's text kept for the snippets shown under a result
+BLOCKS = {"p", "li", "h3", "h4", "h5", "h6", "pre", "td", "th", "div", "blockquote"}  # a space after each
 STATED = re.compile(r"(theorem|lemma|exercise)-(\d+(?:\.\d+)?)")  # the anchor where references.py says it is stated
 FORMULA = re.compile(r"\$\$.+?\$\$|\$[^$]{1,400}\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)  # $$..$$, $..$, \(..\), \[..\]
 
@@ -65,10 +66,13 @@ class _SectionText(HTMLParser):
     def handle_endtag(self, tag):
         if self.skipping and (tag == "div" or tag in ("script", "style")):
             self.skipping -= 1
-        elif tag == "h2":
+            return
+        if tag == "h2":
             self.in_heading = False
         elif tag == "a":
             self.in_anchor_link = False
+        if tag in BLOCKS and not self.skipping:
+            self.sections[-1]["text"].append(" ")  # "one" of a heading and "ReLU" of the next paragraph stay apart
 
     def handle_data(self, data):
         if self.skipping or self.in_anchor_link:
