@@ -554,7 +554,9 @@ def test_the_pdf_has_bookmarks_and_a_contents_page_with_the_pages_of_its_heading
     pypdf = pytest.importorskip("pypdf")
     notebook = nbformat.read(tiny_book / "02_second.ipynb", as_version=4)
     notebook.cells.append(nbformat.v4.new_markdown_cell("\n\n".join(["A long paragraph. " * 60] * 12)
-                                                        + "\n\n## A late section\n\n<!-- build-measurements -->"))
+                                                        + "\n\n## A late section\n\n<!-- build-measurements -->"
+                                                        + "\n\n## A heading long enough to wrap onto a second line "
+                                                          "of the printed page, with a formula $\\delta$ in it"))
     nbformat.write(notebook, tiny_book / "02_second.ipynb")
     out, lines = tmp_path / "book", []
     assert build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", pdf=True, report=lines.append) == []
@@ -569,6 +571,9 @@ def test_the_pdf_has_bookmarks_and_a_contents_page_with_the_pages_of_its_heading
     assert pages["chapter-01"] == 3 and pages["c02-A-late-section"] > pages["chapter-02"] >= 4, pages
     titles = [item.title for item in reader.outline if not isinstance(item, list)]
     assert "Chapter 01 — One" in titles and "Chapter 02 — Two" in titles, f"the PDF's bookmarks: {titles}"
+    sections = [item.title for item in reader.outline[-1]]
+    assert "A heading long enough to wrap onto a second line of the printed page, with a formula δ in it" in \
+        sections, f"a bookmark keeps the words of a heading that wraps, and its formula as text: {sections}"
     text = reader.pages[pages["c02-A-late-section"] - 1].extract_text()
     assert f"printing the PDF, {len(reader.pages)} pages," in " ".join(text.split()), text[-600:]
 

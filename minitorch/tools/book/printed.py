@@ -13,12 +13,14 @@ Only a printing tells on which page a heading falls, so the book is printed twic
 of every heading the contents link to (the PDF's named destinations, read with the package pypdf), then
 with those numbers written into the contents. The first printing holds a placeholder of the same width for
 each number, so that the second lays out the same; the pages are read again after it, and in the rare case
-that they moved, the book is printed once more.
+that they moved, the book is printed once more. Last, the bookmarks of headings that wrap get their spaces
+back (`mend_bookmarks`).
 """
 
 from __future__ import annotations
 
 import html
+import logging
 import re
 import shutil
 import subprocess
@@ -29,6 +31,7 @@ from pathlib import Path
 from minitorch.tools.book.figures import printed_stills
 from minitorch.tools.book.measurements import Measurements, fill_in
 from minitorch.tools.book.pages import BOOK_TITLE, PDF_NAME, QUICK_BANNER, sections
+from minitorch.tools.book.search import FORMULA, plain_text
 
 PRINT_PAGE = "print.html"
 PRINT_WIDTH = 703  # CSS pixels: A4's 210 mm less book.css's 2 x 12 mm margins, at 96 pixels per inch
@@ -37,6 +40,7 @@ PDF_TIMEOUT = 900  # seconds Chromium may take to typeset and print the whole bo
 PRINTINGS = 3  # at most: one to find the pages, one with their numbers, one more if the numbers moved a heading
 PAGE_PLACEHOLDER = 888  # the page number of every contents line in the first printing (as wide as the real ones)
 MAIN = re.compile(r'<main class="book-main">(.*)</main>', re.S)
+logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about Chromium's PDFs (a trailer's size) are noise
 
 
 def find_chromium() -> str | None:
@@ -137,6 +141,7 @@ def write_printed_edition(book: Path, chapters, quick: bool, opening: str, repor
             break
     else:
         report(f"The contents' page numbers may be a page off: the headings still moved after {PRINTINGS} printings.")
+    mend_bookmarks(printed, (book / PRINT_PAGE).read_text(encoding="utf-8"))
     report(f"Printed {PDF_NAME} ({printed.stat().st_size / 1e6:.1f} MB, {measured.pdf_pages} pages; one printing "
            f"took {measured.pdf_seconds:.0f} s)")
     return printed
@@ -177,6 +182,42 @@ def heading_pages(pdf: Path) -> tuple[dict[str, int], int]:
     pages = {str(name).lstrip("/"): reader.get_destination_page_number(destination) + 1
              for name, destination in reader.named_destinations.items()}
     return pages, len(reader.pages)
+
+
+def mend_bookmarks(pdf: Path, page: str) -> None:
+    """Chromium writes the bookmark of a heading that wraps onto two lines without the space between them
+    ("TheReLU model trainswithout a sink"), and leaves out its formulas: each bookmark whose letters are those
+    of a heading of ``page`` (the printed HTML; formulas aside) gets that heading's words back, formulas
+    written as text. The PDF is rewritten aside, then moved into place."""
+    from pypdf import PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    def letters(text: str) -> str:
+        return re.sub(r"[^A-Za-z]", "", FORMULA.sub("", text))
+
+    headings = [re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", heading))).replace("¶", "").strip()
+                for heading in re.findall(r"<h[1-6][^>]*>(.*?)</h[1-6]>", page, re.S)]  # "¶": the anchor's link
+    spelled = {letters(heading): plain_text(heading) for heading in headings if letters(heading)}
+    writer = PdfWriter(clone_from=pdf)
+    outlines = writer.root_object.get("/Outlines")
+    waiting = [outlines.get_object().get("/First")] if outlines is not None else []
+    mended = 0
+    while waiting:
+        item = waiting.pop()
+        if item is None:
+            continue
+        item = item.get_object()
+        title = str(item.get("/Title", ""))
+        words = spelled.get(letters(title))
+        if words and words != title:
+            item[NameObject("/Title")] = TextStringObject(words)
+            mended += 1
+        waiting += [item.get("/Next"), item.get("/First")]
+    if mended:
+        aside = pdf.with_name(pdf.name + ".mending")
+        with open(aside, "wb") as file:
+            writer.write(file)
+        aside.replace(pdf)
 
 
 def count_pages(pdf: Path) -> int:
