@@ -4,6 +4,11 @@ map of each run at that step, side by side, and each run's BOS mass at the non-t
 `sink_scrubber_html` returns one piece of HTML: the numbers (written in when the chapter runs, as JSON) and a
 plain script that draws them on canvases. It needs no kernel and no network: in the HTML book it works
 offline, in Jupyter it works in a trusted notebook (GitHub, which runs no script, shows only its caption).
+
+On paper a slider cannot move: printed, the scrubber shows instead a strip of snapshots (each run's map at
+STRIP_SNAPSHOTS steps from the first to the last, their steps marked on the BOS-mass chart) and a text that
+says so. The script finds its scrubber by a data attribute, not by its id, so that a page which renames ids
+(the book's print.html prefixes each chapter's) keeps it working.
 """
 
 from __future__ import annotations
@@ -18,6 +23,14 @@ from minitorch import checks
 from minitorch.paper.task import TEST_TRIGGER
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")  # matplotlib's first four, as in the book's figures
+STRIP_SNAPSHOTS = 6  # the printed strip: each run's map at this many steps, first and last included
+# The printed page swaps the slider for the strip (the rules go with the scrubber, so printing works anywhere).
+PRINT_STYLE = (".sink-scrubber .scrubber-paper{display:none}"
+               "@media print{.sink-scrubber .scrubber-screen{display:none!important}"
+               ".sink-scrubber .scrubber-paper{display:block!important}"
+               ".sink-scrubber span.scrubber-paper{display:inline!important}"
+               ".sink-scrubber .scrubber-strip{display:grid!important}"
+               ".sink-scrubber{break-inside:avoid}}")
 _instances = count()
 
 
@@ -107,31 +120,35 @@ def sink_scrubber_html(runs: dict, trigger: int = TEST_TRIGGER) -> str:
         f'role="img" aria-label="mean attention map of {html.escape(str(run))}"></canvas>'
         f'<figcaption style="font-size:0.85rem;text-align:center" aria-live="polite"></figcaption></figure>'
         for run in runs)
-    return f"""<div class="sink-scrubber" id="{name}" style="font-family:inherit;max-width:46rem">
-<div style="display:flex;align-items:center;gap:0.6rem;flex-wrap:wrap">
+    return f"""<div class="sink-scrubber" data-scrubber="{name}" style="font-family:inherit;max-width:46rem">
+<style>{PRINT_STYLE}</style>
+<div class="scrubber-screen" style="display:flex;align-items:center;gap:0.6rem;flex-wrap:wrap">
 <button type="button" class="scrubber-play" style="font:inherit;padding:0.1rem 0.6rem">&#9654; play</button>
 <label style="flex:1 1 14rem;display:flex;align-items:center;gap:0.5rem">training step
 <input type="range" class="scrubber-step" min="0" max="0" value="0" style="flex:1"></label>
 <output class="scrubber-label" style="min-width:6rem;font-variant-numeric:tabular-nums">step 0</output>
 </div>
-<div style="display:flex;gap:1rem;flex-wrap:wrap;margin:0.6rem 0">{panels}</div>
+<div class="scrubber-screen" style="display:flex;gap:1rem;flex-wrap:wrap;margin:0.6rem 0">{panels}</div>
+<div class="scrubber-paper scrubber-strip" role="img" aria-label="the mean attention map of each run at
+ {STRIP_SNAPSHOTS} steps of training, one row per run"></div>
 <canvas class="scrubber-chart" width="720" height="220" style="width:100%;border:1px solid #eee" role="img"
  aria-label="BOS mass at the non-trigger rows against the training step, one line per run"></canvas>
 <p style="font-size:0.85rem;color:#555;margin:0.3rem 0">Mean attention over the probe set (keys across, queries
 down, BOS in the first column, trigger at position {trigger + 1}; colour scale 0 to 1) and, below, the BOS mass at
-the non-trigger rows. Drag the slider, or focus it and use the arrow keys.</p>
+the non-trigger rows. <span class="scrubber-screen">Drag the slider, or focus it and use the arrow keys.</span>
+<span class="scrubber-paper" style="display:none">Printed, the slider gives way to {STRIP_SNAPSHOTS} snapshots of
+each run, from the first step to the last; their steps are marked on the chart.</span></p>
 <script type="application/json" class="scrubber-data">{data}</script>
 </div>
-<script>{SCRIPT.replace("SCRUBBER_ID", name)}</script>
+<script>{SCRIPT.replace("SCRUBBER_NAME", name).replace("STRIP_SNAPSHOTS", str(STRIP_SNAPSHOTS))}</script>
 """
 
 
 # Plain JavaScript: draws the maps and the chart for the slider's step. Viridis, as matplotlib's default map,
 # from five of its colours, interpolated.
 SCRIPT = r"""
-(function () {
-  var root = document.getElementById("SCRUBBER_ID");
-  if (!root || root.dataset.ready) return;
+document.querySelectorAll('.sink-scrubber[data-scrubber="SCRUBBER_NAME"]').forEach(function (root) {
+  if (root.dataset.ready) return;
   root.dataset.ready = "1";
   var data = JSON.parse(root.querySelector(".scrubber-data").textContent);
   var runs = data.runs;
@@ -163,7 +180,7 @@ SCRIPT = r"""
       context.fillRect(k * cell, i * cell, Math.ceil(cell), Math.ceil(cell));
     }
   }
-  function drawChart(step) {
+  function drawChart(marked) {  /* marked: the steps to mark with a dashed line */
     var context = chart.getContext("2d"), w = chart.width, h = chart.height, left = 44, bottom = 28, top = 10;
     var last = steps[steps.length - 1] || 1;
     function x(s) { return left + (w - left - 10) * s / last; }
@@ -191,7 +208,9 @@ SCRIPT = r"""
     context.strokeStyle = "#d62728";
     context.lineWidth = 1;
     context.setLineDash([4, 3]);
-    context.beginPath(); context.moveTo(x(step), top); context.lineTo(x(step), h - bottom); context.stroke();
+    marked.forEach(function (step) {
+      context.beginPath(); context.moveTo(x(step), top); context.lineTo(x(step), h - bottom); context.stroke();
+    });
     context.setLineDash([]);
   }
   function show() {
@@ -203,8 +222,36 @@ SCRIPT = r"""
       captions[r].textContent = run.name + ", step " + run.steps[i] + (stopped ? " (stopped)" : "") +
         ": BOS mass " + run.bos[i].toFixed(3);
     });
-    drawChart(step);
+    drawChart([step]);
   }
+  /* The printed strip: one row per run, the map at STRIP_SNAPSHOTS steps from the first to the last. */
+  var strip = root.querySelector(".scrubber-strip"), count = Math.min(STRIP_SNAPSHOTS, steps.length), picked = [];
+  for (var p = 0; p < count; p++) {
+    var pick = steps[Math.round(p * (steps.length - 1) / Math.max(count - 1, 1))];
+    if (picked.indexOf(pick) < 0) picked.push(pick);
+  }
+  strip.style.cssText = "grid-template-columns:auto repeat(" + picked.length + ",minmax(0,1fr));gap:0.3rem 0.4rem;" +
+    "align-items:start;margin:0.6rem 0;font-size:0.7rem;line-height:1.3;text-align:center";
+  runs.forEach(function (run) {
+    var name = document.createElement("div");
+    name.textContent = run.name;
+    name.style.cssText = "writing-mode:vertical-rl;transform:rotate(180deg);font-weight:600;align-self:center";
+    strip.appendChild(name);
+    picked.forEach(function (step) {
+      var i = snapshotAt(run, step), cell = document.createElement("div"), canvas = document.createElement("canvas");
+      canvas.width = canvas.height = 256;
+      canvas.style.cssText = "width:100%;image-rendering:pixelated;border:1px solid #ccc";
+      drawMap(canvas, run.maps[i], run.length);
+      var text = document.createElement("div");
+      text.textContent = "step " + run.steps[i] + ": BOS " + run.bos[i].toFixed(2);
+      cell.appendChild(canvas);
+      cell.appendChild(text);
+      strip.appendChild(cell);
+    });
+  });
+  strip.dataset.steps = picked.join(" ");
+  window.addEventListener("beforeprint", function () { drawChart(picked); });  /* the strip's steps, on paper */
+  window.addEventListener("afterprint", show);
   var timer = null;
   play.addEventListener("click", function () {
     if (timer) { clearInterval(timer); timer = null; play.innerHTML = "&#9654; play"; return; }
@@ -218,5 +265,5 @@ SCRIPT = r"""
   });
   slider.addEventListener("input", show);
   show();
-})();
+});
 """

@@ -198,3 +198,27 @@ def test_a_run_that_is_no_list_of_step_and_maps_pairs_is_named(snapshots):
 
     with pytest.raises(TypeError, match=r"sink_scrubber_html: run 'a' must be a list of \(step, weights\) pairs"):
         sink_scrubber_html({"a": snapshots}, trigger=3)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_a_page_that_renames_ids_keeps_the_scrubber_and_its_printed_strip(tmp_path):
+    """The book's print.html prefixes every id with its chapter's number: the script, which looked its scrubber up
+    by id, found nothing there and the slider printed as empty boxes. On paper, a strip of snapshots stands for it."""
+    from minitorch.paper.scrubber import STRIP_SNAPSHOTS
+
+    page = sink_scrubber_html({"softmax": _snapshots([0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.97]),
+                               "ReLU": _snapshots([0.0, 0.0, 0.01])})
+    assert " id=" not in page, "the scrubber must not depend on an id, which a page may rename"
+    path = tmp_path / "scrubber.html"
+    path.write_text(f"<!DOCTYPE html><html><body>{page}</body></html>", encoding="utf-8")
+    dom = subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    strip = re.search(r'<div class="scrubber-paper scrubber-strip".*?data-steps="([^"]*)"', dom, re.S)
+    assert strip, "the printed strip was not drawn"
+    assert strip.group(1) == "0 20 60 80 120 140", f"{STRIP_SNAPSHOTS} steps, first to last: {strip.group(1)}"
+    labels = re.findall(r"<div>(step \d+: BOS [0-9.]+)</div>", dom)
+    assert len(labels) == 2 * STRIP_SNAPSHOTS and labels[0] == "step 0: BOS 0.10" and \
+        labels[STRIP_SNAPSHOTS - 1] == "step 140: BOS 0.97", labels
+    assert re.search(r'<span class="scrubber-screen">Drag the slider', page) and "@media print" in page, \
+        "'Drag the slider' is for the screen only; the print rules hide it"

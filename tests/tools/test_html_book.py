@@ -448,6 +448,136 @@ def test_github_only_cells_are_left_out_and_each_figure_gets_its_number_caption_
         "every image needs alt text: its description, or else its caption"
 
 
+def _film(frames: int) -> bytes:
+    """An animated GIF of ``frames`` frames, frame k a grey of k / frames."""
+    import io
+
+    from PIL import Image
+
+    pictures = [Image.new("L", (20, 10), round(255 * k / frames)) for k in range(frames)]
+    film = io.BytesIO()
+    pictures[0].save(film, format="GIF", save_all=True, append_images=pictures[1:], duration=100)
+    return film.getvalue()
+
+
+def test_an_animation_prints_a_strip_of_its_frames_and_screen_words_stay_on_screen():
+    import base64
+    import io
+
+    from PIL import Image
+
+    from minitorch.tools.book.figures import PRINTED_FRAMES, prepare_notebook, printed_frames, printed_stills
+
+    film = nbformat.v4.new_output("display_data", data={"image/gif": base64.b64encode(_film(9)).decode()})
+    drawn = nbformat.v4.new_code_cell("display(Image(gif))", outputs=[film])
+    drawn.metadata["figures"] = [{"caption": "The film of training (click to enlarge).", "alt": "Maps."}]
+    figure, = prepare_notebook(_executed(drawn), "07")
+    assert figure["caption"] == "The film of training." and figure["screen_note"] == "(click to enlarge)", \
+        "'click to enlarge' means nothing on paper: it is kept apart, for the screen only"
+    strip = Image.open(io.BytesIO(base64.b64decode(figure["printed_still"])))
+    assert strip.size == (20 * PRINTED_FRAMES, 10), "paper shows frames of the film side by side, not its first"
+    assert figure["printed_note"] == \
+        f"On paper: {PRINTED_FRAMES} of the film's 9 frames, first to last, in reading order."
+    last, frames = printed_frames(_film(9), 1)
+    assert frames == 9 and Image.open(io.BytesIO(last)).convert("L").getpixel((0, 0)) == round(255 * 8 / 9), \
+        "one frame is the last: the trained model, not step 0"
+    page = printed_stills(f'<img alt="x" src="data:image/gif;base64,{base64.b64encode(_film(3)).decode()}" />', 1)
+    assert re.fullmatch(r'<img class="book-screen-only" alt="x"\s+src="data:image/gif;base64,[^"]+">'
+                        r'<img class="book-print-only" alt="x"\s+src="data:image/png;base64,[^"]+">', page), page
+
+
+EXERCISE_LIST = "".join(f"{row[0]:<5}{row[1]:<9}{row[2]:<45}{row[3]:<41}{row[4]:>6}{row[5]:>7}\n" for row in [
+    ("ID", "chapter", "title", "where", "points", "tests"),
+    ("1.1", "01", "topological_order, the order of the graph", "minitorch/tensor.py: topological_order", "3", "6"),
+    ("1.2", "01", "mul's backward rule", "minitorch/ops.py: mul_backward", "1", "5"),
+    ("2.1", "02", "sum_to_shape, the gradient of broadcasting", "minitorch/tensor.py: sum_to_shape", "3", "56")])
+
+
+def test_a_wide_table_printed_as_text_becomes_a_table_and_other_text_stays_text():
+    from minitorch.tools.book.tables import split_tables, tables_as_html
+
+    text = "The exercises:\n" + EXERCISE_LIST + "4 exercises, 8 points.\n"
+    pieces = split_tables(text, wider_than=90)
+    assert [kind for kind, _ in pieces] == ["text", "table", "text"], pieces
+    rows = pieces[1][1]
+    assert rows[0] == ["ID", "chapter", "title", "where", "points", "tests"], rows[0]
+    assert rows[3][2] == "sum_to_shape, the gradient of broadcasting" and rows[3][5] == "56", rows[3]
+    outputs = tables_as_html([nbformat.v4.new_output("stream", name="stdout", text=text)])
+    table = outputs[1]["data"]["text/html"]
+    assert [output["output_type"] for output in outputs] == ["stream", "display_data", "stream"]
+    assert '<thead><tr><th class="book-number-cell">ID</th>' in table, "the header, aligned as its column"
+    assert '<td class="book-number-cell">56</td>' in table, "a column of numbers is aligned right"
+    assert split_tables(EXERCISE_LIST, wider_than=200) == [("text", EXERCISE_LIST)], "a table that fits stays text"
+    arrays = ("row sums:  [0.     0.936  0.342  0.274]  of 4\nrow max:   [0.     0.5    0.1    0.2  ]  of 4\n"
+              "row min:   [0.     0.1    0.1    0.2  ]  of 4\n")
+    kind, rows = split_tables(arrays)[0]
+    assert kind == "table" and rows[0] == ["row sums:", "[0.     0.936  0.342  0.274]", "of 4"], \
+        f"the spaces inside a printed array split nothing: {rows}"
+    rows = [("softmax", "1,024 parameters, beyond W: -", "row sums in [1.000, 1.000]"),
+            ("relu", "1,024 parameters, beyond W: -", "row sums in [0.000, 0.038]"),
+            ("softmax1", "1,024 parameters, beyond W: -", "row sums in [0.663, 0.942]"),
+            ("sink_logit", "1,025 parameters, beyond W: sink_logit", "row sums in [0.663, 0.942]"),
+            ("gated", "-1,280 parameters, beyond W: W_G", "row sums in [1.000, 1.000]")]
+    printed = "".join(f"{a:10s} {b:45s} {c}\n" for a, b, c in rows) + "every row sums to one at most: True  (5 of 5)\n"
+    kind, table = split_tables(printed)[0]
+    assert kind == "table" and [tuple(row) for row in table] == rows, \
+        f"a name that fills its column and a minus sign stay in the table, the sentence after it does not: {table}"
+    prose = "a sentence that goes on  and on,  with double spaces\nand a second  one\nand  a third\n"
+    assert all(kind == "text" for kind, _ in split_tables(prose)), "prose is no table"
+
+
+def test_the_build_measurements_marker_becomes_the_measured_sentence(tiny_book, tmp_path):
+    notebook = nbformat.read(tiny_book / "02_second.ipynb", as_version=4)
+    notebook.cells.append(nbformat.v4.new_markdown_cell("Building this book:\n\n<!-- build-measurements -->\n\n"
+                                                        "Inline <!-- build-measurements --> stays a comment."))
+    nbformat.write(notebook, tiny_book / "02_second.ipynb")
+    lines = []
+    assert build_book(tmp_path / "book", chapters_dir=tiny_book, readme=tmp_path / "none.md", report=lines.append) == []
+    said = next(line for line in lines if line.startswith("Measured: "))
+    assert re.fullmatch(r"Measured: This copy of the book was built by `python -m minitorch book` on a machine with "
+                        r"\d+ cores? \(in full mode, one chapter at a time\): running its 2 chapters and writing the "
+                        r"HTML book took \d+ s; no PDF was printed \(--no-pdf\)\.", said), said
+    sentence = said[len("Measured: "):].replace("`python -m minitorch book`", "<code>python -m minitorch book</code>")
+    for name in ("02_second.html", "print.html"):
+        page = (tmp_path / "book" / name).read_text(encoding="utf-8")
+        assert f'<div class="book-measurements"><p>{sentence}</p></div>' in page, f"{name}: the marker was not filled"
+        assert page.count("<!-- build-measurements -->") == 1, f"{name}: only the marker on a line of its own is filled"
+    assert "build-measurements" not in (tmp_path / "book" / "01_first.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_pdf_has_bookmarks_and_a_contents_page_with_the_pages_of_its_headings(tiny_book, tmp_path):
+    """Printed twice: the first printing tells on which page each heading falls, the second writes it into the
+    contents; the measured sentence gives the PDF's page count."""
+    if _browser() is None:
+        pytest.skip("no Chromium installed: the printed edition needs one")
+    pypdf = pytest.importorskip("pypdf")
+    notebook = nbformat.read(tiny_book / "02_second.ipynb", as_version=4)
+    notebook.cells.append(nbformat.v4.new_markdown_cell("\n\n".join(["A long paragraph. " * 60] * 12)
+                                                        + "\n\n## A late section\n\n<!-- build-measurements -->"
+                                                        + "\n\n## A heading long enough to wrap onto a second line "
+                                                          "of the printed page, with a formula $\\delta$ in it"))
+    nbformat.write(notebook, tiny_book / "02_second.ipynb")
+    out, lines = tmp_path / "book", []
+    assert build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", pdf=True, report=lines.append) == []
+    reader = pypdf.PdfReader(out / "attention-sinks-from-scratch.pdf")
+    pages = {str(name).lstrip("/"): reader.get_destination_page_number(destination) + 1
+             for name, destination in reader.named_destinations.items()}
+    printed = (out / "print.html").read_text(encoding="utf-8")
+    listed = dict(re.findall(r'<a href="#([^"]+)">.*?</a><span class="book-leader"></span>'
+                             r'<span class="book-page">(\d+)</span>', printed))
+    assert listed and {anchor: int(page) for anchor, page in listed.items()} == \
+        {anchor: pages[anchor] for anchor in listed}, "each contents line must give the page its heading is on"
+    assert pages["chapter-01"] == 3 and pages["c02-A-late-section"] > pages["chapter-02"] >= 4, pages
+    titles = [item.title for item in reader.outline if not isinstance(item, list)]
+    assert "Chapter 01 — One" in titles and "Chapter 02 — Two" in titles, f"the PDF's bookmarks: {titles}"
+    sections = [item.title for item in reader.outline[-1]]
+    assert "A heading long enough to wrap onto a second line of the printed page, with a formula δ in it" in \
+        sections, f"a bookmark keeps the words of a heading that wraps, and its formula as text: {sections}"
+    text = reader.pages[pages["c02-A-late-section"] - 1].extract_text()
+    assert f"printing the PDF, {len(reader.pages)} pages," in " ".join(text.split()), text[-600:]
+
+
 def test_one_loops_prints_are_one_box_and_a_redrawn_line_shows_its_last_state():
     from minitorch.tools.book.figures import merged_streams
 
@@ -524,6 +654,35 @@ def test_the_search_index_stems_words_and_scores_each_section():
     assert "4" in index["terms"] and "the" not in index["terms"], "numbers are kept, stop words left out"
 
 
+def test_each_line_of_code_is_a_block_so_that_paper_can_mark_where_it_wraps():
+    from minitorch.tools.book.pages import code_lines
+
+    code = '<span class="k">def</span> f():\n    <span class="sd">"""one\ntwo"""</span>\n\n    return 1\n'
+    lines = re.findall(r'<span class="book-line">(.*?)</span>(?=<span class="book-line">|$)', code_lines(code))
+    assert lines == ['<span class="k">def</span> f():', '    <span class="sd">"""one</span>',
+                     '<span class="sd">two"""</span>', "", "    return 1"], \
+        "one block per line of the code; a docstring's span closes at each line's end and opens again on the next"
+
+
+def test_search_snippets_are_plain_text_and_a_section_knows_what_it_states():
+    pytest.importorskip("pylatexenc")
+    from minitorch.tools.book.search import section_documents
+
+    page = ('<main class="book-main"><h2 id="Intro">Intro<a class="anchor-link" href="#Intro">&#182;</a></h2>'
+            "<p>Theorem 2 is used here, with $a_{i0} \\ge 1 - \\delta$.</p>"
+            '<h2 id="Appendix">Appendix<a class="anchor-link" href="#Appendix">&#182;</a></h2>'
+            '<h3 id="A-step">A step<a class="anchor-link" href="#A-step">&#182;</a></h3>'
+            "<p>Every row sums to one.</p>"
+            '<p><strong id="theorem-2">Theorem 2.</strong> Every row has $$\\frac{1}{j} \\tag{3}$$</p></main>')
+    intro, appendix = section_documents(page, "05.html", "Chapter 05")
+    assert re.fullmatch(r"Theorem 2 is used here, with a_i0 ?≥ ?1 - δ\.", intro["text"]), intro["text"]
+    assert "¶" not in appendix["text"] and "1/j" in appendix["text"] and "$" not in appendix["text"], appendix
+    assert "A step Every row" in appendix["text"], "a heading and the paragraph after it are two words apart"
+    assert "\\delta" in intro["indexed"], "the index keeps the formula's words: 'delta' can be searched"
+    assert appendix["states"] == ["Theorem 2"] and "states" not in intro or not intro["states"], \
+        "the section where a theorem is stated says so, so that a search for its name leads there first"
+
+
 # --- slow: the real book as its reader meets it -------------------------------------------------
 
 @pytest.mark.slow
@@ -534,7 +693,8 @@ def test_each_figure_is_shown_once_numbered_captioned_and_described(quick_book, 
     assert "On GitHub, where the notebook shows no outputs" not in page and "../figures/" not in page, \
         f"{chapter.stem}: the GitHub-only copy of a figure must not stand beside the live one"
     figures = page.count('<figure class="book-figure"')
-    captions = re.findall(r'<figcaption><span class="book-figure-number">Figure ([0-9.]+)\.</span> ([^<]*)</fig', page)
+    captions = re.findall(r'<figcaption><span class="book-figure-number">Figure ([0-9.]+)\.</span> ([^<]*)'
+                          r'(?:\s*<span class="book-(?:screen|print)-only">[^<]*</span>)*</fig', page)
     assert len(captions) == figures and all(text.strip() for _, text in captions), \
         (f"{chapter.stem}: {figures} figures but {sum(1 for _, text in captions if text.strip())} captions; write "
          f"them in the drawing cell's metadata 'figures' (minitorch/tools/book/figures.py)")
@@ -557,11 +717,12 @@ def test_every_reference_link_in_the_book_lands_on_an_anchor(quick_book):
 
 
 @pytest.mark.slow
-def test_search_finds_lemma_4_from_file_in_a_browser(quick_book, tmp_path):
+@pytest.mark.parametrize("query", ["Lemma 4", "Theorem 2"])
+def test_search_finds_where_a_lemma_or_theorem_is_stated_from_file_in_a_browser(quick_book, tmp_path, query):
     out, _ = quick_book
     page = (out / "index.html").read_text(encoding="utf-8")
     typing = ("<script>window.addEventListener('load', function () { var box = document.querySelector("
-              "'.book-search-input'); box.value = 'Lemma 4'; box.dispatchEvent(new Event('input')); });</script>")
+              f"'.book-search-input'); box.value = '{query}'; box.dispatchEvent(new Event('input')); }});</script>")
     searching = out / "_search_test.html"
     searching.write_text(page.replace("</body>", typing + "</body>"), encoding="utf-8")
     try:
@@ -570,9 +731,17 @@ def test_search_finds_lemma_4_from_file_in_a_browser(quick_book, tmp_path):
         searching.unlink()
     results = re.search(r'<ol class="book-search-results">(.*?)</ol>', run.stdout, re.S)
     assert results, "the search box showed no results: its index did not load from file://"
-    first = re.search(r'<a href="([^"]+)">', results.group(1))
-    assert first and first.group(1).startswith("05_"), f"'Lemma 4' (chapter 05's appendix) should come first: {first}"
-    assert "<mark>Lemma</mark> <mark>4</mark>" in results.group(1), "the snippet shows the words found"
+    first = re.search(r'<a href="([^"#]+)#([^"]+)">', results.group(1))
+    assert first, f"no result for {query!r}"
+    target = (out / first.group(1)).read_text(encoding="utf-8")
+    section = target[target.index(f'<h2 id="{first.group(2)}"'):]
+    section = section[:section.find("<h2 ", 10)] if "<h2 " in section[10:] else section
+    anchor = query.lower().replace(" ", "-")
+    assert f'id="{anchor}"' in section, f"{query!r} should lead first to where it is stated, not to {first.group(0)}"
+    word, number = query.split()
+    assert f"<mark>{word}</mark> <mark>{number}</mark>" in results.group(1), "the snippet shows the words found"
+    snippets = re.sub(r"<[^>]+>", "", results.group(1))
+    assert "$" not in snippets and "\\" not in snippets and "¶" not in snippets, f"LaTeX in the snippets: {snippets}"
 
 
 @pytest.mark.slow
@@ -596,21 +765,34 @@ def test_the_scrubber_is_on_chapter_07s_page_and_its_slider_moves(quick_book, tm
 
 
 @pytest.mark.slow
-def test_the_printed_edition_is_one_pdf_with_a_contents_page(quick_book):
-    from minitorch.tools.book.printed import PDF_NAME, count_pages, write_pdf
+def test_the_printed_edition_is_one_pdf_with_a_contents_page_bookmarks_and_words_for_paper(quick_book):
+    """One printing of the real book (the build prints twice; the page numbers are tested on a tiny book)."""
+    from minitorch.tools.book.printed import PDF_NAME, print_pdf
 
+    pypdf = pytest.importorskip("pypdf")
     out, _ = quick_book
     if _browser() is None:
         pytest.skip("no Chromium installed: the printed edition needs one")
     lines = []
-    pdf = write_pdf(out, lines.append)
+    pdf = print_pdf(out, lines.append)
     assert pdf == out / PDF_NAME, f"no PDF: {lines}"
-    assert count_pages(pdf) > 50, f"the whole book should print to many pages, not {count_pages(pdf)}"
+    reader = pypdf.PdfReader(pdf)
+    assert len(reader.pages) > 50, f"the whole book should print to many pages, not {len(reader.pages)}"
     printed = (out / "print.html").read_text(encoding="utf-8")
+    bookmarks = [item.title for item in reader.outline if not isinstance(item, list)]
+    destinations = {str(name).lstrip("/") for name in reader.named_destinations}
     for chapter in CHAPTERS:
         number = chapter.stem[:2]
         assert f'<a href="#chapter-{number}">' in printed and f'id="chapter-{number}"' in printed, \
             f"the contents page must link to chapter {number}, printed in full"
+        assert f"chapter-{number}" in destinations, f"the contents' link to chapter {number} must work in the PDF"
+        assert any(title.startswith(f"Chapter {number}") for title in bookmarks), \
+            f"the PDF's bookmarks should hold chapter {number}: {bookmarks}"
+    text = " ".join(" ".join(page.extract_text().split()) for page in reader.pages)
+    assert "Drag the slider" not in text and "click to enlarge" not in text, "screen words printed on paper"
+    assert len(re.findall(r"step \d+: BOS \d\.\d\d", text)) >= 12, \
+        "chapter 07's slider should print as a strip of snapshots (its maps and their steps), not empty boxes"
+    assert text.count("On paper: ") >= 2, "Figures 7.4 and 8.3 should print frames of their films, not step 0 alone"
 
 
 def test_a_book_without_the_search_package_is_refused_before_any_chapter_runs(tiny_book, tmp_path, monkeypatch):
@@ -625,7 +807,7 @@ def test_without_chromium_the_build_says_why_there_is_no_pdf(tmp_path, monkeypat
 
     monkeypatch.setattr(printed, "BROWSERS", ("no-such-browser-here",))
     lines = []
-    assert printed.write_pdf(tmp_path, lines.append) is None
+    assert printed.print_pdf(tmp_path, lines.append) is None
     assert len(lines) == 1 and "Chromium, which is not installed" in lines[0], lines
     assert not (tmp_path / printed.PDF_NAME).exists()
 

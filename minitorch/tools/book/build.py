@@ -10,7 +10,9 @@ failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it w
 
 Every book has a search index (search.py) and print.html, all its chapters on one page after a contents
 page; with ``pdf`` (the command's default, unless --no-pdf) headless Chromium prints that page to one PDF,
-where Chromium is installed (printed.py; the build says why there is no PDF where it is not).
+where Chromium is installed (printed.py; the build says why there is no PDF where it is not). The build's
+measured time and the PDF's pages take the place of each build-measurements marker of the chapters
+(measurements.py), and the build ends by printing the same sentence.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from minitorch.outputs import OutputPathError, building_aside, check_output_fold
 from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
 from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
+from minitorch.tools.book.measurements import Measurements, fill_in
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
-from minitorch.tools.book.printed import PDF_NAME, PRINT_PAGE, print_page, write_pdf
+from minitorch.tools.book.printed import PDF_NAME, check_pdf_package, write_printed_edition
 from minitorch.tools.book.references import Labels, find_labels
 from minitorch.tools.book.search import check_search_package, write_search_index
 from minitorch.tools.commands import ensure_open_files, stopped_by
@@ -57,6 +60,8 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     ensure_open_files("building the book")  # a kernel that cannot open its sockets fails half-way
     mathjax_folder()  # a missing package is found before the chapters run, not after
     check_search_package()
+    if pdf:
+        check_pdf_package()
     chapters = find_chapters(chapters_dir)
     chosen = find_chapters(chapters_dir, only)
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
@@ -81,8 +86,12 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
             opening = readme_opening(Path(readme))
             printed = [chapter for chapter in chapters if chapter.path.name in built]
             write_search_index(staging, printed)
-            (staging / PRINT_PAGE).write_text(print_page(staging, printed, quick, opening), encoding="utf-8")
-            printed_pdf = write_pdf(staging, report) if pdf else None
+            measured = Measurements(chapters=len(chosen), quick=quick, jobs=jobs,
+                                    html_seconds=time.perf_counter() - start)
+            printed_pdf = write_printed_edition(staging, printed, quick, opening, report, measured, pdf=pdf)
+            for chapter in printed:  # the measurements in place of their markers, as print.html has them
+                page = staging / chapter.page
+                page.write_text(fill_in(page.read_text(encoding="utf-8"), measured), encoding="utf-8")
             (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick,
                                                            pdf=printed_pdf is not None), encoding="utf-8")
             (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
@@ -90,6 +99,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     except _Discard:
         return failures
     report(f"Wrote {target / 'index.html'} in {time.perf_counter() - start:.1f} s")
+    report(f"Measured: {measured.sentence()}")
     return failures
 
 

@@ -6,6 +6,12 @@ full-text index of them at book time: it splits the words, drops English stop wo
 "lemma" become "lemma") and scores every term of every document (BM25). We keep, for each stemmed term, the
 documents it occurs in with lunr's scores, and for each word of the book the stem lunr gave it.
 
+A section's text is indexed as written (a formula's words, "delta" in $\\delta$, can be searched), and kept for
+the snippets under a result as a reader would read it: each formula turned into plain text by the package
+pylatexenc ($a_{i0} \\ge 1 - \\delta$ becomes "a_i0 ≥ 1 - δ"), the headings' "¶" left out. A section that
+states a theorem, a lemma or an exercise (its anchor, references.py) records it, and a search for that name,
+"Theorem 2", shows first the section where it is stated.
+
 All of it goes into _static/search-index.js as one assignment, ``window.BOOK_SEARCH = {...}``, which a page
 loads with a <script> element when the reader first types into the search box. A page opened from the disk
 may load a script, but may not fetch() a file, which is how most static search tools read their index.
@@ -24,6 +30,9 @@ from pathlib import Path
 SEARCH_INDEX = "search-index.js"  # in _static/
 TITLE_BOOST = 5  # a word in a section's heading counts five times a word in its text
 SNIPPET_TEXT = 6000  # characters of each section's text kept for the snippets shown under a result
+BLOCKS = {"p", "li", "h3", "h4", "h5", "h6", "pre", "td", "th", "div", "blockquote"}  # a space after each
+STATED = re.compile(r"(theorem|lemma|exercise)-(\d+(?:\.\d+)?)")  # the anchor where references.py says it is stated
+FORMULA = re.compile(r"\$\$.+?\$\$|\$[^$]{1,400}\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)  # $$..$$, $..$, \(..\), \[..\]
 
 
 class _SectionText(HTMLParser):
@@ -31,9 +40,10 @@ class _SectionText(HTMLParser):
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.sections: list[dict] = [{"anchor": "", "title": "", "text": []}]
+        self.sections: list[dict] = [{"anchor": "", "title": "", "text": [], "states": []}]
         self.in_heading = False
         self.skipping = 0  # > 0 inside an output area, a script, or a style (depth of nested divs)
+        self.in_anchor_link = False  # inside a heading's "¶" link
 
     def handle_starttag(self, tag, attrs):
         attributes = dict(attrs)
@@ -43,20 +53,29 @@ class _SectionText(HTMLParser):
             return
         if tag in ("script", "style") or (tag == "div" and "jp-OutputArea" in attributes.get("class", "")):
             self.skipping = 1
-        elif tag == "h2" and attributes.get("id"):
-            self.sections.append({"anchor": attributes["id"], "title": "", "text": []})
+            return
+        if tag == "h2" and attributes.get("id"):
+            self.sections.append({"anchor": attributes["id"], "title": "", "text": [], "states": []})
             self.in_heading = True
         elif tag == "a" and "anchor-link" in attributes.get("class", ""):
-            self.in_heading = False  # the heading's "¶"
+            self.in_heading, self.in_anchor_link = False, True  # the heading's "¶"
+        stated = STATED.fullmatch(attributes.get("id") or "")
+        if stated:
+            self.sections[-1]["states"].append(f"{stated.group(1).capitalize()} {stated.group(2)}")
 
     def handle_endtag(self, tag):
         if self.skipping and (tag == "div" or tag in ("script", "style")):
             self.skipping -= 1
-        elif tag == "h2":
+            return
+        if tag == "h2":
             self.in_heading = False
+        elif tag == "a":
+            self.in_anchor_link = False
+        if tag in BLOCKS and not self.skipping:
+            self.sections[-1]["text"].append(" ")  # "one" of a heading and "ReLU" of the next paragraph stay apart
 
     def handle_data(self, data):
-        if self.skipping:
+        if self.skipping or self.in_anchor_link:
             return
         section = self.sections[-1]
         if self.in_heading:
@@ -66,9 +85,14 @@ class _SectionText(HTMLParser):
 
 
 def check_search_package() -> None:
-    """A BookError saying how to install lunr if it is missing (checked before any chapter runs)."""
+    """A BookError saying how to install lunr or pylatexenc if one is missing (checked before any chapter runs)."""
     from minitorch.tools.book.chapters import BookError
 
+    try:
+        import pylatexenc  # noqa: F401
+    except ImportError:
+        raise BookError("the book's search writes its snippets' formulas as text with the package pylatexenc, which "
+                        "is not installed: pip install -r requirements.txt") from None
     try:
         import lunr  # noqa: F401
     except ImportError:
@@ -76,8 +100,27 @@ def check_search_package() -> None:
                         "pip install -r requirements.txt") from None
 
 
+def plain_text(text: str) -> str:
+    """``text`` with each formula ($...$, $$...$$, \\(...\\), \\[...\\]) written as plain text ("a_i0 ≥ 1 - δ")."""
+    from pylatexenc.latex2text import LatexNodes2Text
+
+    converter = LatexNodes2Text(math_mode="text")
+
+    def formula(match: re.Match) -> str:
+        written = match.group(0)
+        written = written[2:-2] if written[:2] in ("$$", "\\(", "\\[") else written[1:-1]
+        written = re.sub(r"\\tag\{([^}]*)\}", r"\\quad(\1)", written)  # an equation's number, as the page shows it
+        try:
+            return re.sub(r"\s+", " ", converter.latex_to_text(written)).strip()
+        except Exception:  # noqa: BLE001 - a formula pylatexenc cannot read is shown as written
+            return match.group(0)
+
+    return FORMULA.sub(formula, text)
+
+
 def section_documents(page: str, page_name: str, chapter_title: str) -> list[dict]:
-    """The searchable sections of a chapter page (its HTML): link, title, plain text."""
+    """The searchable sections of a chapter page (its HTML): link, title, plain text (for the snippets), the
+    text as written (``indexed``: for the index) and the numbered things it states."""
     main = re.search(r'<main class="book-main">(.*)</main>', page, re.S)
     parser = _SectionText()
     parser.feed(main.group(1) if main else page)
@@ -88,7 +131,8 @@ def section_documents(page: str, page_name: str, chapter_title: str) -> list[dic
             continue
         title = section["title"].strip() or chapter_title
         link = f"{page_name}#{section['anchor']}" if section["anchor"] else page_name
-        documents.append({"link": link, "chapter": chapter_title, "title": title, "text": text})
+        documents.append({"link": link, "chapter": chapter_title, "title": plain_text(title), "text": plain_text(text),
+                          "indexed": f"{title} {text}", "states": section["states"]})
     return documents
 
 
@@ -102,7 +146,8 @@ def build_index(documents: list[dict]) -> dict:
     from lunr.trimmer import trimmer
 
     index = lunr(ref="ref", fields=[{"field_name": "title", "boost": TITLE_BOOST}, "text"],
-                 documents=[{"ref": str(number), "title": document["title"], "text": document["text"]}
+                 documents=[{"ref": str(number), "title": document["title"],
+                             "text": document.get("indexed", document["text"])}
                             for number, document in enumerate(documents)])
     serialized = index.serialize()
     term_of_index = {entry[1]["_index"]: entry[0] for entry in serialized["invertedIndex"]}
@@ -116,7 +161,7 @@ def build_index(documents: list[dict]) -> dict:
             scores[int(ref)] = round(scores.get(int(ref), 0.0) + boost * vector[position + 1], 3)
     words: dict[str, str] = {}
     for document in documents:
-        for token in Tokenizer(document["title"] + " " + document["text"]):
+        for token in Tokenizer(document["title"] + " " + document.get("indexed", document["text"])):
             word = trimmer(token)
             if word is None or not str(word) or stop_word_filter(word) is None:
                 continue
@@ -124,7 +169,9 @@ def build_index(documents: list[dict]) -> dict:
             stem = str(stemmer(word))
             if stem in postings:
                 words.setdefault(surface, stem)
-    return {"documents": [{**document, "text": document["text"][:SNIPPET_TEXT]} for document in documents],
+    kept = ("link", "chapter", "title", "text", "states")  # what book.js shows and sorts by
+    return {"documents": [{**{key: document[key] for key in kept if document.get(key)},
+                           "text": document["text"][:SNIPPET_TEXT]} for document in documents],
             "terms": {term: sorted(scores.items()) for term, scores in postings.items()},
             "words": words, "stop_words": sorted(WORDS)}
 

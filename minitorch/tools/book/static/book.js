@@ -98,8 +98,8 @@ window.addEventListener("afterprint", function () {
 /* Search. The index (search.py) is a script, _static/search-index.js, loaded on the first keystroke: a page
    opened from the disk may load a script but not fetch() a file. A section must hold every word typed (each
    word stemmed through the book's word list, or, if it is no word of the book, completed as a prefix); the
-   sections with the largest summed scores come first, and those holding the words as typed, in order, first
-   of all. */
+   sections with the largest summed scores come first, those holding the words as typed, in order, before
+   them, and first of all the section that states what was typed ("Theorem 2": where it is stated). */
 function searchBook(data, query) {
   var typed = query.toLowerCase().trim();
   var words = typed.split(/[\s\-]+/).map(function (word) { return word.replace(/^\W+|\W+$/g, ""); })
@@ -123,10 +123,12 @@ function searchBook(data, query) {
       scores = both;
     }
   }
+  var name = typed.replace(/\s+/g, " ");
   return Object.keys(scores).map(function (doc) {
     var document_ = data.documents[doc];
     var exact = (document_.title + " " + document_.text).toLowerCase().indexOf(typed) >= 0;
-    return {doc: document_, score: scores[doc] + (exact ? 1000 : 0)};
+    var states = (document_.states || []).some(function (stated) { return stated.toLowerCase() === name; });
+    return {doc: document_, score: scores[doc] + (exact ? 1000 : 0) + (states ? 1e6 : 0)};
   }).sort(function (a, b) { return b.score - a.score; }).slice(0, 12).map(function (hit) { return hit.doc; });
 }
 function escapeHtml(text) {
