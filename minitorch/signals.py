@@ -1,0 +1,36 @@
+"""Signals: a stop held off while a command finishes a step that must complete, and the worker processes a
+command starts ending with it.
+
+The commands turn every stop (Ctrl-C, SIGTERM, SIGHUP, ...) into a KeyboardInterrupt (`minitorch.tools.commands`);
+`signals_held` keeps one from raising between the two renames that put a finished output in place. A SIGKILL
+cannot be caught: the workers a command started learn of it from the system (`end_with_parent`).
+
+This module uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold every signal this process handles in Python while the block runs: Ctrl-C, and the stops that the
+    commands turn into Ctrl-C (SIGTERM, SIGHUP, ...: `minitorch.tools.commands`). None can raise inside it.
+    Yields the list of those that came, in order: the caller delivers them (``signal.raise_signal``) or, when
+    the block finished the work they would stop, drops them. Only the main thread sets (and runs) handlers;
+    elsewhere the block runs as it is."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    held = {signum: handler for signum in signal.valid_signals() if callable(handler := signal.getsignal(signum))}
+    for signum in held:
+        signal.signal(signum, lambda signum, frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
