@@ -14,7 +14,7 @@ import os
 import sys
 
 from minitorch.checks import number_argument
-from minitorch.paths import OutputPathError
+from minitorch.outputs import OutputPathError
 from minitorch.tools.commands import stopped_by
 
 

@@ -27,7 +27,7 @@ from minitorch.exercises.grader.trusted.grading import collect_tests
 from minitorch.exercises.registry import (ROOT, ExerciseError, load_exercises, read_manifest_data,
                                           select)
 from minitorch.exercises.grader.trusted.sandbox import KINDS
-from minitorch.paths import OutputPathError
+from minitorch.outputs import OutputPathError
 
 # A test's calls start the student's exercise in its sandbox (a fresh process that imports the library): below a
 # second, a right answer would time out too, and every student would get 0.
@@ -183,8 +183,7 @@ def _write_canvas(args) -> int:
     import io
 
     from minitorch.exercises.grader.trusted import gradebook
-    from minitorch.atomic_writes import write_atomically
-    from minitorch.paths import PathError, check_input_file, check_output_file
+    from minitorch.outputs import PathError, check_input_file, check_output_file, write_atomically
 
     run = gradebook.read_run(Path(args.out))
     if run is None or not (Path(args.out) / "grades.csv").is_file():

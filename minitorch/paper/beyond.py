@@ -31,9 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.atomic_writes import building_aside
-from minitorch.paths import check_output_folder
-from minitorch.recorded_runs import files_to_replace
+from minitorch.outputs import building_aside, check_output_folder, files_to_replace
 from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS

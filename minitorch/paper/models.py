@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.atomic_writes import write_atomically
-from minitorch.paths import UnwritableFileError, check_input_file, checked_path, given_path
+from minitorch.outputs import UnwritableFileError, check_input_file, checked_path, given_path, write_atomically
 from minitorch.paper.attention import attend, normaliser_options
 from minitorch.nn import Linear, Module, Parameter
 from minitorch.tensor import Tensor, as_tensor

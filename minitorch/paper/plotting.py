@@ -33,8 +33,7 @@ except ValueError as error:  # matplotlib reads MPLBACKEND at import: a name it 
 import matplotlib.pyplot as plt  # noqa: E402 - after the backend is checked
 
 from minitorch import checks  # noqa: E402
-from minitorch.atomic_writes import temporary_prefix, write_atomically  # noqa: E402
-from minitorch.paths import checked_path, given_path  # noqa: E402
+from minitorch.outputs import checked_path, given_path, temporary_prefix, write_atomically  # noqa: E402
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
 
 COLOUR_MAP = "viridis"

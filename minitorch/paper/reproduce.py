@@ -17,7 +17,7 @@ Every run writes into ``runs/<name>/`` unless told otherwise (`default_out`):
 ``runs/full`` for the full run at the book's seed, ``runs/quick``, ``runs/seed1``...,
 all untracked, so that a newcomer's first run leaves the checkout as it was. The
 book's own ``figures/`` is rewritten only when asked for by name, ``--out figures``. The output folder is checked before
-any work (`minitorch.paths`). A run is built beside it and its files moved in
+any work (`minitorch.outputs`). A run is built beside it and its files moved in
 only when it completes, so an interrupted or failed run leaves the previous results
 as they were. results.json records the run's command line and files (`run_files`):
 the next run into the folder replaces all of them, never a part (a run of another
@@ -41,10 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks
-from minitorch.atomic_writes import building_aside, write_atomically
-from minitorch.paths import check_output_folder
-from minitorch.recorded_runs import RecordedRun, files_to_replace, read_recorded_run
-from minitorch.signals import signals_held
+from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
+                               signals_held, write_atomically)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import (AttentionModel, build_model, for_training, save_model, training_path,
@@ -260,7 +258,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     `out` defaults to `default_out`: a folder of runs/; the book's figures/ only when asked for by name.
     `jobs` > 1 trains that many models at once, in separate processes.
     `force`: replace an earlier run of another command line in `out` (``--force``); without it, such a
-    folder is refused before any work (`minitorch.recorded_runs.files_to_replace`).
+    folder is refused before any work (`minitorch.outputs.files_to_replace`).
     Every model goes through `models.for_training` (``python -m minitorch reproduce`` puts it on the fast path).
     """
     only = list(ARCHITECTURES) if only is None else list(only)

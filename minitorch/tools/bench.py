@@ -75,8 +75,7 @@ from pathlib import Path
 import numpy as np
 
 from minitorch.checks import number_argument
-from minitorch.atomic_writes import write_atomically
-from minitorch.paths import OutputPathError, check_output_file
+from minitorch.outputs import OutputPathError, check_output_file, write_atomically
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)

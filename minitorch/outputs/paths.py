@@ -9,7 +9,7 @@ fails at once, in one line that names the option. The rule for every path a comm
 ('afile/m.npz': afile is a file, not a missing folder); a file that is read must be a regular file (a FIFO would
 block the reader forever, a device never ends).
 
-How a checked output is then written (aside, and moved into place whole) is `minitorch.atomic_writes`.
+How a checked output is then written (aside, and moved into place whole) is `minitorch.outputs.atomic_writes`.
 This module uses only the standard library.
 """
 
@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # the project this library belongs to
+ROOT = Path(__file__).resolve().parents[2]  # the project this library belongs to
 PROJECT_SOURCES = ("minitorch", "tests", "chapters", ".git")  # no command writes into these
 NAME_MAX, PATH_MAX = 255, 4095  # bytes in one name and in a whole path, on Linux's file systems
 

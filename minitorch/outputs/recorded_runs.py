@@ -3,7 +3,7 @@
 ``figures/`` holds ``reproduce``'s files and ``figures/beyond/``, and ``grade --out`` writes grades.csv beside a
 user's own files: such a folder is not replaced whole. A run records the files it wrote there (`RecordedRun`,
 in a JSON file of its own), and the next run into the folder replaces exactly those, all of them, with its own
-(`files_to_replace`, then `minitorch.atomic_writes.building_aside` with ``replacing``). An earlier run of a
+(`files_to_replace`, then `minitorch.outputs.atomic_writes.building_aside` with ``replacing``). An earlier run of a
 different command line is replaced only with ``--force``, so a folder never ends as a mixture of two runs, and
 files no run recorded are never deleted unasked. Nothing is deleted through a folder that is a symbolic link
 (it would reach outside the folder), not even with ``--force``.
@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from minitorch.paths import OutputPathError, _special_file
+from minitorch.outputs.paths import OutputPathError, _special_file
 
 @dataclass(frozen=True)
 class RecordedRun:

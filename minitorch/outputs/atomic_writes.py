@@ -3,7 +3,7 @@ when it is complete, so that an error, Ctrl-C or a full disk leaves the old one 
 
 `write_atomically` replaces one file; `building_aside` builds a whole folder beside its target and moves it into
 place only when the block completes (`replace_folder`), or, in a folder shared with other output, replaces only
-the files a run planned (`replace_files`, with `minitorch.recorded_runs.files_to_replace`).
+the files a run planned (`replace_files`, with `minitorch.outputs.recorded_runs.files_to_replace`).
 A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build
 into the same target deletes it (a lock, released when a process dies, tells it from a build at work).
 Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
@@ -27,10 +27,10 @@ except ImportError:
     fcntl = None
 from pathlib import Path
 
-from minitorch.paths import (NAME_MAX, OutputPathError, UnwritableFileError, _check_no_folder_made_through_a_link,
-                             _check_replaceable_file, checked_path)
-from minitorch.recorded_runs import _in_the_way
-from minitorch.signals import signals_held
+from minitorch.outputs.paths import (NAME_MAX, OutputPathError, UnwritableFileError,
+                                     _check_no_folder_made_through_a_link, _check_replaceable_file, checked_path)
+from minitorch.outputs.recorded_runs import _in_the_way
+from minitorch.outputs.signals import signals_held
 
 TEMPORARY_NAME_BYTES = 120  # of a name kept in a temporary name beside it: room for the prefix and suffix
 RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put between a prefix and a suffix
