@@ -67,8 +67,6 @@ class Tensor(TensorProtocols):
     The Python and NumPy protocols are `minitorch.tensor_protocols`'.
     """
 
-    __array_priority__ = 1000  # so that `ndarray + Tensor` calls Tensor.__radd__
-
     def __init__(self, data, requires_grad: bool = False, dtype=None):
         self._data = np.array(as_float_array(data, dtype))  # a copy: updating the tensor never changes `data`
         self._version = 0  # how many times the values changed (see the class docstring)
@@ -175,6 +173,9 @@ class Tensor(TensorProtocols):
     def requires_grad(self, value) -> None:
         if not isinstance(value, (bool, np.bool_)):  # bool('False') would be True
             raise TypeError(f"requires_grad must be True or False, got {value!r} ({type(value).__name__})")
+        if not value and self.backward_fn is not None:  # backward would stop here without a word
+            raise RuntimeError(f"requires_grad = False on the result of '{self.op}': only a leaf's flag may change "
+                               f"(as in PyTorch); for its values without a gradient write y.detach()")
         self._requires_grad = bool(value)
 
     @property

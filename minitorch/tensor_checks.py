@@ -38,9 +38,15 @@ def as_float_array(data, dtype) -> np.ndarray:
     if isinstance(data, (list, tuple)) and any(isinstance(item, tensor_module.Tensor) for item in data):
         raise TypeError("cannot make a Tensor from a list of Tensors: join them with minitorch.stack(tensors) "
                         "(which keeps their gradients), or pass their values (t.data)")
-    if data is None or isinstance(data, (str, bytes, dict, set)):
+    if data is None or isinstance(data, (str, bytes, bytearray, dict, set)):  # bytes would become character codes
         raise TypeError(f"cannot make a Tensor from {type(data).__name__}: expected a number, a (nested) list of "
                         f"numbers or an ndarray")
+    if isinstance(data, memoryview) and data.format in ("B", "b", "c"):  # a view of bytes; 'd', 'f', 'i': numbers
+        raise TypeError("cannot make a Tensor from a memoryview of bytes: its bytes would become character codes; "
+                        "expected a number, a (nested) list of numbers or an ndarray (np.frombuffer reads numbers)")
+    if isinstance(data, np.ma.MaskedArray) and np.ma.getmaskarray(data).any():
+        raise TypeError("cannot make a Tensor from a masked array: its mask would be dropped and the masked entries "
+                        "read as numbers; fill them first (a.filled(np.nan) or a.filled(0))")
     try:
         array = np.asarray(data)
     except ValueError as error:  # e.g. nested lists of unequal lengths
@@ -67,7 +73,22 @@ def as_float_array(data, dtype) -> np.ndarray:
     if array.dtype.kind not in "biuf":
         raise TypeError(f"cannot make a Tensor from data of dtype {array.dtype} (a Tensor holds real numbers)")
     checks.memory("tensor", "the values", array.shape, dtype.itemsize)  # before the copy: a view may be huge
+    if array.dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:  # float64 -> float32: may overflow
+        return _narrowed(array, dtype)
     return array.astype(dtype, copy=False)
+
+
+def _narrowed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` in the smaller float `dtype`, or an OverflowError if a finite value is too large for it (NumPy would
+    make it inf, with a warning at most)."""
+    with np.errstate(over="ignore"):
+        narrowed = array.astype(dtype)
+    overflowed = np.isinf(narrowed) & np.isfinite(array) if np.isinf(narrowed).any() else None
+    if overflowed is not None and overflowed.any():
+        largest = np.abs(array[overflowed]).max()
+        raise OverflowError(f"a value of size {largest:.3g} does not fit in {dtype} (at most "
+                            f"{np.finfo(dtype).max:.3g}): it would become inf; keep float64, or scale the values")
+    return narrowed
 
 
 

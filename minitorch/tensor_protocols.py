@@ -2,8 +2,8 @@
 inherits them from `TensorProtocols`.
 
 ``len(t)`` and ``iter(t)`` go over the first axis (a 0-d tensor has neither); ``float(t)``, ``int(t)``,
-``f"{t:.4f}"`` need one element; ``round(t)`` rounds the values (no gradient flows through a rounding, as in
-PyTorch); ``np.asarray(t)`` is the values (a read-only view: NumPy's functions on a tensor compute without
+``f"{t:.4f}"`` need one element; ``round(t)`` rounds the values (no gradient flows through a rounding);
+``abs(t)`` is `minitorch.ops.abs`; ``np.asarray(t)`` is the values (a read-only view: NumPy's functions on a tensor compute without
 gradients, so a tensor that requires grad says so, and asks for ``t.detach()`` or ``t.numpy()``); ``pickle``
 saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
 ``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
@@ -73,6 +73,32 @@ class TensorProtocols:
         gradients; a tensor that requires grad is refused (see __array__)."""
         return function(*_values_for_numpy(args), **_values_for_numpy(kwargs))
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs with a tensor among the inputs. ``array + tensor`` (NumPy asks the tensor, on the right)
+        is the tensor's operation, as ``tensor + array`` is. ``array += tensor`` changes the array's own values,
+        as NumPy does for arrays. Any other ufunc (``np.exp(t)``) computes on the values, without gradients, as
+        NumPy's functions do; a tensor that requires grad is refused there (see __array__)."""
+        if method == "__call__" and len(inputs) == 2 and "out" not in kwargs and \
+                not isinstance(inputs[0], TensorProtocols) and ufunc in _REFLECTED:
+            return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])
+        return getattr(ufunc, method)(*_values_for_numpy(inputs), **_values_for_numpy(kwargs))
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"``: a tensor of one element formats as its number; without a spec, as its repr."""
+        if not spec:
+            return str(self)
+        if self.size != 1:
+            raise TypeError(f"format(tensor, {spec!r}): a format spec needs a tensor of one element, got shape "
+                            f"{self.shape}; format t.item() of a single number, or each element")
+        return format(self._data.item(), spec)
+
+    def __round__(self, ndigits=None):
+        """``round(t)``, ``round(t, 2)``: a tensor of the values rounded (halves to even, as NumPy and PyTorch).
+        No gradient flows through a rounding: its derivative is 0 wherever it exists."""
+        if ndigits is not None and (isinstance(ndigits, bool) or not isinstance(ndigits, numbers.Integral)):
+            raise TypeError(f"round(tensor, ndigits): ndigits must be an integer, got {ndigits!r}")
+        return tensor_module.Tensor(np.round(self._data, ndigits or 0), dtype=self.dtype)
+
     def __int__(self) -> int:
         """``int(t)`` of a tensor of one element (truncated, as ``int`` of a float)."""
         return int(self.__float__())
@@ -133,6 +159,12 @@ class TensorProtocols:
             "the truth value of a Tensor is ambiguous; compare .item() or use "
             "(t > 0).all() on the boolean mask"
         )
+
+
+# ``array <op> tensor``, as NumPy's ufunc sees it, and the tensor's method that computes it
+_REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__", np.true_divide: "__rtruediv__",
+              np.matmul: "__rmatmul__", np.power: "__rpow__", np.less: "__gt__", np.less_equal: "__ge__",
+              np.greater: "__lt__", np.greater_equal: "__le__", np.equal: "__eq__", np.not_equal: "__ne__"}
 
 
 def _values_for_numpy(arguments):
