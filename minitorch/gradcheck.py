@@ -79,7 +79,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     output.backward(weights)  # ∂ℓ/∂output = w; seeding it directly needs no mul or sum backward
     analytic = [np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad for leaf in leaves]
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
-                                           step, atol, rtol, explain=lambda: _kinks_note(output, step) + _rounding_note(leaves, step))
+                                           step, atol, rtol,
+                                           explain=lambda: _kinks_note(output, step) + _rounding_note(leaves, step))
 
 
 def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,

@@ -3,8 +3,9 @@ inherits them from `TensorProtocols`.
 
 ``len(t)`` and ``iter(t)`` go over the first axis (a 0-d tensor has neither); ``float(t)``, ``int(t)``,
 ``f"{t:.4f}"`` need one element; ``round(t)`` rounds the values (no gradient flows through a rounding);
-``abs(t)`` is `minitorch.ops.abs`; ``np.asarray(t)`` is the values (a read-only view: NumPy's functions on a tensor compute without
-gradients, so a tensor that requires grad says so, and asks for ``t.detach()`` or ``t.numpy()``); ``pickle``
+``abs(t)`` is `minitorch.ops.abs`; ``np.asarray(t)`` is the values (a read-only view: NumPy's functions on a
+tensor compute without gradients, so a tensor that requires grad says so, and asks for ``t.detach()`` or
+``t.numpy()``); ``array += t`` changes the array's values, ``array + t`` is the tensor operation; ``pickle``
 saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
 ``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
 in-place operators (``x += y``) change a tensor's own values. (The arithmetic operators are `minitorch.ops`'.)
