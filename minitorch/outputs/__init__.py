@@ -10,9 +10,10 @@ Every name a command uses is importable from here (``from minitorch.outputs impo
 
 from minitorch.outputs.atomic_writes import (building_aside, replace_files, replace_folder,  # noqa: F401
                                              temporary_prefix, write_atomically)
-from minitorch.outputs.paths import (NAME_MAX, PROJECT_SOURCES, ROOT, OutputPathError, PathError,  # noqa: F401
-                                     UnwritableFileError, check_input_file, check_output_file, check_output_folder,
-                                     checked_path, given_path)
+from minitorch.outputs.paths import (NAME_MAX, PROJECT_SOURCES, ROOT, OutputPathError, OwnFile,  # noqa: F401
+                                     PathError, UnwritableFileError, check_input_file, check_output_file,
+                                     check_output_folder, check_readable, checked_path, given_path, json_written_by,
+                                     refuse_a_file_not_its_own)
 from minitorch.outputs.recorded_runs import (RecordedRun, files_to_replace, read_recorded_run,  # noqa: F401
                                              recorded_run_text)
-from minitorch.outputs.signals import signals_held  # noqa: F401
+from minitorch.outputs.signals import end_with_parent, signals_held  # noqa: F401

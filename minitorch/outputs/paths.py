@@ -16,9 +16,13 @@ This module uses only the standard library.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[2]  # the project this library belongs to
 PROJECT_SOURCES = ("minitorch", "tests", "chapters", ".git")  # no command writes into these
@@ -111,6 +115,7 @@ def check_input_file(path, option: str, error=PathError) -> Path:
     exist): a FIFO, a socket or a device is refused before it is opened, since reading one may block forever
     or never end."""
     target = checked_path(path, option, error=error, file=True)
+    check_readable(target, path, option, error)
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -121,6 +126,23 @@ def check_input_file(path, option: str, error=PathError) -> Path:
         kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
         raise error(f"{option} {path}: is {kind}, not a regular file; reading it could wait forever")
     return target
+
+
+def check_readable(target, shown, option: str, error=PathError) -> None:
+    """`error` if `target` exists but this user may not read it (a folder: list it and open what it holds), or a
+    folder above it does not let this user in; one that does not exist is left to the caller. Otherwise the
+    system's PermissionError would come as a traceback, or name a file inside that does not exist."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        raise error(f"{option} {shown}: cannot be read: a folder above it does not let you in (permission denied); "
+                    f"ask for access, or name a path you may read") from None
+    wanted = os.R_OK | os.X_OK if stat.S_ISDIR(mode) else os.R_OK
+    if not os.access(target, wanted):
+        raise error(f"{option} {shown}: cannot be read (permission denied: mode {stat.S_IMODE(mode):o}); ask for "
+                    f"access, or name a path you may read")
 
 
 def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
@@ -136,20 +158,68 @@ def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
     return target
 
 
-def check_output_file(path, option: str, inputs=()) -> Path:
-    """`path` as an absolute file path that the command may create or replace, or OutputPathError."""
+@dataclass(frozen=True)
+class OwnFile:
+    """How a command knows a file is its own earlier output, which it may replace without --force: `recognises`
+    reads the mark only its writer puts in the file (a key of its JSON, a member of its zip, its exact header);
+    `what` names that output in the error."""
+
+    what: str
+    recognises: Callable[[Path], bool]
+
+
+def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, force: bool = False) -> Path:
+    """`path` as an absolute file path that the command may create or replace, or OutputPathError.
+
+    A command's output file follows the rule of its output folders: an existing file is replaced only if it is
+    the command's own earlier output (`own` recognises it), or with `force` (the error says so); a user's file
+    named by mistake (``--json thesis.txt``) is never replaced unasked. Without `own`, any regular file is."""
     target = _checked_path(path, option, file=True)
     if target.is_dir():
         raise OutputPathError(f"{option} {path}: is a folder; name a file")
     _check_replaceable_file(path, target, option, OutputPathError)
+    if own is not None:
+        refuse_a_file_not_its_own(target, path, option, own, force)
     _check_apart_from(target, path, option, inputs)
     _check_writable(target, path, option)
     return target
 
 
+def refuse_a_file_not_its_own(target: Path, shown, option: str, own: OwnFile, force: bool = False) -> None:
+    """OutputPathError if `target` is a file that `own` does not recognise as the command's earlier output, unless
+    `force` (see `check_output_file`)."""
+    if target.is_file() and not force and not _recognised(own, target):
+        raise OutputPathError(f"{option} {shown}: holds a file that is not {own.what}, and it would be replaced; add "
+                              f"--force to replace it, or name another file")
+
+
+def _recognised(own: OwnFile, target: Path) -> bool:
+    """Whether `own` recognises the file at `target`; a file that cannot be read as its output is not one."""
+    try:
+        return bool(own.recognises(target))
+    except (OSError, ValueError, UnicodeError):
+        return False
+
+
+def json_written_by(path: Path, writer: str, limit: int = 2**20) -> bool:
+    """Whether `path` is a JSON object (of at most `limit` bytes) whose "written_by" is `writer`: the mark a
+    command's JSON output carries (``{"written_by": "python -m minitorch bench", ...}``)."""
+    if path.stat().st_size > limit:
+        return False
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return isinstance(document, dict) and document.get("written_by") == writer
+
+
 def _checked_path(path, option: str, file: bool = False) -> Path:
     # links resolved: '--out link' is where it points
     target = checked_path(path, option, error=OutputPathError, file=file)
+    try:
+        os.lstat(target)
+    except PermissionError:  # (Path.exists() would raise it as a traceback)
+        raise OutputPathError(f"{option} {path}: a folder above it does not let you in (permission denied); choose a "
+                              f"place you may write to") from None
+    except OSError:
+        pass
     if target == Path(target.anchor):
         raise OutputPathError(f"{option} {path}: is the filesystem root; name a folder of its own")
     _check_no_folder_made_through_a_link(path, target, option, OutputPathError)
@@ -213,13 +283,18 @@ def _check_apart_from(target: Path, shown, option: str, inputs) -> None:
 def _check_writable(target: Path, shown, option: str) -> None:
     """The nearest folder that exists (the target's parent, or further up) must be one we can write in."""
     existing = target.parent
-    while not existing.exists():
+    while not os.path.lexists(existing):  # (lexists: a folder that does not let us in is no traceback)
         existing = existing.parent
     if not existing.is_dir():
         raise OutputPathError(f"{option} {shown}: {existing} is a file, so nothing can be created below it")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {shown}: cannot write in {existing} (permission denied or a read-only "
                               f"file system)")
+    try:  # the system may still refuse (sysfs and /proc refuse root too): try, rather than find out later
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".minitorch-can-write-"))
+    except OSError as problem:
+        raise OutputPathError(f"{option} {shown}: cannot write in {existing} ({problem.strerror or problem}); "
+                              f"choose another place") from None
     if target.is_dir() and not os.access(target, os.W_OK | os.X_OK):
         raise OutputPathError(f"{option} {shown}: cannot write in this folder (permission denied or read-only)")
 
