@@ -102,10 +102,14 @@ def building_aside(target, replacing=None):
     those files in it (`replace_files`), every other file staying. If the block raises or is interrupted,
     the folder being built is deleted and `target` is left exactly as it was."""
     target = Path(os.path.realpath(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
     prefix = temporary_prefix(target, "partial")
-    _remove_abandoned_folders(target.parent, prefix)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
+    try:  # (its own error would name the staging folder, which the user never gave)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_folders(target.parent, prefix)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
+    except OSError as problem:
+        raise OutputPathError(f"{target}: cannot create a folder beside it, in {target.parent} "
+                              f"({problem.strerror or problem}); choose another place") from None
     os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
     try:
         with _held_while_building(staging):

@@ -11,7 +11,10 @@ This module uses only the standard library.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import signal
+import sys
 import threading
 
 
@@ -34,3 +37,23 @@ def signals_held():
     finally:
         for signum, handler in held.items():
             signal.signal(signum, handler)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that started it ends
+
+
+def end_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
+    """In a worker process, as it starts: receive `signum` when the process that started it (pid `parent`) ends,
+    however it ends. A SIGKILL of a command reaches no handler of its own, so its workers would live on under
+    PID 1, and multiprocessing's resource tracker with them. Linux's prctl(PR_SET_PDEATHSIG) asks the system to
+    send the signal; a parent that ended before the call (the worker is then adopted by another process) is
+    found by comparing the worker's parent pid with `parent`. Elsewhere it does nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the worker ends as before, when its pipe closes
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signum)
