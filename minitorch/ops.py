@@ -39,7 +39,8 @@ def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
     like = a if isinstance(a, Tensor) else b
     a, b = as_tensor(a, like), as_tensor(b, like)
     if a._data.shape != b._data.shape and a._data.ndim and b._data.ndim:  # equal shapes and scalars always broadcast
-        _broadcast_shape(op, a, b)
+        shape = _broadcast_shape(op, a, b)  # (10**6, 1) and (1, 10**6) broadcast to 7 TiB
+        checks.memory(op, "the result", shape, builtins.max(a.dtype.itemsize, b.dtype.itemsize))
     return a, b
 
 
@@ -212,12 +213,13 @@ def matmul(a, b) -> Tensor:
             f"{'second-to-last' if b.ndim > 1 else 'only'} axis of the second ({inner_b})"
         )
     try:
-        if a.ndim > 2 and b.ndim > 2:  # a matrix or vector operand broadcasts against any batch
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # a matrix or vector broadcasts against any batch
     except ValueError:
         raise ValueError(
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
         ) from None
+    checks.memory("matmul", "the result", (*batch, a.shape[-2] if a.ndim > 1 else 1, b.shape[-1] if b.ndim > 1 else 1),
+                  a.dtype.itemsize)  # (10**5, 1) @ (1, 10**5) is 75 GiB
 
     return Tensor.from_op(a._data @ b._data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 
