@@ -30,16 +30,20 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def _given_once(parser: CommandParser, action: argparse.Action, value, option_string: str | None) -> None:
-    """Refuse an empty value and a second occurrence of `action` (see the module docstring)."""
+    """Refuse an empty value and a second occurrence of `action` (see the module docstring), in one line."""
     name = option_string or action.metavar or action.dest
     if isinstance(value, str) and not value.strip():
-        parser.error(f"{name} is empty; give it a value, or leave {name} out for its default" if option_string
-                     else f"{name} is empty; name it (an empty value is never the current folder)")
+        _refuse(parser, f"{name} is empty; give it a value (without {name}, its default is used)" if option_string
+                else f"{name} is empty; name it (an empty value is never the current folder)")
     if action.dest in parser.given:
         several = f" (several values as one comma-separated list, e.g. {name} A,B)" if getattr(
             action.type, "is_comma_list", False) else ""
-        parser.error(f"{name} given twice ({parser.given[action.dest]!r}, then {value!r}); give it once{several}")
+        _refuse(parser, f"{name} given twice ({parser.given[action.dest]!r}, then {value!r}); give it once{several}")
     parser.given[action.dest] = value
+
+
+def _refuse(parser: argparse.ArgumentParser, message: str) -> None:
+    parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line: the usage says nothing about this
 
 
 class _Store(argparse._StoreAction):
