@@ -12,8 +12,7 @@ re-exported here:
 
 import sys
 
-if sys.argv[:1] == ["-m"] and sys.orig_argv[sys.orig_argv.index("-m") + 1:][:1] in (
-        ["minitorch"], ["minitorch.exercises"], ["minitorch.tools.bench"]):  # a command is starting
+if sys.argv[:1] == ["-m"]:  # python -m minitorch...: a command is starting (sys.argv[0] is '-m' until it runs)
     from minitorch.tools.commands import stop_quietly_while_starting  # (standard library only)
     stop_quietly_while_starting()  # Ctrl-C while the library loads: one line, as later, not a traceback
 
