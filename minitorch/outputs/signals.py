@@ -3,7 +3,9 @@ command starts ending with it.
 
 The commands turn every stop (Ctrl-C, SIGTERM, SIGHUP, ...) into a KeyboardInterrupt (`minitorch.tools.commands`);
 `signals_held` keeps one from raising between the two renames that put a finished output in place. A SIGKILL
-cannot be caught: the workers a command started learn of it from the system (`end_with_parent`).
+cannot be caught: the workers a command started learn of it from the system (`end_with_parent`). A Ctrl-C before
+the command's own handlers are set, while it imports the library, ends it in one line
+(`stop_quietly_while_starting`).
 
 This module uses only the standard library.
 """
@@ -57,3 +59,33 @@ def end_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
         return
     if os.getppid() != parent:
         os.kill(os.getpid(), signum)
+
+
+COMMANDS = ("minitorch", "minitorch.exercises", "minitorch.tools.bench")  # run by minitorch.tools.commands
+
+
+def stop_quietly_while_starting() -> None:
+    """Until `minitorch.tools.commands.run_command` takes over: Ctrl-C while one of the `COMMANDS` imports the
+    library ends it with one line and status 130, not a traceback (the package calls this first, when
+    ``python -m minitorch...`` starts). Any other module run with -m keeps Python's own Ctrl-C."""
+    module = _module_run()
+    if module not in COMMANDS:
+        return
+
+    def stopped(signum, frame):
+        print(f"python -m {module}: stopped by {signal.Signals(signum).name} while starting; nothing was done",
+              file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, stopped)
+
+
+def _module_run() -> str | None:
+    """The module of ``python [options] -m MODULE ...`` (also written -mMODULE), from the command line as typed."""
+    words = list(getattr(sys, "orig_argv", []))
+    for position, word in enumerate(words[1:], start=1):
+        if word == "-m":
+            return words[position + 1] if position + 1 < len(words) else None
+        if word.startswith("-m"):
+            return word[2:]
+    return None

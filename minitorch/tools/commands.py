@@ -108,36 +108,6 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
-COMMANDS = ("minitorch", "minitorch.exercises", "minitorch.tools.bench")  # the modules whose main runs here
-
-
-def stop_quietly_while_starting() -> None:
-    """Until `run_command` takes over: Ctrl-C while one of the `COMMANDS` imports the library ends it with one
-    line and status 130, not a traceback (the package calls this first, when ``python -m minitorch...`` starts).
-    Any other module run with -m keeps Python's own Ctrl-C."""
-    module = _module_run()
-    if module not in COMMANDS:
-        return
-
-    def stopped(signum, frame):
-        print(f"python -m {module}: stopped by {signal_name(signum)} while starting; nothing was done",
-              file=sys.stderr)
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGINT, stopped)
-
-
-def _module_run() -> str | None:
-    """The module of ``python [options] -m MODULE ...`` (also written -mMODULE), from the command line as typed."""
-    words = list(getattr(sys, "orig_argv", []))
-    for position, word in enumerate(words[1:], start=1):
-        if word == "-m":
-            return words[position + 1] if position + 1 < len(words) else None
-        if word.startswith("-m"):
-            return word[2:]
-    return None
-
-
 def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status."""
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
