@@ -35,6 +35,7 @@ EMPTY = [
     (_minitorch, ["book", "--only", " "], "--only is empty"),
     (_minitorch, ["book", "--out", ""], "--out is empty"),
     (_minitorch, ["reproduce", "--only", ""], "--only is empty"),
+    (_minitorch, ["reproduce", "--out", ""], "--out is empty"),  # (was passed on, and refused later)
     (_minitorch, ["reproduce", "--out", "  "], "--out is empty"),
     (_minitorch, ["bench", "--json", ""], "--json is empty"),
     (_exercises, ["student-edition", "{tmp}/e", "--only", ""], "--only is empty"),  # handed out all 18
