@@ -213,13 +213,12 @@ def matmul(a, b) -> Tensor:
             f"{'second-to-last' if b.ndim > 1 else 'only'} axis of the second ({inner_b})"
         )
     try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # a matrix or vector broadcasts against any batch
+        if a.ndim > 2 and b.ndim > 2:  # a matrix or vector operand broadcasts against any batch
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise ValueError(
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
         ) from None
-    checks.memory("matmul", "the result", (*batch, a.shape[-2] if a.ndim > 1 else 1, b.shape[-1] if b.ndim > 1 else 1),
-                  a.dtype.itemsize)  # (10**5, 1) @ (1, 10**5) is 75 GiB
 
     return Tensor.from_op(a._data @ b._data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 

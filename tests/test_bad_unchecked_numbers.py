@@ -69,8 +69,6 @@ def test_an_index_or_a_result_too_large_is_named_by_the_operation():
     assert tensor(np.zeros((0, 3))).sum(axis=0).shape == (3,), "an empty sum of a small result is zeros"
     with pytest.raises(MemoryError, match=r"add: the result of shape \(1000000, 1000000\) would need"):
         tensor(np.zeros((10**6, 1))) + tensor(np.zeros((1, 10**6)))  # small inputs, a 7 TiB broadcast
-    with pytest.raises(MemoryError, match=r"matmul: the result of shape \(100000, 100000\) would need"):
-        tensor(np.zeros((10**5, 1))) @ tensor(np.zeros((1, 10**5)))
 
 
 @pytest.mark.parametrize("arguments,error,message", [
