@@ -73,6 +73,8 @@ def memory(owner: str, what: str, shape, itemsize: int = 8, limit: int = MEMORY_
 
 def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> float:
     """`value` as a finite float > 0 (>= 0 with `allow_zero`), or an error naming `name`. A Decimal counts."""
+    if type(value) is float and (0.0 < value < math.inf or (allow_zero and value == 0.0)):
+        return value  # the usual case, at once: an optimiser step checks its settings for every parameter
     bound = ">= 0" if allow_zero else "> 0"
     value = float(value) if isinstance(value, decimal.Decimal) else value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

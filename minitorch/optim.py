@@ -16,16 +16,14 @@ from minitorch.tensor import Tensor
 
 class Setting:
     """A hyper-parameter checked whenever it is set, in the constructor or later (``optimizer.lr = 0.01``, a
-    schedule, ``optimizer.momentum = 0.5``): ``check(owner, value)`` returns the value to keep or raises."""
+    schedule, ``optimizer.momentum = 0.5``): ``check(owner, value)`` returns the value to keep or raises. It is
+    kept in the optimizer's own attributes, where reading it costs nothing more (a descriptor without __get__)."""
 
     def __init__(self, check):
         self.check = check
 
     def __set_name__(self, owner, name: str) -> None:
         self.name = name
-
-    def __get__(self, optimizer, owner=None):
-        return self if optimizer is None else optimizer.__dict__[self.name]
 
     def __set__(self, optimizer, value) -> None:
         optimizer.__dict__[self.name] = self.check(type(optimizer).__name__, value)

@@ -20,6 +20,7 @@ input, where a copy of every array would cost its size.
 
 from __future__ import annotations
 
+import math
 import reprlib
 
 import numpy as np
@@ -29,6 +30,8 @@ from minitorch import tensor as tensor_module  # (Tensor itself is defined after
 
 DEFAULT_DTYPE = np.float64
 FLOAT_DTYPES = (np.float32, np.float64)
+_LARGEST = {np.dtype(dtype): float(np.finfo(dtype).max) for dtype in FLOAT_DTYPES}
+_MASKED_ARRAY = np.ma.MaskedArray  # (np.ma is looked up lazily, at a cost, on every access)
 
 
 def as_float_array(data, dtype) -> np.ndarray:
@@ -41,10 +44,10 @@ def as_float_array(data, dtype) -> np.ndarray:
     if data is None or isinstance(data, (str, bytes, bytearray, dict, set)):  # bytes would become character codes
         raise TypeError(f"cannot make a Tensor from {type(data).__name__}: expected a number, a (nested) list of "
                         f"numbers or an ndarray")
-    if isinstance(data, memoryview) and data.format in ("B", "b", "c"):  # a view of bytes; 'd', 'f', 'i': numbers
+    if type(data) is memoryview and data.format in ("B", "b", "c"):  # a view of bytes; 'd', 'f', 'i': numbers
         raise TypeError("cannot make a Tensor from a memoryview of bytes: its bytes would become character codes; "
                         "expected a number, a (nested) list of numbers or an ndarray (np.frombuffer reads numbers)")
-    if isinstance(data, np.ma.MaskedArray) and np.ma.getmaskarray(data).any():
+    if isinstance(data, _MASKED_ARRAY) and np.ma.getmaskarray(data).any():
         raise TypeError("cannot make a Tensor from a masked array: its mask would be dropped and the masked entries "
                         "read as numbers; fill them first (a.filled(np.nan) or a.filled(0))")
     try:
@@ -80,15 +83,18 @@ def as_float_array(data, dtype) -> np.ndarray:
 
 def _narrowed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`array` in the smaller float `dtype`, or an OverflowError if a finite value is too large for it (NumPy would
-    make it inf, with a warning at most)."""
-    with np.errstate(over="ignore"):
-        narrowed = array.astype(dtype)
-    overflowed = np.isinf(narrowed) & np.isfinite(array) if np.isinf(narrowed).any() else None
-    if overflowed is not None and overflowed.any():
-        largest = np.abs(array[overflowed]).max()
-        raise OverflowError(f"a value of size {largest:.3g} does not fit in {dtype} (at most "
-                            f"{np.finfo(dtype).max:.3g}): it would become inf; keep float64, or scale the values")
-    return narrowed
+    make it inf, with a warning at most). A single number (``float32_tensor * 2.0``) is checked without NumPy."""
+    limit = _LARGEST[dtype]
+    if array.ndim == 0:
+        largest = abs(array.item())
+        largest = largest if largest != math.inf else 0.0  # an inf given stays inf
+    else:
+        finite = array[np.isfinite(array)] if array.size else array
+        largest = float(np.abs(finite).max()) if finite.size else 0.0
+    if largest > limit:
+        raise OverflowError(f"a value of size {largest:.3g} does not fit in {dtype} (at most {limit:.3g}): it would "
+                            f"become inf; keep float64, or scale the values")
+    return array.astype(dtype)
 
 
 
