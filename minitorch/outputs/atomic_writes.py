@@ -139,7 +139,7 @@ def _held_while_building(folder: Path):
 
 
 def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
-    """Delete the folders `prefix`* in `parent` that a killed build left (C5-14: a SIGKILL cannot be caught, so
+    """Delete the folders `prefix`* in `parent` that a killed build left (a SIGKILL cannot be caught, so
     the build could not delete its own): those whose lock no process holds. A build still at work holds its
     lock and keeps its folder. (One made by another build in the instant before it took its lock may be taken
     for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)"""

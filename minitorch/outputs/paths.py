@@ -228,7 +228,7 @@ def _checked_path(path, option: str, file: bool = False) -> Path:
 
 def _check_no_folder_made_through_a_link(shown, target: Path, option: str, error) -> None:
     """A symbolic link that points nowhere (``m.npz -> nowhere/m.npz``) is written through only if the folder
-    it points into exists, as open() would: the missing folder of a link's target is never created (S5-05),
+    it points into exists, as open() would: the missing folder of a link's target is never created,
     while a plain path's missing folders are."""
     if target.parent.is_dir():
         return
@@ -243,9 +243,9 @@ def _check_replaceable_file(shown, target: Path, option: str, error) -> None:
     """An existing file at `target` (reached from `shown`) must be a regular file that its owner left writable.
 
     `shown` is looked at as open() would: /proc/self/fd/1 is the pipe it names, though its resolved name,
-    'pipe:[N]', is no file (S5-06). A read-only file (chmod 444) is refused, for root too, as cp, a shell's
+    'pipe:[N]', is no file. A read-only file (chmod 444) is refused, for root too, as cp, a shell's
     '>' and an editor refuse it: its owner asked that it not be overwritten, and replacing it by a rename
-    would drop that protection silently (S5-04)."""
+    would drop that protection silently."""
     kind = _special_file(os.path.abspath(Path(shown).expanduser())) or _special_file(target)
     if kind:
         raise error(f"{option} {shown}: is {kind}, not a regular file; name a file")
