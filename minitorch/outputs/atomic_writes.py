@@ -88,7 +88,7 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
 
 def _write_failed(problem: OSError, option: str, shown) -> UnwritableFileError:
     """The failure of a write (a full disk, a file-size limit: ulimit -f) naming the caller's path, not the
-    temporary file's or none (C6-02). It keeps the errno, so that a command's wrapper adds what to do."""
+    temporary file's or none. It keeps the errno, so that a command's wrapper adds what to do."""
     failure = UnwritableFileError(f"{option} {shown}: writing it failed ({problem.strerror or problem}); the old "
                                   f"file, if any, is left as it was")
     failure.errno = problem.errno

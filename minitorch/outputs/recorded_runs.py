@@ -45,7 +45,7 @@ def read_recorded_run(record_file) -> RecordedRun | None:
     writes grades.csv and summary.md beside a user's own files)."""
     import json
 
-    if _special_file(record_file):  # a FIFO would block the read forever (C6-04); it is then a file in the way
+    if _special_file(record_file):  # a FIFO would block the read forever; it is then a file in the way
         return None
     try:
         document = json.loads(Path(record_file).read_text(encoding="utf-8"))
