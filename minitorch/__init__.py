@@ -10,6 +10,12 @@ re-exported here:
     array([2., 4.])
 """
 
+import sys
+
+if sys.argv[:1] == ["-m"]:  # python -m minitorch...: a command is starting (sys.argv[0] is '-m' until it runs)
+    from minitorch.outputs.signals import stop_quietly_while_starting  # (standard library only)
+    stop_quietly_while_starting()  # Ctrl-C while the library loads: one line, as later, not a traceback
+
 from minitorch.tensor import Tensor, tensor, no_grad, is_grad_enabled, topological_order, unbroadcast
 from minitorch.ops import (
     add, sub, mul, div, neg, pow, exp, log, relu, sigmoid, matmul, sum, mean, max,

@@ -9,23 +9,24 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from minitorch.checks import number_argument
 from minitorch.outputs import OutputPathError
 from minitorch.tools.commands import stopped_by
+from minitorch.tools.options import CommandParser, comma_list
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch", description=(__doc__ or "").split("\n")[0])
+    parser = CommandParser(prog="python -m minitorch", description=(__doc__ or "").split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     reproduce = commands.add_parser("reproduce", help="train the paper's six models; write figures and results")
     reproduce.add_argument("--quick", action="store_true",
                            help="small step budgets: under a minute, not the paper's numbers")
-    reproduce.add_argument("--only", default=None, help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
+    reproduce.add_argument("--only", type=comma_list("--only"), default=None,
+                           help="comma-separated architectures to run, e.g. 1x1 or 1x1,2x2")
     reproduce.add_argument("--seed", type=number_argument("--seed", integer=True, minimum=0), default=0,
                            help="seed for weights and data (default 0, as in the paper)")
     reproduce.add_argument("--out", default=None,
@@ -46,7 +47,8 @@ def main(argv=None) -> int:
     book = commands.add_parser("book", help="execute every chapter and write a static HTML book")
     book.add_argument("--out", default="book", help="output folder (default: book)")
     book.add_argument("--quick", action="store_true", help="run the chapters in quick mode (MINITORCH_QUICK=1)")
-    book.add_argument("--only", default=None, help="comma-separated chapter numbers to build, e.g. 03,07")
+    book.add_argument("--only", type=comma_list("--only"), default=None,
+                      help="comma-separated chapter numbers to build, e.g. 03,07")
     book.add_argument("--jobs", type=number_argument("--jobs", integer=True, minimum=1),
                       default=min(2, os.cpu_count() or 1),
                       help="chapters executed at once, one kernel each (default: 2, or 1 on a 1-core machine)")

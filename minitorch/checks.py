@@ -7,6 +7,7 @@ check returns the value as a plain Python number, so that a NumPy integer
 
 from __future__ import annotations
 
+import decimal
 import functools
 import math
 import numbers
@@ -71,8 +72,11 @@ def memory(owner: str, what: str, shape, itemsize: int = 8, limit: int = MEMORY_
 
 
 def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> float:
-    """`value` as a finite float > 0 (>= 0 with `allow_zero`), or an error naming `name`."""
+    """`value` as a finite float > 0 (>= 0 with `allow_zero`), or an error naming `name`. A Decimal counts."""
+    if type(value) is float and (0.0 < value < math.inf or (allow_zero and value == 0.0)):
+        return value  # the usual case, at once: an optimiser step checks its settings for every parameter
     bound = ">= 0" if allow_zero else "> 0"
+    value = float(value) if isinstance(value, decimal.Decimal) else value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{owner}: {name} must be a finite number {bound}, got {value!r} ({type(value).__name__})")
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
@@ -81,7 +85,8 @@ def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> f
 
 
 def finite_number(owner: str, name: str, value) -> float:
-    """`value` as a finite float of either sign, or an error naming `name`."""
+    """`value` as a finite float of either sign, or an error naming `name`. A Decimal counts."""
+    value = float(value) if isinstance(value, decimal.Decimal) else value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{owner}: {name} must be a finite number, got {value!r} ({type(value).__name__})")
     if not math.isfinite(value):

@@ -60,6 +60,11 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     rtol = checks.positive_number("gradcheck", "rtol", rtol, allow_zero=True)
     leaves = [Tensor(checks.real_numbers("gradcheck", f"inputs[{index}]", _data(x), finite=False), requires_grad=True)
               for index, x in enumerate(inputs)]
+    for index, leaf in enumerate(leaves):  # (±inf is allowed: a masked score)
+        if np.isnan(leaf.data).any():
+            element = tuple(int(i) for i in np.argwhere(np.isnan(leaf.data))[0])
+            raise ValueError(f"gradcheck: inputs[{index}] holds NaN (element {element}); a gradient at NaN cannot be "
+                             f"checked: choose a point of numbers")
     name = getattr(function, "__name__", repr(function))
 
     output = function(*leaves)
@@ -74,7 +79,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     output.backward(weights)  # ∂ℓ/∂output = w; seeding it directly needs no mul or sum backward
     analytic = [np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad for leaf in leaves]
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
-                                           step, atol, rtol, explain=lambda: _kinks_note(output, step))
+                                           step, atol, rtol,
+                                           explain=lambda: _kinks_note(output, step) + _rounding_note(leaves, step))
 
 
 def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,
@@ -95,12 +101,19 @@ def compare_with_finite_differences(name: str, points, analytic, objective, step
         numeric = np.empty_like(point)
         for element in np.ndindex(point.shape):
             original = point[element]
-            point[element] = original + step
+            up, down = original + step, original - step  # as float64 holds them: x ± step, rounded
+            if up == down and np.isfinite(original):
+                raise ValueError(f"gradcheck: argument {position} element {element} is {original:.3g}, where a step "
+                                 f"of {step:g} is below float64's precision (x + step == x): no finite difference "
+                                 f"can be measured there; check at smaller values, or pass a larger step")
+            point[element] = up
             above = objective()
-            point[element] = original - step
+            point[element] = down
             below = objective()
             point[element] = original
-            numeric[element] = (above - below) / (2 * step)
+            # divided by the step taken, not 2 * step: at |x| = 1e10 the rounding of x ± step is no longer small
+            # (an infinite x, a masked score, has up - down = nan: its difference is 0 over any step)
+            numeric[element] = (above - below) / ((up - down) if np.isfinite(original) else 2 * step)
         wrong = ~(np.abs(claimed - numeric) <= atol + rtol * np.abs(numeric))  # NaN counts as wrong
         if wrong.any():
             element = tuple(int(index) for index in np.argwhere(wrong)[0])
@@ -119,6 +132,7 @@ def compare_with_finite_differences(name: str, points, analytic, objective, step
 KINKS = {
     "relu": ("0, where relu has no derivative (it is taken to be 0)", lambda x, step: np.abs(x) < step),
     "log": ("0 or below, where log has no derivative", lambda x, step: x < step),
+    "abs": ("0, where abs has no derivative (it is taken to be 0)", lambda x, step: np.abs(x) < step),
 }
 
 
@@ -135,6 +149,17 @@ def _kinks_note(output: Tensor, step: float) -> str:
         return ""
     return (f". The point is not differentiable: {'; '.join(notes)}. Check the gradient at a point away "
             f"from it (farther than step={step:g})")
+
+
+def _rounding_note(leaves: list, step: float) -> str:
+    """A sentence if the inputs are so large that float64's rounding of them is not small beside `step`: the
+    central difference there is imprecise, whatever the backward rule."""
+    largest = max((float(np.abs(leaf.data[np.isfinite(leaf.data)]).max(initial=0.0)) for leaf in leaves), default=0.0)
+    rounding = largest * np.finfo(np.float64).eps
+    if rounding <= 1e-3 * step:
+        return ""
+    return (f". The inputs reach {largest:.3g}, where float64 rounds to about {rounding:.2g}, not small beside the "
+            f"step {step:g}: the central difference is imprecise there; check at smaller values")
 
 
 def _data(x):

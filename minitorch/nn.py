@@ -15,7 +15,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.seeding import default_generator
-from minitorch.tensor import Tensor
+from minitorch.tensor import Tensor, as_float_array, as_tensor
 
 
 class Parameter(Tensor):
@@ -39,11 +39,18 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __setattr__(self, name: str, value) -> None:
-        """A parameter replaced by something that is not one would silently stop training: refused."""
-        if isinstance(vars(self).get(name), Parameter) and not isinstance(value, Tensor):
-            raise TypeError(f"{type(self).__name__}.{name} is a Parameter; give it a Parameter (or a Tensor), or "
-                            f"change its values with {name}.data = ... (a {type(value).__name__} would drop it from "
-                            f"parameters() and it would stop training)")
+        """A parameter replaced by something that is not one would silently leave parameters() and stop training:
+        refused (``m.weight = m.weight * 1`` too). A leaf tensor that requires grad is a Parameter in all but name
+        (gradcheck of a module's weights gives it such leaves): it becomes one, and stays in parameters()."""
+        if isinstance(vars(self).get(name), Parameter) and not isinstance(value, Parameter):
+            if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
+                value.__class__ = Parameter  # the same object, so its gradient still reaches whoever holds it
+                return object.__setattr__(self, name, value)
+            what = (f"Tensor (the result of '{value.op}')" if isinstance(value, Tensor) and not value.is_leaf
+                    else "Tensor that does not require grad" if isinstance(value, Tensor) else type(value).__name__)
+            raise TypeError(f"{type(self).__name__}.{name} is a Parameter; give it a Parameter (nn.Parameter(values)), "
+                            f"or change its values with {name}.data = ... (a {what} would drop it from parameters() "
+                            f"and it would stop training)")
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
@@ -105,7 +112,8 @@ class Module:
         if missing or unexpected:
             raise ValueError(f"load_state_dict for {type(self).__name__}: missing keys {_few(missing)}, "
                              f"unexpected keys {_few(unexpected)}")
-        for name, parameter in own.items():
+        converted = {}
+        for name, parameter in own.items():  # every value checked before any parameter changes
             values = np.asarray(state[name])
             if values.dtype.kind not in "biuf":  # complex weights would lose their imaginary parts
                 raise TypeError(f"load_state_dict for {type(self).__name__}: parameter '{name}' holds {values.dtype} "
@@ -115,8 +123,12 @@ class Module:
                     f"load_state_dict for {type(self).__name__}: parameter '{name}' has shape "
                     f"{parameter.shape} but the state holds shape {values.shape}"
                 )
+            try:  # 1e40 into float32 would become inf
+                converted[name] = np.array(as_float_array(values, parameter.dtype))
+            except OverflowError as error:
+                raise ValueError(f"load_state_dict for {type(self).__name__}: parameter '{name}': {error}") from None
         for name, parameter in own.items():  # new arrays: a graph built before still holds the old values
-            parameter.data = np.array(state[name], dtype=parameter.dtype)
+            parameter.data = converted[name]
 
 
 def _few(names: list, shown: int = 5) -> str:
@@ -136,6 +148,10 @@ class Linear(Module):
         in_features = checks.integer("Linear", "in_features", in_features)
         out_features = checks.integer("Linear", "out_features", out_features)
         bias = checks.flag("Linear", "bias", bias)  # bias='no' would keep a bias
+        init_std = checks.positive_number("Linear", "init_std", init_std, allow_zero=True)  # nan: weights of nan
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            raise TypeError(f"Linear: rng must be a NumPy Generator (np.random.default_rng(seed)) or None, got "
+                            f"{rng!r:.40} ({type(rng).__name__})")
         checks.memory("Linear", "the weight", (out_features, in_features), np.dtype(dtype).itemsize)
         rng = default_generator() if rng is None else rng
         self.in_features, self.out_features = in_features, out_features
@@ -143,6 +159,13 @@ class Linear(Module):
         self.bias = Parameter(np.zeros(out_features), dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
+        x = as_tensor(x, like=self.weight)  # an array or a nested list of numbers works too
+        if self.weight.shape != (self.out_features, self.in_features) or \
+                (self.bias is not None and self.bias.shape != (self.out_features,)):
+            raise ValueError(f"Linear({self.in_features}, {self.out_features}): its weight has shape "
+                             f"{self.weight.shape} and its bias {None if self.bias is None else self.bias.shape}, "
+                             f"expected ({self.out_features}, {self.in_features}) and ({self.out_features},): one was "
+                             f"replaced by a parameter of another shape")
         if x.ndim == 0 or x.shape[-1] != self.in_features:
             raise ValueError(
                 f"Linear({self.in_features}, {self.out_features}): input has last axis "

@@ -39,7 +39,8 @@ def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
     like = a if isinstance(a, Tensor) else b
     a, b = as_tensor(a, like), as_tensor(b, like)
     if a._data.shape != b._data.shape and a._data.ndim and b._data.ndim:  # equal shapes and scalars always broadcast
-        _broadcast_shape(op, a, b)
+        shape = _broadcast_shape(op, a, b)  # (10**6, 1) and (1, 10**6) broadcast to 7 TiB
+        checks.memory(op, "the result", shape, builtins.max(a.dtype.itemsize, b.dtype.itemsize))
     return a, b
 
 
@@ -143,6 +144,12 @@ def relu(a) -> Tensor:
         return (grad * (a._data > 0),)
 
     return Tensor.from_op(np.maximum(a._data, 0), (a,), backward, "relu")
+
+
+def abs(a) -> Tensor:
+    """|a| (elementwise), also ``abs(t)``. Its derivative at 0 is taken to be 0."""
+    a = as_tensor(a)
+    return Tensor.from_op(np.abs(a._data), (a,), lambda grad: (grad * np.sign(a._data),), "abs")  # d|a|/da = sign(a)
 
 
 def sigmoid(a) -> Tensor:
@@ -258,6 +265,9 @@ def sum(a, axis=None, keepdims: bool = False) -> Tensor:
     axes = _normalise_axes(axis, a.ndim, "sum")
     if keepdims is not True and keepdims is not False:  # (the usual case: one comparison)
         keepdims = checks.flag("sum", "keepdims", keepdims)
+    if a._data.size == 0:  # only then can the result be larger than the input: (0, 10**12) summed over axis 0
+        checks.memory("sum", "the result", [1 if ax in axes else size for ax, size in enumerate(a.shape)
+                                            if keepdims or ax not in axes], a.dtype.itemsize)
 
     return Tensor.from_op(a._data.sum(axis=axes, keepdims=keepdims), (a,),
                           lambda grad: sum_backward(grad, a.shape, axes, keepdims), "sum")
@@ -365,8 +375,11 @@ def getitem(a, index) -> Tensor:
 
     try:
         values = a._data[index]
-    except (IndexError, TypeError) as error:  # NumPy's message says what an index may hold; it names no function
+    except (IndexError, TypeError, OverflowError) as error:  # NumPy's message says what an index may hold
         shown = ", ".join(reprlib.repr(part) for part in parts)
+        if isinstance(error, OverflowError):  # an integer beyond 64 bits: out of bounds for any axis
+            raise IndexError(f"getitem: x[{shown}] on a tensor of shape {a.shape}: an index is out of bounds "
+                             f"(beyond 64 bits)") from None
         raise type(error)(f"getitem: x[{shown}] on a tensor of shape {a.shape}: {error}") from None
     return Tensor.from_op(values, (a,), backward, "getitem")
 
@@ -464,6 +477,6 @@ Tensor.__rtruediv__ = lambda self, other: div(other, self)
 Tensor.__rmatmul__ = lambda self, other: matmul(other, self)
 Tensor.__rpow__ = lambda self, base: pow(base, self)  # raises: pow takes only constant exponents
 Tensor.sum, Tensor.mean, Tensor.max = sum, mean, max
-Tensor.exp, Tensor.log, Tensor.relu, Tensor.sigmoid = exp, log, relu, sigmoid
+Tensor.exp, Tensor.log, Tensor.relu, Tensor.sigmoid, Tensor.__abs__ = exp, log, relu, sigmoid, abs
 Tensor.reshape, Tensor.permute, Tensor.transpose, Tensor.masked_fill = reshape, permute, transpose, masked_fill
 Tensor.T = property(lambda self: permute(self, *reversed(range(self.ndim))), doc="all axes reversed")

@@ -10,25 +10,38 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
-from minitorch.nn import Module
+from minitorch.nn import Module, Parameter
 from minitorch.tensor import Tensor
+
+
+class Setting:
+    """A hyper-parameter checked whenever it is set, in the constructor or later (``optimizer.lr = 0.01``, a
+    schedule, ``optimizer.momentum = 0.5``): ``check(owner, value)`` returns the value to keep or raises. It is
+    kept in the optimizer's own attributes, where reading it costs nothing more (a descriptor without __get__)."""
+
+    def __init__(self, check):
+        self.check = check
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __set__(self, optimizer, value) -> None:
+        optimizer.__dict__[self.name] = self.check(type(optimizer).__name__, value)
+
+
+def _at_least_zero(name: str):
+    return Setting(lambda owner, value: checks.positive_number(owner, name, value, allow_zero=True))
 
 
 class Optimizer:
     """Shared plumbing: the parameter list and `zero_grad`."""
 
+    lr = Setting(lambda owner, value: checks.positive_number(owner, "lr (the learning rate)", value))
+
     def __init__(self, parameters, lr: float):
         self.parameters = checked_parameters(type(self).__name__, parameters)
+        self._made_with = tuple(self.parameters)  # the state (moments, buffers) is per parameter of this list
         self.lr = lr
-
-    @property
-    def lr(self) -> float:
-        """The learning rate; a new one (``optimizer.lr = 0.01``, a schedule) is checked as the constructor's."""
-        return self._lr
-
-    @lr.setter
-    def lr(self, value) -> None:
-        self._lr = checks.positive_number(type(self).__name__, "lr (the learning rate)", value)
 
     def zero_grad(self) -> None:
         for parameter in self.parameters:
@@ -36,6 +49,18 @@ class Optimizer:
 
     def step(self) -> None:
         raise NotImplementedError
+
+    def _parameters_as_made(self) -> list[Tensor]:
+        """The parameter list, checked to be the one the optimizer was made with: its state is per parameter, so
+        a parameter appended (twice, or new) or a list replaced would be updated with another one's state."""
+        now = self.parameters
+        if not isinstance(now, list) or len(now) != len(self._made_with) or \
+                any(parameter is not made for parameter, made in zip(now, self._made_with)):
+            shown = f"{len(now)} parameters" if isinstance(now, (list, tuple)) else type(now).__name__
+            raise ValueError(f"{type(self).__name__}.step: the parameter list changed since the optimizer was made "
+                             f"(now {shown}, made with {len(self._made_with)}); its state is per parameter: make a "
+                             f"new optimizer for the new list")
+        return now
 
     def _gradient_of(self, index: int, parameter: Tensor) -> np.ndarray:
         """The parameter's gradient, checked: an array of the parameter's shape (one set by hand may not be)."""
@@ -65,6 +90,9 @@ def checked_parameters(owner: str, parameters) -> list[Tensor]:
         if not isinstance(parameter, Tensor):
             raise TypeError(f"{owner}: parameter {position} is of type {type(parameter).__name__}, not a Tensor; an "
                             f"optimizer updates tensors' .data from their .grad (wrap an array: nn.Parameter(array))")
+        if not parameter.requires_grad and not isinstance(parameter, Parameter):  # a constant: it never moves
+            raise ValueError(f"{owner}: parameter {position} (shape {parameter.shape}) does not require grad, so no "
+                             f"backward gives it a gradient; make it with requires_grad=True (nn.Parameter(array))")
         if id(parameter) in seen:  # it would be updated twice per step
             raise ValueError(f"{owner}: parameter {position} is parameter {seen[id(parameter)]} again; list each "
                              f"parameter once (model.parameters() does)")
@@ -79,14 +107,16 @@ class SGD(Optimizer):
     the first step), then ``θ ← θ - lr * b`` (or ``- lr * g`` without momentum).
     """
 
+    momentum, weight_decay = _at_least_zero("momentum"), _at_least_zero("weight_decay")
+
     def __init__(self, parameters, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
         super().__init__(parameters, lr)
-        self.momentum = checks.positive_number("SGD", "momentum", momentum, allow_zero=True)
-        self.weight_decay = checks.positive_number("SGD", "weight_decay", weight_decay, allow_zero=True)
+        self.momentum = momentum
+        self.weight_decay = weight_decay
         self.buffers = [None] * len(self.parameters)
 
     def step(self) -> None:
-        for index, parameter in enumerate(self.parameters):
+        for index, parameter in enumerate(self._parameters_as_made()):
             if parameter.grad is None:
                 continue
             parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
@@ -112,11 +142,14 @@ class Adam(Optimizer):
     zero initial moments towards 0 during the first steps.
     """
 
+    betas, eps, weight_decay = Setting(lambda owner, value: _checked_betas(owner, value)), _at_least_zero("eps"), \
+        _at_least_zero("weight_decay")
+
     def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         super().__init__(parameters, lr)
-        self.betas = _checked_betas("Adam", betas)
-        self.eps = checks.positive_number("Adam", "eps", eps, allow_zero=True)
-        self.weight_decay = checks.positive_number("Adam", "weight_decay", weight_decay, allow_zero=True)
+        self.betas = betas
+        self.eps = eps
+        self.weight_decay = weight_decay
         self.first_moments = [np.zeros_like(p.data) for p in self.parameters]
         self.second_moments = [np.zeros_like(p.data) for p in self.parameters]
         # t counts each parameter's own updates, as in PyTorch: a parameter skipped
@@ -124,13 +157,17 @@ class Adam(Optimizer):
         self.step_counts = [0] * len(self.parameters)
 
     def step(self) -> None:
-        for index, parameter in enumerate(self.parameters):
+        for index, parameter in enumerate(self._parameters_as_made()):
             if parameter.grad is None:
                 continue
             self.step_counts[index] += 1
             parameter.data, self.first_moments[index], self.second_moments[index] = adam_update(
                 parameter.data, self._gradient_of(index, parameter), self.first_moments[index],
                 self.second_moments[index], self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
+            if self.eps == 0 and np.isnan(parameter._data).any():  # (eps > 0 keeps every division finite)
+                raise FloatingPointError(f"Adam.step: parameter {index} (shape {parameter.shape}) became NaN: with "
+                                         f"eps=0, an element whose gradient was 0 at every step divides 0 by 0; "
+                                         f"use eps > 0 (the default is 1e-8)")
 
 
 def _checked_betas(owner: str, betas) -> tuple[float, float]:
@@ -145,8 +182,15 @@ def _checked_betas(owner: str, betas) -> tuple[float, float]:
 
 
 def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
-    """adam_update's inputs as given, once the step count and the shapes are checked (1 - β^t = 0 at t = 0)."""
+    """adam_update's inputs, checked: the step count (1 - β^t = 0 at t = 0), the hyper-parameters, θ a float array
+    and the shapes."""
     t = checks.integer("adam_update", "t", t, minimum=1)
+    lr = checks.positive_number("adam_update", "lr", lr)
+    eps = checks.positive_number("adam_update", "eps", eps, allow_zero=True)
+    weight_decay = checks.positive_number("adam_update", "weight_decay", weight_decay, allow_zero=True)
+    if not (isinstance(theta, np.ndarray) and theta.dtype.kind == "f"):  # an integer θ would be truncated
+        what = f"an array of dtype {theta.dtype}" if isinstance(theta, np.ndarray) else type(theta).__name__
+        raise TypeError(f"adam_update: theta must be a float ndarray (the parameter's values), got {what}")
     shapes = {"grad": np.shape(grad), "m": np.shape(m), "v": np.shape(v)}
     if any(shape != np.shape(theta) for shape in shapes.values()):
         raise ValueError(f"adam_update: grad, m and v must have theta's shape {np.shape(theta)}, got "

@@ -203,3 +203,104 @@ def test_a_closed_pipe_is_quiet_and_a_full_disk_is_one_line():
         result = _command("minitorch.exercises", "list", stdout=full, stderr=subprocess.PIPE)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "No space left on device; the disk is full" in result.stderr, result.stderr
+
+
+# ----------------------------------------------------------------------
+# a SIGKILL, which no handler sees: the workers a command started end with it, and a later run into the same
+# place deletes the folder it was building; a Ctrl-C while a command starts, and a closed stdout, are one line
+
+
+def _descendants(pid: int) -> list[int]:
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [child for parent in frontier for child in _children(parent)]
+        found += frontier
+    return found
+
+
+def _still_running(pids) -> list[int]:
+    """Those of `pids` alive and not zombies, after waiting up to a minute for them to end."""
+    deadline, alive = time.monotonic() + 60, list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [pid for pid in alive if Path(f"/proc/{pid}").exists()
+                 and "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]]
+    return alive
+
+
+def _kill_when(process: subprocess.Popen, ready, what: str) -> list[int]:
+    """SIGKILL `process` once ready(its descendants) holds; returns the descendants it had."""
+    deadline, descendants = time.monotonic() + 120, []
+    while time.monotonic() < deadline and process.poll() is None and not ready(descendants):
+        time.sleep(0.2)
+        descendants = _descendants(process.pid)
+    assert ready(descendants), f"{what} did not start"
+    process.kill()
+    process.wait(timeout=60)
+    return descendants
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_reproduces_workers_and_resource_tracker_end_when_the_command_is_killed(tmp_path):
+    """The workers and multiprocessing's resource tracker lived on under PID 1 for minutes after a SIGKILL."""
+    from minitorch.outputs import building_aside
+
+    target = tmp_path / "run"
+    code = ("import sys, time\nfrom minitorch.outputs import building_aside\n"
+            "from minitorch.paper.reproduce import run_in_processes\n"
+            "with building_aside(sys.argv[1]):\n    run_in_processes([time.sleep] * 2, [(300,), (300,)], jobs=2)\n")
+    process = subprocess.Popen([sys.executable, "-c", code, str(target)], cwd=ROOT)
+    descendants = _kill_when(process, lambda found: len(found) >= 3, "the two workers and the tracker")
+    assert not _still_running(descendants), "a worker or the resource tracker outlived the killed command"
+    assert [path.name[:5] for path in tmp_path.iterdir()] == [".run."], "the killed run leaves its folder aside"
+    with building_aside(target) as staging:  # the next run into the same place
+        (staging / "result.txt").write_text("done")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["run"], "the dead run's folder must be deleted"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_the_books_workers_and_kernels_end_when_the_command_is_killed(tmp_path):
+    """book --jobs 2 killed by SIGKILL left its two forked workers (and their kernels) running."""
+    import nbformat
+
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    for name in ("01_one.ipynb", "02_two.ipynb"):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Chapter"),
+                                                   nbformat.v4.new_code_cell("import time\ntime.sleep(300)")])
+        nbformat.write(notebook, chapters / name)
+    code = ("import sys\nfrom minitorch.tools.book.chapters import find_chapters\n"
+            "from minitorch.tools.book.execute import execute_all\n"
+            "for run in execute_all(find_chapters(sys.argv[1]), True, 2, True, report=print):\n    pass\n")
+    process = subprocess.Popen([sys.executable, "-c", code, str(chapters)], cwd=ROOT, stdout=subprocess.DEVNULL)
+
+    def kernels_running(found):
+        return sum(b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in found
+                   if Path(f"/proc/{pid}").exists()) >= 2
+
+    descendants = _kill_when(process, kernels_running, "the two kernels")
+    assert not _still_running(descendants), "a worker or a kernel outlived the killed command"
+
+
+def test_a_ctrl_c_while_a_command_starts_is_one_line():
+    """A Ctrl-C in the first second of exercises student-edition printed a KeyboardInterrupt traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
+        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
+            break
+        time.sleep(0.002)
+    process.send_signal(signal.SIGINT)
+    _, error = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in error, error
+    assert error.strip().splitlines()[-1].startswith("python -m minitorch.exercises: stopped by SIGINT"), error
+
+
+def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
+    """list >&- printed nothing and exited 0 (list > /dev/full said the disk was full)."""
+    completed = _command("minitorch.exercises", "list", stdout=None, stdin=subprocess.DEVNULL,
+                         preexec_fn=lambda: os.close(1))
+    assert completed.returncode == 1, completed.stderr
+    assert "standard output is closed" in completed.stderr and "Traceback" not in completed.stderr, completed.stderr

@@ -166,7 +166,7 @@ def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_u
     fifo.write_text("Student,ID,submission\n")
     completed = _course("canvas-csv", str(out), "--roster", str(fifo), "--assignment", "", "--to",
                         str(tmp_path / "c.csv"))
-    assert completed.returncode == 2 and "name the assignment's column in one line" in completed.stderr
+    assert completed.returncode == 2 and "--assignment is empty" in completed.stderr
 
 
 @pytest.mark.parametrize("command", ["grade", "canvas-csv"])

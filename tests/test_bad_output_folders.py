@@ -43,7 +43,6 @@ def test_reproduce_refuses_an_empty_selection(tmp_path):
     (["reproduce", "--quick"], "runs/quick"),
     (["reproduce", "--quick", "--seed", "3"], "runs/quick_seed3"),
     (["reproduce", "--quick", "--only", "1x1"], "runs/quick_only-1x1"),
-    (["reproduce", "--out", ""], ""),
     (["reproduce", "--seed", "2", "--out", "elsewhere"], "elsewhere"),
     (["reproduce", "--out", "figures"], "figures"),
 ])

@@ -4,9 +4,11 @@ symbolic link; an output folder's files belong to a recorded run or are refused;
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import tempfile
 import threading
 from pathlib import Path
 
@@ -461,3 +463,75 @@ def test_a_path_below_a_file_names_the_file_not_a_missing_folder(tmp_path, write
         _users_of_a_path_below_a_file()[writer](str(tmp_path / below))
     assert "does not exist" not in str(refused.value), f"{writer} called the file a missing folder"
     assert file_hashes(tmp_path) == before, f"{writer} changed something for a path below a file"
+
+
+# ----------------------------------------------------------------------
+# a path this user may not read, and a place the system refuses even to root: one line naming the option and the
+# path given, never a traceback, the name of a file inside that does not exist, or a staging folder's name
+
+
+def _denied(monkeypatch, secret: Path) -> None:
+    """Make `secret` (a folder) and what it holds unreadable for this process, as a folder of mode 700 owned by
+    another user is (the tests run as root, whom no mode stops)."""
+    real_stat, real_access = os.stat, os.access
+
+    def stat(path, *args, **kwargs):
+        if Path(path) != secret and secret in Path(os.path.abspath(path)).parents:
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "access", lambda path, mode, *args, **kwargs: (
+        Path(os.path.abspath(path)) != secret and real_access(path, mode, *args, **kwargs)))
+
+
+def test_an_unreadable_model_file_or_folder_is_one_clear_error(tmp_path, monkeypatch):
+    """load_model of a file of mode 600 said 'a truncated or damaged archive'; in a folder of mode 700 it was a
+    PermissionError traceback."""
+    from minitorch.paper.models import ModelFileError, load_model, save_model
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    save_model(tiny_model(), secret / "m.npz")
+    _denied(monkeypatch, secret)
+    with pytest.raises(ModelFileError, match=r"load_model .*secret/m.npz: cannot be read: a folder above it does not "
+                                             r"let you in \(permission denied\)"):
+        load_model(secret / "m.npz")
+    monkeypatch.undo()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, *a, **k: not (str(path).endswith("m.npz") and mode & os.R_OK)
+                        and real_access(path, mode, *a, **k))
+    with pytest.raises(ModelFileError, match=r"load_model .*m.npz: cannot be read \(permission denied"):
+        load_model(secret / "m.npz")
+
+
+def test_grade_names_a_folder_of_submissions_it_may_not_read(tmp_path, monkeypatch, capsys):
+    """grade SECRET named SECRET/minitorch/__init__.py, a file that does not exist."""
+    from minitorch.exercises.__main__ import main
+
+    secret = tmp_path / "secret"
+    (secret / "ann").mkdir(parents=True)
+    _denied(monkeypatch, tmp_path / "secret")
+    monkeypatch.setattr(os, "access", lambda path, mode, *args, **kwargs: Path(os.path.abspath(path)) != secret)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["grade", str(secret), "--out", str(tmp_path / "grades"), "--only", "1.1"])
+    error = capsys.readouterr().err.strip()
+    assert exit_info.value.code == 2 and f"SUBMISSIONS {secret}: cannot be read (permission denied" in error, error
+    assert not (tmp_path / "grades").exists()
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs sysfs, which refuses root too")
+def test_a_place_the_system_refuses_is_named_as_the_option_given_before_any_work(tmp_path, capsys):
+    """reproduce --out /sys/kernel/x named /sys/kernel/.x.partial-a3xjs8nb, a name the user never gave."""
+    from minitorch.__main__ import main
+
+    try:  # a machine where it can be written (none known) has nothing to refuse
+        os.rmdir(tempfile.mkdtemp(dir="/sys/kernel"))
+        pytest.skip("this machine lets /sys/kernel be written")
+    except OSError:
+        pass
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "--quick", "--only", "1x1", "--out", "/sys/kernel/x"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and "--out /sys/kernel/x: cannot write in /sys/kernel" in error, error
+    assert ".partial" not in error

@@ -27,7 +27,8 @@ from minitorch.exercises.grader.trusted.grading import collect_tests
 from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, load_exercises,
                                           part_points, read_manifest_data, select)
 from minitorch.exercises.grader.trusted.sandbox import KINDS
-from minitorch.outputs import OutputPathError
+from minitorch.outputs import OutputPathError, OwnFile, check_readable, refuse_a_file_not_its_own
+from minitorch.tools.options import CommandParser, comma_list
 
 # A test's calls start the student's exercise in its sandbox (a fresh process that imports the library): below a
 # second, a right answer would time out too, and every student would get 0.
@@ -169,8 +170,10 @@ def _add_grade_command(commands) -> None:
     grade.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
                        default=None, help="seed of the graded tests' random inputs (default: the one OUT/run.json "
                                           "records, else a fresh secret one; students' own runs use 0)")
-    grade.add_argument("--only", default="", help="comma-separated exercise IDs to grade, e.g. 3.1,3.2")
-    grade.add_argument("--chapter", default="", help="comma-separated chapters whose exercises to grade")
+    grade.add_argument("--only", type=comma_list("--only"),
+                       default="", help="comma-separated exercise IDs to grade, e.g. 3.1,3.2")
+    grade.add_argument("--chapter", type=comma_list("--chapter"),
+                       default="", help="comma-separated chapters whose exercises to grade")
     grade.add_argument("--edition", default="", help="the student edition you handed out: grade the exercises its "
                                                      "minitorch/exercises/edition.json names")
     grade.add_argument("--isolation", default="auto", choices=["auto", *KINDS],
@@ -180,8 +183,8 @@ def _add_grade_command(commands) -> None:
     again.add_argument("--regrade", "--force", dest="regrade", action="store_true",
                        help="grade every student again (after a fix of the grader, or with new settings); "
                             "adjustments.csv is kept")
-    again.add_argument("--student", action="append", default=[], metavar="NAME",
-                       help="grade only this student again (repeat, or NAME,NAME); the others are kept")
+    again.add_argument("--student", action="append", type=comma_list("--student"), default=[], metavar="NAME",
+                       help="grade only these students again (NAME or NAME,NAME); the others are kept")
 
 
 def _add_canvas_command(commands) -> None:
@@ -202,6 +205,23 @@ def _add_canvas_command(commands) -> None:
     canvas.add_argument("--leave-out-unlisted", action="store_true",
                         help="leave out (and list) the graded submissions the roster has no row for, such as students "
                              "who dropped the course; without it they stop the command")
+    canvas.add_argument("--force", action="store_true",
+                        help="replace --to even if it is not a Canvas CSV this command wrote")
+
+
+def _is_canvas_csv(path: Path) -> bool:
+    """Whether `path` is a CSV canvas-csv wrote: its first line is Canvas's five columns and one assignment's."""
+    import csv
+
+    from minitorch.exercises.grader.trusted.gradebook import CANVAS_COLUMNS
+
+    with open(path, encoding="utf-8", newline="") as file:
+        header = next(csv.reader([file.readline(4096)]), [])
+    return len(header) == len(CANVAS_COLUMNS) + 1 and tuple(header[:-1]) == CANVAS_COLUMNS
+
+
+CANVAS_CSV = OwnFile("a Canvas CSV that canvas-csv wrote (Student, ID, SIS User ID, SIS Login ID, Section and one "
+                     "assignment)", _is_canvas_csv)
 
 
 def _write_canvas(args) -> int:
@@ -230,6 +250,10 @@ def _write_canvas(args) -> int:
     if target == roster or target.is_relative_to(Path(args.out).resolve()):
         what = "the roster" if target == roster else f"a file in the gradebook folder {args.out} (its students' too)"
         raise ExerciseError(f"--to {args.to}: would replace {what}; write the Canvas CSV elsewhere")
+    try:  # (after the refusals that --force does not lift)
+        refuse_a_file_not_its_own(target, args.to, "--to", CANVAS_CSV, args.force)
+    except PathError as error:
+        raise ExerciseError(str(error)) from None
     if not args.assignment.strip() or any(character in args.assignment for character in "\r\n"):
         raise ExerciseError(f"--assignment {args.assignment!r}: name the assignment's column in one line, as Canvas "
                             f"names it, e.g. \"Week 3 (12345)\"")
@@ -250,7 +274,7 @@ def _write_canvas(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch.exercises",
+    parser = CommandParser(prog="python -m minitorch.exercises",
                                      description="The book's graded exercises and the student edition.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="every exercise: ID, chapter, title, where, points (public and hidden), "
@@ -262,12 +286,14 @@ def main(argv=None) -> int:
                     "exercises) removed; 'self-check' cells (predict-then-check answers) stay. "
                     "--only and --chapter together select the union; neither selects every exercise.")
     edition.add_argument("dest", help="a new (or empty) folder")
-    edition.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
-    edition.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
-    edition.add_argument("--release", default="", help="comma-separated exercise IDs whose answers the edition "
-                                                        "keeps (e.g. last week's, after its deadline); every other "
-                                                        "exercise is a stub")
-    edition.add_argument("--handed-out-before", default="",
+    edition.add_argument("--only", type=comma_list("--only"),
+                         default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
+    edition.add_argument("--chapter", type=comma_list("--chapter"),
+                         default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
+    edition.add_argument("--release", type=comma_list("--release"),
+                         default="", help="comma-separated exercise IDs whose answers the edition keeps (e.g. "
+                                          "last week's, after its deadline); every other exercise is a stub")
+    edition.add_argument("--handed-out-before", type=comma_list("--handed-out-before"), default="",
                          help="comma-separated exercise IDs an earlier edition handed out, whose answers your "
                               "students bring themselves (carry-over); they stay stubs. An exercise handed out must "
                               "have every exercise it builds on handed out, released or named here")
@@ -284,8 +310,10 @@ def main(argv=None) -> int:
         description="Write OUT.zip, a Gradescope autograder (setup.sh, run_autograder, this grader's library and "
                     "tests). The exercises, the seed and the timeout are fixed in it; students never see them.")
     bundle.add_argument("out", help="the zip to write, e.g. autograder.zip")
-    bundle.add_argument("--only", default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
-    bundle.add_argument("--chapter", default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
+    bundle.add_argument("--only", type=comma_list("--only"),
+                        default="", help="comma-separated exercise IDs, e.g. 3.1,3.2")
+    bundle.add_argument("--chapter", type=comma_list("--chapter"),
+                        default="", help="comma-separated chapter numbers, e.g. 3 or 1,2")
     bundle.add_argument("--exercise-seed", type=checks.number_argument("--exercise-seed", integer=True, minimum=0),
                         default=None, help="seed of the graded tests' inputs (default: a fresh random one, kept in "
                                            "the bundle)")
@@ -301,6 +329,8 @@ def main(argv=None) -> int:
     bundle.add_argument("--late-penalty", type=checks.number_argument("--late-penalty", minimum=0, maximum=100),
                         default=10.0, help="percent of the score taken off per started day past the due date "
                                            "(default 10; 0 for none)")
+    bundle.add_argument("--force", action="store_true",
+                        help="replace OUT.zip even if it is not a bundle this command wrote")
     bundle.add_argument("--over-deadline", action="store_true",
                         help="build even if a copy that hangs everywhere could outlast --deadline (or the deadline "
                              "is close to the platform's limit)")
@@ -311,6 +341,8 @@ def main(argv=None) -> int:
     if args.command in ("grade", "canvas-csv"):
         from minitorch.exercises.grader.trusted.grade_command import grade_class
         try:
+            if args.command == "grade":
+                check_readable(Path(args.submissions), args.submissions, "SUBMISSIONS", ExerciseError)
             return grade_class(args, root) if args.command == "grade" else _write_canvas(args)
         except ExerciseError as error:
             parser.exit(2, f"{parser.prog}: error: {error}\n")
@@ -341,7 +373,8 @@ def main(argv=None) -> int:
         if args.command == "gradescope-bundle":
             settings = build_bundle(args.out, selected, seed=args.exercise_seed, timeout=args.timeout,
                                     deadline=args.deadline, over_deadline=args.over_deadline, root=root,
-                                    hidden_visibility=args.hidden_tests, late_penalty=args.late_penalty)
+                                    hidden_visibility=args.hidden_tests, late_penalty=args.late_penalty,
+                                    force=args.force)
             return _print_bundle(args.out, settings, seed_given=args.exercise_seed is not None)
         if args.solutions and (args.only or args.chapter or args.release or args.handed_out_before):
             raise ExerciseError("--solutions releases every answer and hands out nothing: give it alone")

@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
+from minitorch.outputs import OutputPathError, check_output_folder, check_readable, write_atomically
 from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, MANIFEST, MAX_FUNCTION_LINES,
                                           MAX_MODULE_BYTES, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
                                           ExerciseError, function_node, is_stub, load_exercises, sort_key,
@@ -364,6 +364,9 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
     from minitorch.exercises.grader.sandboxed import student_function as found
 
     for copy, what in ((old, "OLD"), (new, "NEW")):
+        if not str(copy).strip():  # '' is never the current folder (an instructor's checkout holds every answer)
+            raise ExerciseError(f"carry-over: {what} is empty; name the folder of your copy")
+        check_readable(Path(copy), copy, f"carry-over: {what}", ExerciseError)
         if not (Path(copy) / "minitorch" / "__init__.py").is_file():
             raise ExerciseError(f"carry-over: {what} {copy} is not a copy of the book (no minitorch/ in it); name "
                                 f"the folder of your copy (unzip a .zip first)")

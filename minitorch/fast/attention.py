@@ -40,6 +40,8 @@ def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters:
                          f"got shape {projected.shape}")
     queries, keys, values = projected._data
     scores = queries @ np.swapaxes(keys, -1, -2)  # (..., L, d) @ (..., d, L) -> (..., L, L)
+    if normaliser != "softmax":  # (the softmax refuses such scores itself, as the readable path's does)
+        attention.check_scores(scores, normaliser)
     needs_grad = is_grad_enabled() and projected.requires_grad
     array_normaliser = None if parameters else fast_normaliser(normaliser)
     if array_normaliser is not None:

@@ -39,7 +39,10 @@ def softmax_normaliser(scores: np.ndarray, future: np.ndarray):
     ``backward(∂ℓ/∂A) = ∂ℓ/∂S``, in place in the caller's gradient array."""
     hide_future = np.where(future, -np.inf, 0.0).astype(scores.dtype)  # (L, L): -inf on future keys, else 0
     weights = scores + hide_future  # (..., L, L): future keys get -inf, hence weight 0 (faster than np.where)
-    weights -= max_along(weights, -1)
+    shift = max_along(weights, -1)  # (..., L, 1)
+    if not np.isfinite(shift).all():  # +inf or NaN: refused, as minitorch.softmax refuses it
+        raise ValueError("softmax: the scores contain +inf or NaN; only -inf (a masked entry) is allowed")
+    weights -= shift
     np.exp(weights, out=weights)
     weights /= sum_along(weights, -1)
 

@@ -133,8 +133,20 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     """
     check_attention_shapes(queries, keys, values)
     scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L): s_ik = q_i · k_k
+    if normaliser != "softmax":  # (the softmax refuses such scores itself: exercise 2.4)
+        check_scores(scores._data, normaliser)
     weights = get_normaliser(normaliser)(scores, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
     return weights @ values, weights.detach()  # (..., L, L) @ (..., L, d) -> (..., L, d)
+
+
+def check_scores(scores: np.ndarray, normaliser: str) -> None:
+    """ValueError if a score is +inf or NaN (inputs too large, or not finite): the softmax refuses such scores
+    itself, and another normaliser would turn them into NaN weights (ReLU: inf times the mask's 0) without a
+    word. One maximum, not a pass that checks each score."""
+    largest = scores.max() if scores.size else 0.0
+    if np.isnan(largest) or largest == np.inf:
+        raise ValueError(f"attend ({normaliser}): the scores Q Kᵀ contain +inf or NaN (the inputs hold inf or NaN, "
+                         f"or are so large that their products overflow); a score must be a finite number")
 
 
 def check_attention_shapes(queries: Tensor, keys: Tensor, values: Tensor) -> None:

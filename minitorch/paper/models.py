@@ -128,6 +128,8 @@ class AttentionModel(Module):
 
     def forward(self, x, return_attention: bool = False):
         """x: (B, L, n) -> prediction (B, L, n) [, list of per-layer weights (B, H, L, L)]."""
+        if return_attention is not True and return_attention is not False:  # 'no' would count as true
+            return_attention = checks.flag(type(self).__name__, "return_attention", return_attention)
         x = as_tensor(x, like=self.layers[0].W_Q.weight)
         if x.ndim != 3 or x.shape[-1] != self.config["width"] or x.shape[1] == 0:
             raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}) with "

@@ -438,6 +438,10 @@ def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
     path = _image_path(fig, path)
     dpi = checks.positive_number("save", "dpi", dpi)
     width, height = fig.get_size_inches() * dpi
+    if min(width, height) < 1:  # matplotlib would fail writing an empty image
+        smallest = fig.get_size_inches().min()
+        raise ValueError(f"save: dpi={dpi:g} makes a figure of {smallest:g} inches less than 1 pixel across; use a "
+                         f"dpi of at least {math.ceil(1 / smallest)}")
     checks.memory("save", f"the image at dpi={dpi:g}", (math.ceil(height), math.ceil(width), 4), itemsize=1)
     image = io.BytesIO()
     fig.savefig(image, format=path.suffix.lower().lstrip("."), dpi=dpi)

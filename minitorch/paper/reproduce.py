@@ -42,7 +42,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
-                               signals_held, write_atomically)
+                               end_with_parent, signals_held, write_atomically)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import (AttentionModel, build_model, for_training, save_model, training_path,
@@ -145,7 +145,7 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
     try:
         _start_resource_tracker()
         pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_ignore_interrupts)
+                                   initializer=_start_worker, initargs=(os.getpid(),))
         try:
             path = training_path()  # each run goes on the training path of the process that started it
             with signals_held() as came:  # submit starts the workers: a stop between a spawned worker's start
@@ -189,10 +189,11 @@ def _start_resource_tracker() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _ignore_interrupts() -> None:
+def _start_worker(parent: int) -> None:
     """Run in each worker as it starts: Ctrl-C reaches the whole process group, but only the main process
-    handles it."""
+    handles it; a SIGKILL of the main process, which no handler sees, ends the worker too (`end_with_parent`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent(parent, signal.SIGKILL)
 
 
 def _on_training_path(path, function, *args):

@@ -75,8 +75,10 @@ from pathlib import Path
 import numpy as np
 
 from minitorch.checks import number_argument
-from minitorch.outputs import OutputPathError, check_output_file, write_atomically
+from minitorch.outputs import (OutputPathError, OwnFile, check_output_file, json_written_by,
+                               write_atomically)
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
+from minitorch.tools.options import CommandParser
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
 IMPLEMENTATIONS = ("minitorch", "minitorch readable", "numpy floor", "pytorch")
@@ -332,8 +334,13 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
     return result
 
 
+WRITER = "python -m minitorch bench"
+OWN_JSON = OwnFile(f'a file of measurements that bench --json wrote (JSON with "written_by": "{WRITER}")',
+                   lambda path: json_written_by(path, WRITER))
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch.tools.bench", description=(__doc__ or "").split("\n")[0])
+    parser = CommandParser(prog="python -m minitorch.tools.bench", description=(__doc__ or "").split("\n")[0])
     count = dict(integer=True, minimum=1)
     # bounded, so that a typo (--steps 1000000000) cannot run for days: 10,000 steps of 4x4 take about 2 minutes
     parser.add_argument("--steps", type=number_argument("--steps", **count, maximum=10_000), default=40,
@@ -351,6 +358,8 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=number_argument("--jobs", **count, maximum=64), default=2,
                         help="--jobs for the timed reproduce (default 2)")
     parser.add_argument("--json", default=None, help="also write the measurements to this file")
+    parser.add_argument("--force", action="store_true",
+                        help="replace --json even if it is not a file of measurements this command wrote")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # one measurement, in a fresh process started by `measure`
@@ -363,7 +372,8 @@ def main(argv=None) -> int:
         print(json.dumps(_measure_here(*measurement)))
         return 0
     try:  # before minutes of measuring
-        json_path = None if args.json is None else check_output_file(args.json, "--json")
+        json_path = None if args.json is None else check_output_file(args.json, "--json", own=OWN_JSON,
+                                                                      force=args.force)
     except OutputPathError as error:
         parser.error(str(error))
     if importlib.util.find_spec("minitorch.fast.hand_fused") is None:
@@ -371,7 +381,8 @@ def main(argv=None) -> int:
               "it repeats answers to exercises, so a student edition leaves it out", file=sys.stderr)
         return 2
     normalisers = ("softmax", "relu") if args.relu else ("softmax",)
-    results = dict(steps=run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds))
+    results = dict(written_by=WRITER,  # the mark that lets a later --json replace this file without --force
+                   steps=run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds))
     if args.reproduce:
         results["reproduce"] = time_reproduce(args.jobs)
     if json_path:

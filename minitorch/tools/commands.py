@@ -111,10 +111,11 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
 def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status."""
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
     _Stopped.signum = signal.SIGINT
     original_stdout = sys.stdout
-    if sys.stdout is None:  # started with stdout closed (`>&-`): the work still runs, with nothing to print to
-        sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the work still runs; what it prints is lost
+        sys.stdout = _ClosedStdout()
     else:  # `... | head -1`: once the reader has gone, what is printed goes nowhere, and the work goes on
         sys.stdout = _QuietOnceClosed(sys.stdout)
     try:
@@ -123,6 +124,10 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
         status = 0 if status is None else status
         if status == 128 + signal.SIGINT and _Stopped.signum != signal.SIGINT:
             status = 128 + _Stopped.signum  # main handled the stop as Ctrl-C; report the signal it was
+        if status == 0 and isinstance(sys.stdout, _ClosedStdout) and sys.stdout.lost and sys.stderr is not None:
+            print(f"{name}: error: standard output is closed (started with >&-), so what the command printed was "
+                  f"lost; give it an output (> FILE)", file=sys.stderr)  # as `> /dev/full` fails
+            status = 1
         return status
     except KeyboardInterrupt:
         print(f"{name}: stopped by {signal_name(_Stopped.signum)}", file=sys.stderr)
@@ -176,6 +181,19 @@ def exercise_needed(error: BaseException, command: str) -> str | None:
     return (f"{command} needs exercise {exercise_id} ({exercise.function} in {exercise.module}) first: write its body "
             f"(chapter {exercise.chapter:02d}, {exercise.title}), then check it with: python -m pytest -m "
             f"{exercise.marker}")
+
+
+class _ClosedStdout:
+    """Standard output when the command was started without one (``>&-``): what is written is counted, and lost."""
+
+    lost = 0
+
+    def write(self, text: str) -> int:
+        self.lost += len(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
 
 
 class _QuietOnceClosed:

@@ -32,7 +32,10 @@ def all_equal_inputs(contents, trigger: int, length: int = SEQUENCE_LENGTH) -> n
     contents: (B, d), one z per sequence, entries in [-1, 1]. These inputs have
     probability 0 but lie in the support, which is all a worst-case error sees.
     """
-    contents = np.atleast_2d(np.asarray(contents, dtype=float))
+    contents = np.atleast_2d(checks.real_numbers("all_equal_inputs", "contents", contents))
+    if contents.ndim != 2 or contents.shape[1] == 0:  # a width d + 3 < 4 has no content coordinate
+        raise ValueError(f"all_equal_inputs: contents must be (B, d) with d >= 1 content coordinates (the model's "
+                         f"width is d + 3), got shape {contents.shape}")
     batch, d = contents.shape
     width = d + 3
     trigger = checks.integer("all_equal_inputs", "trigger", trigger, minimum=1)

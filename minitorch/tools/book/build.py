@@ -3,7 +3,7 @@
     python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
                              [--no-pdf]
 
-The output folder is checked before any work (minitorch/outputs.py): not a file, not the chapters or the
+The output folder is checked before any work (minitorch.outputs): not a file, not the chapters or the
 project's sources, writable, and, if it already holds files, an earlier book of this command (or --force).
 The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
 failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.

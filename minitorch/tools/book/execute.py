@@ -13,6 +13,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from minitorch.outputs import end_with_parent
 from minitorch.tools.commands import STOPPING_SIGNALS, note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
@@ -237,7 +238,8 @@ def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: boo
                 if run.failed and not keep_going:
                     return
             return
-        stop.workers = ProcessPoolExecutor(max_workers=min(jobs, len(chapters)), initializer=_start_worker)
+        stop.workers = ProcessPoolExecutor(max_workers=min(jobs, len(chapters)), initializer=_start_worker,
+                                           initargs=(os.getpid(),))
         try:
             futures = [stop.workers.submit(_execute_in_worker, chapter, quick, cell_timeout) for chapter in chapters]
             for future in as_completed(futures):
@@ -256,18 +258,21 @@ def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: boo
         stop.workers.shutdown(wait=True, cancel_futures=True)
 
 
-def _start_worker() -> None:
+def _start_worker(parent: int) -> None:
     """Set up a worker of `execute_all`.
 
     Its kernels use one BLAS thread each: kernels side by side that each start a BLAS thread per core
     fight over the cores (with --jobs 2 on 2 cores, chapter 07's training took 21.7 s instead of 1.9 s).
 
     A forked worker inherits the parent's Stop; between chapters it should rather die quietly when the
-    parent ends it (SIGTERM) and leave Ctrl-C to the parent. `_execute_in_worker` installs its own Stop."""
+    parent ends it (SIGTERM) and leave Ctrl-C to the parent. `_execute_in_worker` installs its own Stop. A
+    SIGKILL of the parent, which no handler sees, reaches the worker as a SIGTERM (`end_with_parent`): it stops
+    its kernel and ends."""
     os.environ.update({name: "1" for name in THREAD_VARIABLES})
     for signum in STOPPING_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent(parent, signal.SIGTERM)
 
 
 def progress_line(run: Run) -> str:

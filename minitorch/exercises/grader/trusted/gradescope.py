@@ -57,7 +57,7 @@ from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, 
                                           secret_output_refused)
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.tools.commands import ensure_open_files
-from minitorch.outputs import OutputPathError, check_output_file, write_atomically
+from minitorch.outputs import OutputPathError, OwnFile, check_output_file, write_atomically
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
 SETTINGS_NAME = "bundle.json"  # in the bundle: seed, exercises, timeout, deadline; fixed when it is built
@@ -165,7 +165,7 @@ def worst_case(exercise_count: int, timeout: float) -> float:
 
 def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None, timeout: float,
                  deadline: float = DEFAULT_DEADLINE, over_deadline: bool = False, root: Path = ROOT,
-                 hidden_visibility: str = "after_due_date", late_penalty: float = 10.0) -> dict:
+                 hidden_visibility: str = "after_due_date", late_penalty: float = 10.0, force: bool = False) -> dict:
     """Write the autograder zip for `exercises` to `out_zip` (atomically, its folders created) and return its
     settings.
 
@@ -179,7 +179,8 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
 
     root = Path(root).resolve()
     try:
-        out = check_output_file(out_zip, "the bundle", inputs=[root / name for name in BUNDLE_PATHS])
+        out = check_output_file(out_zip, "the bundle", inputs=[root / name for name in BUNDLE_PATHS], own=OWN_BUNDLE,
+                                force=force)  # a zip of the user's own is replaced only with --force
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
     if out.suffix != ".zip":
@@ -247,6 +248,15 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     finally:
         partial.unlink(missing_ok=True)
     return settings
+
+
+def _is_bundle(path: Path) -> bool:
+    """Whether `path` is a zip that build_bundle wrote: it holds the bundle's settings, SETTINGS_NAME."""
+    with zipfile.ZipFile(path) as archive:
+        return SETTINGS_NAME in archive.namelist()
+
+
+OWN_BUNDLE = OwnFile(f"a Gradescope bundle that gradescope-bundle wrote (a zip holding {SETTINGS_NAME})", _is_bundle)
 
 
 def pinned_packages() -> dict[str, str]:

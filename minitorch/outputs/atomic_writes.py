@@ -1,0 +1,231 @@
+"""Replacing a file or a folder whole (chapter 00): what replaces it is written aside and moved into place only
+when it is complete, so that an error, Ctrl-C or a full disk leaves the old one as it was.
+
+`write_atomically` replaces one file; `building_aside` builds a whole folder beside its target and moves it into
+place only when the block completes (`replace_folder`), or, in a folder shared with other output, replaces only
+the files a run planned (`replace_files`, with `minitorch.outputs.recorded_runs.files_to_replace`).
+A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build
+into the same target deletes it (a lock, released when a process dies, tells it from a build at work).
+Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
+`write_atomically` leaves room for its temporary suffix, writes text as UTF-8, and writes through a symbolic link
+to the file it names, keeping the link.
+
+This module uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+
+try:
+    import fcntl  # POSIX: the lock that tells an abandoned build's folder from one being built
+except ImportError:
+    fcntl = None
+from pathlib import Path
+
+from minitorch.outputs.paths import (NAME_MAX, OutputPathError, UnwritableFileError,
+                                     _check_no_folder_made_through_a_link, _check_replaceable_file, checked_path)
+from minitorch.outputs.recorded_runs import _in_the_way
+from minitorch.outputs.signals import signals_held
+
+TEMPORARY_NAME_BYTES = 120  # of a name kept in a temporary name beside it: room for the prefix and suffix
+RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put between a prefix and a suffix
+
+
+def temporary_prefix(target, kind: str, suffix: str = "") -> str:
+    """The prefix of a temporary name beside `target`: ``.<start of target's name>.<kind>-``, for
+    ``tempfile.mkstemp``/``mkdtemp(dir=<target's folder>, prefix=..., suffix=suffix)``. The name part is cut
+    (at a whole character) so that the temporary name fits in 255 bytes even beside a legal 255-byte name;
+    mkstemp's random part keeps it unique, and the start of the name and `kind` (``partial``, ``old``,
+    ``building``) tell a user whose it is."""
+    room = NAME_MAX - len(os.fsencode(f"..{kind}-{suffix}")) - RANDOM_NAME_BYTES
+    kept = os.fsencode(Path(target).name)[:min(room, TEMPORARY_NAME_BYTES)].decode(errors="ignore")
+    return f".{kept}.{kind}-"
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def write_atomically(path, data: str | bytes, mode: int | None = None, option: str = "writing") -> None:
+    """Write `data` (text as UTF-8) beside `path`, then rename it over `path`: a reader sees the old file or
+    the new one, never half of one. `mode` defaults to what open() would give: the replaced file's mode, or for
+    a new file 0o666 less the umask. A symbolic link is kept: the file it names is replaced (as writing into the
+    link would). A read-only file is refused, as is a link pointing into a folder that does not exist. Errors
+    name `option` (the caller, e.g. ``save_model: path``) and `path` as given, never the temporary name."""
+    if not isinstance(data, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"{option} {path}: the data to write must be text or bytes, got {type(data).__name__}")
+    shown, path = path, checked_path(path, option, error=UnwritableFileError, file=True)
+    _check_replaceable_file(shown, path, option, UnwritableFileError)
+    _check_no_folder_made_through_a_link(shown, path, option, UnwritableFileError)
+    if mode is None:
+        mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666 & ~_umask()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".tmp")
+    except OSError as problem:  # its own message would name the temporary file, which the caller never gave
+        raise UnwritableFileError(f"{option} {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
+                                  f"choose a folder you can write in") from None
+    try:
+        # mkstemp makes files only their owner can read
+        os.chmod(temporary, mode)
+        with os.fdopen(handle, "wb") as file:
+            # a file name that is not UTF-8 (read with surrogate escapes) is written as \udcff, not refused
+            file.write(data.encode("utf-8", errors="backslashreplace") if isinstance(data, str) else data)
+        os.replace(temporary, path)
+    except BaseException as problem:
+        Path(temporary).unlink(missing_ok=True)
+        if isinstance(problem, OSError) and not isinstance(problem, UnwritableFileError):
+            raise _write_failed(problem, option, shown) from None
+        raise
+
+
+def _write_failed(problem: OSError, option: str, shown) -> UnwritableFileError:
+    """The failure of a write (a full disk, a file-size limit: ulimit -f) naming the caller's path, not the
+    temporary file's or none. It keeps the errno, so that a command's wrapper adds what to do."""
+    failure = UnwritableFileError(f"{option} {shown}: writing it failed ({problem.strerror or problem}); the old "
+                                  f"file, if any, is left as it was")
+    failure.errno = problem.errno
+    return failure
+
+
+@contextlib.contextmanager
+def building_aside(target, replacing=None):
+    """Yield a new, empty folder beside `target` to build into; when the block completes, the built folder
+    replaces `target` whole (`replace_folder`), or, given `replacing` (paths relative to `target`), only
+    those files in it (`replace_files`), every other file staying. If the block raises or is interrupted,
+    the folder being built is deleted and `target` is left exactly as it was."""
+    target = Path(os.path.realpath(target))
+    prefix = temporary_prefix(target, "partial")
+    try:  # (its own error would name the staging folder, which the user never gave)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_folders(target.parent, prefix)
+        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
+    except OSError as problem:
+        raise OutputPathError(f"{target}: cannot create a folder beside it, in {target.parent} "
+                              f"({problem.strerror or problem}); choose another place") from None
+    os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
+    try:
+        with _held_while_building(staging):
+            yield staging
+            if replacing is None:
+                replace_folder(staging, target)
+            else:
+                replace_files(staging, target, replacing)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _held_while_building(folder: Path):
+    """An exclusive lock (flock) on `folder` while the block runs. The system releases it when the process
+    ends, however it ends (a SIGKILL too), so a folder whose lock is free has no builder left
+    (`_remove_abandoned_folders`). The descriptor is not inherited by the programs a build starts."""
+    if fcntl is None:  # not POSIX: no lock, and abandoned folders are left
+        yield
+        return
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
+    """Delete the folders `prefix`* in `parent` that a killed build left (a SIGKILL cannot be caught, so
+    the build could not delete its own): those whose lock no process holds. A build still at work holds its
+    lock and keeps its folder. (One made by another build in the instant before it took its lock may be taken
+    for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)"""
+    if fcntl is None:
+        return
+    for entry in os.scandir(parent):
+        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            descriptor = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:  # locked: a build is writing it
+            pass
+        finally:
+            os.close(descriptor)
+
+
+def replace_folder(built, target) -> None:
+    """Move the folder `built` to `target`, replacing whatever folder was there, with every stop held off for
+    the two renames (`signals_held`; one that comes then is dropped: the work is done): `target` ends as the
+    old folder or the new one, never a mixture of both, nor missing."""
+    built, target = Path(built), Path(target)
+    old = None
+    with signals_held():  # (a stop that came is dropped: the work is done)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
+            os.replace(target, old / target.name)
+        try:
+            os.replace(built, target)
+        except BaseException:
+            if old is not None:
+                os.replace(old / target.name, target)  # put the old folder back
+            raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def replace_files(built, target, replacing) -> None:
+    """Move every file under the folder `built` into `target`, at the same relative path, and take the files
+    `replacing` out of `target`, with every stop held off (`signals_held`; one that comes then is dropped: the
+    work is done): `target` ends with the old files or the new ones, never a mixture (an error midway moves
+    everything back). Folders the old files leave empty are removed."""
+    built, target = Path(built), Path(target)
+    if not target.exists():
+        return replace_folder(built, target)
+    new = [path.relative_to(built).as_posix() for path in sorted(built.rglob("*")) if not path.is_dir()]
+    appeared = sorted(_in_the_way(target, new) - set(replacing))  # since files_to_replace looked
+    if appeared:
+        raise OutputPathError(f"{target}: {', '.join(appeared[:3])} appeared there while the run worked; "
+                              f"nothing was replaced")
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
+    taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
+    with signals_held():  # (a stop that came is dropped: the work is done)
+        try:
+            for name in replacing:
+                if os.path.lexists(target / name):
+                    _move(target / name, old / name, taken_out)
+                    _remove_empty_folders((target / name).parent, target)
+            for name in new:
+                _move(built / name, target / name, put_in)
+        except BaseException:
+            for source, destination in reversed(put_in):
+                os.replace(destination, source)
+            for name in new:  # the folders made for them, before an old file of the same name comes back
+                _remove_empty_folders((target / name).parent, target)
+            for source, destination in reversed(taken_out):
+                _move(destination, source, [])
+            shutil.rmtree(old, ignore_errors=True)  # (kept, with the old files, if moving them back failed)
+            raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _move(source: Path, destination: Path, moved: list) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, destination)
+    moved.append((source, destination))
+
+
+def _remove_empty_folders(folder: Path, stop: Path) -> None:
+    """Remove `folder` and its parents up to (not including) `stop` while they are empty."""
+    while folder != stop and stop in folder.parents and folder.is_dir() and not folder.is_symlink() \
+            and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
+

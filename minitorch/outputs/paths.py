@@ -1,0 +1,300 @@
+"""Checking a path before any work (chapter 00): every command takes the paths it reads and writes through here,
+so that minutes of work are never lost to a path that could not have been read or written.
+
+An output path (`check_output_folder`, `check_output_file`) that is empty, the filesystem root, a file where a
+folder is wanted, not writable, inside (or around) the command's own input, or inside the project's sources
+fails at once, in one line that names the option. The rule for every path a command reads or writes
+(`checked_path`, used by those checks and by `check_input_file`): a name longer than the file system allows
+(255 bytes) or a symbolic-link loop is reported before any work, in one line, as is a path below a file
+('afile/m.npz': afile is a file, not a missing folder); a file that is read must be a regular file (a FIFO would
+block the reader forever, a device never ends).
+
+How a checked output is then written (aside, and moved into place whole) is `minitorch.outputs.atomic_writes`.
+This module uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[2]  # the project this library belongs to
+PROJECT_SOURCES = ("minitorch", "tests", "chapters", ".git")  # no command writes into these
+NAME_MAX, PATH_MAX = 255, 4095  # bytes in one name and in a whole path, on Linux's file systems
+
+
+class PathError(ValueError):
+    """A path that cannot be read or written as asked; the message names the option and the reason."""
+
+
+class OutputPathError(PathError):
+    """An output path that cannot be written as asked; the message names the option and the reason."""
+
+
+class UnwritableFileError(PathError, OSError):
+    """A file `write_atomically` cannot write (found after the work, where an OSError is expected: a command's
+    wrapper prints it as one line)."""
+
+
+def given_path(path, option: str, error=PathError, file: bool = False) -> Path:
+    """`path` as a Path, or TypeError naming `option` if it is no path (a number, None, bytes), or `error` if it
+    holds a NUL character, which no file name can (Python's own 'embedded null byte' names neither). With
+    `file`, the path must name a file: 'out/' or 'out/.' names a folder, though Path('out/') drops the slash."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        raise TypeError(f"{option}: expected a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}")
+    if "\x00" in os.fspath(path):
+        raise error(f"{option} {os.fspath(path)!r}: holds a NUL character (\\x00), which no file name can; "
+                    f"name the file without it")
+    if file and _names_a_folder(os.fspath(path)):
+        ending = os.path.basename(path) or os.sep
+        raise error(f"{option} {os.fspath(path)!r}: names a folder (it ends with {ending!r}), not a file; add the "
+                    f"file's name (pathlib would drop the end and take the file {os.path.normpath(path)!r} instead)")
+    return Path(path)
+
+
+def _names_a_folder(text: str) -> bool:
+    """Whether the path `text` ends as only a folder's path can: with a separator, '.' or '..' (the root, '/',
+    is left to the checks that name it)."""
+    separators = tuple(separator for separator in (os.sep, os.altsep) if separator)
+    is_root = os.path.dirname(text) == text
+    return not is_root and (text.endswith(separators) or os.path.basename(text) in (".", ".."))
+
+
+def checked_path(path, option: str, follow_links: bool = True, error=PathError, file: bool = False) -> Path:
+    """`path` made absolute (its symbolic links resolved, unless `follow_links` is False, when only the folders
+    above it are), or `error` naming `option`: an empty path, a deleted working folder, a name longer than
+    255 bytes, a path longer than 4095 bytes, a symbolic-link loop, with `file` a folder's path such as 'out/'
+    (TypeError: no path at all)."""
+    if path is None or not str(path).strip():
+        raise error(f"{option} is empty; name the place")
+    shown = str(given_path(path, option, error, file=file))
+    try:
+        absolute = os.path.abspath(Path(shown).expanduser())
+    except FileNotFoundError:
+        raise error(f"{option} {shown}: the working folder no longer exists (deleted?); cd to a folder that "
+                    f"does, or give an absolute path") from None
+    for name in Path(absolute).parts:
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise error(f"{option} {shown[:60]}...: a name of {len(os.fsencode(name))} bytes is too long (at most "
+                        f"{NAME_MAX}); choose a shorter name")
+    if len(os.fsencode(absolute)) > PATH_MAX:
+        raise error(f"{option} {shown[:60]}...: the path is {len(os.fsencode(absolute))} bytes long (at most "
+                    f"{PATH_MAX}); choose a shorter one")
+    parent, name = os.path.split(absolute)
+    resolved = os.path.realpath(absolute) if follow_links else os.path.join(os.path.realpath(parent), name)
+    try:
+        os.stat(resolved, follow_symlinks=follow_links)
+    except OSError as problem:
+        if problem.errno == errno.ELOOP:
+            raise error(f"{option} {shown}: a symbolic link in it points back to itself (a loop); remove the "
+                        f"link or name another path") from None
+        if problem.errno == errno.ENAMETOOLONG:
+            raise error(f"{option} {shown[:60]}...: the path is too long once its links are resolved") from None
+        if problem.errno == errno.ENOTDIR:
+            raise error(f"{option} {shown}: {_file_above(resolved)} is a file, so nothing can be created below "
+                        f"it; name a path in a folder") from None
+    return Path(resolved)
+
+
+def _file_above(path) -> str:
+    """The first of the folders above `path` (from the root down) that exists and is no folder: a file."""
+    for above in reversed(Path(path).parents):
+        if above.exists() and not above.is_dir():
+            return str(above)
+    return str(Path(path).parent)
+
+
+def check_input_file(path, option: str, error=PathError) -> Path:
+    """`path` as an absolute path to a regular file to read, or `error` (FileNotFoundError if it does not
+    exist): a FIFO, a socket or a device is refused before it is opened, since reading one may block forever
+    or never end."""
+    target = checked_path(path, option, error=error, file=True)
+    check_readable(target, path, option, error)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+    if stat.S_ISDIR(mode):
+        raise error(f"{option} {path}: is a folder; name a file")
+    if not stat.S_ISREG(mode):
+        kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise error(f"{option} {path}: is {kind}, not a regular file; reading it could wait forever")
+    return target
+
+
+def check_readable(target, shown, option: str, error=PathError) -> None:
+    """`error` if `target` exists but this user may not read it (a folder: list it and open what it holds), or a
+    folder above it does not let this user in; one that does not exist is left to the caller. Otherwise the
+    system's PermissionError would come as a traceback, or name a file inside that does not exist."""
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        raise error(f"{option} {shown}: cannot be read: a folder above it does not let you in (permission denied); "
+                    f"ask for access, or name a path you may read") from None
+    wanted = os.R_OK | os.X_OK if stat.S_ISDIR(mode) else os.R_OK
+    if not os.access(target, wanted):
+        raise error(f"{option} {shown}: cannot be read (permission denied: mode {stat.S_IMODE(mode):o}); ask for "
+                    f"access, or name a path you may read")
+
+
+def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
+    """`path` as an absolute folder path that the command may create or replace, or OutputPathError.
+
+    `inputs` are the paths the command reads (a folder of submissions, of chapters): the output may be
+    neither inside one of them nor hold one of them."""
+    target = _checked_path(path, option)
+    if target.exists() and not target.is_dir():
+        raise OutputPathError(f"{option} {path}: is a file, not a folder; name a folder (it is created if needed)")
+    _check_apart_from(target, path, option, inputs)
+    _check_writable(target, path, option)
+    return target
+
+
+@dataclass(frozen=True)
+class OwnFile:
+    """How a command knows a file is its own earlier output, which it may replace without --force: `recognises`
+    reads the mark only its writer puts in the file (a key of its JSON, a member of its zip, its exact header);
+    `what` names that output in the error."""
+
+    what: str
+    recognises: Callable[[Path], bool]
+
+
+def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, force: bool = False) -> Path:
+    """`path` as an absolute file path that the command may create or replace, or OutputPathError.
+
+    A command's output file follows the rule of its output folders: an existing file is replaced only if it is
+    the command's own earlier output (`own` recognises it), or with `force` (the error says so); a user's file
+    named by mistake (``--json thesis.txt``) is never replaced unasked. Without `own`, any regular file is."""
+    target = _checked_path(path, option, file=True)
+    if target.is_dir():
+        raise OutputPathError(f"{option} {path}: is a folder; name a file")
+    _check_replaceable_file(path, target, option, OutputPathError)
+    if own is not None:
+        refuse_a_file_not_its_own(target, path, option, own, force)
+    _check_apart_from(target, path, option, inputs)
+    _check_writable(target, path, option)
+    return target
+
+
+def refuse_a_file_not_its_own(target: Path, shown, option: str, own: OwnFile, force: bool = False) -> None:
+    """OutputPathError if `target` is a file that `own` does not recognise as the command's earlier output, unless
+    `force` (see `check_output_file`)."""
+    if target.is_file() and not force and not _recognised(own, target):
+        raise OutputPathError(f"{option} {shown}: holds a file that is not {own.what}, and it would be replaced; add "
+                              f"--force to replace it, or name another file")
+
+
+def _recognised(own: OwnFile, target: Path) -> bool:
+    """Whether `own` recognises the file at `target`; a file that cannot be read as its output is not one."""
+    try:
+        return bool(own.recognises(target))
+    except (OSError, ValueError, UnicodeError):
+        return False
+
+
+def json_written_by(path: Path, writer: str, limit: int = 2**20) -> bool:
+    """Whether `path` is a JSON object (of at most `limit` bytes) whose "written_by" is `writer`: the mark a
+    command's JSON output carries (``{"written_by": "python -m minitorch bench", ...}``)."""
+    if path.stat().st_size > limit:
+        return False
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return isinstance(document, dict) and document.get("written_by") == writer
+
+
+def _checked_path(path, option: str, file: bool = False) -> Path:
+    # links resolved: '--out link' is where it points
+    target = checked_path(path, option, error=OutputPathError, file=file)
+    try:
+        os.lstat(target)
+    except PermissionError:  # (Path.exists() would raise it as a traceback)
+        raise OutputPathError(f"{option} {path}: a folder above it does not let you in (permission denied); choose a "
+                              f"place you may write to") from None
+    except OSError:
+        pass
+    if target == Path(target.anchor):
+        raise OutputPathError(f"{option} {path}: is the filesystem root; name a folder of its own")
+    _check_no_folder_made_through_a_link(path, target, option, OutputPathError)
+    return target
+
+
+def _check_no_folder_made_through_a_link(shown, target: Path, option: str, error) -> None:
+    """A symbolic link that points nowhere (``m.npz -> nowhere/m.npz``) is written through only if the folder
+    it points into exists, as open() would: the missing folder of a link's target is never created,
+    while a plain path's missing folders are."""
+    if target.parent.is_dir():
+        return
+    absolute = Path(os.path.abspath(Path(shown).expanduser()))
+    for path in [absolute, *absolute.parents]:
+        if path.is_symlink() and not path.exists():
+            raise error(f"{option} {shown}: the symbolic link {path} points to {os.readlink(path)}, which does not "
+                        f"exist, and its folder is not created through a link; create it first, or remove the link")
+
+
+def _check_replaceable_file(shown, target: Path, option: str, error) -> None:
+    """An existing file at `target` (reached from `shown`) must be a regular file that its owner left writable.
+
+    `shown` is looked at as open() would: /proc/self/fd/1 is the pipe it names, though its resolved name,
+    'pipe:[N]', is no file. A read-only file (chmod 444) is refused, for root too, as cp, a shell's
+    '>' and an editor refuse it: its owner asked that it not be overwritten, and replacing it by a rename
+    would drop that protection silently."""
+    kind = _special_file(os.path.abspath(Path(shown).expanduser())) or _special_file(target)
+    if kind:
+        raise error(f"{option} {shown}: is {kind}, not a regular file; name a file")
+    if target.is_file() and (not stat.S_IMODE(target.stat().st_mode) & 0o222 or not os.access(target, os.W_OK)):
+        raise error(f"{option} {shown}: the file is read-only (mode {stat.S_IMODE(target.stat().st_mode):o}), so it "
+                    f"is not replaced; make it writable first (chmod u+w), or name another file")
+
+
+def _special_file(path) -> str | None:
+    """What `path` is if it exists and is not a regular file, following its links."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return "a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
+
+
+def _check_apart_from(target: Path, shown, option: str, inputs) -> None:
+    """The output must not be, hold or sit inside an input or the project's sources."""
+    guarded = [(checked_path(path, "an input", error=OutputPathError), f"the input {path}") for path in inputs]
+    guarded += [(ROOT / name, f"the project's own {name}/") for name in PROJECT_SOURCES]
+    for folder, what in guarded:
+        if target == folder or folder in target.parents:
+            raise OutputPathError(f"{option} {shown}: lies inside {what}; writing there would mix the output "
+                                  f"into what it was made from; choose a folder elsewhere")
+        if target in folder.parents:
+            raise OutputPathError(f"{option} {shown}: holds {what}; replacing it would delete that; choose a "
+                                  f"folder elsewhere")
+    if target == ROOT or target in ROOT.parents:
+        raise OutputPathError(f"{option} {shown}: holds this project ({ROOT}); choose a folder of its own")
+
+
+def _check_writable(target: Path, shown, option: str) -> None:
+    """The nearest folder that exists (the target's parent, or further up) must be one we can write in."""
+    existing = target.parent
+    while not os.path.lexists(existing):  # (lexists: a folder that does not let us in is no traceback)
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputPathError(f"{option} {shown}: {existing} is a file, so nothing can be created below it")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{option} {shown}: cannot write in {existing} (permission denied or a read-only "
+                              f"file system)")
+    try:  # the system may still refuse (sysfs and /proc refuse root too): try, rather than find out later
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".minitorch-can-write-"))
+    except OSError as problem:
+        raise OutputPathError(f"{option} {shown}: cannot write in {existing} ({problem.strerror or problem}); "
+                              f"choose another place") from None
+    if target.is_dir() and not os.access(target, os.W_OK | os.X_OK):
+        raise OutputPathError(f"{option} {shown}: cannot write in this folder (permission denied or read-only)")
+

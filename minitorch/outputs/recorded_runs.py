@@ -1,0 +1,119 @@
+"""A folder shared with other output (chapter 00): which files a run replaces there.
+
+``figures/`` holds ``reproduce``'s files and ``figures/beyond/``, and ``grade --out`` writes grades.csv beside a
+user's own files: such a folder is not replaced whole. A run records the files it wrote there (`RecordedRun`,
+in a JSON file of its own), and the next run into the folder replaces exactly those, all of them, with its own
+(`files_to_replace`, then `minitorch.outputs.atomic_writes.building_aside` with ``replacing``). An earlier run of a
+different command line is replaced only with ``--force``, so a folder never ends as a mixture of two runs, and
+files no run recorded are never deleted unasked. Nothing is deleted through a folder that is a symbolic link
+(it would reach outside the folder), not even with ``--force``.
+
+This module uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from minitorch.outputs.paths import OutputPathError, _special_file
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """What an earlier run left in its output folder: its command line (runs with the same one write the same
+    files) and the files it wrote there, relative to the folder."""
+
+    command: str
+    files: tuple[str, ...]
+
+    @staticmethod
+    def checked(command, files) -> "RecordedRun | None":
+        """The record, or None if it is not one: a command line and paths that stay inside the folder."""
+        def inside(name) -> bool:
+            path = PurePosixPath(name) if isinstance(name, str) else None
+            return bool(path and path.parts) and not path.is_absolute() and ".." not in path.parts
+        if not isinstance(command, str) or not isinstance(files, (list, tuple)) or not all(map(inside, files)):
+            return None
+        return RecordedRun(command, tuple(files))
+
+
+def read_recorded_run(record_file) -> RecordedRun | None:
+    """The run recorded in the JSON file `record_file` (``{"command": ..., "files": [...]}``, as
+    `recorded_run_text` writes it), or None if there is none or it records no run. With `files_to_replace`,
+    the check a command that writes into a folder it does not own whole makes before any work (``grade --out``
+    writes grades.csv and summary.md beside a user's own files)."""
+    import json
+
+    if _special_file(record_file):  # a FIFO would block the read forever; it is then a file in the way
+        return None
+    try:
+        document = json.loads(Path(record_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or not JSON
+        return None
+    if not isinstance(document, dict):
+        return None
+    return RecordedRun.checked(document.get("command"), document.get("files"))
+
+
+def recorded_run_text(command: str, files) -> str:
+    """The JSON text `read_recorded_run` reads back: the command line and the files (not folders) it wrote."""
+    import json
+
+    return json.dumps({"command": command, "files": sorted(files)}, indent=2) + "\n"
+
+
+def files_to_replace(target, planned, earlier: RecordedRun | None, command: str, force: bool = False,
+                     option: str = "--out") -> list[str]:
+    """Before any work: the paths, relative to the folder `target`, that a run of `command` writing the files
+    `planned` there will replace. They are every file of the `earlier` run recorded there (replaced whole, so
+    that none of them stays beside the new ones) and, with `force`, whatever else stands where a planned file
+    goes. Every other file of `target` stays.
+
+    Without `force`, OutputPathError (naming --force) refuses an earlier run of another command line, and
+    anything in the way of a planned file that no earlier run recorded (a file named ``models`` where a
+    folder of models goes)."""
+    target = Path(target)
+    # a record lists files: a folder named there (a hand-edited or damaged record) is never deleted on its word
+    replacing = {name for name in earlier.files if not (target / name).is_dir()} if earlier else set()
+    if earlier and earlier.command != command and not force:
+        raise OutputPathError(f"{option} {target}: holds an earlier, different run ({earlier.command}); this run "
+                              f"({command}) would replace all {len(earlier.files)} of its files. Add --force to "
+                              f"replace it, or choose another folder")
+    in_the_way = sorted(_in_the_way(target, planned) - replacing)
+    _refuse_files_through_links(target, replacing | set(in_the_way), option)
+    if in_the_way and not force:
+        shown = ", ".join(in_the_way[:3]) + (f" and {len(in_the_way) - 3} more" if len(in_the_way) > 3 else "")
+        raise OutputPathError(f"{option} {target}: holds {shown} where this run writes its own files, and no "
+                              f"earlier run recorded them; add --force to replace them, or choose another folder")
+    return sorted(replacing | set(in_the_way))
+
+
+def _refuse_files_through_links(target: Path, names, option: str) -> None:
+    """OutputPathError if one of the files `names` (relative to `target`) that a run would replace lies below a
+    folder of `target` that is a symbolic link: replacing it would delete a file outside `target` (a record names
+    what a run wrote, not where a link points now). Not even --force deletes through a link."""
+    for name in sorted(names):
+        parts = PurePosixPath(name).parts
+        folders = [Path(*parts[:depth]) for depth in range(1, len(parts))]
+        link = next((folder for folder in folders if (target / folder).is_symlink()), None)
+        if link is not None:
+            raise OutputPathError(f"{option} {target}: this run would replace {name}, which lies behind the symbolic "
+                                  f"link {link} (to {os.path.realpath(target / link)}), outside the folder; a run "
+                                  f"deletes nothing through a link: remove the link, or choose another folder")
+
+
+def _in_the_way(target: Path, names) -> set[str]:
+    """The entries of `target` that writing the files `names` would replace: a file or folder of the same
+    name, or a non-folder where one of their folders goes."""
+    found = set()
+    for name in names:
+        parts = PurePosixPath(name).parts
+        for depth in range(1, len(parts) + 1):
+            path = target.joinpath(*parts[:depth])
+            is_folder_of_the_file = depth < len(parts)
+            if os.path.lexists(path) and not (is_folder_of_the_file and path.is_dir()):
+                found.add("/".join(parts[:depth]))
+                break
+    return found
+

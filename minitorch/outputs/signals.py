@@ -1,0 +1,91 @@
+"""Signals: a stop held off while a command finishes a step that must complete, and the worker processes a
+command starts ending with it.
+
+The commands turn every stop (Ctrl-C, SIGTERM, SIGHUP, ...) into a KeyboardInterrupt (`minitorch.tools.commands`);
+`signals_held` keeps one from raising between the two renames that put a finished output in place. A SIGKILL
+cannot be caught: the workers a command started learn of it from the system (`end_with_parent`). A Ctrl-C before
+the command's own handlers are set, while it imports the library, ends it in one line
+(`stop_quietly_while_starting`).
+
+This module uses only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Hold every signal this process handles in Python while the block runs: Ctrl-C, and the stops that the
+    commands turn into Ctrl-C (SIGTERM, SIGHUP, ...: `minitorch.tools.commands`). None can raise inside it.
+    Yields the list of those that came, in order: the caller delivers them (``signal.raise_signal``) or, when
+    the block finished the work they would stop, drops them. Only the main thread sets (and runs) handlers;
+    elsewhere the block runs as it is."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    held = {signum: handler for signum in signal.valid_signals() if callable(handler := signal.getsignal(signum))}
+    for signum in held:
+        signal.signal(signum, lambda signum, frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that started it ends
+
+
+def end_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
+    """In a worker process, as it starts: receive `signum` when the process that started it (pid `parent`) ends,
+    however it ends. A SIGKILL of a command reaches no handler of its own, so its workers would live on under
+    PID 1, and multiprocessing's resource tracker with them. Linux's prctl(PR_SET_PDEATHSIG) asks the system to
+    send the signal; a parent that ended before the call (the worker is then adopted by another process) is
+    found by comparing the worker's parent pid with `parent`. Elsewhere it does nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the worker ends as before, when its pipe closes
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signum)
+
+
+COMMANDS = ("minitorch", "minitorch.exercises", "minitorch.tools.bench")  # run by minitorch.tools.commands
+
+
+def stop_quietly_while_starting() -> None:
+    """Until `minitorch.tools.commands.run_command` takes over: Ctrl-C while one of the `COMMANDS` imports the
+    library ends it with one line and status 130, not a traceback (the package calls this first, when
+    ``python -m minitorch...`` starts). Any other module run with -m keeps Python's own Ctrl-C."""
+    module = _module_run()
+    if module not in COMMANDS:
+        return
+
+    def stopped(signum, frame):
+        print(f"python -m {module}: stopped by {signal.Signals(signum).name} while starting; nothing was done",
+              file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, stopped)
+
+
+def _module_run() -> str | None:
+    """The module of ``python [options] -m MODULE ...`` (also written -mMODULE), from the command line as typed."""
+    words = list(getattr(sys, "orig_argv", []))
+    for position, word in enumerate(words[1:], start=1):
+        if word == "-m":
+            return words[position + 1] if position + 1 < len(words) else None
+        if word.startswith("-m"):
+            return word[2:]
+    return None

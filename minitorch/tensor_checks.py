@@ -1,0 +1,194 @@
+"""What the Tensor checks, kept out of the way of `minitorch.tensor` (chapter 01): a bad value fails at once with
+an error that names it, never a silent wrong gradient.
+
+- `as_float_array`: the values a tensor is made from (numbers, nested lists of numbers, ndarrays).
+- `checked_grad`, `checked_new_values`, `checked_incoming_grad`: a gradient or values set by hand, and the
+  gradient given to ``backward(grad)``.
+- `check_backward_result`: what an operation's backward rule returned.
+- `check_inputs_unchanged`: the values a backward needs did not change before it ran.
+
+Values a backward needs may not change before it runs. A backward reads its operation's inputs (mul's
+∂(ab)/∂a = b) or result (exp's) when it runs, not when the operation ran. Changing them in between would give
+a wrong gradient without a word. So, as PyTorch does, every tensor counts the changes to its values (its
+version), an operation notes the version of each input it read (`versions_used`), and backward raises if one
+moved on. NumPy cannot report a write into an array, so the arrays a graph read, and its results, stay
+read-only (``x.data[0] = 5`` fails: "assignment destination is read-only"); what may write to one makes it
+writable and moves the version on first: an optimizer step, an in-place operator, the data setter, and taking
+``x.data`` or ``x.numpy()`` once a backward through the graph has run (`_released`). That costs one integer per
+input, where a copy of every array would cost its size.
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+
+import numpy as np
+
+from minitorch import checks
+from minitorch import tensor as tensor_module  # (Tensor itself is defined after this module is imported)
+
+DEFAULT_DTYPE = np.float64
+FLOAT_DTYPES = (np.float32, np.float64)
+_LARGEST = {np.dtype(dtype): float(np.finfo(dtype).max) for dtype in FLOAT_DTYPES}
+_MASKED_ARRAY = np.ma.MaskedArray  # (np.ma is looked up lazily, at a cost, on every access)
+
+
+def as_float_array(data, dtype) -> np.ndarray:
+    """Convert `data` to a floating-point ndarray (float64 unless told), or a TypeError naming what was passed."""
+    if isinstance(data, tensor_module.Tensor):
+        data = data._data
+    if isinstance(data, (list, tuple)) and any(isinstance(item, tensor_module.Tensor) for item in data):
+        raise TypeError("cannot make a Tensor from a list of Tensors: join them with minitorch.stack(tensors) "
+                        "(which keeps their gradients), or pass their values (t.data)")
+    if data is None or isinstance(data, (str, bytes, bytearray, dict, set)):  # bytes would become character codes
+        raise TypeError(f"cannot make a Tensor from {type(data).__name__}: expected a number, a (nested) list of "
+                        f"numbers or an ndarray")
+    if type(data) is memoryview and data.format in ("B", "b", "c"):  # a view of bytes; 'd', 'f', 'i': numbers
+        raise TypeError("cannot make a Tensor from a memoryview of bytes: its bytes would become character codes; "
+                        "expected a number, a (nested) list of numbers or an ndarray (np.frombuffer reads numbers)")
+    if isinstance(data, _MASKED_ARRAY) and np.ma.getmaskarray(data).any():
+        raise TypeError("cannot make a Tensor from a masked array: its mask would be dropped and the masked entries "
+                        "read as numbers; fill them first (a.filled(np.nan) or a.filled(0))")
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # e.g. nested lists of unequal lengths
+        raise ValueError(f"cannot make a Tensor from this {type(data).__name__}: {error}") from None
+    if array.dtype == object:  # e.g. an integer too large for 64 bits, which a float can still hold
+        if any(item is None for item in array.ravel()):  # float(None) is not an error to NumPy: it gives nan
+            raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding None: every element must "
+                            f"be a number (write float('nan') for a missing value)")
+        try:
+            array = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError) as error:
+            kinds = sorted({type(item).__name__ for item in np.asarray(data, dtype=object).ravel()})
+            raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding {', '.join(kinds)}: "
+                            f"{error}") from None
+    if dtype is None:  # float32 and float64 stay as they are, in either byte order ('>f4' is float32 too)
+        native = array.dtype.newbyteorder("=") if array.dtype.kind == "f" else None
+        dtype = native if native in FLOAT_DTYPES else DEFAULT_DTYPE
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in FLOAT_DTYPES:
+        raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"cannot make a Tensor from data of dtype {array.dtype} (a Tensor holds real numbers)")
+    checks.memory("tensor", "the values", array.shape, dtype.itemsize)  # before the copy: a view may be huge
+    if array.dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:  # float64 -> float32: may overflow
+        return _narrowed(array, dtype)
+    return array.astype(dtype, copy=False)
+
+
+def _narrowed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` in the smaller float `dtype`, or an OverflowError if a finite value is too large for it (NumPy would
+    make it inf, with a warning at most). A single number (``float32_tensor * 2.0``) is checked without NumPy."""
+    limit = _LARGEST[dtype]
+    if array.ndim == 0:
+        largest = abs(array.item())
+        largest = largest if largest != math.inf else 0.0  # an inf given stays inf
+    else:
+        finite = array[np.isfinite(array)] if array.size else array
+        largest = float(np.abs(finite).max()) if finite.size else 0.0
+    if largest > limit:
+        raise OverflowError(f"a value of size {largest:.3g} does not fit in {dtype} (at most {limit:.3g}): it would "
+                            f"become inf; keep float64, or scale the values")
+    return array.astype(dtype)
+
+
+
+def checked_grad(tensor, value):
+    """``tensor.grad = value`` set by hand (``x.grad = None``, a gradient for an optimizer): None, or a float array
+    of the tensor's shape. Any other value would be broadcast into the next backward's sum, or fail in it
+    unnamed."""
+    if value is None:
+        return None
+    if isinstance(value, tensor_module.Tensor):
+        raise TypeError("x.grad = <Tensor>: a gradient is an ndarray; assign its values (t.data)")
+    if isinstance(value, np.generic) and not tensor.shape:  # a 0-d tensor's gradient may be a NumPy scalar
+        value = np.asarray(value)
+    if not isinstance(value, np.ndarray) or value.dtype.kind != "f":
+        what = (f"an array of dtype {value.dtype}" if isinstance(value, np.ndarray)
+                else f"{type(value).__name__} {reprlib.repr(value)}")
+        raise TypeError(f"x.grad = ...: a gradient is None or a float ndarray of the tensor's shape "
+                        f"{tensor.shape}, got {what}")
+    if value.shape != tensor.shape:
+        raise ValueError(f"x.grad = ...: a gradient of shape {value.shape} for a tensor of shape "
+                         f"{tensor.shape}; it must have the tensor's shape")
+    return value
+
+
+def checked_new_values(tensor, values) -> np.ndarray:
+    """``tensor.data = values``: converted to the tensor's dtype; a tensor that requires grad keeps its shape."""
+    if isinstance(values, tensor_module.Tensor):
+        raise TypeError("x.data = <Tensor>: assign its values (t.data), or use the tensor itself")
+    array = as_float_array(values, tensor._data.dtype)
+    if tensor.requires_grad and array.shape != tensor._data.shape:
+        raise ValueError(f"x.data = ...: new values of shape {array.shape} for a tensor of shape {tensor.shape} "
+                         f"that requires grad (an optimizer holds state of its shape); make a new tensor")
+    return array
+
+
+def checked_incoming_grad(tensor, grad) -> np.ndarray:
+    """The gradient `grad` given to ``tensor.backward(grad)`` (None: 1, for a single number), as an array of the
+    tensor's shape and dtype."""
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "backward() on a tensor that does not require grad: it was built "
+            "inside no_grad(), or from inputs none of which has "
+            "requires_grad=True. Create the leaves with requires_grad=True "
+            "and compute outside no_grad()."
+        )
+    if grad is None:
+        if tensor._data.size != 1:
+            raise RuntimeError(
+                f"backward() without a gradient needs a single-number tensor, "
+                f"but this one has shape {tensor.shape}. Reduce it first "
+                f"(e.g. loss = out.sum() or out.mean()), or pass "
+                f"grad=<array of shape {tensor.shape}>."
+            )
+        return np.ones_like(tensor._data)
+    grad = as_float_array(grad, tensor._data.dtype)
+    if grad.shape != tensor.shape:
+        raise ValueError(
+            f"backward(grad): grad has shape {grad.shape} but the tensor has shape {tensor.shape}"
+        )
+    return grad
+
+
+def check_backward_result(node, parent_grads) -> None:
+    """A backward rule returns a tuple with one gradient (or None) per input of its operation."""
+    if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
+        returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
+                    else f"a {type(parent_grads).__name__}")
+        raise ValueError(
+            f"backward of '{node.op}' must return a tuple of {len(node.parents)} "
+            f"gradient(s), one per input; it returned {returned}"
+        )
+
+
+def check_inputs_unchanged(node) -> None:
+    """Raise if an input of `node` changed since the forward pass read it (see the module docstring)."""
+    for position, (parent, version) in enumerate(zip(node.parents, node.versions_used if node.parents else ())):
+        if parent._version != version:
+            raise RuntimeError(
+                f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
+                f"after '{node.op}' used it (version {version} then, {parent._version} now: its .data was "
+                f"replaced, changed in place, or taken after an earlier backward(), or an optimizer step "
+                f"changed it), so its gradient would come from the wrong values. Run the forward pass again "
+                f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
+            )
+
+
+def root_of_the_graph(root) -> tuple:
+    """`topological_order`'s input: a Tensor."""
+    if not isinstance(root, tensor_module.Tensor):
+        raise TypeError(f"topological_order: root must be a Tensor, got {type(root).__name__}")
+    return (root,)
+
+
+def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
+    """The error of a backward of `op` that gave a gradient no broadcast of an input of `shape` explains."""
+    return ValueError(f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "
+                      f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape")

@@ -1,0 +1,260 @@
+"""The Python and NumPy protocols of a Tensor (chapter 01), kept out of the way of `minitorch.tensor`: `Tensor`
+inherits them from `TensorProtocols`.
+
+``len(t)`` and ``iter(t)`` go over the first axis (a 0-d tensor has neither); ``float(t)``, ``int(t)``,
+``f"{t:.4f}"`` need one element; ``round(t)`` rounds the values (no gradient flows through a rounding);
+``abs(t)`` is `minitorch.ops.abs`; ``np.asarray(t)`` is the values (a read-only view: NumPy's functions on a
+tensor compute without gradients, so a tensor that requires grad says so, and asks for ``t.detach()`` or
+``t.numpy()``); ``array += t`` changes the array's values, ``array + t`` is the tensor operation; ``pickle``
+saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
+``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
+in-place operators (``x += y``) change a tensor's own values. (The arithmetic operators are `minitorch.ops`'.)
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+import operator
+
+import numpy as np
+
+from minitorch import tensor as tensor_module  # (Tensor itself is defined after this module is imported)
+
+
+class TensorProtocols:
+    """The protocols `Tensor` inherits (see the module docstring)."""
+
+    def __getstate__(self) -> dict:
+        """What pickle saves: the values, the gradient and the flags. A result of a recorded operation is
+        refused: its graph holds the operations' backward functions, which pickle cannot save."""
+        if self.backward_fn is not None:
+            raise TypeError(f"cannot pickle the result of '{self.op}' with its graph (the backward functions "
+                            f"are not picklable): pickle y.detach() for its values, or save y.numpy()")
+        state = dict(vars(self))
+        state.pop("_detached_from", None)  # a copy shares no values with the tensor it was detached from
+        return state
+
+    def __deepcopy__(self, memo: dict):
+        """``copy.deepcopy(t)``: a leaf with its own values and its own version count, as in PyTorch. (NumPy's
+        copy of an array copies its values too.) Values shared under a separate count would let a change through
+        the copy reach a graph that read `t` without a word. The result of a recorded operation is refused, as in
+        PyTorch: its copy could not be part of the graph."""
+        if self.backward_fn is not None:
+            raise TypeError(f"cannot copy the result of '{self.op}' with its graph (only leaves are copied, as in "
+                            f"PyTorch): copy y.detach() for its values, or keep y itself")
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied  # a parameter shared by two layers is copied once, and stays shared
+        state = {name: value for name, value in vars(self).items() if name not in ("_data", "_detached_from")}
+        copied.__dict__.update(copy.deepcopy(state, memo))
+        copied._data = self._data.copy()  # never through `memo`: a tensor detached from this one owns its copy too
+        copied._version, copied._released = 0, False
+        return copied
+
+    def __copy__(self):
+        """``copy.copy(t)`` is ``copy.deepcopy(t)``: a tensor owns its values (see `__deepcopy__`); to share them
+        on purpose, use t.detach(), which counts a change through it as a change of t."""
+        return self.__deepcopy__({})
+
+    def __array__(self, dtype=None, copy=None):
+        """The values for NumPy (``np.asarray(t)``, ``np.sum(t)``), read-only: NumPy computes without gradients,
+        so a tensor that requires grad is refused (use t.detach() or t.numpy(), or minitorch's own operation)."""
+        if self.requires_grad:
+            raise TypeError("a tensor that requires grad cannot become a NumPy array: NumPy would compute without "
+                            "its gradient. Use minitorch's operation (t.sum(), t.exp(), ...), or take the values "
+                            "without gradient: t.detach() or t.numpy()")
+        if copy is False and dtype is not None and np.dtype(dtype) != self._data.dtype:
+            raise ValueError(f"np.asarray(tensor, dtype={dtype}, copy=False): the tensor holds {self.dtype}")
+        array = self._data.view()
+        array.flags.writeable = False
+        return array.astype(dtype) if dtype is not None else array.copy() if copy else array
+
+    def __array_function__(self, function, types, args, kwargs):
+        """NumPy's functions (np.sum, np.allclose, ...) on tensors: computed on the values, as on arrays, without
+        gradients; a tensor that requires grad is refused (see __array__)."""
+        return function(*_values_for_numpy(args), **_values_for_numpy(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs with a tensor among the inputs. ``array + tensor`` (NumPy asks the tensor, on the right)
+        is the tensor's operation, as ``tensor + array`` is. ``array += tensor`` changes the array's own values,
+        as NumPy does for arrays. Any other ufunc (``np.exp(t)``) computes on the values, without gradients, as
+        NumPy's functions do; a tensor that requires grad is refused there (see __array__)."""
+        if method == "__call__" and len(inputs) == 2 and "out" not in kwargs and \
+                not isinstance(inputs[0], TensorProtocols) and ufunc in _REFLECTED:
+            return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])
+        return getattr(ufunc, method)(*_values_for_numpy(inputs), **_values_for_numpy(kwargs))
+
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.4f}"``: a tensor of one element formats as its number; without a spec, as its repr."""
+        if not spec:
+            return str(self)
+        if self.size != 1:
+            raise TypeError(f"format(tensor, {spec!r}): a format spec needs a tensor of one element, got shape "
+                            f"{self.shape}; format t.item() of a single number, or each element")
+        return format(self._data.item(), spec)
+
+    def __round__(self, ndigits=None):
+        """``round(t)``, ``round(t, 2)``: a tensor of the values rounded (halves to even, as NumPy and PyTorch).
+        No gradient flows through a rounding: its derivative is 0 wherever it exists."""
+        if ndigits is not None and (isinstance(ndigits, bool) or not isinstance(ndigits, numbers.Integral)):
+            raise TypeError(f"round(tensor, ndigits): ndigits must be an integer, got {ndigits!r}")
+        return tensor_module.Tensor(np.round(self._data, ndigits or 0), dtype=self.dtype)
+
+    def __int__(self) -> int:
+        """``int(t)`` of a tensor of one element (truncated, as ``int`` of a float)."""
+        return int(self.__float__())
+
+    def __float__(self) -> float:
+        if self.size != 1:
+            raise TypeError(f"float() of a tensor of shape {self.shape}: it needs exactly one element")
+        return float(self._data.item())
+
+    def __iter__(self):
+        """The tensor's rows (its slices along the first axis), as ``t[0], t[1], ...``, gradients kept."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor: it holds a single number (shape ()); use .item()")
+        return (self[index] for index in range(len(self._data)))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor: it holds a single number (shape ()); use .item() for the "
+                            "number, .size for the count of elements")
+        return len(self._data)
+
+    # Comparisons give boolean masks (`Mask`, an ndarray), not differentiable.
+    def __lt__(self, other):
+        return _compare(np.less, "<", self, other)
+
+    def __le__(self, other):
+        return _compare(np.less_equal, "<=", self, other)
+
+    def __gt__(self, other):
+        return _compare(np.greater, ">", self, other)
+
+    def __ge__(self, other):
+        return _compare(np.greater_equal, ">=", self, other)
+
+    def __eq__(self, other):
+        return _compare(np.equal, "==", self, other)
+
+    def __ne__(self, other):
+        return _compare(np.not_equal, "!=", self, other)
+
+    __hash__ = object.__hash__  # tensors are graph nodes, hashed by identity
+
+    # In-place operators (x += y): they change this tensor's own values (one version on), as in PyTorch.
+    def __iadd__(self, other):
+        return _in_place(self, other, "+=", np.add)
+
+    def __isub__(self, other):
+        return _in_place(self, other, "-=", np.subtract)
+
+    def __imul__(self, other):
+        return _in_place(self, other, "*=", np.multiply)
+
+    def __itruediv__(self, other):
+        return _in_place(self, other, "/=", np.true_divide)
+
+    def __bool__(self):
+        raise TypeError(
+            "the truth value of a Tensor is ambiguous; compare .item() or use "
+            "(t > 0).all() on the boolean mask"
+        )
+
+
+# ``array <op> tensor``, as NumPy's ufunc sees it, and the tensor's method that computes it
+_REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__", np.true_divide: "__rtruediv__",
+              np.matmul: "__rmatmul__", np.power: "__rpow__", np.less: "__gt__", np.less_equal: "__ge__",
+              np.greater: "__lt__", np.greater_equal: "__le__", np.equal: "__eq__", np.not_equal: "__ne__"}
+
+
+def _values_for_numpy(arguments):
+    """`arguments` with every Tensor in them (also inside lists, tuples and dicts) replaced by its values."""
+    if isinstance(arguments, TensorProtocols):
+        return np.asarray(arguments)
+    if isinstance(arguments, (list, tuple)):
+        return type(arguments)(_values_for_numpy(item) for item in arguments)
+    if isinstance(arguments, dict):
+        return {key: _values_for_numpy(value) for key, value in arguments.items()}
+    return arguments
+
+
+def _in_place(tensor, other, symbol: str, operation):
+    """``tensor <symbol>= other`` on `tensor`'s own values; refused where a gradient would be lost."""
+    _check_keeps_shape(tensor, other, symbol)
+    other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
+    if tensor_module._grad_enabled and (tensor.requires_grad or other_requires_grad):
+        if tensor.is_leaf and tensor.requires_grad:
+            raise RuntimeError(
+                f"x {symbol} ...: x is a leaf that requires grad (a parameter); changing it in place would be "
+                f"recorded nowhere. To update it, as an optimizer does: with minitorch.no_grad(): x {symbol} ...; "
+                f"for a new tensor: y = x {symbol[0]} ...")
+        return {"+=": operator.add, "-=": operator.sub, "*=": operator.mul,
+                "/=": operator.truediv}[symbol](tensor, other)  # recorded, as a new tensor
+    values = _raw(other)
+    tensor._prepare_to_change()
+    if not tensor._data.flags.writeable:  # a view of an array that stays read-only
+        raise ValueError(f"x {symbol} ...: this tensor's values are a read-only view; write y = x {symbol[0]} ...")
+    operation(tensor._data, values, out=tensor._data, casting="same_kind")
+    return tensor
+
+
+def _check_keeps_shape(tensor, other, symbol: str) -> None:
+    """``x <symbol>= y`` changes x's own values, so its result must have x's shape: y must broadcast to it."""
+    other_shape = np.shape(_raw(other))
+    try:
+        fits = np.broadcast_shapes(tensor.shape, other_shape) == tensor.shape
+    except ValueError:  # not broadcastable at all
+        fits = False
+    if not fits:
+        raise ValueError(f"x {symbol} y: y of shape {other_shape} does not broadcast to x's shape {tensor.shape} "
+                         f"(an in-place operator keeps x's shape); for a result of another shape write "
+                         f"z = x {symbol[0]} y")
+
+
+
+def _raw(x):
+    return x._data if isinstance(x, TensorProtocols) else x
+
+
+class Mask(np.ndarray):
+    """What a comparison of tensors returns (``x > 0``, ``x == y``): a boolean ndarray, to index with or to
+    pass to `where`. Its truth value needs a single element: ``if x == y`` or ``x in [y, z]`` (which compares
+    with ==) on tensors of several elements asks about every element at once, and says so."""
+
+    def __bool__(self):
+        if self.size != 1:
+            raise TypeError(
+                f"the truth value of a comparison of tensors with {self.size} elements is ambiguous; use "
+                f"(x == y).all() or .any(). To find a tensor in a list, compare identities: "
+                f"any(t is x for t in tensors) (`x in [...]` compares the values with ==)")
+        return bool(self.item())
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        return array[()] if return_scalar else np.asarray(array)  # what NumPy computes from a mask is an ndarray
+
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))
+
+
+def _compare(comparison, symbol: str, tensor, other):
+    if not isinstance(other, (TensorProtocols, numbers.Number, np.ndarray, np.generic, list, tuple)):
+        return NotImplemented  # Python then says "'<' not supported between instances of 'Tensor' and 'str'"
+    other = _raw(other)
+    try:
+        np.broadcast_shapes(tensor.shape, np.shape(other))
+    except ValueError:  # (a ragged list has no shape: NumPy's comparison says so itself)
+        if _has_shape(other):
+            raise ValueError(f"x {symbol} y: shapes {tensor.shape} and {np.shape(other)} cannot be broadcast together "
+                             f"(aligned from the right, each pair of sizes must be equal or one of them 1)") from None
+    return np.asarray(comparison(tensor._data, other)).view(Mask)
+
+
+def _has_shape(values) -> bool:
+    try:
+        np.shape(values)
+        return True
+    except ValueError:
+        return False
+
+

@@ -1,0 +1,78 @@
+"""The rule every command shares for the values typed on its command line (``python -m minitorch ...``,
+``python -m minitorch.exercises ...``, ``python -m minitorch.tools.bench ...``): `CommandParser`, an argparse
+parser that refuses, in one line naming the option, before any work:
+
+- **an empty value** (``--only ''``, ``--chapters ''``, ``carry-over '' NEW``, or only spaces): an empty string is
+  never "not given", and never the current folder (``carry-over '' NEW`` run from the instructor's checkout
+  would copy every reference answer into an edition). Leave an option out to get its default.
+- **an option given twice** (``--only 1.1 --only 1.2``, ``--out a --out b``): argparse would keep the last one
+  silently. Several values go in one comma-separated list: ``--only 1.1,1.2``.
+- **an empty item of a list** (``--only 1.1,,1.2``, ``--only 1x1,``): `comma_list` options; spaces around an item
+  are dropped.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse with the rule of this module; its subcommands' parsers are CommandParsers too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, action in [(None, _Store), ("store", _Store), ("store_true", _StoreTrue), ("append", _Append)]:
+            self.register("action", name, action)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = {}  # dest -> the value given, to refuse a second one
+        return super().parse_known_args(args, namespace)
+
+
+def _given_once(parser: CommandParser, action: argparse.Action, value, option_string: str | None) -> None:
+    """Refuse an empty value and a second occurrence of `action` (see the module docstring), in one line."""
+    name = option_string or action.metavar or action.dest
+    if isinstance(value, str) and not value.strip():
+        _refuse(parser, f"{name} is empty; give it a value (without {name}, its default is used)" if option_string
+                else f"{name} is empty; name it (an empty value is never the current folder)")
+    if action.dest in parser.given:
+        several = f" (several values as one comma-separated list, e.g. {name} A,B)" if getattr(
+            action.type, "is_comma_list", False) else ""
+        _refuse(parser, f"{name} given twice ({parser.given[action.dest]!r}, then {value!r}); give it once{several}")
+    parser.given[action.dest] = value
+
+
+def _refuse(parser: argparse.ArgumentParser, message: str) -> None:
+    parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line: the usage says nothing about this
+
+
+class _Store(argparse._StoreAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        _given_once(parser, self, values, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _StoreTrue(argparse._StoreTrueAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        _given_once(parser, self, True, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Append(argparse._AppendAction):
+    def __call__(self, parser, namespace, values, option_string=None):
+        _given_once(parser, self, values, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def comma_list(option: str):
+    """An argparse ``type=`` for a comma-separated list: the text, its items stripped of spaces, or an error if an
+    item is empty (``1.1,,1.2``, ``1x1,``). (The empty value itself is refused by `CommandParser`.)"""
+    def parse(text: str) -> str:
+        items = [item.strip() for item in text.split(",")]
+        if text.strip() and not all(items):
+            raise argparse.ArgumentTypeError(f"{text!r} has an empty item; separate the items with single commas, "
+                                             f"e.g. {option} A,B")
+        return ",".join(items)
+
+    parse.__name__, parse.is_comma_list = option, True
+    return parse

@@ -1,0 +1,114 @@
+"""One rule for the values typed on every command line (minitorch.tools.options): an empty value (or only spaces)
+is never "not given" or the current folder, an option given twice is refused, an empty item of a list is refused;
+each in one line naming the option, before any work."""
+
+from __future__ import annotations
+
+import pytest
+
+from bad_input_helpers import ROOT
+
+
+def _refused(main, arguments, capsys) -> str:
+    """The one-line error of `main(arguments)`, which must refuse them (status 2) before any work."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(arguments)
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2, f"{arguments} must be refused, got status {exit_info.value.code}: {error}"
+    return error
+
+
+def _minitorch(arguments):
+    from minitorch.__main__ import main
+
+    return main(arguments)
+
+
+def _exercises(arguments):
+    from minitorch.exercises.__main__ import main
+
+    return main(arguments)
+
+
+EMPTY = [
+    (_minitorch, ["book", "--chapters", ""], "--chapters is empty"),  # built the default chapters/
+    (_minitorch, ["book", "--only", " "], "--only is empty"),
+    (_minitorch, ["book", "--out", ""], "--out is empty"),
+    (_minitorch, ["reproduce", "--only", ""], "--only is empty"),
+    (_minitorch, ["reproduce", "--out", ""], "--out is empty"),  # (was passed on, and refused later)
+    (_minitorch, ["reproduce", "--out", "  "], "--out is empty"),
+    (_minitorch, ["bench", "--json", ""], "--json is empty"),
+    (_exercises, ["student-edition", "{tmp}/e", "--only", ""], "--only is empty"),  # handed out all 18
+    (_exercises, ["student-edition", "{tmp}/e", "--chapter", ""], "--chapter is empty"),  # handed out all 18
+    (_exercises, ["student-edition", "{tmp}/e", "--release", ""], "--release is empty"),
+    (_exercises, ["student-edition", ""], "dest is empty"),
+    (_exercises, ["carry-over", "", "{tmp}/e"], "old is empty"),  # copied every reference answer from the cwd
+    (_exercises, ["carry-over", "{tmp}/e", " "], "new is empty"),
+    (_exercises, ["grade", "", "--out", "{tmp}/g", "--only", "1.1"], "submissions is empty"),  # read as the cwd
+    (_exercises, ["grade", "{tmp}", "--out", "{tmp}/g", "--student", ""], "--student is empty"),  # graded nobody
+    (_exercises, ["grade", "{tmp}", "--out", "{tmp}/g", "--edition", ""], "--edition is empty"),  # was ignored
+    (_exercises, ["gradescope-bundle", "{tmp}/z.zip", "--only", ""], "--only is empty"),  # read as every exercise
+    (_exercises, ["canvas-csv", "{tmp}", "--roster", "", "--assignment", "A", "--to", "{tmp}/c.csv"],
+     "--roster is empty"),
+]
+
+
+@pytest.mark.parametrize("main,arguments,message", EMPTY,
+                         ids=[" ".join(arguments[:1] + [arguments[-1] or "''"]) + f"-{index}"
+                              for index, (_, arguments, _) in enumerate(EMPTY)])
+def test_an_empty_value_is_refused_in_every_command(tmp_path, capsys, monkeypatch, main, arguments, message):
+    monkeypatch.chdir(ROOT)  # carry-over '' and grade '' from the instructor's checkout: the worst place
+    arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    error = _refused(main, arguments, capsys)
+    assert message in error, error
+    assert not any(tmp_path.iterdir()), "a refused command must write nothing"
+
+
+REPEATED = [
+    (_minitorch, ["reproduce", "--only", "1x1", "--only", "2x2"], "--only given twice ('1x1', then '2x2')"),
+    (_minitorch, ["reproduce", "--seed", "1", "--seed", "2"], "--seed given twice (1, then 2)"),
+    (_minitorch, ["book", "--out", "{tmp}/a", "--out", "{tmp}/b"], "--out given twice"),
+    (_minitorch, ["book", "--quick", "--quick"], "--quick given twice"),
+    (_minitorch, ["bench", "--steps", "1", "--steps", "2"], "--steps given twice"),
+    (_exercises, ["student-edition", "{tmp}/e", "--only", "1.1", "--only", "1.2"], "--only given twice"),  # kept 1.2
+    (_exercises, ["grade", "{tmp}", "--out", "{tmp}/g", "--student", "ann", "--student", "bob"],
+     "--student given twice"),  # accumulated, where every other option kept its last value
+    (_exercises, ["gradescope-bundle", "{tmp}/z.zip", "--chapter", "1", "--chapter", "2"], "--chapter given twice"),
+]
+
+
+@pytest.mark.parametrize("main,arguments,message", REPEATED,
+                         ids=[f"{arguments[0]}-{index}" for index, (_, arguments, _) in enumerate(REPEATED)])
+def test_an_option_given_twice_is_refused_in_every_command(tmp_path, capsys, main, arguments, message):
+    arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    error = _refused(main, arguments, capsys)
+    assert message in error and "give it once" in error, error
+    if "--only" in arguments or "--student" in arguments:
+        assert "comma-separated list" in error, f"a list option must say how to give several values: {error}"
+    assert not any(tmp_path.iterdir()), "a refused command must write nothing"
+
+
+@pytest.mark.parametrize("main,arguments", [
+    (_minitorch, ["reproduce", "--only", "1x1,"]),
+    (_minitorch, ["book", "--only", "01,,02"]),
+    (_exercises, ["student-edition", "{tmp}/e", "--only", "1.1,,1.2"]),
+    (_exercises, ["grade", "{tmp}", "--out", "{tmp}/g", "--student", "ann,"]),
+], ids=["reproduce", "book", "student-edition", "grade"])
+def test_an_empty_item_of_a_list_is_refused_in_every_command(tmp_path, capsys, main, arguments):
+    arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
+    error = _refused(main, arguments, capsys)
+    assert "has an empty item" in error and ("--only" in error or "--student" in error), error
+
+
+def test_spaces_around_the_items_of_a_list_are_dropped():
+    from minitorch.tools.options import comma_list
+
+    assert comma_list("--only")(" 1.1 , 1.2 ") == "1.1,1.2"
+
+
+def test_carry_over_refuses_an_empty_folder_name_as_a_library_call(tmp_path):
+    from minitorch.exercises.edition import carry_over
+    from minitorch.exercises.registry import ExerciseError
+
+    with pytest.raises(ExerciseError, match="carry-over: OLD is empty"):
+        carry_over("", tmp_path)

@@ -1,0 +1,103 @@
+"""A file the user named is never replaced unasked: an output file follows the rule of the output folders (an
+earlier output of the same command is replaced; anything else only with --force, which the error names). A
+command knows its own file by a mark only its writer puts in it (minitorch.outputs.paths.OwnFile)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from bad_input_helpers import ROOT
+
+the_full_book = pytest.mark.skipif((ROOT / "minitorch" / "exercises" / "edition.json").exists(),
+                                   reason="a student edition builds no bundle")
+
+
+def _no_measuring(*args, **kwargs):
+    return {"softmax 1x1": {}}
+
+
+def test_bench_json_replaces_its_own_file_and_refuses_the_users(tmp_path, monkeypatch, capsys):
+    from minitorch.tools import bench
+
+    monkeypatch.setattr(bench, "run_steps", _no_measuring)
+    thesis = tmp_path / "thesis.txt"
+    thesis.write_text("three years of work")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--json", str(thesis)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and "--json" in error and "add --force to replace it" in error, error
+    assert thesis.read_text() == "three years of work", "the user's file must be kept"
+
+    measurements = tmp_path / "bench.json"
+    assert bench.main(["--json", str(measurements)]) == 0
+    assert json.loads(measurements.read_text())["written_by"] == bench.WRITER, "the mark of bench's own file"
+    assert bench.main(["--json", str(measurements)]) == 0, "bench's own earlier file is replaced without --force"
+    assert bench.main(["--json", str(thesis), "--force"]) == 0, "--force replaces the user's file, as asked"
+    assert json.loads(thesis.read_text())["steps"] == {"softmax 1x1": {}}
+
+
+@the_full_book
+def test_gradescope_bundle_refuses_to_replace_the_users_own_zip(tmp_path):
+    import subprocess
+    import sys
+
+    mine = tmp_path / "mine.zip"
+    with zipfile.ZipFile(mine, "w") as archive:
+        archive.writestr("thesis.txt", "mine")
+    before = mine.read_bytes()
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "gradescope-bundle", str(mine), "--only",
+                                "1.1"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 2 and "add --force to replace it" in completed.stderr, completed.stderr
+    assert mine.read_bytes() == before, "the user's zip must be kept"
+
+
+def test_a_bundle_a_canvas_csv_and_a_bench_file_are_recognised_by_their_mark(tmp_path):
+    from minitorch.exercises.__main__ import CANVAS_CSV
+    from minitorch.exercises.grader.trusted.gradescope import OWN_BUNDLE, SETTINGS_NAME
+    from minitorch.outputs import OutputPathError, check_output_file
+    from minitorch.tools.bench import OWN_JSON
+
+    files = {"bundle.zip": (OWN_BUNDLE, None), "canvas.csv": (CANVAS_CSV, None), "bench.json": (OWN_JSON, None)}
+    with zipfile.ZipFile(tmp_path / "bundle.zip", "w") as archive:
+        archive.writestr(SETTINGS_NAME, "{}")
+    (tmp_path / "canvas.csv").write_text("Student,ID,SIS User ID,SIS Login ID,Section,Week 3 (12345)\nAnn,1,a,a,S,3\n")
+    (tmp_path / "bench.json").write_text(json.dumps({"written_by": "python -m minitorch bench", "steps": {}}))
+    for name, (own, _) in files.items():
+        assert check_output_file(tmp_path / name, "--out", own=own) == tmp_path / name, f"{name} is its own output"
+    foreign = {"notes.csv": "my,own,notes\n", "export.csv": "Student,ID,SIS User ID,SIS Login ID,Section,A,B\n",
+               "data.json": json.dumps({"steps": {}}), "other.zip": b"PK\x05\x06" + bytes(18)}
+    for name, content in foreign.items():
+        path = tmp_path / name
+        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+        own = OWN_JSON if name.endswith("json") else OWN_BUNDLE if name.endswith("zip") else CANVAS_CSV
+        with pytest.raises(OutputPathError, match="holds a file that is not .* add --force to replace it"):
+            check_output_file(path, "--to", own=own)
+        assert check_output_file(path, "--to", own=own, force=True) == path, "--force replaces it"
+
+
+def test_canvas_csv_replaces_its_own_file_and_refuses_the_users(tmp_path):
+    import subprocess
+    import sys
+
+    from test_bad_course_commands import _graded_class
+
+    out = _graded_class(tmp_path)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a1,ann,S1,ann\n")
+    notes = tmp_path / "mycanvas.csv"
+    notes.write_text("my notes on the class\n")
+
+    def canvas(*extra):
+        return subprocess.run([sys.executable, "-m", "minitorch.exercises", "canvas-csv", str(out), "--roster",
+                               str(roster), "--assignment", "Week 1 (1)", "--to", str(notes), *extra], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+
+    completed = canvas()
+    assert completed.returncode == 2 and "--to" in completed.stderr and "add --force" in completed.stderr, \
+        completed.stderr
+    assert notes.read_text() == "my notes on the class\n", "the user's file must be kept"
+    assert canvas("--force").returncode == 0 and notes.read_text().startswith("Student,ID,SIS User ID")
+    assert canvas().returncode == 0, "canvas-csv's own earlier file is replaced without --force"

@@ -1,0 +1,134 @@
+"""A setting changed after construction is checked as one given at first (or cannot be changed without the check):
+an optimiser's hyper-parameters and parameter list, adam_update's inputs (checked outside the exercise's body), a
+module's parameters replaced by something that would drop out of parameters()."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pytest
+
+from minitorch import optim, tensor
+from minitorch.nn import Linear, Parameter
+
+
+def _one_step(optimizer, parameter, loss=lambda p: (p * p).sum()):
+    optimizer.zero_grad()
+    loss(parameter).backward()
+    optimizer.step()
+
+
+@pytest.mark.parametrize("kind,setting,value,error", [
+    ("SGD", "momentum", float("nan"), ValueError),  # the momentum buffer became NaN
+    ("SGD", "weight_decay", -5.0, ValueError),  # the parameter grew at each step
+    ("SGD", "weight_decay", "0.1", TypeError),  # NumPy's "ufunc 'multiply' did not contain a loop"
+    ("SGD", "lr", float("inf"), ValueError),
+    ("Adam", "eps", float("nan"), ValueError),  # the parameter became NaN
+    ("Adam", "eps", -1e-8, ValueError),
+    ("Adam", "weight_decay", float("nan"), ValueError),
+    ("Adam", "betas", (0.9, 1.0), ValueError),  # 1 - β^t = 0
+    ("Adam", "betas", 0.9, ValueError),
+])
+def test_a_hyper_parameter_set_later_is_checked_as_the_constructors(kind, setting, value, error):
+    parameter = Parameter([1.0])
+    optimizer = getattr(optim, kind)([parameter], lr=0.1)
+    before = getattr(optimizer, setting)
+    with pytest.raises(error, match=f"{kind}: {setting}"):
+        setattr(optimizer, setting, value)
+    assert getattr(optimizer, setting) == before, "a refused value must leave the setting as it was"
+    _one_step(optimizer, parameter)
+    assert np.isfinite(parameter.data).all()
+
+
+def test_a_hyper_parameter_may_still_change_to_a_good_value():
+    parameter = Parameter([1.0])
+    optimizer = optim.SGD([parameter], lr=0.1)
+    optimizer.momentum, optimizer.weight_decay, optimizer.lr = 0.5, decimal.Decimal("0.01"), 0.2
+    assert (optimizer.momentum, optimizer.weight_decay, optimizer.lr) == (0.5, 0.01, 0.2)
+    assert optim.SGD([parameter], lr=decimal.Decimal("0.1")).lr == 0.1, "a Decimal is a finite number > 0 too"
+
+
+@pytest.mark.parametrize("change", ["append the same parameter", "append a new parameter", "replace the list",
+                                    "a tuple instead"])
+def test_a_parameter_list_changed_after_construction_is_refused_at_the_next_step(change):
+    first, second = Parameter([1.0]), Parameter([2.0])
+    for kind in ("SGD", "Adam"):
+        optimizer = getattr(optim, kind)([first, second], lr=0.1)
+        if change == "append the same parameter":
+            optimizer.parameters.append(first)  # it would be updated twice per step
+        elif change == "append a new parameter":
+            optimizer.parameters.append(Parameter([3.0]))
+        elif change == "replace the list":
+            optimizer.parameters = [second, first]  # each would take the other's moments
+        else:
+            optimizer.parameters = (first, second)
+        (first * second).sum().backward()
+        with pytest.raises(ValueError, match=rf"{kind}.step: the parameter list changed since the optimizer was made"):
+            optimizer.step()
+        np.testing.assert_array_equal(first.data, [1.0], err_msg="a refused step changes nothing")
+
+
+def test_an_optimiser_refuses_a_tensor_that_can_never_get_a_gradient():
+    with pytest.raises(ValueError, match="parameter 0 .* does not require grad"):
+        optim.SGD([tensor([1.0, 2.0])], lr=0.1)
+    frozen = Parameter([1.0])
+    frozen.requires_grad = False  # a parameter frozen for now (it may be unfrozen): accepted, as in PyTorch
+    optim.SGD([frozen], lr=0.1).step()
+
+
+def test_adam_with_eps_0_says_why_a_parameter_became_nan():
+    parameter = Parameter([1.0, 2.0])
+    optimizer = optim.Adam([parameter], lr=0.1, eps=0)
+    parameter.grad = np.array([0.0, 1.0])  # a gradient of 0 at the first step: m = v = 0, and 0 / 0
+    with pytest.raises(FloatingPointError, match="became NaN: with eps=0"):
+        optimizer.step()
+
+
+@pytest.mark.parametrize("changes,error,culprit", [
+    (dict(lr=float("nan")), ValueError, "lr"),
+    (dict(lr=-0.1), ValueError, "lr"),  # a step up the gradient
+    (dict(eps=-1.0), ValueError, "eps"),
+    (dict(weight_decay=float("inf")), ValueError, "weight_decay"),
+    (dict(theta=np.array([1, 2])), TypeError, "theta must be a float ndarray"),  # truncated to integers
+    (dict(theta=[1.0, 2.0]), TypeError, "theta must be a float ndarray"),
+])
+def test_adam_update_checks_every_input_outside_the_exercise_body(changes, error, culprit):
+    arguments = dict(theta=np.array([1.0, 2.0]), grad=np.array([1.0, 1.0]), m=np.zeros(2), v=np.zeros(2), t=1,
+                     lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    arguments.update(changes)
+    with pytest.raises(error, match=f"adam_update: {culprit}"):
+        optim.adam_update(**arguments)
+
+
+def test_the_checks_of_adam_update_sit_outside_its_body():
+    import inspect
+
+    source = inspect.getsource(optim.adam_update)
+    body = source[source.index("def adam_update"):]
+    assert "raise" not in body and "checks." not in body, "the body of exercise 2.5 must hold only the update"
+
+
+@pytest.mark.parametrize("replacement", ["a computed tensor", "a constant tensor", "an array"])
+def test_a_parameter_replaced_by_a_non_parameter_is_refused(replacement):
+    layer = Linear(2, 2)
+    value = {"a constant tensor": lambda: tensor(np.zeros((2, 2))), "a computed tensor": lambda: layer.weight * 1,
+             "an array": lambda: np.zeros((2, 2))}[replacement]()
+    with pytest.raises(TypeError, match=r"Linear.weight is a Parameter; give it a Parameter \(nn.Parameter"):
+        layer.weight = value
+    assert len(layer.parameters()) == 2 and isinstance(layer.weight, Parameter)
+
+
+def test_a_parameter_replaced_by_a_leaf_that_requires_grad_stays_in_parameters():
+    layer = Linear(2, 2)
+    leaf = tensor(np.zeros((2, 2)), requires_grad=True)
+    layer.weight = leaf
+    assert layer.weight is leaf and isinstance(leaf, Parameter), "the leaf is kept, as the Parameter it is"
+    assert any(parameter is leaf for parameter in layer.parameters()), "it must stay in parameters() and train"
+
+
+def test_a_parameter_replaced_by_one_of_another_shape_is_named_at_the_next_forward_pass():
+    layer = Linear(2, 2)
+    layer.weight = Parameter(np.zeros((3, 3)))  # a Parameter: accepted, but not of this layer's shape
+    with pytest.raises(ValueError, match=r"Linear\(2, 2\): its weight has shape \(3, 3\) .* expected \(2, 2\)"):
+        layer(tensor([[1.0, 2.0]]))
