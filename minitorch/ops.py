@@ -297,7 +297,8 @@ def max(a, axis=None, keepdims: bool = False) -> Tensor:
     def backward(grad):
         winners = (a._data == out) | (np.isnan(a._data) & np.isnan(out))  # a NaN maximum is its NaN's (PyTorch)
         share = winners / winners.sum(axis=axes, keepdims=True)
-        return (share * _restore_reduced_axes(grad, axes, keepdims),)
+        (copied,) = sum_backward(grad, a.shape, axes, keepdims)  # g copied back over the reduced axes, as for sum
+        return (share * copied,)
 
     result = out if keepdims else np.squeeze(out, axis=axes)
     return Tensor.from_op(result, (a,), backward, "max")

@@ -131,15 +131,11 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma & Ba), as ``torch.optim.Adam`` computes it.
 
-    With ``g = grad + weight_decay * θ`` and t = 1, 2, ... counting the steps
-    that updated this parameter::
-
-        m ← β1 m + (1 - β1) g          (first moment)
-        v ← β2 v + (1 - β2) g²         (second moment)
-        θ ← θ - lr / (1 - β1^t) · m / (sqrt(v) / sqrt(1 - β2^t) + eps)
-
-    The two divisions by ``1 - β^t`` (bias correction) undo the pull of the
-    zero initial moments towards 0 during the first steps.
+    Each parameter keeps running averages of its gradient (the first moment, m) and of its squared
+    gradient (the second moment, v), both starting at zero, and counts its own updates t = 1, 2, ...;
+    `step` hands each parameter with a gradient to `adam_update` (exercise 2.5), which chapter 02
+    states and chapter 07 explains: a step of about ``lr`` per coordinate, along the sign of the
+    averaged gradient, with both averages corrected for their start at zero.
     """
 
     betas, eps, weight_decay = Setting(lambda owner, value: _checked_betas(owner, value)), _at_least_zero("eps"), \
@@ -201,9 +197,9 @@ def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
 @checks.inputs_checked_by(_adam_inputs)
 def adam_update(theta: np.ndarray, grad: np.ndarray, m: np.ndarray, v: np.ndarray, t: int, lr: float,
                 betas: tuple[float, float], eps: float, weight_decay: float):
-    """Exercise 2.5: one Adam update of one parameter ``θ`` (see `Adam`): return the new ``(θ, m, v)``,
-    new arrays (the ones given are not changed). `t` counts this parameter's updates, this one included
-    (1 at the first); ``g = grad + weight_decay · θ``."""
+    """Exercise 2.5: one Adam update of one parameter ``θ``, as chapter 02 states it: return the new
+    ``(θ, m, v)``, new arrays (the ones given are not changed), θ in the dtype of `theta`. `t` counts this
+    parameter's updates, this one included (1 at the first); ``g = grad + weight_decay · θ``."""
     beta1, beta2 = betas
     grad = grad + weight_decay * theta if weight_decay else grad
     m = m * beta1 + (1 - beta1) * grad

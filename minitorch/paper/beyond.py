@@ -209,10 +209,10 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     rows = np.arange(2, length)
     future = causal_mask(length)
     weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
-    content_mean = np.where(future, 0.0, scores)[:, :, 1:].sum(-1) / np.maximum(np.arange(length), 1)  # (B, L)
-    gap = scores[:, :, 0] - content_mean  # (B, L)
+    content_mean = np.nanmean(np.where(future, np.nan, scores)[:, rows, 1:], axis=-1)  # (B, L-2): mean_{1≤k≤i} s_ik
+    gap = scores[:, rows, 0] - content_mean  # (B, L-2)
     leak = weights[:, :, 1:].sum(axis=-1)  # ρ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
-    gap, leak, bos = gap[:, rows], leak[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
+    leak, bos = leak[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
     bound = gap_bound(rows, leak, bos)
     keep = metrics.non_trigger_rows(triggers, length)[:, rows]  # (B, L-2)
     mean_of = lambda values: [float(values[keep[:, r], r].mean()) for r in range(len(rows))]  # noqa: E731

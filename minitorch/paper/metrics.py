@@ -92,9 +92,11 @@ def bos_mass_at_non_trigger_rows(weights: np.ndarray, triggers: np.ndarray) -> n
 
 
 def non_trigger_row_mass(weights, triggers) -> np.ndarray:
-    """Total weight ``Σ_k a_ik`` of each non-trigger row: (B, H, L-2)."""
+    """Total weight ``Σ_k a_ik`` of each non-trigger row: (B, H, L-2). The rows are picked by
+    `bos_mass_at_non_trigger_rows` (exercise 3.4), given an array whose every key holds its row's total."""
     weights = _check(weights, triggers, "non_trigger_row_mass")
-    return at_non_trigger_rows(weights.sum(axis=-1), triggers)
+    totals = np.broadcast_to(weights.sum(axis=-1, keepdims=True), weights.shape)  # (B, H, L, L): Σ_k a_ik, each k
+    return bos_mass_at_non_trigger_rows(totals, triggers)
 
 
 def trigger_row(weights, triggers) -> np.ndarray:

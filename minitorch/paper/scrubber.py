@@ -20,6 +20,7 @@ from itertools import count
 import numpy as np
 
 from minitorch import checks
+from minitorch.paper import metrics
 from minitorch.paper.task import TEST_TRIGGER
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")  # matplotlib's first four, as in the book's figures
@@ -35,10 +36,11 @@ _instances = count()
 
 
 def bos_mass_at_non_trigger_rows(weights: np.ndarray, trigger: int = TEST_TRIGGER) -> float:
-    """The mean of a_i0 over the rows i >= 1, i != trigger, of one mean attention map (L, L)."""
+    """The mean of a_i0 over the rows i >= 1, i != trigger, of one mean attention map (L, L): the mean of what
+    `metrics.bos_mass_at_non_trigger_rows` (exercise 3.4) gives for the map as one sequence of one head."""
     weights = np.asarray(weights)
-    rows = non_trigger_rows("bos_mass_at_non_trigger_rows", weights, trigger)
-    return float(np.mean(weights[rows, 0]))
+    non_trigger_rows("bos_mass_at_non_trigger_rows", weights, trigger)  # a map with such a row, or an error
+    return float(metrics.bos_mass_at_non_trigger_rows(weights[None, None], np.array([trigger])).mean())
 
 
 def non_trigger_rows(owner: str, weights: np.ndarray, trigger: int) -> list[int]:

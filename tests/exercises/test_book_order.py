@@ -1,12 +1,15 @@
 """A student reading in order can run every chapter (chapter 00).
 
+Each chapter states its graded exercises (a markdown cell's bold "Exercise X.Y (graded)") once each, in the order of
+their IDs, which is the order a student can do them in, and states no other chapter's.
+
 For each chapter N, a student edition in which the exercises of chapters after N are stubs (and those of
 chapters up to N are released, as if solved) must run chapter N top to bottom in quick mode. In the
 same run, each function of chapter N's own exercises records which cell reached it, and no cell may reach an
-exercise before the chapter has named it ("exercise X.Y", in the text or in a comment of that cell): a
-student who reads in order is told about an exercise before a cell needs it. And the first cell that needs
-one of the chapter's own exercises says so where a student stopped by its stub will look, in that cell's
-comments or in the markdown cell right above it: "write exercise X.Y first".
+exercise before the chapter has stated it: a student who reads in order has the exercise's statement before a
+cell needs it, not at the chapter's end. And the first cell that needs one of the chapter's own exercises says
+so where a student stopped by its stub will look, in that cell's comments or in the markdown cell right above
+it: "write exercise X.Y first".
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from minitorch.exercises.registry import STUB_ERROR, body_after_docstring, funct
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 PROBE = "__import__('builtins').__dict__.setdefault('_minitorch_regions_reached', [])"
+_STATED = re.compile(r"\*\*Exercise (\d+\.\d+) \(graded\)")  # a statement's bold heading
 _NAMED = re.compile(r"[Ee]xercises?\s+(\d+\.\d+(?:\s*(?:,|and|or|-|–)\s*\d+\.\d+)*)")
 _WRITE_FIRST = re.compile(r"[Ww]rite ((?:exercises? )?\d+\.\d+(?:\s*(?:,|and|or|-|–)\s*\d+\.\d+)*) first")
 
@@ -70,6 +74,13 @@ def first_naming_cell(cells: list[dict]) -> dict[str, int]:
     return first
 
 
+def statements(cells: list[dict]) -> list[tuple[int, str]]:
+    """(cell index, exercise ID) of every statement of a graded exercise (a markdown cell's bold heading
+    "**Exercise X.Y (graded)..."), in the order of the cells."""
+    return [(index, exercise_id) for index, cell in enumerate(cells) if cell["cell_type"] == "markdown"
+            for exercise_id in _STATED.findall("".join(cell["source"]))]
+
+
 def unquote_stubs(text: str) -> str:
     """`text` with each stub's error replaced by a paraphrase, so that the scoreboard (tests/conftest.py)
     reports this test as failed rather than as blocked by the exercise whose stub it quotes."""
@@ -87,6 +98,17 @@ def test_exercises_named_reads_single_ids_lists_and_ranges():
     assert write_first_notes("Write 3.4 first, then run") == {"3.4"}
     assert write_first_notes("In the student edition, write\nexercise 3.2 first.") == {"3.2"}
     assert write_first_notes("write it before you run this cell (exercise 5.1)") == set()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda path: path.stem)
+def test_a_chapter_states_its_graded_exercises_once_each_in_the_order_of_their_ids(chapter):
+    number = int(chapter.name[:2])
+    own = [exercise.id for exercise in load_exercises(ROOT) if exercise.chapter == number]
+    stated = [exercise_id for _, exercise_id in statements(json.loads(chapter.read_text(encoding="utf-8"))["cells"])]
+    assert stated == own, (f"{chapter.name} should state its graded exercises {own or 'none'} once each, in this "
+                           f"order (the order a student can do them in), each under the bold heading 'Exercise "
+                           f"X.Y (graded)' in a markdown cell where the chapter first needs it; it states "
+                           f"{stated or 'none'}")
 
 
 def record_reaching(edition: Path, exercises) -> None:
@@ -115,12 +137,14 @@ def with_probes(notebook):
 
 
 def reached_by_cell(probed, follows) -> dict[int, set[str]]:
+    """Chapter cell index -> the exercises its probe reported. The probe's one print may reach the notebook as
+    several stream outputs (the kernel flushes when it likes, more often under load): they are joined first."""
     reached = {}
     for position, index in follows.items():
-        for output in probed.cells[position].get("outputs", []):
-            found = re.search(r"REACHED (\[.*\])", output.get("text", ""))
-            if found:
-                reached[index] = set(json.loads(found[1].replace("'", '"')))
+        printed = "".join(output.get("text", "") for output in probed.cells[position].get("outputs", []))
+        found = re.search(r"REACHED (\[.*\])", printed)
+        if found:
+            reached[index] = set(json.loads(found[1].replace("'", '"')))
     return reached
 
 
@@ -156,18 +180,21 @@ def test_a_student_who_has_solved_the_exercises_so_far_can_run_the_chapter(chapt
                     f"cannot run it:\n{unquote_stubs(failure)[-3000:]}", pytrace=False)
 
     named = first_naming_cell(notebook.cells)
+    stated = {exercise_id: index for index, exercise_id in reversed(statements(notebook.cells))}  # the first
     early, unnoted, seen = [], [], set()
     for index, reached in sorted(reached_by_cell(probed, follows).items()):
         for exercise_id in sorted(reached):
-            if named.get(exercise_id, len(notebook.cells)) > index:  # named in the cell itself is in time
-                where = (f"the first cell that names it is cell {named[exercise_id]}" if exercise_id in named
-                         else "no markdown cell names it")
+            if stated.get(exercise_id, len(notebook.cells)) > index:
+                where = (f"the chapter states it only in cell {stated[exercise_id]}" if exercise_id in stated
+                         else "the chapter never states it ('Exercise X.Y (graded)')")
+                if exercise_id in named and exercise_id not in stated:
+                    where += f" (cell {named[exercise_id]} names it)"
                 early.append(f"cell {index} runs exercise {exercise_id}, but {where}")
             if exercise_id not in seen and exercise_id not in noted_before(notebook.cells, index):
                 unnoted.append(f"cell {index} is the first to run exercise {exercise_id}")
             seen.add(exercise_id)
-    assert not early, (f"{chapter.name}: cells need an exercise before the text sets it; name it ('exercise X.Y') "
-                       f"before the first cell that needs it, or rewrite the cell:\n" + "\n".join(early))
+    assert not early, (f"{chapter.name}: cells need an exercise before the chapter states it; state it ('Exercise "
+                       f"X.Y (graded)') before the first cell that needs it, or rewrite the cell:\n" + "\n".join(early))
     assert not unnoted, (f"{chapter.name}: in the student edition these cells stop at an exercise's stub; say "
                          f"'write exercise X.Y first' in the cell's comments or in the markdown cell right above it:\n"
                          + "\n".join(unnoted))

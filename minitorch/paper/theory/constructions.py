@@ -195,20 +195,21 @@ def two_layer_construction(scale: float = 20.0, width: int = WIDTH, heads: int =
     """Theorem 2, "not every head must sink": a residual model, 2 layers, in which
     only layer 0's head 0 sinks.
 
-    Layer 0, head 0 is `softmax_construction`'s head (sinks, writes the mean).
-    Every other head spreads its weight over the non-BOS keys (BOS mass about
-    ``e^-c / i``): with ``heads=1`` layer 1's head has ``W_O = 0``; with ``heads=2``
-    layer 0's head 1 has ``W_O = 0`` and layer 1's two heads share their
-    attention and have opposite value maps ``±(I - e_0 e_0^T)``, so they cancel.
+    Layer 0, head 0 is `softmax_construction`'s head (sinks, writes the mean): the
+    weights of exercise 5.1 with u = e_0. Every other head spreads its weight over
+    the non-BOS keys (BOS mass about ``e^-c / i``): with ``heads=1`` layer 1's head
+    has ``W_O = 0``; with ``heads=2`` layer 0's head 1 has ``W_O = 0`` and layer 1's
+    two heads share their attention and have opposite value maps
+    ``±(I - e_0 e_0^T)``, so they cancel.
     """
     scale = checks.finite_number("two_layer_construction", "scale", scale)
     if heads not in (1, 2):
         raise ValueError(f"two_layer_construction: heads must be 1 or 2, got {heads}")
     model = ResidualModel(width, heads=heads, layers=2, normaliser="softmax")
-    e_0, e_t, e_b, _ = unit_vectors(width)
+    e_0, _, _, _ = unit_vectors(width)
     identity, zero = np.eye(width), np.zeros((width, width))
     without_bos = identity - np.outer(e_0, e_0)
-    load_head(model, 0, 0, scale * np.outer(e_0, e_b - e_t), np.outer(e_0, e_0), without_bos, identity)
+    load_head(model, 0, 0, *softmax_construction_weights(scale, e_0, width))
     W_Q, W_K = _running_average_head(width, scale)
     if heads == 1:
         return load_head(model, 1, 0, W_Q, W_K, without_bos, zero)
@@ -226,17 +227,20 @@ def trigger_row_sink_construction(scale: float = 30.0, width: int = WIDTH, layer
     non-trigger row (identical attention there) with opposite value maps
     ``±(I - e_0 e_0^T)``: they cancel. At the trigger row A still averages, and
     so writes the mean, while B's query flips sign and B sinks onto BOS, whose
-    value is 0. Later layers hold a cancelling pair of running-average heads.
+    value is 0. B is the softmax construction of scale -c (exercise 5.1, u = e_0:
+    BOS scores -c at content rows, +c at the trigger) with its value map negated.
+    Later layers hold a cancelling pair of running-average heads.
     """
     scale = checks.finite_number("trigger_row_sink_construction", "scale", scale)
     layers = checks.integer("trigger_row_sink_construction", "layers", layers)
     model = ResidualModel(width, heads=2, layers=layers, normaliser="softmax")
-    e_0, e_t, e_b, _ = unit_vectors(width)
+    e_0, _, _, _ = unit_vectors(width)
     identity = np.eye(width)
     without_bos = identity - np.outer(e_0, e_0)
     W_Q, W_K = _running_average_head(width, scale)
     load_head(model, 0, 0, W_Q, W_K, without_bos, identity)  # A: averages at every row
-    load_head(model, 0, 1, np.outer(e_0, e_b - e_t), W_K, without_bos, -identity)  # B: BOS score +c at the trigger
+    B_Q, B_K, B_V, B_O = softmax_construction_weights(-scale, e_0, width)
+    load_head(model, 0, 1, B_Q, B_K, B_V, -B_O)  # B: BOS score +c at the trigger, -c elsewhere
     for layer in range(1, layers):
         load_head(model, layer, 0, W_Q, W_K, without_bos, identity)
         load_head(model, layer, 1, W_Q, W_K, without_bos, -identity)
