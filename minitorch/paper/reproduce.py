@@ -9,6 +9,9 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
   (Figs. 4-8), ``sink_forming.png`` and ``sink_forming.gif`` (new), and
   ``error_vs_bos_mass.png``: every trained model on the axes of Theorem 1
   (chapter 05), beside the softmax family and the proved bound;
+  ``heads_bos_mass.png``: every head's BOS mass through training, for the
+  softmax models with several heads (chapter 09: when the split into sinking
+  and non-sinking heads settles);
 - ``results.md`` and ``results.json``: the numbers the paper never printed;
 - ``models/<name>.npz`` (weights, loadable with `models.load_model`) and
   ``models/<name>_history.json`` (the training history).
@@ -239,6 +242,7 @@ def run_files(only: list[str]) -> list[str]:
     files = ["results.json", "results.md", "error_vs_bos_mass.png"]
     files += [f"models/{key}{ending}" for key in keys for ending in (".npz", "_history.json")]
     files += [f"heads_{key}.png" for key in keys if not key.endswith("1x1")]
+    files += ["heads_bos_mass.png"] * (set(only) != {"1x1"})
     if "1x1" in only:
         files += ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif"]
     return sorted(files)
@@ -352,6 +356,11 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
             title = (f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: "
                      f"one test sequence")
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
+    several_heads = {key: run["result"].history for key, run in runs.items()
+                     if key.startswith("softmax") and not key.endswith("1x1")}
+    if several_heads:
+        written.append(plotting.save(plotting.head_bos_mass_figure(several_heads, SINK_BOS_MASS),
+                                     out / "heads_bos_mass.png"))
     trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
     family = theory.softmax_family(np.arange(0.0, 31.0))
     written.append(plotting.save(plotting.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))

@@ -32,7 +32,7 @@ def quick_run(tmp_path_factory):
 def test_quick_run_writes_every_figure_and_table(quick_run):
     out, _ = quick_run
     expected = ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif", "error_vs_bos_mass.png",
-                "results.md", "results.json"]
+                "heads_bos_mass.png", "results.md", "results.json"]
     expected += [f"heads_{n}_{a}.png" for n in NORMALISERS for a in ARCHITECTURES if a != "1x1"]
     missing = [name for name in expected if not (out / name).is_file() or (out / name).stat().st_size == 0]
     assert not missing, f"reproduce --quick did not write {missing}"
