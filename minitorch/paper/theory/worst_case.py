@@ -7,7 +7,8 @@ functions bound it from below on a finite set that reaches for the worst:
 - `stress_inputs`: uniform, corner, near-corner and all-equal contents at every trigger position;
 - `worst_case`: a model's largest error and smallest BOS mass on them; `row_errors` per row;
 - `softmax_family`: `worst_case` along the softmax construction's scales c (chapter 05's figure);
-- `predict_with_attention`: the prediction and every layer's weights as arrays, without a graph.
+- `predict_with_attention`: the prediction and every layer's weights as arrays, without a graph;
+- `trigger_row_weights`: a single head's trigger row on all-equal inputs (Lemma 5 of chapter 05).
 
 Every function that draws random numbers takes a seed.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
-from minitorch.paper.models import AttentionModel, for_training
+from minitorch.paper.models import AttentionModel, attention_model, for_training
 from minitorch.paper.task import (BOS, SEQUENCE_LENGTH, TEST_SEED, TRIGGER, WIDTH, make_batch, make_targets,
                                   make_test_set)
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
@@ -163,3 +164,20 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
             columns[f"{prefix}_bos_mass_min"].append(measured["bos_mass_min"])
         columns["exact_worst_case_error"].append(construction_worst_case(scale)[0] if scale >= 0 else np.nan)
     return dict(scale=scales, **{name: np.array(values) for name, values in columns.items()})
+
+
+def trigger_row_weights(model: AttentionModel, contents, trigger: int) -> dict:
+    """The trigger row of a one-layer, one-head model on the all-equal inputs X_j(z), one per row of `contents`
+    (B, d): its weight on BOS (``bos``, a_j0), on each content key (``content_key``, the mean of a_j1..a_j,j-1,
+    and ``content_spread``, their largest minus smallest) and on the trigger (``trigger_key``, a_jj), each (B,);
+    and ``sum_ratio`` S = (a_j0 + a_jj) / (a content key's weight), the quantity Lemma 5's first step bounds."""
+    attention_model("trigger_row_weights", model)
+    if len(model.layers) != 1 or model.layers[0].heads != 1:
+        raise ValueError(f"trigger_row_weights: Lemma 5 is about one layer with one head, got {model.name}")
+    trigger = checks.integer("trigger_row_weights", "trigger", trigger, minimum=2)  # a content key before it
+    _, (weights,) = predict_with_attention(model, all_equal_inputs(contents, trigger))
+    row = weights[:, 0, trigger, :trigger + 1]  # (B, j+1): BOS, the j - 1 content keys, the trigger
+    content = row[:, 1:trigger]  # (B, j-1): equal tokens, equal weights
+    per_key = content.mean(axis=1)
+    return dict(bos=row[:, 0], content_key=per_key, content_spread=content.max(axis=1) - content.min(axis=1),
+                trigger_key=row[:, trigger], sum_ratio=(row[:, 0] + row[:, trigger]) / per_key)
