@@ -36,6 +36,7 @@ def test_every_command_runs_with_docstrings_stripped(command):
     (["reproduce", "--beyond", "--only", "1x1"], "--beyond"),
     (["reproduce", "--seeds", "--beyond"], "--seeds"),
     (["reproduce", "--seeds", "--seed", "3"], "--seeds"),
+    (["reproduce", "--seeds", "--only", "4x4"], "--seeds"),
     (["reproduce", "--bogus"], "unrecognized arguments"),
     (["frobnicate"], "invalid choice"),
 ])

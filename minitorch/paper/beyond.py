@@ -276,24 +276,30 @@ def train_seed(shape: str, normaliser: str, seed: int, quick: bool) -> dict:
 
 
 def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, jobs: int = 1, log=print,
-              force: bool = False) -> dict:
-    """Train the 1x1 and 2x2 models (softmax and ReLU) from every seed of `seeds`; write results.json and
-    results.md into `out` (checked first, built aside and moved in whole, as `run_beyond` does)."""
+              force: bool = False, shapes=("1x1", "2x2")) -> dict:
+    """Train the models of `shapes` (of 1x1 and 2x2; softmax and ReLU) from every seed of `seeds`; write
+    results.json and results.md into `out` (checked first, built aside and moved in whole, as `run_beyond`
+    does)."""
+    shapes = [shape for shape, _ in dict.fromkeys(SEED_MODELS) if shape in shapes]
+    if not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
+        raise ValueError(f"run_seeds: shapes must name some of 1x1 and 2x2, got {shapes!r}")
     seeds = [checks.integer("run_seeds", "seed", seed, minimum=0) for seed in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"run_seeds: seeds must be distinct whole numbers >= 0, at least one, got {seeds}")
     quick, force = checks.flag("run_seeds", "quick", quick), checks.flag("run_seeds", "force", force)
     out, jobs = check_output_folder(out), checks.integer("run_seeds", "jobs", jobs)
-    command = "reproduce --seeds" + (" --quick" if quick else "")
+    command = ("reproduce --seeds" + (" --quick" if quick else "")
+               + (f" --only {','.join(shapes)}" if len(shapes) < 2 else ""))
     replacing = files_to_replace(out, SEED_FILES, recorded_run(out), command, force)
     started = time.perf_counter()
-    tasks = [(shape, normaliser, seed, quick) for shape, normaliser in reversed(SEED_MODELS) for seed in seeds]
+    tasks = [(shape, normaliser, seed, quick) for shape, normaliser in reversed(SEED_MODELS) for seed in seeds
+             if shape in shapes]
     try:
         with building_aside(out, replacing) as staging:
             runs = run_in_processes([train_seed] * len(tasks), tasks, jobs)  # the 2x2 runs first: they take longest
             order = {model: index for index, model in enumerate(SEED_MODELS)}
             runs.sort(key=lambda run: (order[run["shape"], run["normaliser"]], run["seed"]))
-            results = dict(command=command, quick=quick, jobs=jobs, runs=runs,
+            results = dict(command=command, quick=quick, jobs=jobs, shapes=shapes, runs=runs,
                            wall_time_seconds=round(time.perf_counter() - started, 1), numpy=np.__version__)
             (staging / "results.md").write_text(seeds_markdown(results), encoding="utf-8")
             write_record(staging, results, indent=1)
@@ -330,8 +336,9 @@ def seeds_markdown(results: dict) -> str:
     """run_seeds' tables: the spread per model, then every run."""
     checks.record("seeds_markdown", "results", results, ("quick", "runs", "wall_time_seconds", "jobs"),
                   "run_seeds' results (results.json)")
-    lines = ["# Seeds of the 1x1 and 2x2 models" + (" (quick mode: not converged)" if results["quick"] else ""), "",
-             f"Written by `python -m minitorch reproduce --seeds{' --quick' if results['quick'] else ''}` in "
+    shapes = results.get("shapes", ["1x1", "2x2"])
+    lines = [f"# Seeds of the {' and '.join(shapes)} models" + (" (quick mode: not converged)" if results["quick"] else ""),
+             "", f"Written by `python -m minitorch {results.get('command', 'reproduce --seeds')}` in "
              f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
              f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "
              f"set (1,000 sequences, trigger at 1-based position 8). A head *sinks* if its mean BOS mass at the "

@@ -1,6 +1,6 @@
 """Run the author's released PyTorch scripts and log how many steps each model took.
 
-    python -m minitorch.tools.authors_scripts CHECKOUT [--log FILE]
+    python -m minitorch.tools.authors_scripts CHECKOUT [--log FILE] [--only 1x1,2x2]
 
 The book's step counts come from its own runs (``figures/results.md``). The paper gives none; the only outside
 counts the book quotes are those of one run of the author's released code
@@ -10,8 +10,10 @@ checkout's three scripts as its README says (``figure_code/fig_single_layer.py``
 and reads each model's step count from the scripts' own progress bars: a bar shows the steps it finished, and the
 last one, the step that met the stop, is still running when the loop breaks, so steps = last count + 1. The
 scripts' figures go to a temporary folder that is deleted; nothing is written into the checkout or into this
-repository unless ``--log`` names a file. None of the author's code is part of this repository: CHECKOUT is a
-clone you made yourself (``git clone https://github.com/YuvMilo/sinks-are-provably-necessary``).
+repository unless ``--log`` names a file, which is rewritten after each script, so a run stopped part way keeps
+the scripts it finished. ``--only`` runs some of the three (1x1, 2x2, 4x4). None of the author's code is part of
+this repository: CHECKOUT is a clone you made yourself
+(``git clone https://github.com/YuvMilo/sinks-are-provably-necessary``).
 
 Where PyTorch (and tqdm, which the scripts import) or the checkout is missing, the command says so and skips,
 with exit status 0: the comparison is optional. ``figures/authors_scripts.md`` is the log of one such run.
@@ -100,10 +102,10 @@ def run_script(checkout: Path, arguments: tuple, figures: Path) -> tuple[str, fl
     return finished.stdout + finished.stderr, seconds
 
 
-def log_markdown(found: dict, runs: list[dict], total: float) -> str:
+def log_markdown(found: dict, runs: list[dict], total: float, command: str) -> str:
     """The log of a run: versions, then one row per trained model, then the bars' last lines."""
     lines = ["# A run of the author's released scripts", "",
-             f"Made by `python -m minitorch.tools.authors_scripts CHECKOUT --log figures/authors_scripts.md` on "
+             f"Made by `{command}` on "
              f"{datetime.date.today().isoformat()}: the checkout's scripts with their defaults (seed 0, at most "
              "50,000 steps), CPU, one thread. Steps = the progress bar's last count + 1 (the step that met the "
              "stop is not counted by the bar).", "", "| what | version |", "|---|---|"]
@@ -113,7 +115,8 @@ def log_markdown(found: dict, runs: list[dict], total: float) -> str:
         for label, steps in run["steps"].items():
             lines.append(f"| {label} {run['shape']} | {steps:,} | `{' '.join(run['arguments'])}` "
                          f"| {run['seconds']:.0f} |")
-    lines += ["", f"Wall time of the three scripts: {total:.0f} s.", "", "The last line of each progress bar:", "",
+    lines += ["", f"Wall time of the {len(runs)} script(s) run: {total:.0f} s (on a machine shared with other work).", "",
+              "The last line of each progress bar:", "",
               "```"]
     lines += [f"{run['shape']}: {line}" for run in runs for line in run["lines"].values()]
     return "\n".join(lines + ["```", ""])
@@ -123,8 +126,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m minitorch.tools.authors_scripts",
                                      description=(__doc__ or "").split("\n")[0])
     parser.add_argument("checkout", help="a clone of github.com/YuvMilo/sinks-are-provably-necessary")
-    parser.add_argument("--log", default=None, help="also write the log (Markdown) to this file")
+    parser.add_argument("--log", default=None, help="also write the log (Markdown) to this file, after each script")
+    parser.add_argument("--only", default=None, help="comma-separated shapes to run, of 1x1, 2x2, 4x4 (default: all)")
     args = parser.parse_args(argv)
+    shapes = [shape for shape, _ in SCRIPTS] if args.only is None else [name.strip() for name in args.only.split(",")]
+    if not shapes or any(shape not in dict(SCRIPTS) for shape in shapes) or len(set(shapes)) != len(shapes):
+        parser.error(f"--only: expected distinct shapes from 1x1, 2x2, 4x4, got {args.only!r}")
     checkout = Path(args.checkout)
     missing = missing_requirements()
     if missing:
@@ -140,20 +147,25 @@ def main(argv=None) -> int:
         parser.error(f"{checkout} is not a checkout of the author's code: it has no {', '.join(absent)}")
     found, runs = versions(checkout), []
     started = time.perf_counter()
+    command = ("python -m minitorch.tools.authors_scripts CHECKOUT" + (f" --log {args.log}" if args.log else "")
+               + (f" --only {','.join(shapes)}" if args.only is not None else ""))
     with tempfile.TemporaryDirectory(prefix="authors-figures-") as figures:
         for shape, arguments in SCRIPTS:
+            if shape not in shapes:
+                continue
             print(f"running {' '.join(arguments)} ...", flush=True)
             output, seconds = run_script(checkout, arguments, Path(figures))
             runs.append(dict(shape=shape, arguments=arguments, seconds=seconds, steps=steps_from_progress(output),
                              lines=last_progress_lines(output)))
             print("  " + ", ".join(f"{label} {shape}: {steps:,} steps" for label, steps in runs[-1]["steps"].items())
                   + f" ({seconds:.0f} s)", flush=True)
-    log = log_markdown(found, runs, time.perf_counter() - started)
+            if args.log:  # after every script: a run stopped later keeps this one
+                write_atomically(args.log, log_markdown(found, runs, time.perf_counter() - started, command),
+                                 option="authors_scripts: --log")
     if args.log:
-        write_atomically(args.log, log, option="authors_scripts: --log")
         print(f"wrote {args.log}")
     else:
-        print(log)
+        print(log_markdown(found, runs, time.perf_counter() - started, command))
     return 0
 
 

@@ -51,3 +51,10 @@ def test_a_folder_without_the_authors_scripts_is_refused_by_name(monkeypatch, ca
     with pytest.raises(SystemExit) as stop:
         authors_scripts.main([str(tmp_path)])
     assert stop.value.code == 2 and "fig_single_layer.py" in capsys.readouterr().err
+
+
+def test_only_names_shapes_it_knows(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(authors_scripts, "missing_requirements", lambda: [])
+    with pytest.raises(SystemExit) as stop:
+        authors_scripts.main([str(tmp_path), "--only", "3x3"])
+    assert stop.value.code == 2 and "--only" in capsys.readouterr().err
