@@ -280,7 +280,7 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     """Train the models of `shapes` (of 1x1 and 2x2; softmax and ReLU) from every seed of `seeds`; write
     results.json and results.md into `out` (checked first, built aside and moved in whole, as `run_beyond`
     does)."""
-    shapes = [shape for shape, _ in dict.fromkeys(SEED_MODELS) if shape in shapes]
+    shapes = list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))  # in SEED_MODELS' order
     if not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
         raise ValueError(f"run_seeds: shapes must name some of 1x1 and 2x2, got {shapes!r}")
     seeds = [checks.integer("run_seeds", "seed", seed, minimum=0) for seed in seeds]
