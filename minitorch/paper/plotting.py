@@ -48,7 +48,9 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     Theorem 1 speaks about; others are drawn hollow) and ``exact`` (True when
     ``worst_case_error`` is the true worst-case error δ, as for a construction
     whose δ is proved; by default it is a measured δ̂ ≤ δ, and an arrow from the
-    marker to the right says that the true point lies at or right of it). Left panel: BOS mass on a
+    marker to the right says that the true point lies at or right of it) and
+    ``worst_case_error_upper`` (a proved upper bound on δ: a bar from δ̂ to it
+    takes the arrow's place, the true point lies on it). Left panel: BOS mass on a
     linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
     is the straight line ``2 δ / ε_0``. Returns the figure; saves it if `path`.
     """
@@ -87,12 +89,18 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
         face = None if point.get("covered", True) else "none"
         for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], 1e-17))):
             ax.plot(point["worst_case_error"], y, marker, ms=10, color="tab:green", mfc=face, label=point["label"])
-            if not point.get("exact", False) and point["worst_case_error"] > 0:  # δ̂ ≤ δ: the true δ is to the right
+            upper = point.get("worst_case_error_upper", np.inf)
+            if np.isfinite(upper):  # δ̂ <= δ <= upper: the true point lies on this bar
+                ax.plot([point["worst_case_error"], upper], [y, y], "-|", color="tab:green", lw=1.5, ms=8)
+            elif not point.get("exact", False) and point["worst_case_error"] > 0:  # δ̂ <= δ: the true δ is to the right
                 ax.annotate("", xy=(point["worst_case_error"] * 6, y), xytext=(point["worst_case_error"], y),
                             arrowprops=dict(arrowstyle="->", color="tab:green", lw=1, alpha=0.7))
-    if any(not point.get("exact", False) for point in trained):
+    if any(not point.get("exact", False) and not np.isfinite(point.get("worst_case_error_upper", np.inf))
+           for point in trained):
         left.plot([], [], color="tab:green", marker=r"$\rightarrow$", ls="none", ms=10,
                   label=r"measured $\hat\delta \leq \delta$: the true point is at or right of the marker")
+    if any(np.isfinite(point.get("worst_case_error_upper", np.inf)) for point in trained):
+        left.plot([], [], "-|", color="tab:green", ms=8, label=r"$\hat\delta \leq \delta \leq$ a proved upper bound")
     left.set(xscale="log", ylim=(-0.02, 1.02),
              xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
              ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")

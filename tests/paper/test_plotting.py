@@ -371,3 +371,14 @@ def test_head_bos_mass_figure_draws_one_line_per_head_coloured_by_its_final_verd
         "the head that ends above 0.9 is red (tab:red), the other blue (tab:blue)"
     assert "200" in figure.axes[0].get_title(), "the title names the step the split settled at"
     plotting.plt.close(figure)
+
+
+def test_error_vs_bos_mass_draws_a_bar_from_the_measured_error_to_a_proved_upper_bound():
+    family = dict(scale=np.array([1.0, 2.0]), worst_case_error=np.array([0.5, 0.3]), bos_mass_min=np.array([0.2, 0.4]))
+    point = dict(label="relu", worst_case_error=0.05, worst_case_error_upper=0.07, bos_mass_min=0.0, covered=False)
+    figure = plotting.plot_error_vs_bos_mass(family, [point])
+    bars = [line for line in figure.axes[0].lines if list(line.get_xdata()) == [0.05, 0.07]]
+    assert bars, "a point with a proved upper bound gets a bar from δ̂ to the bound"
+    arrows = [text for text in figure.axes[0].texts if getattr(text, "arrow_patch", None) is not None]
+    assert not arrows, "no arrow: the true point lies on the bar"
+    plotting.plt.close(figure)

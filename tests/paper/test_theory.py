@@ -726,3 +726,41 @@ def test_non_trigger_row_sides_refuses_a_model_that_is_not_one_head(heads, layer
 def test_in_token_hull_takes_a_list_of_points_as_an_array():  # P9-18: 'list' object has no attribute 'shape'
     points = theory.random_token_hull_points(5, seed=3)
     assert theory.in_token_hull(points.tolist()).tolist() == theory.in_token_hull(points).tolist() == [True] * 5
+
+
+# --- an upper bound on a single ReLU head's worst-case error -----------------------------------
+
+def _trained_relu_head():
+    from pathlib import Path
+    from minitorch.paper.models import load_model
+    return load_model(Path(__file__).resolve().parents[2] / "figures" / "models" / "relu_1x1.npz")
+
+
+def test_relu_upper_bound_is_zero_for_the_exact_construction():
+    bound = theory.relu_error_upper_bound(theory.relu_construction())
+    assert bound["worst_case_error_upper"] == 0.0, f"Theorem 3's head is exact, got {bound}"
+
+
+def test_relu_upper_bound_lies_above_every_measured_error_of_trained_and_perturbed_heads():
+    draw = np.random.default_rng(4)
+    for noise in (0.0, 1e-3, 3e-3):
+        head = _trained_relu_head()
+        for linear in (head.layers[0].W_Q, head.layers[0].W_K, head.layers[0].W_V, head.layers[0].W_O):
+            linear.weight.data += draw.normal(0.0, noise, size=linear.weight.shape).astype(linear.weight.data.dtype)
+        bound = theory.relu_error_upper_bound(head)
+        assert bound["non_trigger_score_max"] <= 0 < bound["trigger_score_min"], \
+            f"noise {noise}: the certificates should hold for the trained head and near it, got {bound}"
+        measured = theory.worst_case(head, size_per_trigger=16)
+        assert measured["worst_case_error"] <= bound["worst_case_error_upper"] + 1e-6, \
+            f"noise {noise}: measured error {measured['worst_case_error']} above the upper bound {bound}"
+        assert measured["bos_mass_min"] == 0.0 == measured["bos_mass_mean"], "certified: no weight on BOS there"
+    assert theory.relu_error_upper_bound(_trained_relu_head())["worst_case_error_upper"] < \
+        theory.trigger_separation() / 2, "the trained ReLU head's δ is provably below ε_0/2 (chapter 06)"
+
+
+def test_relu_upper_bound_is_inf_when_a_certificate_fails_and_refuses_other_models():
+    head = theory.relu_construction()
+    head.layers[0].W_Q.weight.data += 0.01  # content queries now score some keys positively
+    assert theory.relu_error_upper_bound(head)["worst_case_error_upper"] == float("inf")
+    with pytest.raises(ValueError, match="one-layer, one-head ReLU"):
+        theory.relu_error_upper_bound(theory.softmax_construction(5.0))
