@@ -337,14 +337,16 @@ def seeds_markdown(results: dict) -> str:
     checks.record("seeds_markdown", "results", results, ("quick", "runs", "wall_time_seconds", "jobs"),
                   "run_seeds' results (results.json)")
     shapes = results.get("shapes", ["1x1", "2x2"])
-    lines = [f"# Seeds of the {' and '.join(shapes)} models" + (" (quick mode: not converged)" if results["quick"] else ""),
+    lines = [f"# Seeds of the {' and '.join(shapes)} models"
+             + (" (quick mode: not converged)" if results["quick"] else ""),
              "", f"Written by `python -m minitorch {results.get('command', 'reproduce --seeds')}` in "
              f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
              f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "
              f"set (1,000 sequences, trigger at 1-based position 8). A head *sinks* if its mean BOS mass at the "
              f"non-trigger rows is at least {SINK_BOS_MASS}.", "",
              "| model | stopped / seeds | steps (min / median / max) | heads sinking (min-max) "
-             "| BOS mass, mean (min-max over seeds) | BOS mass, min (min-max over seeds) | training time, all seeds (s) |",
+             "| BOS mass, mean (min-max over seeds) | BOS mass, min (min-max over seeds) "
+             "| training time, all seeds (s) |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for row in seeds_table(results["runs"]):
         lines.append(f"| {row['model']} | {row['stopped']} / {row['seeds']} | {row['steps_min']:,} / "

@@ -115,7 +115,8 @@ def log_markdown(found: dict, runs: list[dict], total: float, command: str) -> s
         for label, steps in run["steps"].items():
             lines.append(f"| {label} {run['shape']} | {steps:,} | `{' '.join(run['arguments'])}` "
                          f"| {run['seconds']:.0f} |")
-    lines += ["", f"Wall time of the {len(runs)} script(s) run: {total:.0f} s (on a machine shared with other work).", "",
+    lines += ["", f"Wall time of the {len(runs)} script(s) run: {total:.0f} s (on a machine shared with other work).",
+              "",
               "The last line of each progress bar:", "",
               "```"]
     lines += [f"{run['shape']}: {line}" for run in runs for line in run["lines"].values()]

@@ -277,7 +277,8 @@ def _lemma5_holds(model, error: float) -> list[str]:
         for name, measured, bound in (("a_j0", row["bos"], bounds["bos"][index]),
                                       ("|content key - 1/j|", np.abs(row["content_key"] - 1 / j),
                                        bounds["content_key"][index]),
-                                      ("|a_jj - 1/j|", np.abs(row["trigger_key"] - 1 / j), bounds["trigger_key"][index]),
+                                      ("|a_jj - 1/j|", np.abs(row["trigger_key"] - 1 / j),
+                                       bounds["trigger_key"][index]),
                                       ("|S - 1|", np.abs(row["sum_ratio"] - 1), bounds["kappa"])):
             if measured.max() > bound:
                 broken.append(f"j = {j}: {name} = {measured.max():.3g} > the bound {bound:.3g}")
