@@ -2,6 +2,7 @@
 
     python -m minitorch reproduce [--quick] [--only 1x1,2x2] [--seed 0] [--out DIR] [--jobs 2]
     python -m minitorch reproduce --beyond [--quick] [--out DIR] [--jobs 2]   (chapter 10's experiments)
+    python -m minitorch reproduce --seeds [--only 1x1] [--quick] [--out DIR] [--jobs 2]  (1x1, 2x2: ten seeds)
     python -m minitorch book [--out book] [--quick] [--only 03,07] [--jobs 2] [--keep-going] [--force]
                              [--no-pdf]
     python -m minitorch bench [...]        (the same as python -m minitorch.tools.bench [...])
@@ -43,6 +44,9 @@ def main(argv=None) -> int:
     reproduce.add_argument("--beyond", action="store_true",
                            help="run chapter 10's experiments beyond the paper instead (default out: runs/beyond; "
                                 "--out figures/beyond rewrites the book's)")
+    reproduce.add_argument("--seeds", action="store_true",
+                           help="train the 1x1 and 2x2 models (or those of --only) from seeds 0-9 instead (default "
+                                "out: runs/seeds; --out figures/seeds rewrites the book's)")
 
     book = commands.add_parser("book", help="execute every chapter and write a static HTML book")
     book.add_argument("--out", default="book", help="output folder (default: book)")
@@ -92,6 +96,16 @@ def main(argv=None) -> int:
                              f"{', '.join(ARCHITECTURES)} (e.g. --only 1x1,2x2); got {args.only!r}"
                              + (f": unknown architecture(s) {unknown}" if unknown else ": a name twice"))
         try:
+            if args.seeds:
+                if args.beyond or args.seed or (only is not None and "4x4" in only):
+                    parser.error("--seeds runs its own seeds of the 1x1 and 2x2 models: not with --beyond, --seed "
+                                 "or --only 4x4")
+                from minitorch.paper.beyond import run_seeds
+
+                default_seeds = "runs/quick/seeds" if args.quick else "runs/seeds"  # figures/: by name only
+                run_seeds(default_seeds if args.out is None else args.out, quick=args.quick, jobs=args.jobs,
+                          force=args.force, shapes=only or ("1x1", "2x2"))
+                return 0
             if args.beyond:
                 if args.only is not None or args.seed:
                     parser.error("--only and --seed apply to the paper's six models, not to --beyond")

@@ -34,6 +34,9 @@ def test_every_command_runs_with_docstrings_stripped(command):
     (["reproduce", "--seed", "-1"], "--seed"),
     (["bench", "--steps", "0"], "--steps"),
     (["reproduce", "--beyond", "--only", "1x1"], "--beyond"),
+    (["reproduce", "--seeds", "--beyond"], "--seeds"),
+    (["reproduce", "--seeds", "--seed", "3"], "--seeds"),
+    (["reproduce", "--seeds", "--only", "4x4"], "--seeds"),
     (["reproduce", "--bogus"], "unrecognized arguments"),
     (["frobnicate"], "invalid choice"),
 ])
@@ -157,3 +160,12 @@ def test_reproduce_in_a_fresh_student_edition_stops_in_one_line_naming_exercise_
     assert last.startswith("python -m minitorch reproduce needs exercise 4.1 (make_targets in "
                            "minitorch/paper/task.py) first"), last
     assert not out.exists(), f"{out} was written although the run stopped"
+
+
+def test_the_seeds_run_writes_the_books_figures_only_when_asked_by_name(monkeypatch):
+    calls = []
+    monkeypatch.setattr("minitorch.paper.beyond.run_seeds", lambda out, **options: calls.append((out, options)))
+    main(["reproduce", "--seeds"])
+    main(["reproduce", "--seeds", "--quick", "--out", "figures/seeds"])
+    assert [out for out, _ in calls] == ["runs/seeds", "figures/seeds"] and calls[1][1]["quick"], \
+        "reproduce --seeds writes to runs/seeds unless --out names a folder"

@@ -18,6 +18,10 @@ Four experiments the paper did not run, each written to ``figures/beyond/``:
    rows against the BOS mass: softmax can only reach a small error by
    sinking, the sink-free normalisers need not.
 
+Apart from these, ``python -m minitorch reproduce --seeds`` (`run_seeds`) trains the
+1x1 and 2x2 models, softmax and ReLU, from ten seeds each: the spread of their
+steps, sinking heads and BOS mass (chapter 10, section 5).
+
 Every run is seeded; the runs are independent, so `jobs` > 1 trains them
 side by side in separate processes without changing a number.
 """
@@ -36,7 +40,7 @@ from minitorch.paper import metrics, plotting
 from minitorch.paper.attention import NORMALISERS, causal_mask, softmax_attention
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import attention_model, build_model, for_training
-from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, recorded_run,
+from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, evaluate, recorded_run,
                                        run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
 from minitorch.paper.train import train
@@ -246,6 +250,118 @@ def train_seed_of_4x4(seed: int, quick: bool) -> dict:
     return dict(seed=seed, steps=result.steps, converged=result.converged, bos_mass=bos.tolist(),
                 sinking_share_per_layer=(bos >= SINK_BOS_MASS).mean(axis=1).tolist(),
                 sink_share=metrics.sink_share(attention))
+
+
+# ----------------------------------------------------------------------
+# seeds of the 1x1 and 2x2 models: ``python -m minitorch reproduce --seeds``
+
+SEED_MODELS = (("1x1", "softmax"), ("1x1", "relu"), ("2x2", "softmax"), ("2x2", "relu"))
+SEEDS = tuple(range(10))
+SEED_FILES = ("results.json", "results.md")  # what run_seeds writes into its folder
+
+
+def train_seed(shape: str, normaliser: str, seed: int, quick: bool) -> dict:
+    """Train one of the paper's models from `seed` with its recipe (`reproduce.train_one`, on the training path);
+    measure it on the test set as `reproduce.evaluate` does: steps, wall time, error, BOS mass, heads that sink."""
+    if shape not in ARCHITECTURES:
+        raise ValueError(f"train_seed: shape must be one of {list(ARCHITECTURES)}, got {shape!r}")
+    result = train_one(ARCHITECTURES[shape], normaliser, seed, quick, progress=False)
+    evaluation, _, _ = evaluate(result.model)
+    return dict(shape=shape, normaliser=normaliser, seed=seed, steps=result.steps, converged=result.converged,
+                wall_time_seconds=round(result.wall_time, 2), test_max_error=evaluation["test_max_error"],
+                bos_mass_mean=evaluation["bos_mass_mean"], bos_mass_min=evaluation["bos_mass_min"],
+                heads_sinking=evaluation["heads_sinking"], heads_total=evaluation["heads_total"],
+                gu_sink_share=evaluation["gu_sink_share"],
+                head_bos_mass=[head["bos_mass_mean"] for head in evaluation["heads"]])
+
+
+def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, jobs: int = 1, log=print,
+              force: bool = False, shapes=("1x1", "2x2")) -> dict:
+    """Train the models of `shapes` (of 1x1 and 2x2; softmax and ReLU) from every seed of `seeds`; write
+    results.json and results.md into `out` (checked first, built aside and moved in whole, as `run_beyond`
+    does)."""
+    shapes = list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))  # in SEED_MODELS' order
+    if not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
+        raise ValueError(f"run_seeds: shapes must name some of 1x1 and 2x2, got {shapes!r}")
+    seeds = [checks.integer("run_seeds", "seed", seed, minimum=0) for seed in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"run_seeds: seeds must be distinct whole numbers >= 0, at least one, got {seeds}")
+    quick, force = checks.flag("run_seeds", "quick", quick), checks.flag("run_seeds", "force", force)
+    out, jobs = check_output_folder(out), checks.integer("run_seeds", "jobs", jobs)
+    command = ("reproduce --seeds" + (" --quick" if quick else "")
+               + (f" --only {','.join(shapes)}" if len(shapes) < 2 else ""))
+    replacing = files_to_replace(out, SEED_FILES, recorded_run(out), command, force)
+    started = time.perf_counter()
+    tasks = [(shape, normaliser, seed, quick) for shape, normaliser in reversed(SEED_MODELS) for seed in seeds
+             if shape in shapes]
+    try:
+        with building_aside(out, replacing) as staging:
+            runs = run_in_processes([train_seed] * len(tasks), tasks, jobs)  # the 2x2 runs first: they take longest
+            order = {model: index for index, model in enumerate(SEED_MODELS)}
+            runs.sort(key=lambda run: (order[run["shape"], run["normaliser"]], run["seed"]))
+            results = dict(command=command, quick=quick, jobs=jobs, shapes=shapes, runs=runs,
+                           wall_time_seconds=round(time.perf_counter() - started, 1), numpy=np.__version__)
+            (staging / "results.md").write_text(seeds_markdown(results), encoding="utf-8")
+            write_record(staging, results, indent=1)
+    except KeyboardInterrupt:
+        log(f"interrupted: every worker stopped; nothing was written to {out}/ (its previous files are unchanged)")
+        raise
+    log(f"seeds: wrote results.md and results.json to {out}/ in {results['wall_time_seconds']:.0f} s")
+    return results
+
+
+def seeds_table(runs: list[dict]) -> list[dict]:
+    """One row per model (shape, normaliser): the spread over its seeds of steps, heads sinking and BOS mass."""
+    checks.records("seeds_table", "runs", runs, ("shape", "normaliser", "seed", "steps", "converged",
+                                                 "wall_time_seconds", "bos_mass_mean", "bos_mass_min",
+                                                 "heads_sinking", "heads_total"), "one seed's run (train_seed)")
+    rows = []
+    for shape, normaliser in dict.fromkeys((run["shape"], run["normaliser"]) for run in runs):
+        mine = [run for run in runs if (run["shape"], run["normaliser"]) == (shape, normaliser)]
+        values = lambda key: np.array([run[key] for run in mine], dtype=float)  # noqa: E731
+        rows.append(dict(model=f"{normaliser}_{shape}", seeds=len(mine), stopped=sum(run["converged"] for run in mine),
+                         steps_min=int(values("steps").min()), steps_median=float(np.median(values("steps"))),
+                         steps_max=int(values("steps").max()), heads_total=mine[0]["heads_total"],
+                         heads_sinking_min=int(values("heads_sinking").min()),
+                         heads_sinking_max=int(values("heads_sinking").max()),
+                         bos_mass_mean_min=float(values("bos_mass_mean").min()),
+                         bos_mass_mean_max=float(values("bos_mass_mean").max()),
+                         bos_mass_min_min=float(values("bos_mass_min").min()),
+                         bos_mass_min_max=float(values("bos_mass_min").max()),
+                         wall_time_seconds=float(values("wall_time_seconds").sum())))
+    return rows
+
+
+def seeds_markdown(results: dict) -> str:
+    """run_seeds' tables: the spread per model, then every run."""
+    checks.record("seeds_markdown", "results", results, ("quick", "runs", "wall_time_seconds", "jobs"),
+                  "run_seeds' results (results.json)")
+    shapes = results.get("shapes", ["1x1", "2x2"])
+    lines = [f"# Seeds of the {' and '.join(shapes)} models"
+             + (" (quick mode: not converged)" if results["quick"] else ""),
+             "", f"Written by `python -m minitorch {results.get('command', 'reproduce --seeds')}` in "
+             f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
+             f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "
+             f"set (1,000 sequences, trigger at 1-based position 8). A head *sinks* if its mean BOS mass at the "
+             f"non-trigger rows is at least {SINK_BOS_MASS}.", "",
+             "| model | stopped / seeds | steps (min / median / max) | heads sinking (min-max) "
+             "| BOS mass, mean (min-max over seeds) | BOS mass, min (min-max over seeds) "
+             "| training time, all seeds (s) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in seeds_table(results["runs"]):
+        lines.append(f"| {row['model']} | {row['stopped']} / {row['seeds']} | {row['steps_min']:,} / "
+                     f"{row['steps_median']:,.0f} / {row['steps_max']:,} | {row['heads_sinking_min']}-"
+                     f"{row['heads_sinking_max']} of {row['heads_total']} | {row['bos_mass_mean_min']:.4f}-"
+                     f"{row['bos_mass_mean_max']:.4f} | {row['bos_mass_min_min']:.4f}-{row['bos_mass_min_max']:.4f} "
+                     f"| {row['wall_time_seconds']:.0f} |")
+    lines += ["", "| model | seed | steps | test max error | BOS mass mean / min | heads sinking | wall time (s) |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for run in results["runs"]:
+        lines.append(f"| {run['normaliser']}_{run['shape']} | {run['seed']} | {run['steps']:,}"
+                     f"{'' if run['converged'] else ' (budget)'} | {run['test_max_error']:.2e} "
+                     f"| {run['bos_mass_mean']:.4f} / {run['bos_mass_min']:.4f} "
+                     f"| {run['heads_sinking']}/{run['heads_total']} | {run['wall_time_seconds']:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------

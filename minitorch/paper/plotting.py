@@ -45,7 +45,12 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     family: the dict of `softmax_family`. trained: optional list of dicts with
     keys ``label``, ``worst_case_error``, ``bos_mass_min`` and optionally
     ``covered`` (True for single-layer single-head softmax models, the ones
-    Theorem 1 speaks about; others are drawn hollow). Left panel: BOS mass on a
+    Theorem 1 speaks about; others are drawn hollow) and ``exact`` (True when
+    ``worst_case_error`` is the true worst-case error δ, as for a construction
+    whose δ is proved; by default it is a measured δ̂ ≤ δ, and an arrow from the
+    marker to the right says that the true point lies at or right of it) and
+    ``worst_case_error_upper`` (a proved upper bound on δ: a bar from δ̂ to it
+    takes the arrow's place, the true point lies on it). Left panel: BOS mass on a
     linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
     is the straight line ``2 δ / ε_0``. Returns the figure; saves it if `path`.
     """
@@ -84,6 +89,18 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
         face = None if point.get("covered", True) else "none"
         for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], 1e-17))):
             ax.plot(point["worst_case_error"], y, marker, ms=10, color="tab:green", mfc=face, label=point["label"])
+            upper = point.get("worst_case_error_upper", np.inf)
+            if np.isfinite(upper):  # δ̂ <= δ <= upper: the true point lies on this bar
+                ax.plot([point["worst_case_error"], upper], [y, y], "-|", color="tab:green", lw=1.5, ms=8)
+            elif not point.get("exact", False) and point["worst_case_error"] > 0:  # δ̂ <= δ: the true δ is to the right
+                ax.annotate("", xy=(point["worst_case_error"] * 6, y), xytext=(point["worst_case_error"], y),
+                            arrowprops=dict(arrowstyle="->", color="tab:green", lw=1, alpha=0.7))
+    if any(not point.get("exact", False) and not np.isfinite(point.get("worst_case_error_upper", np.inf))
+           for point in trained):
+        left.plot([], [], color="tab:green", marker=r"$\rightarrow$", ls="none", ms=10,
+                  label=r"measured $\hat\delta \leq \delta$: the true point is at or right of the marker")
+    if any(np.isfinite(point.get("worst_case_error_upper", np.inf)) for point in trained):
+        left.plot([], [], "-|", color="tab:green", ms=8, label=r"$\hat\delta \leq \delta \leq$ a proved upper bound")
     left.set(xscale="log", ylim=(-0.02, 1.02),
              xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
              ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")
@@ -216,6 +233,52 @@ def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dic
 
 
 HISTORY_KEYS = ("step", "bos_mass_mean", "bos_mass_min", "trigger_content")  # what sink_forming_figure draws
+
+
+def head_bos_mass_figure(histories: dict, sink_bos_mass: float = 0.9) -> plt.Figure:
+    """Each head's mean BOS mass at the non-trigger rows against the training step, one panel per model.
+
+    histories: {model name: `TrainingResult.history`}, each with ``head_bos_mass`` (per record, a list over layers
+    of lists over heads). A line is red if its head ends at or above `sink_bos_mass` (it sinks, in the book's
+    sense), blue if not; a dotted line marks the threshold, and each panel's title says the last step at which any
+    head crossed it: from there on the split into sinking and non-sinking heads no longer changed.
+    """
+    checks.record("head_bos_mass_figure", "histories", histories, (), "a dict {model name: history}")
+    for name, history in histories.items():
+        checks.record("head_bos_mass_figure", f"histories[{name!r}]", history, ("step", "head_bos_mass"),
+                      "TrainingResult.history")
+    fig, axes = plt.subplots(1, len(histories), figsize=(6.2 * len(histories), 4.2), constrained_layout=True,
+                             squeeze=False)
+    for ax, (name, history) in zip(axes[0], histories.items()):
+        steps = np.asarray(history["step"])
+        per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+        records, layers, heads = per_head.shape
+        lines = per_head.reshape(records, layers * heads)  # (records, heads of all layers)
+        for index in range(layers * heads):
+            sinks = lines[-1, index] >= sink_bos_mass
+            ax.plot(steps, lines[:, index], color="tab:red" if sinks else "tab:blue", alpha=0.75, linewidth=1.1)
+        ax.axhline(sink_bos_mass, color="black", linestyle=":", linewidth=1)
+        ax.plot([], [], color="tab:red", label=f"heads that end at or above {sink_bos_mass:g}")
+        ax.plot([], [], color="tab:blue", label="heads that do not")
+        settled = head_split_settled(history, sink_bos_mass)
+        if settled:
+            ax.axvline(settled, color="grey", alpha=0.5)
+        ax.set_title(f"{name}: split settled at step {settled:,} of {int(steps[-1]):,}", fontsize=10)
+        ax.set_xlabel("training step")
+        ax.set_ylabel("mean BOS mass at non-trigger rows (probe set)")
+        ax.set_ylim(-0.03, 1.03)
+        ax.legend(fontsize=8, loc="center right")
+    return fig
+
+
+def head_split_settled(history: dict, sink_bos_mass: float = 0.9) -> int:
+    """The first recorded step from which no head's verdict (mean BOS mass at least `sink_bos_mass`, or not)
+    changes again to the end of training: 0 if none ever changes."""
+    checks.record("head_split_settled", "history", history, ("step", "head_bos_mass"), "TrainingResult.history")
+    per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+    sinks = (per_head >= sink_bos_mass).reshape(len(per_head), -1)  # (records, heads)
+    changed = np.nonzero((sinks[1:] != sinks[:-1]).any(axis=1))[0]  # record r -> r + 1 changed a verdict
+    return int(history["step"][changed[-1] + 1]) if changed.size else int(history["step"][0])
 
 
 def _check_snapshots(owner: str, snapshots, name: str = "snapshots") -> None:

@@ -9,6 +9,9 @@ hyperparameters (`train.train`), then measured on the fixed-trigger test set
   (Figs. 4-8), ``sink_forming.png`` and ``sink_forming.gif`` (new), and
   ``error_vs_bos_mass.png``: every trained model on the axes of Theorem 1
   (chapter 05), beside the softmax family and the proved bound;
+  ``heads_bos_mass.png``: every head's BOS mass through training, for the
+  softmax models with several heads (chapter 09: when the split into sinking
+  and non-sinking heads settles);
 - ``results.md`` and ``results.json``: the numbers the paper never printed;
 - ``models/<name>.npz`` (weights, loadable with `models.load_model`) and
   ``models/<name>_history.json`` (the training history).
@@ -45,8 +48,8 @@ from minitorch.outputs import (RecordedRun, building_aside, check_output_folder,
                                end_with_parent, signals_held, write_atomically)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import (AttentionModel, build_model, for_training, save_model, training_path,
-                                    use_training_path)
+from minitorch.paper.models import (AttentionModel, build_model, for_training, load_model, save_model,
+                                    training_path, use_training_path)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 from minitorch.paper.train import TrainingResult, train
@@ -240,6 +243,7 @@ def run_files(only: list[str]) -> list[str]:
     files = ["results.json", "results.md", "error_vs_bos_mass.png"]
     files += [f"models/{key}{ending}" for key in keys for ending in (".npz", "_history.json")]
     files += [f"heads_{key}.png" for key in keys if not key.endswith("1x1")]
+    files += ["heads_bos_mass.png"] * (set(only) != {"1x1"})
     if "1x1" in only:
         files += ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif"]
     return sorted(files)
@@ -302,6 +306,8 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
         evaluation, attention, _ = evaluate(result.model)
         worst_case = theory.worst_case(result.model)  # on stress inputs, every trigger in 2..L-1
         del worst_case["head_bos_mass_min"]  # an array, not a number for results.json
+        if name == "1x1" and normaliser == "relu":  # a single ReLU head: δ is also bounded from above
+            worst_case.update(theory.relu_error_upper_bound(result.model))
         key = f"{normaliser}_{name}"
         runs[key] = dict(result=result, evaluation=evaluation, attention=attention, worst_case=worst_case)
         save_model(result.model, out / "models" / f"{key}.npz")
@@ -353,10 +359,33 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
             title = (f"{'softmax' if normaliser == 'softmax' else 'ReLU'}, {shape.replace('x', ' layers x ')} heads: "
                      f"one test sequence")
             written.append(plotting.save(plotting.head_grid_figure(first_sequence, title), out / f"heads_{key}.png"))
-    trained = [dict(label=key, covered=key == "softmax_1x1", **run["worst_case"]) for key, run in runs.items()]
-    family = theory.softmax_family(np.arange(0.0, 31.0))
-    written.append(plotting.save(plotting.plot_error_vs_bos_mass(family, trained), out / "error_vs_bos_mass.png"))
+    several_heads = {key: run["result"].history for key, run in runs.items()
+                     if key.startswith("softmax") and not key.endswith("1x1")}
+    if several_heads:
+        written.append(plotting.save(plotting.head_bos_mass_figure(several_heads, SINK_BOS_MASS),
+                                     out / "heads_bos_mass.png"))
+    written.append(draw_error_vs_bos_mass({key: run["worst_case"] for key, run in runs.items()}, out))
     return written
+
+
+def draw_error_vs_bos_mass(worst_cases: dict, out: Path) -> Path:
+    """``error_vs_bos_mass.png`` from each trained model's worst case ({model name: its ``worst_case`` entry of
+    results.json}), beside the softmax family; `redraw_error_vs_bos_mass` redraws it from a run's folder."""
+    trained = [dict(label=key, covered=key == "softmax_1x1", **worst) for key, worst in worst_cases.items()]
+    family = theory.softmax_family(np.arange(0.0, 31.0))
+    return plotting.save(plotting.plot_error_vs_bos_mass(family, trained), Path(out) / "error_vs_bos_mass.png")
+
+
+def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
+    """Redraw a run's ``error_vs_bos_mass.png`` from its results.json and saved models, without training: the
+    single ReLU head's upper bound on δ (`theory.relu_error_upper_bound`) is computed from its saved weights when
+    the run did not record it."""
+    folder = Path(folder)
+    models = json.loads((folder / "results.json").read_text(encoding="utf-8"))["models"]
+    worst_cases = {key: dict(model["worst_case"]) for key, model in models.items()}
+    if "relu_1x1" in worst_cases and "worst_case_error_upper" not in worst_cases["relu_1x1"]:
+        worst_cases["relu_1x1"].update(theory.relu_error_upper_bound(load_model(folder / "models" / "relu_1x1.npz")))
+    return draw_error_vs_bos_mass(worst_cases, folder)
 
 
 def _results_document(runs: dict, quick: bool, only: list[str], seed: int, total_time: float) -> dict:

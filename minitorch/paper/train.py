@@ -7,9 +7,11 @@ each step, and an early stop as soon as a batch's worst absolute error
 before its update, as the author's code does).
 
 Every `record_every` steps it measures the model on a fixed probe set (test
-sequences, trigger at 1-based position 8) and appends to `history`; every
-`snapshot_every` steps it also keeps the mean attention maps, so a chapter
-can show the sink forming.
+sequences, trigger at 1-based position 8) and appends to `history`, the BOS
+mass of every head included (``head_bos_mass``, so a chapter can tell which
+heads sink when); every `snapshot_every` steps it also keeps the mean
+attention maps, so a chapter can show the sink forming. Measuring draws no
+random number and changes no weight: training is the same with or without it.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
 def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndarray) -> tuple[dict, list]:
     """Measure `model` on a fixed set: errors, BOS mass, trigger row. Returns (measures, weights).
 
-    x and its targets y: (B, L, n); triggers: (B,), as `make_test_set` returns them."""
+    x and its targets y: (B, L, n); triggers: (B,), as `make_test_set` returns them. Every measure is a
+    number but ``head_bos_mass``: the mean BOS mass at the non-trigger rows of each head, a list over layers
+    of lists over heads (``head_bos_mass[l][h]`` for head h of layer l, both 0-based)."""
     attention_model("probe", model)
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
@@ -89,6 +93,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
         non_trigger_max_error=float(error[off_trigger].max()),  # where a sink-free head must output 0
         bos_mass_mean=float(bos.mean()),
         bos_mass_min=float(bos.min()),
+        head_bos_mass=bos.mean(axis=(1, 3)).tolist(),  # (layers, H): which heads sink, and when
         row_mass_mean=float(np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in attention])),
         trigger_bos=float(at_trigger[..., 0].mean()),
         trigger_content=float(at_trigger[..., 1:j + 1].mean()),  # keys 1..j (1-based 2..j+1)

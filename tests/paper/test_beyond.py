@@ -181,3 +181,42 @@ def test_learned_extras_names_a_model_or_input_it_cannot_read(model, width, erro
     x, _, triggers = make_batch(2, np.random.default_rng(0), False)
     with pytest.raises(error, match=culprit):
         beyond.learned_extras(model, x[..., :width], triggers)
+
+
+def _fake_seed_run(shape, normaliser, seed, quick):
+    """What beyond.train_seed returns, without training: steps grow with the seed."""
+    heads = 1 if shape == "1x1" else 4
+    return dict(shape=shape, normaliser=normaliser, seed=seed, steps=100 * (seed + 1), converged=seed != 2,
+                wall_time_seconds=1.5, test_max_error=1e-3, bos_mass_mean=0.99 if normaliser == "softmax" else 0.0,
+                bos_mass_min=0.9 if normaliser == "softmax" else 0.0, heads=heads,
+                heads_sinking=heads if normaliser == "softmax" else 0, heads_total=heads, gu_sink_share=0.5,
+                head_bos_mass=[0.99] * heads)
+
+
+def test_run_seeds_writes_the_spread_of_every_model_over_its_seeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(beyond, "train_seed", _fake_seed_run)
+    results = beyond.run_seeds(tmp_path / "seeds", seeds=(0, 1, 2), log=lambda message: None)
+    assert sorted(path.name for path in (tmp_path / "seeds").iterdir()) == sorted(beyond.SEED_FILES) \
+        == results["files"], "run_seeds writes results.json and results.md, and records them"
+    assert [(run["shape"], run["normaliser"]) for run in results["runs"][::3]] == list(beyond.SEED_MODELS), \
+        "runs are listed model by model, in SEED_MODELS' order"
+    rows = {row["model"]: row for row in beyond.seeds_table(results["runs"])}
+    assert rows["softmax_2x2"]["steps_min"] == 100 and rows["softmax_2x2"]["steps_max"] == 300
+    assert rows["relu_1x1"]["stopped"] == 2, "a seed that used its whole budget is not counted as stopped"
+    table = (tmp_path / "seeds" / "results.md").read_text()
+    assert "| softmax_2x2 | 2 / 3 | 100 / 200 / 300 | 4-4 of 4 |" in table, table
+
+
+def test_run_seeds_refuses_seeds_it_cannot_run(tmp_path):
+    with pytest.raises(ValueError, match="distinct"):
+        beyond.run_seeds(tmp_path, seeds=(1, 1))
+    with pytest.raises(ValueError, match="seed"):
+        beyond.run_seeds(tmp_path, seeds=(-1,))
+
+
+def test_run_seeds_of_one_shape_says_so_in_its_command_and_title(tmp_path, monkeypatch):
+    monkeypatch.setattr(beyond, "train_seed", _fake_seed_run)
+    results = beyond.run_seeds(tmp_path, seeds=(0,), shapes=("1x1",), log=lambda message: None)
+    assert results["command"] == "reproduce --seeds --only 1x1" and results["shapes"] == ["1x1"]
+    assert {run["shape"] for run in results["runs"]} == {"1x1"}
+    assert (tmp_path / "results.md").read_text().startswith("# Seeds of the 1x1 models")

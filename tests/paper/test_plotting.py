@@ -346,3 +346,39 @@ def test_an_animation_is_readable_as_any_new_file_is(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, "the GIF kept its temporary file's mode 0600"
+
+
+def _history_of_two_heads(verdicts):
+    """A history whose two heads have the mean BOS masses `verdicts`, one pair per record, every 100 steps."""
+    return {"step": [100 * record for record in range(len(verdicts))],
+            "head_bos_mass": [[[first, second]] for first, second in verdicts]}  # (records, 1 layer, 2 heads)
+
+
+def test_head_split_settles_at_the_last_record_where_a_head_crossed_the_threshold():
+    history = _history_of_two_heads([(0.1, 0.1), (0.95, 0.2), (0.8, 0.3), (0.97, 0.5), (0.99, 0.6)])
+    assert plotting.head_split_settled(history) == 300, \
+        "head 1 crosses 0.9 last between steps 200 and 300: the split is settled from step 300 on"
+    assert plotting.head_split_settled(_history_of_two_heads([(0.1, 0.2), (0.5, 0.6)])) == 0, \
+        "no head ever crosses the threshold: the split is settled from the first record"
+
+
+def test_head_bos_mass_figure_draws_one_line_per_head_coloured_by_its_final_verdict():
+    history = _history_of_two_heads([(0.1, 0.1), (0.95, 0.2), (0.99, 0.3)])
+    figure = plotting.head_bos_mass_figure({"two heads": history, "again": history})
+    assert len(figure.axes) == 2, "one panel per model"
+    lines = [line for line in figure.axes[0].lines if len(line.get_xdata()) == 3]  # the heads' curves
+    assert [matplotlib.colors.to_hex(line.get_color()) for line in lines] == ["#d62728", "#1f77b4"], \
+        "the head that ends above 0.9 is red (tab:red), the other blue (tab:blue)"
+    assert "200" in figure.axes[0].get_title(), "the title names the step the split settled at"
+    plotting.plt.close(figure)
+
+
+def test_error_vs_bos_mass_draws_a_bar_from_the_measured_error_to_a_proved_upper_bound():
+    family = dict(scale=np.array([1.0, 2.0]), worst_case_error=np.array([0.5, 0.3]), bos_mass_min=np.array([0.2, 0.4]))
+    point = dict(label="relu", worst_case_error=0.05, worst_case_error_upper=0.07, bos_mass_min=0.0, covered=False)
+    figure = plotting.plot_error_vs_bos_mass(family, [point])
+    bars = [line for line in figure.axes[0].lines if list(line.get_xdata()) == [0.05, 0.07]]
+    assert bars, "a point with a proved upper bound gets a bar from δ̂ to the bound"
+    arrows = [text for text in figure.axes[0].texts if getattr(text, "arrow_patch", None) is not None]
+    assert not arrows, "no arrow: the true point lies on the bar"
+    plotting.plt.close(figure)

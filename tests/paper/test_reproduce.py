@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ import pytest
 import minitorch
 from minitorch.paper.models import load_model
 from minitorch.paper.reproduce import (ARCHITECTURES, PAPER_NORMALISERS as NORMALISERS, recorded_run, reproduce,
-                                       results_markdown, run_files)
+                                       redraw_error_vs_bos_mass, results_markdown, run_files)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 
@@ -32,7 +33,7 @@ def quick_run(tmp_path_factory):
 def test_quick_run_writes_every_figure_and_table(quick_run):
     out, _ = quick_run
     expected = ["fig3_single_layer.png", "sink_forming.png", "sink_forming.gif", "error_vs_bos_mass.png",
-                "results.md", "results.json"]
+                "heads_bos_mass.png", "results.md", "results.json"]
     expected += [f"heads_{n}_{a}.png" for n in NORMALISERS for a in ARCHITECTURES if a != "1x1"]
     missing = [name for name in expected if not (out / name).is_file() or (out / name).stat().st_size == 0]
     assert not missing, f"reproduce --quick did not write {missing}"
@@ -163,3 +164,11 @@ def test_a_stop_signal_while_a_worker_starts_leaves_no_worker_reading_an_empty_p
     output = finished.stdout + finished.stderr
     assert finished.returncode == 0 and "stopped" in finished.stdout, f"the signal did not stop the run:\n{output}"
     assert "Traceback" not in output, f"a worker started as the signal came printed a traceback:\n{output}"
+
+
+def test_redraw_error_vs_bos_mass_adds_the_relu_heads_upper_bound_from_its_saved_weights(tmp_path):
+    (tmp_path / "models").mkdir()
+    shutil.copy(ROOT / "figures" / "results.json", tmp_path / "results.json")
+    shutil.copy(ROOT / "figures" / "models" / "relu_1x1.npz", tmp_path / "models" / "relu_1x1.npz")
+    drawn = redraw_error_vs_bos_mass(tmp_path)
+    assert drawn == tmp_path / "error_vs_bos_mass.png" and drawn.stat().st_size > 0

@@ -260,6 +260,74 @@ def test_affine_fit_of_reciprocal_needs_three_points():
         theory.affine_fit_of_reciprocal((2, 15))
 
 
+# --- Lemma 5: the trigger row of a single softmax head ----------------------------------------
+
+def _lemma5_contents(count: int = 40, seed: int = 0) -> np.ndarray:
+    """Contents z for X_j(z): uniform, random corners, the two all-ones corners and 0: (B, d)."""
+    draw, d = np.random.default_rng(seed), WIDTH - 3
+    return np.concatenate([draw.uniform(-1, 1, (count, d)), draw.choice([-1.0, 1.0], (count, d)),
+                           np.ones((1, d)), -np.ones((1, d)), np.zeros((1, d))])
+
+
+def _lemma5_holds(model, error: float) -> list[str]:
+    """Every way in which `model`'s trigger row breaks Lemma 5's bounds at worst-case error `error` (empty: none)."""
+    bounds, contents, broken = theory.trigger_row_bounds(error), _lemma5_contents(), []
+    for index, j in enumerate(range(2, SEQUENCE_LENGTH)):
+        row = theory.trigger_row_weights(model, contents, j)
+        for name, measured, bound in (("a_j0", row["bos"], bounds["bos"][index]),
+                                      ("|content key - 1/j|", np.abs(row["content_key"] - 1 / j),
+                                       bounds["content_key"][index]),
+                                      ("|a_jj - 1/j|", np.abs(row["trigger_key"] - 1 / j),
+                                       bounds["trigger_key"][index]),
+                                      ("|S - 1|", np.abs(row["sum_ratio"] - 1), bounds["kappa"])):
+            if measured.max() > bound:
+                broken.append(f"j = {j}: {name} = {measured.max():.3g} > the bound {bound:.3g}")
+    return broken
+
+
+def test_lemma5_bounds_are_linear_in_the_error_and_vacuous_past_the_affine_fit():
+    small, smaller = theory.trigger_row_bounds(1e-6), theory.trigger_row_bounds(1e-7)
+    for name in ("kappa", "nu", "bos_ratio"):
+        assert 9.9 < small[name] / smaller[name] < 10.1, f"Lemma 5's {name} should be linear in δ for small δ"
+    assert np.all(small["bos"] < 1e-2) and np.all(small["content_key"] < 1e-3), \
+        "at δ = 1e-6 the lemma should pin the trigger row close to 1/j per key and 0 on BOS"
+    assert np.all(np.isinf(theory.trigger_row_bounds(0.1)["bos"])), "at δ >= F = 1/10 the first step says nothing"
+    assert np.isinf(theory.trigger_row_bounds(0.01)["bos_ratio"]), "at δ = 1e-2 the proof's ν exceeds 1: no bound"
+    assert theory.trigger_row_bounds(0.0)["bos"].max() == 0.0, "an exact softmax head has exactly 1/j per key"
+    with pytest.raises(ValueError, match="at least 3 trigger positions"):
+        theory.trigger_row_bounds(1e-6, triggers=(2, 15))
+
+
+@pytest.mark.parametrize("scale", [5.0, 8.0, 10.0, 15.0, 20.0])
+def test_lemma5_holds_on_the_softmax_family_at_its_exact_error(scale):
+    error, _ = theory.construction_worst_case(scale)  # δ(c), exact (chapter 05, section 4)
+    broken = _lemma5_holds(theory.softmax_construction(scale), error)
+    assert not broken, f"softmax construction, c = {scale}: " + "; ".join(broken)
+
+
+def test_lemma5_holds_on_perturbed_heads_at_their_measured_error():
+    # The bound at the measured δ̂ <= δ asks for more than the lemma does: passing it is a stricter check.
+    draw = np.random.default_rng(3)
+    for scale, noise in ((12.0, 1e-5), (16.0, 1e-6), (20.0, 1e-7)):
+        head = theory.softmax_construction(scale)
+        for linear in (head.layers[0].W_Q, head.layers[0].W_K, head.layers[0].W_V, head.layers[0].W_O):
+            linear.weight.data += draw.normal(0.0, noise, size=linear.weight.shape)
+        error = theory.worst_case(head, size_per_trigger=8)["worst_case_error"]
+        broken = _lemma5_holds(head, error)
+        assert not broken, f"perturbed construction c = {scale}, noise {noise} (δ̂ = {error:.2e}): " + "; ".join(broken)
+
+
+def test_trigger_row_weights_reads_the_models_own_attention():
+    head = theory.softmax_construction(3.0)  # BOS score -3 at the trigger row, every other key 0
+    row = theory.trigger_row_weights(head, np.zeros((1, WIDTH - 3)), 4)
+    expected_bos = np.exp(-3.0) / (np.exp(-3.0) + 4)
+    assert row["bos"][0] == pytest.approx(expected_bos) and row["content_spread"][0] == 0.0
+    assert row["content_key"][0] == pytest.approx(1 / (np.exp(-3.0) + 4)) == row["trigger_key"][0]
+    assert row["sum_ratio"][0] == pytest.approx(np.exp(-3.0) + 1.0), "S = r_0 + r_t = e^-3 + 1"
+    with pytest.raises(ValueError, match="one layer with one head"):
+        theory.trigger_row_weights(build_model(WIDTH, 2, 1, "softmax", residual=False), np.zeros((1, WIDTH - 3)), 4)
+
+
 # --- Theorem 1, step by step, for every model --------------------------------------------------
 
 def test_step1_output_is_value_map_applied_to_attention_average():
@@ -659,3 +727,41 @@ def test_non_trigger_row_sides_refuses_a_model_that_is_not_one_head(heads, layer
 def test_in_token_hull_takes_a_list_of_points_as_an_array():  # P9-18: 'list' object has no attribute 'shape'
     points = theory.random_token_hull_points(5, seed=3)
     assert theory.in_token_hull(points.tolist()).tolist() == theory.in_token_hull(points).tolist() == [True] * 5
+
+
+# --- an upper bound on a single ReLU head's worst-case error -----------------------------------
+
+def _trained_relu_head():
+    from pathlib import Path
+    from minitorch.paper.models import load_model
+    return load_model(Path(__file__).resolve().parents[2] / "figures" / "models" / "relu_1x1.npz")
+
+
+def test_relu_upper_bound_is_zero_for_the_exact_construction():
+    bound = theory.relu_error_upper_bound(theory.relu_construction())
+    assert bound["worst_case_error_upper"] == 0.0, f"Theorem 3's head is exact, got {bound}"
+
+
+def test_relu_upper_bound_lies_above_every_measured_error_of_trained_and_perturbed_heads():
+    draw = np.random.default_rng(4)
+    for noise in (0.0, 1e-3, 3e-3):
+        head = _trained_relu_head()
+        for linear in (head.layers[0].W_Q, head.layers[0].W_K, head.layers[0].W_V, head.layers[0].W_O):
+            linear.weight.data += draw.normal(0.0, noise, size=linear.weight.shape).astype(linear.weight.data.dtype)
+        bound = theory.relu_error_upper_bound(head)
+        assert bound["non_trigger_score_max"] <= 0 < bound["trigger_score_min"], \
+            f"noise {noise}: the certificates should hold for the trained head and near it, got {bound}"
+        measured = theory.worst_case(head, size_per_trigger=16)
+        assert measured["worst_case_error"] <= bound["worst_case_error_upper"] + 1e-6, \
+            f"noise {noise}: measured error {measured['worst_case_error']} above the upper bound {bound}"
+        assert measured["bos_mass_min"] == 0.0 == measured["bos_mass_mean"], "certified: no weight on BOS there"
+    assert theory.relu_error_upper_bound(_trained_relu_head())["worst_case_error_upper"] < \
+        theory.trigger_separation() / 2, "the trained ReLU head's δ is provably below ε_0/2 (chapter 06)"
+
+
+def test_relu_upper_bound_is_inf_when_a_certificate_fails_and_refuses_other_models():
+    head = theory.relu_construction()
+    head.layers[0].W_Q.weight.data += 0.01  # content queries now score some keys positively
+    assert theory.relu_error_upper_bound(head)["worst_case_error_upper"] == float("inf")
+    with pytest.raises(ValueError, match="one-layer, one-head ReLU"):
+        theory.relu_error_upper_bound(theory.softmax_construction(5.0))

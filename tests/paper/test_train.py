@@ -99,6 +99,23 @@ def test_history_records_the_sink_forming(softmax_1x1):
         "BOS mass should start low (untrained) and end near 1 (the sink)"
 
 
+def test_history_records_every_heads_bos_mass_without_changing_training():
+    def run(record_every):
+        model = build_model(6, 2, 2, "softmax", residual=True, seed=0)
+        return train(model, lr=1e-3, max_steps=12, record_every=record_every, probe_size=8, progress=False)
+
+    result = run(4)
+    per_head = np.array(result.history["head_bos_mass"])  # (records, layers, H)
+    assert per_head.shape == (len(result.history["step"]), 2, 2), \
+        "history['head_bos_mass'] must hold one (layers, H) table per record"
+    np.testing.assert_allclose(per_head.mean(axis=(1, 2)), result.history["bos_mass_mean"], rtol=1e-12,
+                               err_msg="the heads' BOS masses must average to the recorded mean BOS mass")
+    rarely = run(12).model.state_dict()
+    for name, weight in result.model.state_dict().items():  # measuring 3x as often must change no weight
+        assert np.array_equal(weight, rarely[name]), \
+            f"recording the probe set more often changed {name}: measuring must not touch training"
+
+
 def test_snapshots_are_mean_attention_maps_at_the_requested_steps():
     model = build_model(6, 2, 2, "softmax", residual=True, seed=0)
     result = train(model, lr=1e-3, max_steps=20, record_every=5, snapshot_every=10, probe_size=8, progress=False)

@@ -8,11 +8,12 @@ contents lie in [-1, 1]^d and whose trigger lies in the set J.
 
 - `constructions`: hand-built weights in the library's own models (Theorem 3's ReLU head, the
   softmax family, the counterexamples and Theorem 2's residual models); exercises 5.1 and 6.1.
-- `bounds`: Theorems 1 and 2 as formulas (ε_0, the least BOS mass for an error, its inverse) and
-  the error floor of sigmoid attention (chapter 10).
+- `bounds`: Theorems 1 and 2 as formulas (ε_0, the least BOS mass for an error, its inverse), Lemma 5's
+  bounds on the trigger row, and the error floor of one layer of sigmoid attention (chapter 10).
 - `proof_steps`: each step of the two proofs as a function whose sides a test can compare on any
   model and input.
-- `worst_case`: the numerical companions: stress inputs and a model's measured worst case.
+- `worst_case`: the numerical companions: stress inputs and a model's measured worst case (a lower bound on δ),
+  and for a single ReLU head an upper bound.
 
 The figure of chapter 05 that puts them together is `minitorch.paper.plotting.plot_error_vs_bos_mass`.
 """
@@ -23,10 +24,11 @@ from minitorch.paper.theory.constructions import (  # noqa: F401
 )
 from minitorch.paper.theory.bounds import (  # noqa: F401
     TRAINING_TRIGGERS, affine_fit_of_reciprocal, theorem1_bos_lower_bound, theorem1_error_lower_bound,
-    theorem2_bos_lower_bound, trigger_separation, value_norm,
+    theorem2_bos_lower_bound, trigger_row_bounds, trigger_separation, value_norm,
 )
 from minitorch.paper.theory.worst_case import (  # noqa: F401
-    all_equal_inputs, predict_with_attention, row_errors, softmax_family, stress_inputs, worst_case,
+    all_equal_inputs, predict_with_attention, relu_error_upper_bound, row_errors, softmax_family, stress_inputs,
+    trigger_row_weights, worst_case,
 )
 from minitorch.paper.theory.proof_steps import (  # noqa: F401
     attention_average, determinant_lemma_sides, in_token_hull, non_bos_average, non_trigger_row_sides,

@@ -4,7 +4,10 @@
 - `theorem1_bos_lower_bound` (worst-case error δ -> least BOS mass) and its inverse
   `theorem1_error_lower_bound`;
 - `theorem2_bos_lower_bound`, with `value_norm` (R, the largest ``||W||_∞`` of any head's value map);
-- `affine_fit_of_reciprocal`: the best affine fit of 1/j over J, the error floor of sigmoid attention.
+- `affine_fit_of_reciprocal`: the best affine fit of 1/j over J, the error floor of one layer of sigmoid
+  attention;
+- `trigger_row_bounds`: Lemma 5 (chapter 05), how close a single softmax head's trigger row must be to
+  1/j on each key and 0 on BOS, on the all-equal inputs.
 
 `minitorch.paper.theory.proof_steps` checks the steps that prove them; `worst_case` measures the
 quantities they bound.
@@ -72,7 +75,8 @@ def affine_fit_of_reciprocal(triggers=TRAINING_TRIGGERS) -> tuple[float, float, 
     Returns ``(error, slope, intercept)``: ``error = min over (s, t) of max_{j in J}
     |1/j - (t + s j)|`` and a line attaining it. Chapter 10's floor for sigmoid
     attention: the trigger row's trigger-flag output on all-equal inputs is affine
-    in j, the target there is 1/j, so every sigmoid head errs by at least ``error``.
+    in j, the target there is 1/j, so one layer of sigmoid heads (any number of
+    them) errs by at least ``error``.
     For J = {2, ..., 15}: error = 1/10, line 7/15 - j/30.
 
     Method: on a finite set the best affine fit is decided by three points
@@ -132,3 +136,47 @@ def theorem2_bos_lower_bound(error: float, layers: int, heads: int, value_norm: 
                          f"{heads} head(s) and value_norm R = {value_norm:g} has worst-case error {error:g}; "
                          "R is too small for the premises (R is the model's `value_norm`)")
     return max(0.0, bound)
+
+
+def trigger_row_bounds(error, triggers=TRAINING_TRIGGERS) -> dict:
+    """Lemma 5 (chapter 05): the trigger row of a single softmax head with worst-case error δ over X_J.
+
+    On every all-equal input X_j(z) (j in J, z in [-1, 1]^d) the trigger row puts a_j0 on BOS, the same
+    weight 1/D_j on each of the j - 1 content keys and a_jj on the trigger; the lemma bounds how far they are
+    from 0, 1/j and 1/j. Its constants, in the order the proof derives them (j_1 = min J, j_2 = max J,
+    m = j_2 - 1, F = `affine_fit_of_reciprocal`):
+
+    - ``kappa = (m + 1) δ / (F - δ)``: bounds |S - 1|, S = (a_j0 + a_jj) D_j (BOS and trigger, in units of a
+      content key's weight);
+    - ``alpha`` and ``beta``: bound the slope and the intercept of ``D_j (ŷ_j - y_j)`` in j;
+    - ``nu = beta + (1 + kappa)(δ + alpha)``: bounds the rest of ``r_t g - r_0 (z + e_b) = e_t - e_b``;
+    - ``bos_ratio = 4 nu (1 + Gamma)``, ``Gamma = (1 + kappa + nu) / (1 - nu)``: bounds r_0 = a_j0 D_j;
+
+    and per position j (arrays over the sorted J, key ``triggers``): ``bos`` = bos_ratio / (j - 1) bounds a_j0,
+    ``content_key`` = kappa / (j (j - 1)) bounds |1/D_j - 1/j|, ``trigger_key`` = kappa / j + bos_ratio / (j - 1)
+    bounds |a_jj - 1/j|. Where the proof's premises fail (δ >= F or nu >= 1) every bound is inf. Needs at
+    least three trigger positions (two are fitted exactly by a line).
+    """
+    owner = "trigger_row_bounds"
+    error = checks.positive_number(owner, "error", error, allow_zero=True)
+    positions = np.array(sorted(set(trigger_set(triggers, owner))), dtype=float)
+    fit = affine_fit_of_reciprocal(tuple(int(j) for j in positions))[0]  # needs |J| >= 3
+    low, high = positions[0], positions[-1]
+    reach = high - 1.0  # m: D_j = S + j - 1 <= S + m
+    infinite = dict(kappa=np.inf, alpha=np.inf, beta=np.inf, nu=np.inf, bos_ratio=np.inf, triggers=positions,
+                    bos=np.full(len(positions), np.inf), content_key=np.full(len(positions), np.inf),
+                    trigger_key=np.full(len(positions), np.inf))
+    if error >= fit:
+        return infinite
+    kappa = (reach + 1.0) * error / (fit - error)
+    longest = 1.0 + reach + kappa  # D_j <= S + m <= 1 + kappa + m
+    alpha = (2.0 * longest * error + kappa * (1.0 / low - 1.0 / high)) / (high - low)
+    beta = longest * error + low * alpha + kappa / low
+    nu = beta + (1.0 + kappa) * (error + alpha)
+    if nu >= 1.0:
+        return dict(infinite, kappa=kappa, alpha=alpha, beta=beta, nu=nu)
+    ratio_bound = (1.0 + kappa + nu) / (1.0 - nu)  # Γ: bounds |g_m / g_t| and |g_b / g_t|
+    bos_ratio = 4.0 * nu * (1.0 + ratio_bound)
+    return dict(kappa=kappa, alpha=alpha, beta=beta, nu=nu, bos_ratio=bos_ratio, triggers=positions,
+                bos=bos_ratio / (positions - 1.0), content_key=kappa / (positions * (positions - 1.0)),
+                trigger_key=kappa / positions + bos_ratio / (positions - 1.0))

@@ -7,7 +7,8 @@ functions bound it from below on a finite set that reaches for the worst:
 - `stress_inputs`: uniform, corner, near-corner and all-equal contents at every trigger position;
 - `worst_case`: a model's largest error and smallest BOS mass on them; `row_errors` per row;
 - `softmax_family`: `worst_case` along the softmax construction's scales c (chapter 05's figure);
-- `predict_with_attention`: the prediction and every layer's weights as arrays, without a graph.
+- `predict_with_attention`: the prediction and every layer's weights as arrays, without a graph;
+- `trigger_row_weights`: a single head's trigger row on all-equal inputs (Lemma 5 of chapter 05).
 
 Every function that draws random numbers takes a seed.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
-from minitorch.paper.models import AttentionModel, for_training
+from minitorch.paper.models import AttentionModel, attention_model, for_training
 from minitorch.paper.task import (BOS, SEQUENCE_LENGTH, TEST_SEED, TRIGGER, WIDTH, make_batch, make_targets,
                                   make_test_set)
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
@@ -166,3 +167,86 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
             columns[f"{prefix}_bos_mass_min"].append(measured["bos_mass_min"])
         columns["exact_worst_case_error"].append(construction_worst_case(scale)[0] if scale >= 0 else np.nan)
     return dict(scale=scales, **{name: np.array(values) for name, values in columns.items()})
+
+
+def trigger_row_weights(model: AttentionModel, contents, trigger: int) -> dict:
+    """The trigger row of a one-layer, one-head model on the all-equal inputs X_j(z), one per row of `contents`
+    (B, d): its weight on BOS (``bos``, a_j0), on each content key (``content_key``, the mean of a_j1..a_j,j-1,
+    and ``content_spread``, their largest minus smallest) and on the trigger (``trigger_key``, a_jj), each (B,);
+    and ``sum_ratio`` S = (a_j0 + a_jj) / (a content key's weight), the quantity Lemma 5's first step bounds."""
+    attention_model("trigger_row_weights", model)
+    if len(model.layers) != 1 or model.layers[0].heads != 1:
+        raise ValueError(f"trigger_row_weights: Lemma 5 is about one layer with one head, got {model.name}")
+    trigger = checks.integer("trigger_row_weights", "trigger", trigger, minimum=2)  # a content key before it
+    _, (weights,) = predict_with_attention(model, all_equal_inputs(contents, trigger))
+    row = weights[:, 0, trigger, :trigger + 1]  # (B, j+1): BOS, the j - 1 content keys, the trigger
+    content = row[:, 1:trigger]  # (B, j-1): equal tokens, equal weights
+    per_key = content.mean(axis=1)
+    return dict(bos=row[:, 0], content_key=per_key, content_spread=content.max(axis=1) - content.min(axis=1),
+                trigger_key=row[:, trigger], sum_ratio=(row[:, 0] + row[:, trigger]) / per_key)
+
+
+def relu_error_upper_bound(model: AttentionModel, triggers=TRAINING_TRIGGERS) -> dict:
+    """An upper bound on the worst-case error δ of a one-layer, one-head ReLU model, over every input with
+    contents in [-1, 1]^d and trigger in J; `worst_case` bounds δ from below, this from above (chapter 06).
+
+    With ``M = W_Q^T W_K`` the scores are ``s_ik = x_i^T M x_k``, bilinear in the tokens. The bound holds when two
+    certificates hold, each checked exactly over the whole cube of contents:
+
+    - no score of a non-trigger row (or of row 0) is positive, so those rows are exactly 0 (no weight on BOS,
+      no error). A content query c + e_b against a key of free content c' scores at most
+      ``M_bk + c·M_Cb + ||M_bC + M_CC^T c||_1`` (its maximum over c'), a convex function of c whose maximum sits at
+      a corner: all 2^d corners are tried;
+    - every score of the trigger row on a non-BOS key is positive, so that row is a polynomial in the contents.
+
+    The trigger row's error is then ``(1/j)(max(s_j0, 0) W e_0 + Σ_{k<j} T(c_j, c_k) + U(c_j))`` with one term per
+    content key and one for the trigger; each term is a constant, plus a linear part whose size is bounded by an
+    l1 norm, plus a rest bounded through ``|c_j^T M_CC c| <= ||M_CC||_{∞→1}`` (computed exactly over the corners).
+    Returns ``worst_case_error_upper`` (inf when a certificate fails), ``non_trigger_score_max`` (< 0 certifies the
+    first when <= 0) and ``trigger_score_min`` (> 0 certifies the second). Exact arithmetic on the stored weights: the
+    model's own floating-point rounding (about 1e-7 in float32) comes on top.
+    """
+    attention_model("relu_error_upper_bound", model)
+    if len(model.layers) != 1 or model.layers[0].heads != 1 or model.config["normaliser"] != "relu" or model.residual:
+        raise ValueError(f"relu_error_upper_bound: needs a one-layer, one-head ReLU model without a residual "
+                         f"connection, got {model.name}")
+    positions = stress_triggers("relu_error_upper_bound", triggers)
+    layer = model.layers[0]
+    M = layer.W_Q.weight.data.astype(float).T @ layer.W_K.weight.data.astype(float)  # (n, n): s_ik = x_i^T M x_k
+    W = layer.W_O.weight.data.astype(float) @ layer.W_V.weight.data.astype(float)  # the value map
+    width = M.shape[0]
+    bos, flag, bias, content = BOS, TRIGGER, width - 1, np.arange(2, width - 1)
+    mixing = M[np.ix_(content, content)]  # M_CC: (d, d)
+    corners = np.array(np.meshgrid(*[(-1.0, 1.0)] * len(content), indexing="ij")).reshape(len(content), -1).T
+    cube_norm = np.abs(corners @ mixing).sum(axis=1).max()  # ||M_CC||_{∞→1} = max over u, v in the cube of u^T M_CC v
+    towards_keys = np.abs(M[bias, content] + corners @ mixing).sum(axis=1)  # max over a key's content, per corner c
+    non_trigger = max(
+        M[bias, bos] + np.abs(M[content, bos]).sum(),  # a content query on BOS
+        (M[bias, bias] + corners @ M[content, bias] + towards_keys).max(),  # on another content key
+        (M[bias, flag] + corners @ M[content, flag] + towards_keys).max(),  # on the trigger, after it
+        M[bias, bias] + np.abs(M[content, bias] + M[bias, content]).sum() + cube_norm,  # on itself
+        M[bos, bos])  # row 0, BOS on itself
+    spread = np.abs(M[content, bias]).sum() + np.abs(M[flag, content]).sum() + cube_norm  # |s_jk - M_tb| at most
+    spread_self = np.abs(M[content, flag] + M[flag, content]).sum() + cube_norm  # |s_jj - M_tt| at most
+    trigger_min = min(M[flag, bias] - spread, M[flag, flag] - spread_self)
+    result = dict(non_trigger_score_max=float(non_trigger), trigger_score_min=float(trigger_min))
+    if non_trigger > 0 or trigger_min <= 0:
+        return dict(result, worst_case_error_upper=float("inf"))
+    bos_score = np.abs(M[content, bos]).sum() * np.array([-1.0, 1.0]) + M[flag, bos]  # s_j0 lies in this interval
+    from_bos = np.maximum(bos_score, 0.0)[:, None] * W[:, bos]  # (2, n): max(s_j0, 0) W e_0 at both ends
+    worst = 0.0
+    for r in range(width):
+        own = (content == r).astype(float)  # the target's share of coordinate r: c_r for a content coordinate
+        key_constant = M[flag, bias] * W[r, bias] - (r == bias)  # a content key's term T at zero content
+        key_linear = np.abs(M[flag, bias] * W[r, content] - own).sum()
+        key_rest = spread * (abs(W[r, bias]) + np.abs(W[r, content]).sum())
+        self_constant = M[flag, flag] * W[r, flag] - (r == flag)  # the trigger's own term U at zero content
+        self_linear = np.abs(M[flag, flag] * W[r, content] - own).sum()
+        self_rest = spread_self * (abs(W[r, flag]) + np.abs(W[r, content]).sum())
+        for j in positions:
+            high = (from_bos[:, r].max() + (j - 1) * (key_constant + key_linear + key_rest)
+                    + self_constant + self_linear + self_rest) / j
+            low = (from_bos[:, r].min() + (j - 1) * (key_constant - key_linear - key_rest)
+                   + self_constant - self_linear - self_rest) / j
+            worst = max(worst, high, -low)
+    return dict(result, worst_case_error_upper=float(worst))
