@@ -222,7 +222,8 @@ _LOOPS = {ast.For: "for", ast.AsyncFor: "for", ast.While: "while", ast.ListComp:
 
 
 def loops_in(source: str) -> list[str]:
-    """Each Python loop, or code that could hide one, in the function's source, as 'for (line 3)': for, while,
+    """Each Python loop, or code that could hide one, in the function's source, as 'for (line 3 of f)' (its lines
+    counted from its def): for, while,
     comprehensions, recursion, and every call the allow-list above does not cover (map, np.vectorize, exec,
     getattr, ...). [] for whole-array code. Read from the syntax tree alone: nothing is run."""
     try:
@@ -263,7 +264,7 @@ class _Reader:
                 self._add(child, f"{child.id} used as a value (whatever receives it may call it once per element)")
         for name in self._recursive():
             self._add(self.inner.get(name, function), f"a recursive call ({name} calls itself again)")
-        self.found = [f"{what} (line {line})" for line, what in sorted(set(self.found))]
+        self.found = [f"{what} (line {line} of {function.name})" for line, what in sorted(set(self.found))]
 
     def _add(self, node: ast.AST, what: str) -> None:
         self.found.append((getattr(node, "lineno", 0), what))
