@@ -38,6 +38,7 @@ HONEST = {
     "method chains and indexing": HEAD + "    rows = np.arange(x.shape[1])[None, :] <= triggers[:, None]\n"
                                          "    return (x * rows[..., None]).sum(axis=1).reshape(len(x), -1).astype(float)\n",
     "linalg and where": HEAD + "    return np.where(np.linalg.norm(x, axis=-1) > 0, 1.0, 0.0)\n",
+    "methods of what NumPy returns": HEAD + "    return np.arange(x.shape[1]).reshape(1, -1).astype(float).sum()\n",
     "a docstring": HEAD + '    """Targets, with no loop; for k in range(j) would be one."""\n    return x * 0\n',
 }
 
@@ -78,6 +79,10 @@ HIDDEN = {  # what each hides, and a word the report must hold
                                           "        return b\n    return x\n", "decorator"),
     "a function of the library": (HEAD + "    return make_batch(len(x), np.random.default_rng(0))[1]\n",
                                   "make_batch"),
+    "a method of an inner function": (HEAD + "    def f(b):\n        return b\n    return f.__call__(x)\n",
+                                      "f used as a value"),
+    "a method of a module": (HEAD + "    import functools\n    return functools.reduce.__call__(np.add, x)\n",
+                             "functools.reduce.__call__"),
     "a method of something else": (HEAD + "    import operator\n    return operator.methodcaller('sum')(x)\n",
                                    "operator"),
 }

@@ -334,10 +334,10 @@ class _Reader:
         self._add(call, f"a call to {_shown(callee)}, which the checker cannot follow")
 
     def _refers_to_code(self, node: ast.AST) -> bool:
-        """`node` names a module, a function or a class rather than data."""
-        return any(isinstance(child, ast.Name) and (child.id in self.inner or child.id == self.function.name
-                                                      or child.id in MODULE_NAMES or child.id in self.aliases)
-                   for child in ast.walk(node))
+        """`node` names a module, a function or a class rather than data (an array, a call's result)."""
+        if isinstance(node, ast.Name) and node.id in (*self.inner, self.function.name):
+            return not self._shadowed(node.id)
+        return self._dotted(node) is not None
 
     def _recursive(self) -> list[str]:
         """The functions (the answer and its inner ones) that can reach themselves through calls by name."""
