@@ -150,13 +150,17 @@ def test_softmax_attention_of_three_tokens_worked_out_by_hand(student):
 
 
 @pytest.mark.exercise("3.2")
-def test_softmax_attention_weights_of_one_row_compare_as_the_exponentials_of_their_scores(exercise_seed, student):
+def test_softmax_attention_shares_each_row_among_its_visible_keys_as_exp_of_their_scores(exercise_seed, student):
     scores = random_scores(np.random.default_rng(exercise_seed))
     visible = visible_keys(scores.shape[-1])
     weights = student.softmax_attention(scores, future_keys(scores.shape[-1]))["weights"]
     assert np.shape(weights) == scores.shape, (
         f"weights should have the scores' shape {scores.shape}, got {np.shape(weights)}")
     assert (weights[..., visible] > 0).all(), "every visible key gets a positive softmax weight"
+    shared = np.where(visible, weights, 0.0).sum(axis=-1)
+    assert np.allclose(shared, 1.0), (
+        f"the visible keys k <= i of each row must share all of its weight (1); they hold between {shared.min():.4f} "
+        f"and {shared.max():.4f}: the future keys must not take part in the softmax")
     # a_ik / a_ik' = exp(s_ik - s_ik') for visible k, k': log a_ik - s_ik is the same for every visible key of row i
     offset = np.log(np.where(visible, weights, 1.0)) - scores
     spread = np.where(visible, offset - offset[..., :1], 0.0)  # key 0 is visible to every query
