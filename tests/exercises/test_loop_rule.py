@@ -28,15 +28,16 @@ HONEST = {
     "U+2028 in a string": HEAD + "    label = 'a\u2028b'\n    return x.copy()\n",
     "CRLF line ends": HEAD.replace("\n", "\r\n") + "    y = np.zeros_like(x)\r\n    return y\r\n",
     "tabs": HEAD + "\tif residual:\n\t\treturn x.copy()\n\treturn np.zeros_like(x)\n",
-    "an inner helper": HEAD + "    def mean_over(a, axis):\n        return a.mean(axis=axis)\n    return mean_over(x, 1)\n",
+    "an inner helper": HEAD + "    def mean_over(a, axis):\n        return a.mean(axis=axis)\n"
+                              "    return mean_over(x, 1)\n",
     "numpy imported inside": HEAD + "    import numpy as xp\n    from numpy import add\n    import math\n"
                                     "    return xp.cumsum(x) + add.reduce(x) * math.sqrt(2)\n",
     "an alias of a NumPy function": HEAD + "    total = np.add.reduce\n    return total(x, axis=1)\n",
     "checks and messages": HEAD + "    if x.ndim != 3 or len(triggers) != len(x):\n"
                                   "        raise ValueError(f'bad shapes {x.shape}, {triggers.shape}')\n"
                                   "    return np.einsum('bln->bn', x) / max(int(triggers.min()), 1)\n",
-    "method chains and indexing": HEAD + "    rows = np.arange(x.shape[1])[None, :] <= triggers[:, None]\n"
-                                         "    return (x * rows[..., None]).sum(axis=1).reshape(len(x), -1).astype(float)\n",
+    "method chains and indexing": HEAD + "    scale = np.linspace(0.0, 1.0, x.shape[1])[None, :, None]\n"
+                                         "    return (x * scale).max(axis=1).reshape(len(x), -1).astype(float)\n",
     "linalg and where": HEAD + "    return np.where(np.linalg.norm(x, axis=-1) > 0, 1.0, 0.0)\n",
     "methods of what NumPy returns": HEAD + "    return np.arange(x.shape[1]).reshape(1, -1).astype(float).sum()\n",
     "a docstring": HEAD + '    """Targets, with no loop; for k in range(j) would be one."""\n    return x * 0\n',
@@ -58,9 +59,11 @@ HIDDEN = {  # what each hides, and a word the report must hold
                   "recursive"),
     "recursion in an inner function": (HEAD + "    def go(b):\n        return 0 if b < 0 else go(b - 1)\n"
                                               "    go(len(x))\n    return x\n", "go calls itself"),
-    "mutual recursion": (HEAD + "    def a(b):\n        return c(b - 1)\n    def c(b):\n        return a(b) if b else 0\n"
-                                "    a(len(x))\n    return x\n", "recursive"),
-    "iter(f, None)": (HEAD + "    def step():\n        return None\n    list(iter(step, None))\n    return x\n", "iter"),
+    "mutual recursion": (HEAD + "    def a(b):\n        return c(b - 1)\n"
+                                "    def c(b):\n        return a(b) if b else 0\n    a(len(x))\n    return x\n",
+                         "recursive"),
+    "iter(f, None)": (HEAD + "    def step():\n        return None\n    list(iter(step, None))\n    return x\n",
+                      "iter"),
     "reduce imported under another name": (HEAD + "    from functools import reduce as fold\n"
                                                   "    return fold(np.add, x)\n", "functools.reduce"),
     "itertools.starmap": (HEAD + "    import itertools\n    return list(itertools.starmap(np.add, zip(x, x)))\n",

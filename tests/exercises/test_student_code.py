@@ -431,7 +431,8 @@ def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_studen
     x, triggers = np.zeros((2, 16, 16)), np.array([3, 5])
     pool.call("4.1", time.monotonic(), "make_targets", x, triggers)  # sends its forged source
     source = pool.call("4.1", time.monotonic(), "function_source", "4.1")
-    assert "for b in range" in source and "for (line 10 of make_targets)" in loops_in(source), (source, loops_in(source))
+    assert "for b in range" in source and "for (line 10 of make_targets)" in loops_in(source), (
+        source, loops_in(source))
 
 
 def test_the_source_the_grader_reads_is_cut_where_python_cuts_lines(tmp_path, pools):

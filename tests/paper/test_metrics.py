@@ -175,7 +175,7 @@ def test_gu_alpha_of_a_perfect_sink_is_one_at_bos_and_zero_elsewhere(student):
 def test_gu_alpha_of_a_running_average_over_four_tokens_worked_out_by_hand(student):
     alpha = student.gu_sink_scores(running_average(length=4))
     assert np.shape(alpha) == (1, 4), f"alpha should be (H, L) = (1, 4), got {np.shape(alpha)}"
-    expected = [25 / 48, 13 / 36, 7 / 24, 1 / 4]  # alpha_0 = (1 + 1/2 + 1/3 + 1/4) / 4, alpha_1 = (1/2 + 1/3 + 1/4) / 3, ...
+    expected = [25 / 48, 13 / 36, 7 / 24, 1 / 4]  # (1 + 1/2 + 1/3 + 1/4) / 4, (1/2 + 1/3 + 1/4) / 3, ...
     assert np.allclose(alpha[0], expected), (
         f"for a_ik = 1/(i+1) over four tokens, alpha = {np.round(expected, 4).tolist()}, got "
         f"{np.round(alpha[0], 4).tolist()}: key k gets the mean of a_ik over the L-k queries i >= k that see it "
