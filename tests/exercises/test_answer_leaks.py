@@ -13,9 +13,11 @@ beside the reference, and none may compute it:
   on inputs drawn from a fixed seed, at sizes the public tests do not use (`exercise_inputs`);
 - *computes it*: on every input of one family its answer holds the reference's (the checkout's own function;
   a Tensor's data, a tuple's or a dict's arrays, an attention model's heads; a mask or its complement), or for 1.1
-  is a valid order of the graph. A family is random inputs; a few exercises add one that catches an answer one
-  edit away: weights on BOS alone for 3.4 (row sums are then BOS masses) and u = e_0 for 5.1 and 6.1 (the
-  direction the chapters print; there a function of no argument counts too).
+  is a valid order of the graph. A family is random inputs; the inputs the exercise's public graded tests pass its
+  function (recorded by running them: a function answering exactly those passes them, a lookup table); and for a
+  few exercises one that catches an answer one edit away: weights on BOS alone for 3.4 (row sums are then BOS
+  masses) and u = e_0 for 5.1 and 6.1 (the direction the chapters print; there a function of no argument counts
+  too).
 
 The exceptions it allows, and why:
 
@@ -212,11 +214,97 @@ def exercise_inputs(seed: int = SEED) -> dict:
     return table
 
 
+PUBLIC = "the public tests' inputs"  # a family of each exercise: what its public graded tests pass its function
+MAX_PUBLIC_CASES = 40
+
+# A pytest plugin, run with the project's public graded tests: it records the arguments each exercise's function
+# receives from its own graded tests (a function answering exactly those passes them: a lookup table).
+RECORDER = """
+import importlib, inspect, os, pickle, sys, threading
+
+import numpy as np
+
+records, codes, current = {}, {}, [None]
+
+
+def data(value, depth=0):
+    if type(value).__name__ in ("Tensor", "Parameter"):
+        return np.array(value.data)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)) and depth < 2:
+        return type(value)(data(member, depth + 1) for member in value)
+    if value is None or isinstance(value, (bool, int, float, str, np.generic)):
+        return value
+    raise TypeError(type(value).__name__)
+
+
+def trace(frame, event, argument):
+    exercise_id = codes.get(frame.f_code)
+    if exercise_id is not None and exercise_id == current[0]:
+        names = frame.f_code.co_varnames[:frame.f_code.co_argcount]
+        try:
+            records.setdefault(exercise_id, []).append(tuple(data(frame.f_locals[name]) for name in names))
+        except (TypeError, KeyError):
+            pass
+
+
+def pytest_sessionstart(session):
+    from minitorch.exercises.registry import EXERCISES
+
+    for exercise in EXERCISES.values():
+        function = getattr(importlib.import_module(exercise.python_module), exercise.function)
+        codes[inspect.unwrap(function).__code__] = exercise.id
+    sys.settrace(trace)
+    threading.settrace(trace)
+
+
+def pytest_runtest_setup(item):
+    mark = item.get_closest_marker("exercise")
+    current[0] = str(mark.args[0]) if mark else None
+    sys.settrace(trace)
+
+
+def pytest_sessionfinish(session):
+    sys.settrace(None)
+    with open(os.environ["GIVEAWAY_RECORD"], "wb") as out:
+        pickle.dump(records, out)
+"""
+
+
+def public_inputs(root: Path, work: Path, exercise_ids) -> dict:
+    """{exercise ID: [argument tuples]}: what the public graded tests of `exercise_ids` (the table's files, at
+    `root`) pass the exercise's own function, distinct, at most MAX_PUBLIC_CASES each (1.1's graphs are no data)."""
+    from minitorch.exercises.registry import EXERCISES, HIDDEN_TESTS
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "giveaway_recorder.py").write_text(RECORDER, encoding="utf-8")
+    record = work / "public_inputs.pickle"
+    files = sorted({name for exercise_id in exercise_ids for name in EXERCISES[exercise_id].tests
+                    if not name.startswith(HIDDEN_TESTS) and (root / name).is_file()})
+    markers = " or ".join(EXERCISES[exercise_id].marker for exercise_id in exercise_ids)
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith("MINITORCH_") and key not in ("PYTEST_ADDOPTS", "PYTHONPATH")}
+    finished = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                               "giveaway_recorder", "-m", f"({markers}) and not slow", *files], cwd=root,
+                              capture_output=True, text=True, timeout=1800,
+                              env={**environment, "PYTHONPATH": str(work), "GIVEAWAY_RECORD": str(record)})
+    if not record.exists():
+        pytest.fail(f"recording the public tests' inputs failed:\n{finished.stdout[-2000:]}{finished.stderr[-2000:]}")
+    recorded, found = pickle.loads(record.read_bytes()), {}
+    for exercise_id, cases in recorded.items():
+        distinct = {pickle.dumps(case): case for case in cases}
+        chosen = list(distinct.values())
+        found[exercise_id] = chosen[::max(1, -(-len(chosen) // MAX_PUBLIC_CASES))]
+    return found
+
+
 STRUCTURE_REQUIRED = {"1.3", "1.4"}  # a bare product (quotient) is not their answer; the rule's 1-tuple is
 
 
-def references(exercise_ids, seed: int = SEED) -> dict:
-    """The inputs of `exercise_ids` with the reference's answer to each, as the worker reads them."""
+def references(exercise_ids, public: dict, seed: int = SEED) -> dict:
+    """The inputs of `exercise_ids` (seeded, and the `public` tests' ones) with the reference's answer to each, as
+    the worker reads them."""
     import importlib
 
     from minitorch import Tensor
@@ -227,7 +315,9 @@ def references(exercise_ids, seed: int = SEED) -> dict:
         spec, exercise = table[exercise_id], EXERCISES[exercise_id]
         function = getattr(importlib.import_module(exercise.python_module), exercise.function)
         families = {}
-        for family, cases in spec["families"].items():
+        recorded = [case[:len(spec["names"])] for case in public.get(exercise_id, ())] if not spec.get("graphs") \
+            else []  # (1.1's graphs are objects, not data)
+        for family, cases in {**spec["families"], **({PUBLIC: recorded} if recorded else {})}.items():
             families[family] = []
             for arguments in cases:
                 values = copy.deepcopy(list(arguments))
@@ -242,9 +332,15 @@ def references(exercise_ids, seed: int = SEED) -> dict:
                     for name in spec.get("tensors", ()):
                         index = spec["names"].index(name)
                         values[index] = Tensor(np.array(values[index]))
-                    reference = {"kind": "leaves", "leaves": leaves(function(*values)),
+                    try:
+                        answer = function(*values)
+                    except Exception:  # a public test's bad input, on purpose: no answer to compare
+                        continue
+                    reference = {"kind": "leaves", "leaves": leaves(answer),
                                  "structure": exercise_id in STRUCTURE_REQUIRED}
                 families[family].append({"arguments": arguments, "reference": reference})
+            if not families[family]:
+                del families[family]
         found[exercise_id] = {**{key: value for key, value in spec.items() if key != "families"},
                               "families": families}
     return found
@@ -456,7 +552,8 @@ def _modules(edition: Path, log) -> list:
             _limited(spec.loader.exec_module, module, cpu=60.0, wall=120.0)
             modules.append(module)
         except BaseException as error:  # (tests/fast/test_hand_fused.py refuses a student edition, on purpose)
-            log({"not imported": path.relative_to(edition).as_posix(), "error": f"{type(error).__name__}: {error}"[:300]})
+            log({"not imported": path.relative_to(edition).as_posix(),
+                 "error": f"{type(error).__name__}: {error}"[:300]})
     return modules
 
 
@@ -777,46 +874,69 @@ def _plant(edition: Path) -> None:
             path.write_text(code, encoding="utf-8")
 
 
-def search(tmp: Path, handed_out: list[str], released: list[str], plant: bool = False, root: Path = ROOT) -> dict:
-    """Make an edition of the project at `root` handing out `handed_out` and releasing `released`, and check every
-    function it holds: {"flags": {exercise: [(label, family, loops)]}, "stopped": [labels], "count",
-    "not imported"}."""
-    from minitorch.exercises.edition import make_student_edition
-    from minitorch.exercises.registry import EXERCISES
+class Search:
+    """An edition of the project at `root` handing out `handed_out` and releasing `released`, made in `tmp`, and the
+    worker started on it; `result()` waits for it: {"flags": {exercise: [(label, family, loops)]}, "stopped":
+    [labels], "count", "not imported"}."""
 
+    def __init__(self, tmp: Path, handed_out: list[str], released: list[str], public: dict, plant: bool = False,
+                 root: Path = ROOT):
+        from minitorch.exercises.edition import make_student_edition
+        from minitorch.exercises.registry import EXERCISES
+
+        edition, work = tmp / "edition", tmp / "work"
+        make_student_edition(edition, [EXERCISES[i] for i in handed_out], root, [EXERCISES[i] for i in released])
+        if plant:
+            _plant(edition)
+        (work / "home").mkdir(parents=True)
+        inputs, self.out, self.printed = work / "inputs.pickle", work / "found.jsonl", work / "printed.txt"
+        inputs.write_bytes(pickle.dumps(references(handed_out, public)))
+        command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
+                   "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", str(ROOT), str(ROOT),
+                   "--bind", str(tmp), str(tmp), "--chdir", str(edition),
+                   sys.executable, "-I", str(HERE), "--worker", str(edition), str(inputs), str(self.out)]
+        environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work / "home"),
+                       "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                       "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8"}
+        with open(self.printed, "wb") as output:
+            self.process = subprocess.Popen(command, stdout=output, stderr=output, stdin=subprocess.DEVNULL,
+                                            env=environment)
+        self.found = None
+
+    def result(self) -> dict:
+        if self.found is None:
+            try:
+                self.process.wait(timeout=1800)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                pytest.fail("the search of the edition's functions did not end in 30 minutes")
+            events = [json.loads(line) for line in self.out.read_text().splitlines()] if self.out.exists() else []
+            if self.process.returncode != 0 or not any("end" in event for event in events):
+                tail = self.printed.read_text(errors="replace")[-3000:]
+                pytest.fail(f"the search of the edition's functions failed (exit {self.process.returncode}):\n{tail}")
+            flags: dict = {}
+            for event in events:
+                for flag in event.get("flags", []):
+                    flags.setdefault(flag["exercise"], []).append((event["done"], flag["family"], flag["loops"]))
+            self.found = {"flags": flags,
+                          "stopped": sorted({event["done"] for event in events if event.get("stopped")}),
+                          "count": next(event["candidates"] for event in events if "candidates" in event),
+                          "not imported": [event for event in events if "not imported" in event]}
+        return self.found
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def search(tmp: Path, handed_out: list[str], released: list[str], plant: bool = False, root: Path = ROOT) -> dict:
+    """`Search(...).result()`, the public inputs recorded from `root`'s tests; a skip where bubblewrap cannot run."""
     problem = _bubblewrap_problem()
     if problem:
         pytest.skip(f"the functions of an edition are run only inside bubblewrap, and {problem}")
-    edition, work = tmp / "edition", tmp / "work"
-    make_student_edition(edition, [EXERCISES[i] for i in handed_out], root, [EXERCISES[i] for i in released])
-    if plant:
-        _plant(edition)
-    (work / "home").mkdir(parents=True)
-    inputs, out, printed = work / "inputs.pickle", work / "found.jsonl", work / "printed.txt"
-    inputs.write_bytes(pickle.dumps(references(handed_out)))
-    command = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/", "/",
-               "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--ro-bind", str(ROOT), str(ROOT),
-               "--bind", str(tmp), str(tmp), "--chdir", str(edition),
-               sys.executable, "-I", str(HERE), "--worker", str(edition), str(inputs), str(out)]
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work / "home"), "MPLBACKEND": "Agg",
-                   "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8"}
-    with open(printed, "wb") as output:
-        try:
-            finished = subprocess.run(command, stdout=output, stderr=output, stdin=subprocess.DEVNULL,
-                                      env=environment, timeout=1800)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the search of the edition's functions did not end in 30 minutes")
-    events = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    if finished.returncode != 0 or not any("end" in event for event in events):
-        tail = printed.read_text(errors="replace")[-3000:]
-        pytest.fail(f"the search of the edition's functions failed (exit {finished.returncode}):\n{tail}")
-    flags: dict = {}
-    for event in events:
-        for flag in event.get("flags", []):
-            flags.setdefault(flag["exercise"], []).append((event["done"], flag["family"], flag["loops"]))
-    return {"flags": flags, "stopped": sorted({event["done"] for event in events if event.get("stopped")}),
-            "count": next(event["candidates"] for event in events if "candidates" in event),
-            "not imported": [event for event in events if "not imported" in event]}
+    public = public_inputs(root, tmp / "recording", handed_out)
+    return Search(tmp, handed_out, released, public, plant, root).result()
 
 
 def allowed(exercise_id: str, label: str, loops: list[str]) -> bool:
@@ -865,21 +985,42 @@ WEEK = {"handed_out": ["3.1", "3.2"], "released": ["1.1", "1.2", "1.3", "1.4", "
 
 
 @pytest.fixture(scope="module")
-def full_edition(tmp_path_factory):
+def searches(tmp_path_factory):
+    """Both editions searched at once (the two workers side by side)."""
     from minitorch.exercises.registry import EXERCISES
 
-    found = search(tmp_path_factory.mktemp("full"), sorted(EXERCISES), [], plant=True)
-    print(f"\nthe full edition holds {found['count']} functions; stopped by the time limits: "
+    problem = _bubblewrap_problem()
+    if problem:
+        pytest.skip(f"the functions of an edition are run only inside bubblewrap, and {problem}")
+    import resource
+
+    began, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    public = public_inputs(ROOT, tmp_path_factory.mktemp("recording"), sorted(EXERCISES))
+    started = {"full": Search(tmp_path_factory.mktemp("full"), sorted(EXERCISES), [], public, plant=True),
+               "week": Search(tmp_path_factory.mktemp("week"), WEEK["handed_out"], WEEK["released"], public)}
+    yield started
+    for one in started.values():
+        one.stop()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"\nthe public tests recorded and both editions searched in {time.monotonic() - began:.0f} s, "
+          f"{used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime:.0f} s of CPU time")
+
+
+def _searched(searches, which: str, what: str) -> dict:
+    found = searches[which].result()
+    print(f"\n{what} holds {found['count']} functions; stopped by the time limits: "
           f"{', '.join(found['stopped']) or 'none'}")
     return found
 
 
 @pytest.fixture(scope="module")
-def weeks_edition(tmp_path_factory):
-    found = search(tmp_path_factory.mktemp("week"), WEEK["handed_out"], WEEK["released"])
-    print(f"\nthe week's edition holds {found['count']} functions; stopped by the time limits: "
-          f"{', '.join(found['stopped']) or 'none'}")
-    return found
+def full_edition(searches):
+    return _searched(searches, "full", "the full edition")
+
+
+@pytest.fixture(scope="module")
+def weeks_edition(searches):
+    return _searched(searches, "week", "the week's edition")
 
 
 def _assert_none_computes(found: dict, exercise_id: str, pending: dict, what: str) -> None:
@@ -932,10 +1073,11 @@ MAKE_TARGETS = {  # name -> (body, points it must earn)
     "the chapter's loop": ("y = x.copy() if residual else np.zeros_like(x)\nfor b in range(len(x)):\n"
                            "    j = triggers[b]\n    y[b, j] += x[b, 1:j + 1].mean(axis=0)\nreturn y\n", 0.0),
     "a loop inside exec": ("y = x.copy() if residual else np.zeros_like(x)\n"
-                           "exec('for b in range(len(x)):\\n    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)')"
-                           "\nreturn y\n", 0.0),
+                           "exec('for b in range(len(x)):\\n'\n"
+                           "     '    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)')\nreturn y\n", 0.0),
     "a loop by recursion": ("def add_mean(y, b):\n    if b == len(x):\n        return y\n"
-                            "    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)\n    return add_mean(y, b + 1)\n"
+                            "    y[b, triggers[b]] += x[b, 1:triggers[b] + 1].mean(axis=0)\n"
+                            "    return add_mean(y, b + 1)\n"
                             "return add_mean(x.copy() if residual else np.zeros_like(x), 0)\n", 0.0),
     "whole arrays, with np.add.reduce, a form feed, U+2028 and CRLF": (
         "# the tokens 1..j FORM-FEED of each sequence LINE-SEPARATOR, BOS left out\n"
