@@ -933,15 +933,6 @@ class Search:
             self.process.wait()
 
 
-def search(tmp: Path, handed_out: list[str], released: list[str], plant: bool = False, root: Path = ROOT) -> dict:
-    """`Search(...).result()`, the public inputs recorded from `root`'s tests; a skip where bubblewrap cannot run."""
-    problem = _bubblewrap_problem()
-    if problem:
-        pytest.skip(f"the functions of an edition are run only inside bubblewrap, and {problem}")
-    public = public_inputs(root, tmp / "recording", handed_out)
-    return Search(tmp, handed_out, released, public, plant, root).result()
-
-
 def allowed(exercise_id: str, label: str, loops: list[str]) -> bool:
     """The exceptions of the module's docstring that apply to a function found computing an exercise."""
     return exercise_id == "4.1" and bool(loops)
