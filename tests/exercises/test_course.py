@@ -2,12 +2,12 @@
 
 - The answers to predict-then-check questions are tagged "self-check" and stay in the student edition;
   only cells tagged "solution" (answers to graded exercises) are removed.
-- The instructor's own files (`registry.INSTRUCTOR_ONLY`: the hand-fused copies of answers, and tests holding
-  regular expressions of every answer) stay out of every edition, and a student who solves every exercise sees
-  only passing tests.
+- The instructor's own files (`registry.INSTRUCTOR_ONLY`: the hand-fused copies of answers, the hidden tests, and
+  the tests that run every function of an edition beside the reference answers) stay out of every edition, and a
+  student who solves every exercise sees only passing tests.
 - A solved exercise is picked up by a running chapter without a restart.
 
-The search of every edition for the answers it hands out, and of the chapters for answers they print, is
+The search of every edition (library, tests, chapters) for functions computing the answers it hands out is
 instructor-only: tests/exercises/test_answer_leaks.py.
 """
 

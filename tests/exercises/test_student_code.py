@@ -459,7 +459,30 @@ def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_studen
     x, triggers = np.zeros((2, 16, 16)), np.array([3, 5])
     pool.call("4.1", time.monotonic(), "make_targets", x, triggers)  # sends its forged source
     source = pool.call("4.1", time.monotonic(), "function_source", "4.1")
-    assert "for b in range" in source and [loop.split()[0] for loop in loops_in(source)] == ["for"], source
+    assert "for b in range" in source and "for (line 10 of make_targets)" in loops_in(source), (
+        source, loops_in(source))
+
+
+def test_the_source_the_grader_reads_is_cut_where_python_cuts_lines(tmp_path, pools):
+    """A form feed and a U+2028 in comments, CRLF line ends: the worker cut the function with str.splitlines(), which
+    splits at both, and the grader read an honest loop-free make_targets as 'source that does not parse' (0/2)."""
+    from minitorch.exercises.grader.sandboxed.student_function import loops_in
+
+    exercise = EXERCISES["4.1"]
+    body = ("# the tokens 1..j FORM-FEED of each sequence LINE-SEPARATOR, BOS left out\n"
+            "positions = np.arange(x.shape[1])\nup_to = (positions >= 1) & (positions <= triggers[:, None])\n"
+            "means = np.add.reduce(up_to[:, :, None] * x, axis=1) / triggers[:, None]\n"
+            "y = x.copy() if residual else np.zeros_like(x)\ny[np.arange(len(x)), triggers] += means\nreturn y\n")
+    text = replace_bodies((ROOT / exercise.module).read_text(), {exercise.function: body}, exercise.module)
+    text = text.replace("FORM-FEED", "\x0c").replace("LINE-SEPARATOR", "\u2028").replace("\n", "\r\n")
+    pools.append(pool := pool_for(tmp_path, "", exercise=exercise, source=text.encode()))
+    x, triggers = np.random.default_rng(0).normal(size=(3, 6, 5)), np.array([2, 5, 1])
+    answer = pool.call("4.1", time.monotonic(), "make_targets", x, triggers)
+    assert np.allclose(answer["targets"][np.arange(3), triggers], [x[b, 1:j + 1].mean(axis=0)
+                                                                  for b, j in enumerate(triggers)])
+    source = pool.call("4.1", time.monotonic(), "function_source", "4.1")
+    assert "\x0c" in source and "\u2028" in source and source.rstrip().endswith("return y"), repr(source)
+    assert loops_in(source) == [], loops_in(source)
 
 
 def test_the_grader_refuses_a_request_that_would_make_it_allocate_before_allocating(tmp_path, pools):

@@ -151,7 +151,7 @@ def _install(exercise_id: str, student_file: str, connection, channel) -> dict |
         text = found.module_text(data, exercise, registry.MAX_MODULE_BYTES)
         node = found.find(text, exercise, registry.MAX_FUNCTION_LINES)
         sent = True
-        connection.sendall(channel.encode({"source": "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])}))
+        connection.sendall(channel.encode({"source": found.function_text(text, node)}))  # as Python reads it
         module = importlib.import_module(exercise.python_module)
         outside = found.helpers_outside(node, dir(module))
         if outside:
