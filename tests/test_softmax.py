@@ -113,7 +113,7 @@ def test_softmax_does_not_overflow_for_large_scores(student):
 def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     scores, mask = rng.standard_normal((5, 5)), some_masked(rng, 5)
-    weights = student.forward("softmax", [scores], mask=mask)
+    weights = student.forward("softmax", [scores], offsets=np.where(mask, -np.inf, 0.0))
     assert np.shape(weights) == (5, 5), f"the weights should have the scores' shape (5, 5), got {np.shape(weights)}"
     assert np.all(weights[mask] == 0.0), "a key at -inf must get weight exactly 0, not just a small number"
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=1e-12)
@@ -124,7 +124,8 @@ def test_masked_entries_get_exactly_zero_weight(exercise_seed, student):
 def test_masked_entries_get_exactly_zero_gradient(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
     mask = some_masked(rng, 5)
-    gradients = student.masked_softmax_gradients(rng.standard_normal((5, 5)), mask, rng.standard_normal((5, 5)))
+    gradients = student.offset_softmax_gradients(rng.standard_normal((5, 5)), np.where(mask, -np.inf, 0.0),
+                                                 rng.standard_normal((5, 5)))
     masked, scores = gradients["masked"], gradients["scores"]
     assert np.shape(masked) == np.shape(scores) == (5, 5), (
         f"the gradients should have the scores' shape (5, 5), got {np.shape(masked)} and {np.shape(scores)}")
@@ -159,7 +160,7 @@ def test_softmax_with_masked_entries_gradient_matches_finite_differences(axis, e
     rng = np.random.default_rng(exercise_seed)
     scores, mask = rng.standard_normal((4, 4)), some_masked(rng, 4)  # every row and column keeps a finite entry
     check_gradient(student, scores, exercise_seed, f"partly masked (4, 4) scores along axis {axis}", axis=axis,
-                   mask=mask)
+                   offsets=np.where(mask, -np.inf, 0.0))
 
 
 @pytest.mark.exercise("2.4")

@@ -938,41 +938,10 @@ def allowed(exercise_id: str, label: str, loops: list[str]) -> bool:
     return exercise_id == "4.1" and bool(loops)
 
 
-class PendingElsewhere(AssertionError):
-    """The give-aways found are exactly those another branch removes (the xfail below names them)."""
-
-
-# What another branch of this turn removes, found on this one alone: {exercise: {label, ...}}. The lead deletes an
-# entry when merging that branch; an entry that no longer fails makes its test fail (strict).
-FIXED_ON_CHAPTERS40 = {
-    "1.1": {"chapters/01_autograd_from_scratch.ipynb:parents_first"},
-    "3.4": {"minitorch/paper/metrics.py:non_trigger_row_mass"},
-    "5.1": {"chapters/03_attention_two_ways.ipynb:hand_built_sink",
-            "chapters/04_the_trigger_conditional_task.ipynb:hand_built_sink",
-            "minitorch/paper/theory/constructions.py:two_layer_construction"},
-    "6.1": {"chapters/04_the_trigger_conditional_task.ipynb:hand_built_relu_head"},
-}
-FIXED_ON_TESTS40 = {
-    "2.1": {"tests/test_tensor.py:summed_over_broadcast_copies"},
-}
-WEEK_FIXED_ELSEWHERE = {  # the week's edition releases 2.4, so the engine's masked softmax is 3.2's answer
-    "3.2": {"minitorch/exercises/grader/sandboxed/probes.py:_masked_softmax"},
-}
-
-
-def _pending(table: dict, exercise_id: str, reason: str):
-    return pytest.param(exercise_id, marks=pytest.mark.xfail(strict=True, raises=PendingElsewhere, reason=reason)) \
-        if exercise_id in table else exercise_id
-
-
-def _full_edition_cases():
+def _exercise_ids() -> list[str]:
     from minitorch.exercises.registry import EXERCISES, sort_key
 
-    for exercise_id in sorted(EXERCISES, key=sort_key):
-        if exercise_id in FIXED_ON_CHAPTERS40:
-            yield _pending(FIXED_ON_CHAPTERS40, exercise_id, "fixed on branch chapters40")
-        else:
-            yield _pending(FIXED_ON_TESTS40, exercise_id, "fixed on branch tests40")
+    return sorted(EXERCISES, key=sort_key)
 
 
 WEEK = {"handed_out": ["3.1", "3.2"], "released": ["1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3", "2.4", "2.5"]}
@@ -1019,12 +988,10 @@ def weeks_edition(searches):
     return _searched(searches, "week", "the week's edition")
 
 
-def _assert_none_computes(found: dict, exercise_id: str, pending: dict, what: str) -> None:
+def _assert_none_computes(found: dict, exercise_id: str, what: str) -> None:
     planted = {f"{relative}:{code.split('def ')[1].split('(')[0]}" for relative, (code, _) in PLANTED.items()}
     computing = sorted({label for label, _, loops in found["flags"].get(exercise_id, [])
                         if label not in planted and not allowed(exercise_id, label, loops)})
-    if computing and set(computing) == pending.get(exercise_id):
-        raise PendingElsewhere(f"exercise {exercise_id}: {', '.join(computing)}")
     assert not computing, (
         f"{what} holds functions that compute exercise {exercise_id}'s answer, which a student could call or paste "
         f"(remove them, make them call the exercise's function, or check without computing it):\n"
@@ -1033,17 +1000,16 @@ def _assert_none_computes(found: dict, exercise_id: str, pending: dict, what: st
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("exercise_id", list(_full_edition_cases()))
+@pytest.mark.parametrize("exercise_id", _exercise_ids())
 def test_no_function_of_the_full_edition_computes_an_exercise(exercise_id, full_edition):
-    _assert_none_computes(full_edition, exercise_id, {**FIXED_ON_CHAPTERS40, **FIXED_ON_TESTS40}, "the full edition")
+    _assert_none_computes(full_edition, exercise_id, "the full edition")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("exercise_id", [_pending(WEEK_FIXED_ELSEWHERE, exercise_id, "fixed on branch tests40")
-                                         for exercise_id in WEEK["handed_out"]])
+@pytest.mark.parametrize("exercise_id", WEEK["handed_out"])
 def test_no_function_of_a_weeks_edition_computes_what_it_hands_out(exercise_id, weeks_edition):
     """The week of chapter 03's first exercises: 3.1 and 3.2 handed out, chapters 01-02's answers released."""
-    _assert_none_computes(weeks_edition, exercise_id, WEEK_FIXED_ELSEWHERE, "the week's edition")
+    _assert_none_computes(weeks_edition, exercise_id, "the week's edition")
 
 
 @pytest.mark.slow
