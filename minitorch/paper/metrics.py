@@ -8,14 +8,16 @@ All functions take attention weights ``a`` as an array of shape (B, H, L, L)
 - *Non-trigger rows*: ``i ∈ {1, ..., L-1}``, ``i ≠ j``. Row 0 is left out on
   purpose: its only visible key is BOS, so a softmax row 0 is 1 on BOS for
   every model, sink or not.
-- *Trigger row*: row j, where the model must read its input. A single softmax head that solves the task
-  puts about 1/j on each of keys 1..j and almost nothing on BOS there (approximately, and for heads trained
-  with the trigger at several positions); a ReLU head may scale its row and use BOS as a constant input
-  (chapter 08's trained head: 0.178 on BOS and 0.428 on each key at j = 7).
+- *Trigger row*: row j, where the model must read its input. A single softmax head with a small enough
+  worst-case error over three or more trigger positions puts about 1/j on each of keys 1..j and little on
+  BOS there on the inputs whose contents are all equal (Lemma 5 of chapter 05; chapter 07 measures a trained
+  head on the test set); a ReLU head may scale its row and use BOS as a constant input (chapter 08's trained
+  head: 0.178 on BOS and 0.428 on each key at j = 7).
 - Gu et al.'s sink score (ICLR 2025): ``α_k = (1/(L-k)) Σ_{i ≥ k} â_ik``
   (0-based k; the mean weight key k receives from the queries that see it),
   where ``â`` is ``a`` with each row divided by its sum. A head sinks at k
-  if ``α_k > ε`` (ε = 0.3); ``Sink_k^ε`` is the share of heads that sink.
+  if ``α_k > ε`` (ε = 0.3); the share of heads that sink at k is Gu et al.'s ``Sink_{k+1}^ε`` (they count
+  tokens from 1), so the share at BOS, k = 0, is their ``Sink_1^ε``.
   A ReLU row can be all zero, making ``â`` 0/0: we set such a row of ``â``
   to 0 (a row that attends to nothing puts nothing on the sink) and report
   the share of all-zero rows separately (`zero_row_share`).

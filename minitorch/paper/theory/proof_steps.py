@@ -182,8 +182,9 @@ def random_token_hull_points(size: int, seed: int = 0, width: int = WIDTH, corne
 
 def value_words(model: AttentionModel) -> np.ndarray:
     """The vectors ``W^{l_r,h_r} ... W^{l_1,h_1} (e_t - e_b)`` for l_1 < ... < l_r
-    (the empty word included): (N, n) with N = (1 + H)^m. Their span S contains
-    every trigger-minus-content stream difference a sink-free model can make."""
+    (the empty word included): (N, n) with N = (1 + H)^m. On an all-equal input, if no
+    head puts weight on BOS at rows 1..j, the trigger row's stream minus a content row's
+    lies in their span S (Theorem 2's proof, step B)."""
     width = attention_model("value_words", model).config["width"]
     _, e_t, e_b, _ = unit_vectors(width)
     words = [e_t - e_b]

@@ -136,9 +136,9 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     - ``worst_case_error``, ``bos_mass_min``, ``bos_mass_mean``: on `stress_inputs`
       (every trigger in J, corners included);
     - ``random_max_error``, ``random_bos_mass_min``: on `test_size` random sequences whose triggers are
-      drawn as in training, from {2, ..., L-1} (the test set's seed, 12345): the setting of our earlier
-      500-sequence check (chapter 05). Its largest error is the bias coordinate of row L-2 in a sequence
-      whose trigger is L-1, ``(L-2)/(e^c + L-2)``; its smallest BOS mass, row L-1's ``e^c/(e^c + L-1)``;
+      drawn as in training, from {2, ..., L-1} (the test set's seed, 12345): the setting of the 500-sequence
+      check whose rounded numbers chapter 05 quotes. Its largest error is the bias coordinate of row L-2 in a
+      sequence whose trigger is L-1, ``(L-2)/(e^c + L-2)``; its smallest BOS mass, row L-1's ``e^c/(e^c + L-1)``;
     - ``test_max_error``, ``test_bos_mass_min``: on `test_size` test sequences (j = 7, seed 12345), where
       the largest error is row L-1's bias coordinate, ``(L-2)/(e^c + L-1)``;
     - ``exact_worst_case_error``: the formula of `construction_worst_case`.
@@ -202,8 +202,8 @@ def relu_error_upper_bound(model: AttentionModel, triggers=TRAINING_TRIGGERS) ->
     The trigger row's error is then ``(1/j)(max(s_j0, 0) W e_0 + Σ_{k<j} T(c_j, c_k) + U(c_j))`` with one term per
     content key and one for the trigger; each term is a constant, plus a linear part whose size is bounded by an
     l1 norm, plus a rest bounded through ``|c_j^T M_CC c| <= ||M_CC||_{∞→1}`` (computed exactly over the corners).
-    Returns ``worst_case_error_upper`` (inf when a certificate fails), ``non_trigger_score_max`` (< 0 certifies the
-    first when <= 0) and ``trigger_score_min`` (> 0 certifies the second). Exact arithmetic on the stored weights: the
+    Returns ``worst_case_error_upper`` (inf when a certificate fails), ``non_trigger_score_max`` (<= 0 certifies the
+    first) and ``trigger_score_min`` (> 0 certifies the second). Exact arithmetic on the stored weights: the
     model's own floating-point rounding (about 1e-7 in float32) comes on top.
     """
     attention_model("relu_error_upper_bound", model)
