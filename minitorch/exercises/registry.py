@@ -124,7 +124,7 @@ EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
              "relu_construction_weights", ("3.1", "3.3"),
              tests=("tests/paper/test_theory.py",)),
-    Exercise("9.1", "the share of heads that sink, Sink_k^eps", 1, "minitorch/paper/metrics.py", "sink_share",
+    Exercise("9.1", "the share of heads that sink, Sink_(k+1)^eps at 0-based key k", 1, "minitorch/paper/metrics.py", "sink_share",
              ("3.5",), tests=("tests/paper/test_metrics.py",)),
 )}
 

@@ -146,8 +146,8 @@ def _sink_share_inputs(per_layer_weights, key: int = 0, threshold: float = SINK_
 
 @checks.inputs_checked_by(_sink_share_inputs)
 def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD) -> float:
-    """Exercise 9.1: Gu et al.'s ``Sink_k^ε``: the share of all heads (all layers) with ``α_k > ε``
-    (`gu_sink_scores` gives the α of one layer's heads)."""
+    """Exercise 9.1: the share of all heads (all layers) with ``α_key > ε``: Gu et al.'s ``Sink_{key+1}^ε``
+    (they count tokens from 1; `gu_sink_scores` gives the α of one layer's heads)."""
     scores = np.concatenate([gu_sink_scores(weights)[:, key] for weights in per_layer_weights])  # (layers*H,)
     return float((scores > threshold).mean())
 

@@ -176,7 +176,7 @@ def test_sink_share_on_seeded_layers(exercise_seed, student):
         expected = np.mean(np.concatenate([alpha_reference(weights)[:, key] for weights in layers]) > threshold)
         share = student.sink_share(layers, key=key, threshold=threshold)
         assert np.isclose(share, expected), (
-            f"Sink_k^eps on seeded layers is {share}, the definition gives {expected}: the share, over every head "
+            f"Sink_(k+1)^eps on seeded layers is {share}, the definition gives {expected}: the share, over every head "
             f"of every layer, of alpha_k > eps (strictly)")
 
 
