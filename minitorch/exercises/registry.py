@@ -85,6 +85,7 @@ class Exercise:
 # all its points to its public tests. A student's own run has no hidden tests: its scoreboard shows what the public
 # tests earn of their share (`points_per_test`), as class grading and the Gradescope bundle count them.
 _ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3")  # the backward rules, their order and sum_to_shape
+_PAPER_HIDDEN = "tests/hidden/test_paper_hidden.py"  # the hidden tests of every exercise of chapters 03-09
 EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("1.1", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
              "topological_order", tests=("tests/test_tensor.py", "tests/hidden/test_tensor_hidden.py")),
@@ -107,25 +108,26 @@ EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("2.5", "the Adam update", 3, "minitorch/optim.py", "adam_update",
              tests=("tests/test_optim.py", "tests/hidden/test_adam_hidden.py")),
     Exercise("3.1", "the causal mask", 1, "minitorch/paper/attention.py", "causal_mask",
-             tests=("tests/paper/test_attention.py",)),
+             tests=("tests/paper/test_attention.py", _PAPER_HIDDEN)),
     Exercise("3.2", "softmax attention", 2, "minitorch/paper/attention.py", "softmax_attention", (*_ENGINE, "2.4"),
-             tests=("tests/paper/test_attention.py",)),
+             tests=("tests/paper/test_attention.py", _PAPER_HIDDEN)),
     Exercise("3.3", "ReLU attention", 2, "minitorch/paper/attention.py", "relu_attention", _ENGINE,
-             tests=("tests/paper/test_attention.py",)),
+             tests=("tests/paper/test_attention.py", _PAPER_HIDDEN)),
     Exercise("3.4", "the BOS mass at non-trigger rows", 2, "minitorch/paper/metrics.py",
-             "bos_mass_at_non_trigger_rows", tests=("tests/paper/test_metrics.py",)),
+             "bos_mass_at_non_trigger_rows", tests=("tests/paper/test_metrics.py", _PAPER_HIDDEN)),
     Exercise("3.5", "Gu et al.'s sink score alpha_k", 2, "minitorch/paper/metrics.py", "gu_sink_scores",
-             tests=("tests/paper/test_metrics.py",)),
+             tests=("tests/paper/test_metrics.py", _PAPER_HIDDEN)),
     Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets",
-             tests=("tests/paper/test_task.py",)),
+             tests=("tests/paper/test_task.py", _PAPER_HIDDEN)),
     Exercise("5.1", "the softmax construction: a sink of strength c", 2, "minitorch/paper/theory/constructions.py",
              "softmax_construction_weights", ("2.4", "3.1", "3.2"),
-             tests=("tests/paper/test_theory.py",)),
+             tests=("tests/paper/test_theory.py", _PAPER_HIDDEN)),
     Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
              "relu_construction_weights", ("3.1", "3.3"),
-             tests=("tests/paper/test_theory.py",)),
-    Exercise("9.1", "the share of heads that sink, Sink_(k+1)^eps at 0-based key k", 1, "minitorch/paper/metrics.py", "sink_share",
-             ("3.5",), tests=("tests/paper/test_metrics.py",)),
+             tests=("tests/paper/test_theory.py", _PAPER_HIDDEN)),
+    Exercise("9.1", "the share of heads that sink, Sink_(k+1)^eps at 0-based key k", 1,
+             "minitorch/paper/metrics.py", "sink_share", ("3.5",),
+             tests=("tests/paper/test_metrics.py", _PAPER_HIDDEN)),
 )}
 
 # What a copy of the project holds (the repository's fixed top level); missing entries are skipped.
