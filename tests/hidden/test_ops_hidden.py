@@ -145,6 +145,16 @@ def test_matmul_backward_alone_on_matrices(exercise_seed, student):
                      "matmul's rule on (4, 7) and (7, 3) matrices")
 
 
+@pytest.mark.exercise("2.2")
+def test_matmul_backward_alone_on_large_matrices(exercise_seed, student):
+    """matmul's rule on (320, 512) and (512, 384) matrices: two matrix products (an answer that measures each
+    element's gradient by running the forward pass once per element does not finish in time)."""
+    a, b = draw(exercise_seed, (320, 512), (512, 384))
+    (upstream,) = draw(exercise_seed + 1, (320, 384))
+    assert_gradients(student.local_gradients("matmul", [a, b], upstream), matmul_gradients(a, b, upstream),
+                     "matmul's rule on (320, 512) and (512, 384) matrices")
+
+
 # ----------------------------------------------------------------------
 # 2.3 sum
 
@@ -177,6 +187,15 @@ def test_sum_gradient_in_a_whole_backward_pass(shape, axis, exercise_seed, stude
     (upstream,) = draw(exercise_seed + 1, np.sum(x, axis=axis).shape)
     found = student.gradients("sum", [x], upstream, axis=axis)["gradients"]
     assert_gradients(found, [sum_gradient(upstream, shape, axis, False)], f"sum of a {shape} input over axis {axis}")
+
+
+@pytest.mark.exercise("2.3")
+def test_sum_backward_alone_on_a_large_input(exercise_seed, student):
+    """sum's rule for a (700, 900) input summed over axis 0: one broadcast (an answer that measures each element's
+    gradient by running the forward pass once per element does not finish in time)."""
+    (x,), (upstream,) = draw(exercise_seed, (700, 900)), draw(exercise_seed + 1, (900,))
+    assert_gradients(student.local_gradients("sum", [x], upstream, axis=0, keepdims=False),
+                     [sum_gradient(upstream, (700, 900), 0, False)], "sum's rule on a (700, 900) input over axis 0")
 
 
 @pytest.mark.exercise("2.3", requires_values=True)  # the upstream gradient returned unchanged passes it

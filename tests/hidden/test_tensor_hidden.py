@@ -142,6 +142,17 @@ def test_sum_to_shape_adds_up_the_gradients_of_every_copy(grad_shape, shape, exe
                                err_msg=f"folding a {grad_shape} gradient to {shape} gave other values")
 
 
+@pytest.mark.exercise("2.1")
+def test_sum_to_shape_folds_a_gradient_of_over_a_million_numbers(exercise_seed, student):
+    """sum_to_shape folds a (3, 600, 800) gradient to (600, 800), which a few sums do at once (an answer that
+    measures each element's gradient by running the forward pass once per element does not finish in time)."""
+    grad = np.random.default_rng([exercise_seed, 2, 1]).normal(size=(3, 600, 800))
+    result = student.unbroadcast(grad, (600, 800), "test")["result"]
+    assert np.shape(result) == (600, 800), f"folding a (3, 600, 800) gradient gave shape {np.shape(result)}"
+    np.testing.assert_allclose(result, reference_sum_to_shape(grad, (600, 800)), rtol=1e-10, atol=1e-12,
+                               err_msg="folding a (3, 600, 800) gradient to (600, 800) gave other values")
+
+
 @pytest.mark.exercise("2.1", requires_values=True)  # the gradient returned unchanged passes it
 def test_sum_to_shape_leaves_the_incoming_gradient_alone(exercise_seed, student):
     rng = np.random.default_rng(exercise_seed)
