@@ -246,16 +246,11 @@ def _normalise_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(axes) if ndim else ()  # a 0-d tensor has nothing to reduce
 
 
-def _restore_reduced_axes(grad: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
-    """Put back the axes a reduction removed, as size 1, ready to broadcast."""
-    return grad if keepdims else np.expand_dims(grad, axes)
-
-
 def sum_backward(grad: np.ndarray, shape: tuple, axes: tuple, keepdims: bool) -> tuple[np.ndarray]:
     """Exercise 2.3: sum's backward rule. For ``out = a.sum(axes, keepdims)`` with ``a`` of `shape`
     (`axes` a sorted tuple of axis indices) and ``g = ∂ℓ/∂out``, return ``(∂ℓ/∂a,)``, of `shape`."""
     # every summed element receives the gradient of the sum it went into
-    grad = _restore_reduced_axes(grad, axes, keepdims)
+    grad = grad if keepdims else np.expand_dims(grad, axes)  # the summed axes back, as size 1
     return (np.broadcast_to(grad, shape),)
 
 

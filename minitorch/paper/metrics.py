@@ -66,18 +66,6 @@ def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
     return (positions >= 1) & (positions != triggers[:, None])
 
 
-def at_non_trigger_rows(per_row: np.ndarray, triggers) -> np.ndarray:
-    """Keep the non-trigger rows of a per-row quantity: (B, H, L) -> (B, H, L-2)."""
-    if np.ndim(per_row) != 3 or np.shape(triggers) != np.shape(per_row)[:1]:
-        raise ValueError(f"at_non_trigger_rows: per_row must have shape (B, H, L) (sequence, head, row) and triggers "
-                         f"shape (B,), got per_row of shape {np.shape(per_row)} and triggers of shape "
-                         f"{np.shape(triggers)}")
-    batch, heads, length = per_row.shape
-    rows = non_trigger_rows(triggers, length)  # (B, L)
-    kept = per_row.transpose(0, 2, 1)[rows]  # (B*(L-2), H), sequence by sequence
-    return kept.reshape(batch, length - 2, heads).transpose(0, 2, 1)  # -> (B, H, L-2)
-
-
 def _weights_and_triggers(weights, triggers):
     return _check(weights, triggers, "bos_mass_at_non_trigger_rows"), np.asarray(triggers)
 
@@ -90,7 +78,10 @@ def _weights_alone(weights, triggers=None):
 def bos_mass_at_non_trigger_rows(weights: np.ndarray, triggers: np.ndarray) -> np.ndarray:
     """Exercise 3.4: the BOS weights ``a_i0`` at non-trigger rows: (B, H, L-2) (sequence, head, row), for
     weights (B, H, L, L) and triggers (B,), both checked before they arrive."""
-    return at_non_trigger_rows(weights[..., 0], triggers)  # a_i0 is column 0
+    batch, heads, length, _ = weights.shape
+    rows = non_trigger_rows(triggers, length)  # (B, L): True at rows i >= 1, i != j
+    kept = weights[..., 0].transpose(0, 2, 1)[rows]  # a_i0, (B, L, H) -> (B*(L-2), H), sequence by sequence
+    return kept.reshape(batch, length - 2, heads).transpose(0, 2, 1)  # -> (B, H, L-2)
 
 
 def non_trigger_row_mass(weights, triggers) -> np.ndarray:

@@ -79,10 +79,12 @@ MAX_LEAVES = 400  # arrays read from one answer
 PLANTED = {
     "tests/planted_give_away.py": ("import numpy as np\n\n\ndef upper(n):\n"
                                    "    return np.arange(n)[None, :] > np.arange(n)[:, None]\n", "3.1"),
-    "minitorch/paper/planted_give_away.py": ("def row_mass(weights, triggers):\n"
-                                             "    from minitorch.paper.metrics import at_non_trigger_rows\n"
-                                             "    return at_non_trigger_rows(weights.sum(axis=-1), triggers)\n",
-                                             "3.4"),
+    "minitorch/paper/planted_give_away.py": ("def bos_rows(weights, triggers):\n"
+                                             "    from minitorch.paper.metrics import non_trigger_rows\n"
+                                             "    rows = non_trigger_rows(triggers, weights.shape[-1])\n"
+                                             "    kept = weights[..., 0].transpose(0, 2, 1)[rows]\n"
+                                             "    return kept.reshape(len(triggers), -1, weights.shape[1])"
+                                             ".transpose(0, 2, 1)\n", "3.4"),
     "chapters/03_attention_two_ways.ipynb": ("def alpha(w):\n    import numpy as np\n    s = w.sum(-1, keepdims=True)\n"
                                              "    a = np.where(s > 0, w / np.where(s > 0, s, 1), 0)\n"
                                              "    return a.sum(2).mean(0) / (w.shape[-1] - np.arange(w.shape[-1]))\n",

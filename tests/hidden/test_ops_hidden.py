@@ -126,6 +126,22 @@ MATMUL_SHAPES = [  # none of the public tests'
 ]
 
 
+# First among 2.2's tests (the grader runs an exercise's tests in file order, this file before the public ones): an
+# answer that measures each element's gradient by running the forward pass once per element does not finish within
+# the grader's timeout on these, and after two timed-out tests an exercise's other tests fail at once.
+LARGE_MATMULS = [((320, 512), (512, 384)), ((4, 90, 300), (4, 300, 200))]
+
+
+@pytest.mark.exercise("2.2")
+@pytest.mark.parametrize("shape_a,shape_b", LARGE_MATMULS, ids=str)
+def test_matmul_backward_alone_on_large_operands(shape_a, shape_b, exercise_seed, student):
+    """matmul's rule on operands of over 150,000 numbers: two matrix products."""
+    a, b = draw(exercise_seed, shape_a, shape_b)
+    (upstream,) = draw(exercise_seed + 1, np.matmul(a, b).shape)
+    assert_gradients(student.local_gradients("matmul", [a, b], upstream), matmul_gradients(a, b, upstream),
+                     f"matmul's rule on large {shape_a} and {shape_b} operands")
+
+
 @pytest.mark.exercise("2.2")
 @pytest.mark.parametrize("shape_a,shape_b", MATMUL_SHAPES, ids=str)
 def test_matmul_gradients_in_a_whole_backward_pass(shape_a, shape_b, exercise_seed, student):
@@ -157,6 +173,21 @@ def sum_gradient(upstream: np.ndarray, shape: tuple, axis, keepdims: bool) -> np
 
 SUMS = [((3, 5, 2), 0), ((3, 5, 2), 2), ((3, 5, 2), (-1, -3)), ((3, 5, 2), None), ((4, 1, 3, 2), (1, 3)),
         ((4, 1, 3, 2), -2), ((7,), 0), ((2, 6), (0, 1))]
+
+
+# First among 2.3's tests, for the reason given above LARGE_MATMULS.
+LARGE_SUMS = [((700, 900), 0, False), ((40, 120, 150), (0, 2), True)]
+
+
+@pytest.mark.exercise("2.3")
+@pytest.mark.parametrize("shape,axis,keepdims", LARGE_SUMS, ids=str)
+def test_sum_backward_alone_on_a_large_input(shape, axis, keepdims, exercise_seed, student):
+    """sum's rule for an input of over 600,000 numbers: one broadcast."""
+    (x,) = draw(exercise_seed, shape)
+    (upstream,) = draw(exercise_seed + 1, np.sum(x, axis=axis, keepdims=keepdims).shape)
+    assert_gradients(student.local_gradients("sum", [x], upstream, axis=axis, keepdims=keepdims),
+                     [sum_gradient(upstream, shape, axis, keepdims)], f"sum's rule on a large {shape} input over "
+                     f"axis {axis} ({'keepdims' if keepdims else 'axes dropped'})")
 
 
 @pytest.mark.exercise("2.3")

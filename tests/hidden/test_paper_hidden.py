@@ -211,11 +211,15 @@ def test_targets_on_seeded_sequences_of_other_lengths_and_widths(residual, exerc
     rng = rng_for(exercise_seed + int(residual), "4.1")
     for length in hidden_lengths(rng, 3, low=3, high=30):
         x, triggers = seeded_inputs(rng, int(rng.integers(1, 40)), length, int(rng.integers(4, 24)))
-        answer = student.make_targets(x, triggers, residual=residual)
-        report(answer["targets"], targets_reference(x, triggers, residual),
-               f"{'residual' if residual else 'single-layer'} targets on seeded sequences")
-        assert np.array_equal(answer["x_after"], x) and np.array_equal(answer["triggers_after"], triggers), (
-            "make_targets changed its inputs in place")
+        # the same triggers with tokens of any numbers, whose flags no longer say where the trigger is: the targets
+        # follow `triggers` (an answer that reads the trigger from the flags, as chapter 03's hand-built ReLU
+        # head does, is right only on the task's layout)
+        for tokens, layout in ((x, "the task's layout"), (rng.normal(size=x.shape), "tokens of any numbers")):
+            answer = student.make_targets(tokens, triggers, residual=residual)
+            report(answer["targets"], targets_reference(tokens, triggers, residual),
+                   f"{'residual' if residual else 'single-layer'} targets on seeded sequences ({layout})")
+            assert np.array_equal(answer["x_after"], tokens) and np.array_equal(answer["triggers_after"], triggers), (
+                "make_targets changed its inputs in place")
 
 
 # ----------------------------------------------------------------------

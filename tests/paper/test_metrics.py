@@ -385,17 +385,6 @@ def test_sink_share_refuses_a_threshold_outside_0_to_1(threshold):
         metrics.sink_share([_valid_weights()], threshold=threshold)
 
 
-@pytest.mark.parametrize("per_row, triggers", [
-    (np.ones((3, 16)), np.array([2, 3])),  # K6-15: 2-D per-row values (no head axis)
-    (np.ones((3, 1, 16)), np.array([2, 3])),  # 3 sequences, 2 triggers
-    (np.ones((2, 1, 4, 4)), np.array([2, 3])),  # the weights themselves, not one value per row
-])
-def test_at_non_trigger_rows_names_per_row_and_triggers_of_the_wrong_shape(per_row, triggers):
-    with pytest.raises(ValueError, match=rf"at_non_trigger_rows: per_row must have shape \(B, H, L\).*"
-                                         rf"got per_row of shape \({per_row.shape[0]}, "):
-        metrics.at_non_trigger_rows(per_row, triggers)
-
-
 @pytest.mark.parametrize("triggers, length, what", [  # K7-06: NumPy allocated np.arange(10**9) and a 10 GiB mask
     (np.array([2, 3, 4]), 10**9, r"the positions 0..L-1 of shape \(1000000000,\)"),
     (np.array([2]), 2**40, r"the positions 0..L-1 of shape \(1099511627776,\)"),

@@ -104,7 +104,7 @@ def non_trigger_rows_of(triggers: np.ndarray) -> np.ndarray:
 
 def bos_mass_min_at_non_trigger_rows(attention: np.ndarray, triggers: np.ndarray) -> float:
     """The smallest a_i0 over every head and non-trigger row of one layer's weights (B, H, L, L)."""
-    return float(attention[..., 0].transpose(0, 2, 1)[non_trigger_rows_of(triggers)].min())  # (B, L, H) -> (rows, H)
+    return float(np.where(non_trigger_rows_of(triggers)[:, None, :], attention[..., 0], np.inf).min())  # (B, H, L)
 
 
 def assert_averages_tokens_1_to_j_at_the_trigger_and_nothing_elsewhere(prediction, weights, x, triggers, what):
