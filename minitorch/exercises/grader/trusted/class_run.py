@@ -1,9 +1,7 @@
 """``python -m minitorch.exercises grade``: a folder of submissions graded in parallel into a gradebook.
 
-The exercises come from the instructor, never from a copy; the seed is a fresh secret one unless given. Both are
-recorded in the owner-only OUT/run.json before any student, and a resume with other settings is refused. Students
-graded already are kept unless their submission changed (--student and --regrade grade again). Ctrl-C, or a
-signal that would end the run, keeps the students finished and writes the gradebook from them.
+The exercises and the seed (a fresh secret one unless given) are recorded in the owner-only OUT/run.json before any
+student; a resume keeps them and the students graded, and refuses other settings. Ctrl-C keeps those finished.
 """
 
 from __future__ import annotations
@@ -16,16 +14,15 @@ import os
 import secrets
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from minitorch.exercises.grader.trusted import sandbox
-from minitorch.exercises.grader.trusted.gradebook import (
-    ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER, RUN_NAME, ensure_adjustments_file, feedback_folder, maximum_of,
-    private_folder, read_adjustments, read_run, refuse_unknown_students, write_gradebook, write_run)
-from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, results_json
+from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER, RUN_NAME,
+                                                          maximum_of, read_adjustments, read_run,
+                                                          refuse_unknown_students, write_gradebook, write_run)
+from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
 from minitorch.exercises.grader.trusted.libraries import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
@@ -36,9 +33,7 @@ from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
-    """(the exercise IDs to grade, where the choice came from): --only/--chapter, else --edition's manifest, else
-    every exercise."""
-    exercises = load_exercises(root)
+    """(the exercise IDs, where they came from): --only/--chapter, else --edition's manifest, else every one."""
     only = [part.strip() for part in args.only.split(",") if part.strip()]
     try:
         chapters = [int(part) for part in args.chapter.split(",") if part.strip()]
@@ -46,23 +41,21 @@ def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
         raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {args.chapter!r}") from None
     if (only or chapters) and args.edition:
         raise ExerciseError("choose the exercises with --only/--chapter or with --edition, not both")
+    exercises, source = load_exercises(root), "every exercise (no --only, --chapter or --edition)"
     if only or chapters:
-        return [exercise.id for exercise in select(exercises, only=only, chapters=chapters)], "--only/--chapter"
-    if args.edition:
+        exercises, source = select(exercises, only=only, chapters=chapters), "--only/--chapter"
+    elif args.edition:
         manifest = read_manifest_data(Path(args.edition))
         if manifest is None:
             raise ExerciseError(f"--edition {args.edition}: no minitorch/exercises/edition.json there; name the folder "
                                 f"of the student edition you made (python -m minitorch.exercises student-edition)")
-        return [exercise.id for exercise in select(exercises, only=manifest["handed_out"])], \
-            f"the edition {args.edition}"
-    return [exercise.id for exercise in exercises], "every exercise (no --only, --chapter or --edition)"
+        exercises, source = select(exercises, only=manifest["handed_out"]), f"the edition {args.edition}"
+    return [exercise.id for exercise in exercises], source
 
 
-def run_settings(args, root: Path, recorded: dict | None) -> tuple[dict, str]:
-    """This run's settings and where its exercises came from: without a choice of exercises a
-    recorded run's, without --exercise-seed the recorded seed, else a fresh secret one of 128 bits (never 0,
-    the public seed of the students' own runs)."""
-    recorded = recorded or {}
+def run_settings(args, root: Path, recorded: dict) -> tuple[dict, str]:
+    """(this run's settings, where its exercises came from): unless chosen, a recorded run's exercises and seed, else
+    a fresh secret seed of 128 bits (never 0, the public seed of the students' own runs)."""
     if args.only or args.chapter or args.edition:
         ids, source = chosen_exercises(args, root)
         edition = str(Path(args.edition).resolve()) if args.edition else ""
@@ -72,10 +65,8 @@ def run_settings(args, root: Path, recorded: dict | None) -> tuple[dict, str]:
     else:
         raise ExerciseError("name what you handed out: --edition YOUR_STUDENT_EDITION (or --only 3.1,3.2 or "
                             "--chapter 3); a copy cannot say which exercises count")
-    seed = args.exercise_seed
-    if seed is None:
-        seed = recorded["exercise_seed"] if isinstance(recorded.get("exercise_seed"), int) else \
-            2**128 + secrets.randbits(128)
+    seed = args.exercise_seed if args.exercise_seed is not None else recorded.get("exercise_seed")
+    seed = seed if isinstance(seed, int) else 2**128 + secrets.randbits(128)
     return {"exercise_seed": seed, "exercises": ids, "edition": edition, "timeout": args.timeout,
             "budget": args.budget}, source
 
@@ -83,24 +74,26 @@ def run_settings(args, root: Path, recorded: dict | None) -> tuple[dict, str]:
 def settings_differences(recorded: dict, wanted: dict) -> list[str]:
     """What differs between the run recorded in run.json and this one, in words (never the seeds themselves)."""
     differences = []
-    if recorded.get("exercise_seed", wanted["exercise_seed"]) != wanted["exercise_seed"]:
-        differences.append("another --exercise-seed than the one recorded in run.json")
-    for name, said in (("exercises", "exercises"), ("edition", "--edition"), ("grader_version", "grader"),
-                       ("timeout", "--timeout"), ("budget", "--budget")):
-        if recorded.get(name, wanted[name]) != wanted[name]:
-            differences.append(f"{said} {_in_words(wanted[name])} (recorded: {_in_words(recorded[name])})")
+    for name, option in (("exercises", "exercises"), ("edition", "--edition"), ("grader_version", "grader"),
+                         ("timeout", "--timeout"), ("budget", "--budget"), ("exercise_seed", "")):
+        if recorded.get(name, wanted[name]) == wanted[name]:
+            continue
+        if name == "exercise_seed":
+            differences.append("another --exercise-seed than the one recorded in run.json")
+        else:
+            differences.append(f"{option} {_in_words(wanted[name])} (recorded: {_in_words(recorded[name])})")
     return differences
 
 
 def _in_words(setting) -> str:
+    """A setting as an option writes it: "1.2, 2.2" for a list, 7 for 7.0, (none) for nothing."""
     if isinstance(setting, list):
         return ", ".join(setting)
-    return f"{setting:g}" if isinstance(setting, (int, float)) else setting or "(none)"
+    return f"{setting:g}" if isinstance(setting, float) else str(setting or "(none)")
 
 
 def submission_hashes(found: dict[str, Entry]) -> tuple[dict[str, Entry], dict[str, str]]:
-    """(the entries, each that cannot be read within the limits with its reason; {student: content hash}):
-    whatever goes wrong with one entry is that entry's reason not to be graded."""
+    """(the entries, each that cannot be read within the limits with its reason; {student: content hash})."""
     hashes, checked = {}, dict(found)
     for student, entry in found.items():
         try:
@@ -116,7 +109,7 @@ def submission_hashes(found: dict[str, Entry]) -> tuple[dict[str, Entry], dict[s
 def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], hashes: dict[str, str],
                       recorded_hashes: dict[str, str]) -> tuple[dict[str, Entry], list[str], list[str]]:
     """(the entries to grade, the students kept, those regraded because their submission changed)."""
-    complete = {student for student in found if is_complete(feedback_folder(out, student), ids)}
+    complete = {student for student in found if is_complete(out / FEEDBACK_FOLDER / student, ids)}
     if args.student:
         named = [name.strip() for part in args.student for name in part.split(",") if name.strip()]
         unknown = [name for name in named if name not in found]
@@ -129,6 +122,15 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
     changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
     kept = sorted(complete - set(changed))
     return {student: entry for student, entry in found.items() if student not in kept}, kept, changed
+
+
+def is_complete(out_dir: Path, exercise_ids) -> bool:
+    """True if out_dir/results.json is a finished grade of these exercises: a resume keeps it."""
+    try:
+        extra = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))["extra_data"]
+        return extra["complete"] and not extra.get("retry") and sorted(extra["exercises"]) == sorted(exercise_ids)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def grade_class(args, root: Path) -> int:
@@ -146,7 +148,7 @@ def grade_class(args, root: Path) -> int:
     if recorded is None and out.is_dir() and any(out.iterdir()):  # someone's own files: grading would replace them
         raise ExerciseError(f"--out {out} holds files and no {RUN_NAME} of an earlier grading, so they are not the "
                             f"grader's (grades.csv, summary.md there would be replaced); choose a new or empty folder")
-    record, source = run_settings(args, root, recorded)
+    record, source = run_settings(args, root, recorded or {})
     run = Run(record["exercises"], record["exercise_seed"], args.timeout, args.budget, sandbox.Isolation("none"), root)
     record["grader_version"] = run.version
     differences = settings_differences(recorded or {}, record)
@@ -165,41 +167,32 @@ def grade_class(args, root: Path) -> int:
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
     run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
-    _announce(args, out, run, source, (len(todo), len(found), kept, changed), recorded)
-    record.update(isolation=run.isolation.describe(), submissions={
-        student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
-        graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
-    write_run(out, record)  # before any student: a resume compares its settings with these
-    ensure_adjustments_file(out)
-    (out / FEEDBACK_FOLDER).mkdir(exist_ok=True)
-    (out / PRIVATE_FOLDER).mkdir(mode=0o700, exist_ok=True)  # the check logs quote the seed: yours only
-    return _grade_all(args, out, run, record, found, todo, hashes)
-
-
-def _announce(args, out: Path, run: Run, source: str, counts: tuple, recorded: dict | None) -> None:
-    """The first lines of a run: the isolation in force, who is graded on what, and where the seed is."""
-    todo, total, kept, changed = counts
     print(f"Isolation: {run.isolation.describe()}")
-    print(f"Grading {todo} of {total} students on exercises {', '.join(run.exercise_ids)} ({source}; {args.timeout:g} s "
-          f"per test, {args.budget:g} s per student, {args.jobs} at a time)" + (
+    print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(run.exercise_ids)} ({source}; "
+          f"{args.timeout:g} s per test, {args.budget:g} s per student, {args.jobs} at a time)" + (
               f"; keeping {len(kept)} already graded (--regrade grades everyone again, --student NAME one)" if kept
               else ""))
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}")
-    earlier = sorted(path.name for path in out.iterdir() if (path / "results.json").is_file())
-    if earlier:  # the grader once kept each student's folder, with the check log that quotes the seed, in OUT
-        print(f"Note: {out} holds {len(earlier)} student folders of an earlier layout ({shown(', '.join(earlier[:5]))})"
-              f", each with the check log that quotes the seed: this grader writes {out / FEEDBACK_FOLDER}/STUDENT "
-              f"(to hand back) and {out / PRIVATE_FOLDER}/STUDENT; remove the old ones")
-    if run.seed != (recorded or {}).get("exercise_seed"):
+    _say_which_seed(args, out, run.seed, recorded)
+    record.update(isolation=run.isolation.describe(), submissions={
+        student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
+        graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    write_run(out, record)  # before any student: a resume compares its settings with these
+    (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
+    os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only
+    return _grade_all(args, out, run, record, found, todo, hashes)
+
+
+def _say_which_seed(args, out: Path, seed: int, recorded: dict | None) -> None:
+    if seed != (recorded or {}).get("exercise_seed"):
         print(f"Exercise seed: {'yours (--exercise-seed)' if args.exercise_seed is not None else 'a fresh secret one'}"
               f", recorded in {out / RUN_NAME} (owner-only); the same command resumes with it")
     elif args.regrade:
         print(f"Exercise seed: the one recorded in {out / RUN_NAME}")
-    if run.seed == 0:
+    if seed == 0:
         print("WARNING: exercise seed 0 is the seed of the students' own test runs: they know every graded input. "
               "Leave --exercise-seed out for a fresh secret one.")
-    sys.stdout.flush()
 
 
 def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict, hashes: dict) -> int:
@@ -210,10 +203,10 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
 
     def grade(entry: Entry) -> dict:
-        private_folder(out, entry.student).mkdir(parents=True, exist_ok=True, mode=0o700)
-        return grade_submission(entry, feedback_folder(out, entry.student), run, scratch_root=scratch,
-                                log_file=private_folder(out, entry.student) / "check-log.txt",
-                                answers_file=private_folder(out, entry.student) / "answers.json")
+        private = out / PRIVATE_FOLDER / entry.student
+        private.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return grade_submission(entry, out / FEEDBACK_FOLDER / entry.student, run, scratch_root=scratch,
+                                log_file=private / "check-log.txt", answers_file=private / "answers.json")
     try:
         futures = {pool.submit(grade, entry): student for student, entry in todo.items()}
         for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
@@ -233,7 +226,7 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
             print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
                   + (f"  ({shown('; '.join(flags))})" if flags else "") + f"   {_minutes(elapsed)} elapsed, about "
                   f"{_minutes(elapsed / done * (len(todo) - done))} left", flush=True)
-    except KeyboardInterrupt:  # (the command line turns SIGTERM, SIGHUP, ... into this, and exits with its code)
+    except KeyboardInterrupt:  # (the command line turns SIGTERM, SIGHUP, ... into this, and exits with their code)
         for number in (signal.SIGINT, *STOPPING_SIGNALS):  # a second signal must not cut the clean-up short
             signal.signal(number, signal.SIG_IGN)
         pool.shutdown(wait=False, cancel_futures=True)
@@ -248,11 +241,9 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch, ignore_errors=True)
     rows = write_gradebook(out, run.exercise_ids, record, found, run.grader_root)
-    print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in the gradebook): "
-          f"{out / 'grades.csv'} (with your {out / ADJUSTMENTS_NAME}), {out / 'summary.md'}, {out / 'similarity.md'} "
-          f"(answers students share); to hand back, one folder per student in {out / FEEDBACK_FOLDER} (feedback.md, "
-          f"results.json); for you only, {out / PRIVATE_FOLDER} (the check logs, with the full failures on the "
-          f"hidden inputs)")
+    print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in {out}: grades.csv "
+          f"with your {ADJUSTMENTS_NAME}, summary.md, similarity.md); hand back each student's folder of "
+          f"{out / FEEDBACK_FOLDER}; {out / PRIVATE_FOLDER} (the full failures, on the hidden inputs) is yours only")
     if failed:
         print(f"NOT graded (run again to retry): {', '.join(failed)}")
     return 1 if failed else 0
@@ -269,7 +260,7 @@ def write_failure_row(out: Path, entry: Entry, run: Run, why: str) -> None:
                           f"not graded: the grader failed ({why}); run the command again", entry=entry)
     graded["extra_data"]["retry"] = True
     try:
-        feedback_folder(out, entry.student).mkdir(parents=True, exist_ok=True)
-        write_atomically(feedback_folder(out, entry.student) / "results.json", json.dumps(graded, indent=1) + "\n")
+        (out / FEEDBACK_FOLDER / entry.student).mkdir(parents=True, exist_ok=True)
+        write_atomically(out / FEEDBACK_FOLDER / entry.student / "results.json", json.dumps(graded, indent=1) + "\n")
     except Exception:  # (the reason it failed may well be the reason this fails)
         pass

@@ -32,14 +32,6 @@ FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "
                  "too large", "helper outside the function", "refused", "not graded")
 
 
-def feedback_folder(out: Path, student: str) -> Path:
-    return Path(out) / FEEDBACK_FOLDER / student
-
-
-def private_folder(out: Path, student: str) -> Path:
-    return Path(out) / PRIVATE_FOLDER / student
-
-
 def points(value: float) -> str:
     """Points as the gradebook writes them: up to 6 decimals, no trailing zeros (2, 1.5, 0.666667)."""
     return f"{value:.6f}".rstrip("0").rstrip(".")
@@ -131,12 +123,13 @@ def read_run(out: Path) -> dict | None:
 
 @dataclass
 class Adjustment:
-    """The instructor's changes to one student's autograded total (their rows of adjustments.csv)."""
+    """The instructor's changes to one student's autograded total: the sum of their rows of adjustments.csv."""
 
     points: float = 0.0  # added
     penalty_points: float = 0.0  # taken off
     penalty_share: float = 0.0  # taken off, as a share of the autograded total (0.1 for "10%")
     comments: list[str] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # its rows in adjustments.csv
 
     def late_penalty(self, autograded: float) -> float:
         return round(self.penalty_points + self.penalty_share * autograded, 6)
@@ -146,23 +139,17 @@ class Adjustment:
         return max(0.0, round(autograded + self.points - self.late_penalty(autograded), 6))
 
 
-def ensure_adjustments_file(out: Path) -> None:
-    """OUT/adjustments.csv with its header, only if it does not exist: the instructor's file is never rewritten."""
-    if not (Path(out) / ADJUSTMENTS_NAME).exists():
-        write_atomically(Path(out) / ADJUSTMENTS_NAME, ",".join(ADJUSTMENT_COLUMNS) + "\n")
-
-
 def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjustment]:
     """Student -> Adjustment from OUT/adjustments.csv, one row per change: `points` added (negative to take off),
     `late_penalty` taken off in points ("1.5") or as a share ("10%"). ExerciseError naming the line of a cell that
-    is not a number, or of a row (or a student's rows together) beyond the assignment's `maximum`: a typo."""
+    is not a number, or the rows of a student's changes beyond the assignment's `maximum`: a typo."""
     path = Path(out) / ADJUSTMENTS_NAME
     if not path.exists():
         return {}
     columns, rows = _strict_csv(_read(path, "CSV", "save it as CSV UTF-8"), path)
     if not {"student", "points", "late_penalty"} <= set(columns):
         raise ExerciseError(f"{path}: the header should read {','.join(ADJUSTMENT_COLUMNS)}")
-    found: dict[str, list[tuple[int, Adjustment]]] = {}
+    found: dict[str, Adjustment] = {}
     for row, line in rows:
         student, where = (row.get("student") or "").strip(), f"{path}, line {line}"
         penalty, comment = (row.get("late_penalty") or "").strip(), (row.get("comment") or "").strip()
@@ -173,25 +160,22 @@ def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjus
                                 f"double quotes")
         if penalty.startswith("-"):
             raise ExerciseError(f"{where}: late_penalty {penalty!r} is negative; a bonus goes in points")
-        share = _number(penalty[:-1], where, "late_penalty") / 100 if penalty.endswith("%") else 0.0
-        taken = 0.0 if penalty.endswith("%") else _number(penalty, where, "late_penalty")
-        adjustment = Adjustment(_number(row.get("points"), where, "points"), taken, share, [comment] if comment else [])
-        _refuse_beyond(adjustment, maximum, where)
-        found.setdefault(student, []).append((line, adjustment))
-    adjustments = {}
-    for student, changes in found.items():
-        adjustments[student] = Adjustment(*(math.fsum(getattr(change, name) for _, change in changes) for name in
-                                            ("points", "penalty_points", "penalty_share")),
-                                          [comment for _, change in changes for comment in change.comments])
-        if len(changes) > 1:
-            _refuse_beyond(adjustments[student], maximum, f"{path}, lines {', '.join(str(n) for n, _ in changes)} "
-                                                          f"(together, for {student})")
-    return adjustments
+        adjustment = found.setdefault(student, Adjustment())
+        adjustment.points += _number(row.get("points"), where, "points")
+        if penalty.endswith("%"):
+            adjustment.penalty_share += _number(penalty[:-1], where, "late_penalty") / 100
+        else:
+            adjustment.penalty_points += _number(penalty, where, "late_penalty")
+        adjustment.comments += [comment] if comment else []
+        adjustment.lines.append(line)
+    for student, adjustment in found.items():
+        if maximum is not None:
+            _refuse_beyond(adjustment, maximum, f"{path}, line {adjustment.lines[0]}" if len(adjustment.lines) == 1
+                           else f"{path}, lines {', '.join(map(str, adjustment.lines))} (together, for {student})")
+    return found
 
 
-def _refuse_beyond(adjustment: Adjustment, maximum: float | None, where: str) -> None:
-    if maximum is None:
-        return
+def _refuse_beyond(adjustment: Adjustment, maximum: float, where: str) -> None:
     typo = f"is more than the assignment's {points(maximum)} points; a typo?"
     if abs(adjustment.points) > maximum + 1e-9:
         raise ExerciseError(f"{where}: points {points(adjustment.points)} {typo} (an adjustment adds or takes off at "
@@ -306,7 +290,8 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     """grades.csv, summary.md and (unless not `compare_answers`) similarity.md, from the students' files in OUT and
     adjustments.csv; the answers are also compared with the functions of the book at `grader_root`, if given."""
     out = Path(out)
-    ensure_adjustments_file(out)
+    if not (out / ADJUSTMENTS_NAME).exists():  # created with its header; the instructor's file is never rewritten
+        write_atomically(out / ADJUSTMENTS_NAME, ",".join(ADJUSTMENT_COLUMNS) + "\n")
     adjustments = read_adjustments(out, maximum_of(exercise_ids))
     rows = class_rows(out, students)
     write_atomically(out / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
@@ -315,7 +300,7 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
         answers = {}
         for student in (row["extra_data"]["student"] for row in rows):
             try:
-                answers[student] = dict(json.loads((private_folder(out, student) / "answers.json").read_text()))
+                answers[student] = dict(json.loads((out / PRIVATE_FOLDER / student / "answers.json").read_text()))
             except (OSError, ValueError, TypeError):
                 continue
         fingerprinted = any(isinstance(event, dict) and event.get("fingerprint") for found in answers.values()
