@@ -255,7 +255,7 @@ def exercise_statistics(rows: list[dict], exercise_ids) -> dict[str, dict]:
     return statistics
 
 
-def summary_markdown(rows: list[dict], exercise_ids, run: dict, adjustments: dict | None = None) -> str:
+def summary_markdown(rows: list[dict], exercise_ids, run: dict) -> str:
     """The class at a glance, for the instructor. It names no seed (that is in run.json only)."""
     totals = [row["score"] for row in rows if row["extra_data"]["graded"]]
     lines = [f"# Grades of {len(rows)} students", "",
@@ -278,10 +278,6 @@ def summary_markdown(rows: list[dict], exercise_ids, run: dict, adjustments: dic
     flagged = [row["extra_data"] for row in rows if row["extra_data"]["flags"]]
     lines += ["", "## Flags", ""] if flagged else []
     lines += [f"- {in_markdown(extra['student'])}: {in_markdown('; '.join(extra['flags']))}" for extra in flagged]
-    unknown = sorted(set(adjustments or {}) - {row["extra_data"]["student"] for row in rows})
-    if unknown:
-        lines += ["", f"{ADJUSTMENTS_NAME} names students with no grade here (a typo?): "
-                      f"{', '.join(map(in_markdown, unknown))}"]
     return "\n".join(lines) + "\n"
 
 
@@ -295,7 +291,7 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     adjustments = read_adjustments(out, maximum_of(exercise_ids))
     rows = class_rows(out, students)
     write_atomically(out / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
-    write_atomically(out / "summary.md", summary_markdown(rows, exercise_ids, run, adjustments))
+    write_atomically(out / "summary.md", summary_markdown(rows, exercise_ids, run))
     if compare_answers:
         answers = {}
         for student in (row["extra_data"]["student"] for row in rows):
@@ -339,14 +335,11 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     for student in totals:
         for name in (student, (entries or {}).get(student, student)):
             names.setdefault(_without_zip(name), student)
-    graded: dict[int, str] = {}  # id(roster row) -> its student
-    for row in roster:
-        student = names.get(_without_zip((row.get("submission") or "").strip()))
-        if student in graded.values():
-            raise ExerciseError(f"{roster_path}: the submission of {student!r} is in two rows; each student has one")
-        if student:
-            graded[id(row)] = student
-    unlisted = sorted(set(totals) - set(graded.values()))
+    matched = [names.get(_without_zip((row.get("submission") or "").strip())) for row in roster]  # row -> student
+    twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
+    if twice:
+        raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")
+    unlisted = sorted(set(totals) - set(matched))
     if unlisted and not leave_out_unlisted:
         raise ExerciseError(f"{roster_path}: no roster row for {len(unlisted)} graded submission(s):\n" +
                             "".join(f"  {shown(student)}\n" for student in unlisted) + "add them to its submission "
@@ -355,9 +348,9 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow([*CANVAS_COLUMNS, assignment])
-    for row in roster:
-        writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(graded.get(id(row)), "")])
-    return text.getvalue(), [row["Student"] for row in roster if id(row) not in graded], unlisted
+    for row, student in zip(roster, matched):
+        writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(student, "")])
+    return text.getvalue(), [row["Student"] for row, student in zip(roster, matched) if student is None], unlisted
 
 
 def _without_zip(name: str) -> str:

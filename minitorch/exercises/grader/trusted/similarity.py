@@ -1,9 +1,7 @@
 """Copying made visible: answers the same up to names, formatting and comments (chapter 11, similarity.md).
 
-An answer's *fingerprint* hashes its function's syntax tree without docstrings, bare strings, annotations and
-decorators, each name the function binds (its parameters, variables, nested functions) renamed in order of first
-appearance; library names, attributes, keywords and constants stay. The book's own functions are fingerprinted
-the same way (`known_sources`). Nothing leaves the machine.
+An answer's *fingerprint* hashes its function's syntax tree without docstrings, annotations and decorators, each name
+the function binds renamed in order of first appearance; library names, attributes, keywords and constants stay.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ NAME_FIELDS = {ast.Name: "id", ast.arg: "arg", ast.FunctionDef: "name", ast.Asyn
 def fingerprint(source) -> dict | None:
     """{"fingerprint": hex, "nodes": n} of the first function `source` defines; None beyond the limits."""
     function = _function_in(source)
-    return None if function is None else _fingerprint_of(function)
+    return None if function is None else _fingerdigestof(function)
 
 
 def answer_event(exercise_id: str, source) -> dict:
@@ -50,7 +48,7 @@ def _function_in(source) -> ast.FunctionDef | None:
     return next((node for node in tree.body if isinstance(node, FUNCTIONS)), None)
 
 
-def _fingerprint_of(function: ast.FunctionDef) -> dict:
+def _fingerdigestof(function: ast.FunctionDef) -> dict:
     """The tree written out breadth first (no recursion, however deep it is), then hashed."""
     for node in ast.walk(function):  # what does not change the answer goes
         for field, value in ast.iter_fields(node):
@@ -111,7 +109,7 @@ def known_sources(grader_root: Path) -> dict[str, str]:
             continue
         for node in [node for node in ast.walk(tree) if isinstance(node, FUNCTIONS)]:
             reference = (where, node.name) in references and node in tree.body
-            found = _fingerprint_of(node)["fingerprint"]
+            found = _fingerdigestof(node)["fingerprint"]
             if reference or found not in known:
                 known[found] = f"{where}: {node.name}" + (" (the reference answer)" if reference else "")
     return known
@@ -124,12 +122,12 @@ def shared_answers(answers: dict[str, dict], exercise_ids, known: dict[str, str]
     for exercise_id in sorted(exercise_ids, key=sort_key):
         groups, sizes = {}, {}
         for student, found in sorted(answers.items()):
-            print_ = (found.get(exercise_id) or {}).get("fingerprint")
-            if print_:
-                groups.setdefault(print_, []).append(student)
-                sizes[print_] = int(found[exercise_id].get("nodes", 0))
-        rows += [{"exercise": exercise_id, "students": students, "nodes": sizes[print_], "known": known.get(print_, "")}
-                 for print_, students in groups.items() if len(students) > 1 or print_ in known]
+            digest = (found.get(exercise_id) or {}).get("fingerprint")
+            if digest:
+                groups.setdefault(digest, []).append(student)
+                sizes[digest] = int(found[exercise_id].get("nodes", 0))
+        rows += [{"exercise": exercise_id, "students": students, "nodes": sizes[digest], "known": known.get(digest, "")}
+                 for digest, students in groups.items() if len(students) > 1 or digest in known]
     return sorted(rows, key=lambda row: (sort_key(row["exercise"]), -len(row["students"]), row["students"]))
 
 
@@ -139,12 +137,11 @@ def similarity_markdown(answers: dict[str, dict], exercise_ids, known: dict[str,
     unreadable = sum((found.get(exercise_id) or {}).get("fingerprint", "") is None
                      for found in answers.values() for exercise_id in exercise_ids)
     lines = ["# Answers students share, or that are the book's own", "",
-             f"Per exercise, the students whose functions are the same once comments, docstrings, formatting and "
-             f"every name the function binds are set aside, and the answers that are the same as a function of the "
-             f"book (its reference answer, or any function of its library, tests or chapters). {len(answers)} "
-             f"students compared. The same answer is not proof of copying: an exercise has few ways to be written, "
-             f"and a group of answers shorter than {SHORT} syntax nodes is counted, not named. Read the copies side "
-             f"by side before you decide.", ""]
+             f"Per exercise, the students whose functions are the same up to comments, docstrings, formatting and the "
+             f"names they bind, and the answers the same as a function of the book. {len(answers)} students compared. "
+             f"The same answer is not proof of copying: an exercise has few ways to be written, and a group of "
+             f"answers shorter than {SHORT} syntax nodes is counted, not named. Read the copies before you decide.",
+             ""]
     if not rows:
         lines.append("No two students share an answer, and no answer is the same as a function of the book.")
     else:
