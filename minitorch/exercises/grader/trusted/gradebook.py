@@ -22,6 +22,7 @@ from pathlib import Path
 from minitorch.exercises.registry import EXERCISES, ExerciseError, sort_key
 from minitorch.exercises.grader.trusted import similarity
 from minitorch.exercises.grader.trusted.student_text import csv_cell, in_markdown, shown
+from minitorch.exercises.grader.trusted.submissions import student_of
 from minitorch.outputs import write_atomically
 
 FEEDBACK_FOLDER, PRIVATE_FOLDER = "feedback", "private"
@@ -334,8 +335,8 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     names = {}  # what a roster's submission cell may say -> the student
     for student in totals:
         for name in (student, (entries or {}).get(student, student)):
-            names.setdefault(_without_zip(name), student)
-    matched = [names.get(_without_zip((row.get("submission") or "").strip())) for row in roster]  # row -> student
+            names.setdefault(student_of(name), student)
+    matched = [names.get(student_of((row.get("submission") or "").strip())) for row in roster]  # row -> student
     twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
     if twice:
         raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")
@@ -351,7 +352,3 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     for row, student in zip(roster, matched):
         writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(student, "")])
     return text.getvalue(), [row["Student"] for row, student in zip(roster, matched) if student is None], unlisted
-
-
-def _without_zip(name: str) -> str:
-    return name[:-4] if name.lower().endswith(".zip") else name

@@ -22,6 +22,7 @@ MAX_DEPTH = 64  # folders inside one another (the project nests 4)
 MAX_NAME_BYTES = 200  # a student's ID names their folders in the gradebook (at most 255 bytes)
 OS_LITTER = ("__MACOSX", ".DS_Store")  # what macOS leaves beside the copies: no student
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes
+ONLY_THE_COPY = "submit your copy of the project only, without data or caches"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +41,9 @@ def entries(folder: Path) -> dict[str, Entry]:
     if not folder.is_dir():
         raise ExerciseError(f"{folder} is not a folder of submissions")
     paths = [path for path in sorted(folder.iterdir()) if path.name not in OS_LITTER or path.is_symlink()]
-    natural, found = {_student_of(path) for path in paths}, {}
+    natural, found = {student_of(path.name) for path in paths}, {}
     for path in paths:
-        student, note = _safe_student(_student_of(path), natural | set(found))
+        student, note = _safe_student(student_of(path.name), natural | set(found))
         if student in found:  # bob/ and bob.zip: neither is chosen silently
             found[student] = dataclasses.replace(found[student], problem=f"{student} has both a folder and a .zip "
                                                                          f"in {shown(folder.name)}/; keep one")
@@ -53,8 +54,9 @@ def entries(folder: Path) -> dict[str, Entry]:
     return found
 
 
-def _student_of(path: Path) -> str:
-    return path.name[:-4] if path.name.lower().endswith(".zip") else path.name
+def student_of(name: str) -> str:
+    """The student an entry's name (or a roster's) names: the name without .zip."""
+    return name[:-4] if name.lower().endswith(".zip") else name
 
 
 def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
@@ -87,7 +89,7 @@ def _problem(path: Path) -> str:
         return ""
     if stat.S_ISREG(mode):
         return "the entry is a file, not a folder or a .zip of the copy"
-    kind = {stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket"}.get(stat.S_IFMT(mode), "a device")
+    kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket or a device"
     return f"the entry is {kind}, not a folder or a .zip of the copy (it was not opened)"
 
 
@@ -98,17 +100,18 @@ def unpack(archive: Path, dest: Path) -> None:
             members, unpacked = opened.infolist(), set()
             size = sum(member.file_size for member in members)
             if len(members) > MAX_FILES or size > MAX_UNPACKED_BYTES:
-                raise ExerciseError(f"would unpack to {len(members):,} files and {size / 2**20:,.0f} MiB; a copy of "
-                                    f"the project is a few MiB (at most {MAX_FILES:,} files and "
-                                    f"{MAX_UNPACKED_BYTES >> 20:,} MiB are unpacked): leave out data and caches")
+                raise ExerciseError(f"would unpack to {len(members):,} files and {size / 2**20:,.0f} MiB (at most "
+                                    f"{MAX_FILES:,} and {MAX_UNPACKED_BYTES >> 20:,} MiB); {ONLY_THE_COPY}")
             for member in members:
                 _check_member(member, Path(dest), unpacked)
             opened.extractall(dest)
     except ExerciseError as error:
         raise ExerciseError(f"{shown(archive.name)} {error}") from None
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:
+    except zipfile.BadZipFile as error:
+        raise ExerciseError(f"{shown(archive.name)} is not a readable .zip ({shown(error)})") from None
+    except (OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:  # (an odd compression, ...)
         raise ExerciseError(f"{shown(archive.name)} could not be unpacked ({type(error).__name__}: "
-                            f"{shown(error)})") from None  # (corrupt, an odd compression)
+                            f"{shown(error)})") from None
 
 
 def _check_member(member: zipfile.ZipInfo, dest: Path, unpacked: set[str]) -> None:
@@ -118,17 +121,16 @@ def _check_member(member: zipfile.ZipInfo, dest: Path, unpacked: set[str]) -> No
     path = "/".join(part for part in member.filename.split("/") if part not in ("", ".", ".."))  # as unpacked
     if len(Path(member.filename).parts) > MAX_DEPTH:
         raise ExerciseError(f"holds folders nested {len(Path(member.filename).parts) - 1} deep ({name[:120]}...); "
-                            f"the project nests a few: at most {MAX_DEPTH} are read. Zip your copy of the project only")
+                            f"at most {MAX_DEPTH} are read: {ONLY_THE_COPY}")
     if member.flag_bits & 0x1:  # (zip's "encrypted" bit)
         raise ExerciseError(f"is password-protected ({name}); zip the copy again without a password")
-    if kind == stat.S_IFLNK or kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
         what = "a symbolic link" if kind == stat.S_IFLNK else "a special file"
         raise ExerciseError(f"holds {what} ({name}); the grader reads only regular files: zip the files themselves")
     if not (dest / member.filename).resolve().is_relative_to(dest.resolve()):
         raise ExerciseError(f"holds the member {name!r}, which would unpack outside its folder")
     if path in unpacked:
-        raise ExerciseError(f"holds {shown(path)} twice (as {name} and another spelling); which one is the copy to "
-                            f"grade is not clear: zip one copy of each file")
+        raise ExerciseError(f"holds {shown(path)} twice (as {name} and another spelling): zip one copy of each file")
     unpacked.add(path)
 
 
@@ -144,10 +146,10 @@ def find_project(folder: Path, shown_as: str = "") -> Path:
             raise ExerciseError(f"{name} holds {len(inside)} copies of the project "
                                 f"({', '.join(shown(path.name) for path in inside[:5])}); submit one")
         if not inside:
-            listing = ", ".join(shown(path.name) + "/" * path.is_dir() for path in sorted(folder.iterdir())[:10])
+            found = ", ".join(shown(path.name) + "/" * path.is_dir() for path in sorted(folder.iterdir())[:10])
             raise ExerciseError(f"{name} holds no minitorch/ folder, neither at its top nor one level down (found: "
-                                f"{listing or 'nothing'}); submit the folder of your copy (the one with minitorch/ "
-                                f"and tests/), or a .zip of it")
+                                f"{found or 'nothing'}); submit the folder of your copy (the one with minitorch/ and "
+                                f"tests/), or a .zip of it")
         project = inside[0]
     inside = [project / "minitorch", project / "tests", *_walk(project / "minitorch", name),
               *_walk(project / "tests", name)]
@@ -172,16 +174,14 @@ def _walk(folder: Path, shown_as: str, skipped=()):
         for child in children:
             count += 1
             if count > MAX_FILES:
-                raise ExerciseError(f"{shown_as} holds more than {MAX_FILES:,} files and folders; a copy of the "
-                                    f"project holds a few hundred: submit your copy of the project only")
+                raise ExerciseError(f"{shown_as} holds more than {MAX_FILES:,} files and folders; {ONLY_THE_COPY}")
             is_folder = child.is_dir(follow_symlinks=False)
             if is_folder and skipped and (child.name in skipped or os.path.isfile(Path(child.path, "pyvenv.cfg"))):
                 continue
             yield Path(child.path)
             if is_folder and depth >= MAX_DEPTH:
                 raise ExerciseError(f"{shown_as} holds folders nested more than {MAX_DEPTH} deep "
-                                    f"({shown(os.path.relpath(child.path, folder))[:120]}...); the project nests a "
-                                    f"few: submit your copy of the project only")
+                                    f"({shown(os.path.relpath(child.path, folder))[:120]}...); {ONLY_THE_COPY}")
             if is_folder:
                 waiting.append((Path(child.path), depth + 1))
 
@@ -203,8 +203,8 @@ def content_hash(entry: Entry) -> str:
         elif stat.S_ISREG(status.st_mode):
             total += status.st_size
             if total > MAX_UNPACKED_BYTES:
-                raise ExerciseError(f"{shown(top.name)} holds more than {MAX_UNPACKED_BYTES >> 20:,} MiB of files; a "
-                                    f"copy of the project is a few MiB: leave out data and caches")
+                raise ExerciseError(f"{shown(top.name)} holds more than {MAX_UNPACKED_BYTES >> 20:,} MiB of files; "
+                                    f"{ONLY_THE_COPY}")
             try:
                 with open(path, "rb") as file:
                     for block in iter(lambda: file.read(1 << 20), b""):
