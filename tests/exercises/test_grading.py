@@ -1038,6 +1038,16 @@ def test_entries_named_like_the_gradebooks_files_hidden_or_deep_each_get_a_row(f
     assert (out / "adjustments.csv").read_text() == "student,points,late_penalty,comment\n"
 
 
+def test_a_gradebook_of_the_earlier_layout_is_named_so_its_check_logs_are_not_handed_back(fake_class):
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    (out / "ann").mkdir()  # as the grader wrote it before: OUT/STUDENT/results.json, check-log.txt beside it
+    (out / "ann" / "results.json").write_text("{}")
+    status, printed = run("--regrade")
+    assert status == 0 and "holds 1 student folders of an earlier layout (ann)" in printed, printed
+    assert set(grades_of(out)) == {"ann", "bob", "cat"}
+
+
 def test_an_adjustment_for_a_student_not_in_the_class_stops_the_run_naming_them(fake_class):
     """A row for `summary.md` (graded as summary.md-submission) or `kim.zip` would otherwise be lost."""
     submissions, out, fake, run = fake_class

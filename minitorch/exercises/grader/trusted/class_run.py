@@ -174,7 +174,7 @@ def grade_class(args, root: Path) -> int:
               else ""))
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}")
-    _say_which_seed(args, out, run.seed, recorded)
+    _notes(args, out, run.seed, recorded)
     record.update(isolation=run.isolation.describe(), submissions={
         student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
@@ -184,7 +184,13 @@ def grade_class(args, root: Path) -> int:
     return _grade_all(args, out, run, record, found, todo, hashes)
 
 
-def _say_which_seed(args, out: Path, seed: int, recorded: dict | None) -> None:
+def _notes(args, out: Path, seed: int, recorded: dict | None) -> None:
+    """Which seed grades, and the student folders an earlier grader left in OUT (their check logs quote its seed)."""
+    earlier = sorted(shown(path.name) for path in out.iterdir() if (path / "results.json").is_file())
+    if earlier:
+        print(f"Note: {out} holds {len(earlier)} student folders of an earlier layout ({', '.join(earlier[:5])}"
+              f"{', ...' if len(earlier) > 5 else ''}), each with the check log that quotes the seed: this grader "
+              f"writes {out / FEEDBACK_FOLDER}/STUDENT (to hand back) and {out / PRIVATE_FOLDER}/STUDENT; remove them")
     if seed != (recorded or {}).get("exercise_seed"):
         print(f"Exercise seed: {'yours (--exercise-seed)' if args.exercise_seed is not None else 'a fresh secret one'}"
               f", recorded in {out / RUN_NAME} (owner-only); the same command resumes with it")
