@@ -123,7 +123,8 @@ def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: 
                "--color=no", "-o", "console_output_style=classic", f"--rootdir={grader_root}",
                f"--minitorch-root={grader_root}", "-m", f"not slow and ({markers})", *extra,
                *graded_test_files(grader_root, exercise_ids)]
-    env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "CONDA_PREFIX") if key in os.environ}
+    kept = ("PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "CONDA_PREFIX")
+    env = {key: os.environ[key] for key in kept if key in os.environ}
     env.update(PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", HOME=str(log.parent), TMPDIR=str(log.parent),
                PYTHONIOENCODING="utf-8", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", OMP_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **environment)  # (one core for a student's requests)
@@ -201,7 +202,8 @@ def _check(run: Run, report: StudentFiles, folder: Path) -> tuple[dict, dict, st
     watch = sandbox.MachineWatch()
     status = _run_pytest(run.grader_root, run.exercise_ids, [], {
         "MINITORCH_GRADING_PLAN": str(private / "plan.json"), "MINITORCH_EXERCISE_SEED": str(run.seed),
-        "MINITORCH_GRADING_RECORD": str(private / "record.jsonl"), "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"},
+        "MINITORCH_GRADING_RECORD": str(private / "record.jsonl"),
+        "MINITORCH_TEST_TIMEOUT": f"{run.timeout * 3 + 60:g}"},
         private / "log.txt", patience=run.budget + CHECK_PROCESS_MARGIN, run=run)
     if uid is not None:
         sandbox.kill_users(uid, sandbox.UID_BLOCK)
