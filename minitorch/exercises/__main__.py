@@ -339,7 +339,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = ROOT
     if args.command in ("grade", "canvas-csv"):
-        from minitorch.exercises.grader.trusted.grade_command import grade_class
+        from minitorch.exercises.grader.trusted.class_run import grade_class
         try:
             if args.command == "grade":
                 check_readable(Path(args.submissions), args.submissions, "SUBMISSIONS", ExerciseError)

@@ -1,4 +1,4 @@
-"""Specification of the class grader (minitorch/exercises/grader/trusted/grading.py, gradebook.py, grade_command.py).
+"""Specification of the class grader (minitorch/exercises/grader/trusted/grading.py, gradebook.py, class_run.py).
 
 Fast tests check the results (exact points, no seed, kinds and flags, the exercises that count) and the
 conftest's per-test timeout, manifest and --scoreboard-json options on the tiny project of
@@ -225,7 +225,7 @@ def test_feedback_says_the_kind_and_the_tests_reason_never_what_the_code_raised_
 
 
 def test_a_tests_own_reason_is_its_docstrings_first_paragraph_else_its_name_in_words(tmp_path):
-    from minitorch.exercises.grader.trusted import reasons
+    from minitorch.exercises.grader.trusted.student_text import reason_of
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text(textwrap.dedent('''\
@@ -240,9 +240,9 @@ def test_a_tests_own_reason_is_its_docstrings_first_paragraph_else_its_name_in_w
 
                 Details a student need not read."""
         '''))
-    found = reasons.test_reasons(tmp_path, ["tests/test_x.py::test_rows_sum_to_one[5]",
-                                            "tests/test_x.py::TestAttention::test_future_keys",
-                                            "tests/missing.py::test_gone"])
+    found = {nodeid: reason_of(tmp_path, nodeid) for nodeid in ["tests/test_x.py::test_rows_sum_to_one[5]",
+                                                                 "tests/test_x.py::TestAttention::test_future_keys",
+                                                                 "tests/missing.py::test_gone"]}
     assert found == {"tests/test_x.py::test_rows_sum_to_one[5]": "rows sum to one",
                      "tests/test_x.py::TestAttention::test_future_keys": "Every future key gets exactly zero weight.",
                      "tests/missing.py::test_gone": "gone"}
@@ -270,7 +270,7 @@ def test_a_copy_without_the_editions_manifest_is_flagged():
 
 
 def test_the_exercises_that_count_come_from_the_instructor_never_from_a_students_copy(tmp_path):
-    from minitorch.exercises.grader.trusted.grade_command import chosen_exercises
+    from minitorch.exercises.grader.trusted.class_run import chosen_exercises
 
     class Options:
         only, chapter, edition = "", "", ""
@@ -848,15 +848,16 @@ class FakeGrader:
 def fake_class(tmp_path, monkeypatch):
     """(SUBMISSIONS with ann, bob and cat, OUT, the fake grader, run(*options) -> (exit status, printed))."""
     from minitorch.exercises import __main__ as exercises_cli
-    from minitorch.exercises.grader.trusted import grade_command
+    from minitorch.exercises.grader.trusted import class_run
+    from minitorch.tools.commands import run_command
 
     submissions = tmp_path / "submissions"
     for student in ("ann", "bob", "cat"):
         (submissions / student / "minitorch").mkdir(parents=True)
         (submissions / student / "minitorch" / "ops.py").write_text(f"# {student}'s copy\n")
     fake = FakeGrader()
-    monkeypatch.setattr(grade_command, "grade_submission", fake)
-    monkeypatch.setattr(grade_command.sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))
+    monkeypatch.setattr(class_run, "grade_submission", fake)
+    monkeypatch.setattr(class_run.sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))
     monkeypatch.setattr(grading, "grader_version", lambda root: "v1")
     out = tmp_path / "out"
 
@@ -865,7 +866,7 @@ def fake_class(tmp_path, monkeypatch):
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             try:
-                status = exercises_cli.main(["grade", str(submissions), "--out", str(out), *options])
+                status = run_command(exercises_cli.main, ["grade", str(submissions), "--out", str(out), *options])
             except SystemExit as exit:
                 status = exit.code
         return status, printed.getvalue()
@@ -994,7 +995,7 @@ def test_an_adjustment_beyond_the_assignments_maximum_is_refused_naming_its_row(
 
 def test_an_entry_the_grader_fails_on_gets_a_row_saying_so_the_class_goes_on_and_the_next_run_retries(
         fake_class, monkeypatch):
-    from minitorch.exercises.grader.trusted import grade_command
+    from minitorch.exercises.grader.trusted import class_run
     submissions, out, fake, run = fake_class
 
     def fails_on_bob(entry, *arguments, **options):
@@ -1002,12 +1003,12 @@ def test_an_entry_the_grader_fails_on_gets_a_row_saying_so_the_class_goes_on_and
             raise RecursionError("maximum recursion depth exceeded")
         return fake(entry, *arguments, **options)
 
-    monkeypatch.setattr(grade_command, "grade_submission", fails_on_bob)
+    monkeypatch.setattr(class_run, "grade_submission", fails_on_bob)
     status, printed = run("--only", ",".join(ONE))
     assert status == 1 and "bob: NOT GRADED, the grader failed: RecursionError" in printed, printed
     rows = grades_of(out)
     assert set(rows) == {"ann", "bob", "cat"} and "the grader failed" in rows["bob"]["flags"], rows
-    monkeypatch.setattr(grade_command, "grade_submission", fake)
+    monkeypatch.setattr(class_run, "grade_submission", fake)
     fake.graded.clear()
     status, printed = run()
     assert status == 0 and [student for student, _ in fake.graded] == ["bob"], printed
@@ -1193,13 +1194,13 @@ def test_canvas_csv_refuses_a_roster_or_adjustments_that_would_lose_a_grade(fake
 ], ids=["ulimit-f", "disk-full"])
 def test_a_student_the_machine_stops_from_grading_is_named_with_the_reason_and_what_to_do(fake_class, monkeypatch,
                                                                                           raised, said):
-    from minitorch.exercises.grader.trusted import grade_command
+    from minitorch.exercises.grader.trusted import class_run
     submissions, out, fake, run = fake_class
 
     def fails(entry, *arguments, **options):
         raise raised
 
-    monkeypatch.setattr(grade_command, "grade_submission", fails)
+    monkeypatch.setattr(class_run, "grade_submission", fails)
     status, printed = run("--only", ",".join(ONE))
     assert status == 1 and re.search(rf"ann: NOT GRADED, the grader failed: {said}", printed), printed
 
@@ -1233,7 +1234,7 @@ def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_comm
     run = a_run()
     run.seed = 2**128 + 424242
     (tmp_path / "private").mkdir()
-    grading._check(run, StudentFiles(), tmp_path / "private", tmp_path / "lib", tmp_path / "home")
+    grading._check(run, StudentFiles(), tmp_path)
     assert str(run.seed) not in " ".join(map(str, seen["command"])), "the seed must not be on a command line"
     assert seen["env"]["MINITORCH_EXERCISE_SEED"] == str(run.seed)
 

@@ -1,7 +1,7 @@
 """The class grader, in three parts that its folders show (chapter 11, "How grading works").
 
 - `trusted/`: what runs in the instructor's own processes and decides every grade: the command
-  (`grade_command`), one copy from unpacking to results.json (`grading`), the check process's side of a
+  (`class_run`), one copy from unpacking to results.json (`grading`), the check process's side of a
   student's worker (`student_code`), the grader's answers to the stand-ins (`services`), what a worker is given
   (`libraries`), the isolation (`sandbox`, and what a worker sees of the machine: `worker_root`), the
   submissions (`submissions`), the gradebook (`gradebook`) and the Gradescope bundle (`gradescope`). No student

@@ -1,0 +1,272 @@
+"""``python -m minitorch.exercises grade``: a folder of submissions graded in parallel into a gradebook.
+
+The exercises and the seed (a fresh secret one unless given) are recorded in the owner-only OUT/run.json before any
+student; a resume keeps them and the students graded, and refuses other settings. Ctrl-C keeps those finished.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import datetime
+import json
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER, RUN_NAME,
+                                                          maximum_of, read_adjustments, read_run,
+                                                          refuse_unknown_students, write_gradebook, write_run)
+from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
+from minitorch.exercises.grader.trusted.libraries import StudentFiles
+from minitorch.exercises.grader.trusted.student_text import shown
+from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
+from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
+                                          select)
+from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
+from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
+
+
+def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
+    """(the exercise IDs, where they came from): --only/--chapter, else --edition's manifest, else every one."""
+    only = [part.strip() for part in args.only.split(",") if part.strip()]
+    try:
+        chapters = [int(part) for part in args.chapter.split(",") if part.strip()]
+    except ValueError:
+        raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {args.chapter!r}") from None
+    if (only or chapters) and args.edition:
+        raise ExerciseError("choose the exercises with --only/--chapter or with --edition, not both")
+    exercises, source = load_exercises(root), "every exercise (no --only, --chapter or --edition)"
+    if only or chapters:
+        exercises, source = select(exercises, only=only, chapters=chapters), "--only/--chapter"
+    elif args.edition:
+        manifest = read_manifest_data(Path(args.edition))
+        if manifest is None:
+            raise ExerciseError(f"--edition {args.edition}: no minitorch/exercises/edition.json there; name the folder "
+                                f"of the student edition you made (python -m minitorch.exercises student-edition)")
+        exercises, source = select(exercises, only=manifest["handed_out"]), f"the edition {args.edition}"
+    return [exercise.id for exercise in exercises], source
+
+
+def run_settings(args, root: Path, recorded: dict) -> tuple[dict, str]:
+    """(this run's settings, where its exercises came from): unless chosen, a recorded run's exercises and seed, else
+    a fresh secret seed of 128 bits (never 0, the public seed of the students' own runs)."""
+    if args.only or args.chapter or args.edition:
+        ids, source = chosen_exercises(args, root)
+        edition = str(Path(args.edition).resolve()) if args.edition else ""
+    elif recorded.get("exercises"):
+        ids, edition = list(recorded["exercises"]), recorded.get("edition", "")
+        source = "as recorded in run.json" + (f": the edition {edition}" if edition else "")
+    else:
+        raise ExerciseError("name what you handed out: --edition YOUR_STUDENT_EDITION (or --only 3.1,3.2 or "
+                            "--chapter 3); a copy cannot say which exercises count")
+    seed = args.exercise_seed if args.exercise_seed is not None else recorded.get("exercise_seed")
+    seed = seed if isinstance(seed, int) else 2**128 + secrets.randbits(128)
+    return {"exercise_seed": seed, "exercises": ids, "edition": edition, "timeout": args.timeout,
+            "budget": args.budget}, source
+
+
+def settings_differences(recorded: dict, wanted: dict) -> list[str]:
+    """What differs between the run recorded in run.json and this one, in words (never the seeds themselves)."""
+    differences = []
+    for name, option in (("exercises", "exercises"), ("edition", "--edition"), ("grader_version", "grader"),
+                         ("timeout", "--timeout"), ("budget", "--budget"), ("exercise_seed", "")):
+        if recorded.get(name, wanted[name]) == wanted[name]:
+            continue
+        if name == "exercise_seed":
+            differences.append("another --exercise-seed than the one recorded in run.json")
+        else:
+            differences.append(f"{option} {_in_words(wanted[name])} (recorded: {_in_words(recorded[name])})")
+    return differences
+
+
+def _in_words(setting) -> str:
+    """A setting as an option writes it: "1.2, 2.2" for a list, 7 for 7.0, (none) for nothing."""
+    if isinstance(setting, list):
+        return ", ".join(setting)
+    return f"{setting:g}" if isinstance(setting, float) else str(setting or "(none)")
+
+
+def submission_hashes(found: dict[str, Entry]) -> tuple[dict[str, Entry], dict[str, str]]:
+    """(the entries, each that cannot be read within the limits with its reason; {student: content hash})."""
+    hashes, checked = {}, dict(found)
+    for student, entry in found.items():
+        try:
+            hashes[student] = content_hash(entry)
+        except Exception as error:  # (beyond the limits, an unreadable folder, a name the file system refuses)
+            why = str(error) if isinstance(error, ExerciseError) else \
+                f"its files could not be read ({type(error).__name__}: {shown(error)})"
+            checked[student] = dataclasses.replace(entry, problem=why)
+            hashes[student] = content_hash(checked[student])
+    return checked, hashes
+
+
+def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], hashes: dict[str, str],
+                      recorded_hashes: dict[str, str]) -> tuple[dict[str, Entry], list[str], list[str]]:
+    """(the entries to grade, the students kept, those regraded because their submission changed)."""
+    complete = {student for student in found if is_complete(out / FEEDBACK_FOLDER / student, ids)}
+    if args.student:
+        named = [name.strip() for part in args.student for name in part.split(",") if name.strip()]
+        unknown = [name for name in named if name not in found]
+        if unknown:
+            raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
+                                f"{', '.join(sorted(found)[:10])}{', ...' if len(found) > 10 else ''})")
+        return {name: found[name] for name in named}, sorted(complete - set(named)), []
+    if args.regrade:
+        return dict(found), [], []
+    changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
+    kept = sorted(complete - set(changed))
+    return {student: entry for student, entry in found.items() if student not in kept}, kept, changed
+
+
+def is_complete(out_dir: Path, exercise_ids) -> bool:
+    """True if out_dir/results.json is a finished grade of these exercises: a resume keeps it."""
+    try:
+        extra = json.loads((Path(out_dir) / "results.json").read_text(encoding="utf-8"))["extra_data"]
+        return extra["complete"] and not extra.get("retry") and sorted(extra["exercises"]) == sorted(exercise_ids)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def grade_class(args, root: Path) -> int:
+    """Check the options, the submissions and OUT before any work, record the run, grade, write the gradebook."""
+    if (Path(args.submissions) / "minitorch" / "__init__.py").is_file():
+        raise ExerciseError(f"{args.submissions} is a copy of the project, not a folder of copies: put each student's "
+                            f"copy (a folder or a .zip) in one folder, and name that folder")
+    found = entries(Path(args.submissions))
+    try:
+        out = check_output_folder(args.out, option="--out", inputs=[args.submissions])
+    except OutputPathError as error:
+        raise ExerciseError(str(error)) from None
+    secret_output_refused(out, "--out")
+    recorded = read_run(out)
+    if recorded is None and out.is_dir() and any(out.iterdir()):  # someone's own files: grading would replace them
+        raise ExerciseError(f"--out {out} holds files and no {RUN_NAME} of an earlier grading, so they are not the "
+                            f"grader's (grades.csv, summary.md there would be replaced); choose a new or empty folder")
+    record, source = run_settings(args, root, recorded or {})
+    run = Run(record["exercises"], record["exercise_seed"], args.timeout, args.budget, sandbox.Isolation("none"), root)
+    record["grader_version"] = run.version
+    differences = settings_differences(recorded or {}, record)
+    if differences and not args.regrade:
+        raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
+                            f"To regrade every student with these settings add --regrade (adjustments.csv is "
+                            f"kept), or grade into a new --out")
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
+    refuse_unknown_students(out, read_adjustments(out, maximum_of(run.exercise_ids)), found,  # (a typo stops it)
+                            f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
+                            f"whose name is hidden, not printable or a formula is graded as NAME-submission)")
+    found, hashes = submission_hashes(found)
+    recorded_hashes = {} if differences else dict((recorded or {}).get("submissions", {}))
+    todo, kept, changed = students_to_grade(args, found, out, run.exercise_ids, hashes, recorded_hashes)
+    ensure_open_files("grading")
+    guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
+               "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
+    run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
+    print(f"Isolation: {run.isolation.describe()}")
+    print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(run.exercise_ids)} ({source}; "
+          f"{args.timeout:g} s per test, {args.budget:g} s per student, {args.jobs} at a time)" + (
+              f"; keeping {len(kept)} already graded (--regrade grades everyone again, --student NAME one)" if kept
+              else ""))
+    if changed:
+        print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}")
+    _notes(args, out, run.seed, recorded)
+    record.update(isolation=run.isolation.describe(), submissions={
+        student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
+        graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    write_run(out, record)  # before any student: a resume compares its settings with these
+    (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
+    os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only
+    return _grade_all(args, out, run, record, found, todo, hashes)
+
+
+def _notes(args, out: Path, seed: int, recorded: dict | None) -> None:
+    """Which seed grades, and the student folders an earlier grader left in OUT (their check logs quote its seed)."""
+    earlier = sorted(shown(path.name) for path in out.iterdir() if (path / "results.json").is_file())
+    if earlier:
+        print(f"Note: {out} holds {len(earlier)} student folders of an earlier layout ({', '.join(earlier[:5])}"
+              f"{', ...' if len(earlier) > 5 else ''}), each with the check log that quotes the seed: this grader "
+              f"writes {out / FEEDBACK_FOLDER}/STUDENT (to hand back) and {out / PRIVATE_FOLDER}/STUDENT; remove them")
+    if seed != (recorded or {}).get("exercise_seed"):
+        print(f"Exercise seed: {'yours (--exercise-seed)' if args.exercise_seed is not None else 'a fresh secret one'}"
+              f", recorded in {out / RUN_NAME} (owner-only); the same command resumes with it")
+    elif args.regrade:
+        print(f"Exercise seed: the one recorded in {out / RUN_NAME}")
+    if seed == 0:
+        print("WARNING: exercise seed 0 is the seed of the students' own test runs: they know every graded input. "
+              "Leave --exercise-seed out for a fresh secret one.")
+
+
+def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict, hashes: dict) -> int:
+    """Grade `todo` on --jobs threads, printing each student's score; a failure on one entry becomes its row."""
+    scratch = Path(tempfile.mkdtemp(prefix="minitorch-grading-"))
+    os.chmod(scratch, 0o711)
+    started, failed, graded_now = time.monotonic(), [], 0
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
+
+    def grade(entry: Entry) -> dict:
+        private = out / PRIVATE_FOLDER / entry.student
+        private.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return grade_submission(entry, out / FEEDBACK_FOLDER / entry.student, run, scratch_root=scratch,
+                                log_file=private / "check-log.txt", answers_file=private / "answers.json")
+    try:
+        futures = {pool.submit(grade, entry): student for student, entry in todo.items()}
+        for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+            student, elapsed = futures[future], time.monotonic() - started
+            try:
+                graded = future.result()
+            except Exception as error:  # a bug of the grader's, or the disk: say so, go on with the others
+                why = describe_os_error(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+                print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {shown(why)}", flush=True)
+                failed.append(student)
+                write_failure_row(out, todo[student], run, why)
+                continue
+            graded_now += 1
+            record["submissions"][student] = hashes[student]
+            write_run(out, record)  # what was graded: a later change is seen, whatever stops this run
+            flags = graded["extra_data"]["flags"]
+            print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
+                  + (f"  ({shown('; '.join(flags))})" if flags else "") + f"   {_minutes(elapsed)} elapsed, about "
+                  f"{_minutes(elapsed / done * (len(todo) - done))} left", flush=True)
+    except KeyboardInterrupt:  # (the command line turns SIGTERM, SIGHUP, ... into this, and exits with their code)
+        for number in (signal.SIGINT, *STOPPING_SIGNALS):  # a second signal must not cut the clean-up short
+            signal.signal(number, signal.SIG_IGN)
+        pool.shutdown(wait=False, cancel_futures=True)
+        run.stop()
+        pool.shutdown(wait=True)  # the students being graded stop, writing nothing
+        rows = write_gradebook(out, run.exercise_ids, record, found, run.grader_root, compare_answers=False)
+        print(f"\nInterrupted: the {graded_now} students graded in this run are kept ({len(rows)} in "
+              f"{out / 'grades.csv'}); those being graded were stopped and nothing of theirs was written. Run the "
+              f"same command again to grade them and the rest. (Stopped by {stopped_by()}.)", flush=True)
+        return 128 + signal.SIGINT
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    rows = write_gradebook(out, run.exercise_ids, record, found, run.grader_root)
+    print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in {out}: grades.csv "
+          f"with your {ADJUSTMENTS_NAME}, summary.md, similarity.md); hand back each student's folder of "
+          f"{out / FEEDBACK_FOLDER}; {out / PRIVATE_FOLDER} (the full failures, on the hidden inputs) is yours only")
+    if failed:
+        print(f"NOT graded (run again to retry): {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def write_failure_row(out: Path, entry: Entry, run: Run, why: str) -> None:
+    """A student whose grading failed on the grader's side (a bug, the disk): a row with 0 and why, graded again by
+    the next run. Nothing if even this cannot be written (the disk is full)."""
+    graded = results_json(entry.student, run, {}, StudentFiles(), 0.0,
+                          f"not graded: the grader failed ({why}); run the command again", entry=entry)
+    graded["extra_data"]["retry"] = True
+    try:
+        (out / FEEDBACK_FOLDER / entry.student).mkdir(parents=True, exist_ok=True)
+        write_atomically(out / FEEDBACK_FOLDER / entry.student / "results.json", json.dumps(graded, indent=1) + "\n")
+    except Exception:  # (the reason it failed may well be the reason this fails)
+        pass
