@@ -135,7 +135,7 @@ class WorkerPool:
             _, _, connection = self._child_for(exercise_id)
             if probe == "function_source":  # what the worker read before any of the student's code ran
                 return self._source(exercise_id, connection, deadline)
-            channel.send_with_deadline(connection, {"call": probe, "args": list(args), "kwargs": kwargs}, deadline)
+            channel.send(connection, {"call": probe, "args": list(args), "kwargs": kwargs}, deadline)
             answered, value = self._answer(exercise_id, connection, deadline)
         except WorkerDown as down:
             self.downs[exercise_id].append(down)
@@ -172,7 +172,7 @@ class WorkerPool:
             self._keep_source(exercise_id, first["source"])
         source = self.sources[exercise_id]
         if not isinstance(source, str):  # the function could not be taken: the worker says why
-            channel.send_with_deadline(connection, {"call": "function_source", "args": [exercise_id]}, deadline)
+            channel.send(connection, {"call": "function_source", "args": [exercise_id]}, deadline)
             answered, value = self._answer(exercise_id, connection, deadline)
             raise value if answered == "error" else Crashed("crashed: the worker answered without a function")
         return source
@@ -204,9 +204,9 @@ class WorkerPool:
             elif "service" in message:  # the grader's work for the student, within the student's time
                 reply = self._serve(exercise_id, message)
                 try:
-                    channel.send_with_deadline(connection, reply, deadline)
+                    channel.send(connection, reply, deadline)
                 except channel.ChannelError as error:
-                    channel.send_with_deadline(connection, channel.error_message(error), deadline)
+                    channel.send(connection, channel.error_message(error), deadline)
             elif "value" in message:
                 return "value", message["value"]
             elif "error" in message:
@@ -250,7 +250,7 @@ class WorkerPool:
             start = {"start": worker.library("base"), "exercise": exercise_id,
                      "student_file": worker.library(self.plan["exercises"][exercise_id])}
             control_deadline = time.monotonic() + CONTROL_PATIENCE
-            channel.send_with_deadline(worker.control, start, control_deadline)
+            channel.send(worker.control, start, control_deadline)
             socket.send_fds(worker.control, [b"x"], [child_end.fileno()])
             started = channel.receive(worker.control, control_deadline)
             pid = int(started["started"])
@@ -294,7 +294,7 @@ class WorkerPool:
         if self.child is not None and self.worker is not None:
             try:
                 deadline = time.monotonic() + CONTROL_PATIENCE
-                channel.send_with_deadline(self.worker.control, {"wait": self.child[1], "seconds": 2.0}, deadline)
+                channel.send(self.worker.control, {"wait": self.child[1], "seconds": 2.0}, deadline)
                 status = str(channel.receive(self.worker.control, deadline).get("status"))
             except (OSError, EOFError, TimeoutError, ValueError, AttributeError):
                 self._stop_worker()
@@ -312,7 +312,7 @@ class WorkerPool:
             return
         try:
             deadline = time.monotonic() + CONTROL_PATIENCE
-            channel.send_with_deadline(self.worker.control, {"kill": pid}, deadline)
+            channel.send(self.worker.control, {"kill": pid}, deadline)
             channel.receive(self.worker.control, deadline)
         except (OSError, EOFError, TimeoutError, ValueError):
             self._stop_worker()
