@@ -25,13 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER,
                                                           RUN_NAME, ensure_adjustments_file, feedback_folder,
                                                           maximum_of, private_folder, read_adjustments, read_run,
                                                           refuse_unknown_students, write_gradebook, write_run)
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, is_complete, results_json, stop_grading
-from minitorch.exercises.grader.trusted.libraries import StudentFiles
+from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
                                           select)
 from minitorch.exercises.grader.trusted.student_text import capped, shown

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from minitorch.exercises.grader.channel import REBUILT
-from minitorch.exercises.grader.trusted.student_code import DOWNS_PER_EXERCISE
+from minitorch.exercises.grader.trusted.worker_client import DOWNS_PER_EXERCISE
 from minitorch.exercises.grader.trusted.student_text import plain
 from minitorch.exercises.registry import EXERCISES
 
