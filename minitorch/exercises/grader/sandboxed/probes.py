@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import textwrap
 
 import numpy as np
 
 import minitorch
 from minitorch import Tensor, no_grad
-from minitorch.exercises.grader.sandboxed.student_function import source_of
 from minitorch.exercises.registry import EXERCISES
 from minitorch.nn import Parameter
 from minitorch.optim import Adam
@@ -51,7 +51,7 @@ def call(exercise_id: str, *args, **kwargs):
 
 def function_source(exercise_id: str) -> str:
     """The exercise's function's source (when a class is graded, the grader answers with what the worker read)."""
-    return source_of(_function(exercise_id))
+    return textwrap.dedent(inspect.getsource(inspect.unwrap(_function(exercise_id))))
 
 
 # ----------------------------------------------------------------------
@@ -64,12 +64,8 @@ def _softmax(scores: Tensor, axis: int = -1, offsets=None) -> Tensor:
 
 
 EXPRESSIONS = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
-    "exp": lambda x: minitorch.exp(x),
-    "log": lambda x: minitorch.log(x),
-    "matmul": lambda a, b: minitorch.matmul(a, b),
-    "sum": lambda x, axis=None, keepdims=False: minitorch.sum(x, axis=axis, keepdims=keepdims),
-    "softmax": _softmax,
+    "add": minitorch.add, "sub": minitorch.sub, "mul": minitorch.mul, "div": minitorch.div, "exp": minitorch.exp,
+    "log": minitorch.log, "matmul": minitorch.matmul, "sum": minitorch.sum, "softmax": _softmax,
     "softmax_attention": lambda scores, future: attention.softmax_attention(scores, np.asarray(future, bool)),
     "relu_attention": lambda scores, future: attention.relu_attention(scores, np.asarray(future, bool)),
 }

@@ -13,7 +13,6 @@ import builtins
 import copy
 import inspect
 import io
-import textwrap
 import tokenize
 
 NOT_FOUND, DOES_NOT_COMPILE, TOO_LARGE, HELPER_OUTSIDE = ("function not found", "does not compile", "too large",
@@ -125,11 +124,6 @@ def helper_message(exercise, names) -> str:
     return (f"{HELPER_OUTSIDE}: {exercise.function} uses {', '.join(names)}, defined outside it in "
             f"{exercise.module}. The grader takes {exercise.function} alone, so write helpers (functions, imports, "
             f"constants) inside {exercise.function}")
-
-
-def source_of(function) -> str:
-    """The source of a function of this process's library (its decorators' wrapper unwrapped), dedented."""
-    return textwrap.dedent(inspect.getsource(inspect.unwrap(function)))
 
 
 def compile_alone(node: ast.FunctionDef, filename: str, namespace: dict):
