@@ -33,7 +33,8 @@ from pathlib import Path
 from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.edition import git_commit
 from minitorch.exercises.grader.trusted import reasons
-from minitorch.exercises.grader.trusted.worker_library import StudentFiles, copy_student_files, give_library, prepare_base
+from minitorch.exercises.grader.trusted.worker_library import (StudentFiles, copy_student_files, give_library,
+                                                               prepare_base)
 from minitorch.exercises.registry import (EXERCISES, HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, paid_tests,
                                           points_per_test, sort_key)
 from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
