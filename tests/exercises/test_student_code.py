@@ -252,6 +252,23 @@ def test_a_stand_in_the_exercise_needs_is_answered_with_the_graders_result_and_g
     np.testing.assert_allclose(gradients[0], 0.0, atol=1e-12)  # rows of a softmax sum to one: Σ ∂/∂s = 0
 
 
+def test_the_generic_probe_calls_an_exercise_on_data_with_tensors_in_and_out_as_arrays(tmp_path, pools):
+    """probes.call("3.2", scores, future): the scores become a Tensor (the signature says so), the answer an array;
+    the same through the worker as in a student's own run."""
+    from minitorch.exercises.grader.trusted.worker_client import Direct
+    body = "return softmax(scores.masked_fill(future, -np.inf), axis=-1)"
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["3.2"]))
+    scores, future = np.arange(9.0).reshape(3, 3), np.triu(np.ones((3, 3), dtype=bool), 1)
+    expected = pool.call("3.2", time.monotonic(), "softmax_attention", scores, future)["weights"]
+    for answer in (pool.call("3.2", time.monotonic(), "call", "3.2", scores, future=future),
+                   Direct().call("3.2", scores, future)):
+        assert isinstance(answer, np.ndarray), f"the generic probe answered a {type(answer).__name__}, not an array"
+        np.testing.assert_allclose(answer, expected, err_msg="the generic probe's answer differs from the probe's")
+    weights, triggers = np.full((1, 1, 4, 4), 0.25), np.array([2])
+    np.testing.assert_array_equal(Direct().call("3.4", weights, triggers),
+                                  Direct().bos_mass_at_non_trigger_rows(weights, triggers))
+
+
 @pytest.mark.parametrize("indent", ["", "        "], ids=["column-0", "deeper"])
 def test_exercise_markers_of_an_old_edition_anywhere_change_nothing(tmp_path, pools, indent):
     body = (f"{indent}# BEGIN EXERCISE 3.1\n"
