@@ -30,7 +30,7 @@ The ``student`` fixture: a graded test reaches the student's code only through i
 ``student.softmax(scores)`` (a probe of minitorch/exercises/grader/sandboxed/probes.py, data in, data out).
 In a student's own run the probe runs in this process. When a class is graded (MINITORCH_GRADING_PLAN names a plan) it
 runs in the student's sandboxed worker for the test's exercise, and this process, where the checks
-decide pass or fail, never runs the student's code (minitorch/exercises/grader/trusted/student_code.py); tests then run
+decide pass or fail, never runs the student's code (minitorch/exercises/grader/trusted/worker_client.py); tests then run
 grouped by exercise, one worker child per exercise, and each outcome is appended as it happens to the
 file MINITORCH_GRADING_RECORD names (one JSON line each, the collected tests first): the grader reads it.
 
@@ -269,7 +269,7 @@ class StudentCode:
         """An exercise decided before grading (the copy has no file for its function, or one too large) fails its
         tests here, with that reason, and no worker starts for it."""
         if self.grading and _exercise_of(item) is not None:
-            from minitorch.exercises.grader.trusted.student_code import decided_outcome
+            from minitorch.exercises.grader.trusted.worker_client import decided_outcome
             outcome = decided_outcome(_exercise_of(item))
             if outcome is not None:
                 raise outcome
@@ -277,7 +277,7 @@ class StudentCode:
     @pytest.fixture
     def student(self, request):
         """The student's code for this test's exercise, reached through probes: ``student.softmax(scores)``."""
-        from minitorch.exercises.grader.trusted.student_code import ThroughWorker, from_environment
+        from minitorch.exercises.grader.trusted.worker_client import ThroughWorker, from_environment
 
         exercise_id = _exercise_of(request.node)
         if exercise_id is None:
@@ -286,7 +286,7 @@ class StudentCode:
         if self.calls is None:
             self.calls = from_environment()
         if not self.grading:  # the grader takes the function alone: what it refuses (a helper outside it, a
-            from minitorch.exercises.grader.trusted.student_code import grading_problem  # lambda) fails here too
+            from minitorch.exercises.grader.trusted.worker_client import grading_problem  # lambda) fails here too
             problem = grading_problem(exercise_id, self.scoreboard.root)
             if problem:
                 pytest.fail(problem, pytrace=False)
@@ -526,7 +526,7 @@ def _graded_without_the_student(item) -> bool:
 def _grading_outcome(error: BaseException):
     """The grader's own report of how a test ended (a worker that hung or died, an exercise decided before any
     test ran), with its kind; None for anything else, and never for what a student's code raises."""
-    module = sys.modules.get("minitorch.exercises.grader.trusted.student_code")  # loaded only when a class is graded
+    module = sys.modules.get("minitorch.exercises.grader.trusted.worker_client")  # loaded only when a class is graded
     return error if module is not None and isinstance(error, module.GradingOutcome) else None
 
 

@@ -26,7 +26,7 @@ from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, P
 from minitorch.exercises.grader.trusted.grading import collect_tests
 from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, load_exercises,
                                           part_points, read_manifest_data, select)
-from minitorch.exercises.grader.trusted.sandbox import KINDS
+from minitorch.exercises.grader.trusted.isolation import KINDS
 from minitorch.outputs import OutputPathError, OwnFile, check_readable, refuse_a_file_not_its_own
 from minitorch.tools.options import CommandParser, comma_list
 

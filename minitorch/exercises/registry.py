@@ -8,8 +8,8 @@ The student writes its body; the stub a student edition hands out is that body r
                                minitorch/<file>.py; check with: python -m pytest -m exX_Y")
 
 Everything else is derived from the table `EXERCISES` below: the stubs (`minitorch.exercises.edition`),
-the stand-ins and the services of class grading (`minitorch.exercises.grader.sandboxed.stand_in`, `services`), the test
-markers (``pytest -m exX_Y``, tests/conftest.py) and the scoreboard. Adding an exercise touches its
+the stand-ins and the grader's answers to them (`grader.sandboxed.stand_in`, `grader.trusted.reference_answers`), the
+test markers (``pytest -m exX_Y``, tests/conftest.py) and the scoreboard. Adding an exercise touches its
 function, its tests and one line of the table.
 
 This module uses only the standard library: the tests' conftest, the grader and the sandboxed worker load
@@ -141,7 +141,7 @@ NOT_COPIED = ("__pycache__", "*.pyc", ".ipynb_checkpoints", ".pytest_cache")  # 
 INSTRUCTOR_ONLY = ("tests/exercises/test_answer_leaks.py", "tests/exercises/test_solved_edition.py",
                    "tests/exercises/test_grading.py", "tests/exercises/test_student_code.py",
                    "tests/exercises/test_budgets.py", "minitorch/fast/hand_fused.py", HIDDEN_TESTS,
-                   "minitorch/exercises/grader/trusted/services.py")  # it rebuilds graphs, a template for 1.1
+                   "minitorch/exercises/grader/trusted/reference_answers.py")  # it rebuilds graphs, a template for 1.1
 MAX_UNPACKED_BYTES = 200 << 20  # a returned .zip that would unpack to more is refused (the project is a few MiB)
 MANIFEST = Path("minitorch") / "exercises" / "edition.json"  # in a student edition: what it handed out
 SOLUTION_TAG = "solution"  # notebook cells with this tag answer a graded exercise; the student edition drops them

@@ -24,7 +24,7 @@ The exceptions it allows, and why:
 - the exercise's own function: a stub in the edition, and whatever calls it raises with it;
 - the functions named test_*: pytest runs them and they return nothing;
 - for 4.1, a function that loops in Python (chapter 04 writes the targets as a loop): every graded test of 4.1
-  refuses an answer that loops (`student_function.loops_in`), so pasted it earns nothing;
+  refuses an answer that loops (tests/loop_rule.py), so pasted it earns nothing;
 - for 1.3 and 1.4, a bare product or quotient: their answers are ``(grad * out,)`` and ``(grad / a,)``, which any
   elementwise multiplication computes; only a function returning the rule's 1-tuple counts;
 - a function stopped by the time limits (CALL_SECONDS of CPU time for one call, CANDIDATE_SECONDS for all of its
@@ -749,7 +749,7 @@ class _Checker:
 def _loops(function) -> list[str]:
     """What the loop rule of exercise 4.1 finds in the function (the edition's own check)."""
     try:
-        from minitorch.exercises.grader.sandboxed.student_function import loops_in
+        from loop_rule import loops_in
 
         return loops_in(inspect.getsource(function))
     except Exception as error:

@@ -1,6 +1,6 @@
-"""Specification of the limits per student (grader/trusted/sandbox.py) and of the trusted side's own budget
-(grader/trusted/services.py, the check process): a student who spends their budget loses only their own test,
-students graded at the same time cannot reach each other, what the grader computes for a student is bounded
+"""Specification of the limits per student (grader/trusted/isolation.py) and of the trusted side's own budget
+(grader/trusted/reference_answers.py, the check process): a student who spends their budget loses only their own
+test, students graded at the same time cannot reach each other, what the grader computes for a student is bounded
 before anything is allocated, and no request can take the check process past its memory limit.
 
 Each hog is a region body for exercise 3.1 (or a stand-in request of 3.3), run in a real worker
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from test_student_code import ISOLATIONS, call, pool_for, pools  # noqa: F401 (pools: a fixture)
 
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 
 SANDBOXED = ("bubblewrap", "chroot")
 
@@ -114,7 +114,7 @@ def test_where_systemd_runs_each_worker_is_started_in_a_scope_with_its_students_
 
 
 def worker_down():
-    from minitorch.exercises.grader.trusted.student_code import WorkerDown
+    from minitorch.exercises.grader.trusted.worker_client import WorkerDown
     return WorkerDown
 
 
@@ -358,7 +358,7 @@ def test_each_process_gets_the_memory_limit_and_the_first_line_says_so(tmp_path,
 def test_a_request_is_refused_from_its_declared_shapes_before_the_grader_computes_anything(monkeypatch):
     """The issue's requests: a matmul backward whose operands broadcast to (500, 500, 600, 1, 1) (2.4 MB sent, 10 GB
     for the grader) and a float16 product of 1200^3 (35 s of the grader's CPU). Neither reaches the function."""
-    from minitorch.exercises.grader.trusted import services
+    from minitorch.exercises.grader.trusted import reference_answers as services
 
     monkeypatch.setattr(services, "reference_function", lambda exercise_id: pytest.fail("the grader computed it"))
     broadcast = [np.ones((500, 1, 1, 1, 1)), np.ones((500, 1, 1, 1, 1)), np.ones((1, 500, 600, 1, 1))]
@@ -377,9 +377,9 @@ CHECK_PROCESS = """
 import json, resource, sys, time
 from pathlib import Path
 import numpy as np
-from minitorch.exercises.grader.trusted import sandbox
-from minitorch.exercises.grader.trusted.libraries import copy_student_files, give_library, prepare_base
-from minitorch.exercises.grader.trusted.student_code import WorkerPool
+from minitorch.exercises.grader.trusted import isolation as sandbox
+from minitorch.exercises.grader.trusted.worker_library import copy_student_files, give_library, prepare_base
+from minitorch.exercises.grader.trusted.worker_client import WorkerPool
 from minitorch.exercises.registry import EXERCISES, ROOT, replace_bodies
 
 folder, bodies, outcomes = Path(sys.argv[1]), json.loads(sys.argv[2]), {}
@@ -440,7 +440,7 @@ def test_the_graders_work_for_a_student_counts_against_the_students_budget(tmp_p
     body = ("from minitorch.ops import matmul_backward\nx = np.ones((300, 300))\nwhile True:\n"
             "    matmul_backward(x, x, x)")
     pools.append(pool := pool_for(tmp_path, body, timeout=60, budget=3.0, exercise=EXERCISES_3_3()))
-    from minitorch.exercises.grader.trusted.student_code import TimedOut
+    from minitorch.exercises.grader.trusted.worker_client import TimedOut
     with pytest.raises(TimedOut, match="time budget of 3 s ran out"):
         pool.call("3.3", time.monotonic(), "relu_attention", np.zeros((1, 1, 3, 3)), np.eye(3, dtype=bool))
 

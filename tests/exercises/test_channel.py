@@ -6,7 +6,6 @@ limit (size, depth, dtype, shape) is checked as it is read.
 
 from __future__ import annotations
 
-import io
 import json
 import pickle
 import socket
@@ -19,13 +18,6 @@ import pytest
 
 from minitorch.exercises.grader import channel
 from minitorch.exercises.grader.channel import ChannelError, decode, encode, rebuild_error
-
-
-def npy(descr: str, shape: tuple, data: bytes = b"", fortran_order: bool = False) -> bytes:
-    """An array in .npy format, its header written by hand (as a hostile worker could)."""
-    header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": descr, "fortran_order": fortran_order, "shape": shape})
-    return header.getvalue() + data
 
 
 def body_of(header, buffers: bytes = b"") -> bytes:
@@ -69,22 +61,20 @@ def test_a_pickle_is_not_read_as_data():
 
 
 @pytest.mark.parametrize("header, buffers, reason", [
-    ({"__array__": 0}, npy("|O", (1,), b"\0" * 8), "dtype '|O'"),
-    ({"__array__": 0}, npy("<c16", (1,), b"\0" * 16), "dtype '<c16'"),
-    ({"__array__": 0}, npy("<f8", (1 << 30,)), "elements"),
-    ({"__array__": 0}, npy("<f8", (1,) * 9, b"\0" * 8), "at most 8 axes"),
-    ({"__array__": 0}, npy("<f8", (-1,)), "shape"),
-    ({"__array__": 0}, npy("<f8", (2, 2), b"\0" * 32, fortran_order=True), "C order"),
-    ({"__array__": 0}, npy("<f8", (4,), b"\0" * 8), "run past its end"),
-    ({"__array__": 0}, npy("<f8", (1,), b"\0" * 16), "left over"),
-    ({"__array__": 3}, npy("<f8", (1,), b"\0" * 8), "out of order"),
-    ({"__array__": 0}, b"\x93NUMPY\x01\x00" + struct.pack("<H", 60000) + b"{" * 60000, "malformed array"),
-    ({"__array__": 0}, pickle.dumps(np.zeros(1)), "malformed array"),
-    ({"__tuple__": [1], "extra": 2}, b"", "malformed tuple"),
+    ({"__array__": ["|O", [1]]}, b"\0" * 8, "described as"),
+    ({"__array__": ["<c16", [1]]}, b"\0" * 16, "described as"),
+    ({"__array__": ["<f8", [1 << 30]]}, b"", "elements"),
+    ({"__array__": ["<f8", [1] * 9]}, b"\0" * 8, "at most 8 axes"),
+    ({"__array__": ["<f8", [-1]]}, b"", "sizes >= 0"),
+    ({"__array__": ["<f8", [4]]}, b"\0" * 8, "run past its end"),
+    ({"__array__": ["<f8", [1]]}, b"\0" * 16, "left over"),
+    ({"__array__": "<f8"}, b"\0" * 8, "described as"),
+    ({"__array__": ["<f8", [1]], "extra": 2}, b"\0" * 8, "malformed"),
+    ({"__tuple__": [1], "extra": 2}, b"", "malformed"),
     ({"x": "y" * (channel.MAX_STRING + 1)}, b"", "string of"),
     ({"list": list(range(channel.MAX_ITEMS + 1))}, b"", "items"),
-], ids=["object-dtype", "complex-dtype", "too-many-elements", "too-many-axes", "negative-size", "fortran-order",
-        "short", "long", "order", "huge-npy-header", "pickle", "tuple", "string", "list"])
+], ids=["object-dtype", "complex-dtype", "too-many-elements", "too-many-axes", "negative-size", "short", "long",
+        "no-shape", "array-and-more", "tuple", "string", "list"])
 def test_a_hostile_frame_is_refused_with_the_reason(header, buffers, reason):
     with pytest.raises(ChannelError, match=reason):
         decode(body_of(header, buffers))
@@ -101,7 +91,7 @@ def test_a_header_larger_than_its_limit_is_refused_before_it_is_parsed(monkeypat
 
 def test_the_sender_refuses_a_message_over_the_limit_before_copying_its_arrays(monkeypatch):
     large = np.zeros(channel.MAX_ARRAY_ELEMENTS // 2)  # 16 MiB each: four of them pass the frame's limit
-    monkeypatch.setattr(channel.np.lib.format, "write_array", lambda *a, **k: pytest.fail("an array was copied"))
+    monkeypatch.setattr(channel.np, "asarray", lambda *a, **k: pytest.fail("an array was copied"))
     with pytest.raises(ChannelError, match="larger than the channel's limits"):
         encode([large] * 5)
     with pytest.raises(ChannelError, match="elements"):

@@ -26,7 +26,7 @@ import pytest
 from minitorch.exercises.registry import Exercise, ExerciseError, load_exercises, replace_bodies
 from minitorch.exercises.grader.trusted import gradescope
 from minitorch.exercises.grader.trusted import grading
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted import submissions
 from minitorch.exercises.grader.trusted.gradescope import SubmissionError, build_bundle, find_submission
 
@@ -348,7 +348,7 @@ def test_the_copy_found_and_the_bundles_settings_go_to_grade_submission_and_its_
             {"name": "1.2 doubling", "score": 2, "max_score": 2, "status": "passed", "output": ""}]}
 
     monkeypatch.setattr(grading, "grade_submission", grade_submission)
-    from minitorch.exercises.grader.trusted import sandbox
+    from minitorch.exercises.grader.trusted import isolation as sandbox
     monkeypatch.setattr(sandbox, "choose", lambda *arguments: sandbox.Isolation("none"))  # not what is tested here
     results = gradescope.run(root, source=root / "source")
     assert calls == [(root / "submission", ["1.2"], 5, 3, (root / "source").resolve(), "abc123",

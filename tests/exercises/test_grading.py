@@ -34,10 +34,10 @@ import minitorch
 from minitorch.exercises import edition as edition_module
 from minitorch.exercises.grader.trusted import gradebook
 from minitorch.exercises.grader.trusted import grading
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted import submissions as submissions_module
 from minitorch.exercises.grader.trusted.gradebook import grades_csv
-from minitorch.exercises.grader.trusted.libraries import StudentFiles
+from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises import registry
 from minitorch.exercises.registry import EXERCISES, load_exercises, replace_bodies
 

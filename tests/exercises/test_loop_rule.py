@@ -1,12 +1,12 @@
-"""Exercise 4.1's rule, "no Python loop", as the grader decides it (minitorch/exercises/grader/sandboxed/
-student_function.py, chapter 11).
+"""Exercise 4.1's rule, "no Python loop", as its graded tests decide it (tests/loop_rule.py, chapter 04).
 
-The grader reads the student's function as Python reads it (`function_text`: lines end at \\n, \\r\\n and \\r only)
-and checks its syntax tree against an allow-list (`loops_in`): NumPy's functions but those that call Python per
-element, methods of arrays and of NumPy's ufuncs (np.add.reduce), a few builtins, inner functions that never call
-back into themselves. Honest loop-free forms pass, however they are written; a loop hidden from the syntax (dynamic
-code, names built at run time, recursion, a functional helper that calls Python per element) is reported with its
-line, and the graded tests of 4.1 then fail. The functions below are no answers: only how they are written counts.
+The worker reads the student's function as Python reads it (`student_function.function_text`: lines end at \\n,
+\\r\\n and \\r only), and the tests check its syntax tree against an allow-list (`loops_in`): NumPy's functions
+but those that call Python per element, methods of arrays and of NumPy's ufuncs (np.add.reduce), a few builtins,
+inner functions that never call back into themselves. Honest loop-free forms pass, however they are written; a
+loop hidden from the syntax (dynamic code, names built at run time, recursion, a functional helper that calls
+Python per element) is reported with its line, and the graded tests of 4.1 then fail. The functions below are no
+answers: only how they are written counts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import re
 
 import pytest
 
-from minitorch.exercises.grader.sandboxed.student_function import function_text, loops_in, python_lines
+from loop_rule import loops_in  # (tests/loop_rule.py)
+
+from minitorch.exercises.grader.sandboxed.student_function import function_text, python_lines
 
 HEAD = "def make_targets(x, triggers, residual=False):\n"
 

@@ -1,4 +1,4 @@
-"""Specification of the grader's side of a student's worker (grader/trusted/student_code.py, sandbox.py,
+"""Specification of the grader's side of a student's worker (grader/trusted/worker_client.py, isolation.py,
 worker.py, student_function.py): whatever a student's function does, the grader gets data back, or a clear
 "timed out", "crashed" or reason why the function cannot be graded, and no process of the student's outlives
 the worker.
@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.channel import StudentError
-from minitorch.exercises.grader.trusted.libraries import copy_student_files, give_library, prepare_base
+from minitorch.exercises.grader.trusted.worker_library import copy_student_files, give_library, prepare_base
 from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, ROOT, replace_bodies
-from minitorch.exercises.grader.trusted.student_code import Crashed, GradingOutcome, Refused, TimedOut, WorkerPool
+from minitorch.exercises.grader.trusted.worker_client import Crashed, GradingOutcome, Refused, TimedOut, WorkerPool
 
 
 def strongest_isolation() -> tuple[sandbox.Isolation, str]:
@@ -107,8 +107,8 @@ def test_bubblewrap_runs_the_python_of_a_virtual_environment_in_tmp(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, f"could not make a virtual environment: {made.stderr}"
     chosen = subprocess.run([str(venv / "bin" / "python"), "-c",
-                             "from minitorch.exercises.grader.trusted import sandbox; "
-                             "print(sandbox.choose('bubblewrap').kind)"],
+                             "from minitorch.exercises.grader.trusted import isolation; "
+                             "print(isolation.choose('bubblewrap').kind)"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert chosen.returncode == 0 and chosen.stdout.strip() == "bubblewrap", (
         f"a grader run from a virtual environment in {tmp_path} cannot use bubblewrap:\n{chosen.stderr[-1500:]}")
@@ -252,6 +252,23 @@ def test_a_stand_in_the_exercise_needs_is_answered_with_the_graders_result_and_g
     np.testing.assert_allclose(gradients[0], 0.0, atol=1e-12)  # rows of a softmax sum to one: Σ ∂/∂s = 0
 
 
+def test_the_generic_probe_calls_an_exercise_on_data_with_tensors_in_and_out_as_arrays(tmp_path, pools):
+    """probes.call("3.2", scores, future): the scores become a Tensor (the signature says so), the answer an array;
+    the same through the worker as in a student's own run."""
+    from minitorch.exercises.grader.trusted.worker_client import Direct
+    body = "return softmax(scores.masked_fill(future, -np.inf), axis=-1)"
+    pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["3.2"]))
+    scores, future = np.arange(9.0).reshape(3, 3), np.triu(np.ones((3, 3), dtype=bool), 1)
+    expected = pool.call("3.2", time.monotonic(), "softmax_attention", scores, future)["weights"]
+    for answer in (pool.call("3.2", time.monotonic(), "call", "3.2", scores, future=future),
+                   Direct().call("3.2", scores, future)):
+        assert isinstance(answer, np.ndarray), f"the generic probe answered a {type(answer).__name__}, not an array"
+        np.testing.assert_allclose(answer, expected, err_msg="the generic probe's answer differs from the probe's")
+    weights, triggers = np.full((1, 1, 4, 4), 0.25), np.array([2])
+    np.testing.assert_array_equal(Direct().call("3.4", weights, triggers),
+                                  Direct().bos_mass_at_non_trigger_rows(weights, triggers))
+
+
 @pytest.mark.parametrize("indent", ["", "        "], ids=["column-0", "deeper"])
 def test_exercise_markers_of_an_old_edition_anywhere_change_nothing(tmp_path, pools, indent):
     body = (f"{indent}# BEGIN EXERCISE 3.1\n"
@@ -279,7 +296,7 @@ def test_a_latin_1_file_with_its_coding_cookie_is_graded(tmp_path, pools):
      "function not found", "defines no function causal_mask at its top level"),
 ], ids=["a helper outside the function", "a lambda (G7-05: the student's own run died with an AttributeError)"])
 def test_what_the_grader_refuses_gets_the_same_message_in_the_students_own_run(tmp_path, pools, spoil, kind, said):
-    from minitorch.exercises.grader.trusted.student_code import grading_problem
+    from minitorch.exercises.grader.trusted.worker_client import grading_problem
 
     text = spoil((ROOT / CAUSAL_MASK.module).read_text())
     pools.append(pool := pool_for(tmp_path, "", source=text.encode()))
@@ -294,7 +311,7 @@ def test_what_the_grader_refuses_gets_the_same_message_in_the_students_own_run(t
         (ROOT / CAUSAL_MASK.module).read_text())}}
     (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps(manifest))
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
-              "from minitorch.exercises.grader.trusted.student_code import grading_problem\n"
+              "from minitorch.exercises.grader.trusted.worker_client import grading_problem\n"
               "print(grading_problem('3.1', Path(sys.argv[1])))")
     local = subprocess.run([sys.executable, "-c", script, str(edition)], capture_output=True, text=True, timeout=120)
     assert local.stdout.strip() == str(graded.value), local.stderr
@@ -447,7 +464,7 @@ def test_a_copy_of_an_edition_from_before_exercises_were_functions_is_refused_in
 def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_student_code_ran(tmp_path, pools):
     """A looping make_targets that, once called, turns off tracing and sends the grader a loop-free 'source':
     the grader keeps the source the worker read from the file first."""
-    from minitorch.exercises.grader.sandboxed.student_function import loops_in
+    from loop_rule import loops_in
 
     body = ("import sys\nsys.settrace(None)\nfrom minitorch.exercises.grader import channel\n"
             "from minitorch.exercises.grader.sandboxed import stand_in\n"
@@ -466,7 +483,7 @@ def test_how_an_answer_is_written_is_read_from_the_source_sent_before_any_studen
 def test_the_source_the_grader_reads_is_cut_where_python_cuts_lines(tmp_path, pools):
     """A form feed and a U+2028 in comments, CRLF line ends: the worker cut the function with str.splitlines(), which
     splits at both, and the grader read an honest loop-free make_targets as 'source that does not parse' (0/2)."""
-    from minitorch.exercises.grader.sandboxed.student_function import loops_in
+    from loop_rule import loops_in
 
     exercise = EXERCISES["4.1"]
     body = ("# the tokens 1..j FORM-FEED of each sequence LINE-SEPARATOR, BOS left out\n"
@@ -487,7 +504,7 @@ def test_the_source_the_grader_reads_is_cut_where_python_cuts_lines(tmp_path, po
 
 def test_the_grader_refuses_a_request_that_would_make_it_allocate_before_allocating(tmp_path, pools):
     """5.1 needs 3.1: causal_mask(40000) asked of the grader would take it 1.6 GB; it is refused unallocated."""
-    from minitorch.exercises.grader.trusted.services import MAX_INTEGER
+    from minitorch.exercises.grader.trusted.reference_answers import MAX_INTEGER
 
     body = "from minitorch.paper.attention import causal_mask\nreturn causal_mask(40000)"
     pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["5.1"]))

@@ -2,8 +2,8 @@
 
 - `trusted/`: what runs in the instructor's own processes and decides every grade: the command
   (`class_run`), one copy from unpacking to results.json (`grading`), the check process's side of a
-  student's worker (`student_code`), the grader's answers to the stand-ins (`services`), what a worker is given
-  (`libraries`), the isolation (`sandbox`, and what a worker sees of the machine: `worker_root`), the
+  student's worker (`worker_client`), the grader's answers to the stand-ins (`reference_answers`), what a worker is
+  given (`worker_library`), the isolation and what a worker sees of the machine (`isolation`), the
   submissions (`submissions`), the gradebook (`gradebook`) and the Gradescope bundle (`gradescope`). No student
   code runs here, and nothing here parses a student's file.
 - `sandboxed/`: what runs inside a student's sandbox: the worker (`worker`), which takes the exercise's function

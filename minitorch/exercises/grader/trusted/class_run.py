@@ -18,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER, RUN_NAME,
                                                           maximum_of, read_adjustments, read_run,
                                                           refuse_unknown_students, write_gradebook, write_run)
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
-from minitorch.exercises.grader.trusted.libraries import StudentFiles
+from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
 from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,

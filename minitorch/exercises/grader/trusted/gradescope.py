@@ -158,7 +158,7 @@ class SubmissionError(ValueError):
 def worst_case(exercise_count: int, timeout: float) -> float:
     """Seconds a copy whose every exercise hangs could take: each exercise's first DOWNS_PER_EXERCISE tests
     time out (the rest then fail at once), after START_UP."""
-    from minitorch.exercises.grader.trusted.student_code import DOWNS_PER_EXERCISE
+    from minitorch.exercises.grader.trusted.worker_client import DOWNS_PER_EXERCISE
 
     return START_UP + exercise_count * DOWNS_PER_EXERCISE * timeout
 
@@ -370,7 +370,7 @@ def read_settings(source: Path) -> dict:
 
 
 def _grade(submission: Path, scratch: Path, settings: dict, source: Path, started: float) -> dict:
-    from minitorch.exercises.grader.trusted import sandbox
+    from minitorch.exercises.grader.trusted import isolation as sandbox
     from minitorch.exercises.grader.trusted.grading import CHECK_PROCESS_MARGIN, Run, grade_submission
 
     try:  # first: a submission without the book is the student's to fix, whatever the isolation

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from minitorch.exercises.edition import git_commit
-from minitorch.exercises.grader.trusted import sandbox
+from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted.gradebook import feedback_markdown
-from minitorch.exercises.grader.trusted.libraries import StudentFiles, copy_student_files, give_library, prepare_base
+from minitorch.exercises.grader.trusted.worker_library import (StudentFiles, copy_student_files, give_library,
+                                                               prepare_base)
 from minitorch.exercises.grader.trusted.student_text import ABOUT_THE_FILE, plain, reason_of, shown, what_happened
 from minitorch.exercises.grader.trusted.submissions import Entry, open_copy
 from minitorch.exercises.registry import (EXERCISES, HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, paid_tests,

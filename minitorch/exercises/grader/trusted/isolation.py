@@ -1,39 +1,36 @@
 """Where a student's code runs while a class is graded: the isolation, chosen once per run (chapter 11).
 
-- **bubblewrap** (``bwrap``): the worker runs in namespaces of its own, with no network, and sees only Python,
-  NumPy and the libraries they load, read-only, its own library and a scratch folder; when the sandbox's first
-  process ends the kernel ends every process in it.
-- **chroot** (root where bubblewrap cannot make namespaces, as in Gradescope's Docker container): coreutils'
-  ``chroot`` starts the worker in a root of its own that holds the same (`worker_root`) and nothing else: no
-  checkout, no other user's file, no /proc, /run or shared folder; it is removed when the worker stops. The
-  worker shares the machine's network: the run's first line says so.
-- **none**, only when asked for by name: the worker runs as the grader's own user.
-
-As root, each student graded at once gets users of their own (`fresh_uid`: uids drawn at random, unused by any
-account or process), with no groups and no capabilities; every process of them is killed when the student's
-check ends (`kill_users`). Limits: per process everywhere (``prlimit``: address space, file size, CPU time, no
-core dumps, processes of the student's user), and where systemd runs one budget for all of a student's
-processes (``systemd-run --scope``: memory, tasks, one CPU core).
+- bubblewrap: namespaces of its own, no network; Python, NumPy and what they load, read-only, its library and a
+  scratch folder; every process in it ends with it.
+- chroot (as root where bubblewrap cannot run, as in Gradescope's container): a root of its own that holds the same
+  and nothing else, removed when the worker stops; it shares the machine's network, as the run's first line says.
+- none, only when asked for by name: the grader's own user.
+As root each student gets fresh users, and every process of them is killed when its check ends. Limits: per
+process (prlimit), and one budget per student where systemd runs (systemd-run --scope).
 """
 
 from __future__ import annotations
 
+import atexit
 import grp
+import json
 import os
 import pwd
 import re
 import secrets
 import shutil
 import signal
+import site
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.grader.trusted import worker_root
+from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT
 from minitorch.exercises.registry import ExerciseError
 
 KINDS = ("bubblewrap", "chroot", "none")
@@ -60,12 +57,12 @@ class Isolation:
 
     kind: str
     python: str = sys.executable
-    tree: str = ""  # as root: what a worker sees of the machine (`worker_root`)
+    tree: str = ""  # as root: what a worker sees of the machine (`python_tree`)
     readable_folders: list[str] = field(default_factory=list)  # bubblewrap not as root: what it shows, read-only
     memory: int = WORKER_MEMORY
     processes: int = WORKER_PROCESSES
     scratch_size: int = SCRATCH_SIZE
-    sized_tmpfs: bool = False  # bubblewrap: its --size option sizes the home and /tmp
+    sized_tmpfs: bool = False  # bubblewrap's --size option sizes the home and /tmp
     systemd: bool = False  # each worker in a systemd scope with the student's budget
     passed_over: str = ""  # why bubblewrap could not be had
     run_marker: str = RUN_MARKER
@@ -81,18 +78,17 @@ class Isolation:
             text = (f"bubblewrap: each student's code runs {own}in a sandbox that sees only Python, NumPy, its "
                     f"library and its own scratch folder, with no network; every process it starts ends with it")
         elif self.kind == "chroot":
-            text = (f"chroot{f' ({self.passed_over})' * bool(self.passed_over)}. NOT "
-                    f"GUARDED: the network; students' code can reach the internet and, graded at the same time, "
-                    f"each other's localhost ports and abstract sockets. Each student's code runs {own}in a root "
-                    f"of its own that holds only Python, NumPy, its library and its scratch folder, removed when "
-                    f"its check ends; every process of that user ends with it")
+            text = (f"chroot{f' ({self.passed_over})' if self.passed_over else ''}. NOT GUARDED: the network; "
+                    f"students' code can reach the internet and, graded at the same time, each other's localhost "
+                    f"ports and abstract sockets. Each student's code runs {own}in a root of its own that holds only "
+                    f"Python, NumPy, its library and its scratch folder, removed when its check ends; every process "
+                    f"of that user ends with it")
         else:
             text = ("NONE: the students' code runs as the grader's user (you), unsandboxed: a hostile copy can read "
                     "and write your files and reach the network (install bubblewrap to sandbox it)")
         return f"{text}. {self.describe_limits()}"
 
     def describe_limits(self) -> str:
-        """One line: the limits in force for each student."""
         scratch = f"a tmpfs of {_size(self.scratch_size)}, /tmp too" if self.sized_tmpfs else "on the grader's disk"
         disk = f"files up to {_size(WORKER_FILE_SIZE)} each, " + (f"scratch folder {scratch}" if self.kind ==
                                                                    "bubblewrap" else "on the grader's disk")
@@ -108,10 +104,8 @@ def _size(count: int) -> str:
 
 
 def choose(requested: str = "auto", guarded: dict[str, str] | None = None, students_at_once: int = 1) -> Isolation:
-    """The isolation to use: `requested` (one of KINDS), or for "auto" bubblewrap, else chroot (as root); `none`
-    only by name. Each is tried with a real worker, which also looks for each path of `guarded` ({what: path}):
-    a sandbox that shows it one is refused. Each student's memory is the machine's share for one of
-    `students_at_once` students."""
+    """`requested`, or for "auto" bubblewrap, else chroot; each tried with a real worker, and refused if it shows
+    the worker a path of `guarded` ({what: path}). Memory: the machine's share of one of `students_at_once`."""
     if requested not in ("auto", *KINDS):
         raise IsolationError(f"--isolation must be auto, {', '.join(KINDS)}; got {requested!r}")
     guarded, problems = dict(guarded or {}), []
@@ -137,28 +131,25 @@ def _isolation(kind: str, students_at_once: int, passed_over: str) -> Isolation:
     if kind == "chroot" and not root:
         raise IsolationError("only root can give a worker a root and a user of its own")
     try:
-        tree = worker_root.tree(sys.executable) if root and kind != "none" else ""
+        tree = python_tree(sys.executable) if root and kind != "none" else ""
         sized = kind == "bubblewrap" and "--size" in subprocess.run(["bwrap", "--help"], capture_output=True,
                                                                    text=True, timeout=60).stdout  # (0.7 and later)
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         raise IsolationError(f"what a worker needs could not be gathered ({str(error)[:300]})") from None
+    memory = min([WORKER_MEMORY] + [int(0.6 * limit) // max(1, students_at_once) for limit in _memory_limits()])
     return Isolation(kind, tree=tree, readable_folders=_python_folders() if kind == "bubblewrap" and not tree else [],
-                     memory=_worker_memory(students_at_once), sized_tmpfs=sized, passed_over=passed_over,
+                     memory=memory, sized_tmpfs=sized, passed_over=passed_over,
                      systemd=root and kind != "none" and os.path.isdir("/run/systemd/system"))
 
 
-_WHAT_IT_SEES = "import os, sys, numpy; print(*[path for path in sys.argv[1:] if os.path.lexists(path)], sep='\\n')"
-
-
 def _what_it_sees(isolation: Isolation, paths: list[str]) -> list[str]:
-    """Which of `paths` exist for a worker of this isolation, after importing NumPy, with a library and home where
-    the students' will be (in the temporary folder); IsolationError if no worker runs."""
+    """Which of `paths` a worker of this isolation sees, with a library and home where the students' will be;
+    IsolationError if no worker runs Python with NumPy."""
     uid, folder = isolation.fresh_uid(), Path(tempfile.mkdtemp(prefix="minitorch-probe-"))
     os.chmod(folder, 0o711)
-    root = None
+    script, root = "import os, sys, numpy; print(*[p for p in sys.argv[1:] if os.path.lexists(p)], sep='\\n')", None
     try:
-        command, root = _command(isolation, [isolation.python, "-I", "-c", _WHAT_IT_SEES, *paths], uid, folder,
-                                 folder)
+        command, root = _command(isolation, [isolation.python, "-I", "-c", script, *paths], uid, folder, folder)
         finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/",
                                   env=_environment("/", isolation.run_marker))
     except (OSError, subprocess.SubprocessError) as error:
@@ -173,11 +164,8 @@ def _what_it_sees(isolation: Isolation, paths: list[str]) -> list[str]:
 
 
 def _python_folders() -> list[str]:
-    """The system's folders and Python's (its prefixes, standard library and packages, resolved): what bubblewrap
-    shows a worker when the grader is not root. Not sys.path, which holds the current folder (the checkout)."""
-    import site
-    import sysconfig
-
+    """The system's folders and Python's own (prefixes, standard library, packages; not sys.path, which holds the
+    current folder): what bubblewrap shows a worker when the grader is not root."""
     candidates = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
                   *sysconfig.get_paths().values(), *site.getsitepackages()}
     system = [folder for folder in SYSTEM_FOLDERS if os.path.exists(folder)]
@@ -186,29 +174,29 @@ def _python_folders() -> list[str]:
                                                              for other in system + folders)]
 
 
-def _worker_memory(students_at_once: int = 1) -> int:
-    """WORKER_MEMORY, or one student's share of 60% of this machine's (or container's) memory if that is less."""
+def _memory_limits() -> list[int]:
+    """This machine's memory, and its container's (cgroup v2 or v1) if it has a limit."""
     limits = [os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")]
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         text = Path(path).read_text().strip() if os.path.exists(path) else ""
         limits += [int(text)] if text.isdigit() else []
-    return min([WORKER_MEMORY] + [int(0.6 * limit) // max(1, students_at_once) for limit in limits])
+    return limits
 
 
 # ----------------------------------------------------------------------
-# starting and stopping a student's worker
+# a student's worker
 
 
 def _command(isolation: Isolation, script: list[str], uid: int | None, library_root: Path | None = None,
              home: Path | None = None) -> tuple[list[str], Path | None]:
     """The command that runs `script` in this isolation as `uid`, with `library_root` as its library and `home`
-    its scratch folder (if given); and the worker's own root, if one was made (chroot)."""
+    its scratch folder; and the worker's own root, if one was made (chroot)."""
     limits = ["systemd-run", "--scope", "--quiet", "--collect", "-p", f"MemoryMax={isolation.memory}", "-p",
               f"TasksMax={isolation.processes}", "-p", "CPUQuota=100%", "--"] if isolation.systemd else []
     limits += ["prlimit", f"--as={isolation.memory}", f"--fsize={WORKER_FILE_SIZE}", f"--cpu={WORKER_CPU_SECONDS}",
-               "--core=0", *[f"--nproc={isolation.processes}"] * (uid is not None), "--"]
+               "--core=0", *([f"--nproc={isolation.processes}"] if uid is not None else []), "--"]
     if isolation.kind == "chroot":
-        root = worker_root.own_root(isolation.tree, uid, library_root, home.parent if home else None)
+        root = own_root(isolation.tree, uid, library_root, home.parent if home else None)
         return [*limits, "chroot", f"--userspec={uid}:{uid}", f"--groups={uid}", str(root), *script], root
     if isolation.kind == "none":
         return [*limits, *script], None
@@ -225,8 +213,8 @@ def _command(isolation: Isolation, script: list[str], uid: int | None, library_r
         command += ["--ro-bind", source, target]
     if library_root is not None:
         command += ["--ro-bind", str(library_root), SANDBOX_ROOT + "/lib", "--chdir", SANDBOX_ROOT + "/home"]
-        command += [*sized, "--tmpfs", SANDBOX_ROOT + "/home"] if sized else ["--bind", str(home), SANDBOX_ROOT
-                                                                              + "/home"]
+        command += [*sized, "--tmpfs", SANDBOX_ROOT + "/home"] if sized else ["--bind", str(home),
+                                                                              SANDBOX_ROOT + "/home"]
     return [*limits, *command, "--", *script], None
 
 
@@ -245,31 +233,28 @@ class Worker:
     process: subprocess.Popen
     control: socket.socket
     uid: int | None
-    library_root_inside: str  # the student's library, as the worker sees it
+    library: str  # the student's library, as the worker sees it
     root: Path | None = None  # its own root (chroot), removed when it stops
     marker: str = ""  # in its environment: how `none` finds its processes
-    idle_processes: int | None = None  # how many processes the worker has between exercises (counted once)
-
-    def library(self, exercise_folder: str) -> str:
-        return f"{self.library_root_inside}/{exercise_folder}"
+    idle_processes: int | None = None  # its user's processes between exercises (counted once)
 
     def outlived_by_processes(self) -> bool:
-        """Whether, between two exercises, processes an exercise started still hold part of the student's
-        budget: the next exercise would start with less than the whole."""
+        """Whether processes an earlier exercise started still hold part of the student's process budget."""
         now = len(processes_of(self.uid)) if self.uid is not None else 0
         self.idle_processes = now if self.idle_processes is None else self.idle_processes
         return now > self.idle_processes
 
 
 def start(isolation: Isolation, library_root: Path, home: Path, output, uid: int | None = None) -> Worker:
-    """Start a student's worker (see worker.py) as `uid` with its library `library_root` (read-only for it) and a
-    scratch home (`home`, or one of its own); its printed output goes to the file object `output`."""
+    """Start a student's worker as `uid`, its library `library_root` (read-only for it), its scratch folder `home`
+    (or a tmpfs of its own); what it prints goes to the file object `output`."""
     grader_end, worker_end = socket.socketpair()
     sandboxed = isolation.kind != "none"
     inside, home_inside = (SANDBOX_ROOT + "/lib", SANDBOX_ROOT + "/home") if sandboxed else (library_root, home)
     if uid is not None and isolation.kind == "bubblewrap" and not isolation.sized_tmpfs:
         os.chown(home, uid, uid)  # (its home on the grader's disk)
-    marker, script = secrets.token_hex(8), [isolation.python, "-I", f"{inside}/worker.py", str(worker_end.fileno())]
+    marker = secrets.token_hex(8)
+    script = [isolation.python, "-I", f"{inside}/{WORKER_SCRIPT}", str(worker_end.fileno())]
     command, root = _command(isolation, script, uid, library_root, home)
     try:
         process = subprocess.Popen(command, cwd="/" if sandboxed else home, start_new_session=True,
@@ -308,9 +293,8 @@ def _clean_up(uid: int | None, root: Path | None) -> None:
 
 
 def fresh_uid() -> int:
-    """The first of UID_BLOCK uids that no account, group or process (a zombie included) uses, drawn at random
-    among those this machine (or container) maps. A student's k-th worker runs as the k-th of them (in turn):
-    the zombies an earlier worker left count against its user's process limit until they are reaped."""
+    """The first of UID_BLOCK uids that no account, group or process (a zombie too) uses, drawn at random among
+    those this machine maps. A student's k-th worker runs as the k-th of them, in turn."""
     ranges = [(max(first, 100_000), min(first + count, 1 << 31) - UID_BLOCK) for first, _, count in
               (map(int, line.split()) for line in Path("/proc/self/uid_map").read_text().splitlines())]
     ranges = [(low, high) for low, high in ranges if high - low > 10_000] or [(20_000, 60_000)]
@@ -318,18 +302,19 @@ def fresh_uid() -> int:
         {group.gr_gid for group in grp.getgrall()}
     while True:
         low, high = ranges[secrets.randbelow(len(ranges))]
-        if in_use.isdisjoint(range(first := low + secrets.randbelow(high - low), first + UID_BLOCK)):
+        first = low + secrets.randbelow(high - low)
+        if in_use.isdisjoint(range(first, first + UID_BLOCK)):
             return first
 
 
 def kill_users(first: int, count: int = 1, patience: float = 10.0) -> None:
-    """SIGKILL every process of the `count` uids from `first` on: for each uid, a child that becomes that user sends
-    kill(-1), which the kernel delivers to all of its processes at once (a fork cannot slip through); again until
-    none is left."""
+    """SIGKILL every process of the `count` uids from `first`: a child that becomes each user sends kill(-1), which
+    the kernel delivers to all of its processes at once (no fork slips through); again until none is left."""
     deadline = time.monotonic() + patience
     while (found := processes_of(first, count)) and time.monotonic() < deadline:
         for uid in {_owner(pid) for pid in found} - {None}:
-            if (killer := os.fork()) == 0:
+            killer = os.fork()
+            if killer == 0:
                 try:
                     os.setgroups([])
                     os.setgid(uid)
@@ -361,8 +346,7 @@ def processes_of(uid: int, count: int = 1) -> list[int]:
 
 
 def processes_of_run(marker: str, variable: str = RUN_MARKER_VARIABLE) -> list[int]:
-    """The live processes, this one aside, whose environment sets `variable` to `marker` (by default: a run's
-    workers): what a check for survivors of a run counts."""
+    """The live processes but this one whose environment sets `variable` to `marker` (by default: a run's workers)."""
     needle, found = f"{variable}={marker}".encode(), []
     for pid in _pids():
         try:
@@ -374,9 +358,8 @@ def processes_of_run(marker: str, variable: str = RUN_MARKER_VARIABLE) -> list[i
 
 
 def check_process_limits() -> list[str]:
-    """The command prefix that runs a check process (the grader's own, answering one student) under its memory
-    limit, CHECK_PROCESS_MEMORY of address space: a request that slipped past every check fails, alone. (A soft
-    limit: the workers it starts set their own, which a hard one could forbid; no student code runs in it.)"""
+    """The command prefix that runs a check process under CHECK_PROCESS_MEMORY of address space: a request that
+    slipped past every check fails alone. (A soft limit: the workers it starts set their own.)"""
     return ["prlimit", f"--as={CHECK_PROCESS_MEMORY}:unlimited", "--"] if shutil.which("prlimit") else []
 
 
@@ -387,8 +370,8 @@ class MachineWatch:
         self.oom_kills = _machine_oom_kills()
 
     def ran_out(self, status: int | None) -> str:
-        """'' if a process that ended with `status` (a Popen return code) was not ended by a signal; "memory" if the
-        kernel's OOM killer (counted in /proc/vmstat) killed a process meanwhile; else the signal's name."""
+        """'' for a process (its Popen return code) not ended by a signal; "memory" if the kernel's OOM killer killed
+        a process meanwhile; else the signal's name."""
         if status is None or status >= 0:
             return ""
         known = {number.value: number.name for number in signal.Signals}
@@ -399,3 +382,100 @@ def _machine_oom_kills() -> int:
     found = re.search(r"^oom_kill (\d+)", Path("/proc/vmstat").read_text() if os.path.exists("/proc/vmstat") else "",
                       re.M)
     return int(found.group(1)) if found else 0
+
+
+# ----------------------------------------------------------------------
+# what a worker sees of the machine as root: a tree that holds what Python needs to run it, at the same paths,
+# as hard links to the machine's files where no one but their owner may change them (else copies), in folders of
+# root's; bubblewrap binds it read-only as /, and chroot gives each worker a copy of its own by hard links
+
+TREE_LIBRARY, TREE_HOME = "grading/lib", "grading/home"  # inside a root: the worker's library, its scratch home
+NOT_NEEDED = shutil.ignore_patterns("site-packages", "dist-packages", "test", "tests", "idlelib", "tkinter",
+                                    "turtledemo", "ensurepip")  # (a student's function uses none of these)
+WHAT_PYTHON_NEEDS = """
+import json, os, sys, sysconfig, numpy
+try:
+    import pytest  # (a student's own run has it: a function that calls pytest.exit is told what it did)
+except ImportError:
+    pass
+paths = sysconfig.get_paths()
+found = [paths["stdlib"], paths["platstdlib"], sysconfig.get_config_var("DESTSHARED") or "", sys.executable,
+         os.path.join(sys.prefix, "pyvenv.cfg"), "/etc/ld.so.cache"]
+for module in list(sys.modules.values()):  # the installed packages these imports loaded, and their libraries
+    folder, packages, inside = (getattr(module, "__file__", None) or "").partition("-packages" + os.sep)
+    found += [folder + packages + inside.split(os.sep)[0] + suffix for suffix in ("", ".libs")] if packages else []
+print(json.dumps([path for path in dict.fromkeys(found) if path and os.path.exists(path)]))
+"""
+_trees: dict[str, str] = {}
+
+
+def python_tree(python: str) -> str:
+    """The run's tree for `python`: made once per process, removed when it exits."""
+    if python not in _trees:
+        folder = Path(tempfile.mkdtemp(prefix="minitorch-worker-tree-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        needed = json.loads(subprocess.run([python, "-I", "-c", WHAT_PYTHON_NEEDS], capture_output=True,
+                                           text=True, timeout=300, check=True).stdout)
+        objects = [os.path.realpath(python)]
+        for top in needed:
+            for inside, subfolders, files in os.walk(top):
+                subfolders[:] = sorted(set(subfolders) - NOT_NEEDED(inside, subfolders))
+                objects += [os.path.join(inside, name) for name in files if ".so" in name]
+        loaded = subprocess.run(["ldd", *objects], capture_output=True, text=True, timeout=300).stdout
+        for path in [*needed, *sorted({os.path.normpath(path) for path in re.findall(r"(/\S+) \(0x", loaded)})]:
+            _place(path, folder)
+        for empty in ("proc", "dev", "tmp", TREE_LIBRARY, TREE_HOME):
+            (folder / empty).mkdir(parents=True, exist_ok=True)
+        for inside, _, _ in os.walk(folder):  # every folder root's, passable, read-only to everyone else
+            os.chmod(inside, 0o755)
+        _trees[python] = str(folder)
+    return _trees[python]
+
+
+def _place(path: str, tree: Path) -> None:
+    """Put the file or folder `path` into `tree` at the same path, with every symbolic link on the way to it."""
+    current, parts = Path("/"), Path(path).parts[1:]
+    for index, part in enumerate(parts):
+        current = current / part
+        if current.is_symlink():  # the link, then on from where it points
+            link = tree / current.relative_to("/")
+            if not link.is_symlink():
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(os.readlink(current), link)
+            return _place(os.path.normpath(current.parent / os.readlink(current) / Path(*parts[index + 1:])), tree)
+    target = tree / current.relative_to("/")
+    if current.is_dir():
+        shutil.copytree(current, target, symlinks=True, ignore=NOT_NEEDED, copy_function=_link, dirs_exist_ok=True)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _link(current, target)
+
+
+def _link(source, target) -> None:
+    """A hard link to `source` where the file system allows and no one but its owner may change it, else a copy
+    (never set-user-ID)."""
+    mode = os.lstat(source).st_mode
+    if os.path.lexists(target):
+        return
+    if not mode & 0o6022:
+        try:
+            return os.link(source, target)
+        except OSError:
+            pass
+    shutil.copyfile(source, target)
+    os.chmod(target, mode & 0o755)
+
+
+def own_root(tree: str, uid: int, library_root: Path | None, near: Path | None) -> Path:
+    """A worker's own root (chroot) in a new folder of `near`: the tree and its library by hard links, and a
+    scratch home and /tmp that only its user `uid` may enter."""
+    root = Path(tempfile.mkdtemp(prefix="root-", dir=near))
+    subprocess.run(["cp", "-a", "--link", f"{tree}/.", str(root)], check=True, capture_output=True)
+    if library_root is not None:
+        subprocess.run(["cp", "-a", "--link", f"{library_root}/.", str(root / TREE_LIBRARY)], check=True,
+                       capture_output=True)
+    for folder in (root / "tmp", root / TREE_HOME):
+        os.chown(folder, uid, uid)
+        os.chmod(folder, 0o700)
+    os.chmod(root, 0o755)
+    return root

@@ -1,12 +1,8 @@
-"""What a student's worker is given: the stand-in library and the student's files (chapter 11, "How grading works").
+"""What a student's worker is given: the stand-in library and the student's files (chapter 11).
 
-- The *stand-in library* (`prepare_base`, once per run): the grader's library in which the body of every
-  exercise's function is a stand-in that asks the grader (`minitorch.exercises.grader.sandboxed.stand_in`), without the
-  instructor's files (`registry.INSTRUCTOR_ONLY`) and the book's tooling. It holds no answer, so a worker may
-  read all of it.
-- The *student's files* (`copy_student_files`): for each exercise graded, the copy's file that defines its
-  function, copied as bytes, unread, if it is a regular file of at most `registry.MAX_MODULE_BYTES`. Reading,
-  parsing and compiling it happen in the worker, under its budget.
+The stand-in library (`prepare_base`, once per run) is the grader's library with every exercise's body a stand-in
+that asks the grader, without the instructor's files and the book's tooling: it holds no answer. The student's
+files are copied as bytes, unread (`copy_student_files`): reading and compiling them happen in the worker.
 """
 
 from __future__ import annotations
@@ -20,19 +16,16 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minitorch.exercises.grader.sandboxed.stand_in import stand_in_body
 from minitorch.exercises.registry import (INSTRUCTOR_ONLY, MAX_MODULE_BYTES, ExerciseError, function_node,
                                           load_exercises, read_manifest_data, replace_bodies)
-from minitorch.exercises.grader.sandboxed.stand_in import stand_in_body
 
-# Beside the library: the worker runs these two by path (as the grader's checkout holds them).
-WORKER_FILES = {"worker.py": "minitorch/exercises/grader/sandboxed/worker.py",
-                "channel.py": "minitorch/exercises/grader/channel.py"}
-# What of the course's own package a worker's library holds: the sandboxed side, the protocol and the table.
-# The trusted side (grader/trusted/), the editions and the command line stay out.
+# The course's own files a worker's library holds: the sandboxed side, the protocol and the table.
 WORKER_COURSE_FILES = ("minitorch/exercises/__init__.py", "minitorch/exercises/registry.py",
                        "minitorch/exercises/grader/__init__.py", "minitorch/exercises/grader/channel.py",
                        "minitorch/exercises/grader/sandboxed/")
-BASE, STUDENT = "base", "student"  # the two folders of a student's library root
+BASE, STUDENT = "base", "student"  # the two folders of a student's library
+WORKER_SCRIPT = f"{BASE}/minitorch/exercises/grader/sandboxed/worker.py"
 
 
 @dataclass
@@ -45,17 +38,15 @@ class StudentFiles:
 
 
 def stand_in_sources(grader_root: Path) -> dict[str, str]:
-    """Relative path -> source, for every module of the grader's library a worker needs, every exercise's
-    function a stand-in."""
+    """Relative path -> source, for every module of the grader's library a worker needs."""
     by_module: dict[str, list] = {}
     for exercise in load_exercises(grader_root):
         by_module.setdefault(exercise.module, []).append(exercise)
-    package, sources = Path(grader_root) / "minitorch", {}
-    for path in sorted(package.rglob("*.py")):
+    sources = {}
+    for path in sorted((Path(grader_root) / "minitorch").rglob("*.py")):
         relative = path.relative_to(grader_root).as_posix()
-        inside = path.relative_to(package).parts
-        if inside[0] == "tools" or relative in INSTRUCTOR_ONLY or \
-                (inside[0] == "exercises" and not relative.startswith(WORKER_COURSE_FILES)):
+        if relative.startswith("minitorch/tools/") or relative in INSTRUCTOR_ONLY or (
+                relative.startswith("minitorch/exercises/") and not relative.startswith(WORKER_COURSE_FILES)):
             continue
         text = path.read_text(encoding="utf-8")
         if relative in by_module:
@@ -74,36 +65,35 @@ def _parameters(tree: ast.Module, exercise) -> list[str]:
 
 
 def prepare_base(grader_root: Path, folder: Path) -> Path:
-    """Write the stand-in library to `folder`/minitorch, compiled, with the worker's scripts beside it."""
+    """Write the stand-in library to `folder`/minitorch, compiled, readable by every user."""
     folder = Path(folder)
     for relative, text in stand_in_sources(grader_root).items():
         path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         py_compile.compile(str(path), cfile=importlib.util.cache_from_source(str(path)), doraise=True,
                            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-    for name, source in WORKER_FILES.items():
-        shutil.copyfile(Path(grader_root) / source, folder / name)
     for path in [folder, *folder.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     return folder
 
 
 def give_library(base: Path, dest: Path) -> None:
-    """dest/worker.py, dest/channel.py and dest/BASE/minitorch/...: hard links into the run's `base`."""
-    for path in sorted(Path(base).rglob("*")):
-        relative = path.relative_to(base)
-        target = dest / (relative if relative.as_posix() in WORKER_FILES else Path(BASE) / relative)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            _link(path, target)
+    """dest/BASE: the run's stand-in library, by hard links where the file system allows."""
+    shutil.copytree(base, Path(dest) / BASE, copy_function=_link_or_copy, dirs_exist_ok=True)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copyfile(source, target)
 
 
 def copy_student_files(project: Path, exercises, dest: Path) -> StudentFiles:
-    """Copy, unread, each file of the copy at `project` that defines one of `exercises`' functions into
-    dest/STUDENT/; say which exercises cannot be graded and why. ExerciseError for a copy of an edition made
-    before exercises were functions (`registry.OLD_EDITION`) or with a manifest that is not one."""
+    """Copy, unread, each regular file of at most MAX_MODULE_BYTES of the copy that defines one of `exercises`'
+    functions into dest/STUDENT/, and say why the others cannot be graded. ExerciseError for a copy of an old
+    edition, or with a manifest that is not one."""
     found = StudentFiles()
     for exercise in exercises:
         source = Path(project) / exercise.module
@@ -122,17 +112,9 @@ def copy_student_files(project: Path, exercises, dest: Path) -> StudentFiles:
             target = Path(dest) / STUDENT / exercise.module
             target.parent.mkdir(parents=True, exist_ok=True)
             if not target.exists():
-                with open(source, "rb") as given, open(target, "wb") as copied:
-                    copied.write(given.read(MAX_MODULE_BYTES + 1))
+                with open(source, "rb") as given:
+                    target.write_bytes(given.read(MAX_MODULE_BYTES + 1))
             found.copied[exercise.id] = exercise.module
     manifest = read_manifest_data(project)  # an old edition's is refused, naming what it is
     found.handed_out = None if manifest is None else manifest["handed_out"]
     return found
-
-
-def _link(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:  # another file system: a copy does as well
-        shutil.copyfile(source, target)
