@@ -1,4 +1,4 @@
-"""Figures, in four modules, one job each; every name is also ``plotting.<name>``.
+"""Figures: four modules of figures, one subject each, and `canvas`; every name is also ``plotting.<name>``.
 
 Conventions follow the paper's figures: keys on the x axis, queries on the
 y axis, positions labelled 1-based (BOS is position 1, the test trigger is
