@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from minitorch import nn
 from minitorch.paper import beyond
 from minitorch.paper.models import build_model
+from minitorch.paper.reproduce import ARCHITECTURES
 from minitorch.paper.task import make_batch
 
 from causal_literals import visible_keys  # noqa: E402  (tests/causal_literals.py)
@@ -56,8 +58,11 @@ def test_the_zoo_holds_every_registered_normaliser_the_paper_pair_first():
         assert name in names, f"the sink-free normaliser {name!r} is missing from the zoo"
 
 
-def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path):
-    budget = beyond.Budget(zoo_seeds=(0,), zoo_max_steps=3, law_lengths=(8,), law_max_steps=3, seeds_4x4=(0,),
+def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path, monkeypatch):
+    # one training step per model (the 4x4 model's --quick budget is minutes of training): this test is about
+    # the files a run writes, not about what training reaches
+    monkeypatch.setitem(ARCHITECTURES, "4x4", dataclasses.replace(ARCHITECTURES["4x4"], quick_steps=1))
+    budget = beyond.Budget(zoo_seeds=(0,), zoo_max_steps=1, law_lengths=(8,), law_max_steps=1, seeds_4x4=(0,),
                            quick=True)
     results = beyond.run_beyond(tmp_path, budget, log=lambda message: None)
     for name in ("zoo_mass.png", "zoo_maps.png", "log_t_law.png", "seeds_4x4.png", "price_of_a_sink.png",
@@ -66,6 +71,7 @@ def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == sorted(beyond.FILES) == results["files"], \
         "beyond.FILES must name exactly what a run writes, and results.json record them"
     assert len(results["zoo"]) == len(beyond.zoo_normalisers()), "one zoo run per normaliser and seed"
+    assert results["seeds_4x4"][0]["steps"] <= 1, "the 4x4 seed should train on the 1-step budget set above"
     assert json.loads((tmp_path / "results.json").read_text())["law"][0]["length"] == 8
 
 

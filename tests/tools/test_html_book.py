@@ -201,6 +201,11 @@ def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, t
         f"the build's errors should be its own lines, not the kernels' logs or a traceback:\n{run.stderr}")
     assert (out / "01_first.html").read_text(encoding="utf-8") == earlier, "a failed build replaced the book"
 
+
+def test_keep_going_builds_the_other_chapters_and_marks_each_failed_one(tiny_book, tmp_path):
+    out = tmp_path / "book"
+    _notebook(tiny_book / "01_first.ipynb", "One", "raise ValueError('broken on purpose')")
+    _notebook(tiny_book / "03_third.ipynb", "Three", "1 / 0")
     _notebook(tiny_book / "04_fourth.ipynb", "Four", "import os\nos._exit(3)")
     run = _book("--chapters", str(tiny_book), "--out", str(out), "--jobs", "2", "--keep-going")
     assert run.returncode == 1

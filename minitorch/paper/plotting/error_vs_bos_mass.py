@@ -1,0 +1,103 @@
+"""Theorem 1 against trained models (chapter 05): worst-case error against the smallest BOS mass, with the region
+the theorem forbids."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from minitorch.paper.plotting.canvas import plt
+from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
+
+
+def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGERS, path=None, axes=None):
+    """Worst-case error against smallest BOS mass, with Theorem 1's forbidden region.
+
+    family: the dict of `softmax_family`. trained: optional list of dicts with
+    keys ``label``, ``worst_case_error``, ``bos_mass_min`` and optionally
+    ``covered`` (True for single-layer single-head softmax models, the ones
+    Theorem 1 speaks about; others are drawn hollow) and ``exact`` (True when
+    ``worst_case_error`` is the true worst-case error δ, as for a construction
+    whose δ is proved; by default it is a measured δ̂ ≤ δ, and an arrow from the
+    marker to the right says that the true point lies at or right of it) and
+    ``worst_case_error_upper`` (a proved upper bound on δ: a bar from δ̂ to it
+    takes the arrow's place, the true point lies on it). Left panel: BOS mass on a
+    linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
+    is the straight line ``2 δ / ε_0``. Returns the figure; saves it if `path`.
+    """
+    _check_family(family)
+    if axes is None:
+        figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    else:
+        figure = axes[0].figure
+    errors = np.asarray(family["worst_case_error"])
+    bos = np.asarray(family["bos_mass_min"])
+    trained = trained or []
+    trained_errors = [point["worst_case_error"] for point in trained if point["worst_case_error"] > 0]
+    all_errors = np.concatenate([errors[errors > 0], trained_errors])
+    low = min(1e-12, all_errors.min() / 3) if all_errors.size else 1e-12
+    grid = np.logspace(np.log10(low), 0.5, 400)
+    bound = theorem1_bos_lower_bound(grid, triggers)
+    epsilon0 = trigger_separation(triggers)
+    left, right = axes
+    left.fill_between(grid, 0, bound, color="tab:red", alpha=0.15, label="forbidden by Theorem 1")
+    left.plot(grid, bound, color="tab:red", lw=1.5, label=r"bound $1 - 2\delta/\varepsilon_0$")
+    right.fill_between(grid, np.minimum(2 * grid / epsilon0, 1.0), 1.0, color="tab:red", alpha=0.15,
+                       label="forbidden by Theorem 1")
+    right.plot(grid, np.minimum(2 * grid / epsilon0, 1.0), color="tab:red", lw=1.5,
+               label=r"bound $2\delta/\varepsilon_0$")
+    right.plot(grid, np.minimum(grid, 1.0), color="0.5", ls=":", lw=1, label=r"construction: $1-\min a_{i0}=\delta$")
+    for ax, y in ((left, bos), (right, 1.0 - bos)):
+        ax.plot(errors, y, "o-", color="tab:blue", ms=4, label="softmax construction (scale c)")
+    for scale, error, mass in zip(family["scale"], errors, bos):
+        if float(scale).is_integer() and int(scale) in (2, 5, 10, 20):
+            label = dict(textcoords="offset points", fontsize=8)
+            left.annotate(f"c={int(scale)}", (error, mass), xytext=(4, -12), **label)
+            right.annotate(f"c={int(scale)}", (error, 1 - mass), xytext=(6, -10), **label)
+    markers = iter(["*", "D", "s", "^", "v", "P", "X", "h"])
+    for point in trained:
+        marker = next(markers, "o")
+        face = None if point.get("covered", True) else "none"
+        for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], 1e-17))):
+            ax.plot(point["worst_case_error"], y, marker, ms=10, color="tab:green", mfc=face, label=point["label"])
+            upper = point.get("worst_case_error_upper", np.inf)
+            if np.isfinite(upper):  # δ̂ <= δ <= upper: the true point lies on this bar
+                ax.plot([point["worst_case_error"], upper], [y, y], "-|", color="tab:green", lw=1.5, ms=8)
+            elif not point.get("exact", False) and point["worst_case_error"] > 0:  # δ̂ <= δ: the true δ is to the right
+                ax.annotate("", xy=(point["worst_case_error"] * 6, y), xytext=(point["worst_case_error"], y),
+                            arrowprops=dict(arrowstyle="->", color="tab:green", lw=1, alpha=0.7))
+    if any(not point.get("exact", False) and not np.isfinite(point.get("worst_case_error_upper", np.inf))
+           for point in trained):
+        left.plot([], [], color="tab:green", marker=r"$\rightarrow$", ls="none", ms=10,
+                  label=r"measured $\hat\delta \leq \delta$: the true point is at or right of the marker")
+    if any(np.isfinite(point.get("worst_case_error_upper", np.inf)) for point in trained):
+        left.plot([], [], "-|", color="tab:green", ms=8, label=r"$\hat\delta \leq \delta \leq$ a proved upper bound")
+    left.set(xscale="log", ylim=(-0.02, 1.02),
+             xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
+             ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")
+    right.set(xscale="log", yscale="log", ylim=(max(low, 1e-17), 2.0), xlabel=left.get_xlabel(),
+              ylabel=r"$1 - \min a_{i0}$ (mass off BOS)")
+    left.legend(fontsize=7, loc="center left")
+    right.legend(fontsize=7, loc="lower right")
+    figure.suptitle(rf"Theorem 1: small error forces a sink ($J = \{{{min(triggers)},\dots,{max(triggers)}\}}$, "
+                    rf"$\varepsilon_0 = {epsilon0:.3f}$)", fontsize=10)
+    figure.tight_layout()
+    if path is not None:
+        figure.savefig(path, dpi=130)
+    return figure
+
+
+FAMILY_KEYS = ("scale", "worst_case_error", "bos_mass_min")  # what plot_error_vs_bos_mass reads of a family
+
+
+def _check_family(family) -> None:
+    """A ValueError unless `family` holds the columns of `softmax_family` that the plot reads, one length each."""
+    missing = [key for key in FAMILY_KEYS if key not in family] if isinstance(family, dict) else FAMILY_KEYS
+    if missing:
+        raise ValueError(f"plot_error_vs_bos_mass: family must be the dict of theory.softmax_family(scales), with "
+                         f"keys {', '.join(FAMILY_KEYS)}; got {family!r:.60} without {', '.join(missing)}")
+    lengths = {key: np.size(family[key]) for key in FAMILY_KEYS}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"plot_error_vs_bos_mass: the family's columns must have one length (one entry per scale "
+                         f"c), got {lengths}")
+
+

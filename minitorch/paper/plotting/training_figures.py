@@ -1,0 +1,174 @@
+"""The sink forming through training (chapters 07-09): BOS mass against the step with snapshots of the map beneath,
+each head's BOS mass, and an animated GIF of the maps."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from minitorch import checks
+from minitorch.outputs import checked_path, temporary_prefix, write_atomically
+from minitorch.paper.plotting.attention_maps import attention_heatmap
+from minitorch.paper.plotting.canvas import plt
+
+
+def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dict | None = None,
+                        snapshot_count: int = 5) -> plt.Figure:
+    """BOS mass against training step, with attention snapshots beneath.
+
+    history: `TrainingResult.history`; snapshots: `TrainingResult.snapshots`
+    (their first layer and head is shown). `compare`: another history (e.g.
+    the ReLU model's) drawn dashed for contrast.
+    """
+    checks.record("sink_forming_figure", "history", history, HISTORY_KEYS, "TrainingResult.history")
+    if compare is not None:
+        checks.record("sink_forming_figure", "compare", compare, ("step", "bos_mass_mean"), "another history")
+    _check_snapshots("sink_forming_figure", snapshots)
+    picks = _spread(len(snapshots), snapshot_count)
+    fig = plt.figure(figsize=(3.2 * max(len(picks), 3), 7.2), constrained_layout=True)
+    grid = fig.add_gridspec(2, max(len(picks), 1), height_ratios=[1.1, 1])
+    curve = fig.add_subplot(grid[0, :])
+    curve.plot(history["step"], history["bos_mass_mean"], label="BOS mass at non-trigger rows (mean)")
+    curve.plot(history["step"], history["bos_mass_min"], label="BOS mass at non-trigger rows (min)")
+    curve.plot(history["step"], history["trigger_content"], label="trigger row: mean weight on keys 2..8")
+    if compare is not None:
+        curve.plot(compare["step"], compare["bos_mass_mean"], "--", color="grey", label="ReLU model: BOS mass (mean)")
+    for index in picks:
+        curve.axvline(snapshots[index][0], color="black", alpha=0.15)
+    curve.set_xlabel("training step")
+    curve.set_ylabel("attention weight")
+    curve.set_ylim(-0.03, 1.03)
+    curve.legend(fontsize=8, loc="center right")
+    curve.set_title(title)
+    for column, index in enumerate(picks):
+        step, weights = snapshots[index]
+        attention_heatmap(fig.add_subplot(grid[1, column]), weights[0, 0], f"step {step}", colour_bar=False)
+    return fig
+
+
+HISTORY_KEYS = ("step", "bos_mass_mean", "bos_mass_min", "trigger_content")  # what sink_forming_figure draws
+
+
+def head_bos_mass_figure(histories: dict, sink_bos_mass: float = 0.9) -> plt.Figure:
+    """Each head's mean BOS mass at the non-trigger rows against the training step, one panel per model.
+
+    histories: {model name: `TrainingResult.history`}, each with ``head_bos_mass`` (per record, a list over layers
+    of lists over heads). A line is red if its head ends at or above `sink_bos_mass` (it sinks, in the book's
+    sense), blue if not; a dotted line marks the threshold, and each panel's title says the last step at which any
+    head crossed it: from there on the split into sinking and non-sinking heads no longer changed.
+    """
+    checks.record("head_bos_mass_figure", "histories", histories, (), "a dict {model name: history}")
+    for name, history in histories.items():
+        checks.record("head_bos_mass_figure", f"histories[{name!r}]", history, ("step", "head_bos_mass"),
+                      "TrainingResult.history")
+    fig, axes = plt.subplots(1, len(histories), figsize=(6.2 * len(histories), 4.2), constrained_layout=True,
+                             squeeze=False)
+    for ax, (name, history) in zip(axes[0], histories.items()):
+        steps = np.asarray(history["step"])
+        per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+        records, layers, heads = per_head.shape
+        lines = per_head.reshape(records, layers * heads)  # (records, heads of all layers)
+        for index in range(layers * heads):
+            sinks = lines[-1, index] >= sink_bos_mass
+            ax.plot(steps, lines[:, index], color="tab:red" if sinks else "tab:blue", alpha=0.75, linewidth=1.1)
+        ax.axhline(sink_bos_mass, color="black", linestyle=":", linewidth=1)
+        ax.plot([], [], color="tab:red", label=f"heads that end at or above {sink_bos_mass:g}")
+        ax.plot([], [], color="tab:blue", label="heads that do not")
+        settled = head_split_settled(history, sink_bos_mass)
+        if settled:
+            ax.axvline(settled, color="grey", alpha=0.5)
+        ax.set_title(f"{name}: split settled at step {settled:,} of {int(steps[-1]):,}", fontsize=10)
+        ax.set_xlabel("training step")
+        ax.set_ylabel("mean BOS mass at non-trigger rows (probe set)")
+        ax.set_ylim(-0.03, 1.03)
+        ax.legend(fontsize=8, loc="center right")
+    return fig
+
+
+def head_split_settled(history: dict, sink_bos_mass: float = 0.9) -> int:
+    """The first recorded step from which no head's verdict (mean BOS mass at least `sink_bos_mass`, or not)
+    changes again to the end of training: 0 if none ever changes."""
+    checks.record("head_split_settled", "history", history, ("step", "head_bos_mass"), "TrainingResult.history")
+    per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+    sinks = (per_head >= sink_bos_mass).reshape(len(per_head), -1)  # (records, heads)
+    changed = np.nonzero((sinks[1:] != sinks[:-1]).any(axis=1))[0]  # record r -> r + 1 changed a verdict
+    return int(history["step"][changed[-1] + 1]) if changed.size else int(history["step"][0])
+
+
+def _check_snapshots(owner: str, snapshots, name: str = "snapshots") -> None:
+    """A TypeError unless `snapshots` is a list of (step, weights (layers, H, L, L)) pairs, as `train` keeps."""
+    for index, snapshot in enumerate(checks.snapshots(owner, name, snapshots)):
+        if np.ndim(snapshot[1]) != 4:
+            raise TypeError(f"{owner}: {name}[{index}] must be a pair (step, weights (layers, H, L, L)), got "
+                            f"{snapshot!r:.60}")
+
+
+def _spread(count: int, wanted: int) -> list[int]:
+    """Up to `wanted` indices spread evenly over range(count), first and last included."""
+    if count == 0:
+        return []
+    return sorted(set(np.linspace(0, count - 1, min(wanted, count)).round().astype(int).tolist()))
+
+
+def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
+    """An animated GIF of attention maps through training (Pillow writer).
+
+    snapshot_sets: {panel title: snapshots}; each panel shows its model's
+    first layer and head. A model that stopped training earlier than the
+    others keeps showing its last snapshot.
+    """
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    if not isinstance(snapshot_sets, dict) or not snapshot_sets:
+        raise ValueError(f"attention_animation: snapshot_sets must be a non-empty dict {{panel title: snapshots}}, "
+                         f"got {snapshot_sets!r:.60}")
+    for title, snapshots in snapshot_sets.items():
+        _check_snapshots("attention_animation", snapshots, f"snapshot_sets[{title!r}]")
+    fps = checks.positive_number("attention_animation", "fps", fps)  # 0 frames a second: no frame ever ends
+    if not 0.01 <= fps <= 100:  # a GIF's frame lasts a whole number of hundredths of a second, at most 65535
+        raise ValueError(f"attention_animation: fps must lie in 0.01..100 (a GIF's frame lasts 10 ms to 655 s), "
+                         f"got {fps:g}")
+    path = checked_path(path, "attention_animation: path", file=True)
+    if path.suffix.lower() != ".gif":  # the writer makes a GIF, whatever the name says
+        raise ValueError(f"attention_animation: path {str(path)!r} must end in .gif: the animation is a GIF")
+    titles = list(snapshot_sets)
+    frames = max(len(s) for s in snapshot_sets.values())
+    if min(len(s) for s in snapshot_sets.values()) == 0:
+        raise ValueError("attention_animation: no snapshots to animate")
+    fig, axes = plt.subplots(1, len(titles), figsize=(4.2 * len(titles), 4.2), squeeze=False,
+                             constrained_layout=True)
+    images = [attention_heatmap(ax, snapshot_sets[t][0][1][0, 0], t, colour_bar=False)
+              for ax, t in zip(axes[0], titles)]
+    fig.colorbar(images[-1], ax=axes[0].tolist(), fraction=0.03, pad=0.02)
+
+    def draw(frame):
+        for ax, image, title in zip(axes[0], images, titles):
+            snapshots = snapshot_sets[title]
+            step, weights = snapshots[min(frame, len(snapshots) - 1)]
+            image.set_data(weights[0, 0])
+            ax.set_title(f"{title}, step {step}" + (" (stopped)" if frame >= len(snapshots) - 1 else ""), fontsize=9)
+        return images
+
+    animation = FuncAnimation(fig, draw, frames=frames, blit=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".gif")
+    os.close(handle)
+    try:  # written aside, then moved into place: an earlier animation stays whole if this stops half-way
+        try:
+            animation.save(temporary, writer=PillowWriter(fps=fps))
+        except Exception as error:
+            if isinstance(error.__context__, KeyboardInterrupt):  # the writer failed closing a file Ctrl-C cut short
+                raise KeyboardInterrupt from None
+            if isinstance(error, ValueError) and str(error) == "quantization error":  # Pillow's words when the
+                raise MemoryError("attention_animation: Pillow ran out of memory reducing a frame to a GIF's 256 "
+                                  "colours ('quantization error')") from error  # C quantizer's allocation fails
+            raise
+        write_atomically(path, Path(temporary).read_bytes(), option="attention_animation: path")  # (its mode)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+        plt.close(fig)
+    return path
+
