@@ -76,11 +76,17 @@ def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
 
 @pytest.mark.parametrize("value_tests, earned", [(("passed", "passed"), 1.0), (("passed", "failed"), 0.25),
                                                  (("failed", "failed"), 0.0)], ids=["values pass", "one fails", "none"])
-def test_tests_requiring_values_pay_only_when_every_value_test_passes_in_both_scoreboards(value_tests, earned):
-    """Exercise 3.1 (1 point) with two value tests and two passed tests of shape and dtype (requires_values): the
-    class grader's results.json and the student's own scoreboard (tests/conftest.py) give the same points."""
+def test_tests_requiring_values_pay_only_when_every_value_test_passes_in_both_scoreboards(value_tests, earned,
+                                                                                          monkeypatch):
+    """Exercise 3.1 (1 point, all of it on these tests: hidden_share 0) with two value tests and two passed tests of
+    shape and dtype (requires_values): the class grader's results.json and the student's own scoreboard
+    (tests/conftest.py) give the same points."""
+    import dataclasses
+
     import conftest
 
+    for table in (EXERCISES, conftest.registry.EXERCISES):  # (the scoreboard's registry is loaded by its path)
+        monkeypatch.setitem(table, "3.1", dataclasses.replace(table["3.1"], hidden_share=0.0))
     run = a_run(("3.1",), tests_per_exercise=4)
     statuses = [*value_tests, "passed", "passed"]
     results = {nodeid: {"status": status, "blocked_by": None, "requires_values": index >= 2}
