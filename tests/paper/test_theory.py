@@ -58,17 +58,19 @@ def random_direction(seed: int) -> np.ndarray:
     return u / np.linalg.norm(u)
 
 
-def rebuilt(construction: dict, model, what: str, direction: np.ndarray):
+def rebuilt(construction: dict, model, what: str, direction: np.ndarray, scores):
     """`model` (built here) holding the weights of the student's construction `what`, a SingleLayerModel with
     `model`'s normaliser, which the student fixture returns as data: {"class", "config", "weights"}; once its
-    queries and keys are known to point along `direction` u on random inputs (each a multiple of u)."""
+    queries and keys are known to point along `direction` u on random inputs (each a multiple of u) and its
+    scores s_ik at every row i >= 1 and visible key k <= i to be the ones the exercise asks for,
+    `scores(triggers)` (B, L, L) there."""
     __tracebackhide__ = True
     normaliser = model.config["normaliser"]
     if construction["class"] != "SingleLayerModel" or construction["config"].get("normaliser") != normaliser:
         pytest.fail(f"{what} must return a SingleLayerModel with the '{normaliser}' normaliser, got a "
                     f"{construction['class']} with config {construction['config']}", pytrace=False)
     model.load_state_dict(construction["weights"])
-    x, _ = make_inputs(64, np.random.default_rng(7))
+    x, triggers = make_inputs(64, np.random.default_rng(7))
     layer = model.layers[0]
     for name, matrix in (("queries q_i = W_Q x_i", layer.W_Q.weight.data),
                          ("keys k_k = W_K x_k", layer.W_K.weight.data)):
@@ -78,20 +80,35 @@ def rebuilt(construction: dict, model, what: str, direction: np.ndarray):
             pytest.fail(f"{what}: the {name} must all point along the unit vector it is given (the argument "
                         f"`direction`, u): some have a part of size up to {np.abs(off_u).max():.3g} "
                         f"orthogonal to u. The exercise asks for any unit vector u, not only e_0.", pytrace=False)
+    found = (x @ layer.W_Q.weight.data.T) @ (x @ layer.W_K.weight.data.T).transpose(0, 2, 1)  # (B, L, L): s_ik
+    visible = (np.arange(L)[:, None] >= 1) & (np.arange(L)[None, :] <= np.arange(L)[:, None])  # i >= 1, k <= i
+    wrong = ~np.isclose(found, scores(triggers), atol=1e-9) & visible
+    if wrong.any():
+        pytest.fail(f"{what}: {int(wrong.sum())} of {int(visible.sum()) * len(x)} scores s_ik = q_i . k_k at rows "
+                    f"i >= 1 differ from the ones the exercise asks for (shifting a whole row gives the same "
+                    f"softmax weights, but not the scores asked for)", pytrace=False)
     return model
 
 
+def at_trigger_rows(triggers: np.ndarray) -> np.ndarray:
+    """(B, L, 1) boolean: True at row j of each sequence."""
+    return (np.arange(L)[None, :] == triggers[:, None])[..., None]
+
+
 def relu_rebuilt(student, model, direction: np.ndarray):
-    """The student's ReLU construction for `direction` u, in `model`."""
+    """The student's ReLU construction for `direction` u, in `model`: scores 1 on keys 1..j of row j, else 0."""
     __tracebackhide__ = True
-    return rebuilt(student.relu_construction(n, direction), model, "relu_construction", direction)
+    return rebuilt(student.relu_construction(n, direction), model, "relu_construction", direction,
+                   lambda triggers: (at_trigger_rows(triggers) & (np.arange(L) >= 1)).astype(float))
 
 
 def softmax_rebuilt(student, scale: float, direction: np.ndarray):
-    """The student's softmax construction of scale c for `direction` u."""
+    """The student's softmax construction of scale c for `direction` u: scores +c on BOS at a non-trigger row,
+    -c on BOS at the trigger row, 0 on every other key."""
     __tracebackhide__ = True
     return rebuilt(student.softmax_construction(scale, n, direction), SingleLayerModel(n, 1, "softmax"),
-                   f"softmax_construction({scale})", direction)
+                   f"softmax_construction({scale})", direction,
+                   lambda triggers: np.where(at_trigger_rows(triggers), -scale, scale) * (np.arange(L) == 0))
 
 
 def non_trigger_rows_of(triggers: np.ndarray) -> np.ndarray:
