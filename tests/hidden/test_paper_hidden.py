@@ -237,15 +237,26 @@ def head(construction: dict) -> tuple[np.ndarray, ...]:
     return tuple(np.asarray(weights[f"layers.0.W_{name}.weight"]) for name in "QKVO")
 
 
-def check_head(construction: dict, width: int, query, key, value_map, what: str) -> None:
-    """The head's queries W_Q x, keys W_K x and value map W_O W_V on seeded tokens x of the task's layout
-    (and on the unit vectors, which they span) are `query(x)`, `key(x)` and `value_map`."""
+def check_head(construction: dict, width: int, u: np.ndarray, scores, value_map, what: str) -> None:
+    """On seeded sequences of the task's layout, the head's queries W_Q x and keys W_K x point along `u`, its
+    scores s_ik = q_i . k_k at every row i >= 1 and visible key k <= i are `scores(triggers, length)` there, and
+    its value map W_O W_V is `value_map`. Any matrices with these properties pass."""
     __tracebackhide__ = True
     W_Q, W_K, W_V, W_O = head(construction)
-    tokens = np.vstack([np.eye(width), seeded_inputs(np.random.default_rng(width), 4, 9, width)[0].reshape(-1, width)])
-    report(tokens @ W_Q.T, query(tokens), f"{what}: the queries W_Q x")
-    report(tokens @ W_K.T, key(tokens), f"{what}: the keys W_K x")
+    x, triggers = seeded_inputs(np.random.default_rng(width), 6, 9, width)  # (6, 9, width), (6,)
+    for name, matrix in (("queries W_Q x", W_Q), ("keys W_K x", W_K)):
+        vectors = x @ matrix.T  # (6, 9, width)
+        report(vectors - (vectors @ u)[..., None] * u, np.zeros_like(vectors),
+               f"{what}: the {name} must point along the unit vector u it is given")
+    found = (x @ W_Q.T) @ (x @ W_K.T).transpose(0, 2, 1)  # (6, 9, 9): s_ik
+    visible = (np.arange(9)[:, None] >= 1) & ~future_of(9)  # rows i >= 1, keys k <= i
+    report(found[:, visible], scores(triggers, 9)[:, visible], f"{what}: the scores s_ik at rows i >= 1")
     report(W_O @ W_V, value_map, f"{what}: the value map W_O W_V")
+
+
+def trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
+    """(B, length, 1) boolean: True at row j of each sequence."""
+    return (np.arange(length)[None, :] == triggers[:, None])[..., None]
 
 
 @pytest.mark.exercise("5.1")
@@ -255,9 +266,13 @@ def test_softmax_construction_at_seeded_widths_directions_and_scales(exercise_se
         width, scale, u = int(width), float(rng.uniform(0.0, 25.0)), random_unit(rng, int(width))
         without_bos = np.eye(width)
         without_bos[0, 0] = 0.0
-        check_head(student.softmax_construction(scale, width, u), width,
-                   lambda x: scale * (x[:, width - 1] - x[:, 1])[:, None] * u, lambda x: x[:, :1] * u,
-                   without_bos, "the softmax construction at a seeded width, direction and scale")
+        on_bos = np.arange(9) == 0  # (9,): key 0
+
+        def scores(triggers, length, scale=scale, on_bos=on_bos):  # +c on BOS, -c at the trigger row, 0 elsewhere
+            return np.where(trigger_rows(triggers, length), -scale, scale) * on_bos
+
+        check_head(student.softmax_construction(scale, width, u), width, u, scores, without_bos,
+                   "the softmax construction at a seeded width, direction and scale")
 
 
 @pytest.mark.exercise("6.1")
@@ -265,6 +280,9 @@ def test_relu_construction_at_seeded_widths_and_directions(exercise_seed, studen
     rng = rng_for(exercise_seed, "6.1")
     for width in rng.choice([w for w in range(5, 30) if w != 16], size=3, replace=False):
         width, u = int(width), random_unit(rng, int(width))
-        check_head(student.relu_construction(width, u), width, lambda x: x[:, 1:2] * u,
-                   lambda x: (x[:, 1] + x[:, width - 1])[:, None] * u, np.eye(width),
+
+        def scores(triggers, length):  # 1 on every key k >= 1 of the trigger row, 0 elsewhere
+            return (trigger_rows(triggers, length) & (np.arange(length) >= 1)).astype(float)
+
+        check_head(student.relu_construction(width, u), width, u, scores, np.eye(width),
                    "the ReLU construction at a seeded width and direction")

@@ -4,9 +4,10 @@ Each proof step of chapter 05 is an inequality or identity that must hold for
 *every* model and input; we check it on random models and random inputs, and
 on the constructions, so that a wrong step cannot hide behind a good model.
 
-The graded tests (5.1, 6.1) ask for the student's constructions along a random unit vector u (the chapters
-print them for u = e_0) and get them through the ``student`` fixture as data (class, config, weights); they
-check that queries and keys point along u, load the weights into a model built here, and evaluate it with
+The graded tests (5.1, 6.1) ask for the student's constructions along a random unit vector u and get them
+through the ``student`` fixture as data (class, config, weights); they check that every query and key points
+along u (any matrices that do, and give the right attention, pass), load the weights into a model built here,
+and evaluate it with
 helpers that no exercise fills in. They check what the model's attention and outputs must be (exact at the
 trigger row, zero elsewhere; the closed forms of the softmax family), never against the task's targets, which are
 exercise 4.1's answer; the instructor's hidden tests check the matrices at other widths and directions.
@@ -57,43 +58,58 @@ def random_direction(seed: int) -> np.ndarray:
     return u / np.linalg.norm(u)
 
 
-def rebuilt(construction: dict, model, what: str, direction: np.ndarray, query_flags, key_flags):
+def rebuilt(construction: dict, model, what: str, direction: np.ndarray, scores):
     """`model` (built here) holding the weights of the student's construction `what`, a SingleLayerModel with
     `model`'s normaliser, which the student fixture returns as data: {"class", "config", "weights"}; once its
-    queries and keys are known to point along `direction` u: ``q_i = query_flags(x_i) u`` and
-    ``k_k = key_flags(x_k) u`` on random inputs (each a function of a token array (..., n))."""
+    queries and keys are known to point along `direction` u on random inputs (each a multiple of u) and its
+    scores s_ik at every row i >= 1 and visible key k <= i to be the ones the exercise asks for,
+    `scores(triggers)` (B, L, L) there."""
     __tracebackhide__ = True
     normaliser = model.config["normaliser"]
     if construction["class"] != "SingleLayerModel" or construction["config"].get("normaliser") != normaliser:
         pytest.fail(f"{what} must return a SingleLayerModel with the '{normaliser}' normaliser, got a "
                     f"{construction['class']} with config {construction['config']}", pytrace=False)
     model.load_state_dict(construction["weights"])
-    x, _ = make_inputs(64, np.random.default_rng(7))
+    x, triggers = make_inputs(64, np.random.default_rng(7))
     layer = model.layers[0]
-    for name, matrix, flags in (("queries q_i = W_Q x_i", layer.W_Q.weight.data, query_flags),
-                                ("keys k_k = W_K x_k", layer.W_K.weight.data, key_flags)):
-        found, expected = x @ matrix.T, flags(x)[..., None] * direction  # (B, L, n) each
-        if not np.allclose(found, expected, atol=1e-9):
-            pytest.fail(f"{what}: the {name} must point along the unit vector it is given (the argument "
-                        f"`direction`, u), as in the chapter's formula; they differ from it by up to "
-                        f"{np.abs(found - expected).max():.3g}. (The chapters print the construction for u = e_0; "
-                        f"the exercise asks for any unit vector u.)", pytrace=False)
+    for name, matrix in (("queries q_i = W_Q x_i", layer.W_Q.weight.data),
+                         ("keys k_k = W_K x_k", layer.W_K.weight.data)):
+        found = x @ matrix.T  # (B, L, n)
+        off_u = found - (found @ direction)[..., None] * direction  # the part of each vector not along u
+        if not np.allclose(off_u, 0.0, atol=1e-9):
+            pytest.fail(f"{what}: the {name} must all point along the unit vector it is given (the argument "
+                        f"`direction`, u): some have a part of size up to {np.abs(off_u).max():.3g} "
+                        f"orthogonal to u. The exercise asks for any unit vector u, not only e_0.", pytrace=False)
+    found = (x @ layer.W_Q.weight.data.T) @ (x @ layer.W_K.weight.data.T).transpose(0, 2, 1)  # (B, L, L): s_ik
+    visible = (np.arange(L)[:, None] >= 1) & (np.arange(L)[None, :] <= np.arange(L)[:, None])  # i >= 1, k <= i
+    wrong = ~np.isclose(found, scores(triggers), atol=1e-9) & visible
+    if wrong.any():
+        shift = " (shifting a whole row gives the same softmax weights, but not the scores asked for)"
+        pytest.fail(f"{what}: {int(wrong.sum())} of {int(visible.sum()) * len(x)} scores s_ik = q_i . k_k at rows "
+                    f"i >= 1 differ from the ones the exercise asks for" + (shift if normaliser == "softmax" else ""),
+                    pytrace=False)
     return model
 
 
+def at_trigger_rows(triggers: np.ndarray) -> np.ndarray:
+    """(B, L, 1) boolean: True at row j of each sequence."""
+    return (np.arange(L)[None, :] == triggers[:, None])[..., None]
+
+
 def relu_rebuilt(student, model, direction: np.ndarray):
-    """The student's ReLU construction for `direction` u, in `model`: q_i = [i = j] u, k_k = [k >= 1] u."""
+    """The student's ReLU construction for `direction` u, in `model`: scores 1 on keys 1..j of row j, else 0."""
     __tracebackhide__ = True
     return rebuilt(student.relu_construction(n, direction), model, "relu_construction", direction,
-                   lambda x: x[..., 1], lambda x: x[..., 1] + x[..., n - 1])
+                   lambda triggers: (at_trigger_rows(triggers) & (np.arange(L) >= 1)).astype(float))
 
 
 def softmax_rebuilt(student, scale: float, direction: np.ndarray):
-    """The student's softmax construction of scale c for `direction` u: q_i = c (x_i,b - x_i,t) u, k_k = x_k,0 u."""
+    """The student's softmax construction of scale c for `direction` u: scores +c on BOS at a non-trigger row,
+    -c on BOS at the trigger row, 0 on every other key."""
     __tracebackhide__ = True
     return rebuilt(student.softmax_construction(scale, n, direction), SingleLayerModel(n, 1, "softmax"),
-                   f"softmax_construction({scale})", direction, lambda x: scale * (x[..., n - 1] - x[..., 1]),
-                   lambda x: x[..., 0])
+                   f"softmax_construction({scale})", direction,
+                   lambda triggers: np.where(at_trigger_rows(triggers), -scale, scale) * (np.arange(L) == 0))
 
 
 def non_trigger_rows_of(triggers: np.ndarray) -> np.ndarray:

@@ -80,7 +80,7 @@ def value_map(model: AttentionModel, layer: int = 0, head: int = 0) -> np.ndarra
 def query_key_direction(direction, width: int, owner: str = "query_key_direction") -> np.ndarray:
     """The unit vector u along which a construction's queries and keys point: `direction` checked, as a float
     array of shape (n,) with norm 1 (to 1e-9); None means ``e_0``. Only ``u . u = 1`` enters the scores, so
-    any unit vector gives the same attention (chapters 03 and 06). `owner` names the construction in errors."""
+    any unit vector gives the same attention (chapters 05 and 06). `owner` names the construction in errors."""
     width = checks.integer(owner, "width", width, minimum=MIN_WIDTH)
     checks.memory(owner, "the head's four (n, n) matrices", (4, width, width))  # before np.eye(width)
     if direction is None:
@@ -103,9 +103,11 @@ def relu_construction(width: int = WIDTH, direction=None) -> SingleLayerModel:
 
 def relu_construction_weights(u: np.ndarray, width: int) -> tuple:
     """Exercise 6.1: the matrices ``(W_Q, W_K, W_V, W_O)``, each (n, n), of one ReLU head that solves the
-    task exactly with no sink: every non-trigger row of its attention is 0 and the trigger row puts 1/j on
-    each of keys 1..j, so the head outputs the mean of tokens 1..j at j and 0 elsewhere. Queries and keys
-    point along the unit vector `u` (shape (n,)); `unit_vectors(width)` gives e_0, e_t, e_b, e_n."""
+    task exactly with no sink. Its scores s_ik = q_i . k_k are 1 on keys 1..j of the trigger row and 0 at
+    every other row i >= 1, and its value map W_O W_V is I: every non-trigger row of its attention is 0 and
+    the trigger row puts 1/j on each of keys 1..j, so the head outputs the mean of tokens 1..j at j and 0
+    elsewhere. Every query and key is a multiple of the unit vector `u` (shape (n,));
+    `unit_vectors(width)` gives e_0, e_t, e_b and the content mask."""
     _, e_t, e_b, _ = unit_vectors(width)
     W_Q = np.outer(u, e_t)  # q_i = [x_i is the trigger] u
     W_K = np.outer(u, e_b + e_t)  # k_k = [x_k is not BOS] u
@@ -128,7 +130,8 @@ def softmax_construction_weights(scale: float, u: np.ndarray, width: int) -> tup
     strength c = `scale`: only the BOS key gets a non-zero score, +c from a content query and -c from the
     trigger, so a non-trigger row i puts ``e^c / (e^c + i)`` on BOS and the trigger row
     ``e^-c / (e^-c + j)``; BOS's value is 0 and every other token's value is the token itself. Queries and
-    keys point along the unit vector `u` (shape (n,)); `unit_vectors(width)` gives e_0, e_t, e_b, e_n."""
+    keys are multiples of the unit vector `u` (shape (n,)); `unit_vectors(width)` gives e_0, e_t, e_b and the
+    content mask."""
     e_0, e_t, e_b, _ = unit_vectors(width)
     W_Q = scale * np.outer(u, e_b - e_t)  # q_i = +c u at content tokens, -c u at the trigger
     W_K = np.outer(u, e_0)  # k_k = u at BOS, 0 elsewhere
