@@ -68,7 +68,8 @@ def test_a_bundle_a_canvas_csv_and_a_bench_file_are_recognised_by_their_mark(tmp
     for name, (own, _) in files.items():
         assert check_output_file(tmp_path / name, "--out", own=own) == tmp_path / name, f"{name} is its own output"
     foreign = {"notes.csv": "my,own,notes\n", "export.csv": "Student,ID,SIS User ID,SIS Login ID,Section,A,B\n",
-               "data.json": json.dumps({"steps": {}}), "other.zip": b"PK\x05\x06" + bytes(18)}
+               "data.json": json.dumps({"steps": {}}), "other.zip": b"PK\x05\x06" + bytes(18),
+               "notes.zip": "not a zip at all\n", "empty.zip": b""}  # (a file named .zip need not be one)
     for name, content in foreign.items():
         path = tmp_path / name
         path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)

@@ -252,8 +252,11 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
 
 def _is_bundle(path: Path) -> bool:
     """Whether `path` is a zip that build_bundle wrote: it holds the bundle's settings, SETTINGS_NAME."""
-    with zipfile.ZipFile(path) as archive:
-        return SETTINGS_NAME in archive.namelist()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return SETTINGS_NAME in archive.namelist()
+    except (zipfile.BadZipFile, OSError):  # a text file named .zip, an empty file: not ours, so never replaced
+        return False
 
 
 OWN_BUNDLE = OwnFile(f"a Gradescope bundle that gradescope-bundle wrote (a zip holding {SETTINGS_NAME})", _is_bundle)
