@@ -439,7 +439,8 @@ def tiny_project(folder: Path, solved: bool = False) -> Path:
         f"def triple(x):\n    return 3 * x\n")
     (folder / "minitorch" / "exercises").mkdir()
     shutil.copy(ROOT / "minitorch" / "exercises" / "registry.py", folder / "minitorch" / "exercises" / "registry.py")
-    shutil.copy(TESTS / "conftest.py", folder / "tests" / "conftest.py")
+    for name in ("conftest.py", "course_plugin.py"):
+        shutil.copy(TESTS / name, folder / "tests" / name)
     (folder / "tests" / "test_tiny.py").write_text(TINY_TESTS.format(quoted=message))
     return folder
 
