@@ -25,10 +25,9 @@ import pytest
 import minitorch
 from minitorch.exercises import __main__ as exercises_cli
 from minitorch.exercises import registry as exercises
-from minitorch.exercises.edition import make_student_edition, strip_solutions
+from minitorch.exercises.edition import is_stub, make_student_edition, strip_solutions, stubbed_source
 from minitorch.exercises.registry import (EXERCISES, LINE_LENGTH, Exercise, ExerciseError, body_after_docstring,
-                                          function_node, is_stub, load_exercises, replace_bodies, stub_error,
-                                          stubbed_source)
+                                          function_node, load_exercises, replace_bodies, stub_error)
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 TESTS = Path(__file__).resolve().parent.parent  # the tests that grade it

@@ -37,7 +37,7 @@ from minitorch.exercises.registry import (ExerciseError, load_exercises, read_ma
 from minitorch.exercises.grader.trusted.student_text import capped, shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
-from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure_open_files, signal_name
+from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, signal_name
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
