@@ -77,12 +77,14 @@ _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def pytest_addhooks(pluginmanager):
-    """pytest-timeout, also where third-party plugins are not loaded on their own (the grader's check processes)."""
-    if not pluginmanager.has_plugin("timeout"):
-        try:
-            pluginmanager.import_plugin("pytest_timeout")
-        except ImportError as error:
-            raise pytest.UsageError(f"{error}: pip install -r requirements.txt") from None
+    """pytest-timeout, also where third-party plugins are not loaded on their own (the grader's check processes),
+    under the name its entry point uses, so that pytest never loads it twice."""
+    try:
+        import pytest_timeout
+    except ImportError as error:
+        raise pytest.UsageError(f"{error}: pip install -r requirements.txt") from None
+    if not pluginmanager.is_registered(pytest_timeout) and not pluginmanager.has_plugin("timeout"):
+        pluginmanager.register(pytest_timeout, "timeout")
 
 
 def pytest_addoption(parser):
