@@ -572,6 +572,7 @@ def listing(problems: list[str]) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # three runs of an edition's fast tests, each given 900 s: beyond a test's usual 600 s
 def test_the_student_edition_fails_the_exercises_it_hands_out_and_nothing_else(tmp_path, exercise_seed):
     full, partial = tmp_path / "full", tmp_path / "partial"
     build_edition(full)
