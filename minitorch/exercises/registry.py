@@ -72,8 +72,9 @@ class Exercise:
 # (0 gives every point to the public tests); an exercise without hidden tests gives the public ones all its points.
 _OPS = ("tests/test_ops.py", "tests/hidden/test_ops_hidden.py")
 _TENSOR = ("tests/test_tensor.py", "tests/hidden/test_tensor_hidden.py")
-_ATTENTION, _METRICS = ("tests/paper/test_attention.py",), ("tests/paper/test_metrics.py",)
-_THEORY = ("tests/paper/test_theory.py",)
+_PAPER_HIDDEN = "tests/hidden/test_paper_hidden.py"
+_ATTENTION, _METRICS = ("tests/paper/test_attention.py", _PAPER_HIDDEN), ("tests/paper/test_metrics.py", _PAPER_HIDDEN)
+_THEORY = ("tests/paper/test_theory.py", _PAPER_HIDDEN)
 _ENGINE = ("1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3")  # the backward rules, their order and sum_to_shape
 EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("1.1", "topological_order, the order in which backward visits the graph", 3, "minitorch/tensor.py",
@@ -98,7 +99,7 @@ EXERCISES = {exercise.id: exercise for exercise in (
     Exercise("3.5", "Gu et al.'s sink score alpha_k", 2, "minitorch/paper/metrics.py", "gu_sink_scores",
              tests=_METRICS),
     Exercise("4.1", "the task's targets", 2, "minitorch/paper/task.py", "make_targets",
-             tests=("tests/paper/test_task.py",)),
+             tests=("tests/paper/test_task.py", _PAPER_HIDDEN)),
     Exercise("5.1", "the softmax construction: a sink of strength c", 2, "minitorch/paper/theory/constructions.py",
              "softmax_construction_weights", ("2.4", "3.1", "3.2"), _THEORY),
     Exercise("6.1", "the ReLU construction of Theorem 3", 2, "minitorch/paper/theory/constructions.py",
