@@ -1,4 +1,4 @@
-"""Every command stops the same way (minitorch.tools.commands.run_command, round three of the bad-input catalogue):
+"""Every command stops the same way (minitorch.tools.exit_policy.run_command, round three of the bad-input catalogue):
 SIGTERM, SIGHUP and every other signal whose default action ends the process (SIGQUIT, SIGUSR1, SIGALRM, ...:
 round six, C6-01, C6-07, G6-34) take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the
 signal), an OSError is one line naming the path and what to do, and a closed pipe is quiet."""
@@ -77,7 +77,7 @@ STOPS = {"TERM": signal.SIGTERM, "HUP": signal.SIGHUP, "INT": signal.SIGINT, "QU
 @pytest.mark.parametrize("make_main", [_build_aside_then_get, pytest.param(_bench_then_get, marks=NO_FLOOR)],
                          ids=["building-aside", "bench"])
 def test_a_stop_signal_takes_the_ctrl_c_path_and_leaves_nothing_half_written(tmp_path, capsys, make_main, signum):
-    from minitorch.tools.commands import run_command, signal_name
+    from minitorch.tools.exit_policy import run_command, signal_name
 
     target = tmp_path / "out"
     target.mkdir()
@@ -153,7 +153,7 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
      r"copying book/a.html to /full/a.html: \[Errno 28\] No space left on device"),
 ], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "copytree-disk-full"])
 def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, named):
-    from minitorch.tools.commands import run_command
+    from minitorch.tools.exit_policy import run_command
 
     def main(argv):
         raise raised
@@ -169,7 +169,7 @@ def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, 
     (MemoryError("save: the image of shape (9, 9, 4) would need 9 GiB"), r"out of memory: save: the image .*9 GiB\."),
 ], ids=["numpy's-bare-error", "ours-naming-the-array"])
 def test_running_out_of_memory_is_one_line_saying_what_to_do(capsys, raised, named):
-    from minitorch.tools.commands import run_command
+    from minitorch.tools.exit_policy import run_command
 
     def main(argv):  # C8-17: a raw MemoryError traceback after minutes of training under `ulimit -v`
         raise raised

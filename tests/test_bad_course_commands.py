@@ -67,8 +67,8 @@ def test_gradescope_bundle_refuses_a_bad_number_before_building(tmp_path, argume
 
 
 @pytest.mark.parametrize("arguments,culprit", [
-    (["--test-timeout=nan"], "--test-timeout must be a finite number of seconds"),
-    (["--test-timeout=inf"], "--test-timeout must be a finite number of seconds"),
+    (["--timeout=nan"], "--timeout must be a finite number of seconds"),
+    (["--timeout=inf"], "--timeout must be a finite number of seconds"),
     (["--exercise-seed=1.5"], "--exercise-seed must be a whole number"),
     (["-m", "ex9_9"], "there is no exercise 9.9"),
     (["-m", "ch08"], "chapter 08 has no graded exercises"),

@@ -139,7 +139,7 @@ import resource, sys
 from bad_input_helpers import tiny_model
 from minitorch.outputs import write_atomically
 from minitorch.paper.models import save_model
-from minitorch.tools.commands import run_command
+from minitorch.tools.exit_policy import run_command
 resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), resource.RLIM_INFINITY))  # ulimit -f
 write = {"save_model": lambda: save_model(tiny_model(), sys.argv[2]),
          "write_atomically": lambda: write_atomically(sys.argv[2], "x" * 100_000)}[sys.argv[1]]

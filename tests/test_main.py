@@ -107,12 +107,13 @@ def _stub_of(exercise_id: str):
 
 
 def test_a_command_stopped_by_an_exercise_stub_says_which_exercise_in_one_line(capsys):
-    from minitorch.tools.commands import run_command
+    from minitorch.exercises.registry import exercise_needed
+    from minitorch.tools.exit_policy import run_command
 
     def reproduce(argv):
         raise _stub_of("4.1")
 
-    status = run_command(reproduce, ["reproduce", "--quick"])
+    status = run_command(reproduce, ["reproduce", "--quick"], explain=exercise_needed)
     err = capsys.readouterr().err
     assert status == 2, f"a command stopped by a stub should exit with status 2, got {status}"
     assert err.count("\n") == 1 and "Traceback" not in err, f"expected one line, got:\n{err}"
@@ -122,7 +123,8 @@ def test_a_command_stopped_by_an_exercise_stub_says_which_exercise_in_one_line(c
 
 
 def test_a_stub_quoted_inside_another_error_is_recognised_and_other_errors_keep_their_traceback(capsys):
-    from minitorch.tools.commands import run_command
+    from minitorch.exercises.registry import exercise_needed
+    from minitorch.tools.exit_policy import run_command
 
     def wrapped(argv):
         try:
@@ -130,14 +132,14 @@ def test_a_stub_quoted_inside_another_error_is_recognised_and_other_errors_keep_
         except NotImplementedError as error:
             raise RuntimeError("a worker process failed") from error
 
-    assert run_command(wrapped, ["book"]) == 2
+    assert run_command(wrapped, ["book"], explain=exercise_needed) == 2
     assert "python -m minitorch book needs exercise 3.2 (softmax_attention" in capsys.readouterr().err
 
     def unrelated(argv):
         raise NotImplementedError("not a stub of the book's exercises")
 
     with pytest.raises(NotImplementedError, match="not a stub"):
-        run_command(unrelated, ["reproduce"])
+        run_command(unrelated, ["reproduce"], explain=exercise_needed)
 
 
 def test_reproduce_in_a_fresh_student_edition_stops_in_one_line_naming_exercise_4_1(tmp_path):

@@ -1,4 +1,5 @@
-"""The student edition: a copy of the project with the chosen exercises' functions stubbed (chapter 00)."""
+"""The student edition: a copy of the project with the chosen exercises' functions stubbed, and carrying a student's
+functions over from last week's copy (chapter 00)."""
 
 from __future__ import annotations
 
@@ -8,24 +9,27 @@ import datetime
 import json
 import os
 import shutil
+import string
 import subprocess
-import tempfile
+import textwrap
 from pathlib import Path
 
-from minitorch.outputs import OutputPathError, check_output_folder, check_readable, write_atomically
-from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, MANIFEST, MAX_FUNCTION_LINES,
-                                          MAX_MODULE_BYTES, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, Exercise,
-                                          ExerciseError, function_node, is_stub, load_exercises, sort_key,
-                                          stubbed_source)
+from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, LINE_LENGTH, MANIFEST, MAX_FUNCTION_LINES,
+                                          MAX_MODULE_BYTES, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, STUB_ERROR,
+                                          Exercise, ExerciseError, body_after_docstring, function_node, load_exercises,
+                                          replace_bodies, sort_key)
+from minitorch.outputs import (OutputPathError, PathError, building_aside, check_input_file, check_output_folder,
+                               check_readable, write_atomically)
 
+TEMPLATES = Path(__file__).with_name("templates")  # the READMEs of an edition, the Gradescope bundle's scripts
 # Names every module has without defining them: an exercise's function may use them.
 MODULE_DUNDERS = ("__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__", "__builtins__",
                   "__cached__", "__annotations__")
 
 
 def module_names(text: str) -> list[str]:
-    """The names a module's source binds at its top level (imports, functions, classes, assignments), and the
-    names every module has: what an exercise's function may use besides its own (student_function)."""
+    """The names a module binds at its top level, and those every module has: what an exercise's function may use
+    besides its own (the grader refuses a helper outside the function)."""
     names = set(MODULE_DUNDERS)
     for node in ast.parse(text).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -41,359 +45,241 @@ def module_names(text: str) -> list[str]:
 def git_commit(root: Path) -> str | None:
     """The commit checked out at `root` (with '+changes' if the work tree differs), or None."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                capture_output=True, text=True, timeout=30)
+        commit, status = (subprocess.run(["git", *arguments], cwd=root, capture_output=True, text=True, timeout=30)
+                          for arguments in (["rev-parse", "HEAD"], ["status", "--porcelain", "--untracked-files=no"]))
     except (OSError, subprocess.SubprocessError):
         return None
-    if commit.returncode != 0:
-        return None
-    return commit.stdout.strip() + ("+changes" if status.stdout.strip() else "")
+    return commit.stdout.strip() + ("+changes" if status.stdout.strip() else "") if commit.returncode == 0 else None
+
+
+# ----------------------------------------------------------------------
+# the stub: the function's body replaced by its NotImplementedError, lines no longer than the book's
+
+
+def stubbed_source(text: str, exercises, where: str = "") -> str:
+    """One module's source with the functions of `exercises` stubbed (def line, decorators and docstring stay)."""
+    bodies = {}
+    for exercise in exercises:
+        message = json.dumps(exercise.stub_message(), ensure_ascii=False)
+        if len(f"    raise NotImplementedError({message})") > LINE_LENGTH:  # pieces that join back to the message
+            pieces = textwrap.wrap(exercise.stub_message(), LINE_LENGTH - 16, drop_whitespace=False,
+                                   break_long_words=False, break_on_hyphens=False)
+            message = "\n" + "\n".join(f"    {json.dumps(piece, ensure_ascii=False)}" for piece in pieces)
+        bodies[exercise.function] = f"raise NotImplementedError({message})\n"
+    return replace_bodies(text, bodies, where)
+
+
+def is_stub(node: ast.FunctionDef, exercise: Exercise) -> bool:
+    """Whether the function's only code is the edition's ``raise NotImplementedError(<its stub message>)``."""
+    body = body_after_docstring(node)
+    raised = body[0].exc if len(body) == 1 and isinstance(body[0], ast.Raise) else None
+    if not (isinstance(raised, ast.Call) and isinstance(raised.func, ast.Name) and raised.func.id ==
+            "NotImplementedError" and len(raised.args) == 1 and not raised.keywords
+            and isinstance(raised.args[0], ast.Constant) and isinstance(raised.args[0].value, str)):
+        return False
+    found = STUB_ERROR.search(raised.args[0].value)
+    return bool(found) and found["id"] == exercise.id
+
+
+# ----------------------------------------------------------------------
+# making an edition
+
+
+def _ids(exercises) -> list[str]:
+    return [getattr(exercise, "id", exercise) for exercise in exercises]
+
+
+def prerequisites_refused(handed_out, released=(), before=(), table=None) -> None:
+    """ExerciseError, with the options that fix it, if an exercise handed out builds on one the edition neither hands
+    out nor releases, nor did an earlier edition hand out (`before`): that stub would block its tests and chapter. An
+    exercise builds on the earlier exercises its row `needs`, and on theirs in turn (5.1 on 3.2, so on 2.4)."""
+    table, present, missing = EXERCISES if table is None else table, {*_ids(handed_out), *_ids(released), *before}, {}
+    for exercise_id in _ids(handed_out):
+        needed, waiting = set(), [exercise_id]
+        while waiting:
+            new = {need for need in table[waiting.pop()].needs if sort_key(need) < sort_key(exercise_id)} - needed
+            needed |= new
+            waiting += new
+        if needed - present:
+            missing[exercise_id] = sorted(needed - present, key=sort_key)
+    if missing:
+        lacking = sorted({need for ids in missing.values() for need in ids}, key=sort_key)
+        which = "; ".join(f"{exercise_id} builds on {', '.join(ids)}" for exercise_id, ids in missing.items())
+        raise ExerciseError(f"this edition hands out exercises whose prerequisites it neither hands out nor releases "
+                            f"({which}): their stubs would block those exercises' tests and chapters. Add --release "
+                            f"{','.join(lacking)} (their answers, in the edition), or hand them out too: --only "
+                            f"{','.join(sorted({*_ids(handed_out), *lacking}, key=sort_key))}, or, if an earlier "
+                            f"edition handed them out and your students bring their own answers (carry-over), say so "
+                            f"with --handed-out-before {','.join(lacking)}")
+
+
+def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, released=(), table=None,
+                         before=()) -> dict:
+    """Copy the project at `root` to `dest` handing out the `selected` exercises. Every exercise's function is a stub
+    but those `released` (their answers; all of them: a solutions edition); `before` names those an earlier edition
+    handed out, which students bring by carry-over. The instructor's files and the solution cells are left out, the
+    outputs cleared, the manifest and the README written. Built aside and moved into place whole: `dest`, new or an
+    empty folder outside `root`, never holds half an edition. Returns what was done."""
+    try:
+        dest = check_output_folder(dest, option="the edition's folder")
+    except OutputPathError as error:
+        raise ExerciseError(f"{error} (nothing was written)") from None
+    root, released = Path(root).resolve(), sorted(set(_ids(released)), key=sort_key)
+    if dest.exists() and any(dest.iterdir()):
+        raise ExerciseError(f"{dest} already exists and is not an empty folder; choose a new folder (nothing was "
+                            f"written)")
+    if dest.is_relative_to(root):  # inside, pytest and the copy would find each other's files
+        raise ExerciseError(f"{dest} lies inside the project {root}; choose a folder outside it, e.g. "
+                            f"{root.parent / 'student-edition'}")
+    overlap = sorted(set(_ids(selected)) & set(released), key=sort_key)
+    if overlap:
+        raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
+                            f"exercise, or release its answer, not both")
+    with building_aside(dest) as building:
+        summary = _build(building, selected, root, released, sorted(set(before) - set(released), key=sort_key), table)
+    os.chmod(dest, 0o755)  # a class (or its TAs) must be able to read it, whatever the umask
+    return summary
+
+
+def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) -> None:
+    """Copy the folder `source` to `dest` without caches, names matching `also_ignored`, or what is neither a file nor
+    a folder (a socket a kernel left behind, a broken link)."""
+    patterns = shutil.ignore_patterns(*NOT_COPIED, *also_ignored)
+    shutil.copytree(source, dest, ignore=lambda folder, names: set(patterns(folder, names)) | {
+        name for name in names if not os.path.isfile(os.path.join(folder, name))
+        and not os.path.isdir(os.path.join(folder, name))})
+
+
+def _build(dest: Path, selected: list[Exercise], root: Path, released: list[str], before: list[str], table) -> dict:
+    for name in PROJECT_PATHS:
+        if (root / name).is_dir():
+            copy_folder(root / name, dest / name)
+        elif (root / name).is_file():
+            shutil.copy2(root / name, dest / name)
+    for name in INSTRUCTOR_ONLY:  # the instructor's files (hidden tests among them) stay with the instructor
+        shutil.rmtree(dest / name) if (dest / name).is_dir() else (dest / name).unlink(missing_ok=True)
+    every = load_exercises(root, table)
+    stubbed, names, removed = [e for e in every if e.id not in released], {}, 0
+    for module in sorted({exercise.module for exercise in stubbed}):
+        text = stubbed_source((root / module).read_text(encoding="utf-8"), [e for e in stubbed if e.module == module],
+                              module)
+        (dest / module).write_text(text, encoding="utf-8")
+        names[module] = module_names(text)
+    for path in sorted((dest / "chapters").glob("*.ipynb")):
+        try:
+            notebook = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ExerciseError(f"{path.relative_to(dest)} is not a valid notebook ({error}); nothing was written") \
+                from None
+        stripped, count = strip_solutions(notebook)
+        removed += count
+        if stripped != notebook:
+            path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    handed_out = [exercise.id for exercise in selected]
+    manifest = {"handed_out": handed_out, "released": released, "handed_out_before": before,
+                "made_from": git_commit(root), "module_names": names,
+                "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    (dest / "README.md").write_text(student_readme(selected, [e for e in every if e.id in released], dest / "chapters",
+                                                   [e for e in every if e.id in before], len(every)), encoding="utf-8")
+    return {"handed_out": handed_out, "stubbed": [e.id for e in stubbed], "released": released,
+            "solution_cells_removed": removed}
 
 
 def strip_solutions(notebook: dict) -> tuple[dict, int]:
-    """The notebook without its solution cells (answers to graded exercises) and with every output cleared;
-    and how many cells went. Self-check cells (answers to predict-then-check questions) stay."""
+    """The notebook without its cells tagged "solution" (answers to graded exercises; "self-check" cells stay) and
+    with every output cleared; and how many cells went."""
     kept = [copy.deepcopy(cell) for cell in notebook.get("cells", [])
             if SOLUTION_TAG not in cell.get("metadata", {}).get("tags", [])]
     for cell in kept:
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
-    removed = len(notebook.get("cells", [])) - len(kept)
-    return {**notebook, "cells": kept}, removed
+    return {**notebook, "cells": kept}, len(notebook.get("cells", [])) - len(kept)
 
 
-def missing_prerequisites(handed_out, released=(), before=(), table=None) -> dict[str, list[str]]:
-    """{exercise ID handed out: [the exercises it builds on that the edition neither hands out nor releases, nor
-    an earlier edition handed out (`before`)]}, for those with any. An exercise builds on the exercises its table
-    entry `needs` that come before it (the order of work), and on theirs in turn: 5.1 on 3.2 and, through it, on
-    the softmax (2.4) and the engine. A later exercise in `needs` (sum_to_shape for chapter 01's backward rules)
-    is reached only by a wrong answer and is no prerequisite."""
-    table = EXERCISES if table is None else table
-    present = {getattr(exercise, "id", exercise) for exercise in (*handed_out, *released)} | set(before)
-    missing = {}
-    for exercise in handed_out:
-        exercise_id = getattr(exercise, "id", exercise)
-        needed, waiting = set(), [exercise_id]
-        while waiting:
-            for prerequisite in table[waiting.pop()].needs:
-                if prerequisite in table and sort_key(prerequisite) < sort_key(exercise_id) and \
-                        prerequisite not in needed:
-                    needed.add(prerequisite)
-                    waiting.append(prerequisite)
-        lacking = sorted(needed - present, key=sort_key)
-        if lacking:
-            missing[exercise_id] = lacking
-    return missing
-
-
-def prerequisites_refused(handed_out, released=(), before=(), table=None) -> None:
-    """ExerciseError, with the options that fix it, if an exercise handed out builds on one the edition neither
-    hands out nor releases: its tests would be blocked and its chapter stopped by that stub, with nothing to say
-    where the student gets it."""
-    missing = missing_prerequisites(handed_out, released, before, table)
-    if not missing:
-        return
-    lacking = sorted({needed for ids in missing.values() for needed in ids}, key=sort_key)
-    handed = [getattr(exercise, "id", exercise) for exercise in handed_out]
-    which = "; ".join(f"{exercise_id} builds on {', '.join(ids)}" for exercise_id, ids in missing.items())
-    raise ExerciseError(f"this edition hands out exercises whose prerequisites it neither hands out nor releases "
-                        f"({which}): their stubs would block those exercises' tests and chapters. Add "
-                        f"--release {','.join(lacking)} (their answers, in the edition), or hand them out too: "
-                        f"--only {','.join(sorted({*handed, *lacking}, key=sort_key))}, or, if an earlier edition "
-                        f"handed them out and your students bring their own answers (carry-over), say so with "
-                        f"--handed-out-before {','.join(lacking)}")
-
-
-def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, released=(), table=None,
-                         before=()) -> dict:
-    """Copy the project at `root` to `dest`, handing out the `selected` exercises: the body of every exercise's
-    function is replaced by its stub, except those of the exercises `released` (their answers, e.g. last week's
-    after its deadline; all of them: a solutions edition). No answer leaves unless it is released.
-
-    The instructor's own files (`registry.INSTRUCTOR_ONLY`) are left out. Also drops notebook cells
-    tagged "solution" (answers to graded exercises; cells tagged "self-check", the answers to
-    predict-then-check questions, stay), clears outputs, and writes the manifest
-    (minitorch/exercises/edition.json: the IDs handed out, and the names each exercise's module defines, which
-    a student's own run checks the functions against). `dest` must lie outside `root` and must not
-    exist or be an empty folder. The edition is built in a temporary sibling folder and moved into place
-    only when complete: a full disk or Ctrl-C never leaves a copy holding reference solutions.
-    `before` names the exercises an earlier edition handed out, which the students bring themselves (carry-over):
-    they stay stubs, and the README says so. Returns what was done: {"handed_out": [...IDs], "stubbed": [...],
-    "released": [...], "solution_cells_removed": n}.
-    """
-    try:
-        dest = check_output_folder(dest, option="the edition's folder")
-    except OutputPathError as error:
-        raise ExerciseError(f"{error} (nothing was written)") from None
-    root = Path(root).resolve()
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise ExerciseError(f"{dest} already exists and is not an empty folder; choose a new folder "
-                            f"(nothing was written)")
-    if dest.is_relative_to(root):  # inside, pytest and the copy would find each other's files
-        raise ExerciseError(f"{dest} lies inside the project {root}; choose a folder outside it, "
-                            f"e.g. {root.parent / 'student-edition'}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{dest.name[:40]}.building-", dir=dest.parent))  # (fits any name)
-    try:
-        summary = _build(building, selected, root, released, table, before)
-        if dest.exists():
-            dest.rmdir()  # empty, checked above
-        building.rename(dest)
-        os.chmod(dest, 0o755)  # mkdtemp made it the owner's only: a class (or its TAs) must be able to read it
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
-    return summary
-
-
-def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) -> None:
-    """Copy the folder `source` to `dest` without caches (NOT_COPIED), names matching `also_ignored`, or
-    anything that is neither a file nor a folder (a socket a kernel left behind, a broken link)."""
-    patterns = shutil.ignore_patterns(*NOT_COPIED, *also_ignored)
-
-    def ignored(folder: str, names: list[str]) -> set[str]:
-        special = {name for name in names if not (os.path.isfile(os.path.join(folder, name))
-                                                  or os.path.isdir(os.path.join(folder, name)))}
-        return set(patterns(folder, names)) | special
-
-    shutil.copytree(source, dest, ignore=ignored)
-
-
-def _build(dest: Path, selected: list[Exercise], root: Path, released, table, before=()) -> dict:
-    for name in PROJECT_PATHS:
-        source = root / name
-        if source.is_dir():
-            copy_folder(source, dest / name)
-        elif source.is_file():
-            shutil.copy2(source, dest / name)
-    for name in INSTRUCTOR_ONLY:  # the instructor's files (hidden tests among them) stay with the instructor
-        shutil.rmtree(dest / name) if (dest / name).is_dir() else (dest / name).unlink(missing_ok=True)
-
-    released = {getattr(exercise, "id", exercise) for exercise in released}
-    overlap = sorted({exercise.id for exercise in selected} & released, key=sort_key)
-    if overlap:
-        raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
-                            f"exercise, or release its answer, not both")
-    stubbed = [exercise for exercise in load_exercises(root, table) if exercise.id not in released]
-    by_module: dict[str, list[Exercise]] = {}
-    for exercise in stubbed:
-        by_module.setdefault(exercise.module, []).append(exercise)
-    for module, exercises in by_module.items():
-        (dest / module).write_text(stubbed_source((root / module).read_text(encoding="utf-8"), exercises, module),
-                                   encoding="utf-8")
-    names = {module: module_names((dest / module).read_text(encoding="utf-8")) for module in sorted(by_module)}
-
-    removed = 0
-    for path in sorted((dest / "chapters").glob("*.ipynb")):
-        try:
-            notebook = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ExerciseError(f"{path.relative_to(dest)} is not a valid notebook ({error}); nothing was "
-                                f"written") from None
-        stripped, count = strip_solutions(notebook)
-        removed += count
-        if stripped != notebook:
-            path.write_text(json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    before = sorted({getattr(exercise, "id", exercise) for exercise in before} - released, key=sort_key)
-    manifest = {"handed_out": [exercise.id for exercise in selected], "released": sorted(released, key=sort_key),
-                "handed_out_before": before, "made_from": git_commit(root),
-                "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                "module_names": names}
-    (dest / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
-    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    every = load_exercises(root, table)
-    (dest / "README.md").write_text(student_readme(selected, [e for e in every if e.id in released], dest / "chapters",
-                                                   [e for e in every if e.id in before], len(every)),
-                                    encoding="utf-8")
-    return {"handed_out": [exercise.id for exercise in selected], "stubbed": [exercise.id for exercise in stubbed],
-            "released": sorted(released, key=sort_key), "solution_cells_removed": removed}
-
-
-def chapter_titles(chapters: Path) -> list[tuple[str, str]]:
-    """(file name, title) of each chapter NN_title.ipynb in `chapters`, in order; the title is the first line of
-    the chapter's first cell ("Chapter 03 — Attention, two ways"), else the file's name."""
-    titles = []
+def _chapter_list(chapters: Path, guide_note: bool) -> str:
+    """A link to each chapter NN_title.ipynb, by its first line ("Chapter 03 — Attention, two ways"), the
+    instructors' guide apart."""
+    links, guides = [], []
     for path in sorted(chapters.glob("[0-9][0-9]_*.ipynb")):
         try:
-            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-            first = "".join(cells[0]["source"]).strip().splitlines()[0] if cells else ""
+            title = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"]).strip().splitlines()[0]
         except (OSError, ValueError, KeyError, IndexError, TypeError):
-            first = ""
-        titles.append((path.name, first.lstrip("# ").strip() or path.stem))
-    return titles
+            title = ""
+        title = title.lstrip("# ").strip() or path.stem
+        if path.name.endswith("for_instructors.ipynb"):
+            guides.append(title)
+        else:
+            links.append(f"- [{title}](chapters/{path.name})")
+    note = f"\n\n({guides[0]} is your instructor's guide: the course does not need it.)" if guides else ""
+    return "\n".join(links) + (note if guide_note else "")
 
 
 def student_readme(handed_out: list[Exercise], released: list[Exercise], chapters: Path, before=(),
                    exercise_count: int | None = None) -> str:
-    """The README of a student edition, in place of the instructor's: where to start, what works before the
-    exercises are written, how to check one, how to bring last week's work, how to hand in. The exercises
-    handed out are listed from the table, with their functions and files. A solutions edition (nothing handed
-    out, every answer released) gets a README of its own."""
-    if not handed_out and exercise_count is not None and len(released) == exercise_count:
-        return solutions_readme(chapters)
+    """The README of an edition (templates/): where to start, how to check an exercise, bring last week's work and hand
+    in, with the exercises handed out; a solutions edition (every answer released) gets one of its own."""
+    if not handed_out and len(released) == exercise_count:
+        return string.Template((TEMPLATES / "solutions_README.md").read_text(encoding="utf-8")).substitute(
+            chapters=_chapter_list(chapters, guide_note=False))
+    exercises = "This edition hands out no exercise: nothing in it is graded.\n\n"
     if handed_out:
-        rows = "\n".join(f"| {exercise.id} | {exercise.title} | `{exercise.function}` in `{exercise.module}` | "
-                         f"{exercise.points} | `python -m pytest -m {exercise.marker}` |" for exercise in handed_out)
-        this_week = ("The exercises handed out in this edition, which your instructor grades. Each is one function:\n"
+        exercises = ("The exercises handed out in this edition, which your instructor grades. Each is one function:\n"
                      "its `def` line and docstring are there, and its body raises `NotImplementedError` until you\n"
                      "write it.\n\n| exercise | what | the function you write | points | check it with |\n"
-                     f"|---|---|---|---|---|\n{rows}\n\n")
-    else:
-        this_week = "This edition hands out no exercise: nothing in it is graded.\n\n"
+                     "|---|---|---|---|---|\n" + "".join(
+                         f"| {e.id} | {e.title} | `{e.function}` in `{e.module}` | {e.points} | "
+                         f"`python -m pytest -m {e.marker}` |\n" for e in handed_out) + "\n")
     if released:
-        this_week += (f"The answers to exercise(s) {', '.join(exercise.id for exercise in released)} are included "
-                      f"(your instructor released them).\n")
+        exercises += (f"The answers to exercise(s) {', '.join(_ids(released))} are included (your instructor released "
+                      f"them).\n")
     if before:
-        this_week += (f"Your own answers to exercise(s) {', '.join(exercise.id for exercise in before)} come from an "
-                      f"earlier edition: bring them\nwith carry-over (below). Until then the tests and chapter cells "
-                      f"that need them are blocked.\n")
-    this_week += ("Every other exercise's function is a stub; a chapter names it before the first cell that needs\n"
-                  "it (\"write exercise X.Y first\").\n")
-    titles = chapter_titles(chapters)
-    guide = [title for name, title in titles if name.endswith("for_instructors.ipynb")]
-    chapter_list = "\n".join(f"- [{title}](chapters/{name})" for name, title in titles
-                             if not name.endswith("for_instructors.ipynb"))
-    if guide:
-        chapter_list += f"\n\n({guide[0]} is your instructor's guide: the course does not need it.)"
-    first = handed_out[0].marker if handed_out else "ex1_2"
-    return f"""# Attention sinks, from scratch: your student edition
-
-This folder is your own copy of the book and of its library, `minitorch`, as your instructor handed it out.
-You write some of the library's functions yourself, the graded exercises, and the chapters use them.
-
-## This edition's exercises
-
-{this_week}
-## Where to start
-
-With Python 3.10 to 3.13 (a virtual environment is a good idea), from this folder:
-
-```bash
-pip install -r requirements.txt     # numpy, matplotlib, jupyter, pytest (and two small packages the book uses)
-jupyter lab chapters/               # then read the chapters in order
-```
-
-{chapter_list}
-
-Chapter 00 explains the set-up, the notation, the tests, and how exercises are checked.
-
-## What works before you have written the exercises
-
-- Chapter 00 runs top to bottom. Every later chapter runs until its first cell that needs an exercise you
-  have not written: that cell stops with the exercise's error, which names the function, its file and the
-  command that checks it. Once the exercises of chapters 01 to N are written, chapter N runs top to bottom.
-- `python -m pytest -q -m "not slow"` runs; the scoreboard at its end counts each exercise's tests as passed,
-  failed, not attempted (its own stub) or blocked (another exercise's stub: write that one first).
-- `python -m minitorch.exercises list` lists every exercise, its file, function and points.
-- A command that needs an exercise you have not written stops in one line naming it, such as
-  `python -m minitorch reproduce` (it trains the paper's models, so it needs the engine's exercises and 4.1's
-  `make_targets`).
-
-## Checking an exercise
-
-```bash
-python -m pytest -m {first}      # the tests of one exercise (exX_Y for exercise X.Y)
-python -m pytest -m ch03       # every exercise of a chapter
-```
-
-Write your code in place of the `raise` statement, below the docstring, and leave the `def` line as it is.
-Only the function itself is graded, taken alone from its file: write any helper inside the function (your own
-`python -m pytest -m exX_Y` says so if a helper is outside). Your instructor grades on other inputs than yours,
-so make the function right, not the tests pass.
-
-## Bringing last week's work
-
-When a new edition arrives, unpack it next to your copy of the last one and, from the new folder, run:
-
-```bash
-python -m minitorch.exercises carry-over ../LAST_WEEKS_FOLDER .
-```
-
-It copies every exercise function you wrote there into this edition, where this edition still has its stub,
-and says which. Nothing else changes: an answer your instructor released stays as released, and notes you
-made elsewhere (in the chapters, say) stay in the old folder.
-
-## Handing in
-
-Zip this whole folder (from the folder above it: `zip -r YOUR_NAME.zip THIS_FOLDER`) and hand in the zip,
-or hand it in as your instructor says. Only the functions of the exercises handed out are graded.
-"""
+        exercises += (f"Your own answers to exercise(s) {', '.join(_ids(before))} come from an earlier edition: bring "
+                      f"them\nwith carry-over (below). Until then the tests and chapter cells that need them are "
+                      f"blocked.\n")
+    return string.Template((TEMPLATES / "student_README.md").read_text(encoding="utf-8")).substitute(
+        exercises=exercises, chapters=_chapter_list(chapters, guide_note=True),
+        first=handed_out[0].marker if handed_out else "ex1_1")
 
 
-def solutions_readme(chapters: Path) -> str:
-    """The README of a solutions edition: the book with every answer in place, nothing to write or hand in."""
-    titles = chapter_titles(chapters)
-    chapter_list = "\n".join(f"- [{title}](chapters/{name})" for name, title in titles
-                             if not name.endswith("for_instructors.ipynb"))
-    return f"""# Attention sinks, from scratch: the solutions edition
-
-This folder is a copy of the book and of its library, `minitorch`, with every exercise solved: each exercise's
-function holds its answer, as your instructor released it. It hands out no exercise and nothing in it is graded;
-read it to see how the book runs when everything is written, or to compare with your own answers.
-
-## Where to start
-
-With Python 3.10 to 3.13 (a virtual environment is a good idea), from this folder:
-
-```bash
-pip install -r requirements.txt     # numpy, matplotlib, jupyter, pytest (and two small packages the book uses)
-jupyter lab chapters/               # then read the chapters in order
-```
-
-{chapter_list}
-
-Every chapter runs top to bottom.
-
-## Checking the answers
-
-```bash
-python -m pytest -q -m "not slow"   # the tests, with the scoreboard of every exercise at the end
-python -m pytest -m ex3_2           # the tests of one exercise (exX_Y for exercise X.Y)
-python -m minitorch.exercises list  # every exercise, its file, function and points
-```
-"""
+# ----------------------------------------------------------------------
+# carry-over: a student's functions from last week's copy into this week's edition
 
 
 def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
-    """Copy into the edition at `new` the exercise functions a student wrote in their copy `old` (an earlier
-    week's edition): each function `new` still has as a stub, where `old` has one that is not. Returns (the IDs
-    carried over, {ID: why not} for each function of `old` that cannot be taken, as the grader would not take
-    it). The function is taken alone, as the grader takes it: an error elsewhere in its file does not stop it.
-    Each file of `new` is replaced atomically. The student's own code, in their own copies: nothing of the
-    grader's is read."""
+    """Copy into the edition at `new` each exercise function the student wrote in their copy `old` (an earlier week's
+    edition), where `new` still has its stub. A function is taken alone, as the grader takes it: an error elsewhere in
+    its file does not stop it. Each file of `new` is replaced atomically. Returns (IDs carried over, {ID: why not})."""
     from minitorch.exercises.grader.sandboxed import student_function as found
 
-    for copy, what in ((old, "OLD"), (new, "NEW")):
-        if not str(copy).strip():  # '' is never the current folder (an instructor's checkout holds every answer)
+    for folder, what in ((old, "OLD"), (new, "NEW")):
+        if not str(folder).strip():  # '' is never the current folder (an instructor's checkout holds every answer)
             raise ExerciseError(f"carry-over: {what} is empty; name the folder of your copy")
-        check_readable(Path(copy), copy, f"carry-over: {what}", ExerciseError)
-        if not (Path(copy) / "minitorch" / "__init__.py").is_file():
-            raise ExerciseError(f"carry-over: {what} {copy} is not a copy of the book (no minitorch/ in it); name "
+        check_readable(Path(folder), folder, f"carry-over: {what}", ExerciseError)
+        if not (Path(folder) / "minitorch" / "__init__.py").is_file():
+            raise ExerciseError(f"carry-over: {what} {folder} is not a copy of the book (no minitorch/ in it); name "
                                 f"the folder of your copy (unzip a .zip first)")
     carried, not_carried = [], {}
     for exercise in load_exercises(new):
         target = Path(new) / exercise.module
-        text = _module_text(target, "NEW")
-        new_node = function_node(ast.parse(text), exercise.function)
-        if new_node is None or not is_stub(new_node, exercise):
+        text = _module_text(target, exercise, "NEW")
+        stub = function_node(ast.parse(text), exercise.function)
+        if stub is None or not is_stub(stub, exercise):
             continue
         try:
-            theirs = _module_text(Path(old) / exercise.module, "OLD")
-            old_node = found.find(theirs, exercise, MAX_FUNCTION_LINES)
+            theirs = _module_text(Path(old) / exercise.module, exercise, "OLD")
+            written = found.find(theirs, exercise, MAX_FUNCTION_LINES)
+            outside = found.helpers_outside(written, module_names(text))
+            if outside:  # in NEW it would be a NameError; the grader flags it the same way
+                raise found.StudentFunctionError(found.HELPER_OUTSIDE, found.helper_message(exercise, outside))
         except found.StudentFunctionError as error:
             not_carried[exercise.id] = str(error)
             continue
-        if is_stub(old_node, exercise):
+        if is_stub(written, exercise):
             continue
-        outside = found.helpers_outside(old_node, module_names(text))
-        if outside:  # in NEW it would be a NameError; the grader flags it the same way
-            not_carried[exercise.id] = found.helper_message(exercise, outside)
-            continue
-        start = (old_node.decorator_list[0].lineno if old_node.decorator_list else old_node.lineno) - 1
-        function = "".join(theirs.splitlines(keepends=True)[start:old_node.end_lineno])
-        lines = text.splitlines(keepends=True)
-        first = (new_node.decorator_list[0].lineno if new_node.decorator_list else new_node.lineno) - 1
-        lines[first:new_node.end_lineno] = [function if function.endswith("\n") else function + "\n"]
+        lines = found.python_lines(text)  # from its def line: the edition's decorators stay
+        lines[stub.lineno - 1:stub.end_lineno] = [found.function_text(theirs, written).rstrip("\n") + "\n"]
         try:
             write_atomically(target, "".join(lines))
         except OSError as error:
@@ -403,22 +289,19 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
     return carried, not_carried
 
 
-def _module_text(path: Path, what: str) -> str:
-    """The text of a module of a copy (its coding cookie honoured); a file that cannot be read is an ExerciseError
-    for NEW (the edition), a StudentFunctionError for OLD (the student's copy: that exercise is not carried)."""
+def _module_text(path: Path, exercise: Exercise, what: str) -> str:
+    """The text of a copy's module: unreadable, an ExerciseError for NEW (the edition), a StudentFunctionError for OLD
+    (the student's copy: that exercise is not carried over)."""
     from minitorch.exercises.grader.sandboxed import student_function as found
-    from minitorch.outputs import PathError, check_input_file
 
     try:
-        data = check_input_file(path, what).read_bytes()
-        if len(data) > MAX_MODULE_BYTES:
-            raise ValueError(f"it is larger than {MAX_MODULE_BYTES:,} bytes")
-        text = found.decode(data)
+        data = check_input_file(path, what).read_bytes()[:MAX_MODULE_BYTES + 1]
+        text = found.module_text(data, exercise, MAX_MODULE_BYTES)
         if what == "NEW":
             ast.parse(text)
         return text
-    except (OSError, PathError, ValueError, SyntaxError, LookupError) as error:
-        why = str(error) if isinstance(error, PathError) else f"{path}: {error}"
+    except (OSError, PathError, SyntaxError, ValueError, found.StudentFunctionError) as error:
+        why = f"{error}" if isinstance(error, (PathError, found.StudentFunctionError)) else f"{path}: {error}"
         if what == "NEW":
             raise ExerciseError(f"carry-over: NEW's {why}; make the edition again") from None
         raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"cannot be read: {why}") from None

@@ -1,7 +1,7 @@
 """Signals: a stop held off while a command finishes a step that must complete, and the worker processes a
 command starts ending with it.
 
-The commands turn every stop (Ctrl-C, SIGTERM, SIGHUP, ...) into a KeyboardInterrupt (`minitorch.tools.commands`);
+The commands turn every stop (Ctrl-C, SIGTERM, SIGHUP, ...) into a KeyboardInterrupt (`minitorch.tools.exit_policy`);
 `signals_held` keeps one from raising between the two renames that put a finished output in place. A SIGKILL
 cannot be caught: the workers a command started learn of it from the system (`end_with_parent`). A Ctrl-C before
 the command's own handlers are set, while it imports the library, ends it in one line
@@ -23,7 +23,7 @@ import threading
 @contextlib.contextmanager
 def signals_held():
     """Hold every signal this process handles in Python while the block runs: Ctrl-C, and the stops that the
-    commands turn into Ctrl-C (SIGTERM, SIGHUP, ...: `minitorch.tools.commands`). None can raise inside it.
+    commands turn into Ctrl-C (SIGTERM, SIGHUP, ...: `minitorch.tools.exit_policy`). None can raise inside it.
     Yields the list of those that came, in order: the caller delivers them (``signal.raise_signal``) or, when
     the block finished the work they would stop, drops them. Only the main thread sets (and runs) handlers;
     elsewhere the block runs as it is."""
@@ -61,11 +61,11 @@ def end_with_parent(parent: int, signum: int = signal.SIGTERM) -> None:
         os.kill(os.getpid(), signum)
 
 
-COMMANDS = ("minitorch", "minitorch.exercises", "minitorch.tools.bench")  # run by minitorch.tools.commands
+COMMANDS = ("minitorch", "minitorch.exercises", "minitorch.tools.bench")  # run by minitorch.tools.exit_policy
 
 
 def stop_quietly_while_starting() -> None:
-    """Until `minitorch.tools.commands.run_command` takes over: Ctrl-C while one of the `COMMANDS` imports the
+    """Until `minitorch.tools.exit_policy.run_command` takes over: Ctrl-C while one of the `COMMANDS` imports the
     library ends it with one line and status 130, not a traceback (the package calls this first, when
     ``python -m minitorch...`` starts). Any other module run with -m keeps Python's own Ctrl-C."""
     module = _module_run()

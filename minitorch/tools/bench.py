@@ -391,6 +391,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from minitorch.tools.commands import run_command
+    from minitorch.tools.exit_policy import run_command
 
     sys.exit(run_command(main, name="python -m minitorch.tools.bench"))

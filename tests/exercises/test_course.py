@@ -28,8 +28,8 @@ import pytest
 
 import minitorch
 from minitorch.exercises import edition
-from minitorch.exercises.edition import make_student_edition
-from minitorch.exercises.registry import EXERCISES, SELF_CHECK_TAG, SOLUTION_TAG, stubbed_source
+from minitorch.exercises.edition import make_student_edition, stubbed_source
+from minitorch.exercises.registry import EXERCISES, SELF_CHECK_TAG, SOLUTION_TAG
 
 ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))

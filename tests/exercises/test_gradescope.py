@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from minitorch.exercises.registry import Exercise, ExerciseError, load_exercises, replace_bodies
+from minitorch.exercises.edition import TEMPLATES
+from minitorch.exercises.registry import Exercise, ExerciseError, is_hidden_test, load_exercises, replace_bodies
 from minitorch.exercises.grader.trusted import gradescope
 from minitorch.exercises.grader.trusted import grading
 from minitorch.exercises.grader.trusted import isolation as sandbox
@@ -58,6 +59,7 @@ def tiny_book(folder: Path) -> Path:
              "minitorch/exercises/__init__.py": "", "minitorch/exercises/registry.py":
              (real / "minitorch" / "exercises" / "registry.py").read_text(),
              "tests/conftest.py": (real / "tests" / "conftest.py").read_text(),
+             "tests/course_plugin.py": (real / "tests" / "course_plugin.py").read_text(),
              "tests/test_ops.py": TINY_TESTS, "requirements.txt": "numpy\n",
              "README.md": "# tiny\n", "LICENSE": "MIT\n", "chapters/01.ipynb": "{}",
              "minitorch/__pycache__/ops.cpython-311.pyc": "", ".git/config": "[core]\n"}
@@ -96,7 +98,7 @@ def test_the_bundle_holds_the_scripts_the_settings_and_the_graders_library_and_t
     assert names == {"setup.sh", "run_autograder", "bundle.json", "grading-requirements.txt",
                      "minitorch/__init__.py", "minitorch/ops.py",
                      "minitorch/exercises/__init__.py", "minitorch/exercises/registry.py", "tests/conftest.py",
-                     "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
+                     "tests/course_plugin.py", "tests/test_ops.py", "requirements.txt", "README.md", "LICENSE"}, (
         "the bundle must hold the scripts at its top, the grader's minitorch/ and tests/, requirements, README, "
         "LICENSE, and no chapters, caches or git history")
     assert all(mode & 0o111 for mode in modes.values()), f"setup.sh and run_autograder must be executable: {modes}"
@@ -208,13 +210,14 @@ def test_the_scripts_are_valid_posix_shell(tmp_path, script):
     if shell is None:
         pytest.skip("no POSIX shell to check the scripts with")
     path = tmp_path / script
-    path.write_text(gradescope.SETUP_SH if script == "setup.sh" else gradescope.RUN_AUTOGRADER)
+    path.write_text((TEMPLATES / script).read_text(encoding="utf-8"))
     completed = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
     assert completed.returncode == 0, f"{script} does not parse: {completed.stderr}"
 
 
 def test_setup_updates_apt_first_then_installs_python_the_pinned_grading_packages_and_bubblewrap_only():
-    lines = [line.strip() for line in gradescope.SETUP_SH.splitlines() if not line.strip().startswith("#")]
+    setup = (TEMPLATES / "setup.sh").read_text(encoding="utf-8")
+    lines = [line.strip() for line in setup.splitlines() if not line.strip().startswith("#")]
     installs = [line for line in lines if " install " in line and "could not install" not in line]
     assert len(installs) == 3, installs
     assert installs[0].endswith("apt-get install -y --no-install-recommends python3 python3-pip"), installs[0]
@@ -222,8 +225,8 @@ def test_setup_updates_apt_first_then_installs_python_the_pinned_grading_package
     assert installs[2].endswith("apt-get install -y --no-install-recommends bubblewrap; then"), installs[2]
     first_apt = next(index for index, line in enumerate(lines) if "apt-get" in line)
     assert lines[first_apt] == "apt-get update", "apt-get update must run before any apt-get install"
-    assert "|| true" not in gradescope.SETUP_SH, "a failed install must be said, not swallowed"
-    assert "ISOLATION: bubblewrap works" in gradescope.SETUP_SH and "ISOLATION WARNING" in gradescope.SETUP_SH, (
+    assert "|| true" not in setup, "a failed install must be said, not swallowed"
+    assert "ISOLATION: bubblewrap works" in setup and "ISOLATION WARNING" in setup, (
         "setup.sh must say loudly which isolation the image got")
 
 
@@ -403,7 +406,7 @@ def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
     (fake_bin / "python3").write_text("#!/bin/sh\nexit 3\n")
     (fake_bin / "python3").chmod(0o755)
     script = root / "run_autograder"
-    script.write_text(gradescope.RUN_AUTOGRADER)
+    script.write_text((TEMPLATES / "run_autograder").read_text(encoding="utf-8"))
     script.chmod(0o755)
     environment = {**os.environ, "AUTOGRADER_ROOT": "autograder",  # relative, as someone trying it out may write
                    "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}"}
@@ -498,8 +501,7 @@ def check_gradescope_format(results: dict) -> None:
     for test in results["tests"]:
         assert {"name", "score", "max_score", "status", "output"} <= set(test), test
         assert test["status"] in ("passed", "failed") and 0 <= test["score"] <= test["max_score"], test
-        hidden = gradescope.HIDDEN_TEST_FOLDER in Path(test["extra_data"]["nodeid"].split("::")[0]).parts[:-1] \
-            if "extra_data" in test else False
+        hidden = "extra_data" in test and is_hidden_test(test["extra_data"]["nodeid"])
         wanted = "after_due_date" if hidden else "visible"
         assert test.get("visibility", results.get("visibility", "visible")) == wanted, test
     assert results.get("output_format") == "md", "the feedback is Markdown"

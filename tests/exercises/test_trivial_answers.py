@@ -1,10 +1,13 @@
 """Points measure solving: a trivial answer earns 0 points on every exercise.
 
 For each exercise, each answer of `TRIVIAL_ANSWERS` that fits its function's signature (zeros of the right
-shape, a constant, the input returned unchanged, the identity matrix, None, ...) is pasted as the function's
-body in a copy of the project, and the exercise's graded tests run there, public and hidden (the files its table
-line names; ``pytest -m "exX_Y and not slow"`` with the scoreboard that sums both parts). Every one must earn 0
-points.
+shape, a constant, the input returned unchanged, the identity matrix, None, ...) becomes the function's body, and
+the exercise's graded tests run with it, public and hidden (the files its table line names, ``-m "not slow"``),
+scored by the student's own scoreboard (tests/course_plugin.py). Every one must earn 0 points.
+
+All of it is one pytest process: the plugin `TrivialAnswers` runs each graded test once per trivial answer of its
+exercise, with that answer compiled into the function's code object for the test (so every reference to the
+function, in the library and in the probes, runs it), and the reference put back after.
 
 The table of trivial answers against points is also a script:
 
@@ -16,20 +19,22 @@ those are measured, and the tests each trivial answer passes are listed on stder
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib
+import inspect
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[2]))  # run as a script: the repository's registry
-from minitorch.exercises.registry import EXERCISES, replace_bodies, sort_key  # noqa: E402
+from minitorch.exercises.registry import EXERCISES, function_node, replace_bodies, sort_key  # noqa: E402
 
 ROOT = HERE.parents[2]  # the project these tests belong to (the harness measures its own tests)
 
@@ -105,52 +110,100 @@ def _environment() -> dict:
             if not key.startswith("MINITORCH_") and key != "PYTEST_ADDOPTS"}
 
 
-def _copy_project(into: Path) -> Path:
-    for name in ("minitorch", "tests"):
-        shutil.copytree(ROOT / name, into / name, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    return into
+PARAMETER = "trivial_answer"  # the parameter the plugin adds to each graded test
 
 
-def _points(copy: Path, exercise_id: str, body: str) -> dict:
-    """The exercise's scoreboard row with `body` as its function's body, in `copy` (restored afterwards)."""
+@functools.cache
+def trivial_code(exercise_id: str, body: str):
+    """The code object of the exercise's function with `body` as its body, compiled in its module."""
     exercise = EXERCISES[exercise_id]
-    path = copy / exercise.module
-    original = path.read_text(encoding="utf-8")
-    board = copy / "board.json"
-    board.unlink(missing_ok=True)
-    path.write_text(replace_bodies(original, {exercise.function: body}, exercise.module), encoding="utf-8")
-    try:
-        completed = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", f"{exercise.marker} and not slow",
-             f"--scoreboard-json={board}", *graded_test_files(copy, exercise_id)],
-            cwd=copy, capture_output=True, text=True, timeout=900, env=_environment())
-    finally:
-        path.write_text(original, encoding="utf-8")
-    if not board.exists():
-        raise RuntimeError(f"the tests of {exercise_id} did not run:\n{completed.stdout[-2000:]}"
-                           f"{completed.stderr[-2000:]}")
-    report = json.loads(board.read_text(encoding="utf-8"))
-    return {**report["exercises"][exercise_id],
-            "passed tests": sorted(nodeid for nodeid, test in report["tests"].items() if test["status"] == "passed")}
+    source = replace_bodies((ROOT / exercise.module).read_text(encoding="utf-8"), {exercise.function: body},
+                            exercise.module)
+    node = function_node(ast.parse(source), exercise.function)
+    node.decorator_list = []  # the decorators wrap the function object, whose code is what changes
+    namespace = {}
+    exec(compile(ast.Module([node], type_ignores=[]), str(ROOT / exercise.module), "exec"),
+         dict(vars(_module_of(exercise_id))), namespace)
+    return namespace[exercise.function].__code__
 
 
-def measure(exercise_ids=None, workers: int = 2) -> dict[tuple[str, str], dict]:
-    """{(exercise ID, trivial answer): its scoreboard row} for every trivial answer of the exercises named
-    (all of them by default), run in `workers` copies of the project at once."""
-    cases = [(exercise_id, name, body) for exercise_id in sorted(exercise_ids or TRIVIAL_ANSWERS, key=sort_key)
-             for name, body in TRIVIAL_ANSWERS[exercise_id].items()]
+def _module_of(exercise_id: str):
+    return importlib.import_module(EXERCISES[exercise_id].module.removesuffix(".py").replace("/", "."))
+
+
+class TrivialAnswers:
+    """A pytest plugin: every graded test of `exercise_ids` runs once per trivial answer of its exercise, with that
+    answer as the body of the exercise's function; the other tests are deselected. At the end it writes `record`:
+    per exercise and trivial answer, the scoreboard's row of those tests and the tests passed."""
+
+    def __init__(self, exercise_ids, record):
+        self.exercise_ids, self.record, self.answer_of = set(exercise_ids), Path(record), {}
+
+    @staticmethod
+    def _exercise(node) -> str | None:
+        mark = node.get_closest_marker("exercise")
+        return str(mark.args[0]) if mark else None
+
+    def pytest_generate_tests(self, metafunc):
+        exercise_id = self._exercise(metafunc.definition)
+        if exercise_id in self.exercise_ids:
+            metafunc.fixturenames.append(PARAMETER)  # a parameter the test's own signature does not name
+            metafunc.parametrize(PARAMETER, list(TRIVIAL_ANSWERS[exercise_id]))
+
+    def pytest_collection_modifyitems(self, config, items):
+        kept = [item for item in items if PARAMETER in getattr(getattr(item, "callspec", None), "params", {})]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+        self.answer_of = {item.nodeid: (self._exercise(item), item.callspec.params[PARAMETER]) for item in kept}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        exercise_id, name = self.answer_of[item.nodeid]
+        function = inspect.unwrap(getattr(_module_of(exercise_id), EXERCISES[exercise_id].function))
+        reference, function.__code__ = function.__code__, trivial_code(exercise_id, TRIVIAL_ANSWERS[exercise_id][name])
+        try:
+            return (yield)
+        finally:
+            function.__code__ = reference
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session):
+        board = next(plugin for plugin in session.config.pluginmanager.get_plugins()
+                     if type(plugin).__name__ == "Scoreboard")
+        rows = {}
+        for exercise_id, name in dict.fromkeys(self.answer_of.values()):
+            part = object.__new__(type(board))  # the scoreboard of this answer's tests alone
+            part.exercise_of = {nodeid: exercise_id for nodeid, case in self.answer_of.items()
+                                if case == (exercise_id, name)}
+            part.results = board.results
+            row = part.exercise_table().get(exercise_id, {"earned": 0.0, "points": EXERCISES[exercise_id].points,
+                                                          "passed": 0, "tests": 0})
+            row["passed tests"] = sorted(nodeid for nodeid in part.exercise_of
+                                         if board.results.get(nodeid, {}).get("status") == "passed")
+            rows[f"{exercise_id} {name}"] = row
+        self.record.write_text(json.dumps(rows), encoding="utf-8")
+
+
+CHILD = ("import sys, pytest; sys.path.insert(0, sys.argv[1]); from test_trivial_answers import TrivialAnswers; "
+         "sys.exit(pytest.main(sys.argv[4:], plugins=[TrivialAnswers(sys.argv[2].split(','), sys.argv[3])]))")
+
+
+def measure(exercise_ids=None) -> dict[tuple[str, str], dict]:
+    """{(exercise ID, trivial answer): its scoreboard row} for every trivial answer of the exercises named (all of
+    them by default), in one pytest process."""
+    exercise_ids = sorted(exercise_ids or TRIVIAL_ANSWERS, key=sort_key)
+    files = sorted({name for exercise_id in exercise_ids for name in graded_test_files(ROOT, exercise_id)})
     with tempfile.TemporaryDirectory(prefix="trivial-answers-") as scratch:
-        copies = [_copy_project(Path(scratch) / f"copy{index}") for index in range(workers)]
-        shares = [cases[index::workers] for index in range(workers)]
-
-        def run(copy, share):
-            return {(exercise_id, name): _points(copy, exercise_id, body) for exercise_id, name, body in share}
-
-        with ThreadPoolExecutor(workers) as pool:
-            rows = {}
-            for result in pool.map(run, copies, shares):
-                rows.update(result)
-    return {(exercise_id, name): rows[exercise_id, name] for exercise_id, name, _ in cases}
+        record = Path(scratch) / "rows.json"
+        completed = subprocess.run(
+            [sys.executable, "-c", CHILD, str(HERE.parent), ",".join(exercise_ids), str(record), "-q",
+             "-p", "no:cacheprovider", "-m", "not slow", *files],
+            cwd=ROOT, capture_output=True, text=True, timeout=3600, env=_environment())
+        if not record.exists():
+            raise RuntimeError(f"the graded tests did not run:\n{completed.stdout[-2000:]}{completed.stderr[-2000:]}")
+        rows = json.loads(record.read_text(encoding="utf-8"))
+    return {(exercise_id, name): rows[f"{exercise_id} {name}"]
+            for exercise_id in exercise_ids for name in TRIVIAL_ANSWERS[exercise_id]}
 
 
 def markdown_table(rows: dict[tuple[str, str], dict]) -> str:

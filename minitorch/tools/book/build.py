@@ -32,7 +32,7 @@ from minitorch.tools.book.pages import cells_html, chapter_page, index_page, rea
 from minitorch.tools.book.printed import PDF_NAME, check_pdf_package, write_printed_edition
 from minitorch.tools.book.references import Labels, find_labels
 from minitorch.tools.book.search import check_search_package, write_search_index
-from minitorch.tools.commands import ensure_open_files, stopped_by
+from minitorch.tools.exit_policy import ensure_open_files, stopped_by
 
 ROOT = Path(__file__).resolve().parents[3]
 MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minitorch.outputs import end_with_parent
-from minitorch.tools.commands import STOPPING_SIGNALS, note_stop
+from minitorch.tools.exit_policy import STOPPING_SIGNALS, note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
 

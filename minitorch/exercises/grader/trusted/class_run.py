@@ -29,7 +29,7 @@ from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, 
 from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
                                           select)
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
-from minitorch.tools.commands import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
+from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:

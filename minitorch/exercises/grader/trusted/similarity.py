@@ -11,7 +11,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, is_stub, sort_key
+from minitorch.exercises.edition import is_stub
+from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, sort_key
 from minitorch.exercises.grader.trusted.student_text import in_markdown
 
 MAX_SOURCE_CHARACTERS = 64_000  # 400 lines of 160 characters (the longest answer has 20 lines)

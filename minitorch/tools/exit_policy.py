@@ -11,8 +11,10 @@
   a symbolic-link loop, ...), not a traceback.
 - **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
-- **An exercise not written yet is one line.** In a student edition, a command that reaches the stub of an exercise
-  (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with status 2.
+- **An error the command explains is one line** (`explain`): in a student edition, a command that reaches the stub
+  of an exercise (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with
+  status 2. The course's commands pass `minitorch.exercises.registry.exercise_needed`; this module knows nothing
+  of the exercises, so that the course's package may import it and not the other way round.
 """
 
 from __future__ import annotations
@@ -108,8 +110,9 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
-def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
-    """``main(argv)`` with the stops described in the module docstring; returns the exit status."""
+def run_command(main, argv=None, name: str = "python -m minitorch", explain=None) -> int:
+    """``main(argv)`` with the stops described in the module docstring; returns the exit status. `explain(error)`
+    gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays)."""
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
     _Stopped.signum = signal.SIGINT
@@ -147,10 +150,10 @@ def run_command(main, argv=None, name: str = "python -m minitorch") -> int:
         print(f"{name}: error: {describe_os_error(error)}", file=sys.stderr)
         return 1
     except Exception as error:  # an exercise's stub (a student edition), raised here or in a worker process
-        needed = exercise_needed(error, _command_line(name, argv))
+        needed = None if explain is None else explain(error)
         if needed is None:
             raise
-        print(needed, file=sys.stderr)
+        print(f"{_command_line(name, argv)} needs {needed}", file=sys.stderr)
         return 2
     finally:
         if sys.stdout is not original_stdout and isinstance(sys.stdout, _QuietOnceClosed):
@@ -164,23 +167,6 @@ def _command_line(name: str, argv) -> str:
     words = sys.argv[1:] if argv is None else list(argv)
     subcommand = next((word for word in words if not str(word).startswith("-")), None)
     return f"{name} {subcommand}" if subcommand else name
-
-
-def exercise_needed(error: BaseException, command: str) -> str | None:
-    """One line for `error` if an exercise's stub raised it (or its message is quoted in it): which exercise
-    `command` needs first, and how to check it; None for any other error."""
-    from minitorch.exercises import registry  # standard library only; loaded only when something failed
-
-    found = registry.stub_error(error)
-    if found is None:
-        return None
-    exercise_id, message = found
-    exercise = registry.EXERCISES.get(exercise_id)
-    if exercise is None:  # a table other than this copy's: its stub's own words
-        return f"{command} needs exercise {exercise_id} first: {message}"
-    return (f"{command} needs exercise {exercise_id} ({exercise.function} in {exercise.module}) first: write its body "
-            f"(chapter {exercise.chapter:02d}, {exercise.title}), then check it with: python -m pytest -m "
-            f"{exercise.marker}")
 
 
 class _ClosedStdout:

@@ -1,0 +1,119 @@
+"""Adding an exercise is its function, its tests and one row of the table (minitorch/exercises/registry.py).
+
+In a copy of the project a toy exercise is added exactly that way (a function in a module of its own, one test file,
+one row), and the course's commands must take it from the row alone: ``list`` names it, the student's scoreboard
+pays it in the book and counts it not attempted in a student edition, where its function is a stub, and the
+Gradescope bundle grades it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import minitorch
+from minitorch.exercises.registry import NOT_COPIED, PROJECT_PATHS, read_manifest_data
+
+ROOT = Path(minitorch.__file__).resolve().parent.parent  # the project under test (--minitorch-root)
+if read_manifest_data(ROOT) is not None:
+    pytest.skip("a student edition builds no editions or bundles: this test runs in the full book",
+                allow_module_level=True)
+
+TOY_MODULE = '''"""A toy exercise's module (tests/exercises/test_new_exercise.py adds it to a copy of the book)."""
+
+import numpy as np
+
+
+def clipped(x: np.ndarray, bound: float) -> np.ndarray:
+    """x with every entry clipped to [-bound, bound]."""
+    return np.clip(x, -bound, bound)
+'''
+TOY_TESTS = '''import numpy as np
+import pytest
+
+from minitorch.toy import clipped
+
+TOY = "2.6"  # the toy exercise's ID (the project's own tests name no exercise the table lacks)
+
+
+@pytest.mark.exercise(TOY)
+def test_clipped_keeps_entries_inside_and_bounds_the_others():
+    assert np.array_equal(clipped(np.array([-3.0, 0.5, 3.0]), 1.0), [-1.0, 0.5, 1.0]), "clip to [-1, 1]"
+'''
+TOY_ROW = ('    Exercise("2.6", "a toy: entries clipped", 1, "minitorch/toy.py", "clipped", '
+           'tests=("tests/test_toy.py",)),\n')
+LAST_ROW = '             ("3.5",), _METRICS),\n'  # the table's last row: the toy's goes after it
+
+
+def _run(cwd: Path, *arguments: str) -> subprocess.CompletedProcess:
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith("MINITORCH_") and key != "PYTEST_ADDOPTS"}
+    return subprocess.run([sys.executable, *arguments], cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**environment, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def _scoreboard(project: Path, board: Path) -> dict:
+    completed = _run(project, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "ex2_6",
+                     f"--scoreboard-json={board}", "tests/test_toy.py")
+    assert board.is_file(), f"the toy's tests did not run:\n{completed.stdout[-3000:]}{completed.stderr[-2000:]}"
+    return json.loads(board.read_text(encoding="utf-8"))["exercises"]
+
+
+@pytest.fixture(scope="module")
+def book_with_a_toy(tmp_path_factory) -> Path:
+    """A copy of the project with the toy exercise added: its module, its test file and its row, nothing else."""
+    copy = tmp_path_factory.mktemp("new-exercise") / "book"
+    for name in PROJECT_PATHS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns(*NOT_COPIED))
+        elif (ROOT / name).is_file():
+            copy.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / name, copy / name)
+    (copy / "minitorch" / "toy.py").write_text(TOY_MODULE, encoding="utf-8")
+    (copy / "tests" / "test_toy.py").write_text(TOY_TESTS, encoding="utf-8")
+    registry = copy / "minitorch" / "exercises" / "registry.py"
+    text = registry.read_text(encoding="utf-8")
+    if text.count(LAST_ROW) != 1:
+        pytest.fail("the registry's last row changed: update LAST_ROW in this test")
+    registry.write_text(text.replace(LAST_ROW, LAST_ROW + TOY_ROW), encoding="utf-8")
+    return copy
+
+
+@pytest.mark.slow
+def test_a_new_exercise_is_listed_and_paid_in_the_book(book_with_a_toy, tmp_path):
+    listed = _run(book_with_a_toy, "-m", "minitorch.exercises", "list")
+    assert listed.returncode == 0 and "a toy: entries clipped" in listed.stdout, listed.stdout + listed.stderr
+    row = _scoreboard(book_with_a_toy, tmp_path / "board.json")["2.6"]
+    assert (row["passed"], row["earned"], row["points"]) == (1, 1.0, 1), row
+
+
+@pytest.mark.slow
+def test_a_new_exercise_is_stubbed_and_not_attempted_in_a_student_edition(book_with_a_toy, tmp_path):
+    edition = tmp_path / "edition"
+    built = _run(book_with_a_toy, "-m", "minitorch.exercises", "student-edition", str(edition), "--only", "2.6")
+    assert built.returncode == 0, built.stderr
+    source = (edition / "minitorch" / "toy.py").read_text(encoding="utf-8")
+    assert "np.clip" not in source and "raise NotImplementedError" in source, f"the toy was not stubbed:\n{source}"
+    row = _scoreboard(edition, tmp_path / "board.json")["2.6"]
+    assert (row["not attempted"], row["earned"]) == (1, 0.0), row
+
+
+@pytest.mark.slow
+def test_a_new_exercise_is_in_the_gradescope_bundle(book_with_a_toy, tmp_path):
+    out = tmp_path / "autograder.zip"
+    built = _run(book_with_a_toy, "-m", "minitorch.exercises", "gradescope-bundle", str(out), "--only", "2.6",
+                 "--exercise-seed", "7")
+    assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(out) as bundle:
+        settings = json.loads(bundle.read("bundle.json"))
+        names = set(bundle.namelist())
+    assert settings["exercise_ids"] == ["2.6"] and settings["points"] == 1, settings
+    assert any(name.endswith("tests/test_toy.py") for name in names) and any(
+        name.endswith("minitorch/toy.py") for name in names), sorted(names)
