@@ -32,7 +32,7 @@ import numpy as np
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, check_backward_result,  # noqa: F401
                                      check_inputs_unchanged, checked_grad, checked_incoming_grad,
-                                     checked_new_values, root_of_the_graph, unexplained)
+                                     checked_new_values, root_of_the_graph, summable_to_shape, unexplained)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -287,6 +287,7 @@ def topological_order(root: Tensor) -> list[Tensor]:
     return order
 
 
+@checks.inputs_checked_by(summable_to_shape)
 def sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
     """Exercise 2.1: the gradient of broadcasting. `grad` was computed at a broadcast shape; return it
     summed back to `shape` (without changing `grad` in place).

@@ -188,6 +188,20 @@ def root_of_the_graph(root) -> tuple:
     return (root,)
 
 
+def summable_to_shape(grad, shape) -> tuple:
+    """`sum_to_shape`'s inputs: an array and a shape it can be summed back to, i.e. one whose broadcast gives
+    the array's shape (a gradient of shape (3,) was never broadcast from (2, 3))."""
+    grad, shape = np.asarray(grad), tuple(shape)
+    try:
+        broadcasts = np.broadcast_shapes(shape, grad.shape) == grad.shape
+    except ValueError:
+        broadcasts = False
+    if not broadcasts:
+        raise ValueError(f"sum_to_shape: a gradient of shape {grad.shape} cannot be summed to shape {shape}: "
+                         f"no broadcast of shape {shape} gives shape {grad.shape}")
+    return grad, shape
+
+
 def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
     """The error of a backward of `op` that gave a gradient no broadcast of an input of `shape` explains."""
     return ValueError(f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "

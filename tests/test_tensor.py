@@ -281,6 +281,19 @@ def test_unbroadcast_of_an_impossible_gradient_raises_naming_the_op(grad_shape, 
         f"the error should name the op and both shapes, got: {message}")
 
 
+@pytest.mark.parametrize("grad_shape,shape", [((3,), (2, 3)), ((3, 4), (4, 4))], ids=str)
+def test_sum_to_shape_refuses_a_shape_the_gradient_cannot_be_summed_to(grad_shape, shape):
+    """sum_to_shape (exercise 2.1) called on its own refuses, outside the student's body, a target shape whose
+    broadcast does not give the gradient's shape, instead of returning an array of the wrong shape."""
+    from minitorch.tensor import sum_to_shape
+    with pytest.raises(ValueError) as error:
+        result = sum_to_shape(np.ones(grad_shape), shape)
+        pytest.fail(f"sum_to_shape of a {grad_shape} gradient to {shape} returned shape {np.shape(result)}")
+    message = str(error.value)
+    assert str(grad_shape) in message and str(shape) in message, (
+        f"the error should name both shapes, got: {message}")
+
+
 # ----------------------------------------------------------------------
 # Tensor.backward
 
