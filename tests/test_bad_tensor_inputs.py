@@ -801,6 +801,7 @@ def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, c
      r"gradcheck: inputs must be a list .* got one ndarray of shape \(2,\); .* gradcheck\(function, \[x\]\)"),
     (dict(inputs="tensor"), TypeError, r"gradcheck: inputs must be a list .* got one Tensor of shape \(2,\)"),
     (dict(inputs=3.0), TypeError, "gradcheck: inputs must be a list .* got 3.0"),
+    (dict(inputs=[]), ValueError, "gradcheck: inputs is empty, so there is no gradient to check; list the tensors"),
 ])
 def test_gradcheck_refuses_a_bad_argument_before_calling_the_function(arguments, error, culprit):
     from minitorch import gradcheck, tensor
