@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import numbers
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -180,7 +181,13 @@ class Tensor(TensorProtocols):
 
     @property
     def grad(self) -> np.ndarray | None:
-        """``∂ℓ/∂x``, summed over the `backward` calls since the last `zero_grad` (None before the first)."""
+        """``∂ℓ/∂x``, summed over the `backward` calls since the last `zero_grad` (None before the first).
+        Stored on leaves only, unless `retain_grad` was called: reading it on another tensor warns, as PyTorch's
+        does, since the None it finds says nothing of the gradient."""
+        if self._grad is None and self.backward_fn is not None and not self._retains_grad:
+            warnings.warn(f"the .grad of a non-leaf tensor (the result of '{self.op}') is None: backward stores "
+                          f"gradients on leaves only (tensors made with requires_grad=True); to keep this one's, "
+                          f"call .retain_grad() on it before backward", UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
