@@ -54,6 +54,9 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
         what = reprlib.repr(inputs) if shape is None else f"one {type(inputs).__name__} of shape {shape}"
         raise TypeError(f"gradcheck: inputs must be a list of the function's arguments, got {what}; for a function "
                         f"of one tensor x write gradcheck(function, [x])")
+    if len(inputs) == 0:  # no leaf to differentiate with respect to: nothing would be checked
+        raise ValueError("gradcheck: inputs is empty, so there is no gradient to check; list the tensors the "
+                         "function takes, e.g. gradcheck(lambda x: (x * x).sum(), [x])")
     seed = checks.integer("gradcheck", "seed", seed, minimum=0)  # before the function runs
     step = checks.positive_number("gradcheck", "step", step)  # step=0 would divide by zero
     atol = checks.positive_number("gradcheck", "atol", atol, allow_zero=True)

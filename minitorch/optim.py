@@ -187,6 +187,10 @@ def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
     if not (isinstance(theta, np.ndarray) and theta.dtype.kind == "f"):  # an integer θ would be truncated
         what = f"an array of dtype {theta.dtype}" if isinstance(theta, np.ndarray) else type(theta).__name__
         raise TypeError(f"adam_update: theta must be a float ndarray (the parameter's values), got {what}")
+    for name, value in (("grad", grad), ("m", m), ("v", v)):  # a list would be repeated by `*`, not multiplied
+        if not (isinstance(value, (np.ndarray, np.generic, int, float)) and checks.is_real(np.asarray(value).dtype)):
+            what = f"an array of dtype {value.dtype}" if isinstance(value, np.ndarray) else type(value).__name__
+            raise TypeError(f"adam_update: {name} must be an ndarray of numbers of theta's shape, got {what}")
     shapes = {"grad": np.shape(grad), "m": np.shape(m), "v": np.shape(v)}
     if any(shape != np.shape(theta) for shape in shapes.values()):
         raise ValueError(f"adam_update: grad, m and v must have theta's shape {np.shape(theta)}, got "

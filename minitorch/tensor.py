@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import numbers
 import sys
+import warnings
 import weakref
 
 import numpy as np
@@ -32,7 +33,7 @@ import numpy as np
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, check_backward_result,  # noqa: F401
                                      check_inputs_unchanged, checked_grad, checked_incoming_grad,
-                                     checked_new_values, root_of_the_graph, unexplained)
+                                     checked_new_values, root_of_the_graph, summable_to_shape, unexplained)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -60,8 +61,8 @@ class Tensor(TensorProtocols):
     operation notes the count of each input it read, and `backward` raises,
     naming the operation, if an input changed since (`minitorch.tensor_checks`).
     Between a recorded operation and its `backward`, the arrays it read are
-    read-only: ``x.data[0] = 5`` then fails with NumPy's "assignment
-    destination is read-only"; edit after `backward`, or give the tensor a
+    read-only: ``x.data[0] = 5`` then fails, saying a graph holds them
+    (`HeldValues`); edit after `backward`, or give the tensor a
     copy to edit (``x.data = x.data.copy()``) and run the forward pass again.
     With nothing changed, a second `backward` gives the same gradients.
     The Python and NumPy protocols are `minitorch.tensor_protocols`'.
@@ -180,7 +181,13 @@ class Tensor(TensorProtocols):
 
     @property
     def grad(self) -> np.ndarray | None:
-        """``∂ℓ/∂x``, summed over the `backward` calls since the last `zero_grad` (None before the first)."""
+        """``∂ℓ/∂x``, summed over the `backward` calls since the last `zero_grad` (None before the first).
+        Stored on leaves only, unless `retain_grad` was called: reading it on another tensor warns, as PyTorch's
+        does, since the None it finds says nothing of the gradient."""
+        if self._grad is None and self.backward_fn is not None and not self._retains_grad:
+            warnings.warn(f"the .grad of a non-leaf tensor (the result of '{self.op}') is None: backward stores "
+                          f"gradients on leaves only (tensors made with requires_grad=True); to keep this one's, "
+                          f"call .retain_grad() on it before backward", UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
@@ -193,7 +200,8 @@ class Tensor(TensorProtocols):
         """The values, an ndarray. After a `backward`, taking them counts as a change (they may be written to)."""
         if self._released:
             self._prepare_to_change()
-        return self._data
+        data = self._data
+        return data if data.flags.writeable else data.view(HeldValues)  # a write then says why it is refused
 
     @data.setter
     def data(self, values) -> None:
@@ -287,6 +295,7 @@ def topological_order(root: Tensor) -> list[Tensor]:
     return order
 
 
+@checks.inputs_checked_by(summable_to_shape)
 def sum_to_shape(grad: np.ndarray, shape: tuple) -> np.ndarray:
     """Exercise 2.1: the gradient of broadcasting. `grad` was computed at a broadcast shape; return it
     summed back to `shape` (without changing `grad` in place).
@@ -370,6 +379,43 @@ def _writable(array: np.ndarray) -> None:
         array.flags.writeable = True
     except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
         pass
+
+
+class HeldValues(np.ndarray):
+    """What ``t.data`` gives while a recorded graph holds t's values for its backward (they are read-only): an
+    ndarray whose write in place (``t.data[0] = 5``, ``t.data += 1``) says why it is refused and what to do,
+    where NumPy would say only 'assignment destination is read-only'. A result computed from it is a plain
+    ndarray; the engine itself reads ``_data``, never this view."""
+
+    def _refuse_if_read_only(self) -> None:
+        if not self.flags.writeable:
+            raise ValueError("these values belong to a tensor that a recorded graph still needs for its backward, "
+                             "so they are read-only until backward has run: change a copy (t.data.copy()) or "
+                             "build a new tensor (y = t * 2, minitorch.tensor(...)), or replace them whole with "
+                             "t.data = ... (the graph's backward is then refused as stale)")
+
+    def __setitem__(self, index, value):
+        self._refuse_if_read_only()
+        super().__setitem__(index, value)
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        array = array.view(np.ndarray)
+        return array[()] if return_scalar else array
+
+    def copy(self, order="C") -> np.ndarray:
+        return np.ndarray.copy(self, order).view(np.ndarray)  # a copy is the caller's own: writable, plain
+
+
+def _refusing_in_place(name: str):
+    def in_place(self, other):
+        self._refuse_if_read_only()
+        return getattr(np.ndarray, name)(self, other)
+    in_place.__name__ = name
+    return in_place
+
+
+for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__ipow__", "__imatmul__"):
+    setattr(HeldValues, _name, _refusing_in_place(_name))
 
 
 def _keep_one_tensor_class(new_class: type) -> type:

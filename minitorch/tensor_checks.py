@@ -12,7 +12,7 @@ Values a backward needs may not change before it runs. A backward reads its oper
 a wrong gradient without a word. So, as PyTorch does, every tensor counts the changes to its values (its
 version), an operation notes the version of each input it read (`versions_used`), and backward raises if one
 moved on. NumPy cannot report a write into an array, so the arrays a graph read, and its results, stay
-read-only (``x.data[0] = 5`` fails: "assignment destination is read-only"); what may write to one makes it
+read-only (``x.data[0] = 5`` fails, saying that a graph holds them); what may write to one makes it
 writable and moves the version on first: an optimizer step, an in-place operator, the data setter, and taking
 ``x.data`` or ``x.numpy()`` once a backward through the graph has run (`_released`). That costs one integer per
 input, where a copy of every array would cost its size.
@@ -186,6 +186,20 @@ def root_of_the_graph(root) -> tuple:
     if not isinstance(root, tensor_module.Tensor):
         raise TypeError(f"topological_order: root must be a Tensor, got {type(root).__name__}")
     return (root,)
+
+
+def summable_to_shape(grad, shape) -> tuple:
+    """`sum_to_shape`'s inputs: an array and a shape it can be summed back to, i.e. one whose broadcast gives
+    the array's shape (a gradient of shape (3,) was never broadcast from (2, 3))."""
+    grad, shape = np.asarray(grad), tuple(shape)
+    try:
+        broadcasts = np.broadcast_shapes(shape, grad.shape) == grad.shape
+    except ValueError:
+        broadcasts = False
+    if not broadcasts:
+        raise ValueError(f"sum_to_shape: a gradient of shape {grad.shape} cannot be summed to shape {shape}: "
+                         f"no broadcast of shape {shape} gives shape {grad.shape}")
+    return grad, shape
 
 
 def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -397,3 +399,17 @@ def test_grading_under_a_low_open_files_limit_raises_it_or_stops_before_any_stud
     else:
         assert completed.returncode == 1 and "grading needs at least 256 open files" in completed.stderr, (
             completed.stderr)
+
+
+def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_grades_csv_does(tmp_path):
+    """A Student or Section cell starting with = (or +, -, @) is a formula to a spreadsheet: the Canvas CSV quotes it
+    with the rule grades.csv uses (csv_cell), and keeps the IDs Canvas matches a row by as the roster has them."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section,submission\n'
+                      '"=HYPERLINK(""http://x.example"",""Ann"")",101,s1,ann@u,+A,ann\n', encoding="utf-8")
+    text, _, _ = canvas_csv([{"student": "ann", "total": "3"}], roster, "Week 1 (123)")
+    row = list(csv.reader(io.StringIO(text)))[1]
+    assert row == ["'=HYPERLINK(\"http://x.example\",\"Ann\")", "101", "s1", "ann@u", "'+A", "3"], (
+        f"a name or section a spreadsheet would run as a formula should start with ', the IDs unchanged; got {row}")

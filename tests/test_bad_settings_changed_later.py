@@ -92,6 +92,8 @@ def test_adam_with_eps_0_says_why_a_parameter_became_nan():
     (dict(weight_decay=float("inf")), ValueError, "weight_decay"),
     (dict(theta=np.array([1, 2])), TypeError, "theta must be a float ndarray"),  # truncated to integers
     (dict(theta=[1.0, 2.0]), TypeError, "theta must be a float ndarray"),
+    (dict(grad=[1.0, 1.0]), TypeError, "grad must be an ndarray of numbers of theta's shape, got list"),
+    (dict(m=np.array(["a", "b"])), TypeError, "m must be an ndarray of numbers of theta's shape, got an array of"),
 ])
 def test_adam_update_checks_every_input_outside_the_exercise_body(changes, error, culprit):
     arguments = dict(theta=np.array([1.0, 2.0]), grad=np.array([1.0, 1.0]), m=np.zeros(2), v=np.zeros(2), t=1,

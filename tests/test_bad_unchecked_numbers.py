@@ -110,6 +110,17 @@ def test_scores_of_inf_or_nan_are_refused_for_every_normaliser(normaliser):
             model(np.full((1, 4, 16), 1e200))  # the scores overflow; ReLU gave NaN weights
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_relu_attention_called_on_its_own_refuses_scores_of_inf_or_nan(bad):
+    """relu_attention (exercise 3.3) checks its scores outside the student's body, as attend does: +inf times the
+    mask's 0 would otherwise give NaN weights with only NumPy's warning."""
+    from minitorch.paper.attention import causal_mask, relu_attention
+
+    with pytest.raises(ValueError, match=r"relu_attention \(relu\): the scores Q Kᵀ contain \+inf or NaN"):
+        weights = relu_attention(tensor(np.full((3, 3), bad)), causal_mask(3))
+        pytest.fail(f"relu_attention of {bad} scores returned {weights.data.tolist()} instead of refusing them")
+
+
 def test_all_equal_inputs_needs_a_content_coordinate():
     from minitorch.paper import theory
 

@@ -281,6 +281,19 @@ def test_unbroadcast_of_an_impossible_gradient_raises_naming_the_op(grad_shape, 
         f"the error should name the op and both shapes, got: {message}")
 
 
+@pytest.mark.parametrize("grad_shape,shape", [((3,), (2, 3)), ((3, 4), (4, 4))], ids=str)
+def test_sum_to_shape_refuses_a_shape_the_gradient_cannot_be_summed_to(grad_shape, shape):
+    """sum_to_shape (exercise 2.1) called on its own refuses, outside the student's body, a target shape whose
+    broadcast does not give the gradient's shape, instead of returning an array of the wrong shape."""
+    from minitorch.tensor import sum_to_shape
+    with pytest.raises(ValueError) as error:
+        result = sum_to_shape(np.ones(grad_shape), shape)
+        pytest.fail(f"sum_to_shape of a {grad_shape} gradient to {shape} returned shape {np.shape(result)}")
+    message = str(error.value)
+    assert str(grad_shape) in message and str(shape) in message, (
+        f"the error should name both shapes, got: {message}")
+
+
 # ----------------------------------------------------------------------
 # Tensor.backward
 
@@ -404,9 +417,28 @@ def test_intermediate_tensors_keep_no_stale_gradient_between_backward_calls():
     (h * h).sum().backward()
     x.zero_grad()
     (h * 1.0).sum().backward()
-    assert h.grad is None, "an intermediate tensor should not store .grad unless retain_grad() was called"
+    with pytest.warns(UserWarning, match="non-leaf"):  # (reading it warns: see the test below)
+        assert h.grad is None, "an intermediate tensor should not store .grad unless retain_grad() was called"
     np.testing.assert_array_equal(x.grad, [3.0, 3.0],
                                   err_msg="the second backward picked up gradient left over from the first")
+
+
+def test_reading_the_grad_of_a_non_leaf_warns_once_and_names_retain_grad():
+    """Its .grad is None after backward; without a word, that None reads as 'no gradient flowed' (PyTorch warns
+    too). A leaf's .grad and a retained one's are read without a warning."""
+    import warnings
+
+    x = leaf([1.0, 2.0])
+    h = x * 3.0
+    kept = (x * 2.0).retain_grad()
+    (h * kept).sum().backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert h.grad is None, "an intermediate tensor should not store .grad unless retain_grad() was called"
+        x.grad, kept.grad  # noqa: B018  (read without a warning)
+    messages = [str(warning.message) for warning in caught]
+    assert len(messages) == 1 and "non-leaf tensor (the result of 'mul')" in messages[0] and (
+        ".retain_grad()" in messages[0]), f"expected one warning naming the op and retain_grad(), got {messages}"
 
 
 def test_retain_grad_keeps_the_gradient_of_an_intermediate():
@@ -415,7 +447,8 @@ def test_retain_grad_keeps_the_gradient_of_an_intermediate():
     other = h * h
     other.sum().backward()
     np.testing.assert_array_equal(h.grad, 2 * h.data, err_msg="∂Σh²/∂h = 2h should be stored on h")
-    assert other.grad is None, "intermediates without retain_grad() keep no gradient"
+    with pytest.warns(UserWarning, match="non-leaf"):
+        assert other.grad is None, "intermediates without retain_grad() keep no gradient"
 
 
 def test_detach_cuts_the_graph():

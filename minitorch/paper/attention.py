@@ -111,7 +111,16 @@ def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
     return softmax(scores.masked_fill(future, -np.inf), axis=-1)
 
 
+def _finite_scores(scores, future) -> tuple:
+    """`relu_attention`'s inputs: scores with no +inf or NaN (ReLU would turn +inf into NaN at the masked
+    entries, inf times the mask's 0), checked as `attend` checks them."""
+    if isinstance(scores, Tensor):
+        check_scores(scores._data, "relu", owner="relu_attention")
+    return scores, future
+
+
 @register_normaliser("relu")
+@checks.inputs_checked_by(_finite_scores)
 def relu_attention(scores: Tensor, future: np.ndarray) -> Tensor:
     """Exercise 3.3: ``max(s_ik, 0) / max(i, 1)`` on visible keys, 0 on future keys (scores (..., L, L))."""
     length = scores.shape[-1]
@@ -139,13 +148,13 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     return weights @ values, weights.detach()  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
 
-def check_scores(scores: np.ndarray, normaliser: str) -> None:
+def check_scores(scores: np.ndarray, normaliser: str, owner: str = "attend") -> None:
     """ValueError if a score is +inf or NaN (inputs too large, or not finite): the softmax refuses such scores
     itself, and another normaliser would turn them into NaN weights (ReLU: inf times the mask's 0) without a
     word. One maximum, not a pass that checks each score."""
     largest = scores.max() if scores.size else 0.0
     if np.isnan(largest) or largest == np.inf:
-        raise ValueError(f"attend ({normaliser}): the scores Q Kᵀ contain +inf or NaN (the inputs hold inf or NaN, "
+        raise ValueError(f"{owner} ({normaliser}): the scores Q Kᵀ contain +inf or NaN (the inputs hold inf or NaN, "
                          f"or are so large that their products overflow); a score must be a finite number")
 
 

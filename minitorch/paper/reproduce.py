@@ -380,9 +380,14 @@ def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
     """Redraw a run's ``error_vs_bos_mass.png`` from its results.json and saved models, without training: the
     single ReLU head's upper bound on δ (`theory.relu_error_upper_bound`) is computed from its saved weights when
     the run did not record it."""
-    folder = Path(folder)
-    models = json.loads((folder / "results.json").read_text(encoding="utf-8"))["models"]
-    worst_cases = {key: dict(model["worst_case"]) for key, model in models.items()}
+    results_file = Path(folder) / "results.json"
+    folder = results_file.parent
+    try:
+        models = json.loads(results_file.read_text(encoding="utf-8"))["models"]
+        worst_cases = {key: dict(model["worst_case"]) for key, model in models.items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # not JSON, or not a run's results
+        raise ValueError(f"redraw_error_vs_bos_mass: {results_file} is not the results.json a reproduce run writes "
+                         f"({type(error).__name__}: {error})") from None
     if "relu_1x1" in worst_cases and "worst_case_error_upper" not in worst_cases["relu_1x1"]:
         worst_cases["relu_1x1"].update(theory.relu_error_upper_bound(load_model(folder / "models" / "relu_1x1.npz")))
     return draw_error_vs_bos_mass(worst_cases, folder)

@@ -66,6 +66,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -209,6 +210,19 @@ def _measure_here(implementation: str, config: str, normaliser: str, dtype_name:
     return dict(ms_per_step=1e3 * seconds, peak_rss_mib=peak_kib / 1024)
 
 
+class MeasurementFailed(RuntimeError):
+    """A measurement's process ended with an error; the message says which one and how it ended."""
+
+
+def _how_it_ended(returncode: int, stderr: str) -> str:
+    """What a failed child process said, or, if it said nothing, the signal or exit status that ended it."""
+    if stderr.strip():
+        return "\n" + stderr[-2000:]
+    if returncode < 0:
+        return f"its process was killed by {signal.Signals(-returncode).name} and printed nothing"
+    return f"its process exited with status {returncode} and printed nothing"
+
+
 def measure(implementation: str, config: str, normaliser: str = "softmax", dtype: str = "float32",
             steps: int = 40, blocks: int = 5, threads: int = 1) -> dict:
     """Time one implementation on one model in a fresh process (see the module docstring)."""
@@ -219,7 +233,8 @@ def measure(implementation: str, config: str, normaliser: str = "softmax", dtype
     child = subprocess.run([sys.executable, "-m", "minitorch.tools.bench", "--child", arguments],
                            capture_output=True, text=True, env=environment)
     if child.returncode != 0:
-        raise RuntimeError(f"bench: {implementation} {config} failed:\n{child.stderr[-2000:]}")
+        raise MeasurementFailed(f"bench: {implementation} {normaliser} {config} ({dtype}, {threads} thread(s)) failed: "
+                                f"{_how_it_ended(child.returncode, child.stderr)}")
     return json.loads(child.stdout.strip().splitlines()[-1])
 
 
@@ -350,8 +365,10 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=number_argument("--rounds", **count, maximum=20), default=3,
                         help="times each measurement is repeated, interleaved with the others; the best counts "
                              "(default 3, at most 20)")
-    parser.add_argument("--threads", type=number_argument("--threads", **count), default=1,
-                        help="BLAS/PyTorch threads per process (default 1, as each reproduce worker runs)")
+    # bounded as --jobs is: threads beyond the machine's cores time their contention, not speed, and a PyTorch
+    # child given 100,000 threads dies of a segmentation fault
+    parser.add_argument("--threads", type=number_argument("--threads", **count, maximum=64), default=1,
+                        help="BLAS/PyTorch threads per process (default 1, as each reproduce worker runs; at most 64)")
     parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     parser.add_argument("--relu", action="store_true", help="also time the ReLU-attention models")
     parser.add_argument("--reproduce", action="store_true", help="also time `python -m minitorch reproduce`")
@@ -381,8 +398,12 @@ def main(argv=None) -> int:
               "it repeats answers to exercises, so a student edition leaves it out", file=sys.stderr)
         return 2
     normalisers = ("softmax", "relu") if args.relu else ("softmax",)
-    results = dict(written_by=WRITER,  # the mark that lets a later --json replace this file without --force
-                   steps=run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds))
+    try:
+        steps = run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds)
+    except MeasurementFailed as error:  # one line naming the measurement, not a traceback through the loops
+        print(error, file=sys.stderr)
+        return 1
+    results = dict(written_by=WRITER, steps=steps)  # the mark that lets a later --json replace this file
     if args.reproduce:
         results["reproduce"] = time_reproduce(args.jobs)
     if json_path:

@@ -172,3 +172,14 @@ def test_redraw_error_vs_bos_mass_adds_the_relu_heads_upper_bound_from_its_saved
     shutil.copy(ROOT / "figures" / "models" / "relu_1x1.npz", tmp_path / "models" / "relu_1x1.npz")
     drawn = redraw_error_vs_bos_mass(tmp_path)
     assert drawn == tmp_path / "error_vs_bos_mass.png" and drawn.stat().st_size > 0
+
+
+@pytest.mark.parametrize("text", ["{garbage", "[1, 2]", '{"models": {"relu_1x1": {}}}'], ids=["not-json", "a-list",
+                                                                                              "no-worst-case"])
+def test_redraw_error_vs_bos_mass_names_a_results_file_it_cannot_read(tmp_path, text):
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        redraw_error_vs_bos_mass(tmp_path)
+    message = str(error.value)
+    assert str(tmp_path / "results.json") in message and "not the results.json a reproduce run writes" in message, (
+        f"the error should name the file that is not a run's results, got: {message}")

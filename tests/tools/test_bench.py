@@ -41,6 +41,21 @@ def test_a_failing_child_process_raises_with_its_error():
         bench.measure("no_such_implementation", "1x1", steps=1, blocks=1)
 
 
+def test_a_child_process_killed_without_a_word_is_named_with_its_signal_and_stops_bench_in_one_line(monkeypatch,
+                                                                                                     capsys):
+    import subprocess
+
+    killed = subprocess.CompletedProcess([], returncode=-11, stdout="", stderr="")  # as a segmentation fault ends it
+    monkeypatch.setattr(bench.subprocess, "run", lambda *args, **kwargs: killed)
+    with pytest.raises(bench.MeasurementFailed) as error:
+        bench.measure("pytorch", "1x1", steps=1, blocks=1, threads=3)
+    assert "pytorch softmax 1x1 (float32, 3 thread(s)) failed: its process was killed by SIGSEGV" in str(error.value), (
+        f"a failed measurement should say which one failed and how its process ended, got: {error.value}")
+    assert bench.main(["--steps", "1", "--blocks", "1", "--rounds", "1"]) == 1
+    printed = capsys.readouterr().err
+    assert "killed by SIGSEGV" in printed and "Traceback" not in printed, f"bench should end in one line:\n{printed}"
+
+
 def test_the_authors_estimate_adds_their_per_step_times_over_the_models():
     steps = {"softmax_1x1": 1000, "relu_4x4": 2000}
     expected = (1000 * bench.AUTHORS_MS_PER_STEP["1x1"] + 2000 * bench.AUTHORS_MS_PER_STEP["4x4"]) / 1e3

@@ -349,6 +349,7 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow([*CANVAS_COLUMNS, assignment])
-    for row, student in zip(roster, matched):
-        writer.writerow([*(row.get(column, "") for column in CANVAS_COLUMNS), totals.get(student, "")])
+    for row, student in zip(roster, matched):  # names as grades.csv writes them; the IDs Canvas matches unchanged
+        writer.writerow([*(csv_cell(row.get(column, "")) if column in ("Student", "Section") else row.get(column, "")
+                           for column in CANVAS_COLUMNS), totals.get(student, "")])
     return text.getvalue(), [row["Student"] for row, student in zip(roster, matched) if student is None], unlisted
