@@ -61,8 +61,8 @@ class Tensor(TensorProtocols):
     operation notes the count of each input it read, and `backward` raises,
     naming the operation, if an input changed since (`minitorch.tensor_checks`).
     Between a recorded operation and its `backward`, the arrays it read are
-    read-only: ``x.data[0] = 5`` then fails, saying a graph holds them
-    (`HeldValues`); edit after `backward`, or give the tensor a
+    read-only: ``x.data[0] = 5`` then fails with NumPy's "assignment
+    destination is read-only"; edit after `backward`, or give the tensor a
     copy to edit (``x.data = x.data.copy()``) and run the forward pass again.
     With nothing changed, a second `backward` gives the same gradients.
     The Python and NumPy protocols are `minitorch.tensor_protocols`'.

@@ -12,7 +12,7 @@ Values a backward needs may not change before it runs. A backward reads its oper
 a wrong gradient without a word. So, as PyTorch does, every tensor counts the changes to its values (its
 version), an operation notes the version of each input it read (`versions_used`), and backward raises if one
 moved on. NumPy cannot report a write into an array, so the arrays a graph read, and its results, stay
-read-only (``x.data[0] = 5`` fails, saying that a graph holds them); what may write to one makes it
+read-only (``x.data[0] = 5`` fails: "assignment destination is read-only"); what may write to one makes it
 writable and moves the version on first: an optimizer step, an in-place operator, the data setter, and taking
 ``x.data`` or ``x.numpy()`` once a backward through the graph has run (`_released`). That costs one integer per
 input, where a copy of every array would cost its size.
