@@ -67,7 +67,7 @@ def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
 def mul(a, b) -> Tensor:
     """a * b (elementwise), with broadcasting."""
     a, b = _binary_inputs("mul", a, b)
-    return Tensor.from_op(a._data * b._data, (a, b), lambda grad: mul_backward(grad, a._data, b._data), "mul")
+    return Tensor.from_op(a._data * b._data, (a, b), lambda grad: mul_backward(grad, a.data, b.data), "mul")
 
 
 def neg(a) -> Tensor:
@@ -133,7 +133,7 @@ def log_backward(grad: np.ndarray, a: np.ndarray) -> tuple[np.ndarray]:
 def log(a) -> Tensor:
     """Natural logarithm (elementwise)."""
     a = as_tensor(a)
-    return Tensor.from_op(np.log(a._data), (a,), lambda grad: log_backward(grad, a._data), "log")
+    return Tensor.from_op(np.log(a._data), (a,), lambda grad: log_backward(grad, a.data), "log")
 
 
 def relu(a) -> Tensor:
@@ -220,7 +220,7 @@ def matmul(a, b) -> Tensor:
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
         ) from None
 
-    return Tensor.from_op(a._data @ b._data, (a, b), lambda grad: matmul_backward(grad, a._data, b._data), "matmul")
+    return Tensor.from_op(a._data @ b._data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 
 
 # ----------------------------------------------------------------------

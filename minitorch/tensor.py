@@ -200,8 +200,7 @@ class Tensor(TensorProtocols):
         """The values, an ndarray. After a `backward`, taking them counts as a change (they may be written to)."""
         if self._released:
             self._prepare_to_change()
-        data = self._data
-        return data if data.flags.writeable else data.view(HeldValues)  # a write then says why it is refused
+        return self._data
 
     @data.setter
     def data(self, values) -> None:
@@ -379,43 +378,6 @@ def _writable(array: np.ndarray) -> None:
         array.flags.writeable = True
     except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
         pass
-
-
-class HeldValues(np.ndarray):
-    """What ``t.data`` gives while a recorded graph holds t's values for its backward (they are read-only): an
-    ndarray whose write in place (``t.data[0] = 5``, ``t.data += 1``) says why it is refused and what to do,
-    where NumPy would say only 'assignment destination is read-only'. A result computed from it is a plain
-    ndarray; the engine itself reads ``_data``, never this view."""
-
-    def _refuse_if_read_only(self) -> None:
-        if not self.flags.writeable:
-            raise ValueError("these values belong to a tensor that a recorded graph still needs for its backward, "
-                             "so they are read-only until backward has run: change a copy (t.data.copy()) or "
-                             "build a new tensor (y = t * 2, minitorch.tensor(...)), or replace them whole with "
-                             "t.data = ... (the graph's backward is then refused as stale)")
-
-    def __setitem__(self, index, value):
-        self._refuse_if_read_only()
-        super().__setitem__(index, value)
-
-    def __array_wrap__(self, array, context=None, return_scalar=False):
-        array = array.view(np.ndarray)
-        return array[()] if return_scalar else array
-
-    def copy(self, order="C") -> np.ndarray:
-        return np.ndarray.copy(self, order).view(np.ndarray)  # a copy is the caller's own: writable, plain
-
-
-def _refusing_in_place(name: str):
-    def in_place(self, other):
-        self._refuse_if_read_only()
-        return getattr(np.ndarray, name)(self, other)
-    in_place.__name__ = name
-    return in_place
-
-
-for _name in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__ipow__", "__imatmul__"):
-    setattr(HeldValues, _name, _refusing_in_place(_name))
 
 
 def _keep_one_tensor_class(new_class: type) -> type:
