@@ -4,6 +4,7 @@ command knows its own file by a mark only its writer puts in it (minitorch.outpu
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import zipfile
 
@@ -19,6 +20,8 @@ def _no_measuring(*args, **kwargs):
     return {"softmax 1x1": {}}
 
 
+@pytest.mark.skipif(importlib.util.find_spec("minitorch.fast.hand_fused") is None,
+                    reason="a student edition has no NumPy floor: bench stops before writing")
 def test_bench_json_replaces_its_own_file_and_refuses_the_users(tmp_path, monkeypatch, capsys):
     from minitorch.tools import bench
 

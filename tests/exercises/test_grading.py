@@ -1275,3 +1275,18 @@ def test_a_term_graded_for_real_resumes_regrades_a_resubmission_and_keeps_the_ad
 
 
 POINTS_31 = EXERCISES["3.1"].points
+
+
+@pytest.mark.parametrize("kind, message, shown", [
+    ("timed out", "timed out after 5 s (the test's time limit)", "timed out: the code did not return within 5 s"),
+    ("timed out", "not run: 2 tests of exercise 1.3 already timed out (timed out after 5 s (the test's time limit))",
+     "timed out: not run, as earlier tests of this exercise timed out (after 5 s)"),
+    ("crashed", "the worker died by SIGKILL while x = [secret, inputs]", "crashed: the process died by SIGKILL"),
+])
+def test_a_failed_test_says_its_kind_and_its_time_limit_and_nothing_of_the_graders_message(kind, message, shown):
+    """What a student reads of a failure is fixed words plus a number of seconds or a signal's name: the time limit
+    stays visible on the tests not run after two timeouts, and nothing else of the message (which may quote the
+    hidden inputs) is copied."""
+    from minitorch.exercises.grader.trusted.student_text import what_happened
+
+    assert what_happened(kind, message, "1.3") == shown

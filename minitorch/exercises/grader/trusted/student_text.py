@@ -72,6 +72,8 @@ def reason_of(grader_root: Path, nodeid: str) -> str:
 # hidden inputs. A class name is Python's (the channel turns a class of the student's into StudentError).
 FORMS = {
     "timed out": [(r"budget", "timed out: the time budget for your whole grading ran out"),
+                  (r"^not run:.*timed out after (\d+(?:\.\d+)?) s",
+                   "timed out: not run, as earlier tests of this exercise timed out (after {} s)"),
                   (r"^not run:", "timed out: not run, as earlier tests of this exercise timed out"),
                   (r"timed out after (\d+(?:\.\d+)?) s", "timed out: the code did not return within {} s")],
     "crashed": [(r"^not run:", "crashed: not run, as earlier tests of this exercise crashed"),
