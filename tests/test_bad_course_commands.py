@@ -193,7 +193,9 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
     (None, "not a regular file"),
     ("student,points,late_penalty,comment\nann,1,,\"an open quote\nbob,2,,\n",  # it swallowed bob's row
      r"adjustments.csv, line 2: not a well-formed CSV .*a quote left open"),
-], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote"])
+    ("student,points,late_penalty,points\nann,1,,-1\n",  # it would have kept only the -1
+     r"adjustments.csv, line 1: the column\(s\) 'points' are named twice"),
+], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
     """X4-30, X4-31, X4-33: a bonus as a penalty, a comment cut at a comma, a Latin-1 file."""
     from minitorch.exercises.grader.trusted.gradebook import read_adjustments
@@ -413,3 +415,18 @@ def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_gr
     row = list(csv.reader(io.StringIO(text)))[1]
     assert row == ["'=HYPERLINK(\"http://x.example\",\"Ann\")", "101", "s1", "ann@u", "'+A", "3"], (
         f"a name or section a spreadsheet would run as a formula should start with ', the IDs unchanged; got {row}")
+
+
+def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_grades(tmp_path):
+    """A roster with two `submission` columns: a CSV row keeps only the last cell of a name, so ann's row would
+    have read bob's submission and each taken the other's grade. It is refused, naming the column."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+    from minitorch.exercises.registry import ExerciseError
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
+                      "ann,Ann A,1,s1,ann,S1,bob\nbob,Bob B,2,s2,bob,S1,ann\n", encoding="utf-8")
+    grades = [{"student": "ann", "total": "3"}, {"student": "bob", "total": "0"}]
+    with pytest.raises(ExerciseError, match=r"roster.csv, line 1: the column\(s\) 'submission' are named twice"):
+        text, _, _ = canvas_csv(grades, roster, "Week 1 (123)")
+        pytest.fail(f"a roster naming `submission` twice should be refused, not read by its last column:\n{text}")
