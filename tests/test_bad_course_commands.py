@@ -342,6 +342,18 @@ def test_a_bundle_is_refused_inside_the_checkout_as_an_edition_is(tmp_path):
         assert "write it outside" in completed.stderr and not place.exists()
 
 
+@pytest.mark.parametrize("place", ["grades_here", "figures/grades"])
+def test_a_gradebook_is_refused_inside_the_checkout_as_a_bundle_is(tmp_path, place):
+    """The gradebook holds the secret seed (run.json) and what the hidden tests found: inside the checkout it is
+    one `git add .` from the students, so `grade --out` refuses it there before any work."""
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(ROOT / place), "--only", "1.2")
+    assert completed.returncode == 2 and "would lie inside the project" in completed.stderr, (
+        f"grade --out {place} inside the checkout should be refused naming the project; got {completed.stderr}")
+    assert "write it outside" in completed.stderr, completed.stderr
+    assert not (ROOT / place).exists(), f"a refused grade run left {ROOT / place} in the checkout"
+
+
 @pytest.mark.parametrize("arguments, fix", [
     (["--only", "5.1,9.1"], "--release 1.1,1.2,1.3,1.4,2.1,2.2,2.3,2.4,3.1,3.2,3.5"),
     (["--only", "3.2", "--release", "1.1,1.2,1.3,1.4,2.1,2.2,2.3"], "--only 2.4,3.2"),
