@@ -442,3 +442,24 @@ def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_
     with pytest.raises(ExerciseError, match=r"roster.csv, line 1: the column\(s\) 'submission' are named twice"):
         text, _, _ = canvas_csv(grades, roster, "Week 1 (123)")
         pytest.fail(f"a roster naming `submission` twice should be refused, not read by its last column:\n{text}")
+
+
+@pytest.mark.parametrize("manifest,named", [
+    ({"handed_out": "1.2"}, r"field handed_out should be a list of exercise IDs .*got str '1\.2'"),
+    ({"handed_out": [1.2]}, r"field handed_out should be a list of exercise IDs .*got list \[1\.2\]"),
+    ({"released": ["1.1"]}, r"field handed_out should be a list of exercise IDs .*got no such field"),
+    (["1.2"], r"it holds a JSON list, not an object with the field handed_out"),
+], ids=["a-string", "a-number", "missing", "not-an-object"])
+def test_an_edition_manifest_whose_handed_out_is_not_a_list_of_ids_is_named_with_the_field(tmp_path, manifest,
+                                                                                              named):
+    """An edition.json with handed_out "1.2" was read as the IDs 1, ., 2: the error blamed unknown exercises and
+    named neither the file nor its field."""
+    from minitorch.exercises.registry import MANIFEST, ExerciseError, read_manifest_data
+
+    path = tmp_path / MANIFEST
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ExerciseError, match=named) as refused:
+        read_manifest_data(tmp_path)
+        pytest.fail(f"an edition.json of {manifest!r} should be refused naming handed_out")
+    assert str(path) in str(refused.value), f"the error should name {path}: {refused.value}"

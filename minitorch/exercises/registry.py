@@ -307,9 +307,16 @@ def read_manifest_data(root: Path) -> dict | None:
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-        manifest["handed_out"] = [str(exercise_id) for exercise_id in manifest["handed_out"]]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+    if not isinstance(manifest, dict):
+        raise ExerciseError(f"{path} is not a valid edition manifest: it holds a JSON {type(manifest).__name__}, not "
+                            f"an object with the field handed_out")
+    handed_out = manifest.get("handed_out")
+    if not isinstance(handed_out, list) or not all(isinstance(exercise_id, str) for exercise_id in handed_out):
+        got = f"{type(handed_out).__name__} {handed_out!r}"[:200] if "handed_out" in manifest else "no such field"
+        raise ExerciseError(f"{path} is not a valid edition manifest: its field handed_out should be a list of "
+                            f"exercise IDs such as [\"1.1\", \"1.2\"], got {got}")
     if "files" in manifest:  # the fingerprints only editions of marked regions recorded
         raise ExerciseError(OLD_EDITION)
     return manifest
