@@ -342,14 +342,14 @@ def _broadcasts_to(shape: tuple, broadcast_shape: tuple) -> bool:
 def as_tensor(x, like: Tensor | None = None) -> Tensor:
     """`x` itself if it is a Tensor, else a constant Tensor.
 
-    Python numbers and ndarrays take the dtype of `like`, so that
-    ``float32_tensor * 2.0`` stays float32.
+    Python numbers and ndarrays take the dtype of `like` when it is a Tensor, so that
+    ``float32_tensor * 2.0`` stays float32 (``mt.mul([1.0], [2.0])``, with no Tensor, takes Tensor's default).
     """
     if isinstance(x, Tensor):
         return x
     if not isinstance(x, (numbers.Number, np.ndarray, np.generic, list, tuple)):
         raise TypeError(f"cannot combine a Tensor with an object of type {type(x).__name__}")
-    return Tensor(x, dtype=None if like is None else like.dtype)
+    return Tensor(x, dtype=like.dtype if isinstance(like, Tensor) else None)
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:

@@ -400,6 +400,23 @@ def test_the_arguments_numpy_would_take_still_work():
     assert not doubled(tensor([1.0], requires_grad=True)).requires_grad, "@no_grad without parentheses decorates"
 
 
+@pytest.mark.parametrize("name,call,expected", [
+    ("mul", lambda mt: mt.mul([1.0, 2.0], [3.0, 4.0]), [3.0, 8.0]),
+    ("add", lambda mt: mt.add([1.0], [2.0]), [3.0]),
+    ("sub", lambda mt: mt.sub((5.0, 1.0), np.array([1.0, 1.0])), [4.0, 0.0]),
+    ("matmul", lambda mt: mt.matmul([[1.0, 2.0]], [[3.0], [4.0]]), [[11.0]]),
+    ("where", lambda mt: mt.where([True, False], [1.0, 2.0], [3.0, 4.0]), [1.0, 4.0]),
+], ids=["mul", "add", "sub", "matmul", "where"])
+def test_a_functional_op_given_no_tensor_at_all_takes_lists_as_the_tensor_operators_do(name, call, expected):
+    """mt.mul([1., 2.], [3., 4.]) raised AttributeError ('list' has no dtype): with no Tensor among the operands
+    there is no dtype to match, and the lists become Tensors as `tensor([1., 2.]) * [3., 4.]` makes them."""
+    import minitorch
+
+    result = call(minitorch)
+    assert isinstance(result, minitorch.Tensor), f"{name} of lists should give a Tensor, got {type(result).__name__}"
+    np.testing.assert_array_equal(result.data, expected, err_msg=f"{name} of lists gave the wrong values")
+
+
 # ----------------------------------------------------------------------
 # round three, cause 6: what the engine computed silently wrong is now right, or refused
 
