@@ -320,8 +320,11 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     This is the only place where broadcasting is undone; a gradient that no
     broadcast could explain is an error of the operation `op`.
     """
-    if grad.shape == tuple(shape):
+    if isinstance(shape, tuple) and grad.shape == shape:
         return grad  # nothing was broadcast (so chapter 01 runs before exercise 2.1 is written)
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(size, (int, np.integer)) for size in shape):
+        raise TypeError(f"unbroadcast: shape must be a tuple of integers such as (3,) or (2, 3), got "
+                        f"{type(shape).__name__} {shape!r}")
     incoming_shape = grad.shape
     if not _broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
         raise unexplained(op, incoming_shape, shape)

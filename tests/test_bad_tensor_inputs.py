@@ -186,6 +186,7 @@ def _engine_call(name):
         "gradcheck-step-nan": lambda: minitorch.gradcheck(lambda t: t * t, [np.ones(2)], step=float("nan")),
         "linear-float-size": lambda: Linear(2.5, 3),
         "linear-zero-size": lambda: Linear(2, 0),
+        "unbroadcast-int-shape": lambda: minitorch.unbroadcast(np.ones((2, 3)), 3),
     }[name]
 
 
@@ -201,6 +202,7 @@ def _engine_call(name):
     ("gradcheck-step-nan", ValueError, "gradcheck: step must be a finite number > 0, got nan"),
     ("linear-float-size", TypeError, "Linear: in_features must be an integer >= 1, got 2.5"),
     ("linear-zero-size", ValueError, "Linear: out_features must be an integer >= 1, got 0"),
+    ("unbroadcast-int-shape", TypeError, r"unbroadcast: shape must be a tuple of integers .*, got int 3"),
 ])
 def test_an_engine_operation_names_a_bad_argument(name, error, culprit):
     with pytest.raises(error, match=culprit):
