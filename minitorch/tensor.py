@@ -320,8 +320,11 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     This is the only place where broadcasting is undone; a gradient that no
     broadcast could explain is an error of the operation `op`.
     """
-    if grad.shape == tuple(shape):
+    if isinstance(shape, tuple) and grad.shape == shape:
         return grad  # nothing was broadcast (so chapter 01 runs before exercise 2.1 is written)
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(size, (int, np.integer)) for size in shape):
+        raise TypeError(f"unbroadcast: shape must be a tuple of integers such as (3,) or (2, 3), got "
+                        f"{type(shape).__name__} {shape!r}")
     incoming_shape = grad.shape
     if not _broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
         raise unexplained(op, incoming_shape, shape)
@@ -342,14 +345,14 @@ def _broadcasts_to(shape: tuple, broadcast_shape: tuple) -> bool:
 def as_tensor(x, like: Tensor | None = None) -> Tensor:
     """`x` itself if it is a Tensor, else a constant Tensor.
 
-    Python numbers and ndarrays take the dtype of `like`, so that
-    ``float32_tensor * 2.0`` stays float32.
+    Python numbers and ndarrays take the dtype of `like` when it is a Tensor, so that
+    ``float32_tensor * 2.0`` stays float32 (``mt.mul([1.0], [2.0])``, with no Tensor, takes Tensor's default).
     """
     if isinstance(x, Tensor):
         return x
     if not isinstance(x, (numbers.Number, np.ndarray, np.generic, list, tuple)):
         raise TypeError(f"cannot combine a Tensor with an object of type {type(x).__name__}")
-    return Tensor(x, dtype=None if like is None else like.dtype)
+    return Tensor(x, dtype=like.dtype if isinstance(like, Tensor) else None)
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:

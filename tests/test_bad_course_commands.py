@@ -193,7 +193,9 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
     (None, "not a regular file"),
     ("student,points,late_penalty,comment\nann,1,,\"an open quote\nbob,2,,\n",  # it swallowed bob's row
      r"adjustments.csv, line 2: not a well-formed CSV .*a quote left open"),
-], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote"])
+    ("student,points,late_penalty,points\nann,1,,-1\n",  # it would have kept only the -1
+     r"adjustments.csv, line 1: the column\(s\) 'points' are named twice"),
+], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
     """X4-30, X4-31, X4-33: a bonus as a penalty, a comment cut at a comma, a Latin-1 file."""
     from minitorch.exercises.grader.trusted.gradebook import read_adjustments
@@ -340,6 +342,18 @@ def test_a_bundle_is_refused_inside_the_checkout_as_an_edition_is(tmp_path):
         assert "write it outside" in completed.stderr and not place.exists()
 
 
+@pytest.mark.parametrize("place", ["grades_here", "figures/grades"])
+def test_a_gradebook_is_refused_inside_the_checkout_as_a_bundle_is(tmp_path, place):
+    """The gradebook holds the secret seed (run.json) and what the hidden tests found: inside the checkout it is
+    one `git add .` from the students, so `grade --out` refuses it there before any work."""
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(ROOT / place), "--only", "1.2")
+    assert completed.returncode == 2 and "would lie inside the project" in completed.stderr, (
+        f"grade --out {place} inside the checkout should be refused naming the project; got {completed.stderr}")
+    assert "write it outside" in completed.stderr, completed.stderr
+    assert not (ROOT / place).exists(), f"a refused grade run left {ROOT / place} in the checkout"
+
+
 @pytest.mark.parametrize("arguments, fix", [
     (["--only", "5.1,9.1"], "--release 1.1,1.2,1.3,1.4,2.1,2.2,2.3,2.4,3.1,3.2,3.5"),
     (["--only", "3.2", "--release", "1.1,1.2,1.3,1.4,2.1,2.2,2.3"], "--only 2.4,3.2"),
@@ -413,3 +427,39 @@ def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_gr
     row = list(csv.reader(io.StringIO(text)))[1]
     assert row == ["'=HYPERLINK(\"http://x.example\",\"Ann\")", "101", "s1", "ann@u", "'+A", "3"], (
         f"a name or section a spreadsheet would run as a formula should start with ', the IDs unchanged; got {row}")
+
+
+def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_grades(tmp_path):
+    """A roster with two `submission` columns: a CSV row keeps only the last cell of a name, so ann's row would
+    have read bob's submission and each taken the other's grade. It is refused, naming the column."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+    from minitorch.exercises.registry import ExerciseError
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
+                      "ann,Ann A,1,s1,ann,S1,bob\nbob,Bob B,2,s2,bob,S1,ann\n", encoding="utf-8")
+    grades = [{"student": "ann", "total": "3"}, {"student": "bob", "total": "0"}]
+    with pytest.raises(ExerciseError, match=r"roster.csv, line 1: the column\(s\) 'submission' are named twice"):
+        text, _, _ = canvas_csv(grades, roster, "Week 1 (123)")
+        pytest.fail(f"a roster naming `submission` twice should be refused, not read by its last column:\n{text}")
+
+
+@pytest.mark.parametrize("manifest,named", [
+    ({"handed_out": "1.2"}, r"field handed_out should be a list of exercise IDs .*got str '1\.2'"),
+    ({"handed_out": [1.2]}, r"field handed_out should be a list of exercise IDs .*got list \[1\.2\]"),
+    ({"released": ["1.1"]}, r"field handed_out should be a list of exercise IDs .*got no such field"),
+    (["1.2"], r"it holds a JSON list, not an object with the field handed_out"),
+], ids=["a-string", "a-number", "missing", "not-an-object"])
+def test_an_edition_manifest_whose_handed_out_is_not_a_list_of_ids_is_named_with_the_field(tmp_path, manifest,
+                                                                                              named):
+    """An edition.json with handed_out "1.2" was read as the IDs 1, ., 2: the error blamed unknown exercises and
+    named neither the file nor its field."""
+    from minitorch.exercises.registry import MANIFEST, ExerciseError, read_manifest_data
+
+    path = tmp_path / MANIFEST
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ExerciseError, match=named) as refused:
+        read_manifest_data(tmp_path)
+        pytest.fail(f"an edition.json of {manifest!r} should be refused naming handed_out")
+    assert str(path) in str(refused.value), f"the error should name {path}: {refused.value}"

@@ -186,6 +186,7 @@ def _engine_call(name):
         "gradcheck-step-nan": lambda: minitorch.gradcheck(lambda t: t * t, [np.ones(2)], step=float("nan")),
         "linear-float-size": lambda: Linear(2.5, 3),
         "linear-zero-size": lambda: Linear(2, 0),
+        "unbroadcast-int-shape": lambda: minitorch.unbroadcast(np.ones((2, 3)), 3),
     }[name]
 
 
@@ -201,6 +202,7 @@ def _engine_call(name):
     ("gradcheck-step-nan", ValueError, "gradcheck: step must be a finite number > 0, got nan"),
     ("linear-float-size", TypeError, "Linear: in_features must be an integer >= 1, got 2.5"),
     ("linear-zero-size", ValueError, "Linear: out_features must be an integer >= 1, got 0"),
+    ("unbroadcast-int-shape", TypeError, r"unbroadcast: shape must be a tuple of integers .*, got int 3"),
 ])
 def test_an_engine_operation_names_a_bad_argument(name, error, culprit):
     with pytest.raises(error, match=culprit):
@@ -398,6 +400,23 @@ def test_the_arguments_numpy_would_take_still_work():
         return x * 2
 
     assert not doubled(tensor([1.0], requires_grad=True)).requires_grad, "@no_grad without parentheses decorates"
+
+
+@pytest.mark.parametrize("name,call,expected", [
+    ("mul", lambda mt: mt.mul([1.0, 2.0], [3.0, 4.0]), [3.0, 8.0]),
+    ("add", lambda mt: mt.add([1.0], [2.0]), [3.0]),
+    ("sub", lambda mt: mt.sub((5.0, 1.0), np.array([1.0, 1.0])), [4.0, 0.0]),
+    ("matmul", lambda mt: mt.matmul([[1.0, 2.0]], [[3.0], [4.0]]), [[11.0]]),
+    ("where", lambda mt: mt.where([True, False], [1.0, 2.0], [3.0, 4.0]), [1.0, 4.0]),
+], ids=["mul", "add", "sub", "matmul", "where"])
+def test_a_functional_op_given_no_tensor_at_all_takes_lists_as_the_tensor_operators_do(name, call, expected):
+    """mt.mul([1., 2.], [3., 4.]) raised AttributeError ('list' has no dtype): with no Tensor among the operands
+    there is no dtype to match, and the lists become Tensors as `tensor([1., 2.]) * [3., 4.]` makes them."""
+    import minitorch
+
+    result = call(minitorch)
+    assert isinstance(result, minitorch.Tensor), f"{name} of lists should give a Tensor, got {type(result).__name__}"
+    np.testing.assert_array_equal(result.data, expected, err_msg=f"{name} of lists gave the wrong values")
 
 
 # ----------------------------------------------------------------------

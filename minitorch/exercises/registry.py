@@ -307,17 +307,29 @@ def read_manifest_data(root: Path) -> dict | None:
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-        manifest["handed_out"] = [str(exercise_id) for exercise_id in manifest["handed_out"]]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:
         raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+    if not isinstance(manifest, dict):
+        raise ExerciseError(f"{path} is not a valid edition manifest: it holds a JSON {type(manifest).__name__}, not "
+                            f"an object with the field handed_out")
+    handed_out = manifest.get("handed_out")
+    if not isinstance(handed_out, list) or not all(isinstance(exercise_id, str) for exercise_id in handed_out):
+        got = f"{type(handed_out).__name__} {handed_out!r}"[:200] if "handed_out" in manifest else "no such field"
+        raise ExerciseError(f"{path} is not a valid edition manifest: its field handed_out should be a list of "
+                            f"exercise IDs such as [\"1.1\", \"1.2\"], got {got}")
     if "files" in manifest:  # the fingerprints only editions of marked regions recorded
         raise ExerciseError(OLD_EDITION)
     return manifest
 
 
-def secret_output_refused(path, what: str) -> None:
-    """ExerciseError if `path` (a gradebook, a bundle: the seed, hidden inputs, answers) lies in a student edition."""
-    path = Path(path).absolute()
+def secret_output_refused(path, what: str, root: Path) -> None:
+    """ExerciseError if `path` (a gradebook, a bundle: the seed, hidden inputs, answers) lies in the project `root`
+    (one `git add .` would hand it to the students) or in a student edition."""
+    path, root = Path(path).absolute(), Path(root).resolve()
+    if path.is_relative_to(root):  # as student-edition refuses a folder inside the project
+        raise ExerciseError(f"{what} {path} would lie inside the project {root}: it holds the secret seed and the "
+                            f"answers to the hidden tests, one `git add .` from the students; write it outside, e.g. "
+                            f"{root.parent / path.name}")
     edition = next((folder for folder in (path, *path.parents) if (folder / MANIFEST).is_file()), None)
     if edition is not None:
         raise ExerciseError(f"{what} {path} would lie inside the student edition {edition}: it holds the secret seed "

@@ -26,7 +26,7 @@ import numpy as np
 
 from minitorch import checks, ops
 from minitorch.softmax import softmax
-from minitorch.tensor import Tensor
+from minitorch.tensor import Tensor, as_tensor
 
 # name -> the function (scores, future, **parameters) -> weights. The dict lives on the package, so a re-import of
 # this file (the chapters' autoreload after an edit, chapter 00) keeps what other modules and cells registered.
@@ -104,7 +104,22 @@ def causal_mask(length: int) -> np.ndarray:
     return np.triu(np.ones((length, length), dtype=bool), k=1)
 
 
+def _scores_tensor(owner: str, scores) -> Tensor:
+    """A normaliser's scores as a Tensor (an array of them becomes one, as the operations make it); what is no
+    array of scores is refused, naming it."""
+    if not isinstance(scores, (Tensor, np.ndarray, list, tuple)):
+        raise TypeError(f"{owner}: scores must be a Tensor (or an array) of shape (..., L, L), got "
+                        f"{type(scores).__name__}")
+    return as_tensor(scores)
+
+
+def _scores_as_tensor(scores, future) -> tuple:
+    """`softmax_attention`'s inputs: scores as a Tensor (the softmax refuses +inf and NaN scores itself)."""
+    return _scores_tensor("softmax_attention", scores), future
+
+
 @register_normaliser("softmax")
+@checks.inputs_checked_by(_scores_as_tensor)
 def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
     """Exercise 3.2: softmax over the visible keys (scores (..., L, L), `future` the causal mask): future
     keys get score -inf, hence weight 0."""
@@ -113,9 +128,9 @@ def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
 
 def _finite_scores(scores, future) -> tuple:
     """`relu_attention`'s inputs: scores with no +inf or NaN (ReLU would turn +inf into NaN at the masked
-    entries, inf times the mask's 0), checked as `attend` checks them."""
-    if isinstance(scores, Tensor):
-        check_scores(scores._data, "relu", owner="relu_attention")
+    entries, inf times the mask's 0), checked as `attend` checks them, as a Tensor."""
+    scores = _scores_tensor("relu_attention", scores)
+    check_scores(scores._data, "relu", owner="relu_attention")
     return scores, future
 
 

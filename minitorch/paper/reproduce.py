@@ -385,7 +385,8 @@ def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
     try:
         models = json.loads(results_file.read_text(encoding="utf-8"))["models"]
         worst_cases = {key: dict(model["worst_case"]) for key, model in models.items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as error:  # not JSON, or not a run's results
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:  # not (readable) JSON, or
+        # not a run's results: a file nested too deep for json's reader raises RecursionError
         raise ValueError(f"redraw_error_vs_bos_mass: {results_file} is not the results.json a reproduce run writes "
                          f"({type(error).__name__}: {error})") from None
     if "relu_1x1" in worst_cases and "worst_case_error_upper" not in worst_cases["relu_1x1"]:
@@ -408,7 +409,16 @@ def _results_document(runs: dict, quick: bool, only: list[str], seed: int, total
 
 
 def results_markdown(results: dict) -> str:
-    """The results as markdown tables: one summary row per model, one table per multi-head model."""
+    """The results (the dict a reproduce run writes to results.json) as markdown tables: one summary row per model,
+    one table per multi-head model."""
+    try:
+        return _markdown_tables(results)
+    except (KeyError, TypeError, AttributeError) as error:  # a key missing, a value of another type
+        raise ValueError(f"results_markdown: results is not the results.json a reproduce run writes "
+                         f"({type(error).__name__}: {error})") from None
+
+
+def _markdown_tables(results: dict) -> str:
     lines = [
         "# Results" + (" (quick mode: small step budgets, not the paper's)" if results["quick"] else ""),
         "",

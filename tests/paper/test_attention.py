@@ -379,3 +379,18 @@ def _tensor(*shape):
 def test_attend_names_an_argument_that_is_not_a_tensor_of_shape_l_by_d(arguments, error, culprit):
     with pytest.raises(error, match=culprit):
         attend(*arguments())
+
+
+@pytest.mark.parametrize("normaliser", ["softmax", "relu"])
+def test_a_normaliser_takes_an_array_of_scores_as_a_tensor_and_names_scores_that_are_neither(normaliser):
+    """softmax_attention(np.zeros((4, 4)), mask) raised AttributeError (an ndarray has no masked_fill) where
+    relu_attention took the array: both take an array of scores as the Tensor it makes, and refuse other things
+    naming the scores."""
+    function, scores = attention.NORMALISERS[normaliser], np.random.default_rng(3).normal(size=(4, 4))
+    from_array = function(scores, causal_mask(4))
+    assert isinstance(from_array, minitorch.Tensor), (
+        f"{normaliser} attention of an array of scores should give a Tensor, got {type(from_array).__name__}")
+    np.testing.assert_array_equal(from_array.data, function(minitorch.tensor(scores), causal_mask(4)).data,
+                                  err_msg=f"{normaliser} attention should weigh an array as the same Tensor")
+    with pytest.raises(TypeError, match=rf"{normaliser}_attention: scores must be a Tensor .*got str"):
+        function("scores", causal_mask(4))

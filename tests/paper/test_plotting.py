@@ -373,6 +373,20 @@ def test_head_bos_mass_figure_draws_one_line_per_head_coloured_by_its_final_verd
     plotting.plt.close(figure)
 
 
+@pytest.mark.parametrize("call, culprit", [
+    (lambda: plotting.head_bos_mass_figure({}), r"head_bos_mass_figure: histories is empty"),  # gridspec's words
+    (lambda: plotting.head_split_settled({"step": [0, 50], "head_bos_mass": []}),  # NumPy's reshape words
+     r"head_split_settled: history must hold at least one record.*got 2 step\(s\) and head_bos_mass of shape \(0,\)"),
+    (lambda: plotting.head_split_settled({"step": [0], "head_bos_mass": [[[0.1]], [[0.2]]]}),
+     r"head_split_settled: history must hold .*got 1 step\(s\) and head_bos_mass of shape \(2, 1, 1\)"),
+    (lambda: plotting.head_bos_mass_figure({"m": {"step": [0, 50], "head_bos_mass": [[[0.1]], [[0.2, 0.3]]]}}),
+     r"head_bos_mass_figure: histories\['m'\] must hold .*head_bos_mass not an array of numbers"),
+], ids=["no-histories", "no-records", "more-records-than-steps", "ragged-heads"])
+def test_the_head_figures_name_a_history_without_records_or_with_steps_and_records_that_differ(call, culprit):
+    with pytest.raises(ValueError, match=culprit):
+        call()
+
+
 def test_error_vs_bos_mass_draws_a_bar_from_the_measured_error_to_a_proved_upper_bound():
     family = dict(scale=np.array([1.0, 2.0]), worst_case_error=np.array([0.5, 0.3]), bos_mass_min=np.array([0.2, 0.4]))
     point = dict(label="relu", worst_case_error=0.05, worst_case_error_upper=0.07, bos_mass_min=0.0, covered=False)

@@ -166,6 +166,14 @@ def test_a_stop_signal_while_a_worker_starts_leaves_no_worker_reading_an_empty_p
     assert "Traceback" not in output, f"a worker started as the signal came printed a traceback:\n{output}"
 
 
+@pytest.mark.parametrize("results", [{}, {"quick": False, "seed": 0, "total_wall_time_seconds": 1.0, "models": []},
+                                     [1, 2]], ids=["empty", "models-a-list", "a-list"])
+def test_results_markdown_names_results_that_are_not_a_runs(results):
+    """results_markdown({}) raised a bare KeyError: 'quick', which named neither the argument nor what it should be."""
+    with pytest.raises(ValueError, match=r"results_markdown: results is not the results.json a reproduce run writes"):
+        results_markdown(results)
+
+
 def test_redraw_error_vs_bos_mass_adds_the_relu_heads_upper_bound_from_its_saved_weights(tmp_path):
     (tmp_path / "models").mkdir()
     shutil.copy(ROOT / "figures" / "results.json", tmp_path / "results.json")
@@ -174,8 +182,8 @@ def test_redraw_error_vs_bos_mass_adds_the_relu_heads_upper_bound_from_its_saved
     assert drawn == tmp_path / "error_vs_bos_mass.png" and drawn.stat().st_size > 0
 
 
-@pytest.mark.parametrize("text", ["{garbage", "[1, 2]", '{"models": {"relu_1x1": {}}}'], ids=["not-json", "a-list",
-                                                                                              "no-worst-case"])
+@pytest.mark.parametrize("text", ["{garbage", "[1, 2]", '{"models": {"relu_1x1": {}}}', "[" * 10**5 + "]" * 10**5],
+                         ids=["not-json", "a-list", "no-worst-case", "nested-too-deep-for-json"])
 def test_redraw_error_vs_bos_mass_names_a_results_file_it_cannot_read(tmp_path, text):
     (tmp_path / "results.json").write_text(text, encoding="utf-8")
     with pytest.raises(ValueError) as error:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from minitorch.nn import Linear
 from minitorch.paper import theory
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
 from minitorch.paper.models import ResidualModel, SingleLayerModel, build_model
@@ -565,6 +566,18 @@ def test_theory_refuses_trigger_sets_that_are_not_integers_at_least_1(call, owne
 def test_worst_case_refuses_an_empty_trigger_set(call, owner):
     with pytest.raises(ValueError, match=rf"{owner}: triggers must hold at least one trigger position"):
         call()
+
+
+@pytest.mark.parametrize("arguments, culprit", [
+    (lambda: (Linear(16, 16),), r"worst_case: model must be an attention model .*got Linear"),
+    (lambda: (_tiny_model(), (7,), 1, 0, theory.stress_inputs(1)[0]),  # x alone: the model blamed a (16, 16) row
+     r"worst_case: inputs must be a pair \(x, triggers\).*got ndarray of shape \(\d+, 16, 16\)"),
+    (lambda: (_tiny_model(), (7,), 1, 0, theory.stress_inputs(1)[:1]),
+     r"worst_case: inputs must be a pair \(x, triggers\).*got tuple of length 1"),
+], ids=["a-layer-not-a-model", "x-without-triggers", "a-tuple-of-one"])
+def test_worst_case_names_a_model_that_is_none_and_inputs_that_are_not_a_pair(arguments, culprit):
+    with pytest.raises(TypeError, match=culprit):
+        theory.worst_case(*arguments())
 
 
 @pytest.mark.parametrize("call, error, culprit", [

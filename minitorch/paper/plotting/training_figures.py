@@ -61,14 +61,15 @@ def head_bos_mass_figure(histories: dict, sink_bos_mass: float = 0.9) -> plt.Fig
     head crossed it: from there on the split into sinking and non-sinking heads no longer changed.
     """
     checks.record("head_bos_mass_figure", "histories", histories, (), "a dict {model name: history}")
+    if not histories:
+        raise ValueError("head_bos_mass_figure: histories is empty; give at least one model's, as {model name: "
+                         "TrainingResult.history}")
     for name, history in histories.items():
-        checks.record("head_bos_mass_figure", f"histories[{name!r}]", history, ("step", "head_bos_mass"),
-                      "TrainingResult.history")
+        _head_history("head_bos_mass_figure", f"histories[{name!r}]", history)
     fig, axes = plt.subplots(1, len(histories), figsize=(6.2 * len(histories), 4.2), constrained_layout=True,
                              squeeze=False)
     for ax, (name, history) in zip(axes[0], histories.items()):
-        steps = np.asarray(history["step"])
-        per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+        steps, per_head = _head_history("head_bos_mass_figure", f"histories[{name!r}]", history)
         records, layers, heads = per_head.shape
         lines = per_head.reshape(records, layers * heads)  # (records, heads of all layers)
         for index in range(layers * heads):
@@ -91,11 +92,26 @@ def head_bos_mass_figure(histories: dict, sink_bos_mass: float = 0.9) -> plt.Fig
 def head_split_settled(history: dict, sink_bos_mass: float = 0.9) -> int:
     """The first recorded step from which no head's verdict (mean BOS mass at least `sink_bos_mass`, or not)
     changes again to the end of training: 0 if none ever changes."""
-    checks.record("head_split_settled", "history", history, ("step", "head_bos_mass"), "TrainingResult.history")
-    per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+    _, per_head = _head_history("head_split_settled", "history", history)  # (records, layers, H)
     sinks = (per_head >= sink_bos_mass).reshape(len(per_head), -1)  # (records, heads)
     changed = np.nonzero((sinks[1:] != sinks[:-1]).any(axis=1))[0]  # record r -> r + 1 changed a verdict
     return int(history["step"][changed[-1] + 1]) if changed.size else int(history["step"][0])
+
+
+def _head_history(owner: str, name: str, history) -> tuple[np.ndarray, np.ndarray]:
+    """A `TrainingResult.history`'s steps (records,) and mean BOS mass per head (records, layers, H), or an error
+    naming `owner` and `name`: at least one record, and as many steps as records."""
+    checks.record(owner, name, history, ("step", "head_bos_mass"), "TrainingResult.history")
+    steps = np.asarray(history["step"])
+    try:
+        per_head = np.asarray(history["head_bos_mass"], dtype=float)  # (records, layers, H)
+    except (TypeError, ValueError):  # ragged lists, or what is no number
+        per_head = None
+    if per_head is None or per_head.ndim != 3 or len(per_head) == 0 or steps.shape != (len(per_head),):
+        shown = "not an array of numbers" if per_head is None else f"of shape {per_head.shape}"
+        raise ValueError(f"{owner}: {name} must hold at least one record, each a step and its head_bos_mass (a list "
+                         f"over layers of lists over heads); got {steps.size} step(s) and head_bos_mass {shown}")
+    return steps, per_head
 
 
 def _check_snapshots(owner: str, snapshots, name: str = "snapshots") -> None:

@@ -112,14 +112,24 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
                seed: int = 0, inputs=None) -> dict:
     """A model's largest error and smallest BOS mass on `stress_inputs` (or on `inputs`).
 
+    inputs: None (the model's `stress_inputs` for `triggers`, `size_per_trigger` and `seed`), or a pair
+    ``(x, triggers)`` as `stress_inputs` and `make_batch` give them: x (B, L, n) and each sequence's trigger
+    position (B,).
+
     Returns ``worst_case_error`` (δ̂, a lower bound on the true δ),
     ``bos_mass_min`` / ``bos_mass_mean`` (over every head, layer, sequence and
     non-trigger row) and ``head_bos_mass_min`` (layers, H), the smallest BOS
     mass of each head.
     """
+    attention_model("worst_case", model)
     if inputs is None:  # the arguments named as worst_case's, before stress_inputs makes the inputs
         stress_triggers("worst_case", triggers)
         checks.integer("worst_case", "seed", seed, minimum=0)
+    elif not (isinstance(inputs, (tuple, list)) and len(inputs) == 2):
+        got = type(inputs).__name__ + (f" of shape {inputs.shape}" if isinstance(inputs, np.ndarray) else
+                                       f" of length {len(inputs)}" if isinstance(inputs, (tuple, list)) else "")
+        raise TypeError(f"worst_case: inputs must be a pair (x, triggers), x (B, L, n) and triggers (B,), as "
+                        f"stress_inputs returns them, got {got}")
     x, positions = stress_inputs(size_per_trigger, seed, triggers, width=model.config["width"]) \
         if inputs is None else inputs
     prediction, attention = predict_with_attention(model, x)

@@ -143,7 +143,7 @@ def grade_class(args, root: Path) -> int:
         out = check_output_folder(args.out, option="--out", inputs=[args.submissions])
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
-    secret_output_refused(out, "--out")
+    secret_output_refused(out, "--out", root)
     recorded = read_run(out)
     if recorded is None and out.is_dir() and any(out.iterdir()):  # someone's own files: grading would replace them
         raise ExerciseError(f"--out {out} holds files and no {RUN_NAME} of an earlier grading, so they are not the "

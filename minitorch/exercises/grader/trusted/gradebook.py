@@ -201,14 +201,20 @@ def _number(text, where: str, column: str) -> float:
 
 
 def _strict_csv(text: str, path) -> tuple[list[str], list[tuple[dict, int]]]:
-    """A CSV's header and its rows with their line numbers; a quote left open is an error naming its line."""
+    """A CSV's header and its rows with their line numbers; a quote left open is an error naming its line, and so is
+    a column named twice (a row keeps only the last cell of a name: a student would get another's grade)."""
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:
         rows = [(row, reader.line_num) for row in reader]
     except csv.Error as error:
         raise ExerciseError(f"{path}, line {reader.line_num + 1}: not a well-formed CSV ({error}): a quote left "
                             f"open?") from None
-    return list(reader.fieldnames or []), rows
+    columns = list(reader.fieldnames or [])
+    twice = sorted({name for name in columns if name.strip() and columns.count(name) > 1})
+    if twice:
+        raise ExerciseError(f"{path}, line 1: the column(s) {', '.join(map(repr, twice))} are named twice; keep one "
+                            f"of each (which one is meant cannot be told)")
+    return columns, rows
 
 
 def refuse_unknown_students(out: Path, adjustments: dict, students, who: str) -> None:

@@ -68,13 +68,10 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         raise ExerciseError(str(error)) from None
     if out.suffix != ".zip":
         raise ExerciseError(f"the bundle is a zip file; name it something.zip, not {out.name}")
-    if out.is_relative_to(root):  # as student-edition refuses: one `git add .` would hand it to the students
-        raise ExerciseError(f"the bundle {out} would lie inside the project {root}: it holds the seed, the hidden "
-                            f"tests and every answer; write it outside, e.g. {root.parent / out.name}")
+    secret_output_refused(out, "the bundle", root)
     if (root / MANIFEST).exists():
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists); build the bundle from the full book, "
                             f"whose library holds the reference solutions")
-    secret_output_refused(out, "the bundle")
     wrong = [f"{name} must be {kind}, got {value}" for name, value, kind, right in (
         ("--timeout", timeout, "a finite number of seconds > 0", _seconds(timeout)),
         ("--deadline", deadline, "a finite number of seconds > 0", _seconds(deadline)),
