@@ -296,7 +296,7 @@ def optim_of(name, parameters, **options):
 
 
 # ----------------------------------------------------------------------
-# round three, cause 5: arguments are checked before NumPy, and the error names the function and the argument
+# Arguments are checked before NumPy sees them, and the error names the function and the argument
 
 
 def _unchecked_call(name):
@@ -420,7 +420,7 @@ def test_a_functional_op_given_no_tensor_at_all_takes_lists_as_the_tensor_operat
 
 
 # ----------------------------------------------------------------------
-# round three, cause 6: what the engine computed silently wrong is now right, or refused
+# Values the engine could compute silently wrong: each is computed right, or refused
 
 
 def _changed_between_backwards(kind):
@@ -582,8 +582,8 @@ def test_what_was_silently_wrong_is_now_right(name, check):
 
 
 def test_a_change_in_place_through_a_detached_tensor_counts_as_a_change_of_its_source():
-    """Round four, E4-19: ``d = x.detach()`` shares x's values; ``d += 1`` under no_grad changed x without a word,
-    and a second backward gave [4, 6] instead of refusing."""
+    """``d = x.detach()`` shares x's values, so ``d += 1`` under no_grad changes x: the version count must move too,
+    so that a second backward is refused rather than giving [4, 6] of the new values."""
     from minitorch import no_grad, tensor
 
     x = tensor([1.0, 2.0], requires_grad=True)
@@ -597,7 +597,7 @@ def test_a_change_in_place_through_a_detached_tensor_counts_as_a_change_of_its_s
 
 
 def _round_four_cases():
-    """Round four of the catalogue: (id, call, error type, what the message must say)."""
+    """Cases from the bad-input catalogue: (id, call, error type, what the message must say)."""
     import inspect as _inspect  # noqa: F401 (the cases import what they use)
 
     from minitorch import no_grad, tensor
@@ -616,7 +616,7 @@ def _round_four_cases():
     def sgd_with(grad):
         def step():
             parameter = Parameter(np.ones(3))
-            parameter.grad = grad  # refused here since round six (E6-71, E6-73), before any optimizer sees it
+            parameter.grad = grad  # a bad gradient is refused here, at the assignment, before any optimizer sees it
             SGD([parameter], lr=0.1).step()
         return step
 
@@ -649,8 +649,8 @@ def tensor_of_one():
 
 
 def test_round_four_silent_changes_are_refused():
-    """E4-22 (requires_grad='False' was taken as true), E4-50 (a Parameter replaced by an array dropped out of
-    parameters()), E4-29 (keepdims='no' reached NumPy), C4-07 (book --only '' built every chapter)."""
+    """Inputs that would change behaviour without a word are refused: requires_grad='False' (a true string), a
+    Parameter replaced by an array (it would drop out of parameters()), keepdims='no', book --only ''."""
     from minitorch import sum as total, tensor
     from minitorch.nn import Linear
     from minitorch.tools.book.chapters import BookError, find_chapters
@@ -669,11 +669,11 @@ def test_round_four_silent_changes_are_refused():
 
 
 # ----------------------------------------------------------------------
-# round four, the last raw tracebacks: each refused before any work, naming the argument and what is expected
+# Inputs that would end in a raw traceback: each refused before any work, naming the argument and what is expected
 
 
 @pytest.mark.parametrize("symbol,other", [
-    ("+=", np.ones((3, 2))),  # E4-15: NumPy's "non-broadcastable output operand", and the version moved on
+    ("+=", np.ones((3, 2))),  # not NumPy's "non-broadcastable output operand", and the version stays put
     ("-=", np.ones(3)),
     ("*=", [[1.0, 2.0], [3.0, 4.0]]),
     ("/=", "a tensor of shape (2, 2)"),
@@ -702,7 +702,7 @@ def _graph_output(kind):
     from minitorch.nn import Linear
 
     x = tensor([1.0, 2.0], requires_grad=True)
-    return {"mul": lambda: x * 2.0,  # E4-27: "Can't pickle local object 'mul.<locals>.<lambda>'"
+    return {"mul": lambda: x * 2.0,  # its backward is a local function, 'mul.<locals>.<lambda>' to pickle
             "sum": lambda: (x * x).sum(),
             "linear": lambda: Linear(2, 3)(tensor([[1.0, 2.0]]))}[kind]()
 
@@ -726,7 +726,7 @@ def test_pickling_a_graph_output_says_to_detach_it_and_a_leaf_still_pickles(kind
 
 
 @pytest.mark.parametrize("data,dtype,size", [
-    (np.broadcast_to(np.zeros(1), (10**10,)), None, "74.5 GiB"),  # E4-43: a view of 8 bytes, copied: MemoryError
+    (np.broadcast_to(np.zeros(1), (10**10,)), None, "74.5 GiB"),  # a view of 8 bytes: its copy's size is named
     (np.broadcast_to(np.zeros(1, dtype=np.float32), (10**5, 10**5)), None, "37.3 GiB"),
     (np.broadcast_to(np.int8(1), (10**6, 10**4)), np.float32, "37.3 GiB"),
 ])
@@ -744,7 +744,7 @@ def _module_tree(kind):
     from minitorch.nn import Linear, Module
 
     layer = Linear(2, 2)
-    if kind == "itself":  # E4-51: RecursionError
+    if kind == "itself":  # a module that holds itself: walking it must not recurse forever
         layer.me = layer
         return layer
     outer = Module()
@@ -776,12 +776,12 @@ def test_a_module_shared_by_two_attributes_is_not_a_cycle():
 
 
 # ----------------------------------------------------------------------
-# round five: the engine's last raw tracebacks and silent values
+# More raw tracebacks and silent values the engine refuses with a message that names the culprit
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0], [], [[1.0], [2.0]], np.zeros((2, 3))])
 def test_item_of_a_tensor_of_other_than_one_element_names_item_and_the_shape(values):
-    """E5-02: NumPy's "can only convert an array of size 1 to a Python scalar" named neither item nor the shape."""
+    """The error names item and the shape, which NumPy's "can only convert an array of size 1" does not."""
     from minitorch import tensor
 
     x = tensor(values)
@@ -792,7 +792,7 @@ def test_item_of_a_tensor_of_other_than_one_element_names_item_and_the_shape(val
 
 
 @pytest.mark.parametrize("index,culprit", [
-    ("a", r"x\['a'\] .* only integers, slices"),  # E5-23: NumPy's message alone named neither getitem nor 'a'
+    ("a", r"x\['a'\] .* only integers, slices"),  # NumPy's message alone names neither getitem nor 'a'
     (1.5, r"x\[1.5\] .* only integers, slices"),
     ((0, "a"), r"x\[0, 'a'\] .* only integers, slices"),
     ({"row": 0}, r"x\[\{'row': 0\}\] .* only integers, slices"),
@@ -811,12 +811,12 @@ def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, c
 
 
 @pytest.mark.parametrize("arguments,error,culprit", [
-    (dict(seed="a"), TypeError, r"gradcheck: seed must be an integer >= 0, got 'a' \(str\)"),  # E5-44
+    (dict(seed="a"), TypeError, r"gradcheck: seed must be an integer >= 0, got 'a' \(str\)"),
     (dict(seed=-1), ValueError, "gradcheck: seed must be an integer >= 0, got -1"),
     (dict(seed=1.5), TypeError, "gradcheck: seed must be an integer >= 0, got 1.5"),
-    (dict(function="notfn"), TypeError, r"gradcheck: function must be callable .* got 'notfn' \(str\)"),  # E5-47
+    (dict(function="notfn"), TypeError, r"gradcheck: function must be callable .* got 'notfn' \(str\)"),
     (dict(function=None), TypeError, "gradcheck: function must be callable .* got None"),
-    (dict(inputs=np.ones(2)), TypeError,  # E5-48: the array was split into two scalar arguments
+    (dict(inputs=np.ones(2)), TypeError,  # not split into two scalar arguments
      r"gradcheck: inputs must be a list .* got one ndarray of shape \(2,\); .* gradcheck\(function, \[x\]\)"),
     (dict(inputs="tensor"), TypeError, r"gradcheck: inputs must be a list .* got one Tensor of shape \(2,\)"),
     (dict(inputs=3.0), TypeError, "gradcheck: inputs must be a list .* got 3.0"),
@@ -842,7 +842,7 @@ def test_gradcheck_refuses_a_bad_argument_before_calling_the_function(arguments,
 
 @pytest.mark.parametrize("bias", ["no", "False", 0, 1, None])
 def test_linear_takes_only_true_or_false_for_bias(bias):
-    """N5-01: Linear(2, 3, bias='no') kept a bias (bool('no') is True)."""
+    """Linear(2, 3, bias='no') must not keep a bias (bool('no') is True), so only True or False is taken."""
     from minitorch.nn import Linear
 
     with pytest.raises(TypeError, match=rf"Linear: bias must be True or False, got {re.escape(repr(bias))}"):
@@ -851,7 +851,7 @@ def test_linear_takes_only_true_or_false_for_bias(bias):
 
 
 @pytest.mark.parametrize("state,culprit", [
-    (None, r"got None \(NoneType\)"),  # N5-08: "'NoneType' object is not iterable"
+    (None, r"got None \(NoneType\)"),  # not Python's "'NoneType' object is not iterable"
     ([("weight", np.ones((2, 2)))], r"got \[\('weight', .*\)\] \(list\)"),
     ("model.npz", r"got 'model.npz' \(str\)"),
     (np.ones((2, 2)), r"got array\(.*\) \(ndarray\)"),
@@ -871,7 +871,7 @@ def test_load_state_dict_of_what_is_not_a_dict_names_state_and_changes_nothing(s
 @pytest.mark.parametrize("lr,error", [(-5, ValueError), (0.0, ValueError), (float("nan"), ValueError),
                                       ("0.1", TypeError), (True, TypeError)])
 def test_a_learning_rate_set_after_construction_is_checked_as_the_constructors(optimizer, lr, error):
-    """O5-12: opt.lr = -5 was taken, and SGD moved the parameter uphill (1 -> 6)."""
+    """opt.lr = -5 must be refused like the constructor's lr; taken, SGD would move the parameter uphill (1 -> 6)."""
     from minitorch import optim
     from minitorch.nn import Parameter
 
@@ -889,8 +889,8 @@ def test_a_learning_rate_set_after_construction_is_checked_as_the_constructors(o
 @pytest.mark.parametrize("copier", ["copy", "deepcopy"])
 @pytest.mark.parametrize("kind", ["leaf", "parameter", "detached"])
 def test_a_copy_of_a_tensor_owns_its_values_so_a_change_to_it_leaves_the_graph_right(copier, kind):
-    """I5-07: z = copy.copy(x) shared x's array but not its version count; z += 1 under no_grad changed x, and
-    the gradient of (x * x).sum() came out [4, 6] (of the new values) without a word, where [2, 4] is right."""
+    """A copy of x owns its values: were x's array shared but not its version count, z += 1 under no_grad would
+    change x, and the gradient of (x * x).sum() would come out [4, 6] (of the new values) where [2, 4] is right."""
     import copy
 
     from minitorch import no_grad, tensor
@@ -936,7 +936,7 @@ def test_copying_a_graph_output_is_refused_and_a_copied_model_keeps_shared_param
 @pytest.mark.parametrize("symbol", ["<", "<=", ">", ">=", "==", "!="])
 @pytest.mark.parametrize("other", [[1.0, 2.0, 3.0], np.ones((2, 3)), "tensor"], ids=["list", "array", "tensor"])
 def test_a_comparison_of_shapes_that_do_not_broadcast_names_itself_and_the_shapes(symbol, other):
-    """E6-57: tensor([1., 2.]) > tensor([1., 2., 3.]) gave NumPy's 'operands could not be broadcast'."""
+    """tensor([1., 2.]) > tensor([1., 2., 3.]) names the comparison and both shapes, not only NumPy's broadcast."""
     from minitorch import tensor
     compare = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
                "!=": operator.ne}[symbol]
@@ -949,7 +949,7 @@ def test_a_comparison_of_shapes_that_do_not_broadcast_names_itself_and_the_shape
 
 @pytest.mark.parametrize("prefix", [5, None, b"model.", ["model."]])
 def test_named_parameters_names_a_prefix_that_is_not_a_string_at_the_call(prefix):
-    """N6-15: named_parameters(prefix=5) gave Python's "unsupported operand type(s) for +: 'int' and 'str'"."""
+    """named_parameters(prefix=5) is named at the call, not with Python's "unsupported operand type(s) for +"."""
     model = tiny_model()
     with pytest.raises(TypeError, match=rf"named_parameters: prefix must be a string .*got {re.escape(repr(prefix))}"):
         model.named_parameters(prefix=prefix)  # not only when the first name is asked for
@@ -957,7 +957,7 @@ def test_named_parameters_names_a_prefix_that_is_not_a_string_at_the_call(prefix
 
 
 @pytest.mark.parametrize("parameters, culprit", [
-    (5, r"got 5 \(int\)"),  # M6-13: Python's "'int' object is not iterable", when the decorator applied
+    (5, r"got 5 \(int\)"),  # refused here, not with "'int' object is not iterable" when the decorator applies
     ([("sink_logit", lambda heads: np.zeros((heads, 1, 1, 1)))], r"\(list\)"),
     ({"sink_logit": 0.0}, r"got \{'sink_logit': 0.0\} \(dict\)"),
     ({3: lambda heads: np.zeros((heads, 1, 1, 1))}, r"\(dict\)"),
@@ -972,10 +972,10 @@ def test_register_normaliser_names_parameters_that_are_not_names_and_functions_b
 
 
 @pytest.mark.parametrize("grad, error, culprit", [
-    (np.ones((2, 2)), ValueError, r"a gradient of shape \(2, 2\) for a tensor of shape \(2,\)"),  # E6-71
+    (np.ones((2, 2)), ValueError, r"a gradient of shape \(2, 2\) for a tensor of shape \(2,\)"),
     (np.ones(3), ValueError, r"a gradient of shape \(3,\) for a tensor of shape \(2,\)"),
     (np.float64(1.0), TypeError, "got float64"),  # a scalar for a (2,) tensor would be broadcast too
-    ("abc", TypeError, "got str 'abc'"),  # E6-73
+    ("abc", TypeError, "got str 'abc'"),
     ([1.0, 2.0], TypeError, r"got list \[1.0, 2.0\]"),
     (np.array([1, 2]), TypeError, "got an array of dtype int64"),
     (np.array(["a", "b"]), TypeError, "got an array of dtype <U1"),
@@ -983,8 +983,8 @@ def test_register_normaliser_names_parameters_that_are_not_names_and_functions_b
 ], ids=["broadcast-2x2", "too-long", "scalar", "str", "list", "int-array", "str-array", "tensor"])
 def test_a_grad_assigned_by_hand_that_is_no_gradient_of_the_tensor_is_refused_at_the_assignment(grad, error,
                                                                                                    culprit):
-    """E6-71: x.grad = np.ones((2, 2)) on a (2,) tensor made the next backward broadcast into a (2, 2) .grad;
-    E6-73: x.grad = 'abc' failed in backward with NumPy's ufunc error, not naming .grad."""
+    """A gradient is checked when assigned: x.grad = np.ones((2, 2)) on a (2,) tensor would make the next backward
+    broadcast into a (2, 2) .grad, and x.grad = 'abc' would fail in backward with a NumPy error not naming .grad."""
     from minitorch import tensor
 
     x = tensor([1.0, 2.0], requires_grad=True)

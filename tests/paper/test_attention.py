@@ -370,7 +370,7 @@ def _tensor(*shape):
     return minitorch.tensor(np.zeros(shape))
 
 
-@pytest.mark.parametrize("arguments,error,culprit", [  # M5-10: NumPy's matmul message named neither attend nor why
+@pytest.mark.parametrize("arguments,error,culprit", [  # named with attend and why, not NumPy's bare matmul message
     (lambda: (np.zeros((4, 2)),) * 3, TypeError, r"attend: queries must be a Tensor .*got ndarray; wrap"),
     (lambda: (_tensor(4, 2), _tensor(4, 2), np.zeros((4, 2))), TypeError, r"attend: values must be a Tensor"),
     (lambda: ([[0.0, 0.0]] * 4, _tensor(4, 2), _tensor(4, 2)), TypeError, r"attend: queries must be a Tensor.*list"),

@@ -75,7 +75,7 @@ def test_a_tiny_run_writes_every_figure_and_both_result_files(tmp_path, monkeypa
     assert json.loads((tmp_path / "results.json").read_text())["law"][0]["length"] == 8
 
 
-@pytest.mark.parametrize("arguments,error,culprit", [  # B5-02..05: nan, a warning, or an impossible 5.77 before
+@pytest.mark.parametrize("arguments,error,culprit", [  # not nan, a warning, or an impossible 5.77
     ((16, 1.5), ValueError, r"gap_bound: leak must be a share of a row's mass in \[0, 1\], got 1.5"),
     ((16, -0.1), ValueError, r"gap_bound: leak must be a share .*got -0.1"),
     ((16, float("nan")), ValueError, r"gap_bound: leak must be a share .*got nan"),
@@ -110,13 +110,13 @@ def test_gap_bound_keeps_its_limits_at_a_leak_of_0_or_1():
 
 @pytest.mark.parametrize("layers", [[], (), None, np.zeros((1, 2, 1, 4, 4))],
                          ids=["empty-list", "empty-tuple", "none", "an-array"])
-def test_mass_split_names_a_list_of_layers_that_is_empty_or_not_a_list(layers):  # B5-06: nan before
+def test_mass_split_names_a_list_of_layers_that_is_empty_or_not_a_list(layers):  # not nan
     with pytest.raises(ValueError, match=r"mass_split: per_layer_weights must be a non-empty list of \(B, H, L, L\)"):
         beyond.mass_split(layers, np.array([2, 2]))
 
 
 @pytest.mark.parametrize("budget", ["quick", None, {"quick": True}], ids=["the-word-quick", "none", "a-dict"])
-def test_run_beyond_names_a_budget_that_is_not_one_before_any_work(budget, tmp_path):  # B5-08: AttributeError
+def test_run_beyond_names_a_budget_that_is_not_one_before_any_work(budget, tmp_path):  # not an AttributeError
     with pytest.raises(TypeError, match=r"run_beyond: budget must be beyond.FULL, beyond.QUICK or a beyond.Budget"):
         beyond.run_beyond(tmp_path / "out", budget=budget, log=lambda message: None)
     assert not (tmp_path / "out").exists(), "a refused run must not create its folder"
@@ -134,7 +134,7 @@ def _without(results: dict, where: str, key: str) -> dict:
     return results
 
 
-@pytest.mark.parametrize("call, culprit", [  # B6-06: KeyError: 'normaliser' / 'quick' / 'zoo', the argument unnamed
+@pytest.mark.parametrize("call, culprit", [  # not a KeyError such as 'normaliser' that names no argument
     (lambda folder: beyond.zoo_table([{}]), r"zoo_table: zoo\[0\] must be one normaliser's run .*; got \{\} without "
                                             r"normaliser, converged, steps"),
     (lambda folder: beyond.zoo_table(_results()["zoo"] + [{"normaliser": "softmax"}]),
@@ -171,7 +171,7 @@ def test_run_beyonds_helpers_read_the_committed_results():
     assert beyond.beyond_markdown(results).startswith("# Beyond the paper: results"), "the tables of chapter 10"
 
 
-@pytest.mark.parametrize("model", [  # B6-07: AttributeError: 'Linear' object has no attribute 'config'
+@pytest.mark.parametrize("model", [  # not "'Linear' object has no attribute 'config'"
     lambda: nn.Linear(2, 2), lambda: None, lambda: "softmax_1x1"], ids=["a-linear-layer", "none", "a-name"])
 def test_score_gaps_names_a_model_that_records_no_architecture(model):
     with pytest.raises(TypeError, match=r"score_gaps: model must be a one-layer, one-head softmax model "
@@ -180,7 +180,7 @@ def test_score_gaps_names_a_model_that_records_no_architecture(model):
 
 
 @pytest.mark.parametrize("model, width, error, culprit", [
-    (nn.Linear(2, 2), 16, TypeError, r"learned_extras: model must be an attention model .*got Linear"),  # B10-07
+    (nn.Linear(2, 2), 16, TypeError, r"learned_extras: model must be an attention model .*got Linear"),
     (build_model(16, 1, 1, "softmax", False), 8, ValueError, r"learned_extras: x must have shape \(B, L, 16\)"),
 ], ids=["a-linear-layer", "x-of-another-width"])
 def test_learned_extras_names_a_model_or_input_it_cannot_read(model, width, error, culprit):

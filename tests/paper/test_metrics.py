@@ -300,7 +300,7 @@ def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
 
 
 # ----------------------------------------------------------------------
-# bad input (round five): every metric names itself, the argument and its value, before any work
+# bad input: every metric names itself, the argument and its value, before any work
 
 
 def _valid_weights(batch=3, length=L) -> np.ndarray:
@@ -309,11 +309,11 @@ def _valid_weights(batch=3, length=L) -> np.ndarray:
 
 @pytest.mark.parametrize("function", ["bos_mass_at_non_trigger_rows", "non_trigger_row_mass", "trigger_row"])
 @pytest.mark.parametrize("triggers, error, culprit", [
-    (np.array([2.5, 3, 4]), TypeError, r"got 2.5 \(float\)"),  # K5-01: NumPy's 'cannot reshape array of size 43'
-    (np.array([0, 0, 0]), ValueError, r"\(L = 16\), got 0"),  # K5-02: the trigger on BOS
-    (np.array([16, 3, 4]), ValueError, r"\(L = 16\), got 16"),  # K5-03
-    (np.array([20, 3, 4]), ValueError, r"got 20"),  # K5-04: NumPy's 'index 20 is out of bounds'
-    (np.array([2., 3., 4.]), TypeError, r"got 2.0 \(float\)"),  # K5-05: whole floats are still no positions
+    (np.array([2.5, 3, 4]), TypeError, r"got 2.5 \(float\)"),  # not NumPy's 'cannot reshape array of size 43'
+    (np.array([0, 0, 0]), ValueError, r"\(L = 16\), got 0"),  # a trigger on BOS
+    (np.array([16, 3, 4]), ValueError, r"\(L = 16\), got 16"),
+    (np.array([20, 3, 4]), ValueError, r"got 20"),  # not NumPy's 'index 20 is out of bounds'
+    (np.array([2., 3., 4.]), TypeError, r"got 2.0 \(float\)"),  # whole floats are still no positions
     ([3, True, 4], TypeError, r"got True \(bool\)"),  # np.asarray makes it int64: True would be row 1
     (np.array(["2", "3", "4"]), TypeError, r"got '2' \(str\)"),
 ])
@@ -325,9 +325,9 @@ def test_metrics_refuse_trigger_positions_that_are_not_integers_in_1_to_L_minus_
 
 @pytest.mark.parametrize("function", ["gu_sink_scores", "bos_mass_at_non_trigger_rows", "zero_row_share"])
 @pytest.mark.parametrize("weights, error, culprit", [
-    (-_valid_weights(), ValueError, r"must be >= 0 .*got a weight of -0.0625"),  # K5-06: gu read -w as all-zero rows
+    (-_valid_weights(), ValueError, r"must be >= 0 .*got a weight of -0.0625"),  # gu would read -w as all-zero rows
     (_valid_weights() - 0.5, ValueError, r"must be >= 0"),
-    (np.array([[["a"]]]), TypeError, r"must be real numbers, got dtype <U1"),  # K5-07: NumPy's add.reduce dtypes
+    (np.array([[["a"]]]), TypeError, r"must be real numbers, got dtype <U1"),  # not NumPy's add.reduce dtype error
     (_valid_weights() > 0, TypeError, r"must be real numbers, got dtype bool"),
 ])
 def test_metrics_refuse_attention_weights_that_are_not_real_numbers_at_least_0(function, weights, error, culprit):
@@ -336,7 +336,7 @@ def test_metrics_refuse_attention_weights_that_are_not_real_numbers_at_least_0(f
         getattr(metrics, function)(*arguments)
 
 
-@pytest.mark.parametrize("weights", [[], np.zeros((0, 1, 4, 4)), np.zeros((2, 4))])  # K5-08: [] gave 1.0
+@pytest.mark.parametrize("weights", [[], np.zeros((0, 1, 4, 4)), np.zeros((2, 4))])  # [] would give 1.0
 def test_zero_row_share_refuses_weights_without_rows(weights):
     with pytest.raises(ValueError, match=r"zero_row_share: (no attention rows|attention weights must have shape)"):
         zero_row_share(weights)
@@ -344,7 +344,7 @@ def test_zero_row_share_refuses_weights_without_rows(weights):
 
 @pytest.mark.parametrize("layers, key, culprit", [
     ([_valid_weights(), _valid_weights(length=8)], 10, r"key 10 is not a key of layer 1's sequences of length 8"),
-    ([_valid_weights(length=8), _valid_weights()], 8, r"key 8 is not a key of layer 0's"),  # K5-11
+    ([_valid_weights(length=8), _valid_weights()], 8, r"key 8 is not a key of layer 0's"),
 ])
 def test_sink_share_checks_its_key_against_every_layer(layers, key, culprit):
     with pytest.raises(ValueError, match=rf"sink_share: {culprit}"):
@@ -352,7 +352,7 @@ def test_sink_share_checks_its_key_against_every_layer(layers, key, culprit):
 
 
 @pytest.mark.parametrize("triggers, length, error, culprit", [
-    (np.array([2]), -1, ValueError, r"length must be an integer >= 2, got -1"),  # K5-15: an empty (1, 0) mask
+    (np.array([2]), -1, ValueError, r"length must be an integer >= 2, got -1"),  # not an empty (1, 0) mask
     (np.array([2]), 4.0, TypeError, r"length must be an integer >= 2, got 4.0"),
     (np.array([4]), 4, ValueError, r"triggers must be a list of integers in 1..3 \(L = 4\), got 4"),
     (np.array([True]), 4, TypeError, r"triggers must be .*got True \(bool\)"),
@@ -372,7 +372,7 @@ def _with_a_nan_row(value=np.nan):
 @pytest.mark.parametrize("weights", [_with_a_nan_row(), _with_a_nan_row(np.inf), np.full((1, 1, 4, 4), np.nan)],
                          ids=["nan row", "inf row", "all nan"])
 def test_metrics_refuse_attention_weights_that_are_not_finite(function, weights):
-    """K6-06: gu_sink_scores took a nan row for an all-zero row (nan > 0 is False) and gave finite scores."""
+    """A nan row is refused, not taken for an all-zero row (nan > 0 is False) that gives finite scores."""
     arguments = (weights, np.full(len(weights), 2)) if function == "bos_mass_at_non_trigger_rows" else (weights,)
     with pytest.raises(ValueError, match=rf"{function}: attention weights must be finite numbers"):
         getattr(metrics, function)(*arguments)
@@ -380,12 +380,12 @@ def test_metrics_refuse_attention_weights_that_are_not_finite(function, weights)
 
 @pytest.mark.parametrize("threshold", [-1.0, -1e-9, 1.0, 2.5])
 def test_sink_share_refuses_a_threshold_outside_0_to_1(threshold):
-    """K6-10: alpha lies in [0, 1], so threshold -1 called every head a sink (1.0) and 1 or more none."""
+    """alpha lies in [0, 1], so threshold -1 would call every head a sink (1.0) and 1 or more none."""
     with pytest.raises(ValueError, match=rf"sink_share: threshold must be a number in \[0, 1\).*got {threshold}"):
         metrics.sink_share([_valid_weights()], threshold=threshold)
 
 
-@pytest.mark.parametrize("triggers, length, what", [  # K7-06: NumPy allocated np.arange(10**9) and a 10 GiB mask
+@pytest.mark.parametrize("triggers, length, what", [  # refused before NumPy allocates a 10 GiB mask
     (np.array([2, 3, 4]), 10**9, r"the positions 0..L-1 of shape \(1000000000,\)"),
     (np.array([2]), 2**40, r"the positions 0..L-1 of shape \(1099511627776,\)"),
     (np.full(10**4, 2), 10**6, r"the mask \(B, L\) of shape \(10000, 1000000\)"),

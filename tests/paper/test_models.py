@@ -330,7 +330,7 @@ def test_save_model_writes_exactly_the_path_it_is_given(tmp_path):
 
 @pytest.mark.parametrize("path", ["nope", None, 3])
 def test_a_training_path_that_is_no_function_is_refused_when_it_is_set(path):
-    """F7-03: use_training_path('nope') was taken, and the next for_training failed: 'str' object is not callable."""
+    """use_training_path('nope') is refused when set, not at the next for_training: 'str' object is not callable."""
     from minitorch.paper import models
 
     before = models.training_path()

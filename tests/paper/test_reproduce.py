@@ -109,7 +109,7 @@ def test_trained_softmax_1x1_respects_theorem_1(quick_run):
 
 
 def test_a_worker_killed_by_the_system_is_one_clear_error_not_a_broken_pool():
-    """C7-15: a worker killed alone (as the out-of-memory killer does) printed concurrent.futures' traceback."""
+    """A worker killed alone (as the out-of-memory killer does) is one clear error, not a pool's traceback."""
     import os
 
     from minitorch.paper.reproduce import run_in_processes
@@ -121,7 +121,7 @@ def test_a_worker_killed_by_the_system_is_one_clear_error_not_a_broken_pool():
 def test_write_record_stores_numpy_numbers_as_json_numbers_and_names_what_it_cannot(tmp_path):
     from minitorch.paper.reproduce import write_record
 
-    write_record(tmp_path, {"loss": np.float32(1.5), "steps": np.int64(7), "curve": np.arange(3)})  # Q9-05: json's
+    write_record(tmp_path, {"loss": np.float32(1.5), "steps": np.int64(7), "curve": np.arange(3)})  # not json's
     written = json.loads((tmp_path / "results.json").read_text())  # "float32 is not JSON serializable"
     assert (written["loss"], written["steps"], written["curve"]) == (1.5, 7, [0, 1, 2]), written
     with pytest.raises(TypeError, match=r"write_record: results.json can hold numbers, .* not .*\(object\)"):

@@ -75,7 +75,7 @@ def test_the_slider_moves_the_maps_in_headless_chromium(tmp_path):
     assert captions == ["softmax, step 40: BOS mass 0.900", "ReLU, step 20 (stopped): BOS mass 0.000"], captions
 
 
-@pytest.mark.parametrize("weights,trigger,error,culprit", [  # U5-01: nan and 'Mean of empty slice' before
+@pytest.mark.parametrize("weights,trigger,error,culprit", [  # not nan and 'Mean of empty slice'
     (np.ones((1, 1)), 7, ValueError, r"bos_mass_at_non_trigger_rows: needs a map with a row besides BOS and the "
                                      r"trigger.*got L = 1 and trigger 7"),
     (np.ones((2, 2)), 1, ValueError, r"L >= 3 and trigger < L, got L = 2 and trigger 1"),
@@ -113,7 +113,7 @@ def _data_block(page: str) -> str:
                                   "a<!--b", 'x" onfocus="alert(1)'],
                          ids=["a-double-quote", "a-closing-script-tag", "markup-and-ampersand", "a-comment-opener",
                               "an-attribute-injection"])
-def test_a_run_name_is_text_in_the_attribute_and_the_data(name):  # U6-05: the name broke the page's HTML
+def test_a_run_name_is_text_in_the_attribute_and_the_data(name):  # a name must not break the page's HTML
     page = sink_scrubber_html({name: _snapshots([0.1, 0.9]), "ReLU": _snapshots([0.0])})
     labels = re.findall(r'aria-label="([^"]*)"', page)
     assert f"mean attention map of {html.escape(name)}" in labels, \
@@ -127,7 +127,7 @@ def test_a_run_name_is_text_in_the_attribute_and_the_data(name):  # U6-05: the n
 @pytest.mark.parametrize("step, error", [("x", TypeError), (2.7, TypeError), (None, TypeError), (True, TypeError),
                                          (-20, ValueError)],
                          ids=["a-word", "a-fraction", "none", "true", "negative"])
-def test_a_step_that_is_not_a_training_step_is_named(step, error):  # U6-06: int()'s "invalid literal" error
+def test_a_step_that_is_not_a_training_step_is_named(step, error):  # not int()'s "invalid literal" error
     snapshots = _snapshots([0.1, 0.5])
     snapshots[1] = (step, snapshots[1][1])
     with pytest.raises(error, match=r"sink_scrubber_html: the step of run 'a' must be an integer >= 0, got"):
@@ -136,7 +136,7 @@ def test_a_step_that_is_not_a_training_step_is_named(step, error):  # U6-06: int
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "minus-inf"])
 @pytest.mark.parametrize("at", [0, 2], ids=["first-snapshot", "last-snapshot"])
-def test_a_map_that_is_not_finite_is_refused_naming_the_run_and_step(bad, at):  # U6-07: NaN in the JSON, no map
+def test_a_map_that_is_not_finite_is_refused_naming_the_run_and_step(bad, at):  # not NaN in the JSON and no map
     snapshots = _snapshots([0.1, 0.5, 0.9])
     snapshots[at][1][0, 0, 3, 1] = bad
     with pytest.raises(ValueError, match=rf"sink_scrubber_html: the attention map of run 'diverged' at step "
@@ -146,7 +146,7 @@ def test_a_map_that_is_not_finite_is_refused_naming_the_run_and_step(bad, at):  
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
-def test_a_run_named_with_a_quote_and_a_script_tag_still_draws_in_headless_chromium(tmp_path):  # U6-05
+def test_a_run_named_with_a_quote_and_a_script_tag_still_draws_in_headless_chromium(tmp_path):
     name = 'my "best" run</script><b>'
     page = sink_scrubber_html({name: _snapshots([0.1, 0.5, 0.9])})
     path = tmp_path / "scrubber.html"
@@ -162,7 +162,7 @@ def test_a_run_named_with_a_quote_and_a_script_tag_still_draws_in_headless_chrom
                                      np.zeros((1, 1, L, L - 1)), np.float64(0.5)],
                          ids=["one-map", "no-layer-axis", "an-extra-axis", "not-square", "a-number"])
 def test_a_snapshot_that_is_no_layers_by_heads_of_maps_is_named_with_the_shape_given(weights):
-    # U7-04: the (L, L) map was indexed [0, 0] first, and the message reported the shape () of what was left
+    # the message reports the shape given, not the shape () left after indexing an (L, L) map with [0, 0]
     with pytest.raises(ValueError, match=rf"sink_scrubber_html: the weights of run 'a' at step 0 must be a "
                                          rf"snapshot's maps \(layers, H, L, L\).*got shape "
                                          rf"{re.escape(str(np.shape(weights)))}"):
@@ -170,7 +170,7 @@ def test_a_snapshot_that_is_no_layers_by_heads_of_maps_is_named_with_the_shape_g
 
 
 def test_a_run_whose_maps_change_length_is_refused_not_drawn_at_the_first_length():
-    """U7-10: a run whose snapshots went from L = 8 to L = 16 drew the 16 x 16 map as a wrong 8 x 8 picture."""
+    """Snapshots going from L = 8 to L = 16 are refused: drawn, the 16 x 16 map would be a wrong 8 x 8 picture."""
     from minitorch.paper.scrubber import sink_scrubber_html
 
     short, long = np.full((1, 1, 8, 8), 1 / 8), np.full((1, 1, 16, 16), 1 / 16)
@@ -180,8 +180,8 @@ def test_a_run_whose_maps_change_length_is_refused_not_drawn_at_the_first_length
 
 
 def test_runs_given_as_a_list_are_named_and_a_numpy_trigger_is_a_plain_number():
-    """U8-04: a list of (name, snapshots) pairs was "'list' object has no attribute 'items'"; U8-06: a trigger
-    np.int64(2) passed the check and failed in json.dumps."""
+    """A list of (name, snapshots) pairs is named, not "'list' object has no attribute 'items'"; a trigger
+    np.int64(2) is taken as the number 2, so json.dumps can write it."""
     from minitorch.paper.scrubber import sink_scrubber_html
 
     snapshots = [(0, np.full((1, 1, 8, 8), 1 / 8))]
@@ -193,7 +193,7 @@ def test_runs_given_as_a_list_are_named_and_a_numpy_trigger_is_a_plain_number():
 @pytest.mark.parametrize("snapshots", [[np.full((8, 8), 1 / 8)], np.full((2, 1, 1, 8, 8), 1 / 8), [(0,)]],
                          ids=["a-list-of-maps", "an-array", "a-pair-cut-short"])
 def test_a_run_that_is_no_list_of_step_and_maps_pairs_is_named(snapshots):
-    """P11-36: a list of maps was "too many values to unpack (expected 2)", naming neither run nor form."""
+    """The error names the run and the form, not Python's "too many values to unpack (expected 2)"."""
     from minitorch.paper.scrubber import sink_scrubber_html
 
     with pytest.raises(TypeError, match=r"sink_scrubber_html: run 'a' must be a list of \(step, weights\) pairs"):

@@ -266,7 +266,7 @@ def test_a_normaliser_parameter_may_not_replace_a_layer_attribute(monkeypatch):
         SingleLayerModel(width=4, normaliser="clobbers_W_Q")
 
 
-@pytest.mark.parametrize("heads,error,culprit", [  # U5-03: an empty (0, 1, 1, 1) S for 0 heads, NumPy's for -1
+@pytest.mark.parametrize("heads,error,culprit", [  # not an empty (0, 1, 1, 1) S for 0 heads, NumPy's error for -1
     (0, ValueError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got 0"),
     (-1, ValueError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got -1"),
     (2.0, TypeError, r"zero_sink_logit_per_head: heads must be an integer >= 1, got 2.0"),
@@ -277,7 +277,7 @@ def test_the_sink_logits_need_a_whole_number_of_heads(heads, error, culprit):
         sink_free.zero_sink_logit_per_head(heads)
 
 
-@pytest.mark.parametrize("scores_shape, sink_shape", [  # U6-09, U6-11: NumPy's where/concatenate error, S not named
+@pytest.mark.parametrize("scores_shape, sink_shape", [  # not NumPy's where/concatenate error, which names no S
     ((1, 1, 4, 4), (2,)), ((1, 1, 4, 4), (3, 1, 1, 1)), ((2, 3, 4, 4), (3, 1, 1, 1)), ((1, 1, 4, 4), (1, 1, 1, 1, 1)),
     ((3, 2, 4, 4), (3, 2, 1, 1, 1)), ((1, 1, 4, 4), (4, 4))],
     ids=["two-numbers", "three-heads-for-one", "heads-on-the-batch-axis", "an-extra-axis", "five-axes", "a-map"])
@@ -303,7 +303,7 @@ def test_a_sink_score_that_fits_the_sink_column_is_taken(sink_shape):
     ("sink_logit_attention", "sink_logit", sink_free.sink_logit_attention)], ids=["with-sink", "sink-logit"])
 @pytest.mark.parametrize("sink", ["a", "0", True, np.array(["a"]), None, [1, "a"]],
                          ids=["a-letter", "a-digit-string", "true", "an-array-of-strings", "none", "a-mixed-list"])
-def test_a_sink_score_that_is_no_number_is_named(owner, name, call, sink):  # U7-11: minitorch's error named neither
+def test_a_sink_score_that_is_no_number_is_named(owner, name, call, sink):  # names the function and the argument
     scores = minitorch.tensor(np.ones((1, 1, 4, 4)))
     with pytest.raises(TypeError, match=rf"{owner}: {name} must be a number \(or a Tensor or array of numbers\), "
                                         rf"got {re.escape(repr(sink)[:60])}"):

@@ -295,7 +295,7 @@ def test_a_boolean_trigger_is_refused():
 @pytest.mark.parametrize("dtype", [int, np.int8, np.uint8, np.int32])
 @pytest.mark.parametrize("residual", [False, True], ids=["single_layer", "residual"])
 def test_make_targets_of_inputs_given_as_integers_are_those_of_the_same_floats(dtype, residual):
-    # T7-06: 0/1 inputs as an int array failed in y[...] += means with NumPy's casting error, make_targets not named
+    # 0/1 inputs as an int array: y[...] += means must not fail with NumPy's casting error
     x, triggers = make_inputs(8, np.random.default_rng(7), length=6, width=5)
     x = np.abs(np.round(x))  # 0/1 inputs, the same numbers in every dtype
     y = make_targets(x.astype(dtype), triggers, residual)

@@ -530,7 +530,7 @@ def test_bad_arguments_get_clear_errors():
         theory.load_head(theory.softmax_construction(1.0), 0, 0, np.eye(3), np.eye(n), np.eye(n), np.eye(n))
 
 
-# --- Bad input (round five): each function names itself, the argument and its value, before any work -----------
+# --- Bad input: each function names itself, the argument and its value, before any work -----------------------
 
 def _tiny_model(heads: int = 1, layers: int = 1):
     return build_model(n, heads, layers, "softmax", layers > 1)
@@ -545,13 +545,13 @@ def _tiny_model(heads: int = 1, layers: int = 1):
     (lambda triggers: theory.worst_case(_tiny_model(), triggers=triggers, size_per_trigger=1), "worst_case"),
 ])
 @pytest.mark.parametrize("triggers, error, culprit", [
-    ([2, 2.7], TypeError, r"got 2.7 \(float\)"),  # P5-01: 2.7 became 2, so the message showed (2, 2)
-    ([2, 15.9], TypeError, r"got 15.9 \(float\)"),  # P5-02: eps_0 of {2, 15}, silently
-    ("23", TypeError, r"got '23' \(str\)"),  # P5-03: eps_0 of {2, 3}, silently
-    ("2,15", TypeError, r"got '2,15' \(str\)"),  # P5-04: int()'s "invalid literal"
-    (5, TypeError, r"got 5 \(int\)"),  # P5-05: "'int' object is not iterable"
-    ([3, True], TypeError, r"got True \(bool\)"),  # P5-44: eps_0 of {1, 3}, silently
-    ([2, float("nan")], TypeError, r"got nan \(float\)"),  # P5-45: "cannot convert float NaN to integer"
+    ([2, 2.7], TypeError, r"got 2.7 \(float\)"),  # not cast to 2, which would show (2, 2)
+    ([2, 15.9], TypeError, r"got 15.9 \(float\)"),  # not eps_0 of {2, 15}, silently
+    ("23", TypeError, r"got '23' \(str\)"),  # not eps_0 of {2, 3}, silently
+    ("2,15", TypeError, r"got '2,15' \(str\)"),  # not int()'s "invalid literal"
+    (5, TypeError, r"got 5 \(int\)"),  # not "'int' object is not iterable"
+    ([3, True], TypeError, r"got True \(bool\)"),  # not eps_0 of {1, 3}, silently
+    ([2, float("nan")], TypeError, r"got nan \(float\)"),  # not "cannot convert float NaN to integer"
     ([0, 3], ValueError, r"got 0 in \[0, 3\]"),  # position 0 is BOS
 ])
 def test_theory_refuses_trigger_sets_that_are_not_integers_at_least_1(call, owner, triggers, error, culprit):
@@ -561,7 +561,7 @@ def test_theory_refuses_trigger_sets_that_are_not_integers_at_least_1(call, owne
 
 @pytest.mark.parametrize("call, owner", [
     (lambda: theory.stress_inputs(1, triggers=[]), "stress_inputs"),
-    (lambda: theory.worst_case(_tiny_model(), triggers=[]), "worst_case"),  # P5-40: "need at least one array"
+    (lambda: theory.worst_case(_tiny_model(), triggers=[]), "worst_case"),  # not NumPy's "need at least one array"
 ])
 def test_worst_case_refuses_an_empty_trigger_set(call, owner):
     with pytest.raises(ValueError, match=rf"{owner}: triggers must hold at least one trigger position"):
@@ -581,15 +581,15 @@ def test_worst_case_names_a_model_that_is_none_and_inputs_that_are_not_a_pair(ar
 
 
 @pytest.mark.parametrize("call, error, culprit", [
-    (lambda: theory.theorem1_bos_lower_bound(True), TypeError,  # P5-06: True read as delta = 1
+    (lambda: theory.theorem1_bos_lower_bound(True), TypeError,  # not read as delta = 1
      r"theorem1_bos_lower_bound: error must be finite numbers, got True \(dtype bool\)"),
     (lambda: theory.theorem1_bos_lower_bound("0.1"), TypeError, r"theorem1_bos_lower_bound: error must be"),
-    (lambda: theory.theorem1_error_lower_bound(float("nan")), ValueError,  # P5-09: nan, no error
+    (lambda: theory.theorem1_error_lower_bound(float("nan")), ValueError,  # nan would give nan, not an error
      r"theorem1_error_lower_bound: bos_mass must be finite numbers, got nan"),
-    (lambda: theory.theorem1_error_lower_bound([0.5, float("nan")]), ValueError,  # P5-10
+    (lambda: theory.theorem1_error_lower_bound([0.5, float("nan")]), ValueError,
      r"theorem1_error_lower_bound: bos_mass must be finite numbers, got \[0.5, nan\]"),
     (lambda: theory.theorem1_error_lower_bound(np.array([True])), TypeError, r"bos_mass must be finite numbers"),
-    (lambda: theory.determinant_lemma_sides("a", "b", "c", 1, 2), TypeError,  # P5-24: "could not convert"
+    (lambda: theory.determinant_lemma_sides("a", "b", "c", 1, 2), TypeError,  # not NumPy's "could not convert"
      r"determinant_lemma_sides: P1 must be finite numbers, got 'a'"),
     (lambda: theory.determinant_lemma_sides([1, 0], [0, 1], [1, 1], 1, np.inf), ValueError,
      r"determinant_lemma_sides: s2 must be finite numbers, got inf"),
@@ -600,8 +600,8 @@ def test_theory_refuses_numbers_that_are_bools_strings_or_not_finite(call, error
 
 
 @pytest.mark.parametrize("call, owner", [
-    (lambda model: theory.value_norm(model), "value_norm"),  # P5-16: "'Linear' object has no attribute 'layers'"
-    (lambda model: theory.value_words(model), "value_words"),  # P5-53: "... no attribute 'config'"
+    (lambda model: theory.value_norm(model), "value_norm"),  # not "'Linear' object has no attribute 'layers'"
+    (lambda model: theory.value_words(model), "value_words"),  # not "... no attribute 'config'"
     (lambda model: theory.theorem2_stream_sides(model, np.zeros(n - 3), 3), "theorem2_stream_sides"),
 ])
 @pytest.mark.parametrize("model", ["linear", None])
@@ -614,40 +614,40 @@ def test_theory_refuses_a_model_that_is_not_an_attention_model(call, owner, mode
 
 
 @pytest.mark.parametrize("call, error, culprit", [
-    (lambda: theory.random_token_hull_points(2, corners="no"), TypeError,  # P5-19: 'no' meant corners=True
+    (lambda: theory.random_token_hull_points(2, corners="no"), TypeError,  # 'no' is a true string
      r"random_token_hull_points: corners must be True or False, got 'no'"),
-    (lambda: theory.random_token_hull_points(10**10), MemoryError,  # P5-20: NumPy's "Unable to allocate"
+    (lambda: theory.random_token_hull_points(10**10), MemoryError,  # before NumPy's "Unable to allocate"
      r"random_token_hull_points: points of shape \(10000000000, 16\) would need"),
-    (lambda: theory.in_token_hull(theory.random_token_hull_points(3), tolerance=-1), ValueError,  # P5-21
+    (lambda: theory.in_token_hull(theory.random_token_hull_points(3), tolerance=-1), ValueError,
      r"in_token_hull: tolerance must be a finite number >= 0, got -1"),
     (lambda: theory.in_token_hull(theory.random_token_hull_points(3), tolerance=float("nan")), ValueError,
      r"in_token_hull: tolerance must be a finite number >= 0, got nan"),
-    (lambda: theory.construction_worst_case(10.0, length=0), ValueError,  # P5-30: an error < 0, a mass > 1
+    (lambda: theory.construction_worst_case(10.0, length=0), ValueError,  # would give an error < 0, a mass > 1
      r"construction_worst_case: length must be an integer >= 3, got 0"),
-    (lambda: theory.construction_worst_case(1.0, length=-5), ValueError,  # P5-31: a negative BOS mass
+    (lambda: theory.construction_worst_case(1.0, length=-5), ValueError,  # would give a negative BOS mass
      r"construction_worst_case: length must be an integer >= 3, got -5"),
-    (lambda: theory.construction_worst_case(1.0, length=2.5), TypeError,  # P5-31: a length of 2.5
+    (lambda: theory.construction_worst_case(1.0, length=2.5), TypeError,  # not a length of 2.5
      r"construction_worst_case: length must be an integer >= 3, got 2.5"),
-    (lambda: theory.value_map(_tiny_model(), head=3), ValueError,  # P5-35: a matrix of zeros
+    (lambda: theory.value_map(_tiny_model(), head=3), ValueError,  # not a matrix of zeros
      r"value_map: head 3 is not a head of layer 0 \(it has 1: 0..0\)"),
-    (lambda: theory.value_map(_tiny_model(), head=-1), ValueError,  # P5-36: zeros again
+    (lambda: theory.value_map(_tiny_model(), head=-1), ValueError,  # not zeros either
      r"value_map: head must be an integer >= 0, got -1"),
-    (lambda: theory.value_map(_tiny_model(), layer=5), ValueError,  # P5-37: IndexError
+    (lambda: theory.value_map(_tiny_model(), layer=5), ValueError,  # not a bare IndexError
      r"value_map: layer 5 is not a layer of this model"),
-    (lambda: theory.load_head(_tiny_model(), 0, 1, *[np.eye(n)] * 4), ValueError,  # P5-47: NumPy's broadcast
+    (lambda: theory.load_head(_tiny_model(), 0, 1, *[np.eye(n)] * 4), ValueError,  # not NumPy's broadcast error
      r"load_head: head 1 is not a head of layer 0"),
-    (lambda: theory.stress_inputs(2, seed=-1), ValueError,  # P5-50: NumPy's "expected non-negative integer"
+    (lambda: theory.stress_inputs(2, seed=-1), ValueError,  # not NumPy's "expected non-negative integer"
      r"stress_inputs: seed must be an integer >= 0, got -1"),
     (lambda: theory.worst_case(_tiny_model(), seed=-1), ValueError, r"worst_case: seed must be an integer >= 0"),
-    (lambda: theory.theorem2_stream_sides(theory.two_layer_construction(), np.ones(5), 3), ValueError,  # P5-52
+    (lambda: theory.theorem2_stream_sides(theory.two_layer_construction(), np.ones(5), 3), ValueError,
      r"theorem2_stream_sides: content must be the d = n - 3 = 13 content coordinates .*got shape \(5,\)"),
-    (lambda: theory.determinant_lemma_sides(np.eye(2), np.eye(3), np.eye(2), 1.0, 1.0), ValueError,  # P9-06
+    (lambda: theory.determinant_lemma_sides(np.eye(2), np.eye(3), np.eye(2), 1.0, 1.0), ValueError,
      r"determinant_lemma_sides: P1, P2 and G must be points of the plane, shape \(..., 2\)"),
     (lambda: theory.determinant_lemma_sides(np.eye(2), np.ones((3, 2)), np.eye(2), 1.0, 1.0), ValueError,
      r"determinant_lemma_sides: the points .* must share their leading axes"),
     (lambda: theory.in_token_hull(5.0), ValueError, r"in_token_hull: mu must be points \(..., n\) with n >= 4"),
     (lambda: theory.in_token_hull("mu"), TypeError, r"in_token_hull: mu must be numbers"),
-    (lambda: theory.softmax_construction(5.0, width=10**6), MemoryError,  # Y9-07: NumPy's "Unable to allocate"
+    (lambda: theory.softmax_construction(5.0, width=10**6), MemoryError,  # before NumPy's "Unable to allocate"
      r"softmax_construction: the head's four \(n, n\) matrices of shape \(4, 1000000, 1000000\) would need"),
     (lambda: theory.relu_construction(width=10**6), MemoryError, r"relu_construction: the head's four"),
 ])
@@ -658,7 +658,7 @@ def test_theory_names_a_bad_argument_before_any_work(call, error, culprit):
 
 
 @pytest.mark.parametrize("error, layers, heads, value_norm", [
-    (0.1, 1, 1, 1e-300),  # P5-46: 7.5e+298 returned as a lower bound on a BOS mass
+    (0.1, 1, 1, 1e-300),  # would give 7.5e+298 as a lower bound on a BOS mass
     (0.0, 1, 1, 0.1),
     (0.0, 2, 2, 0.01),
 ])
@@ -669,7 +669,7 @@ def test_theorem2_bound_refuses_premises_that_would_bound_a_mass_above_1(error, 
 
 
 @pytest.mark.parametrize("matrices, culprit", [
-    (["a", np.eye(n), np.eye(n), np.eye(n)], r"W_Q must be finite numbers, got 'a'"),  # P6-12: NumPy's float('a')
+    (["a", np.eye(n), np.eye(n), np.eye(n)], r"W_Q must be finite numbers, got 'a'"),  # not NumPy's float('a')
     ([np.eye(n), np.eye(n) > 0, np.eye(n), np.eye(n)], r"W_K must be finite numbers, got [\s\S]*dtype bool"),
     ([np.eye(n), np.eye(n), np.full((n, n), np.nan), np.eye(n)], r"W_V must be finite numbers"),
     ([np.eye(n)] * 3 + [[["x"] * n] * n], r"W_O must be finite numbers"),
@@ -689,7 +689,7 @@ def _batch(size: int = 3):
 
 
 @pytest.mark.parametrize("make_x, error, culprit", [
-    (lambda x: x.tolist(), None, None),  # P6-20: AttributeError 'list' object has no attribute 'shape'
+    (lambda x: x.tolist(), None, None),  # a nested list is taken as an array
     (lambda x: x[0], ValueError, r"weights \(3, 16, 16\) must be \(B, L, L\) for x \(16, 16\)"),
     (lambda x: "abc", TypeError, r"x must be finite numbers, got 'abc'"),
     (lambda x: np.where(x == 1, np.nan, x), ValueError, r"x must be finite numbers"),
@@ -705,7 +705,7 @@ def test_attention_average_takes_x_as_numbers_of_shape_B_L_n(make_x, error, culp
 
 
 @pytest.mark.parametrize("make_triggers, error, culprit", [
-    (lambda triggers: triggers[:1], ValueError, r"triggers shape \(B,\).*triggers of shape \(1,\)"),  # P6-28
+    (lambda triggers: triggers[:1], ValueError, r"triggers shape \(B,\).*triggers of shape \(1,\)"),
     (lambda triggers: np.append(triggers, 2), ValueError, r"triggers of shape \(4,\)"),
     (lambda triggers: triggers[:, None], ValueError, r"triggers of shape \(3, 1\)"),
     (lambda triggers: np.array([0, 2, 3]), ValueError, r"triggers must be a list of integers in 1..15 .*got 0"),
@@ -718,7 +718,7 @@ def test_non_trigger_row_sides_takes_one_trigger_position_per_sequence(make_trig
 
 
 @pytest.mark.parametrize("scales, error, culprit", [
-    (10.0, TypeError, r"scales must be a list of numbers .*got 10.0; write softmax_family\(\[c\]\)"),  # P6-34
+    (10.0, TypeError, r"scales must be a list of numbers .*got 10.0; write softmax_family\(\[c\]\)"),
     (np.float64(3.0), TypeError, r"scales must be a list of numbers"),
     ([[1.0, 2.0]], TypeError, r"scales must be a list of numbers .*got \[\[1.0, 2.0\]\]"),
     (["a"], TypeError, r"scales must be finite numbers, got \['a'\]"),
@@ -736,7 +736,7 @@ def _words_with(value, where):
     return words
 
 
-@pytest.mark.parametrize("words, error, culprit", [  # P7-11: NumPy's 'SVD did not converge', words not named
+@pytest.mark.parametrize("words, error, culprit", [  # not NumPy's 'SVD did not converge'
     (np.full((3, n), np.nan), ValueError, r"words must be finite numbers"),
     (_words_with(np.nan, (1, 4)), ValueError, r"words must be finite numbers"),
     (_words_with(np.inf, (2, 0)), ValueError, r"words must be finite numbers"),
@@ -752,14 +752,14 @@ def test_separating_corner_names_words_that_are_not_finite_numbers(words, error,
 
 @pytest.mark.parametrize("heads, layers", [(2, 1), (1, 2)])
 def test_non_trigger_row_sides_refuses_a_model_that_is_not_one_head(heads, layers):
-    """P8-17: a 2-head model was taken, head 0 alone was used, and the inequality failed at a row, without a word."""
+    """The sides are those of one head: taking head 0 of a 2-head model would let the inequality fail without a word."""
     model = build_model(16, heads, layers, "softmax", layers > 1, seed=0)
     x, triggers = make_inputs(2, np.random.default_rng(0))
     with pytest.raises(ValueError, match=r"non_trigger_row_sides: the model must have a single head in a single"):
         theory.non_trigger_row_sides(model, x, triggers)
 
 
-def test_in_token_hull_takes_a_list_of_points_as_an_array():  # P9-18: 'list' object has no attribute 'shape'
+def test_in_token_hull_takes_a_list_of_points_as_an_array():  # not "'list' object has no attribute 'shape'"
     points = theory.random_token_hull_points(5, seed=3)
     assert theory.in_token_hull(points.tolist()).tolist() == theory.in_token_hull(points).tolist() == [True] * 5
 

@@ -157,7 +157,7 @@ def test_weights_gone_non_finite_blame_the_learning_rate_not_the_softmax(record_
         train(model, lr=1e39, max_steps=5, record_every=record_every, progress=False)  # one step reaches inf
 
 
-@pytest.mark.parametrize("change,error,culprit", [  # R5-11: NumPy's broadcast message named neither probe nor y
+@pytest.mark.parametrize("change,error,culprit", [  # names probe and y, which NumPy's broadcast message does not
     (dict(y=np.zeros((3, 16, 15))), ValueError, r"probe: x and its targets y must have one shape .*y \(3, 16, 15\)"),
     (dict(y=np.zeros((16, 16))), ValueError, r"probe: .*y \(16, 16\)"),
     (dict(triggers=np.full(2, 7)), ValueError, r"probe: .*triggers \(B,\).*triggers \(2,\)"),
@@ -174,7 +174,7 @@ def test_probe_names_inputs_whose_shapes_disagree(change, error, culprit):
 
 
 @pytest.mark.parametrize("target, error, culprit", [
-    ("abc", TypeError, r"target must be finite numbers, got 'abc'"),  # R6-04: NumPy's "could not convert string"
+    ("abc", TypeError, r"target must be finite numbers, got 'abc'"),  # not NumPy's "could not convert string"
     (["1", "2", "3"], TypeError, r"target must be finite numbers, got \['1', '2', '3'\]"),
     ([True, False, True], TypeError, r"target must be finite numbers, got \[True, False, True\] \(dtype bool\)"),
     ([1.0, float("nan"), 3.0], ValueError, r"target must be finite numbers"),
@@ -187,7 +187,7 @@ def test_mse_loss_names_a_target_that_is_not_finite_numbers(target, error, culpr
 
 @pytest.mark.parametrize("progress", ["line", "bar", 2, None])
 def test_train_names_a_progress_it_does_not_know_before_training(progress):
-    """R7-03: a typo ('line' for 'lines') trained with the redrawn bar, without a word."""
+    """A typo ('line' for 'lines') is refused, not trained with the redrawn bar without a word."""
     model = build_model(16, 1, 1, "softmax", False, seed=0)
     before = [parameter.data.copy() for parameter in model.parameters()]
     with pytest.raises(ValueError, match=r"train: progress must be True \(a bar\), 'lines'"):
