@@ -1,7 +1,7 @@
-"""Every command stops the same way (minitorch.tools.exit_policy.run_command, round three of the bad-input catalogue):
-SIGTERM, SIGHUP and every other signal whose default action ends the process (SIGQUIT, SIGUSR1, SIGALRM, ...:
-round six, C6-01, C6-07, G6-34) take Ctrl-C's path (workers stopped, nothing half-written left, exit 128 + the
-signal), an OSError is one line naming the path and what to do, and a closed pipe is quiet."""
+"""Every command stops the same way (minitorch.tools.exit_policy.run_command): SIGTERM, SIGHUP and every other
+signal whose default action ends the process (SIGQUIT, SIGUSR1, SIGALRM, ...) take Ctrl-C's path (workers stopped,
+nothing half-written left, exit 128 + the signal), an OSError is one line naming the path and what to do, and a
+closed pipe is quiet."""
 
 from __future__ import annotations
 
@@ -110,9 +110,9 @@ def _children(pid: int) -> list[int]:
                          ids=["TERM", "HUP", "USR1", "QUIT-to-the-group"])
 def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_partial_folder(tmp_path, signum,
                                                                                                whole_group):
-    """RR-C, RR-D: the signal reached the main process only; its workers trained on, and .X.partial-* stayed.
-    C8-18: Ctrl-\\ (SIGQUIT to the whole group) killed multiprocessing's resource tracker, which printed
-    tracebacks after the clear message."""
+    """The signal reaches the main process only; unless it stops them, its workers train on and .X.partial-*
+    stays. Ctrl-\\ (SIGQUIT to the whole group) must not kill multiprocessing's resource tracker, which would
+    print tracebacks after the clear message."""
     out = tmp_path / "X"
     process = subprocess.Popen([sys.executable, "-m", "minitorch", "reproduce", "--quick", "--jobs", "2",
                                 "--no-progress", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
@@ -171,7 +171,7 @@ def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, 
 def test_running_out_of_memory_is_one_line_saying_what_to_do(capsys, raised, named):
     from minitorch.tools.exit_policy import run_command
 
-    def main(argv):  # C8-17: a raw MemoryError traceback after minutes of training under `ulimit -v`
+    def main(argv):  # as after minutes of training under `ulimit -v`: not a raw MemoryError traceback
         raise raised
 
     assert run_command(main, [], name="python -m minitorch") == 1

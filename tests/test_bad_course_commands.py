@@ -140,8 +140,8 @@ def _graded_class(tmp_path) -> Path:
 
 @pytest.mark.parametrize("where", ["roster", "gradebook", "a student's feedback"])
 def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, where):
-    """Round four, X4-36 to X4-38, and round five, V5-08: --to the roster, a file of the gradebook folder, or a
-    student's feedback one folder down, was replaced."""
+    """--to naming the roster, a file of the gradebook folder, or a student's feedback one folder down is
+    refused, so none of them is replaced."""
     out = _graded_class(tmp_path)
     roster = tmp_path / "roster.csv"
     roster.write_text("Student,ID,submission\nAnn,1,ann\n")
@@ -157,7 +157,8 @@ def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, 
 
 
 def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_use(tmp_path):
-    """X4-42 (it blocked forever) and X4-39."""
+    """A roster that is a FIFO is refused at once rather than blocking forever, and so is an empty
+    --assignment."""
     out = _graded_class(tmp_path)
     fifo = tmp_path / "roster.csv"
     os.mkfifo(fifo)
@@ -173,7 +174,7 @@ def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_u
 
 @pytest.mark.parametrize("command", ["grade", "canvas-csv"])
 def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, command):
-    """G6-35, V6-09: GRADES/run.json a FIFO blocked grade and canvas-csv forever."""
+    """GRADES/run.json as a FIFO would block grade and canvas-csv forever; both refuse it at once."""
     out = _graded_class(tmp_path)
     (out / "run.json").unlink()
     os.mkfifo(out / "run.json")
@@ -197,12 +198,13 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
      r"adjustments.csv, line 1: the column\(s\) 'points' are named twice"),
 ], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
-    """X4-30, X4-31, X4-33: a bonus as a penalty, a comment cut at a comma, a Latin-1 file."""
+    """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote or a column
+    named twice is refused with the file's line, not read as something else."""
     from minitorch.exercises.grader.trusted.gradebook import read_adjustments
     from minitorch.exercises.registry import ExerciseError
 
     path = tmp_path / "adjustments.csv"
-    if text is None:  # X4-34: grade blocked on a FIFO named adjustments.csv
+    if text is None:  # grade would block reading a FIFO named adjustments.csv
         os.mkfifo(path)
     else:
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
@@ -211,7 +213,7 @@ def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
 
 
 def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
-    """X4-43, X4-44: a folder that does not exist, or a .zip, printed 'nothing' and exited 0."""
+    """A folder that does not exist, or a .zip, is refused, not reported as 'nothing' to carry with exit 0."""
     edition = tmp_path / "ed"
     assert _course("student-edition", str(edition), "--only", "1.1,1.2").returncode == 0
     for old in (tmp_path / "nowhere", tmp_path / "copy.zip"):
@@ -260,8 +262,9 @@ def _fifo(path: Path) -> None:
         "a helper outside the function"])
 def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could_not(tmp_path, week_one, spoil,
                                                                                       returncode, said):
-    """Y5-03 to Y5-05: a copy's file that did not parse or decode printed 'nothing' and exited 0; a FIFO hung.
-    Y6-01: a function calling a helper outside it was carried, to fail as a NameError in the new edition."""
+    """A copy's file that does not parse or decode, or is a FIFO, is named rather than reported as 'nothing' (or
+    hanging); a function calling a helper outside it is not carried, since it would fail as a NameError in the
+    new edition."""
     old = _student_copy(week_one, tmp_path / "old", spoil)
     new = tmp_path / "new"
     shutil.copytree(week_one, new)
@@ -273,7 +276,7 @@ def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could
 
 
 def test_carry_over_refuses_an_edition_whose_file_is_a_named_pipe_without_waiting(tmp_path, week_one):
-    """Y5-06: NEW's ops.py a FIFO blocked forever."""
+    """NEW's ops.py as a FIFO would block forever; carry-over refuses it at once."""
     old = _student_copy(week_one, tmp_path / "old")
     new = tmp_path / "new"
     shutil.copytree(week_one, new)
@@ -285,7 +288,7 @@ def test_carry_over_refuses_an_edition_whose_file_is_a_named_pipe_without_waitin
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounting a small tmpfs needs root")
 def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week_one):
-    """Y5-08: on a full disk, NEW's ops.py was cut short mid-string (30 of its 34 functions lost)."""
+    """On a full disk, NEW's ops.py stays whole: a write cut short mid-string would lose most of its functions."""
     disk = tmp_path / "disk"
     disk.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)]).returncode != 0:
@@ -312,13 +315,13 @@ def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week
 
 @the_full_book
 def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours(tmp_path, week_one):
-    """Y5-23, G6-36: a bundle, or a gradebook, written into the edition about to be handed out held the seed (and
-    the answers, or what the hidden tests found); Y5-24: the
-    bundle's fixed temporary name overwrote, then deleted, a file of the user's."""
+    """A bundle, or a gradebook, written into the edition about to be handed out would hold the seed (and the
+    answers, or what the hidden tests found), so both are refused there; and the bundle's temporary name must
+    not overwrite, then delete, a file of the user's."""
     inside = _course("gradescope-bundle", str(week_one / "ag.zip"), "--only", "1.2")
     assert inside.returncode == 2 and "would lie inside the student edition" in inside.stderr, inside.stderr
     assert not (week_one / "ag.zip").exists()
-    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)  # G6-36: the gradebook too (run.json's seed)
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)  # the gradebook too (run.json's seed)
     graded = _course("grade", str(tmp_path / "subs"), "--out", str(week_one / "grades"), "--edition", str(week_one))
     assert graded.returncode == 2 and "would lie inside the student edition" in graded.stderr, graded.stderr
     assert not (week_one / "grades").exists()
@@ -384,7 +387,8 @@ def test_an_edition_after_an_earlier_week_names_what_students_bring_and_says_so(
 @the_full_book
 @pytest.mark.parametrize("command", ["student-edition", "gradescope-bundle"])
 def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one(tmp_path, command):
-    """C5-24, C5-26: the temporary name beside it ('.NAME.building-...', '.NAME.partial') was too long."""
+    """The temporary name beside it ('.NAME.building-...', '.NAME.partial') must not be longer than the
+    filesystem allows."""
     name = "e" * 255 if command == "student-edition" else "z" * 251 + ".zip"
     completed = _course(command, str(tmp_path / name), "--only", "1.1")
     assert completed.returncode == 0, completed.stderr
@@ -394,7 +398,7 @@ def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one
 @the_full_book
 @pytest.mark.parametrize("soft_only", [True, False], ids=["a low soft limit", "a low hard limit"])
 def test_grading_under_a_low_open_files_limit_raises_it_or_stops_before_any_student(tmp_path, soft_only):
-    """G6-33: under `ulimit -n 12`, a right answer was recorded as 0 points, 'crashed', with no word."""
+    """Under `ulimit -n 12`, a right answer must not be recorded as 0 points, 'crashed', with no word."""
     import resource
 
     shutil.copytree(ROOT / "minitorch", tmp_path / "subs" / "ann" / "minitorch",

@@ -1,5 +1,4 @@
-"""The paper's code, training and the optimizers name a bad argument before any work (round two of the bad-input
-catalogue)."""
+"""The paper's code, training and the optimizers name a bad argument before any work."""
 
 from __future__ import annotations
 
@@ -106,7 +105,7 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
 
 
 # ----------------------------------------------------------------------
-# round four, the last raw tracebacks of the paper's code: the argument named, with its value and what is expected
+# The paper's code names the argument, with its value and what is expected, instead of a raw traceback
 
 
 def _paper_call_round_four(name):
@@ -116,20 +115,20 @@ def _paper_call_round_four(name):
     weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
     identity = np.eye(16)
     return {
-        "make-test-set-length-5": lambda: make_test_set(length=5),  # P4-05: "make_inputs: trigger must lie in 1..4"
+        "make-test-set-length-5": lambda: make_test_set(length=5),  # not "make_inputs: trigger must lie in 1..4"
         "make-test-set-length-float": lambda: make_test_set(length=8.0),
-        "make-test-set-seed-minus-1": lambda: make_test_set(seed=-1),  # P4-06: NumPy's bit generator's words
+        "make-test-set-seed-minus-1": lambda: make_test_set(seed=-1),  # not NumPy's bit generator's words
         "make-test-set-seed-str": lambda: make_test_set(seed="1"),
         "make-test-set-size-0": lambda: make_test_set(size=0),
-        "bos-mass-triggers-9": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([9, 9])),  # P4-10
+        "bos-mass-triggers-9": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([9, 9])),
         "bos-mass-trigger-at-bos": lambda: metrics.bos_mass_at_non_trigger_rows(weights, [0, 2]),
         "bos-mass-float-triggers": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([1.5, 2.0])),
         "trigger-row-triggers-9": lambda: metrics.trigger_row(weights, [9, 9]),
         "row-mass-trigger-minus-1": lambda: metrics.non_trigger_row_mass(weights, [-1, 2]),
-        "hull-points-minus-1": lambda: theory.random_token_hull_points(-1),  # P4-26: "negative dimensions"
+        "hull-points-minus-1": lambda: theory.random_token_hull_points(-1),  # not NumPy's "negative dimensions"
         "hull-points-float": lambda: theory.random_token_hull_points(2.5),
         "hull-points-seed-minus-1": lambda: theory.random_token_hull_points(3, seed=-1),
-        "load-head-layer-5": lambda: theory.load_head(tiny_model(), 5, 0, *[identity] * 4),  # P4-27: IndexError
+        "load-head-layer-5": lambda: theory.load_head(tiny_model(), 5, 0, *[identity] * 4),  # not an IndexError
         "load-head-head-3": lambda: theory.load_head(tiny_model(), 0, 3, *[identity] * 4),
         "load-head-layer-minus-1": lambda: theory.load_head(tiny_model(), -1, 0, *[identity] * 4),
         "value-map-layer-2": lambda: theory.value_map(tiny_model(), 2, 0),

@@ -118,9 +118,9 @@ def test_save_model_names_a_bad_target_or_model_and_writes_nothing(tmp_path, tar
 
 
 @pytest.mark.parametrize("path,reason", [
-    ("/proc/self/m.npz", "No such file or directory"),  # F4-03: the error named '/proc/<pid>/.m.npz.<random>.tmp'
+    ("/proc/self/m.npz", "No such file or directory"),  # not '/proc/<pid>/.m.npz.<random>.tmp'
     ("/sys/m.npz", "Permission denied"),
-    ("/sys/kernel/m.npz", "Permission denied"),  # S5-07: named '/sys/kernel/.m.npz.1b2no63j.tmp'
+    ("/sys/kernel/m.npz", "Permission denied"),  # not '/sys/kernel/.m.npz.1b2no63j.tmp'
 ])
 @pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
 def test_a_file_that_cannot_be_created_is_named_as_the_caller_gave_it_not_by_a_temporary_name(path, reason, writer):
@@ -151,7 +151,7 @@ sys.exit(run_command(lambda argv: write(), []))
 @pytest.mark.parametrize("limit", [0, 1024, 4096], ids=["nothing", "1KiB", "4KiB"])
 @pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
 def test_a_write_that_fails_half_way_names_the_callers_path_and_leaves_nothing(tmp_path, writer, limit):
-    """C6-02: under `ulimit -f` a command said only 'error: File too large' (the OSError named no file)."""
+    """Under `ulimit -f` a command names the file, not only 'error: File too large' (the OSError names none)."""
     import subprocess
     import sys
 
@@ -168,7 +168,7 @@ def test_a_write_that_fails_half_way_names_the_callers_path_and_leaves_nothing(t
 
 
 # ----------------------------------------------------------------------
-# round five: what is no path, a read-only file, a link to nowhere, a pipe behind /proc/self/fd
+# What is no path, a read-only file, a link to nowhere, a pipe behind /proc/self/fd
 
 
 @pytest.mark.parametrize("function,path,error,culprit", [
@@ -181,8 +181,8 @@ def test_a_write_that_fails_half_way_names_the_callers_path_and_leaves_nothing(t
     ("load_model", "a\x00b.npz", ValueError, r"load_model: path 'a\\x00b.npz': holds a NUL character"),
 ], ids=["save-int", "save-none", "save-bytes", "save-nul", "load-int", "load-float", "load-nul"])
 def test_a_path_that_is_no_path_is_named_with_the_function(tmp_path, monkeypatch, function, path, error, culprit):
-    """S5-01..03: pathlib's 'expected str, bytes or os.PathLike object, not int' and Python's 'embedded null byte'
-    named neither the function nor its argument."""
+    """Pathlib's 'expected str, bytes or os.PathLike object, not int' and Python's 'embedded null byte' name
+    neither the function nor its argument; the error here names both."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(error, match=culprit):
         save_model(tiny_model(), path) if function == "save_model" else load_model(path)
@@ -193,8 +193,8 @@ def test_a_path_that_is_no_path_is_named_with_the_function(tmp_path, monkeypatch
                                           (0o640, False)])
 @pytest.mark.parametrize("writer", ["save_model", "write_atomically"])
 def test_a_read_only_file_is_not_replaced_and_a_writable_one_keeps_its_mode(tmp_path, mode, refused, writer):
-    """S5-04: a model the user made read-only (chmod 444) was replaced, and was 0644 after: the protection was
-    silently dropped. It is refused (as cp and an editor refuse it); a writable file keeps its mode (0600 stays
+    """A model the user made read-only (chmod 444) must not be replaced by a 0644 file, silently dropping the
+    protection. It is refused (as cp and an editor refuse it); a writable file keeps its mode (0600 stays
     private), as open() would keep it."""
     from minitorch.outputs import write_atomically
 
@@ -219,8 +219,8 @@ def test_a_read_only_file_is_not_replaced_and_a_writable_one_keeps_its_mode(tmp_
                          ids=["folder-missing", "two-folders-missing", "folder-exists"])
 @pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file"])
 def test_a_link_to_nowhere_creates_no_folder_where_it_points(tmp_path, link_to, written, writer):
-    """S5-05: save_model through dangling.npz -> nowhere/target.npz created nowhere/ and wrote there, while a plain
-    path in a missing folder is refused. A link is written through only into a folder that exists, as open()
+    """save_model through dangling.npz -> nowhere/target.npz must not create nowhere/ and write there, since a
+    plain path in a missing folder is refused. A link is written through only into a folder that exists, as open()
     would."""
     from minitorch.outputs import check_output_file, write_atomically
 
@@ -242,8 +242,8 @@ def test_a_link_to_nowhere_creates_no_folder_where_it_points(tmp_path, link_to, 
 
 @pytest.mark.parametrize("writer", ["save_model", "write_atomically", "check_output_file"])
 def test_a_pipe_named_through_proc_self_fd_is_refused_as_a_pipe(writer):
-    """S5-06: save_model(m, '/proc/self/fd/1') with stdout a pipe said 'No such file or directory:
-    /proc/<pid>/fd/.pipe:[914676].g6d0vur6.tmp' (the link followed to the pipe's pseudo-name)."""
+    """save_model(m, '/proc/self/fd/1') with stdout a pipe is refused as a pipe, not with 'No such file or
+    directory: /proc/<pid>/fd/.pipe:[914676].g6d0vur6.tmp' (the link followed to the pipe's pseudo-name)."""
     from minitorch.outputs import check_output_file, write_atomically
 
     reading, writing = os.pipe()

@@ -287,8 +287,8 @@ def test_an_output_path_is_checked_before_any_work(tmp_path, monkeypatch, capsys
 
 @pytest.mark.parametrize("arguments,culprit", [(dict(seed=-1), "seed"), (dict(jobs=0), "jobs"),
                                                (dict(seed=0.5), "seed"),
-                                               (dict(quick="no"), "reproduce: quick must be True or False"),  # Q8-04
-                                               (dict(log=None), "reproduce: log must be a function")])  # Q8-05
+                                               (dict(quick="no"), "reproduce: quick must be True or False"),
+                                               (dict(log=None), "reproduce: log must be a function")])
 def test_reproduce_names_a_bad_argument_before_writing(tmp_path, arguments, culprit):
     from minitorch.paper.reproduce import reproduce
 

@@ -1,6 +1,6 @@
-"""The path rule (minitorch.outputs, round three of the bad-input catalogue): a path too long, a symbolic-link
-loop, a deleted working folder or a special file is refused in one line before any work; a save goes through a
-symbolic link; an output folder's files belong to a recorded run or are refused; nothing waits forever."""
+"""The path rule (minitorch.outputs): a path too long, a symbolic-link loop, a deleted working folder or a special
+file is refused in one line before any work; a save goes through a symbolic link; an output folder's files belong
+to a recorded run or are refused; nothing waits forever."""
 
 from __future__ import annotations
 
@@ -96,9 +96,9 @@ def test_save_model_of_a_legal_long_name_leaves_room_for_its_temporary_name(tmp_
 
 
 def test_text_is_written_as_utf_8_whatever_the_locale(tmp_path):
-    """RR-A: under LC_ALL=en_US.ISO-8859-1, reproduce failed after 120 s of training writing 'a₁' (write_text took
-    the locale's encoding). Every text file the library writes names its encoding (the lead's minitorch/exercises
-    aside, being rewritten)."""
+    """Under LC_ALL=en_US.ISO-8859-1, write_text takes the locale's encoding, and reproduce would fail after 120 s
+    of training writing 'a₁'. Every text file the library writes names its encoding (minitorch/exercises is not
+    checked here)."""
     import ast
 
     from minitorch.outputs import write_atomically
@@ -122,7 +122,8 @@ def test_text_is_written_as_utf_8_whatever_the_locale(tmp_path):
 
 
 def _recorded_folders_then_rerun(tmp_path, monkeypatch):
-    """RR-H: a record naming folders ('models', 'beyond') let a rerun delete the user's files in them."""
+    """Rerun over a record naming folders ('models', 'beyond') that hold the user's files, which it must not
+    delete; return the folder and those files."""
     from minitorch.paper import reproduce as reproduce_module
 
     out = tmp_path / "run"
@@ -257,7 +258,7 @@ def test_the_books_jobs_are_capped_at_the_chapters_built_and_the_cell_timeout_re
 
 
 # ----------------------------------------------------------------------
-# round five: a run replaces nothing through a link, an abandoned build is cleaned, staging names fit
+# A run replaces nothing through a link, an abandoned build is cleaned, staging names fit
 
 
 def _link_to_a_folder_outside(tmp_path: Path, out: Path, where: str) -> Path:
@@ -272,7 +273,7 @@ def _link_to_a_folder_outside(tmp_path: Path, out: Path, where: str) -> Path:
 @pytest.mark.parametrize("where,force", [("keep", False), ("keep", True), ("models/keep", False)],
                          ids=["linked-folder", "linked-folder-with-force", "linked-folder-one-level-down"])
 def test_a_rerun_deletes_no_recorded_file_through_a_linked_folder(tmp_path, monkeypatch, where, force):
-    """C5-06: a record naming keep/victim.txt, keep a link to a folder outside --out: the rerun deleted the file
+    """A record naming keep/victim.txt, with keep a link to a folder outside --out: a rerun would delete the file
     outside --out through the link (no --force needed). It is refused before any work, even with --force."""
     from minitorch.outputs import OutputPathError
     from minitorch.paper import reproduce as reproduce_module
@@ -318,7 +319,7 @@ def _build_then_die(folder: Path, how: str) -> list:
 @pytest.mark.parametrize("how", ["killed", "alive"])
 @pytest.mark.parametrize("replacing", [None, ["new.html"]], ids=["whole-folder", "recorded-files"])
 def test_a_later_build_removes_the_folder_a_killed_build_left_and_keeps_one_at_work(tmp_path, how, replacing):
-    """C5-14: a chapter that SIGKILLed the builder left .BK.partial-*/ beside --out, and every later build kept it.
+    """A chapter that SIGKILLs the builder leaves .BK.partial-*/ beside --out; the next build removes it.
     A folder whose builder still works must stay."""
     from minitorch.outputs import building_aside
 
@@ -345,8 +346,8 @@ def test_a_later_build_removes_the_folder_a_killed_build_left_and_keeps_one_at_w
                          ids=["255-ascii-bytes", "254-bytes-of-two-byte-characters", "255-bytes-with-a-suffix"])
 @pytest.mark.parametrize("replacing", [None, ["a.txt"]], ids=["whole-folder", "recorded-files"])
 def test_a_legal_255_byte_output_name_leaves_room_for_the_staging_names(tmp_path, name, replacing):
-    """C5-22, C5-23: --out <255-byte name> failed with 'File name too long' on '.<name>.partial-XXXXXXXX', a name
-    the user never gave. The staging, old and temporary names beside it are cut to fit."""
+    """--out <255-byte name> must not fail with 'File name too long' on '.<name>.partial-XXXXXXXX', a name the
+    user never gave. The staging, old and temporary names beside it are cut to fit."""
     from minitorch import outputs
 
     target = tmp_path / name
@@ -365,7 +366,7 @@ def test_a_legal_255_byte_output_name_leaves_room_for_the_staging_names(tmp_path
 @pytest.mark.parametrize("through_a_link", [False, True], ids=["fifo", "link-to-fifo"])
 @pytest.mark.parametrize("reader", ["read_recorded_run", "reproduce"])
 def test_a_run_record_that_is_a_fifo_is_not_read_but_refused_as_in_the_way(tmp_path, reader, through_a_link):
-    """C6-04: reproduce --out RP1 whose results.json was a FIFO blocked for ever reading the earlier run's record."""
+    """reproduce --out RP1 whose results.json is a FIFO would block for ever reading the earlier run's record."""
     from minitorch.outputs import OutputPathError, read_recorded_run
     from minitorch.paper.reproduce import reproduce
 
@@ -390,8 +391,8 @@ def _users_of_a_file():
         "write_atomically": lambda path: write_atomically(path, "text", option="writing"),
         "check_output_file": lambda path: check_output_file(path, "--json"),
         "load_model": lambda path: load_model(path),
-        "bench --json": lambda path: _command_refuses("minitorch.tools.bench", "--json", path),  # C6-14
-        "canvas-csv --to": _canvas_csv_refuses,  # V6-03
+        "bench --json": lambda path: _command_refuses("minitorch.tools.bench", "--json", path),
+        "canvas-csv --to": _canvas_csv_refuses,
     }
 
 
@@ -427,7 +428,7 @@ def _canvas_csv_refuses(path):
 @pytest.mark.parametrize("ending", ["/", "//", "/.", "/.."])
 @pytest.mark.parametrize("exists", [False, True], ids=["missing folder", "existing folder"])
 def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp_path, writer, ending, exists):
-    """S6-01: save_model(m, 'dir/') wrote a FILE named dir, since pathlib drops the final '/'."""
+    """save_model(m, 'dir/') must not write a FILE named dir, as pathlib's dropping of the final '/' would."""
     folder = tmp_path / "out"
     if exists:
         folder.mkdir()
@@ -455,7 +456,8 @@ def _users_of_a_path_below_a_file():
 @pytest.mark.parametrize("writer", list(_users_of_a_path_below_a_file()))
 @pytest.mark.parametrize("below", ["afile/m.npz", "afile/deeper/m.npz"], ids=["in-the-file", "deeper"])
 def test_a_path_below_a_file_names_the_file_not_a_missing_folder(tmp_path, writer, below):
-    """S7-01: save_model(m, 'afile/m.npz') said the folder afile does not exist and to mkdir it (FileExistsError)."""
+    """save_model(m, 'afile/m.npz') names afile as a file, rather than saying afile does not exist and to mkdir
+    it (which would fail with FileExistsError)."""
     (tmp_path / "afile").write_text("a file, not a folder")
     before = file_hashes(tmp_path)
     with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / 'afile'))} is a file, so nothing can be "

@@ -22,7 +22,7 @@ def test_module_runs_as_a_command():
                                      ("minitorch.tools.bench", "--help"), ("minitorch.exercises", "grade", "--help")],
                          ids=["reproduce", "book", "bench", "grade"])
 def test_every_command_runs_with_docstrings_stripped(command):
-    """V9-02, V9-17: under python -OO the parsers read their description from a __doc__ that is None."""
+    """Under python -OO the parsers must not depend on __doc__ for their description: it is None there."""
     completed = subprocess.run([sys.executable, "-OO", "-m", *command], cwd=ROOT, capture_output=True, text=True,
                                timeout=120)
     assert completed.returncode == 0 and "Traceback" not in completed.stderr, completed.stderr

@@ -435,7 +435,7 @@ def test_masked_fill_gradient_matches_finite_differences_and_filled_entries_get_
 
 
 def test_masked_fill_gives_a_fill_value_in_the_graph_its_gradient():
-    """E7-25: a tensor fill value was cut from the graph without a word (its .grad stayed None)."""
+    """A tensor fill value stays in the graph: cut from it, its .grad would stay None without a word."""
     rng = np.random.default_rng(11)
     mask = rng.random((3, 4)) < 0.4
     x = normal(rng, (3, 4))

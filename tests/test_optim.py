@@ -238,8 +238,8 @@ def test_optimizer_settings_are_validated(make):
 
 
 @pytest.mark.parametrize("t, grad_shape, betas, culprit", [
-    (0, (2,), (0.9, 0.999), r"adam_update: t must be an integer >= 1, got 0"),  # E10-76: ZeroDivisionError
-    (1, (3,), (0.9, 0.999), r"adam_update: grad, m and v must have theta's shape \(2,\), got grad \(3,\)"),  # E10-77
+    (0, (2,), (0.9, 0.999), r"adam_update: t must be an integer >= 1, got 0"),  # not a ZeroDivisionError
+    (1, (3,), (0.9, 0.999), r"adam_update: grad, m and v must have theta's shape \(2,\), got grad \(3,\)"),
     (1, (2,), (1.0, 0.999), r"adam_update: betas must lie in \[0, 1\), got \(1.0, 0.999\)"),
 ], ids=["t-0", "grad-of-another-shape", "beta-of-1"])
 def test_adam_update_called_directly_names_a_bad_input_outside_the_exercise(t, grad_shape, betas, culprit):

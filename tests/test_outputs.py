@@ -156,7 +156,7 @@ def test_a_record_that_names_files_outside_its_folder_is_no_record(command, file
 
 
 def test_write_atomically_refuses_data_that_is_not_text_or_bytes_and_keeps_the_old_file(tmp_path):
-    path = tmp_path / "kept.txt"  # O10-01: Python's "a bytes-like object is required, not 'int'"
+    path = tmp_path / "kept.txt"  # not Python's "a bytes-like object is required, not 'int'"
     path.write_text("old")
     with pytest.raises(TypeError, match=r"the data to write must be text or bytes, got int"):
         write_atomically(path, 12345)

@@ -1090,8 +1090,8 @@ def test_a_macosx_folder_gets_no_gradebook_row(fake_class):
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1"])
 def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_name):
     """The student being graded is stopped and gets nothing; those finished are kept; the same command resumes;
-    the signal handlers are given back. (SIGQUIT and SIGUSR1, G6-34, killed grade at once, leaving its check
-    process and the sandbox running the student's code.)"""
+    the signal handlers are given back. (Left to their default, SIGQUIT and SIGUSR1 would kill grade at once,
+    leaving its check process and the sandbox running the student's code.)"""
     import threading
     submissions, out, fake, run = fake_class
     fake.block.add("cat")
@@ -1170,15 +1170,15 @@ def test_canvas_csv_matches_zip_names_leaves_out_dropped_students_on_request_and
 
 
 @pytest.mark.parametrize("roster_rows, adjustments, refusal", [
-    ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),  # F9-03
+    ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),
     ("ann,Ann,1\nbob,Bob\n", "", r"the row of 'Bob' has fewer cells than the header's 3 columns"),
-    ("ann,Ann,1\nbob,Bob,2\ncat,Cat,3\n", "nobody,1,,\n", r"names student\(s\) nobody, who have no grade"),  # F9-08
-    ("ann,Ann,1\nbob,Ann,1\ncat,Cat,3\n", "", r"ID '1' is in two rows \('Ann' and 'Ann'\)"),  # X10-49: two grades
+    ("ann,Ann,1\nbob,Bob,2\ncat,Cat,3\n", "nobody,1,,\n", r"names student\(s\) nobody, who have no grade"),
+    ("ann,Ann,1\nbob,Ann,1\ncat,Cat,3\n", "", r"ID '1' is in two rows \('Ann' and 'Ann'\)"),  # two grades for one ID
 ], ids=["an-open-quote", "a-row-cut-short", "an-adjustment-for-nobody", "one-student-in-two-rows"])
 def test_canvas_csv_refuses_a_roster_or_adjustments_that_would_lose_a_grade(fake_class, tmp_path, capsys,
                                                                            roster_rows, adjustments, refusal):
-    """F9-03: an open quote swallowed the rest of the roster into one student's name, written with no ID, which
-    Canvas cannot match; F9-08: an adjustment for a misspelt name was dropped (grade refuses the same file)."""
+    """An open quote would swallow the rest of the roster into one student's name, written with no ID, which
+    Canvas cannot match; an adjustment for a misspelt name would be dropped (grade refuses the same file)."""
     from minitorch.exercises import __main__ as exercises_cli
     submissions, out, fake, run = fake_class
     assert run("--only", ",".join(ONE))[0] == 0
@@ -1195,7 +1195,7 @@ def test_canvas_csv_refuses_a_roster_or_adjustments_that_would_lose_a_grade(fake
 
 
 @pytest.mark.parametrize("raised, said", [
-    (OSError(errno.EFBIG, "File too large"), r"File too large; .*limit on a file's size \(ulimit -f\)"),  # J9-05
+    (OSError(errno.EFBIG, "File too large"), r"File too large; .*limit on a file's size \(ulimit -f\)"),
     (OSError(errno.ENOSPC, "No space left on device", "/g/ann/results.json"),
      r"/g/ann/results.json: No space left on device; the disk is full"),
 ], ids=["ulimit-f", "disk-full"])

@@ -174,8 +174,8 @@ def test_garbage_written_to_the_channel_is_a_crash_not_data(tmp_path, pools):
 @pytest.mark.parametrize("probe", ["gradients", "local_gradients"])
 def test_a_backward_rule_that_writes_into_its_upstream_gradient_fails_graded_as_in_the_students_run(tmp_path, pools,
                                                                                                      probe):
-    """G6-11: `grad *= 2` changed a gradient the engine shares in the student's own run (their tests failed) but
-    scored full marks when graded, on a private copy. Both now hand the rule a read-only gradient."""
+    """`grad *= 2` would change a gradient the engine shares in the student's own run (their tests fail) but
+    score full marks when graded, on a private copy. Both hand the rule a read-only gradient."""
     body = "grad *= 2\nreturn grad * b / 2, grad * a / 2"
     pools.append(pool := pool_for(tmp_path, body, exercise=EXERCISES["1.2"]))
     inputs = [np.arange(1.0, 7.0).reshape(2, 3), np.arange(2.0, 8.0).reshape(2, 3)]
@@ -513,8 +513,7 @@ def test_the_grader_refuses_a_request_that_would_make_it_allocate_before_allocat
 
 
 def test_a_function_name_assigned_again_after_its_def_is_not_taken(tmp_path, pools):
-    """Round four, X4-09: `causal_mask = None` after a right def scored full marks, though the library would call
-    None."""
+    """`causal_mask = None` after a right def must not score full marks, since the library would call None."""
     text = (ROOT / CAUSAL_MASK.module).read_text() + "\n\ncausal_mask = None\n"
     pools.append(pool := pool_for(tmp_path, "", source=text.encode()))
     with pytest.raises(GradingOutcome, match="assigns causal_mask again at line"):

@@ -25,7 +25,7 @@ def test_masked_entries_and_non_finite_values_pass_through_like_numpy():
 
 
 @pytest.mark.parametrize("call, culprit", [
-    (lambda: sum_along(np.ones((2, 3)), 5), r"sum_along: axis 5 is out of range for 2 axes"),  # F10-06: the rows'
+    (lambda: sum_along(np.ones((2, 3)), 5), r"sum_along: axis 5 is out of range for 2 axes"),  # else the rows'
     (lambda: max_along(np.ones((2, 3)), 7), r"max_along: axis 7 is out of range for 2 axes"),  # sums, no word
     (lambda: max_along(np.zeros((0, 3)), 0), r"max_along: axis 0 of shape \(0, 3\) is empty"),
 ], ids=["sum-axis-5", "max-axis-7", "max-of-nothing"])

@@ -53,7 +53,7 @@ def test_both_products_give_the_engines_composition_bit_for_bit(dtype):
         np.testing.assert_array_equal(fused, composed, err_msg=f"the gradient of {name} differs from the composition's")
 
 
-@pytest.mark.parametrize("call, culprit", [  # P11-64, P11-69, P11-65: NumPy's reshape and concatenate errors
+@pytest.mark.parametrize("call, culprit", [  # named, not left to NumPy's reshape and concatenate errors
     (lambda t: project_blocks(t(np.ones((2, 8))), t(np.ones((8, 4))), t(np.ones((7, 4)))),
      r"project_blocks: rows must be \(N, n\) and every weight \(m\*n, n\) .*\[\(8, 4\), \(7, 4\)\]"),
     (lambda t: project_blocks(t(np.ones((2, 8))), t(np.ones((8, 8))), t(np.ones((8, 7)))),

@@ -64,7 +64,7 @@ def test_the_floor_refuses_a_normaliser_it_does_not_implement():
     ({}, 7, r"NumpyStep: x must have shape \(B, L, 16\), got \(1, 4, 7\)"),
 ], ids=["config-heads-2", "config-layers-2", "x-of-width-7"])
 def test_the_floor_names_a_config_or_input_that_does_not_fit_the_weights(change, x_width, culprit):
-    model = build_model(16, 1, 1, "softmax", False)  # F10-12, F10-13: NumPy's "cannot reshape array of size ..."
+    model = build_model(16, 1, 1, "softmax", False)  # not NumPy's "cannot reshape array of size ..."
     with pytest.raises(ValueError, match=culprit):
         NumpyStep(model.state_dict(), dict(model.config, **change)).step(np.ones((1, 4, x_width)),
                                                                           np.ones((1, 4, x_width)))

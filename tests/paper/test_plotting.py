@@ -78,8 +78,8 @@ def test_animation_writes_a_gif_with_one_frame_per_snapshot_of_the_longest_run(t
 
 @pytest.mark.parametrize("stop_at_frame", [0, 2], ids=["before the first frame", "half-way"])
 def test_an_animation_stopped_by_ctrl_c_leaves_the_earlier_one_whole(tmp_path, monkeypatch, stop_at_frame):
-    """L7-12: Ctrl-C half-way left a GIF of 1-2 frames in place of a good one; L7-13: before the first frame it
-    became matplotlib's IndexError. Now the old file stays, and the interruption is the KeyboardInterrupt."""
+    """Ctrl-C half-way must not leave a GIF of 1-2 frames in place of a good one, nor, before the first frame,
+    turn into matplotlib's IndexError: the old file stays, and the interruption is the KeyboardInterrupt."""
     from matplotlib.animation import PillowWriter
 
     run = [(step, np.full((1, 1, 4, 4), step / 10)) for step in range(0, 10, 2)]
@@ -113,7 +113,7 @@ def _one_animation_frame():
     return [(0, np.eye(4)[None, None])]  # (step, weights (layers, H, L, L))
 
 
-@pytest.mark.parametrize("call,error,culprit", [  # L5-04, L5-07..10: Python's and matplotlib's messages before
+@pytest.mark.parametrize("call,error,culprit", [  # named by the function, not by Python's or matplotlib's messages
     (lambda folder: plotting.save(None, folder / "p.png"), TypeError,
      r"save: fig must be a matplotlib Figure .*got NoneType"),
     (lambda folder: plotting.save(np.zeros((4, 4)), folder / "p.png"), TypeError, r"save: fig .*got ndarray"),
@@ -141,13 +141,13 @@ def _one_animation_frame():
     (lambda folder: plotting.plot_error_vs_bos_mass({"scale": [1.0, 2.0], "worst_case_error": [0.1],
                                                      "bos_mass_min": [0.5]}), ValueError,
      r"the family's columns must have one length .*'scale': 2"),
-    (lambda folder: plotting.log_law_figure([{"length": 8}]), ValueError,  # L9-14: KeyError 'content_keys'
+    (lambda folder: plotting.log_law_figure([{"length": 8}]), ValueError,  # not Python's KeyError 'content_keys'
      r"log_law_figure: law\[0\] must be one length's run .*without content_keys, gap, bound, delta"),
-    (lambda folder: plotting.price_of_a_sink_figure([{}]), ValueError,  # L9-16: KeyError 'normaliser'
+    (lambda folder: plotting.price_of_a_sink_figure([{}]), ValueError,  # not Python's KeyError 'normaliser'
      r"price_of_a_sink_figure: zoo\[0\] must be one normaliser's run .*without normaliser, trajectory"),
     (lambda folder: plotting.price_of_a_sink_figure([{"normaliser": "relu", "trajectory": {}}]), ValueError,
      r"price_of_a_sink_figure: zoo\[0\]\['trajectory'\] must be the run's trajectory, .*without bos_mass_mean"),
-    (lambda folder: plotting.single_layer_figure(np.ones((2, 4, 4)), "relu"), TypeError,  # L9-18: NumPy's words
+    (lambda folder: plotting.single_layer_figure(np.ones((2, 4, 4)), "relu"), TypeError,  # not NumPy's words
      r"single_layer_figure: relu_weights must be numbers, got 'relu'"),
     (lambda folder: plotting.single_layer_figure(np.ones((2, 4, 4)), np.ones(4)), ValueError,
      r"single_layer_figure: relu_weights must be one head's attention on B sequences, .*got shape \(4,\)"),
@@ -170,14 +170,14 @@ def _open_figure():
     return plotting.plt.figure(figsize=(1, 1))
 
 
-@pytest.mark.parametrize("name, error, culprit", [  # L6-01: matplotlib wrote name + '.png', save returned name
+@pytest.mark.parametrize("name, error, culprit", [  # unchecked, matplotlib wrote name + '.png' and save returned name
     ("figure", ValueError, r"save: path '.*figure' must end in an image format's extension \(.*png.*\); without "
                            r"one matplotlib would write"),
     ("figure.", ValueError, r"save: path '.*figure\.' must end in an image format's extension"),
     ("figure.txt", ValueError, r"save: path '.*figure\.txt' must end in an image format's extension"),
     ("existing-folder", IsADirectoryError, r"save: path '.*existing-folder' is a folder; give the image file's name"),
     ("folder.png", IsADirectoryError, r"save: path '.*folder\.png' is a folder"),
-    ("keep.png/", PathError, r"save: path '.*keep\.png/': names a folder \(it ends with '/'\), not a file"),  # L9-19
+    ("keep.png/", PathError, r"save: path '.*keep\.png/': names a folder \(it ends with '/'\), not a file"),
 ], ids=["no-extension", "a-bare-dot", "not-an-image", "an-existing-folder", "a-folder-named-like-an-image",
         "a-name-ending-in-a-slash"])
 def test_save_refuses_a_path_matplotlib_would_not_write_as_given(name, error, culprit, tmp_path):
@@ -200,7 +200,7 @@ def test_save_returns_the_file_it_wrote(name, tmp_path):
     assert sorted(path.name for path in tmp_path.rglob("*") if path.is_file()) == [written.name], "one file only"
 
 
-@pytest.mark.parametrize("make_parent", [  # L6-02: mkdir's FileExistsError: [Errno 17] File exists: '/dev/full'
+@pytest.mark.parametrize("make_parent", [  # not mkdir's FileExistsError: [Errno 17] File exists: '/dev/full'
     lambda folder: folder / "a-file",
     lambda folder: folder / "a-file" / "below",
 ], ids=["a-file", "a-folder-below-a-file"])
@@ -221,7 +221,7 @@ def test_save_names_a_parent_that_is_a_device():
     plotting.plt.close(fig)
 
 
-@pytest.mark.parametrize("dpi, error", [  # L6-03: matplotlib's "can't multiply sequence by non-int"
+@pytest.mark.parametrize("dpi, error", [  # not matplotlib's "can't multiply sequence by non-int"
     ("high", TypeError), (None, TypeError), (True, TypeError), (0, ValueError), (-110, ValueError),
     (float("nan"), ValueError), (float("inf"), ValueError)])
 def test_save_names_a_dpi_that_is_not_a_positive_number(dpi, error, tmp_path):
@@ -233,7 +233,7 @@ def test_save_names_a_dpi_that_is_not_a_positive_number(dpi, error, tmp_path):
 
 
 def test_save_refuses_a_dpi_whose_image_would_not_fit_in_memory_before_drawing(tmp_path):
-    fig = _open_figure()  # L8-05: dpi=10**6 reached Agg, which died of std::bad_alloc
+    fig = _open_figure()  # unchecked, dpi=10**6 reaches Agg, which dies of std::bad_alloc
     with pytest.raises(MemoryError, match=r"save: the image at dpi=1e\+06 of shape .* would need .* GiB"):
         plotting.save(fig, tmp_path / "figure.png", dpi=10**6)
     plotting.plt.close(fig)
@@ -243,7 +243,7 @@ def test_save_refuses_a_dpi_whose_image_would_not_fit_in_memory_before_drawing(t
 def test_an_animation_that_runs_out_of_memory_in_pillow_says_so(tmp_path, monkeypatch):
     from matplotlib.animation import PillowWriter
 
-    def out_of_memory(*args, **kwargs):  # C8-17: what Pillow's quantizer raises when its allocation fails
+    def out_of_memory(*args, **kwargs):  # what Pillow's quantizer raises when its allocation fails
         raise ValueError("quantization error")
 
     monkeypatch.setattr(PillowWriter, "finish", out_of_memory)
@@ -255,7 +255,7 @@ def test_an_animation_that_runs_out_of_memory_in_pillow_says_so(tmp_path, monkey
 _HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 0.4], "trigger_content": [0.1, 0.2]}
 
 
-@pytest.mark.parametrize("call, error, culprit", [  # L6-09 (KeyError: 'step'), L6-13 (KeyError: 'sinking_share...')
+@pytest.mark.parametrize("call, error, culprit", [  # not Python's KeyError: 'step' or 'sinking_share...'
     (lambda: plotting.sink_forming_figure({}, [], "t"), ValueError,
      r"sink_forming_figure: history must be TrainingResult.history, a dict with keys step, .*; got \{\} without "
      r"step, bos_mass_mean, bos_mass_min, trigger_content"),
@@ -287,7 +287,7 @@ def test_the_training_figures_name_a_record_without_what_they_draw(call, error, 
 
 @pytest.mark.parametrize("ax", [None, "ax", np.zeros((2, 2)), "figure"],
                          ids=["none", "a-string", "an-array", "a-figure"])
-def test_attention_heatmap_names_an_ax_that_is_no_axes(ax):  # L7-02: Python's "'NoneType' has no attribute 'imshow'"
+def test_attention_heatmap_names_an_ax_that_is_no_axes(ax):  # not Python's "'NoneType' has no attribute 'imshow'"
     figures_before = plotting.plt.get_fignums()
     ax = plotting.plt.figure() if isinstance(ax, str) and ax == "figure" else ax
     try:
@@ -300,7 +300,7 @@ def test_attention_heatmap_names_an_ax_that_is_no_axes(ax):  # L7-02: Python's "
     assert plotting.plt.get_fignums() == figures_before
 
 
-@pytest.mark.parametrize("zoo, error, culprit", [  # L7-12: KeyError: 'normaliser', zoo not named
+@pytest.mark.parametrize("zoo, error, culprit", [  # not a KeyError: 'normaliser' that does not name zoo
     ([{}], ValueError, r"zoo\[0\] must be one run of beyond\.train_zoo_normaliser, a dict with keys normaliser, "
                        r"mean_map; got \{\} without normaliser, mean_map"),
     ([{"normaliser": "softmax"}], ValueError, r"zoo\[0\] .*without mean_map"),
@@ -320,7 +320,7 @@ def test_zoo_maps_figure_names_a_run_without_the_keys_it_reads(zoo, error, culpr
 @pytest.mark.parametrize("zoo", [[{}], [{"normaliser": "softmax", "bos": 0.9, "content": 0.1}]],
                          ids=["empty", "no-nowhere"])
 def test_zoo_mass_figure_names_a_run_without_the_keys_it_reads(zoo):
-    """Like zoo_maps_figure (L7-12): a run without a key it reads was Python's KeyError."""
+    """Like zoo_maps_figure: a run without a key it reads is named, not left to Python's KeyError."""
     figures_before = plotting.plt.get_fignums()
     with pytest.raises(ValueError, match=r"zoo_mass_figure: zoo\[0\] must be one run of beyond\."):
         plotting.zoo_mass_figure(zoo)
@@ -329,8 +329,8 @@ def test_zoo_mass_figure_names_a_run_without_the_keys_it_reads(zoo):
 
 
 @pytest.mark.parametrize("name, fps, culprit", [
-    ("anim.mp4", 5, r"must end in \.gif"),  # L8-08: GIF data under the .mp4 name, mode 0600, no word
-    ("anim.gif", 1e-9, r"fps must lie in 0\.01\.\.100"),  # L8-11: Pillow's OverflowError
+    ("anim.mp4", 5, r"must end in \.gif"),  # else GIF data under the .mp4 name, mode 0600, no word
+    ("anim.gif", 1e-9, r"fps must lie in 0\.01\.\.100"),  # not Pillow's OverflowError
 ])
 def test_an_animation_names_a_path_or_a_rate_a_gif_cannot_have(tmp_path, name, fps, culprit):
     with pytest.raises(ValueError, match=rf"attention_animation: .*{culprit}"):

@@ -220,7 +220,7 @@ def test_keep_going_builds_the_other_chapters_and_marks_each_failed_one(tiny_boo
 @pytest.mark.parametrize("jobs,signum", [("1", signal.SIGINT), ("2", signal.SIGINT), ("2", signal.SIGQUIT),
                                          ("1", signal.SIGUSR1)], ids=["1-INT", "2-INT", "2-QUIT", "1-USR1"])
 def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path, jobs, signum):
-    """Ctrl-C, and any other signal that would end the build (C6-07: SIGQUIT left .book.partial-*/ behind)."""
+    """Ctrl-C, and any other signal that would end the build (SIGQUIT too), leaves no .book.partial-*/ behind."""
     out = tmp_path / "book"
     build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
     earlier = sorted(path.relative_to(out) for path in out.rglob("*"))
@@ -835,7 +835,7 @@ def _cells_changed(path: Path, change) -> Path:
     (lambda nb: nb["cells"][1].update(source=True), r"the source of cell 2 \(code\) is 'True' \(bool\)"),
 ], ids=["source-42", "source-null", "source-a-dict", "cell-type-python", "source-true"])
 def test_a_chapter_whose_cells_are_not_cells_is_named_before_any_chapter_runs(tiny_book, capsys, change, culprit):
-    """C5-16: a code cell whose source was the JSON number 42 stopped the build with a 20-line AttributeError
+    """A code cell whose source is the JSON number 42 would stop the build with a 20-line AttributeError
     ('int' object has no attribute 'strip') from nbclient, after the chapters before it had run."""
     from minitorch.__main__ import main
 
@@ -854,8 +854,8 @@ def test_a_source_written_as_a_list_of_lines_is_text(tiny_book):
 
 
 def test_a_limit_of_open_files_too_low_for_the_kernels_stops_the_build_before_any_chapter(tmp_path):
-    """C7-18: under `ulimit -n 14` a kernel failed half-way, printing its own 25-line traceback, and a .partial
-    folder stayed."""
+    """Under `ulimit -n 14` a kernel would fail half-way, printing its own 25-line traceback, and a .partial
+    folder would stay."""
     import resource
 
     def low_limit():

@@ -85,7 +85,7 @@ CELL_TYPES = ("code", "markdown", "raw")
 def check_cells(notebook, path) -> None:
     """BookError naming the first cell of `notebook` (read from `path`) that is no notebook cell: a cell type
     other than code, markdown or raw, or a source that is not text. nbformat reads such a file with a
-    warning, and nbclient would fail on the cell mid-build with a long traceback (C5-16: a source 42)."""
+    warning, and nbclient would fail on the cell mid-build with a long traceback (a source 42, say)."""
     cells = notebook.get("cells")
     if not isinstance(cells, list):
         raise BookError(f"{path}: its 'cells' are {type(cells).__name__}, not a list of cells; is it a notebook?")
