@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from test_tensor import parents_of, requires_grad  # (tests/test_tensor.py: the graph's helpers, no answer)
+
 # ----------------------------------------------------------------------
 # exercise 1.1: topological_order
 #
@@ -20,18 +22,6 @@ import pytest
 # no_grad: a constant with no parents). The order comes back as node positions.
 
 BINARY, UNARY = ("add", "mul"), ("exp", "sum", "frozen")
-
-
-def parents_of(nodes: list[dict], position: int) -> list[int]:
-    return [] if nodes[position]["op"] == "frozen" else list(nodes[position].get("inputs", []))
-
-
-def requires_grad(nodes: list[dict]) -> list[bool]:
-    flags: list[bool] = []
-    for position, node in enumerate(nodes):
-        flags.append(node["requires_grad"] if node["op"] == "leaf" else
-                     any(flags[parent] for parent in parents_of(nodes, position)))
-    return flags
 
 
 def reference_nodes(nodes: list[dict], root: int) -> set[int]:
@@ -142,16 +132,17 @@ LARGE_BROADCASTS = [((3, 600, 800), (600, 800)), ((2, 640, 3, 500), (640, 1, 500
 @pytest.mark.parametrize("grad_shape,shape", LARGE_BROADCASTS, ids=str)
 def test_sum_to_shape_folds_a_gradient_of_over_a_million_numbers(grad_shape, shape, exercise_seed, student):
     """sum_to_shape folds a gradient of over a million numbers to over 300,000, which a few sums do at once."""
-    grad = np.random.default_rng([exercise_seed, len(grad_shape), int(np.prod(grad_shape))]).normal(size=grad_shape)
-    result = student.unbroadcast(grad, shape, "test")["result"]
-    assert np.shape(result) == shape, f"folding a {grad_shape} gradient to {shape} gave shape {np.shape(result)}"
-    np.testing.assert_allclose(result, reference_sum_to_shape(grad, shape), rtol=1e-10, atol=1e-12,
-                               err_msg=f"folding a {grad_shape} gradient to {shape} gave other values")
+    check_folding(grad_shape, shape, exercise_seed, student)
 
 
 @pytest.mark.exercise("2.1")
 @pytest.mark.parametrize("grad_shape,shape", BROADCASTS, ids=str)
 def test_sum_to_shape_adds_up_the_gradients_of_every_copy(grad_shape, shape, exercise_seed, student):
+    check_folding(grad_shape, shape, exercise_seed, student)
+
+
+def check_folding(grad_shape, shape, exercise_seed, student) -> None:
+    """The student's sum_to_shape of a seeded gradient of `grad_shape`, folded to `shape`, against the reference."""
     grad = np.random.default_rng([exercise_seed, len(grad_shape), int(np.prod(grad_shape))]).normal(size=grad_shape)
     result = student.unbroadcast(grad, shape, "test")["result"]
     assert np.shape(result) == shape, f"folding a {grad_shape} gradient to {shape} gave shape {np.shape(result)}"
