@@ -31,9 +31,10 @@ import weakref
 import numpy as np
 
 from minitorch import checks
-from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, check_backward_result,  # noqa: F401
-                                     check_inputs_unchanged, checked_grad, checked_incoming_grad,
-                                     checked_new_values, root_of_the_graph, summable_to_shape, unexplained)
+from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
+                                     check_backward_result, check_inputs_unchanged, checked_grad,
+                                     checked_incoming_grad, checked_new_values, root_of_the_graph,
+                                     summable_to_shape, unexplained)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -326,20 +327,12 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
         raise TypeError(f"unbroadcast: shape must be a tuple of integers such as (3,) or (2, 3), got "
                         f"{type(shape).__name__} {shape!r}")
     incoming_shape = grad.shape
-    if not _broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
+    if not broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
         raise unexplained(op, incoming_shape, shape)
     grad = np.asarray(sum_to_shape(grad, tuple(shape)))
     if grad.shape != tuple(shape):
         raise unexplained(op, incoming_shape, shape)
     return grad
-
-
-def _broadcasts_to(shape: tuple, broadcast_shape: tuple) -> bool:
-    """Whether broadcasting a tensor of `shape` can give `broadcast_shape`."""
-    try:
-        return np.broadcast_shapes(shape, broadcast_shape) == tuple(broadcast_shape)
-    except ValueError:
-        return False
 
 
 def as_tensor(x, like: Tensor | None = None) -> Tensor:

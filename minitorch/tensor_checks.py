@@ -188,15 +188,19 @@ def root_of_the_graph(root) -> tuple:
     return (root,)
 
 
+def broadcasts_to(shape: tuple, broadcast_shape: tuple) -> bool:
+    """Whether broadcasting a tensor of `shape` can give `broadcast_shape`."""
+    try:
+        return np.broadcast_shapes(shape, broadcast_shape) == tuple(broadcast_shape)
+    except ValueError:
+        return False
+
+
 def summable_to_shape(grad, shape) -> tuple:
     """`sum_to_shape`'s inputs: an array and a shape it can be summed back to, i.e. one whose broadcast gives
     the array's shape (a gradient of shape (3,) was never broadcast from (2, 3))."""
     grad, shape = np.asarray(grad), tuple(shape)
-    try:
-        broadcasts = np.broadcast_shapes(shape, grad.shape) == grad.shape
-    except ValueError:
-        broadcasts = False
-    if not broadcasts:
+    if not broadcasts_to(shape, grad.shape):
         raise ValueError(f"sum_to_shape: a gradient of shape {grad.shape} cannot be summed to shape {shape}: "
                          f"no broadcast of shape {shape} gives shape {grad.shape}")
     return grad, shape
