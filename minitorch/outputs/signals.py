@@ -74,8 +74,9 @@ def stop_quietly_while_starting() -> None:
 
     def stopped(signum, frame):
         print(f"python -m {module}: stopped by {signal.Signals(signum).name} while starting; nothing was done",
-              file=sys.stderr)
-        raise SystemExit(128 + signum)
+              file=sys.stderr, flush=True)
+        os._exit(128 + signum)  # not SystemExit: NumPy's C import turns an exception raised inside it into an
+        # ImportError traceback; the command has opened and written nothing yet, so there is nothing to clean up
 
     signal.signal(signal.SIGINT, stopped)
 
