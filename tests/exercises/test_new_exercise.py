@@ -2,12 +2,14 @@
 
 In a copy of the project a toy exercise is added exactly that way (a function in a module of its own, one test file,
 one row), and the course's commands must take it from the row alone: ``list`` names it, the student's scoreboard
-pays it in the book and counts it not attempted in a student edition, where its function is a stub, and the
-Gradescope bundle grades it.
+pays it in the book and counts it not attempted in a student edition, where its function is a stub, the
+Gradescope bundle holds it, and ``grade`` pays a class exactly what each copy's toy earns. The toy's test reaches
+the student's function through the generic probe ``student.call``, so it needs no probe of its own.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -38,14 +40,13 @@ def clipped(x: np.ndarray, bound: float) -> np.ndarray:
 TOY_TESTS = '''import numpy as np
 import pytest
 
-from minitorch.toy import clipped
-
 TOY = "2.6"  # the toy exercise's ID (the project's own tests name no exercise the table lacks)
 
 
 @pytest.mark.exercise(TOY)
-def test_clipped_keeps_entries_inside_and_bounds_the_others():
-    assert np.array_equal(clipped(np.array([-3.0, 0.5, 3.0]), 1.0), [-1.0, 0.5, 1.0]), "clip to [-1, 1]"
+def test_clipped_keeps_entries_inside_and_bounds_the_others(student):
+    clipped = student.call(TOY, np.array([-3.0, 0.5, 3.0]), 1.0)
+    assert np.array_equal(clipped, [-1.0, 0.5, 1.0]), "clip to [-1, 1]"
 '''
 TOY_ROW = ('    Exercise("2.6", "a toy: entries clipped", 1, "minitorch/toy.py", "clipped", '
            'tests=("tests/test_toy.py",)),\n')
@@ -117,3 +118,19 @@ def test_a_new_exercise_is_in_the_gradescope_bundle(book_with_a_toy, tmp_path):
     assert settings["exercise_ids"] == ["2.6"] and settings["points"] == 1, settings
     assert any(name.endswith("tests/test_toy.py") for name in names) and any(
         name.endswith("minitorch/toy.py") for name in names), sorted(names)
+
+
+@pytest.mark.slow
+def test_a_new_exercise_is_graded_for_a_class_copy_by_copy(book_with_a_toy, tmp_path):
+    edition, class_, out = tmp_path / "edition", tmp_path / "class", tmp_path / "gradebook"
+    built = _run(book_with_a_toy, "-m", "minitorch.exercises", "student-edition", str(edition), "--only", "2.6")
+    assert built.returncode == 0, built.stderr
+    shutil.copytree(edition, class_ / "untouched")
+    solved = shutil.copytree(edition, class_ / "solved")
+    (solved / "minitorch" / "toy.py").write_text(TOY_MODULE, encoding="utf-8")
+    graded = _run(book_with_a_toy, "-m", "minitorch.exercises", "grade", str(class_), "--out", str(out),
+                  "--edition", str(edition), "--exercise-seed", "7")
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-3000:]
+    with open(out / "grades.csv", newline="", encoding="utf-8") as file:
+        earned = {row["student"]: float(row["2.6"]) for row in csv.DictReader(file)}
+    assert earned == {"solved": 1.0, "untouched": 0.0}, f"the toy's points per copy: {earned}"
