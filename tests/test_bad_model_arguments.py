@@ -108,7 +108,7 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
 # The paper's code names the argument, with its value and what is expected, instead of a raw traceback
 
 
-def _paper_call_round_four(name):
+def _paper_function_call(name):
     from minitorch.paper import metrics, theory
     from minitorch.paper.task import make_test_set
 
@@ -155,7 +155,7 @@ def _paper_call_round_four(name):
     ("load-head-layer-minus-1", ValueError, r"load_head: layer must be an integer >= 0, got -1"),
     ("value-map-layer-2", ValueError, r"value_map: layer 2 is not a layer of this model"),
 ])
-def test_the_paper_functions_of_round_four_name_a_bad_argument_before_any_work(name, error, culprit):
+def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, culprit):
     with pytest.raises(error, match=culprit) as raised:
-        _paper_call_round_four(name)()
+        _paper_function_call(name)()
     assert len(str(raised.value)) < 400, "one line"

@@ -596,8 +596,8 @@ def test_a_change_in_place_through_a_detached_tensor_counts_as_a_change_of_its_s
         z.backward()
 
 
-def _round_four_cases():
-    """Cases from the bad-input catalogue: (id, call, error type, what the message must say)."""
+def _engine_and_paper_cases():
+    """(name, call, error type, what the message must say) for inputs the engine and the paper refuse."""
     import inspect as _inspect  # noqa: F401 (the cases import what they use)
 
     from minitorch import no_grad, tensor
@@ -621,22 +621,22 @@ def _round_four_cases():
         return step
 
     return [
-        ("E4-08 int", lambda: int(tensor([2.7, 1.0])), TypeError, "exactly one element"),
-        ("E4-47 generator", no_grad_on(generator), TypeError, "decorates plain functions"),
-        ("E4-48 class", no_grad_on(type("Model", (), {})), TypeError, "decorates plain functions"),
-        ("E4-56 grad shape", sgd_with(np.ones((3, 2))), ValueError,
+        ("int of two elements", lambda: int(tensor([2.7, 1.0])), TypeError, "exactly one element"),
+        ("no_grad on a generator", no_grad_on(generator), TypeError, "decorates plain functions"),
+        ("no_grad on a class", no_grad_on(type("Model", (), {})), TypeError, "decorates plain functions"),
+        ("grad of the wrong shape", sgd_with(np.ones((3, 2))), ValueError,
          r"x.grad = ...: a gradient of shape \(3, 2\) for a tensor of shape \(3,\)"),
-        ("E4-57 grad str", sgd_with("abc"), TypeError, r"x.grad = ...: a gradient is None or a float .* got str 'abc'"),
-        ("P4-07 nan", lambda: metrics.sink_share([weights], threshold=float("nan")), ValueError, "threshold"),
-        ("P4-08 key", lambda: metrics.sink_share([weights], key=10), ValueError, "key 10 is not a key"),
-        ("P4-09 empty", lambda: metrics.sink_share([]), ValueError, "non-empty list"),
-        ("P4-19 huge mask", lambda: attention.causal_mask(10**6), MemoryError, "causal_mask: a mask of shape"),
-        ("P4-21 name", lambda: attention.register_normaliser(123), TypeError, "non-empty string"),
+        ("grad a string", sgd_with("abc"), TypeError, r"x.grad = ...: a gradient is None or a float .* got str 'abc'"),
+        ("sink_share threshold nan", lambda: metrics.sink_share([weights], threshold=float("nan")), ValueError, "threshold"),
+        ("sink_share key past the end", lambda: metrics.sink_share([weights], key=10), ValueError, "key 10 is not a key"),
+        ("sink_share of no layers", lambda: metrics.sink_share([]), ValueError, "non-empty list"),
+        ("causal_mask too large", lambda: attention.causal_mask(10**6), MemoryError, "causal_mask: a mask of shape"),
+        ("normaliser named by a number", lambda: attention.register_normaliser(123), TypeError, "non-empty string"),
     ]
 
 
-@pytest.mark.parametrize("case", _round_four_cases(), ids=lambda case: case[0])
-def test_round_four_engine_and_paper_inputs_are_refused_naming_what_is_wrong(case):
+@pytest.mark.parametrize("case", _engine_and_paper_cases(), ids=lambda case: case[0])
+def test_bad_engine_and_paper_inputs_are_refused_naming_what_is_wrong(case):
     _, call, error, message = case
     with pytest.raises(error, match=message):
         call()
@@ -648,7 +648,7 @@ def tensor_of_one():
     return tensor([2.7])
 
 
-def test_round_four_silent_changes_are_refused():
+def test_inputs_that_would_change_behaviour_silently_are_refused():
     """Inputs that would change behaviour without a word are refused: requires_grad='False' (a true string), a
     Parameter replaced by an array (it would drop out of parameters()), keepdims='no', book --only ''."""
     from minitorch import sum as total, tensor

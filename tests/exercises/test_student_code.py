@@ -294,7 +294,7 @@ def test_a_latin_1_file_with_its_coding_cookie_is_graded(tmp_path, pools):
     (lambda text: text.replace("def causal_mask(", "def _old_causal_mask(")
      + "\n\ncausal_mask = lambda length: np.triu(np.ones((length, length), dtype=bool), k=1)\n",
      "function not found", "defines no function causal_mask at its top level"),
-], ids=["a helper outside the function", "a lambda (G7-05: the student's own run died with an AttributeError)"])
+], ids=["a helper outside the function", "a lambda (the student's own run must not die with an AttributeError)"])
 def test_what_the_grader_refuses_gets_the_same_message_in_the_students_own_run(tmp_path, pools, spoil, kind, said):
     from minitorch.exercises.grader.trusted.worker_client import grading_problem
 
