@@ -336,8 +336,11 @@ def time_reproduce(jobs: int = 2, print_=print) -> dict:
     """
     with tempfile.TemporaryDirectory() as scratch:
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "minitorch", "reproduce", "--out", scratch, "--jobs", str(jobs),
-                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+        run = subprocess.run([sys.executable, "-m", "minitorch", "reproduce", "--out", scratch, "--jobs", str(jobs),
+                              "--no-progress"], stdout=subprocess.DEVNULL)
+        if run.returncode != 0:  # reproduce said why on stderr, which we leave to the terminal
+            raise MeasurementFailed(f"bench --reproduce: python -m minitorch reproduce ended with status "
+                                    f"{run.returncode}, so there is no time to report (its own message is above)")
         wall = time.perf_counter() - start
         models = json.loads((Path(scratch) / "results.json").read_text(encoding="utf-8"))["models"]
     steps = {name: model["steps"] for name, model in models.items()}
@@ -405,7 +408,11 @@ def main(argv=None) -> int:
         return 1
     results = dict(written_by=WRITER, steps=steps)  # the mark that lets a later --json replace this file
     if args.reproduce:
-        results["reproduce"] = time_reproduce(args.jobs)
+        try:
+            results["reproduce"] = time_reproduce(args.jobs)
+        except MeasurementFailed as error:
+            print(error, file=sys.stderr)
+            return 1
     if json_path:
         write_atomically(json_path, json.dumps(results, indent=2) + "\n")
     return 0

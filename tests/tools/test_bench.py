@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -66,8 +67,17 @@ def test_time_reproduce_reads_the_steps_the_run_wrote(monkeypatch):
     def fake_run(command, **kwargs):  # stands in for the 7-minute reproduction
         out = Path(command[command.index("--out") + 1])
         (out / "results.json").write_text(json.dumps({"models": {"softmax_1x1": {"steps": 776}}}))
+        return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(bench.subprocess, "run", fake_run)
     result = bench.time_reproduce(print_=lambda line: None)
     assert result["steps"] == {"softmax_1x1": 776}, f"time_reproduce read the wrong steps: {result['steps']}"
     assert result["authors_estimate_seconds"] == pytest.approx(776 * bench.AUTHORS_MS_PER_STEP["1x1"] / 1e3)
+
+
+def test_a_failed_reproduce_under_bench_is_one_line_naming_its_status(monkeypatch, capsys):
+    monkeypatch.setattr(bench, "run_steps", lambda *args: {})  # the step timings are not what this test is about
+    monkeypatch.setattr(bench.subprocess, "run", lambda command, **kwargs: subprocess.CompletedProcess(command, 2))
+    assert bench.main(["--reproduce"]) == 1
+    printed = capsys.readouterr().err
+    assert "reproduce ended with status 2" in printed and "Traceback" not in printed, printed
