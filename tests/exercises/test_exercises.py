@@ -294,6 +294,7 @@ def test_the_book_has_at_least_15_valid_exercises_in_chapters_1_to_9():
             f"conftest.py would not recognise the stub of exercise {exercise.id}")
 
 
+@pytest.mark.slow  # collects the whole suite in a subprocess
 def test_the_table_names_the_files_of_each_exercises_graded_tests(tmp_path):
     """Every test marked with an exercise, wherever it lives under tests/ (the course's own tests aside), is in a
     file the table's `tests` lists for that exercise, and every file listed holds some; the hidden tests are found by

@@ -175,6 +175,7 @@ def test_a_quick_build_says_so_on_every_page(tiny_book, tmp_path):
         assert QUICK_BANNER in (out / page).read_text(encoding="utf-8"), f"{page} does not say it is a quick build"
 
 
+@pytest.mark.slow  # a book build with a kernel (4-10 s): the tests of a failing or stopped build are slow ones
 def test_a_kernels_tornado_log_stays_out_of_the_builds_lines(tmp_path):
     """ipykernel logs tornado's errors to the kernel's own stderr: a kernel stopped after a failed chapter could
     print 'ERROR:tornado.general:Uncaught exception in ZMQStream callback' under the build's one-line report."""
@@ -186,6 +187,7 @@ def test_a_kernels_tornado_log_stays_out_of_the_builds_lines(tmp_path):
     assert run.returncode == 0 and "tornado" not in run.stderr, run.stderr
 
 
+@pytest.mark.slow
 def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path):
     out = tmp_path / "book"
     build_book(out, chapters_dir=tiny_book, readme=tmp_path / "none.md", report=_quiet)
@@ -202,6 +204,7 @@ def test_a_raising_cell_fails_the_build_and_leaves_the_earlier_book(tiny_book, t
     assert (out / "01_first.html").read_text(encoding="utf-8") == earlier, "a failed build replaced the book"
 
 
+@pytest.mark.slow
 def test_keep_going_builds_the_other_chapters_and_marks_each_failed_one(tiny_book, tmp_path):
     out = tmp_path / "book"
     _notebook(tiny_book / "01_first.ipynb", "One", "raise ValueError('broken on purpose')")
@@ -217,8 +220,13 @@ def test_keep_going_builds_the_other_chapters_and_marks_each_failed_one(tiny_boo
         (out / "01_first.html").read_text(encoding="utf-8"), "--keep-going marks a failed chapter's page"
 
 
-@pytest.mark.parametrize("jobs,signum", [("1", signal.SIGINT), ("2", signal.SIGINT), ("2", signal.SIGQUIT),
-                                         ("1", signal.SIGUSR1)], ids=["1-INT", "2-INT", "2-QUIT", "1-USR1"])
+SLOW = pytest.mark.slow  # the other stops than one Ctrl-C of one kernel
+
+
+@pytest.mark.parametrize("jobs,signum", [
+    pytest.param("1", signal.SIGINT, id="1-INT"), pytest.param("2", signal.SIGINT, id="2-INT", marks=SLOW),
+    pytest.param("2", signal.SIGQUIT, id="2-QUIT", marks=SLOW),
+    pytest.param("1", signal.SIGUSR1, id="1-USR1", marks=SLOW)])
 def test_ctrl_c_stops_the_build_and_leaves_the_earlier_book(tiny_book, tmp_path, jobs, signum):
     """Ctrl-C, and any other signal that would end the build (SIGQUIT too), leaves no .book.partial-*/ behind."""
     out = tmp_path / "book"
