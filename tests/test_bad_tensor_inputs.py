@@ -1001,3 +1001,45 @@ def test_a_grad_assigned_by_hand_that_is_no_gradient_of_the_tensor_is_refused_at
     scalar = tensor(3.0, requires_grad=True)
     scalar.grad = np.float64(1.0)  # a 0-d tensor's gradient may be a NumPy scalar
     assert scalar.grad.shape == ()
+
+
+# ----------------------------------------------------------------------
+# dtype conversions: part of the graph, and a dtype in either byte order is that dtype
+
+def test_astype_keeps_the_graph_so_every_branch_adds_its_gradient_in_the_inputs_dtype():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    ((x.astype(np.float32) * 3.0).sum() + x.sum()).backward()
+    np.testing.assert_array_equal(x.grad, [4.0, 4.0], err_msg="the float32 branch must add 3 to each gradient "
+                                                              "(astype cut the graph if it is 1)")
+    y = tensor([1.0, 2.0], requires_grad=True)
+    as_float32 = y.astype(np.float32)
+    assert as_float32.dtype == np.float32 and as_float32.requires_grad, "astype records its input, as x.to() does"
+    (as_float32 * as_float32).sum().backward()  # (a backward through it blamed no_grad() before)
+    assert y.grad.dtype == np.float64, f"the gradient has the input's dtype float64, got {y.grad.dtype}"
+    np.testing.assert_array_equal(y.grad, [2.0, 4.0])
+
+
+def test_astype_of_a_tensor_without_grad_or_under_no_grad_records_nothing_and_copies():
+    import minitorch
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with minitorch.no_grad():
+        assert not x.astype(np.float32).requires_grad, "no graph is recorded inside no_grad()"
+    plain = tensor([1.0, 2.0])
+    same = plain.astype(np.float64)
+    assert not same.requires_grad and same.data is not plain.data, "astype to the same dtype is still a copy"
+
+
+@pytest.mark.parametrize("dtype,expected", [(">f8", np.float64), (np.dtype(">f8"), np.float64),
+                                            (">f4", np.float32), ("<f4", np.float32)])
+def test_a_dtype_argument_in_another_byte_order_is_that_float_dtype_in_the_machines_order(dtype, expected):
+    from minitorch import tensor
+
+    made = tensor([1.0, 2.0], dtype=dtype)
+    assert made.dtype == expected, f"tensor(dtype={dtype!r}) holds {made.dtype}, expected {np.dtype(expected)}"
+    assert made.data.dtype.isnative, "the values are kept in the machine's byte order, as an array of '>f8' is"
+    assert made.data.tolist() == [1.0, 2.0]
+    assert tensor([1.0]).astype(dtype).dtype == expected, "astype takes the same dtypes as tensor()"
