@@ -1043,3 +1043,35 @@ def test_a_dtype_argument_in_another_byte_order_is_that_float_dtype_in_the_machi
     assert made.data.dtype.isnative, "the values are kept in the machine's byte order, as an array of '>f8' is"
     assert made.data.tolist() == [1.0, 2.0]
     assert tensor([1.0]).astype(dtype).dtype == expected, "astype takes the same dtypes as tensor()"
+
+
+@pytest.mark.parametrize("holder,kind", [
+    (lambda Linear: (Linear(2, 2) for _ in range(2)), "generator"),
+    (lambda Linear: map(lambda _: Linear(2, 2), range(2)), "map"),
+    (lambda Linear: iter([Linear(2, 2)]), "list_iterator"),
+    (lambda Linear: {Linear(2, 2)}, "set"),
+])
+@pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
+def test_modules_held_where_parameters_cannot_search_are_refused_naming_the_attribute(holder, kind, method):
+    from minitorch.nn import Linear, Module
+
+    model = Module()
+    model.layers = holder(Linear)
+    with pytest.raises(TypeError, match=rf"^Module\.layers is a {kind}, which parameters\(\) cannot search: .*"
+                                        rf"store a list"):
+        getattr(model, method)()
+
+
+def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_itself_is_named():
+    from minitorch.nn import Linear, Module
+
+    model = Module()
+    model.layer, model.names, model.log = Linear(2, 2), {"bos", "content"}, open(__file__)
+    try:
+        assert len(model.parameters()) == 2, "a set of names or an open file holds no parameters and is no error"
+    finally:
+        model.log.close()
+    model.blocks = [Linear(2, 2)]
+    model.blocks.append(model.blocks)
+    with pytest.raises(ValueError, match=r"Module\.blocks\.1 is the list that holds it.*no end"):
+        model.parameters()
