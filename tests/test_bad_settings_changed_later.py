@@ -151,8 +151,9 @@ def test_a_changed_parameter_list_is_refused_saying_what_changed(change, named):
     optimizer = optim.SGD([first, second], lr=0.1)
     optimizer.parameters = {
         "a tuple of the same parameters": (first, second), "a tuple of others": (second,), "None": None,
-        "append the same parameter": [first, second, first], "append a new parameter": [first, second, Parameter([3.0])],
-        "swap the two": [second, first], "replace one by a new one": [first, Parameter([2.0])], "remove the last": [first],
+        "append the same parameter": [first, second, first],
+        "append a new parameter": [first, second, Parameter([3.0])], "swap the two": [second, first],
+        "replace one by a new one": [first, Parameter([2.0])], "remove the last": [first],
     }[change]
     first.grad, second.grad = np.array([1.0]), np.array([1.0])
     with pytest.raises(ValueError, match=rf"^SGD\.step: the parameter list changed since the optimizer was made: "
