@@ -15,13 +15,16 @@ import numbers
 import numpy as np
 
 
-def integer(owner: str, name: str, value, minimum: int = 1) -> int:
+def integer(owner: str, name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
     """`value` as an int, or a TypeError/ValueError saying ``owner: name must be ...``."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r} "
                         f"({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"{owner}: {name} must be an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:  # (a number of 5,000 digits is too long for str())
+        shown = value if value.bit_length() < 70 else f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+        raise ValueError(f"{owner}: {name} must be an integer from {minimum} to {maximum}, got {shown}")
     return int(value)
 
 

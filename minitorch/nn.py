@@ -1,15 +1,16 @@
 """Modules and parameters: the pieces models are built from (chapter 03).
 
 A `Module` finds its `Parameter`s by looking at its attributes: parameters,
-sub-modules, and lists or tuples of sub-modules. `state_dict` and
+sub-modules, and lists, tuples or dicts of those (nested too). `state_dict` and
 `load_state_dict` turn a model into named arrays and back (used to save
 trained models as ``.npz`` files).
 """
 
 from __future__ import annotations
 
+import io
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Set
 
 import numpy as np
 
@@ -32,7 +33,12 @@ class Module:
     """Base class: subclasses set attributes in ``__init__`` and define ``forward``.
 
     Parameters are found in attributes that are a `Parameter`, a `Module`, or
-    a list or tuple of those.
+    a list, tuple or dict of those, at any depth (``self.blocks = [[a, b], [c]]``,
+    ``self.heads = {"bos": h}``), in the order they were set (a dict's in its
+    keys' order); each is named by its path (``blocks.0.1.weight``,
+    ``heads.bos.weight``). A generator or other iterator cannot be searched
+    without using it up, and a set has no order: both are refused when they
+    would hold modules; store a list.
     """
 
     def forward(self, *args, **kwargs):
@@ -67,16 +73,7 @@ class Module:
         """named_parameters, given the modules this one sits in (`outer`)."""
         holders = outer + (self,)  # this module and the modules it sits in
         for name, value in vars(self).items():
-            if isinstance(value, Parameter):
-                yield prefix + name, value
-            elif isinstance(value, Module):
-                yield from value._named_parameters_inside(holders, f"{prefix}{name}")
-            elif isinstance(value, (list, tuple)):
-                for index, item in enumerate(value):
-                    if isinstance(item, Parameter):
-                        yield f"{prefix}{name}.{index}", item
-                    elif isinstance(item, Module):
-                        yield from item._named_parameters_inside(holders, f"{prefix}{name}.{index}")
+            yield from _parameters_held(value, prefix + name, holders)
 
     def _named_parameters_inside(self, holders: tuple, name: str):
         """named_parameters of the sub-module `name` of holders[-1]; one of the `holders` again would be a cycle
@@ -129,6 +126,28 @@ class Module:
                 raise ValueError(f"load_state_dict for {type(self).__name__}: parameter '{name}': {error}") from None
         for name, parameter in own.items():  # new arrays: a graph built before still holds the old values
             parameter.data = converted[name]
+
+
+def _parameters_held(value, name: str, holders: tuple):
+    """Yield ``(dotted_name, parameter)`` for each parameter that `value`, named `name`, holds: itself, a module's,
+    or those of the items of a list, tuple or dict (at any depth). `holders` are the modules and lists it sits in."""
+    if isinstance(value, Parameter):
+        yield name, value
+    elif isinstance(value, Module):
+        yield from value._named_parameters_inside(holders, name)
+    elif isinstance(value, (list, tuple, Mapping)):
+        if any(value is holder for holder in holders):
+            raise ValueError(f"{type(holders[0]).__name__}.{name} is the {type(value).__name__} that holds it, so "
+                             f"its parameters have no end; remove that item")
+        items = value.items() if isinstance(value, Mapping) else enumerate(value)
+        for key, item in items:
+            yield from _parameters_held(item, f"{name}.{key}", holders + (value,))
+    elif (isinstance(value, Iterator) and not isinstance(value, io.IOBase)) or \
+            (isinstance(value, Set) and any(isinstance(item, (Module, Tensor)) for item in value)):
+        what = "an iterator (a generator, map, ...) would be used up" if isinstance(value, Iterator) else \
+            "a set has no order, so the parameters would change places between runs"
+        raise TypeError(f"{type(holders[0]).__name__}.{name} is a {type(value).__name__}, which parameters() cannot "
+                        f"search: {what}; store a list of them instead")
 
 
 def _few(names: list, shown: int = 5) -> str:

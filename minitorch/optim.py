@@ -54,12 +54,11 @@ class Optimizer:
         """The parameter list, checked to be the one the optimizer was made with: its state is per parameter, so
         a parameter appended (twice, or new) or a list replaced would be updated with another one's state."""
         now = self.parameters
-        if not isinstance(now, list) or len(now) != len(self._made_with) or \
-                any(parameter is not made for parameter, made in zip(now, self._made_with)):
-            shown = f"{len(now)} parameters" if isinstance(now, (list, tuple)) else type(now).__name__
-            raise ValueError(f"{type(self).__name__}.step: the parameter list changed since the optimizer was made "
-                             f"(now {shown}, made with {len(self._made_with)}); its state is per parameter: make a "
-                             f"new optimizer for the new list")
+        change = _change_of_list(now, self._made_with)
+        if change:
+            raise ValueError(f"{type(self).__name__}.step: the parameter list changed since the optimizer was made: "
+                             f"{change}; its state is per parameter: keep the list it was made with, or make a new "
+                             f"optimizer for the new list")
         return now
 
     def _gradient_of(self, index: int, parameter: Tensor) -> np.ndarray:
@@ -72,6 +71,26 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}.step: parameter {index} (shape {parameter.shape}) has a .grad of "
                              f"{what}; a gradient is a float array of the parameter's shape")
         return grad
+
+
+def _change_of_list(now, made: tuple) -> str:
+    """What makes `now` other than the list of the parameters `made` ('' if nothing), in words naming it."""
+    if not isinstance(now, list):
+        same = isinstance(now, tuple) and len(now) == len(made) and all(p is q for p, q in zip(now, made))
+        return f"it is now a {type(now).__name__}{' of the same parameters' if same else ''}, not a list"
+    position = {id(parameter): index for index, parameter in enumerate(made)}
+
+    def which(parameter) -> str:
+        return f"parameter {position[id(parameter)]} again" if id(parameter) in position else "a new one"
+
+    for index, (parameter, original) in enumerate(zip(now, made)):
+        if parameter is not original:
+            return f"parameter {index} is now {which(parameter)}"
+    if len(now) > len(made):
+        return f"parameter {len(made)} was added ({which(now[len(made)])}), {len(now)} now, made with {len(made)}"
+    if len(now) < len(made):
+        return f"the last {len(made) - len(now)} of its {len(made)} parameters were removed"
+    return ""
 
 
 def checked_parameters(owner: str, parameters) -> list[Tensor]:
@@ -177,10 +196,13 @@ def _checked_betas(owner: str, betas) -> tuple[float, float]:
     return beta1, beta2
 
 
+MAX_STEPS = 2**63 - 1  # the most updates a step count holds (PyTorch counts them in 64 bits)
+
+
 def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
     """adam_update's inputs, checked: the step count (1 - β^t = 0 at t = 0), the hyper-parameters, θ a float array
     and the shapes."""
-    t = checks.integer("adam_update", "t", t, minimum=1)
+    t = checks.integer("adam_update", "t", t, minimum=1, maximum=MAX_STEPS)  # β^t of a larger t overflows a float
     lr = checks.positive_number("adam_update", "lr", lr)
     eps = checks.positive_number("adam_update", "eps", eps, allow_zero=True)
     weight_decay = checks.positive_number("adam_update", "weight_decay", weight_decay, allow_zero=True)

@@ -260,8 +260,12 @@ class Tensor(TensorProtocols):
         return f"Tensor({body}{grad})"
 
     def astype(self, dtype) -> "Tensor":
-        """A copy converted to `dtype` (not differentiable)."""
-        return Tensor(self._data, dtype=dtype)
+        """A copy converted to `dtype` (float32 or float64), differentiable as PyTorch's ``x.to(dtype)``.
+
+        The values only change precision, so ``∂ℓ/∂x`` is ``∂ℓ/∂(x.astype(dtype))`` cast back to ``x``'s dtype.
+        """
+        out = np.array(as_float_array(self._data, dtype))  # a copy, even when the dtype is the same
+        return Tensor.from_op(out, (self,), lambda grad: (grad.astype(self._data.dtype),), "astype")
 
     # The arithmetic operators (+, *, @, ...) and methods such as .sum() are attached by
     # minitorch/ops.py, where the operations live; softmax.py attaches .softmax().

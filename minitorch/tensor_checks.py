@@ -71,6 +71,8 @@ def as_float_array(data, dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype.kind == "f":  # '>f8' is float64 too, in another byte order: the tensor holds it in the machine's order
+        dtype = dtype.newbyteorder("=")
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
     if array.dtype.kind not in "biuf":

@@ -134,3 +134,39 @@ def test_a_parameter_replaced_by_one_of_another_shape_is_named_at_the_next_forwa
     layer.weight = Parameter(np.zeros((3, 3)))  # a Parameter: accepted, but not of this layer's shape
     with pytest.raises(ValueError, match=r"Linear\(2, 2\): its weight has shape \(3, 3\) .* expected \(2, 2\)"):
         layer(tensor([[1.0, 2.0]]))
+
+
+@pytest.mark.parametrize("change,named", [
+    ("a tuple of the same parameters", r"it is now a tuple of the same parameters, not a list"),
+    ("a tuple of others", r"it is now a tuple, not a list"),
+    ("None", r"it is now a NoneType, not a list"),
+    ("append the same parameter", r"parameter 2 was added \(parameter 0 again\), 3 now, made with 2"),
+    ("append a new parameter", r"parameter 2 was added \(a new one\), 3 now, made with 2"),
+    ("swap the two", r"parameter 0 is now parameter 1 again"),
+    ("replace one by a new one", r"parameter 1 is now a new one"),
+    ("remove the last", r"the last 1 of its 2 parameters were removed"),
+])
+def test_a_changed_parameter_list_is_refused_saying_what_changed(change, named):
+    first, second = Parameter([1.0]), Parameter([2.0])
+    optimizer = optim.SGD([first, second], lr=0.1)
+    optimizer.parameters = {
+        "a tuple of the same parameters": (first, second), "a tuple of others": (second,), "None": None,
+        "append the same parameter": [first, second, first],
+        "append a new parameter": [first, second, Parameter([3.0])], "swap the two": [second, first],
+        "replace one by a new one": [first, Parameter([2.0])], "remove the last": [first],
+    }[change]
+    first.grad, second.grad = np.array([1.0]), np.array([1.0])
+    with pytest.raises(ValueError, match=rf"^SGD\.step: the parameter list changed since the optimizer was made: "
+                                         rf"{named}; .*make a new optimizer"):
+        optimizer.step()
+    assert first.data.tolist() == [1.0] and second.data.tolist() == [2.0], "a refused step changes nothing"
+
+
+@pytest.mark.parametrize("t,shown", [(10**400, "an integer of about 400 digits"), (2**63, str(2**63))])
+def test_adam_update_refuses_a_step_count_beyond_64_bits_naming_t(t, shown):
+    from minitorch.optim import adam_update
+
+    with pytest.raises(ValueError, match=rf"^adam_update: t must be an integer from 1 to {2**63 - 1}, got {shown}$"):
+        adam_update(np.ones(2), np.ones(2), np.zeros(2), np.zeros(2), t, 0.1, (0.9, 0.999), 1e-8, 0.0)
+    theta, _, _ = adam_update(np.ones(2), np.ones(2), np.zeros(2), np.zeros(2), 2**63 - 1, 0.1, (0.9, 0.999), 1e-8, 0.0)
+    assert np.isfinite(theta).all(), "the largest step count still gives a finite update (the corrections are 1)"

@@ -627,8 +627,10 @@ def _engine_and_paper_cases():
         ("grad of the wrong shape", sgd_with(np.ones((3, 2))), ValueError,
          r"x.grad = ...: a gradient of shape \(3, 2\) for a tensor of shape \(3,\)"),
         ("grad a string", sgd_with("abc"), TypeError, r"x.grad = ...: a gradient is None or a float .* got str 'abc'"),
-        ("sink_share threshold nan", lambda: metrics.sink_share([weights], threshold=float("nan")), ValueError, "threshold"),
-        ("sink_share key past the end", lambda: metrics.sink_share([weights], key=10), ValueError, "key 10 is not a key"),
+        ("sink_share threshold nan", lambda: metrics.sink_share([weights], threshold=float("nan")), ValueError,
+         "threshold"),
+        ("sink_share key past the end", lambda: metrics.sink_share([weights], key=10), ValueError,
+         "key 10 is not a key"),
         ("sink_share of no layers", lambda: metrics.sink_share([]), ValueError, "non-empty list"),
         ("causal_mask too large", lambda: attention.causal_mask(10**6), MemoryError, "causal_mask: a mask of shape"),
         ("normaliser named by a number", lambda: attention.register_normaliser(123), TypeError, "non-empty string"),
@@ -1001,3 +1003,77 @@ def test_a_grad_assigned_by_hand_that_is_no_gradient_of_the_tensor_is_refused_at
     scalar = tensor(3.0, requires_grad=True)
     scalar.grad = np.float64(1.0)  # a 0-d tensor's gradient may be a NumPy scalar
     assert scalar.grad.shape == ()
+
+
+# ----------------------------------------------------------------------
+# dtype conversions: part of the graph, and a dtype in either byte order is that dtype
+
+def test_astype_keeps_the_graph_so_every_branch_adds_its_gradient_in_the_inputs_dtype():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    ((x.astype(np.float32) * 3.0).sum() + x.sum()).backward()
+    np.testing.assert_array_equal(x.grad, [4.0, 4.0], err_msg="the float32 branch must add 3 to each gradient "
+                                                              "(astype cut the graph if it is 1)")
+    y = tensor([1.0, 2.0], requires_grad=True)
+    as_float32 = y.astype(np.float32)
+    assert as_float32.dtype == np.float32 and as_float32.requires_grad, "astype records its input, as x.to() does"
+    (as_float32 * as_float32).sum().backward()  # (a backward through it blamed no_grad() before)
+    assert y.grad.dtype == np.float64, f"the gradient has the input's dtype float64, got {y.grad.dtype}"
+    np.testing.assert_array_equal(y.grad, [2.0, 4.0])
+
+
+def test_astype_of_a_tensor_without_grad_or_under_no_grad_records_nothing_and_copies():
+    import minitorch
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with minitorch.no_grad():
+        assert not x.astype(np.float32).requires_grad, "no graph is recorded inside no_grad()"
+    plain = tensor([1.0, 2.0])
+    same = plain.astype(np.float64)
+    assert not same.requires_grad and same.data is not plain.data, "astype to the same dtype is still a copy"
+
+
+@pytest.mark.parametrize("dtype,expected", [(">f8", np.float64), (np.dtype(">f8"), np.float64),
+                                            (">f4", np.float32), ("<f4", np.float32)])
+def test_a_dtype_argument_in_another_byte_order_is_that_float_dtype_in_the_machines_order(dtype, expected):
+    from minitorch import tensor
+
+    made = tensor([1.0, 2.0], dtype=dtype)
+    assert made.dtype == expected, f"tensor(dtype={dtype!r}) holds {made.dtype}, expected {np.dtype(expected)}"
+    assert made.data.dtype.isnative, "the values are kept in the machine's byte order, as an array of '>f8' is"
+    assert made.data.tolist() == [1.0, 2.0]
+    assert tensor([1.0]).astype(dtype).dtype == expected, "astype takes the same dtypes as tensor()"
+
+
+@pytest.mark.parametrize("holder,kind", [
+    (lambda Linear: (Linear(2, 2) for _ in range(2)), "generator"),
+    (lambda Linear: map(lambda _: Linear(2, 2), range(2)), "map"),
+    (lambda Linear: iter([Linear(2, 2)]), "list_iterator"),
+    (lambda Linear: {Linear(2, 2)}, "set"),
+])
+@pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
+def test_modules_held_where_parameters_cannot_search_are_refused_naming_the_attribute(holder, kind, method):
+    from minitorch.nn import Linear, Module
+
+    model = Module()
+    model.layers = holder(Linear)
+    with pytest.raises(TypeError, match=rf"^Module\.layers is a {kind}, which parameters\(\) cannot search: .*"
+                                        rf"store a list"):
+        getattr(model, method)()
+
+
+def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_itself_is_named():
+    from minitorch.nn import Linear, Module
+
+    model = Module()
+    model.layer, model.names, model.log = Linear(2, 2), {"bos", "content"}, open(__file__)
+    try:
+        assert len(model.parameters()) == 2, "a set of names or an open file holds no parameters and is no error"
+    finally:
+        model.log.close()
+    model.blocks = [Linear(2, 2)]
+    model.blocks.append(model.blocks)
+    with pytest.raises(ValueError, match=r"Module\.blocks\.1 is the list that holds it.*no end"):
+        model.parameters()

@@ -239,3 +239,22 @@ def test_parameters_in_a_plain_list_are_found():
             self.items = [Parameter(np.zeros(2)), Parameter(np.ones(3))]
 
     assert [name for name, _ in Bag().named_parameters()] == ["items.0", "items.1"]
+
+
+def test_parameters_in_dicts_and_nested_lists_are_found_in_order_and_saved_under_those_names():
+    class Heads(Module):
+        def __init__(self):
+            self.by_name = {"bos": Linear(2, 2), "content": [Parameter(np.ones(2))]}
+            self.grid = [[Linear(2, 1, bias=False)], (Parameter(np.zeros(1)),)]
+
+    model = Heads()
+    names = [name for name, _ in model.named_parameters()]
+    assert names == ["by_name.bos.weight", "by_name.bos.bias", "by_name.content.0", "grid.0.0.weight", "grid.1.0"], (
+        f"a dict's values (in its keys' order) and nested lists' items are searched, named by their path; got {names}")
+    assert len(model.parameters()) == 5, "parameters() lists every one of them, as an optimiser needs"
+    state = model.state_dict()
+    assert list(state) == names, "state_dict names the same parameters as named_parameters()"
+    copy = Heads()
+    copy.load_state_dict(state)
+    for (name, original), (_, loaded) in zip(model.named_parameters(), copy.named_parameters()):
+        np.testing.assert_array_equal(loaded.data, original.data, err_msg=f"load_state_dict did not restore {name}")

@@ -155,7 +155,7 @@ def test_unary_op_gradient_matches_finite_differences(name, values, shape, exerc
 
 
 UNGRADED_UNARY = {"neg": (minitorch.neg, normal), "relu": (minitorch.relu, away_from_zero),
-                  "sigmoid": (minitorch.sigmoid, normal)}
+                  "sigmoid": (minitorch.sigmoid, normal), "astype": (lambda x: x.astype(np.float64), normal)}
 
 
 @pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
@@ -164,6 +164,14 @@ def test_unary_op_without_an_exercise_gradient_matches_finite_differences(name, 
     function, values = UNGRADED_UNARY[name]
     x = values(np.random.default_rng(exercise_seed), shape)
     assert_gradient_matches_finite_differences(function, x, seed=exercise_seed)
+
+
+@pytest.mark.parametrize("shape", UNARY_SHAPES, ids=str)
+def test_astype_through_float32_and_back_gradient_matches_finite_differences(shape):
+    """x.astype(float32) is differentiable as PyTorch's x.to(float32): the gradient flows back in x's dtype. The
+    round trip is linear, so a large step keeps float32's rounding (about 1e-7) out of the finite differences."""
+    x = normal(np.random.default_rng(2), shape)
+    assert gradcheck(lambda t: t.astype(np.float32).astype(np.float64) * 3.0, [x], step=0.1)
 
 
 @pytest.mark.exercise("1.3")

@@ -572,6 +572,7 @@ F32_OPERATIONS = {
     "masked_fill": lambda x, y: x.masked_fill(np.arange(12).reshape(3, 4) % 5 == 1, -np.inf).softmax(axis=0),
     "concatenate-stack": lambda x, y: minitorch.stack([minitorch.concatenate([x, y], axis=0)] * 2, axis=1),
     "softmax": lambda x, y: x.softmax(axis=-1),
+    "astype-float64-and-back": lambda x, y: x.astype(np.float64).exp().astype(np.float32),
 }
 
 

@@ -45,7 +45,8 @@ class ProgressBar:
 
     def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float | None = None,
                  stream=None, width: int = 24, lines: bool = False):
-        checks.finite_number("ProgressBar", "total", total)  # nan has no place on a bar
+        if checks.finite_number("ProgressBar", "total", total) < 0:  # nan has no place on a bar, nor -1
+            raise ValueError(f"ProgressBar: total must be a number of steps >= 0, got {total}")
         self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
         self.width = width
         self.stream = sys.stderr if stream is None else stream
@@ -68,7 +69,8 @@ class ProgressBar:
         return {"text/plain": self._text(step, metrics)}
 
     def _text(self, step: int, metrics: dict, final: bool = False) -> str:
-        checks.finite_number("ProgressBar", "step", step)  # checked only when drawn: update costs nothing
+        if checks.finite_number("ProgressBar", "step", step) < 0:  # checked only when drawn: update costs nothing
+            raise ValueError(f"ProgressBar: step must be the number of steps done, >= 0, got {step}")
         elapsed = time.perf_counter() - self.start
         rate = step / elapsed if elapsed > 0 else 0.0
         shown = " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())

@@ -77,3 +77,15 @@ def test_a_step_that_is_no_finite_number_is_named_when_the_bar_draws_it():
     bar = ProgressBar(10, "x", stream=io.StringIO(), lines=True, min_interval=0.0)
     with pytest.raises(ValueError, match=r"ProgressBar: step must be a finite number, got inf"):
         bar.update(float("inf"))
+
+
+def test_a_negative_step_or_total_is_refused_naming_it_and_nothing_is_drawn():
+    stream = io.StringIO()
+    bar = ProgressBar(10, stream=stream, min_interval=0)
+    with pytest.raises(ValueError, match=r"^ProgressBar: step must be the number of steps done, >= 0, got -1$"):
+        bar.update(-1)  # it drew '-1/10 ... -346620 step/s'
+    assert stream.getvalue() == "", f"a refused step draws nothing, got {stream.getvalue()!r}"
+    bar.update(0)
+    assert " 0/10 " in stream.getvalue(), "step 0 (nothing done yet) is still drawn"
+    with pytest.raises(ValueError, match=r"^ProgressBar: total must be a number of steps >= 0, got -5$"):
+        ProgressBar(-5, stream=io.StringIO())
