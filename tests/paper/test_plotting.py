@@ -166,6 +166,75 @@ def test_the_figure_functions_name_a_bad_argument_before_drawing_or_writing(call
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
 
 
+_FAMILY = dict(scale=np.array([1.0, 2.0]), worst_case_error=np.array([0.5, 0.3]), bos_mass_min=np.array([0.2, 0.4]))
+_LAW_RUN = {"length": 8, "content_keys": [1, 2], "gap": [1.0, 2.0], "bound": [1.0, 2.0], "delta": [0.1, 0.1]}
+_TRAJECTORY = {"bos_mass_mean": [0.1, 0.2], "max_error": [1.0, 0.5], "non_trigger_max_error": [1.0, 0.5]}
+
+
+@pytest.mark.parametrize("call, error, culprit", [  # not matplotlib's shapes, a KeyError or "'float' object ..."
+    (lambda: plotting.log_law_figure([{**_LAW_RUN, "gap": [1.0]}]), ValueError,
+     r"log_law_figure: law\[0\]\['gap'\] has 1 value\(s\), where law\[0\]\['content_keys'\] has 2; the fields "
+     r"content_keys, gap, bound, delta must have one length"),
+    (lambda: plotting.log_law_figure([_LAW_RUN, {**_LAW_RUN, "delta": 0.1}]), TypeError,
+     r"log_law_figure: law\[1\]\['delta'\] must be a non-empty list of numbers, got 0.1 \(float\)"),
+    (lambda: plotting.log_law_figure([{**_LAW_RUN, "content_keys": [0, 2]}]), ValueError,
+     r"log_law_figure: law\[0\]\['content_keys'\] must be a list of integers >= 1, got 0 in \[0, 2\]"),
+    (lambda: plotting.log_law_figure([{**_LAW_RUN, "bound": ["a", "b"]}]), TypeError,
+     r"log_law_figure: law\[0\]\['bound'\] must be numbers, got \['a', 'b'\]"),
+    (lambda: plotting.price_of_a_sink_figure([{"normaliser": "relu",
+                                                "trajectory": {**_TRAJECTORY, "max_error": [1.0]}}]), ValueError,
+     r"price_of_a_sink_figure: zoo\[0\]\['trajectory'\]\['max_error'\] has 1 value\(s\), where "
+     r"zoo\[0\]\['trajectory'\]\['bos_mass_mean'\] has 2"),
+    (lambda: plotting.price_of_a_sink_figure([{"normaliser": "relu",
+                                                "trajectory": {**_TRAJECTORY, "bos_mass_mean": 0.1}}]),
+     TypeError, r"zoo\[0\]\['trajectory'\]\['bos_mass_mean'\] must be a non-empty list of numbers, got 0.1"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": 5, "sinking_share_per_layer": 0.5}]), TypeError,
+     r"seeds_figure: seed_runs\[0\]\['sinking_share_per_layer'\] must be a non-empty list of numbers, got 0.5"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": 5, "sinking_share_per_layer": [1.0, 0.5]},
+                                    {"seed": 1, "steps": 5, "sinking_share_per_layer": [1.0]}]), ValueError,
+     r"seeds_figure: every seed's sinking_share_per_layer must hold one share per layer .*got lengths \[2, 1\]"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": "5", "sinking_share_per_layer": [1.0]}]), TypeError,
+     r"seeds_figure: seed_runs\[0\]\['steps'\] must be a finite number, got '5'"),
+    (lambda: plotting.zoo_mass_figure([{"normaliser": "relu", "bos": [0.1, 0.2], "content": 0.2, "nowhere": 0.1}]),
+     TypeError, r"zoo_mass_figure: zoo\[0\]\['bos'\] must be a finite number, got \[0.1, 0.2\]"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"bos_mass_min": 2.0}]), ValueError,
+     r"plot_error_vs_bos_mass: trained\[0\] must be one trained model's point, .*got \{'bos_mass_min': 2.0\} "
+     r"without label, worst_case_error"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "a", "worst_case_error": -0.1,
+                                                                "bos_mass_min": 0.5}]), ValueError,
+     r"trained\[0\]\['worst_case_error'\] must be a finite number >= 0, got -0.1"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "a", "worst_case_error": 0.1,
+                                                                "bos_mass_min": "0.5"}]), TypeError,
+     r"trained\[0\]\['bos_mass_min'\] must be a finite number >= 0, got '0.5'"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained={"label": "a"}), TypeError,
+     r"plot_error_vs_bos_mass: trained must be a list of dicts.*\(dict\)"),
+], ids=["log-law-gap-shorter", "log-law-delta-a-number", "log-law-zero-keys", "log-law-bound-of-strings",
+        "price-trajectory-ragged", "price-trajectory-of-numbers", "seeds-share-a-number", "seeds-of-unequal-depth",
+        "seeds-steps-a-string", "zoo-mass-a-list", "trained-without-error", "trained-negative-error",
+        "trained-mass-a-string", "trained-a-dict"])
+def test_the_figure_functions_name_a_field_that_is_not_what_they_draw(call, error, culprit):
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(error, match=culprit):
+        call()
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+def test_a_figure_saved_by_its_path_argument_goes_through_save(tmp_path):
+    """path= creates the parent folders and refuses what `save` refuses, like `plotting.save`, and the figure
+    comes back open."""
+    path = tmp_path / "new folder" / "ü.png"
+    figure = plotting.plot_error_vs_bos_mass(_FAMILY, path=path)
+    assert figure.number in plotting.plt.get_fignums(), "the figure returned after path= must still be open"
+    plotting.plt.close(figure)
+    with Image.open(path) as image:
+        assert image.format == "PNG", f"{path} should hold a PNG image"
+    assert [entry.name for entry in path.parent.iterdir()] == ["ü.png"], "only the image, no temporary file left"
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(ValueError, match=r"save: path .*figure' must end in an image format's extension"):
+        plotting.plot_error_vs_bos_mass(_FAMILY, path=tmp_path / "figure")
+    assert plotting.plt.get_fignums() == figures_before, "a refused path must leave no figure open"
+
+
 def _open_figure():
     return plotting.plt.figure(figsize=(1, 1))
 
