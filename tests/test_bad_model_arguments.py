@@ -198,10 +198,11 @@ def test_a_forward_pass_names_what_is_wrong_with_the_stack_of_layers(change, err
 
 
 @pytest.mark.parametrize("function", ["value_norm", "value_words", "value_map", "residual_streams", "worst_case",
-                                      "probe"])
+                                      "probe", "train", "save_model"])
 @pytest.mark.parametrize("change,error,culprit", STACK_ERRORS[:2])
-def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(function, change, error, culprit):
+def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(function, change, error, culprit, tmp_path):
     from minitorch.paper import theory, train
+    from minitorch.paper.models import save_model
     from minitorch.paper.task import make_test_set
 
     model = _restacked(change)
@@ -213,6 +214,9 @@ def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(functio
         "residual_streams": lambda: theory.residual_streams(model, np.zeros((1, 3, 16))),
         "worst_case": lambda: theory.worst_case(model, size_per_trigger=1),
         "probe": lambda: train.probe(model, *test_set),
+        "train": lambda: train.train(model, lr=1e-3, max_steps=1, progress=False),
+        "save_model": lambda: save_model(model, tmp_path / "model.npz"),  # a file load_model would refuse
     }[function]
     with pytest.raises(error, match=f"{function}: {culprit}"):
         call()
+    assert list(tmp_path.iterdir()) == [], f"{function} must write nothing for a model it refuses"

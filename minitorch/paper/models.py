@@ -257,6 +257,7 @@ def save_model(model: AttentionModel, path) -> None:
     if path.is_dir():
         raise IsADirectoryError(f"save_model: {path} is a folder; name the file, e.g. {path / 'model.npz'}")
     config = json.dumps(model.config, default=_plain_number)  # NumPy integers in a config are plain numbers
+    check_layers("save_model", model)  # a stack its config does not describe would save a file load_model refuses
     archive = io.BytesIO()
     np.savez(archive, __config__=np.array(config), **model.state_dict())
     write_atomically(path, archive.getvalue(), option="save_model: path")
