@@ -337,6 +337,12 @@ _HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 
      r"sink_forming_figure: snapshots\[0\] must be a pair \(step, weights \(layers, H, L, L\)\)"),
     (lambda: plotting.sink_forming_figure(_HISTORY, np.zeros((2, 4)), "t"), TypeError,
      r"sink_forming_figure: snapshots must be a list of \(step, weights\) pairs"),
+    (lambda: plotting.sink_forming_figure({**_HISTORY, "bos_mass_mean": [0.1]}, [], "t"), ValueError,
+     r"sink_forming_figure: history\['bos_mass_mean'\] has 1 value\(s\), where history\['step'\] has 2"),
+    (lambda: plotting.sink_forming_figure({**_HISTORY, "trigger_content": ["a", "b"]}, [], "t"), TypeError,
+     r"sink_forming_figure: history\['trigger_content'\] must be numbers, got \['a', 'b'\]"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, [], "t", compare={"step": 5, "bos_mass_mean": 0.5}), TypeError,
+     r"sink_forming_figure: compare\['step'\] must be a non-empty list of numbers, got 5 \(int\)"),
     (lambda: plotting.seeds_figure([{"x": 1}]), ValueError,
      r"seeds_figure: seed_runs\[0\] must be one seed's result .*; got \{'x': 1\} without seed, steps, "
      r"sinking_share_per_layer"),
@@ -345,7 +351,8 @@ _HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 
     (lambda: plotting.seeds_figure([]), ValueError, r"seeds_figure: seed_runs must be a non-empty list of dicts"),
     (lambda: plotting.seeds_figure({"seed": 0}), TypeError, r"seed_runs must be a non-empty list .*\(dict\)"),
 ], ids=["history-empty", "history-without-masses", "history-a-list", "compare-without-mass", "snapshot-a-2-d-map",
-        "snapshots-an-array", "seed-run-without-keys", "second-seed-run-without-keys", "no-seed-run",
+        "snapshots-an-array", "history-of-unequal-lengths", "history-of-strings", "compare-of-numbers",
+        "seed-run-without-keys", "second-seed-run-without-keys", "no-seed-run",
         "seed-runs-a-dict"])
 def test_the_training_figures_name_a_record_without_what_they_draw(call, error, culprit):
     figures_before = plotting.plt.get_fignums()
