@@ -109,8 +109,6 @@ def _check_family(family) -> None:
                          f"c), got {lengths}")
 
 
-
-
 TRAINED_KEYS = ("label", "worst_case_error", "bos_mass_min")  # what plot_error_vs_bos_mass reads of a trained point
 
 
