@@ -237,6 +237,29 @@ def records(owner: str, name: str, values, keys, what: str, allow_empty: bool = 
     return list(values)
 
 
+def columns(owner: str, name: str, record: dict, keys) -> dict:
+    """The fields `keys` of `record` (a dict) as 1-d float arrays of one length (columns of one table), or an
+    error naming `owner` and the field: ``log_law_figure: law[0]['gap'] has 1 value(s), where law[0]['content_keys']
+    has 2; the fields content_keys, gap, ... must have one length``."""
+    arrays = {}
+    for key in keys:
+        field, value = f"{name}[{key!r}]", record[key]
+        try:
+            one_axis = not isinstance(value, (str, bytes, dict)) and np.ndim(value) == 1 and np.size(value) > 0
+        except ValueError:  # rows of unequal lengths: no array at all
+            one_axis = False
+        if not one_axis:
+            raise TypeError(f"{owner}: {field} must be a non-empty list of numbers, got {value!r:.80} "
+                            f"({type(value).__name__})")
+        arrays[key] = real_numbers(owner, field, value, finite=False)  # a plot leaves a gap at nan or inf
+    first, *others = keys
+    for key in others:
+        if len(arrays[key]) != len(arrays[first]):
+            raise ValueError(f"{owner}: {name}[{key!r}] has {len(arrays[key])} value(s), where {name}[{first!r}] has "
+                             f"{len(arrays[first])}; the fields {', '.join(keys)} must have one length")
+    return arrays
+
+
 def snapshots(owner: str, name: str, values) -> list:
     """`values` as a list of (step, weights) pairs, as ``train(..., snapshot_every=...)`` keeps them
     (TrainingResult.snapshots), or a TypeError naming `owner` and `name`."""

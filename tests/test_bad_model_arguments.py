@@ -159,3 +159,64 @@ def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, cu
     with pytest.raises(error, match=culprit) as raised:
         _paper_function_call(name)()
     assert len(str(raised.value)) < 400, "one line"
+
+
+# ----------------------------------------------------------------------
+# A model's stack of layers is checked where it is used: the forward pass, the metrics and the theory walk it
+
+
+def _restacked(change: str):
+    """A two-layer residual model whose `layers` list was changed after it was built."""
+    from minitorch.nn import Linear
+    from minitorch.paper.models import AttentionLayer
+
+    model = tiny_model(layers=2, residual=True)
+    if change == "linear-appended":
+        model.layers.append(Linear(16, 16))
+    elif change == "emptied":
+        model.layers = []
+    elif change == "narrower-layer":
+        model.layers[1] = AttentionLayer(8, 1, "softmax", np.random.default_rng(0))
+    elif change == "layer-repeated":
+        model.layers.append(model.layers[0])
+    return model
+
+
+STACK_ERRORS = [
+    ("linear-appended", TypeError, r"model.layers\[2\] is a Linear, not an attention layer"),
+    ("emptied", ValueError, r"the model has no layers \(model.layers is empty\); its config says 2"),
+    ("narrower-layer", ValueError,
+     r"model.layers\[1\] is an attention layer with \{'width': 8.*describes \{'width': 16"),
+    ("layer-repeated", ValueError, r"model.layers holds 3 attention layers; the model's config says 2"),
+]
+
+
+@pytest.mark.parametrize("change,error,culprit", STACK_ERRORS)
+def test_a_forward_pass_names_what_is_wrong_with_the_stack_of_layers(change, error, culprit):
+    with pytest.raises(error, match="ResidualModel: " + culprit):
+        _restacked(change)(np.zeros((1, 3, 16)))
+
+
+@pytest.mark.parametrize("function", ["value_norm", "value_words", "value_map", "residual_streams", "worst_case",
+                                      "probe", "train", "save_model"])
+@pytest.mark.parametrize("change,error,culprit", STACK_ERRORS[:2])
+def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(function, change, error, culprit, tmp_path):
+    from minitorch.paper import theory, train
+    from minitorch.paper.models import save_model
+    from minitorch.paper.task import make_test_set
+
+    model = _restacked(change)
+    test_set = make_test_set(size=2)
+    call = {
+        "value_norm": lambda: theory.value_norm(model),
+        "value_words": lambda: theory.value_words(model),
+        "value_map": lambda: theory.value_map(model, 0, 0),
+        "residual_streams": lambda: theory.residual_streams(model, np.zeros((1, 3, 16))),
+        "worst_case": lambda: theory.worst_case(model, size_per_trigger=1),
+        "probe": lambda: train.probe(model, *test_set),
+        "train": lambda: train.train(model, lr=1e-3, max_steps=1, progress=False),
+        "save_model": lambda: save_model(model, tmp_path / "model.npz"),  # a file load_model would refuse
+    }[function]
+    with pytest.raises(error, match=f"{function}: {culprit}"):
+        call()
+    assert list(tmp_path.iterdir()) == [], f"{function} must write nothing for a model it refuses"

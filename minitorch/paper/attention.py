@@ -156,11 +156,26 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     into one operation, for the opt-in fast path).
     """
     check_attention_shapes(queries, keys, values)
+    check_normaliser_parameters(normaliser, parameters)
     scores = queries @ keys.transpose(-2, -1)  # (..., L, d) @ (..., d, L) -> (..., L, L): s_ik = q_i · k_k
     if normaliser != "softmax":  # (the softmax refuses such scores itself: exercise 2.4)
         check_scores(scores._data, normaliser)
     weights = get_normaliser(normaliser)(scores, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
     return weights @ values, weights.detach()  # (..., L, L) @ (..., L, d) -> (..., L, d)
+
+
+def check_normaliser_parameters(normaliser: str, parameters: dict, owner: str = "attend") -> None:
+    """TypeError unless `parameters` are the ones the normaliser declared (`register_normaliser`), by name: the
+    softmax and ReLU take none, ``sink_logit`` takes ``sink_logit``."""
+    declared = sorted(normaliser_options(normaliser).parameters)
+    takes = f"takes {', '.join(f'{name}=' for name in declared)}" if declared else "takes no parameters"
+    for name, value in parameters.items():
+        if name not in declared:
+            raise TypeError(f"{owner}: {name}={value!r:.40} is not a parameter of the normaliser {normaliser!r}, "
+                            f"which {takes}")
+    missing = [name for name in declared if name not in parameters]
+    if missing:
+        raise TypeError(f"{owner}: the normaliser {normaliser!r} {takes}; {', '.join(missing)} is missing")
 
 
 def check_scores(scores: np.ndarray, normaliser: str, owner: str = "attend") -> None:

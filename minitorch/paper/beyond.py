@@ -205,7 +205,7 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
                         f"'softmax', ...)), got {type(model).__name__}, which records no architecture")
     if config["heads"] != 1 or config["layers"] != 1 or config["normaliser"] != "softmax":
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
-    layer = model.layers[0]
+    layer = attention_model("score_gaps", model).layers[0]
     xs = x.astype(np.float64)  # in float64: ρ can be far below float32's resolution near 1
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)

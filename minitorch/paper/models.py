@@ -130,7 +130,8 @@ class AttentionModel(Module):
         """x: (B, L, n) -> prediction (B, L, n) [, list of per-layer weights (B, H, L, L)]."""
         if return_attention is not True and return_attention is not False:  # 'no' would count as true
             return_attention = checks.flag(type(self).__name__, "return_attention", return_attention)
-        x = as_tensor(x, like=self.layers[0].W_Q.weight)
+        layers = check_layers(type(self).__name__, self)
+        x = as_tensor(x, like=layers[0].W_Q.weight)
         if x.ndim != 3 or x.shape[-1] != self.config["width"] or x.shape[1] == 0:
             raise ValueError(f"{type(self).__name__}: expected input of shape (B, L, {self.config['width']}) with "
                              f"L >= 1 (a sequence holds at least its BOS token), got {x.shape}")
@@ -138,7 +139,7 @@ class AttentionModel(Module):
         checks.memory(type(self).__name__, "the attention weights (B, H, L, L)",
                       (x.shape[0], heads, x.shape[1], x.shape[1]), x.dtype.itemsize)  # L = 60,000: 27 GiB
         attention = []
-        for layer in self.layers:
+        for layer in layers:
             update, weights = layer(x)
             x = x + update if self.residual else update
             attention.append(weights.data)
@@ -164,10 +165,37 @@ class ResidualModel(AttentionModel):
 
 
 def attention_model(owner: str, model) -> AttentionModel:
-    """`model`, once checked to be one of these attention models, or a TypeError naming `owner`."""
+    """`model`, once checked to be one of these attention models with the layers its config describes
+    (`check_layers`), or an error naming `owner`."""
     if not isinstance(model, AttentionModel):
         raise TypeError(f"{owner}: model must be an attention model (build_model(...)), got {type(model).__name__}")
+    check_layers(owner, model)
     return model
+
+
+def check_layers(owner: str, model: AttentionModel) -> list:
+    """``model.layers``, once checked to be the stack ``model.config`` describes: as many attention layers as it
+    says (at least one), each of its width, heads and normaliser; or an error naming `owner`, the position and
+    what is there. Forward passes, metrics and the theory walk this list and trust every layer to attend."""
+    layers, config = model.layers, model.config
+    if not isinstance(layers, (list, tuple)):
+        raise TypeError(f"{owner}: model.layers must be a list of attention layers, got {type(layers).__name__}")
+    if not layers:
+        raise ValueError(f"{owner}: the model has no layers (model.layers is empty); its config says "
+                         f"{config['layers']} attention layer(s)")
+    for index, layer in enumerate(layers):
+        if not isinstance(layer, AttentionLayer):
+            raise TypeError(f"{owner}: model.layers[{index}] is a {type(layer).__name__}, not an attention layer "
+                            f"(AttentionLayer); every layer of this model attends")
+        built = dict(width=layer.width, heads=layer.heads, normaliser=layer.normaliser)
+        described = {key: config[key] for key in built}
+        if built != described:
+            raise ValueError(f"{owner}: model.layers[{index}] is an attention layer with {built}; the model's "
+                             f"config describes {described}")
+    if len(layers) != config["layers"]:
+        raise ValueError(f"{owner}: model.layers holds {len(layers)} attention layers; the model's config says "
+                         f"{config['layers']}")
+    return layers
 
 
 def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
@@ -229,6 +257,7 @@ def save_model(model: AttentionModel, path) -> None:
     if path.is_dir():
         raise IsADirectoryError(f"save_model: {path} is a folder; name the file, e.g. {path / 'model.npz'}")
     config = json.dumps(model.config, default=_plain_number)  # NumPy integers in a config are plain numbers
+    check_layers("save_model", model)  # a stack its config does not describe would save a file load_model refuses
     archive = io.BytesIO()
     np.savez(archive, __config__=np.array(config), **model.state_dict())
     write_atomically(path, archive.getvalue(), option="save_model: path")

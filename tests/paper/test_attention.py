@@ -319,6 +319,30 @@ def test_attend_rejects_values_of_a_different_length():
         attend(queries, keys, values)
 
 
+@pytest.mark.parametrize("normaliser, parameters, named", [
+    ("softmax", {"sink_logit": minitorch.tensor(0.0)}, "sink_logit=Tensor(0.)"),
+    ("relu", {"scale": 2.0}, "scale=2.0"),
+])
+def test_attend_refuses_a_parameter_the_normaliser_does_not_take(normaliser, parameters, named):
+    queries = minitorch.tensor(np.ones((3, 2)))
+    with pytest.raises(TypeError) as error:
+        attend(queries, queries, queries, normaliser, **parameters)
+    message = str(error.value)
+    assert named in message and repr(normaliser) in message and "takes no parameters" in message, (
+        f"attend should name the argument, its value and the normaliser that takes none, got: {message}")
+
+
+def test_attend_names_a_parameter_the_normaliser_needs():
+    import minitorch.paper.sink_free  # noqa: F401 - registers 'sink_logit'
+
+    queries = minitorch.tensor(np.ones((3, 2)))
+    with pytest.raises(TypeError) as error:
+        attend(queries, queries, queries, "sink_logit")
+    message = str(error.value)
+    assert "'sink_logit'" in message and "sink_logit is missing" in message, (
+        f"attend should name the normaliser and the parameter it needs, got: {message}")
+
+
 def test_the_registry_holds_softmax_and_relu():
     assert attention.NORMALISERS.get("softmax") is softmax_attention, (
         "'softmax' should be registered as softmax_attention")

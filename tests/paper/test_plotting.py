@@ -166,6 +166,75 @@ def test_the_figure_functions_name_a_bad_argument_before_drawing_or_writing(call
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
 
 
+_FAMILY = dict(scale=np.array([1.0, 2.0]), worst_case_error=np.array([0.5, 0.3]), bos_mass_min=np.array([0.2, 0.4]))
+_LAW_RUN = {"length": 8, "content_keys": [1, 2], "gap": [1.0, 2.0], "bound": [1.0, 2.0], "delta": [0.1, 0.1]}
+_TRAJECTORY = {"bos_mass_mean": [0.1, 0.2], "max_error": [1.0, 0.5], "non_trigger_max_error": [1.0, 0.5]}
+
+
+@pytest.mark.parametrize("call, error, culprit", [  # not matplotlib's shapes, a KeyError or "'float' object ..."
+    (lambda: plotting.log_law_figure([{**_LAW_RUN, "gap": [1.0]}]), ValueError,
+     r"log_law_figure: law\[0\]\['gap'\] has 1 value\(s\), where law\[0\]\['content_keys'\] has 2; the fields "
+     r"content_keys, gap, bound, delta must have one length"),
+    (lambda: plotting.log_law_figure([_LAW_RUN, {**_LAW_RUN, "delta": 0.1}]), TypeError,
+     r"log_law_figure: law\[1\]\['delta'\] must be a non-empty list of numbers, got 0.1 \(float\)"),
+    (lambda: plotting.log_law_figure([{**_LAW_RUN, "content_keys": [0, 2]}]), ValueError,
+     r"log_law_figure: law\[0\]\['content_keys'\] must be a list of integers >= 1, got 0 in \[0, 2\]"),
+    (lambda: plotting.log_law_figure([{**_LAW_RUN, "bound": ["a", "b"]}]), TypeError,
+     r"log_law_figure: law\[0\]\['bound'\] must be numbers, got \['a', 'b'\]"),
+    (lambda: plotting.price_of_a_sink_figure([{"normaliser": "relu",
+                                                "trajectory": {**_TRAJECTORY, "max_error": [1.0]}}]), ValueError,
+     r"price_of_a_sink_figure: zoo\[0\]\['trajectory'\]\['max_error'\] has 1 value\(s\), where "
+     r"zoo\[0\]\['trajectory'\]\['bos_mass_mean'\] has 2"),
+    (lambda: plotting.price_of_a_sink_figure([{"normaliser": "relu",
+                                                "trajectory": {**_TRAJECTORY, "bos_mass_mean": 0.1}}]),
+     TypeError, r"zoo\[0\]\['trajectory'\]\['bos_mass_mean'\] must be a non-empty list of numbers, got 0.1"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": 5, "sinking_share_per_layer": 0.5}]), TypeError,
+     r"seeds_figure: seed_runs\[0\]\['sinking_share_per_layer'\] must be a non-empty list of numbers, got 0.5"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": 5, "sinking_share_per_layer": [1.0, 0.5]},
+                                    {"seed": 1, "steps": 5, "sinking_share_per_layer": [1.0]}]), ValueError,
+     r"seeds_figure: every seed's sinking_share_per_layer must hold one share per layer .*got lengths \[2, 1\]"),
+    (lambda: plotting.seeds_figure([{"seed": 0, "steps": "5", "sinking_share_per_layer": [1.0]}]), TypeError,
+     r"seeds_figure: seed_runs\[0\]\['steps'\] must be a finite number, got '5'"),
+    (lambda: plotting.zoo_mass_figure([{"normaliser": "relu", "bos": [0.1, 0.2], "content": 0.2, "nowhere": 0.1}]),
+     TypeError, r"zoo_mass_figure: zoo\[0\]\['bos'\] must be a finite number, got \[0.1, 0.2\]"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"bos_mass_min": 2.0}]), ValueError,
+     r"plot_error_vs_bos_mass: trained\[0\] must be one trained model's point, .*got \{'bos_mass_min': 2.0\} "
+     r"without label, worst_case_error"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "a", "worst_case_error": -0.1,
+                                                                "bos_mass_min": 0.5}]), ValueError,
+     r"trained\[0\]\['worst_case_error'\] must be a finite number >= 0, got -0.1"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "a", "worst_case_error": 0.1,
+                                                                "bos_mass_min": "0.5"}]), TypeError,
+     r"trained\[0\]\['bos_mass_min'\] must be a finite number >= 0, got '0.5'"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained={"label": "a"}), TypeError,
+     r"plot_error_vs_bos_mass: trained must be a list of dicts.*\(dict\)"),
+], ids=["log-law-gap-shorter", "log-law-delta-a-number", "log-law-zero-keys", "log-law-bound-of-strings",
+        "price-trajectory-ragged", "price-trajectory-of-numbers", "seeds-share-a-number", "seeds-of-unequal-depth",
+        "seeds-steps-a-string", "zoo-mass-a-list", "trained-without-error", "trained-negative-error",
+        "trained-mass-a-string", "trained-a-dict"])
+def test_the_figure_functions_name_a_field_that_is_not_what_they_draw(call, error, culprit):
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(error, match=culprit):
+        call()
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+def test_a_figure_saved_by_its_path_argument_goes_through_save(tmp_path):
+    """path= creates the parent folders and refuses what `save` refuses, like `plotting.save`, and the figure
+    comes back open."""
+    path = tmp_path / "new folder" / "ü.png"
+    figure = plotting.plot_error_vs_bos_mass(_FAMILY, path=path)
+    assert figure.number in plotting.plt.get_fignums(), "the figure returned after path= must still be open"
+    plotting.plt.close(figure)
+    with Image.open(path) as image:
+        assert image.format == "PNG", f"{path} should hold a PNG image"
+    assert [entry.name for entry in path.parent.iterdir()] == ["ü.png"], "only the image, no temporary file left"
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(ValueError, match=r"save: path .*figure' must end in an image format's extension"):
+        plotting.plot_error_vs_bos_mass(_FAMILY, path=tmp_path / "figure")
+    assert plotting.plt.get_fignums() == figures_before, "a refused path must leave no figure open"
+
+
 def _open_figure():
     return plotting.plt.figure(figsize=(1, 1))
 
@@ -268,6 +337,12 @@ _HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 
      r"sink_forming_figure: snapshots\[0\] must be a pair \(step, weights \(layers, H, L, L\)\)"),
     (lambda: plotting.sink_forming_figure(_HISTORY, np.zeros((2, 4)), "t"), TypeError,
      r"sink_forming_figure: snapshots must be a list of \(step, weights\) pairs"),
+    (lambda: plotting.sink_forming_figure({**_HISTORY, "bos_mass_mean": [0.1]}, [], "t"), ValueError,
+     r"sink_forming_figure: history\['bos_mass_mean'\] has 1 value\(s\), where history\['step'\] has 2"),
+    (lambda: plotting.sink_forming_figure({**_HISTORY, "trigger_content": ["a", "b"]}, [], "t"), TypeError,
+     r"sink_forming_figure: history\['trigger_content'\] must be numbers, got \['a', 'b'\]"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, [], "t", compare={"step": 5, "bos_mass_mean": 0.5}), TypeError,
+     r"sink_forming_figure: compare\['step'\] must be a non-empty list of numbers, got 5 \(int\)"),
     (lambda: plotting.seeds_figure([{"x": 1}]), ValueError,
      r"seeds_figure: seed_runs\[0\] must be one seed's result .*; got \{'x': 1\} without seed, steps, "
      r"sinking_share_per_layer"),
@@ -276,7 +351,8 @@ _HISTORY = {"step": [0, 10], "bos_mass_mean": [0.1, 0.5], "bos_mass_min": [0.0, 
     (lambda: plotting.seeds_figure([]), ValueError, r"seeds_figure: seed_runs must be a non-empty list of dicts"),
     (lambda: plotting.seeds_figure({"seed": 0}), TypeError, r"seed_runs must be a non-empty list .*\(dict\)"),
 ], ids=["history-empty", "history-without-masses", "history-a-list", "compare-without-mass", "snapshot-a-2-d-map",
-        "snapshots-an-array", "seed-run-without-keys", "second-seed-run-without-keys", "no-seed-run",
+        "snapshots-an-array", "history-of-unequal-lengths", "history-of-strings", "compare-of-numbers",
+        "seed-run-without-keys", "second-seed-run-without-keys", "no-seed-run",
         "seed-runs-a-dict"])
 def test_the_training_figures_name_a_record_without_what_they_draw(call, error, culprit):
     figures_before = plotting.plt.get_fignums()

@@ -24,6 +24,9 @@ def zoo_mass_figure(zoo: list[dict]) -> plt.Figure:
     """
     checks.records("zoo_mass_figure", "zoo", zoo, ("normaliser", "bos", "content", "nowhere"),
                    "one run of beyond.train_zoo_normaliser")
+    for index, run in enumerate(zoo):
+        for key in ("bos", "content", "nowhere"):  # a mean mass: one number per run
+            checks.finite_number("zoo_mass_figure", f"zoo[{index}][{key!r}]", run[key])
     grouped = _by_normaliser(zoo)
     names = list(grouped)
     fig, ax = plt.subplots(figsize=(1.25 * len(names) + 2.5, 4.2), constrained_layout=True)
@@ -61,22 +64,23 @@ def log_law_figure(law: list[dict]) -> plt.Figure:
     """The BOS score gap and its bound: row by row (left) and across sequence lengths (right)."""
     checks.records("log_law_figure", "law", law, ("length", "content_keys", "gap", "bound", "delta"),
                    "one length's run (train_at_length)")
+    rows_of = [_law_rows(index, run) for index, run in enumerate(law)]
     fig, (rows, lengths) = plt.subplots(1, 2, figsize=(12, 4.4), constrained_layout=True)
-    for index, run in enumerate(law):
-        n = np.array(run["content_keys"])
+    for index, (run, row) in enumerate(zip(law, rows_of)):
         colour = f"C{index}"
-        rows.plot(np.log(n), run["gap"], "o-", color=colour, markersize=3, label=f"L = {run['length']}: gap")
-        rows.plot(np.log(n), run["bound"], ":", color=colour, label="bound at the row's own δ")
+        rows.plot(np.log(row["content_keys"]), row["gap"], "o-", color=colour, markersize=3,
+                  label=f"L = {run['length']}: gap")
+        rows.plot(np.log(row["content_keys"]), row["bound"], ":", color=colour, label="bound at the row's own δ")
     rows.set_xlabel("log n  (n = i, the content keys row i sees)")
     rows.set_ylabel("s_i0 - mean_k s_ik  (mean over test sequences)")
     rows.set_title("Row by row: each model holds its gap and lets δ grow with n")
     rows.legend(fontsize=7, ncol=2, loc="center", bbox_to_anchor=(0.5, 0.66))
-    last_n = np.array([run["content_keys"][-1] for run in law])  # n = L - 1 at the last row
-    lengths.plot(np.log(last_n), [run["gap"][-1] for run in law], "o-", color="black", label="gap at the last row")
-    lengths.plot(np.log(last_n), [run["bound"][-1] for run in law], "s:", color="tab:red",
+    last_n = np.array([row["content_keys"][-1] for row in rows_of])  # n = L - 1 at the last row
+    lengths.plot(np.log(last_n), [row["gap"][-1] for row in rows_of], "o-", color="black", label="gap at the last row")
+    lengths.plot(np.log(last_n), [row["bound"][-1] for row in rows_of], "s:", color="tab:red",
                  label="bound log n + log((1-δ)/δ) at that row's δ")
-    for run, n in zip(law, last_n):
-        lengths.annotate(f"L = {run['length']}\nδ = {run['delta'][-1]:.1e}", (np.log(n), run["gap"][-1]),
+    for run, row, n in zip(law, rows_of, last_n):
+        lengths.annotate(f"L = {run['length']}\nδ = {row['delta'][-1]:.1e}", (np.log(n), row["gap"][-1]),
                          textcoords="offset points", xytext=(8, -4), fontsize=7)
     lengths.set_xlabel("log n at the last row  (n = L - 1)")
     lengths.set_ylabel("s_i0 - mean_k s_ik")
@@ -86,11 +90,27 @@ def log_law_figure(law: list[dict]) -> plt.Figure:
     return fig
 
 
+def _law_rows(index: int, run: dict) -> dict:
+    """One length's per-row fields as arrays of one length, or an error naming the field; n (content_keys) counts
+    keys, at least 1, since the figure draws against log n."""
+    name = f"law[{index}]"
+    rows = checks.columns("log_law_figure", name, run, ("content_keys", "gap", "bound", "delta"))
+    checks.positions("log_law_figure", f"{name}['content_keys']", run["content_keys"])
+    return rows
+
+
 def seeds_figure(seed_runs: list[dict]) -> plt.Figure:
     """Share of sinking heads per layer over seeds (left) and steps to the stop (right)."""
     checks.records("seeds_figure", "seed_runs", seed_runs, ("seed", "steps", "sinking_share_per_layer"),
                    "one seed's result (beyond.train_seed_of_4x4)")
-    shares = np.array([run["sinking_share_per_layer"] for run in seed_runs])  # (seeds, layers)
+    shares = [checks.columns("seeds_figure", f"seed_runs[{index}]", run, ("sinking_share_per_layer",))
+              ["sinking_share_per_layer"] for index, run in enumerate(seed_runs)]
+    if len({len(row) for row in shares}) > 1:
+        raise ValueError(f"seeds_figure: every seed's sinking_share_per_layer must hold one share per layer of the "
+                         f"same model, got lengths {[len(row) for row in shares]}")
+    for index, run in enumerate(seed_runs):
+        checks.finite_number("seeds_figure", f"seed_runs[{index}]['steps']", run["steps"])
+    shares = np.array(shares)  # (seeds, layers)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     layers = np.arange(1, shares.shape[1] + 1)
     left.bar(layers, shares.mean(axis=0), color="tab:red", alpha=0.6, label="mean over seeds")
@@ -121,8 +141,11 @@ def price_of_a_sink_figure(zoo: list[dict]) -> plt.Figure:
     checks.records("price_of_a_sink_figure", "zoo", zoo, ("normaliser", "trajectory"),
                    "one normaliser's run (train_zoo_normaliser)")
     for index, run in enumerate(zoo):
-        checks.record("price_of_a_sink_figure", f"zoo[{index}]['trajectory']", run["trajectory"],
+        name = f"zoo[{index}]['trajectory']"
+        checks.record("price_of_a_sink_figure", name, run["trajectory"],
                       ("bos_mass_mean", "max_error", "non_trigger_max_error"), "the run's trajectory")
+        checks.columns("price_of_a_sink_figure", name, run["trajectory"],
+                       ("bos_mass_mean", "max_error", "non_trigger_max_error"))
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True, sharex=True)
     for index, (name, runs) in enumerate(_by_normaliser(zoo).items()):
         path = runs[0]["trajectory"]

@@ -30,8 +30,9 @@ from minitorch import checks  # noqa: E402
 from minitorch.outputs import given_path, write_atomically  # noqa: E402
 
 
-def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
-    """Write `fig` to `path` (parent folders created) and close it; returns `path`, the file written.
+def save(fig: plt.Figure, path, dpi: int = 110, close: bool = True) -> Path:
+    """Write `fig` to `path` (parent folders created) and close it (unless not `close`: a figure function that
+    saves on request returns its figure open); returns `path`, the file written.
 
     `path` must end in an image format's extension (.png, .pdf, .svg, ...): without one matplotlib would add
     .png and write another file than the one returned."""
@@ -49,7 +50,8 @@ def save(fig: plt.Figure, path, dpi: int = 110) -> Path:
     image = io.BytesIO()
     fig.savefig(image, format=path.suffix.lower().lstrip("."), dpi=dpi)
     write_atomically(path, image.getvalue(), option="save: path")  # (an old figure stays whole if this stops)
-    plt.close(fig)
+    if close:
+        plt.close(fig)
     return path
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch.paper.plotting.canvas import plt
+from minitorch import checks
+from minitorch.paper.plotting.canvas import plt, save
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS, theorem1_bos_lower_bound, trigger_separation
 
 
@@ -22,16 +23,18 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     ``worst_case_error_upper`` (a proved upper bound on δ: a bar from δ̂ to it
     takes the arrow's place, the true point lies on it). Left panel: BOS mass on a
     linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
-    is the straight line ``2 δ / ε_0``. Returns the figure; saves it if `path`.
+    is the straight line ``2 δ / ε_0``. Returns the figure; saves it with `save` if `path` (parent folders
+    created, the file replaced whole), leaving it open.
     """
     _check_family(family)
-    if axes is None:
+    trained = _check_trained(trained)
+    own_figure = axes is None
+    if own_figure:
         figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     else:
         figure = axes[0].figure
     errors = np.asarray(family["worst_case_error"])
     bos = np.asarray(family["bos_mass_min"])
-    trained = trained or []
     trained_errors = [point["worst_case_error"] for point in trained if point["worst_case_error"] > 0]
     all_errors = np.concatenate([errors[errors > 0], trained_errors])
     low = min(1e-12, all_errors.min() / 3) if all_errors.size else 1e-12
@@ -82,7 +85,12 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
                     rf"$\varepsilon_0 = {epsilon0:.3f}$)", fontsize=10)
     figure.tight_layout()
     if path is not None:
-        figure.savefig(path, dpi=130)
+        try:
+            save(figure, path, dpi=130, close=False)
+        except BaseException:  # a path save refuses: no figure of ours is left open behind the error
+            if own_figure:
+                plt.close(figure)
+            raise
     return figure
 
 
@@ -101,3 +109,22 @@ def _check_family(family) -> None:
                          f"c), got {lengths}")
 
 
+TRAINED_KEYS = ("label", "worst_case_error", "bos_mass_min")  # what plot_error_vs_bos_mass reads of a trained point
+
+
+def _check_trained(trained) -> list:
+    """`trained` (None for no points) as a list of points, each with the keys and numbers the plot reads, or an
+    error naming the entry and the key: an error δ̂ >= 0, a BOS mass >= 0 (a ReLU head's may exceed 1), a
+    bound on δ >= 0 if given."""
+    owner = "plot_error_vs_bos_mass"
+    if trained is None:
+        return []
+    trained = checks.records(owner, "trained", trained, TRAINED_KEYS, "one trained model's point", allow_empty=True)
+    for index, point in enumerate(trained):
+        name = f"trained[{index}]"
+        checks.positive_number(owner, f"{name}['worst_case_error']", point["worst_case_error"], allow_zero=True)
+        checks.positive_number(owner, f"{name}['bos_mass_min']", point["bos_mass_min"], allow_zero=True)  # ReLU: > 1
+        if point.get("worst_case_error_upper", np.inf) != np.inf:  # inf, or no key: no bound proved
+            checks.positive_number(owner, f"{name}['worst_case_error_upper']", point["worst_case_error_upper"],
+                                   allow_zero=True)
+    return trained

@@ -24,8 +24,10 @@ def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dic
     the ReLU model's) drawn dashed for contrast.
     """
     checks.record("sink_forming_figure", "history", history, HISTORY_KEYS, "TrainingResult.history")
+    checks.columns("sink_forming_figure", "history", history, HISTORY_KEYS)  # one number per record each
     if compare is not None:
         checks.record("sink_forming_figure", "compare", compare, ("step", "bos_mass_mean"), "another history")
+        checks.columns("sink_forming_figure", "compare", compare, ("step", "bos_mass_mean"))
     _check_snapshots("sink_forming_figure", snapshots)
     picks = _spread(len(snapshots), snapshot_count)
     fig = plt.figure(figsize=(3.2 * max(len(picks), 3), 7.2), constrained_layout=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
-from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel
+from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel, attention_model
 from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
 
 MIN_WIDTH = 4  # BOS flag, trigger flag, at least one content coordinate, bias channel
@@ -59,6 +59,7 @@ def load_head(model: AttentionModel, layer: int, head: int, W_Q, W_K, W_V, W_O) 
 def _layer_with_head(owner: str, model: AttentionModel, layer: int, head: int):
     """``model.layers[layer]``, once `layer` and `head` are checked to exist (counted from 0), or a ValueError."""
     layer, head = checks.integer(owner, "layer", layer, minimum=0), checks.integer(owner, "head", head, minimum=0)
+    attention_model(owner, model)
     if layer >= len(model.layers):
         raise ValueError(f"{owner}: layer {layer} is not a layer of this model (it has {len(model.layers)}: "
                          f"0..{len(model.layers) - 1})")

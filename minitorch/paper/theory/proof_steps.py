@@ -218,7 +218,7 @@ def separating_corner(words: np.ndarray, tolerance: float = 1e-10) -> tuple[np.n
 def residual_streams(model: ResidualModel, x: np.ndarray) -> tuple[list, list]:
     """The residual stream after each layer, ``[s^0 = x, s^1, ..., s^m]`` (each (B, L, n)),
     and each layer's attention weights (B, H, L, L)."""
-    if not model.residual:
+    if not attention_model("residual_streams", model).residual:
         raise ValueError("residual_streams: the model must be a ResidualModel")
     streams, attention = [np.asarray(x, dtype=float)], []
     with no_grad():
