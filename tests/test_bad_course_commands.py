@@ -448,6 +448,21 @@ def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_
         pytest.fail(f"a roster naming `submission` twice should be refused, not read by its last column:\n{text}")
 
 
+@pytest.mark.parametrize("assignment", ["Student", "SIS User ID", " section "])
+def test_canvas_csv_refuses_an_assignment_named_as_one_of_its_columns(tmp_path, assignment):
+    """--assignment Student wrote a header naming Student twice: Canvas would have read the grades as the names or
+    the names as the grades. It is refused, naming the column, before the roster is read."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+    from minitorch.exercises.registry import ExerciseError
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section\nann,Ann A,1,s1,ann,S1\n",
+                      encoding="utf-8")
+    with pytest.raises(ExerciseError, match=r"--assignment .*Canvas's gradebook already has a column"):
+        text, _, _ = canvas_csv([{"student": "ann", "total": "3"}], roster, assignment)
+        pytest.fail(f"--assignment {assignment!r} should be refused, not written as a second column:\n{text}")
+
+
 @pytest.mark.parametrize("manifest,named", [
     ({"handed_out": "1.2"}, r"field handed_out should be a list of exercise IDs .*got str '1\.2'"),
     ({"handed_out": [1.2]}, r"field handed_out should be a list of exercise IDs .*got list \[1\.2\]"),
