@@ -299,4 +299,4 @@ if __name__ == "__main__":
     from minitorch.exercises.registry import exercise_needed
     from minitorch.tools.exit_policy import run_command
 
-    sys.exit(run_command(main, name="python -m minitorch.exercises", explain=exercise_needed))
+    sys.exit(run_command(main, name="python -m minitorch.exercises", explain=exercise_needed, exits=True))

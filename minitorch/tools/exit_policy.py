@@ -110,9 +110,13 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
-def run_command(main, argv=None, name: str = "python -m minitorch", explain=None) -> int:
+def run_command(main, argv=None, name: str = "python -m minitorch", explain=None, exits: bool = False) -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status. `explain(error)`
-    gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays)."""
+    gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays).
+    `exits`: the caller is a command's own process, which exits with the status at once
+    (``sys.exit(run_command(main, ..., exits=True))``). Once main has returned, its work is done and reported, so
+    a stop that comes then is ignored until the process exits: the status is main's, with no second line. Without
+    it (a test calling a command in its own process), the handlers found are put back."""
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
     _Stopped.signum = signal.SIGINT
@@ -123,6 +127,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
         sys.stdout = _QuietOnceClosed(sys.stdout)
     try:
         status = main(argv)
+        if exits:
+            _ignore_stops()
         sys.stdout.flush()  # here, not at exit, so that a full disk or a closed pipe is handled below
         status = 0 if status is None else status
         if status == 128 + signal.SIGINT and _Stopped.signum != signal.SIGINT:
@@ -158,8 +164,17 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     finally:
         if sys.stdout is not original_stdout and isinstance(sys.stdout, _QuietOnceClosed):
             sys.stdout = original_stdout
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if exits:
+            _ignore_stops()
+        else:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def _ignore_stops() -> None:
+    """Ignore Ctrl-C and every other stop (`STOPPING_SIGNALS`) from now until the process exits."""
+    for signum in (signal.SIGINT, *STOPPING_SIGNALS):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _command_line(name: str, argv) -> str:
