@@ -7,6 +7,8 @@
   the old output left as it was. The exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
   129 for SIGHUP), as a shell reports a process the signal ended. (SIGKILL cannot be caught; SIGSEGV and the
   other faults of the process itself are not a request to stop.)
+- **A stop after the work is done changes nothing**: once main has returned (its work done and reported), a
+  command's own process ignores stops until it exits, with main's status (`run_command`'s `exits`).
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
 - **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
