@@ -304,3 +304,58 @@ def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
                          preexec_fn=lambda: os.close(1))
     assert completed.returncode == 1, completed.stderr
     assert "standard output is closed" in completed.stderr and "Traceback" not in completed.stderr, completed.stderr
+
+
+# a stop that comes once the command's work is done and reported
+
+AFTER_THE_LAST_LINE = """
+import os, signal, sys
+from minitorch.tools.exit_policy import run_command
+
+class StoppedAfterMain:
+    '''Standard output whose flush, once main has returned, brings a stop: as a Ctrl-C just after the last line.'''
+
+    def __init__(self, stream):
+        self.stream, self.main_returned = stream, False
+
+    def write(self, text):
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+        if self.main_returned:
+            os.kill(os.getpid(), {signum})
+
+def main(argv):
+    print("the work is done")
+    stream.main_returned = True
+    return 0
+
+sys.stdout = stream = StoppedAfterMain(sys.stdout)
+status = run_command(main, [], name="python -m minitorch", exits=True)
+os.kill(os.getpid(), {signum})  # and another, as the process exits
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["INT", "TERM", "HUP"])
+def test_a_stop_after_the_command_finished_leaves_its_status_and_adds_no_line(signum):
+    """A Ctrl-C just after canvas-csv or student-edition printed that its output was written killed the process by
+    the signal (status -2, no line), or would have said "stopped" (or "while starting; nothing was done") of work
+    that was done. Once main has returned, a command's process ignores stops and exits with main's status."""
+    completed = subprocess.run([sys.executable, "-c", AFTER_THE_LAST_LINE.format(signum=int(signum))], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0 and completed.stderr == "" and completed.stdout == "the work is done\n", (
+        f"a stop after the work was done should change nothing: status {completed.returncode}, "
+        f"stderr {completed.stderr!r}, stdout {completed.stdout!r}")
+
+
+def test_a_command_called_in_a_test_process_puts_back_the_handlers_it_found(capsys):
+    """Only a command's own process ignores stops once main has returned: a test calling run_command keeps its
+    Ctrl-C (pytest's handler), and every other handler it had."""
+    from minitorch.tools.exit_policy import STOPPING_SIGNALS, run_command
+
+    found = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, *STOPPING_SIGNALS)}
+    assert run_command(lambda argv: 0, [], name="python -m minitorch") == 0
+    assert {signum: signal.getsignal(signum) for signum in found} == found, (
+        "run_command in a test's process should put back the handlers it found, pytest's Ctrl-C among them")

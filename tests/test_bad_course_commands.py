@@ -7,8 +7,10 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -313,6 +315,103 @@ def test_carry_over_on_a_full_disk_leaves_the_editions_file_whole(tmp_path, week
         subprocess.run(["umount", "-l", str(disk)])
 
 
+def _two_files_written(edition: Path, folder: Path) -> Path:
+    """A copy of `edition` whose mul_backward (ops.py) and topological_order (tensor.py) are written."""
+    from minitorch.exercises.registry import replace_bodies
+
+    _student_copy(edition, folder)
+    tensor = folder / "minitorch" / "tensor.py"
+    tensor.write_text(replace_bodies(tensor.read_text(), {"topological_order": "return []  # written in week 1"},
+                                     "minitorch/tensor.py"))
+    return folder
+
+
+CARRIED_MODULES = ("minitorch/ops.py", "minitorch/tensor.py")
+
+
+@pytest.mark.parametrize("which", ["old", "new"])
+def test_carry_over_checks_both_manifests_before_writing_anything(tmp_path, week_one, which):
+    """A NEW whose edition.json is corrupt had every function written into it, then the error: both copies are
+    checked before anything is written."""
+    old = _two_files_written(week_one, tmp_path / "old")
+    new = tmp_path / "new"
+    shutil.copytree(week_one, new)
+    (tmp_path / which / "minitorch" / "exercises" / "edition.json").write_text("{")
+    before = {module: (new / module).read_text() for module in CARRIED_MODULES}
+    completed = _course("carry-over", str(old), str(new))
+    assert completed.returncode == 2 and f"carry-over: {which.upper()}'s " in completed.stderr and (
+        "is not a valid edition manifest" in completed.stderr), completed.stderr
+    assert "Carried over" not in completed.stdout, completed.stdout
+    assert {module: (new / module).read_text() for module in CARRIED_MODULES} == before, "NEW was written"
+
+
+@pytest.mark.parametrize("when", ["before", pytest.param("after", marks=pytest.mark.slow)])
+def test_carry_over_stopped_at_any_moment_leaves_new_as_it_was_or_complete(tmp_path, week_one, monkeypatch, capsys,
+                                                                           when):
+    """A Ctrl-C during carry-over left NEW with some functions carried and others still stubs, saying only
+    "stopped". Here a Ctrl-C comes as it starts, or just `when` one of its file operations that write (one per run,
+    each in turn): NEW is then as it was, and the line says so (status 130), or complete (status 0, or 130 with a
+    line saying so); nothing is left beside it."""
+    import minitorch.exercises.__main__ as course
+    from minitorch.tools.exit_policy import run_command
+
+    old = _two_files_written(week_one, tmp_path / "old")
+    before = {module: (week_one / module).read_text() for module in CARRIED_MODULES}
+    calls = {"count": 0, "stop_at": None}
+
+    def stopping(operation):
+        def stopped_at_its_turn(*args, **kwargs):
+            calls["count"] += 1
+            stop = calls["count"] == calls["stop_at"]
+            if stop and when == "before":
+                os.kill(os.getpid(), signal.SIGINT)
+            result = operation(*args, **kwargs)
+            if stop and when == "after":
+                os.kill(os.getpid(), signal.SIGINT)
+            return result
+        return stopped_at_its_turn
+
+    operations = [(os, "replace"), (os, "chmod"), (os, "open"), (os, "scandir"), (tempfile, "mkstemp"),
+                  (tempfile, "mkdtemp"), (Path, "mkdir")]  # what writes, and the reads of the folders it writes in
+    for owner, name in operations:
+        monkeypatch.setattr(owner, name, stopping(getattr(owner, name)))
+    carry_over = course.carry_over
+
+    def counted_from_the_start(*args):  # (the stops while the command reads its options are another test's)
+        calls["count"] = 0
+        if calls["stop_at"] == 0:  # while it reads the copies
+            os.kill(os.getpid(), signal.SIGINT)
+        return carry_over(*args)
+
+    monkeypatch.setattr(course, "carry_over", counted_from_the_start)
+    outcomes, new = set(), tmp_path / "new"
+    shutil.copytree(week_one, new)
+    for stop_at in range(1000):
+        for module, text in before.items():  # NEW as handed out
+            (new / module).write_text(text)
+        calls.update(count=-10**6, stop_at=stop_at)
+        status = run_command(course.main, ["carry-over", str(old), str(new)], name="python -m minitorch.exercises")
+        reached, calls["stop_at"] = calls["count"] >= stop_at, None
+        error = capsys.readouterr().err
+        after = {module: (new / module).read_text() for module in CARRIED_MODULES}
+        if after == before:
+            assert status == 130 and "is as it was: nothing was carried over" in error, (
+                f"stopped at operation {stop_at}, NEW is as it was: the command should say so, with status 130; got "
+                f"status {status}, {error!r}")
+        else:
+            assert WRITTEN in after["minitorch/ops.py"] and "written in week 1" in after["minitorch/tensor.py"], (
+                f"stopped at operation {stop_at}, NEW holds some functions carried and others not: {error}")
+            assert status == 0 or (status == 130 and "is complete: 1.1, 1.2 carried over" in error), (
+                f"stopped at operation {stop_at}, NEW is complete: the command should finish or say so; got status "
+                f"{status}, {error!r}")
+        assert sorted(path.name for path in tmp_path.iterdir()) == ["new", "old"], (
+            f"stopped at operation {stop_at}, something was left beside NEW")
+        outcomes.add(status)
+        if not reached:  # the run ended before that operation: every moment has been tried
+            break
+    assert outcomes == {0, 130}, f"the stops should have come both before and after the files moved: {outcomes}"
+
+
 @the_full_book
 def test_a_bundle_is_refused_inside_a_student_edition_and_takes_no_file_of_yours(tmp_path, week_one):
     """A bundle, or a gradebook, written into the edition about to be handed out would hold the seed (and the
@@ -446,6 +545,21 @@ def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_
     with pytest.raises(ExerciseError, match=r"roster.csv, line 1: the column\(s\) 'submission' are named twice"):
         text, _, _ = canvas_csv(grades, roster, "Week 1 (123)")
         pytest.fail(f"a roster naming `submission` twice should be refused, not read by its last column:\n{text}")
+
+
+@pytest.mark.parametrize("assignment", ["Student", "SIS User ID", " section "])
+def test_canvas_csv_refuses_an_assignment_named_as_one_of_its_columns(tmp_path, assignment):
+    """--assignment Student wrote a header naming Student twice: Canvas would have read the grades as the names or
+    the names as the grades. It is refused, naming the column, before the roster is read."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+    from minitorch.exercises.registry import ExerciseError
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("submission,Student,ID,SIS User ID,SIS Login ID,Section\nann,Ann A,1,s1,ann,S1\n",
+                      encoding="utf-8")
+    with pytest.raises(ExerciseError, match=r"--assignment .*Canvas's gradebook already has a column"):
+        text, _, _ = canvas_csv([{"student": "ann", "total": "3"}], roster, assignment)
+        pytest.fail(f"--assignment {assignment!r} should be refused, not written as a second column:\n{text}")
 
 
 @pytest.mark.parametrize("manifest,named", [

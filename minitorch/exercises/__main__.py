@@ -17,6 +17,7 @@ from minitorch.exercises.grader.trusted.isolation import KINDS
 from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, load_exercises,
                                           part_points, read_manifest_data, select)
 from minitorch.outputs import OwnFile, PathError, check_readable
+from minitorch.tools.exit_policy import stopped_by
 from minitorch.tools.options import CommandParser, comma_list
 
 MINIMUM_TIMEOUT = 1.0  # a test's calls start a sandboxed process: below a second a right answer would time out too
@@ -185,7 +186,19 @@ def _edition(args) -> int:
 
 
 def _carry_over(args) -> int:
-    carried, not_carried = carry_over(Path(args.old), Path(args.new))
+    carried = None  # the IDs carry_over put in NEW, once it has returned
+    try:
+        carried, not_carried = carry_over(Path(args.old), Path(args.new))
+        _report_carried(args, carried, not_carried)
+    except KeyboardInterrupt:  # carry_over moves its files into place all together, or not at all
+        state = ("is as it was: nothing was carried over" if carried is None
+                 else f"is complete: {', '.join(carried) or 'nothing'} carried over")
+        print(f"carry-over: stopped by {stopped_by()}; {args.new} {state}", file=sys.stderr)
+        return 130
+    return 1 if not_carried else 0
+
+
+def _report_carried(args, carried: list[str], not_carried: dict[str, str]) -> None:
     old, new = Path(args.old).resolve(), Path(args.new).resolve()
     print(f"Carried over into {new}: {', '.join(carried) or 'nothing'} (functions written in {old} whose new copy "
           f"was still a stub)")
@@ -196,7 +209,6 @@ def _carry_over(args) -> int:
     for exercise_id, why in not_carried.items():
         print(f"NOT carried over: {exercise_id}, {why}; fix it in the old copy and run carry-over again",
               file=sys.stderr)
-    return 1 if not_carried else 0
 
 
 def _bundle(args) -> int:
@@ -287,4 +299,4 @@ if __name__ == "__main__":
     from minitorch.exercises.registry import exercise_needed
     from minitorch.tools.exit_policy import run_command
 
-    sys.exit(run_command(main, name="python -m minitorch.exercises", explain=exercise_needed))
+    sys.exit(run_command(main, name="python -m minitorch.exercises", explain=exercise_needed, exits=True))

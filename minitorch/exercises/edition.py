@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import shutil
+import stat
 import string
 import subprocess
 import textwrap
@@ -17,7 +18,7 @@ from pathlib import Path
 from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, LINE_LENGTH, MANIFEST, MAX_FUNCTION_LINES,
                                           MAX_MODULE_BYTES, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, STUB_ERROR,
                                           Exercise, ExerciseError, body_after_docstring, function_node, load_exercises,
-                                          replace_bodies, sort_key)
+                                          read_manifest_data, replace_bodies, sort_key)
 from minitorch.outputs import (OutputPathError, PathError, building_aside, check_input_file, check_output_folder,
                                check_readable, write_atomically)
 
@@ -250,7 +251,9 @@ def student_readme(handed_out: list[Exercise], released: list[Exercise], chapter
 def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
     """Copy into the edition at `new` each exercise function the student wrote in their copy `old` (an earlier week's
     edition), where `new` still has its stub. A function is taken alone, as the grader takes it: an error elsewhere in
-    its file does not stop it. Each file of `new` is replaced atomically. Returns (IDs carried over, {ID: why not})."""
+    its file does not stop it. Both copies (their edition.json too) are checked before anything is written, and the
+    changed files of `new` are written aside, then moved into place together: an error or a stop leaves `new` as it
+    was, or, once the moves are done, complete. Returns (IDs carried over, {ID: why not})."""
     from minitorch.exercises.grader.sandboxed import student_function as found
 
     for folder, what in ((old, "OLD"), (new, "NEW")):
@@ -260,10 +263,15 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
         if not (Path(folder) / "minitorch" / "__init__.py").is_file():
             raise ExerciseError(f"carry-over: {what} {folder} is not a copy of the book (no minitorch/ in it); name "
                                 f"the folder of your copy (unzip a .zip first)")
+        try:
+            read_manifest_data(Path(folder))
+        except ExerciseError as error:
+            raise ExerciseError(f"carry-over: {what}'s {error}; nothing was carried over") from None
     carried, not_carried = [], {}
+    changed: dict[str, str] = {}  # module -> its new text, written only once every function is read
     for exercise in load_exercises(new):
         target = Path(new) / exercise.module
-        text = _module_text(target, exercise, "NEW")
+        text = changed.get(exercise.module) or _module_text(target, exercise, "NEW")
         stub = function_node(ast.parse(text), exercise.function)
         if stub is None or not is_stub(stub, exercise):
             continue
@@ -280,13 +288,35 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
             continue
         lines = found.python_lines(text)  # from its def line: the edition's decorators stay
         lines[stub.lineno - 1:stub.end_lineno] = [found.function_text(theirs, written).rstrip("\n") + "\n"]
-        try:
-            write_atomically(target, "".join(lines))
-        except OSError as error:
-            raise ExerciseError(f"carry-over: could not write {target} ({error.strerror or error}); it is as it was"
-                                + (f", and {', '.join(carried)} were carried over before" if carried else "")) from None
+        changed[exercise.module] = "".join(lines)
         carried.append(exercise.id)
+    if changed:
+        _replace_modules(Path(new), changed)
     return carried, not_carried
+
+
+def _replace_modules(new: Path, changed: dict[str, str]) -> None:
+    """Replace the modules `changed` ({path in `new`: text}) of the edition `new` all together: each is written in a
+    folder beside `new`, then all are moved into place with stops held (`building_aside`). An error, or a stop
+    before the moves, leaves `new` as it was; a stop after them is dropped, since the work is done."""
+    try:
+        with building_aside(new, replacing=list(changed)) as staging:
+            for module, text in changed.items():
+                write_atomically(staging / module, text, mode=stat.S_IMODE((new / module).stat().st_mode))
+    except KeyboardInterrupt:
+        if not all(_holds(new / module, text) for module, text in changed.items()):
+            raise  # stopped before the moves: NEW is as it was
+    except (OSError, OutputPathError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise ExerciseError(f"carry-over: could not write {', '.join(changed)} in {new} ({why}); NEW is as it was: "
+                            f"nothing was carried over") from None
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, ValueError):
+        return False
 
 
 def _module_text(path: Path, exercise: Exercise, what: str) -> str:

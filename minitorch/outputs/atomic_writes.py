@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import stat
 import tempfile
 
@@ -103,15 +104,18 @@ def building_aside(target, replacing=None):
     the folder being built is deleted and `target` is left exactly as it was."""
     target = Path(os.path.realpath(target))
     prefix = temporary_prefix(target, "partial")
-    try:  # (its own error would name the staging folder, which the user never gave)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned_folders(target.parent, prefix)
-        staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
-    except OSError as problem:
-        raise OutputPathError(f"{target}: cannot create a folder beside it, in {target.parent} "
-                              f"({problem.strerror or problem}); choose another place") from None
-    os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
+    with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
+        try:  # (its own error would name the staging folder, which the user never gave)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _remove_abandoned_folders(target.parent, prefix)
+            staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
+        except OSError as problem:
+            raise OutputPathError(f"{target}: cannot create a folder beside it, in {target.parent} "
+                                  f"({problem.strerror or problem}); choose another place") from None
+        os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
     try:
+        for signum in came:
+            signal.raise_signal(signum)
         with _held_while_building(staging):
             yield staging
             if replacing is None:
@@ -119,7 +123,8 @@ def building_aside(target, replacing=None):
             else:
                 replace_files(staging, target, replacing)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        with signals_held():  # a stop now (a second one, or one after the work) must not leave the folder behind
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -177,8 +182,8 @@ def replace_folder(built, target) -> None:
             if old is not None:
                 os.replace(old / target.name, target)  # put the old folder back
             raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def replace_files(built, target, replacing) -> None:
@@ -194,9 +199,9 @@ def replace_files(built, target, replacing) -> None:
     if appeared:
         raise OutputPathError(f"{target}: {', '.join(appeared[:3])} appeared there while the run worked; "
                               f"nothing was replaced")
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
     taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
     with signals_held():  # (a stop that came is dropped: the work is done)
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
         try:
             for name in replacing:
                 if os.path.lexists(target / name):
@@ -213,7 +218,7 @@ def replace_files(built, target, replacing) -> None:
                 _move(destination, source, [])
             shutil.rmtree(old, ignore_errors=True)  # (kept, with the old files, if moving them back failed)
             raise
-    shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _move(source: Path, destination: Path, moved: list) -> None:

@@ -173,4 +173,4 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     from minitorch.tools.exit_policy import run_command
 
-    sys.exit(run_command(main, name="python -m minitorch.tools.authors_scripts"))
+    sys.exit(run_command(main, name="python -m minitorch.tools.authors_scripts", exits=True))

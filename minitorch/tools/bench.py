@@ -421,4 +421,4 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     from minitorch.tools.exit_policy import run_command
 
-    sys.exit(run_command(main, name="python -m minitorch.tools.bench"))
+    sys.exit(run_command(main, name="python -m minitorch.tools.bench", exits=True))

@@ -7,6 +7,8 @@
   the old output left as it was. The exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
   129 for SIGHUP), as a shell reports a process the signal ended. (SIGKILL cannot be caught; SIGSEGV and the
   other faults of the process itself are not a request to stop.)
+- **A stop after the work is done changes nothing**: once main has returned (its work done and reported), a
+  command's own process ignores stops until it exits, with main's status (`run_command`'s `exits`).
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
 - **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
@@ -110,9 +112,13 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
-def run_command(main, argv=None, name: str = "python -m minitorch", explain=None) -> int:
+def run_command(main, argv=None, name: str = "python -m minitorch", explain=None, exits: bool = False) -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status. `explain(error)`
-    gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays)."""
+    gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays).
+    `exits`: the caller is a command's own process, which exits with the status at once
+    (``sys.exit(run_command(main, ..., exits=True))``). Once main has returned, its work is done and reported, so
+    a stop that comes then is ignored until the process exits: the status is main's, with no second line. Without
+    it (a test calling a command in its own process), the handlers found are put back."""
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
     _Stopped.signum = signal.SIGINT
@@ -123,6 +129,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
         sys.stdout = _QuietOnceClosed(sys.stdout)
     try:
         status = main(argv)
+        if exits:
+            _ignore_stops()
         sys.stdout.flush()  # here, not at exit, so that a full disk or a closed pipe is handled below
         status = 0 if status is None else status
         if status == 128 + signal.SIGINT and _Stopped.signum != signal.SIGINT:
@@ -158,8 +166,17 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     finally:
         if sys.stdout is not original_stdout and isinstance(sys.stdout, _QuietOnceClosed):
             sys.stdout = original_stdout
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if exits:
+            _ignore_stops()
+        else:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def _ignore_stops() -> None:
+    """Ignore Ctrl-C and every other stop (`STOPPING_SIGNALS`) from now until the process exits."""
+    for signum in (signal.SIGINT, *STOPPING_SIGNALS):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _command_line(name: str, argv) -> str:

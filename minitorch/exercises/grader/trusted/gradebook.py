@@ -319,6 +319,10 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     lacks). `grades` are grades.csv's rows; the roster is Canvas's gradebook export with a column `submission`, each
     student's entry with or without .zip (`entries`: student -> entry, where they differ). A graded student the
     roster lacks is refused (the grade would be lost), or with `leave_out_unlisted` (a student who dropped) left out."""
+    clash = next((column for column in CANVAS_COLUMNS if column.casefold() == assignment.strip().casefold()), None)
+    if clash is not None:  # a header naming a column twice: Canvas would read one as the other
+        raise ExerciseError(f"--assignment {assignment!r}: Canvas's gradebook already has a column {clash!r}; name "
+                            f"the assignment's column as Canvas names it, e.g. \"Week 3 (12345)\"")
     columns, rows = _strict_csv(_read(Path(roster_path), "CSV", "save it as CSV UTF-8"), roster_path)
     if not {"submission", "Student"} <= set(columns) or not {"ID", "SIS User ID", "SIS Login ID"} & set(columns):
         raise ExerciseError(f"{roster_path}: the roster needs the columns submission, Student and one of ID, SIS "
