@@ -1052,6 +1052,7 @@ def test_a_dtype_argument_in_another_byte_order_is_that_float_dtype_in_the_machi
     (lambda Linear: map(lambda _: Linear(2, 2), range(2)), "map"),
     (lambda Linear: iter([Linear(2, 2)]), "list_iterator"),
     (lambda Linear: {Linear(2, 2)}, "set"),
+    (lambda Linear: np.array([Linear(2, 2), None], dtype=object)[:1], "ndarray"),
 ])
 @pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
 def test_modules_held_where_parameters_cannot_search_are_refused_naming_the_attribute(holder, kind, method):
@@ -1062,6 +1063,26 @@ def test_modules_held_where_parameters_cannot_search_are_refused_naming_the_attr
     with pytest.raises(TypeError, match=rf"^Module\.layers is a {kind}, which parameters\(\) cannot search: .*"
                                         rf"store a list"):
         getattr(model, method)()
+
+
+@pytest.mark.parametrize("shared", [lambda nn: nn.Parameter([1.0]), lambda nn: nn.Linear(2, 2)])
+def test_a_parameter_or_module_set_on_the_class_is_refused_naming_it(shared):
+    from minitorch import nn
+
+    class Model(nn.Module):
+        scale = shared(nn)
+        steps = np.arange(3)  # a class attribute that holds no parameter is no error
+
+    class Wider(Model):
+        pass
+
+    for model in (Model(), Wider()):
+        with pytest.raises(TypeError, match=r"^Model\.scale is a (Parameter|Linear) set on the class, .*"
+                                            r"set it in __init__ instead: self\.scale = "):
+            model.parameters()
+    model = Model()
+    model.scale = shared(nn)  # set on the instance, it is found
+    assert len(model.parameters()) >= 1, "a parameter set on the instance is in parameters()"
 
 
 def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_itself_is_named():
