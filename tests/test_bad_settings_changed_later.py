@@ -94,6 +94,7 @@ def test_adam_with_eps_0_says_why_a_parameter_became_nan():
     (dict(theta=[1.0, 2.0]), TypeError, "theta must be a float ndarray"),
     (dict(grad=[1.0, 1.0]), TypeError, "grad must be an ndarray of numbers of theta's shape, got list"),
     (dict(m=np.array(["a", "b"])), TypeError, "m must be an ndarray of numbers of theta's shape, got an array of"),
+    (dict(v=np.array([0.0, -1.0])), ValueError, r"v \(the second moment.*must not be negative, got -1.0"),  # √v: nan
 ])
 def test_adam_update_checks_every_input_outside_the_exercise_body(changes, error, culprit):
     arguments = dict(theta=np.array([1.0, 2.0]), grad=np.array([1.0, 1.0]), m=np.zeros(2), v=np.zeros(2), t=1,
