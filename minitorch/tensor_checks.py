@@ -129,6 +129,8 @@ def checked_new_values(tensor, values) -> np.ndarray:
     if tensor.requires_grad and array.shape != tensor._data.shape:
         raise ValueError(f"x.data = ...: new values of shape {array.shape} for a tensor of shape {tensor.shape} "
                          f"that requires grad (an optimizer holds state of its shape); make a new tensor")
+    if not array.flags.writeable:  # read-only to its owner: an in-place change of the tensor must not write there
+        array = array.copy()
     return array
 
 

@@ -1098,3 +1098,19 @@ def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_it
     model.blocks.append(model.blocks)
     with pytest.raises(ValueError, match=r"Module\.blocks\.1 is the list that holds it.*no end"):
         model.parameters()
+
+
+@pytest.mark.parametrize("change", [
+    lambda t: t.__iadd__(1.0),
+    lambda t: t.data.__setitem__(0, 0.0),
+])
+def test_values_assigned_from_a_read_only_array_are_copied_so_in_place_changes_leave_it_alone(change):
+    from minitorch import tensor
+
+    values = np.array([5.0, 6.0])
+    values.flags.writeable = False
+    t = tensor([1.0, 2.0])
+    t.data = values
+    change(t)
+    assert values.tolist() == [5.0, 6.0], "an in-place change of the tensor wrote into the array the user made read-only"
+    assert not values.flags.writeable, "the user's read-only array was made writable"
