@@ -33,8 +33,8 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
-                                     check_backward_result, check_inputs_unchanged, checked_grad,
-                                     checked_incoming_grad, checked_new_values, root_of_the_graph,
+                                     check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
+                                     checked_grad, checked_incoming_grad, checked_new_values, root_of_the_graph,
                                      summable_to_shape, unexplained)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
@@ -97,7 +97,11 @@ class Tensor(TensorProtocols):
         out._grad = None
         out.op = op
         out._retains_grad = False
-        out._requires_grad = is_grad_enabled() and any([p._requires_grad for p in parents])
+        try:
+            out._requires_grad = is_grad_enabled() and any([p._requires_grad for p in parents])
+        except AttributeError:
+            check_parents_are_tensors(op, parents)  # names the parent that is not a Tensor
+            raise
         if out._requires_grad:
             out.parents = parents
             out.backward_fn = backward_fn

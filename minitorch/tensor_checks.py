@@ -134,6 +134,14 @@ def checked_new_values(tensor, values) -> np.ndarray:
     return array
 
 
+def check_parents_are_tensors(op: str, parents: tuple) -> None:
+    """Tensor.from_op records its parents in the graph: each is a Tensor (an ndarray has no gradient to give)."""
+    for position, parent in enumerate(parents):
+        if not isinstance(parent, tensor_module.Tensor):
+            raise TypeError(f"Tensor.from_op('{op}'): parent {position} is a {type(parent).__name__}, not a Tensor; "
+                            f"wrap it with minitorch.tensor(...) or leave it out of parents")
+
+
 def checked_incoming_grad(tensor, grad) -> np.ndarray:
     """The gradient `grad` given to ``tensor.backward(grad)`` (None: 1, for a single number), as an array of the
     tensor's shape and dtype."""

@@ -1114,3 +1114,10 @@ def test_values_assigned_from_a_read_only_array_are_copied_so_in_place_changes_l
     change(t)
     assert values.tolist() == [5.0, 6.0], "an in-place change of the tensor wrote into the array the user made read-only"
     assert not values.flags.writeable, "the user's read-only array was made writable"
+
+
+def test_from_op_with_a_parent_that_is_no_tensor_names_its_position_and_type():
+    from minitorch import Tensor, tensor
+
+    with pytest.raises(TypeError, match=r"^Tensor\.from_op\('x'\): parent 1 is a ndarray, not a Tensor"):
+        Tensor.from_op(np.ones(2), (tensor([1.0, 2.0], requires_grad=True), np.ones(2)), lambda g: (g, g), "x")
