@@ -1112,7 +1112,7 @@ def test_values_assigned_from_a_read_only_array_are_copied_so_in_place_changes_l
     t = tensor([1.0, 2.0])
     t.data = values
     change(t)
-    assert values.tolist() == [5.0, 6.0], "an in-place change of the tensor wrote into the array the user made read-only"
+    assert values.tolist() == [5.0, 6.0], "an in-place change of the tensor wrote into the read-only array"
     assert not values.flags.writeable, "the user's read-only array was made writable"
 
 
