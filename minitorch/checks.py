@@ -11,6 +11,7 @@ import decimal
 import functools
 import math
 import numbers
+import reprlib
 
 import numpy as np
 
@@ -115,6 +116,10 @@ def parse_number(text: str, name: str, *, integer: bool = False, minimum: float 
     try:
         value = int(str(text).strip(), 10) if integer else float(str(text).strip())
     except ValueError:
+        digits = str(text).strip().lstrip("+-")
+        if integer and digits.isascii() and digits.isdigit():  # Python's int() stops at a few thousand digits
+            raise ValueError(f"{wanted}, got a number of {len(digits):,} digits, too many digits to read "
+                             f"({reprlib.repr(text)})") from None
         raise ValueError(f"{wanted}, got {text!r}") from None
     if not math.isfinite(value) or (minimum is not None and value < minimum) or \
             (above is not None and value <= above) or (maximum is not None and value > maximum):

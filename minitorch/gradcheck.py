@@ -83,7 +83,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     analytic = [np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad for leaf in leaves]
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
                                            step, atol, rtol,
-                                           explain=lambda: _kinks_note(output, step) + _rounding_note(leaves, step))
+                                           explain=lambda: _kinks_note(output, step) + _rounding_note(leaves, step)
+                                           + _low_precision_note(output, step))
 
 
 def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,
@@ -163,6 +164,17 @@ def _rounding_note(leaves: list, step: float) -> str:
         return ""
     return (f". The inputs reach {largest:.3g}, where float64 rounds to about {rounding:.2g}, not small beside the "
             f"step {step:g}: the central difference is imprecise there; check at smaller values")
+
+
+def _low_precision_note(output: Tensor, step: float) -> str:
+    """A sentence if the function computes in a float type narrower than float64 (the inputs are float64 leaves, but
+    ``x.astype(np.float32)`` inside rounds again): its rounding, not small beside `step`, spoils the difference."""
+    narrow = sorted({str(node.dtype) for node in topological_order(output) if node.dtype != np.float64})
+    if not narrow:
+        return ""
+    return (f". The function rounds to {' and '.join(narrow)} inside (its result is {output.dtype}), whose rounding is "
+            f"not small beside the step {step:g}: the central difference measures that rounding, not the gradient; "
+            f"check the function in float64")
 
 
 def _data(x):

@@ -72,6 +72,7 @@ class Module:
     def _named_parameters_from(self, prefix: str, outer: tuple):
         """named_parameters, given the modules this one sits in (`outer`)."""
         holders = outer + (self,)  # this module and the modules it sits in
+        _refuse_shared_class_attributes(self)
         for name, value in vars(self).items():
             yield from _parameters_held(value, prefix + name, holders)
 
@@ -143,11 +144,27 @@ def _parameters_held(value, name: str, holders: tuple):
         for key, item in items:
             yield from _parameters_held(item, f"{name}.{key}", holders + (value,))
     elif (isinstance(value, Iterator) and not isinstance(value, io.IOBase)) or \
-            (isinstance(value, Set) and any(isinstance(item, (Module, Tensor)) for item in value)):
+            (isinstance(value, Set) and any(isinstance(item, (Module, Tensor)) for item in value)) or \
+            (isinstance(value, np.ndarray) and value.dtype == object and
+             any(isinstance(item, (Module, Tensor)) for item in value.flat)):
         what = "an iterator (a generator, map, ...) would be used up" if isinstance(value, Iterator) else \
-            "a set has no order, so the parameters would change places between runs"
+            "a set has no order, so the parameters would change places between runs" if isinstance(value, Set) else \
+            "an array of objects is not searched"
         raise TypeError(f"{type(holders[0]).__name__}.{name} is a {type(value).__name__}, which parameters() cannot "
                         f"search: {what}; store a list of them instead")
+
+
+def _refuse_shared_class_attributes(module: Module) -> None:
+    """A Parameter or Module set on the class (``class M(Module): w = Parameter(...)``) is shared by every instance
+    and is not in vars(module), where parameters() looks: refused, rather than never trained."""
+    for cls in type(module).__mro__:
+        if cls is Module:
+            break
+        for name, value in vars(cls).items():
+            if isinstance(value, (Parameter, Module)) and name not in vars(module):
+                raise TypeError(f"{cls.__name__}.{name} is a {type(value).__name__} set on the class, which "
+                                f"parameters() does not search (and every instance would share it); set it in "
+                                f"__init__ instead: self.{name} = ...")
 
 
 def _few(names: list, shown: int = 5) -> str:

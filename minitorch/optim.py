@@ -217,6 +217,9 @@ def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
     if any(shape != np.shape(theta) for shape in shapes.values()):
         raise ValueError(f"adam_update: grad, m and v must have theta's shape {np.shape(theta)}, got "
                          + ", ".join(f"{name} {shape}" for name, shape in shapes.items()))
+    if np.any(np.asarray(v) < 0):  # a mean of squared gradients; √v of a negative entry is nan
+        raise ValueError(f"adam_update: v (the second moment, a mean of squared gradients) must not be negative, got "
+                         f"{np.min(v)} among its entries")
     return theta, grad, m, v, t, lr, _checked_betas("adam_update", betas), eps, weight_decay
 
 

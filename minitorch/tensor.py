@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import numbers
 import sys
+import threading
 import warnings
 import weakref
 
@@ -32,8 +33,8 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
-                                     check_backward_result, check_inputs_unchanged, checked_grad,
-                                     checked_incoming_grad, checked_new_values, root_of_the_graph,
+                                     check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
+                                     checked_grad, checked_incoming_grad, checked_new_values, root_of_the_graph,
                                      summable_to_shape, unexplained)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
@@ -96,7 +97,11 @@ class Tensor(TensorProtocols):
         out._grad = None
         out.op = op
         out._retains_grad = False
-        out._requires_grad = _grad_enabled and any([p._requires_grad for p in parents])
+        try:
+            out._requires_grad = is_grad_enabled() and any([p._requires_grad for p in parents])
+        except AttributeError:
+            check_parents_are_tensors(op, parents)  # names the parent that is not a Tensor
+            raise
         if out._requires_grad:
             out.parents = parents
             out.backward_fn = backward_fn
@@ -400,23 +405,27 @@ Tensor = _keep_one_tensor_class(Tensor)
 # ----------------------------------------------------------------------
 # recording switched off
 
-_grad_enabled = True  # False inside no_grad()
+_grad_mode = threading.local()  # per thread, as in PyTorch: one thread's no_grad() leaves the others recording
 
 
 def is_grad_enabled() -> bool:
-    """True unless we are inside a `no_grad()` block."""
-    return _grad_enabled
+    """True unless we are inside a `no_grad()` block (of this thread)."""
+    return getattr(_grad_mode, "enabled", True)
 
 
-@contextlib.contextmanager
-def _no_grad():
-    global _grad_enabled
-    previous = _grad_enabled
-    _grad_enabled = False
-    try:
-        yield
-    finally:
-        _grad_enabled = previous
+class _NoGradContext(contextlib.ContextDecorator):
+    """One ``no_grad()`` block. Entering saves this thread's grad mode on a stack and exiting restores it, so one
+    object can be entered again, or inside itself."""
+
+    def __enter__(self):
+        if not hasattr(_grad_mode, "saved"):
+            _grad_mode.saved = []
+        _grad_mode.saved.append(is_grad_enabled())
+        _grad_mode.enabled = False
+
+    def __exit__(self, *exception):
+        _grad_mode.enabled = _grad_mode.saved.pop()
+        return False
 
 
 class _NoGrad:
@@ -431,13 +440,13 @@ class _NoGrad:
 
     def __call__(self, function=None):
         if function is None:
-            return _no_grad()
+            return _NoGradContext()
         if not callable(function):
             raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
         if isinstance(function, type) or inspect.isgeneratorfunction(function):
             raise TypeError(f"@no_grad decorates plain functions, not {function.__name__!r} (a class or a generator, "
                             f"whose code runs after the decorated call returns); write `with no_grad():` inside it")
-        return _no_grad()(function)
+        return _NoGradContext()(function)
 
     def __enter__(self):
         raise TypeError("write `with minitorch.no_grad():`, with the parentheses")

@@ -129,7 +129,17 @@ def checked_new_values(tensor, values) -> np.ndarray:
     if tensor.requires_grad and array.shape != tensor._data.shape:
         raise ValueError(f"x.data = ...: new values of shape {array.shape} for a tensor of shape {tensor.shape} "
                          f"that requires grad (an optimizer holds state of its shape); make a new tensor")
+    if not array.flags.writeable:  # read-only to its owner: an in-place change of the tensor must not write there
+        array = array.copy()
     return array
+
+
+def check_parents_are_tensors(op: str, parents: tuple) -> None:
+    """Tensor.from_op records its parents in the graph: each is a Tensor (an ndarray has no gradient to give)."""
+    for position, parent in enumerate(parents):
+        if not isinstance(parent, tensor_module.Tensor):
+            raise TypeError(f"Tensor.from_op('{op}'): parent {position} is a {type(parent).__name__}, not a Tensor; "
+                            f"wrap it with minitorch.tensor(...) or leave it out of parents")
 
 
 def checked_incoming_grad(tensor, grad) -> np.ndarray:

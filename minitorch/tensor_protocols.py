@@ -183,7 +183,7 @@ def _in_place(tensor, other, symbol: str, operation):
     """``tensor <symbol>= other`` on `tensor`'s own values; refused where a gradient would be lost."""
     _check_keeps_shape(tensor, other, symbol)
     other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
-    if tensor_module._grad_enabled and (tensor.requires_grad or other_requires_grad):
+    if tensor_module.is_grad_enabled() and (tensor.requires_grad or other_requires_grad):
         if tensor.is_leaf and tensor.requires_grad:
             raise RuntimeError(
                 f"x {symbol} ...: x is a leaf that requires grad (a parameter); changing it in place would be "

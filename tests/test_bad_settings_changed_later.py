@@ -94,6 +94,7 @@ def test_adam_with_eps_0_says_why_a_parameter_became_nan():
     (dict(theta=[1.0, 2.0]), TypeError, "theta must be a float ndarray"),
     (dict(grad=[1.0, 1.0]), TypeError, "grad must be an ndarray of numbers of theta's shape, got list"),
     (dict(m=np.array(["a", "b"])), TypeError, "m must be an ndarray of numbers of theta's shape, got an array of"),
+    (dict(v=np.array([0.0, -1.0])), ValueError, r"v \(the second moment.*must not be negative, got -1.0"),  # √v: nan
 ])
 def test_adam_update_checks_every_input_outside_the_exercise_body(changes, error, culprit):
     arguments = dict(theta=np.array([1.0, 2.0]), grad=np.array([1.0, 1.0]), m=np.zeros(2), v=np.zeros(2), t=1,
@@ -170,3 +171,14 @@ def test_adam_update_refuses_a_step_count_beyond_64_bits_naming_t(t, shown):
         adam_update(np.ones(2), np.ones(2), np.zeros(2), np.zeros(2), t, 0.1, (0.9, 0.999), 1e-8, 0.0)
     theta, _, _ = adam_update(np.ones(2), np.ones(2), np.zeros(2), np.zeros(2), 2**63 - 1, 0.1, (0.9, 0.999), 1e-8, 0.0)
     assert np.isfinite(theta).all(), "the largest step count still gives a finite update (the corrections are 1)"
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "-" + "9" * 5000])
+def test_a_whole_number_with_more_digits_than_python_reads_is_said_to_have_too_many_digits(text):
+    from minitorch import checks
+
+    with pytest.raises(ValueError, match=r"^--seed must be a whole number >= 0, got a number of 5,000 digits, too many "
+                                         r"digits to read \('[-9]{10,}\.\.\.9+'\)$"):
+        checks.parse_number(text, "--seed", integer=True, minimum=0)
+    with pytest.raises(ValueError, match=r"^--seed must be a whole number, got 'abc'$"):  # not digits: as before
+        checks.parse_number("abc", "--seed", integer=True)

@@ -1052,6 +1052,7 @@ def test_a_dtype_argument_in_another_byte_order_is_that_float_dtype_in_the_machi
     (lambda Linear: map(lambda _: Linear(2, 2), range(2)), "map"),
     (lambda Linear: iter([Linear(2, 2)]), "list_iterator"),
     (lambda Linear: {Linear(2, 2)}, "set"),
+    (lambda Linear: np.array([Linear(2, 2), None], dtype=object)[:1], "ndarray"),
 ])
 @pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
 def test_modules_held_where_parameters_cannot_search_are_refused_naming_the_attribute(holder, kind, method):
@@ -1062,6 +1063,26 @@ def test_modules_held_where_parameters_cannot_search_are_refused_naming_the_attr
     with pytest.raises(TypeError, match=rf"^Module\.layers is a {kind}, which parameters\(\) cannot search: .*"
                                         rf"store a list"):
         getattr(model, method)()
+
+
+@pytest.mark.parametrize("shared", [lambda nn: nn.Parameter([1.0]), lambda nn: nn.Linear(2, 2)])
+def test_a_parameter_or_module_set_on_the_class_is_refused_naming_it(shared):
+    from minitorch import nn
+
+    class Model(nn.Module):
+        scale = shared(nn)
+        steps = np.arange(3)  # a class attribute that holds no parameter is no error
+
+    class Wider(Model):
+        pass
+
+    for model in (Model(), Wider()):
+        with pytest.raises(TypeError, match=r"^Model\.scale is a (Parameter|Linear) set on the class, .*"
+                                            r"set it in __init__ instead: self\.scale = "):
+            model.parameters()
+    model = Model()
+    model.scale = shared(nn)  # set on the instance, it is found
+    assert len(model.parameters()) >= 1, "a parameter set on the instance is in parameters()"
 
 
 def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_itself_is_named():
@@ -1077,3 +1098,26 @@ def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_it
     model.blocks.append(model.blocks)
     with pytest.raises(ValueError, match=r"Module\.blocks\.1 is the list that holds it.*no end"):
         model.parameters()
+
+
+@pytest.mark.parametrize("change", [
+    lambda t: t.__iadd__(1.0),
+    lambda t: t.data.__setitem__(0, 0.0),
+])
+def test_values_assigned_from_a_read_only_array_are_copied_so_in_place_changes_leave_it_alone(change):
+    from minitorch import tensor
+
+    values = np.array([5.0, 6.0])
+    values.flags.writeable = False
+    t = tensor([1.0, 2.0])
+    t.data = values
+    change(t)
+    assert values.tolist() == [5.0, 6.0], "an in-place change of the tensor wrote into the read-only array"
+    assert not values.flags.writeable, "the user's read-only array was made writable"
+
+
+def test_from_op_with_a_parent_that_is_no_tensor_names_its_position_and_type():
+    from minitorch import Tensor, tensor
+
+    with pytest.raises(TypeError, match=r"^Tensor\.from_op\('x'\): parent 1 is a ndarray, not a Tensor"):
+        Tensor.from_op(np.ones(2), (tensor([1.0, 2.0], requires_grad=True), np.ones(2)), lambda g: (g, g), "x")

@@ -118,6 +118,16 @@ def test_gradcheck_works_in_float64_even_for_float32_inputs():
     assert set(seen) == {np.dtype(np.float64)}, f"finite differences need float64, the function saw {set(seen)}"
 
 
+@pytest.mark.parametrize("function", [
+    lambda x: (x.astype(np.float32) ** 2).sum(),  # the result is float32
+    lambda x: (x.astype(np.float32) ** 2).astype(np.float64).sum(),  # float32 only inside
+])
+def test_a_function_that_rounds_to_float32_inside_is_named_as_the_cause_of_a_failure(function):
+    with pytest.raises(GradcheckError, match=r"disagree\. The function rounds to float32 inside .*check the function "
+                                             r"in float64"):
+        gradcheck(function, [minitorch.tensor([0.3, 0.7], requires_grad=True)])
+
+
 def test_gradcheck_gives_zero_gradient_to_an_unused_input():
     assert gradcheck(lambda x, unused: x * 3.0, [np.array([1.0, 2.0]), np.array([5.0])])
 

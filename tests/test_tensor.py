@@ -10,6 +10,8 @@ by hand, never a second answer to compare with; the hidden tests (tests/hidden/)
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -492,6 +494,29 @@ def test_no_grad_works_as_a_decorator():
         return x * 2.0
 
     assert not evaluate(leaf([1.0])).requires_grad
+    assert minitorch.is_grad_enabled()
+
+
+def test_no_grad_in_one_thread_leaves_another_thread_recording():
+    x = leaf([1.0])
+    recorded_in_the_other_thread = []
+    with no_grad():
+        other = threading.Thread(target=lambda: recorded_in_the_other_thread.append((x * 2.0).requires_grad))
+        other.start()
+        other.join()
+        assert not (x * 2.0).requires_grad, "this thread is inside no_grad() and must not record"
+    assert recorded_in_the_other_thread == [True], "no_grad() in one thread switched recording off in another thread"
+
+
+def test_one_no_grad_object_can_be_entered_again_and_inside_itself():
+    block = no_grad()
+    with block:
+        pass
+    assert minitorch.is_grad_enabled(), "leaving a no_grad() block must switch recording back on"
+    with block:
+        with block:
+            assert not minitorch.is_grad_enabled()
+        assert not minitorch.is_grad_enabled(), "leaving the inner block of one no_grad() object left the outer one"
     assert minitorch.is_grad_enabled()
 
 

@@ -136,6 +136,8 @@ def paid_tests(passed: list[bool], requires_values: list[bool], hidden: list[boo
 
 def split_points(points: float, count: int) -> list[float]:
     """`points` split over `count` tests, decimals of at most 6 places adding up to `points` exactly."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:  # no tests would carry the points
+        raise ValueError(f"split_points: count must be a whole number of tests >= 1, got {count!r}")
     cumulative = [round(points * k / count, 6) for k in range(count + 1)]
     return [round(after - before, 6) for before, after in zip(cumulative, cumulative[1:])]
 

@@ -64,6 +64,12 @@ def test_points_split_over_tests_add_up_to_the_exercises_points_exactly(points, 
     assert grading.add_points(shares) == points, f"{count} shares of {points} points add up to {sum(shares)!r}"
 
 
+@pytest.mark.parametrize("count", [-1, 0, 2.0, True])
+def test_points_are_split_over_a_whole_number_of_tests_at_least_one(count):
+    with pytest.raises(ValueError, match=rf"^split_points: count must be a whole number of tests >= 1, got {count!r}$"):
+        registry.split_points(3, count)
+
+
 def test_a_solved_copys_total_and_maximum_equal_the_sums_of_its_tests_exactly():
     run = a_run(("2.1", "2.2", "2.4"), tests_per_exercise=11)
     graded = grading.results_json("ann", run, passed(run, "2.1", "2.2", "2.4"), StudentFiles(handed_out=[]), 1.0)
