@@ -269,6 +269,23 @@ def test_save_returns_the_file_it_wrote(name, tmp_path):
     assert sorted(path.name for path in tmp_path.rglob("*") if path.is_file()) == [written.name], "one file only"
 
 
+def test_save_returns_the_file_it_wrote_for_a_path_in_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # '~' is this folder
+    written = plotting.save(_open_figure(), "~/figure.png")
+    assert written == tmp_path / "figure.png" and written.is_file(), \
+        f"save('~/figure.png') must return the file it wrote in the home folder, got {written}"
+
+
+@pytest.mark.parametrize("close", ["no", 0, None, "False"])
+def test_save_names_a_close_flag_that_is_not_true_or_false(close, tmp_path):
+    fig = _open_figure()  # unchecked, 'no' counted as true and the figure was closed
+    with pytest.raises(TypeError, match=r"save: close must be True or False, got"):
+        plotting.save(fig, tmp_path / "figure.png", close=close)
+    assert fig.number in plotting.plt.get_fignums(), "a refused save must leave the figure open"
+    plotting.plt.close(fig)
+    assert list(tmp_path.iterdir()) == [], "a refused save must write nothing"
+
+
 @pytest.mark.parametrize("make_parent", [  # not mkdir's FileExistsError: [Errno 17] File exists: '/dev/full'
     lambda folder: folder / "a-file",
     lambda folder: folder / "a-file" / "below",
