@@ -24,10 +24,10 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     ``worst_case_error_upper`` (a proved upper bound on δ: a bar from δ̂ to it
     takes the arrow's place, the true point lies on it). Left panel: BOS mass on a
     linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
-    is the straight line ``2 δ / ε_0`` (a BOS mass of 1 or more, which has no place there, is drawn on the bottom
-    edge). A covered point's BOS mass is at most 1 (a softmax row's weights sum to 1); an uncovered one's may exceed
-    it (ReLU's ``max(s, 0) / max(i, 1)`` has no upper bound). Returns the figure; saves it with `save` if `path` (parent folders
-    created, the file replaced whole), leaving it open.
+    is the straight line ``2 δ / ε_0`` (a BOS mass of 1 or more, which has no place there, is drawn on the
+    bottom edge). A covered point's BOS mass is at most 1 (a softmax row's weights sum to 1); an uncovered one's
+    may exceed it (ReLU's ``max(s, 0) / max(i, 1)`` has no upper bound). Returns the figure; saves it with
+    `save` if `path` (parent folders created, the file replaced whole), leaving it open.
     """
     _check_family(family)
     trained = _check_trained(trained)
