@@ -507,6 +507,16 @@ def test_separating_corner_lemma_on_random_subspaces():
         theory.separating_corner(rng.normal(size=(n - 1, n)))
 
 
+@pytest.mark.parametrize("x, shape", [([[0.0] * WIDTH] * 3, r"\(3, 16\)"), (np.zeros((1, 3, 15)), r"\(1, 3, 15\)"),
+                                      (np.zeros((1, 0, 16)), r"\(1, 0, 16\)")],
+                         ids=["one-sequence-without-the-batch-axis", "narrower-tokens", "no-token"])
+def test_residual_streams_names_an_input_that_is_not_a_batch_of_sequences(x, shape):
+    model = build_model(WIDTH, 1, 2, "softmax", residual=True)  # unchecked: "not enough values to unpack"
+    with pytest.raises(ValueError, match=r"residual_streams: x must be a batch of sequences of shape \(B, L, 16\) "
+                                         r"with L >= 1 .*got shape " + shape):
+        theory.residual_streams(model, x)
+
+
 def test_theorem2_stream_inequalities_hold_for_random_models():
     rng = np.random.default_rng(13)
     # small weights and a growing penalty on BOS scores: the largest BOS mass γ ranges from ~0.5 to ~1e-12

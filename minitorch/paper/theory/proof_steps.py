@@ -233,7 +233,12 @@ def residual_streams(model: ResidualModel, x: np.ndarray) -> tuple[list, list]:
     and each layer's attention weights (B, H, L, L)."""
     if not attention_model("residual_streams", model).residual:
         raise ValueError("residual_streams: the model must be a ResidualModel")
-    streams, attention = [np.asarray(x, dtype=float)], []
+    x = checks.real_numbers("residual_streams", "x", x)
+    width = model.config["width"]
+    if x.ndim != 3 or x.shape[1] == 0 or x.shape[2] != width:
+        raise ValueError(f"residual_streams: x must be a batch of sequences of shape (B, L, {width}) with L >= 1 "
+                         f"(add the batch axis to one sequence: x[None]), got shape {x.shape}")
+    streams, attention = [x], []
     with no_grad():
         for layer in model.layers:
             update, weights = layer(Tensor(streams[-1]))
