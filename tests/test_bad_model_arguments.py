@@ -179,6 +179,10 @@ def _restacked(change: str):
         model.layers[1] = AttentionLayer(8, 1, "softmax", np.random.default_rng(0))
     elif change == "layer-repeated":
         model.layers.append(model.layers[0])
+    elif change == "narrower-query-projection":
+        model.layers[0].W_Q = Linear(16, 8)
+    elif change == "value-projection-removed":
+        model.layers[1].W_V = None
     return model
 
 
@@ -188,6 +192,9 @@ STACK_ERRORS = [
     ("narrower-layer", ValueError,
      r"model.layers\[1\] is an attention layer with \{'width': 8.*describes \{'width': 16"),
     ("layer-repeated", ValueError, r"model.layers holds 3 attention layers; the model's config says 2"),
+    ("narrower-query-projection", ValueError,  # not reshape's "cannot reshape a tensor of shape (1, 3, 8)"
+     r"model.layers\[0\].W_Q must be a Linear\(16, 16\) \(width n = 16, 1 head\(s\)\), got Linear\(16, 8\)"),
+    ("value-projection-removed", TypeError, r"model.layers\[1\].W_V must be a Linear\(16, 16\), got NoneType"),
 ]
 
 

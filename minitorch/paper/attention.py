@@ -161,7 +161,20 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
     if normaliser != "softmax":  # (the softmax refuses such scores itself: exercise 2.4)
         check_scores(scores._data, normaliser)
     weights = get_normaliser(normaliser)(scores, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
+    check_normaliser_result(normaliser, weights, scores.shape)
     return weights @ values, weights.detach()  # (..., L, L) @ (..., L, d) -> (..., L, d)
+
+
+def check_normaliser_result(normaliser: str, weights, shape: tuple) -> None:
+    """TypeError or ValueError unless a normaliser returned a Tensor of its scores' shape (..., L, L): a registered
+    one that returns an ndarray, or drops an axis, would fail later in words that do not name it."""
+    if not isinstance(weights, Tensor):
+        raise TypeError(f"attend: the normaliser {normaliser!r} must return the weights as a Tensor of its scores' "
+                        f"shape {shape}, got {type(weights).__name__} (build them with minitorch operations, so that "
+                        f"backward reaches the scores)")
+    if weights.shape != shape:
+        raise ValueError(f"attend: the normaliser {normaliser!r} must return weights of its scores' shape {shape} "
+                         f"(..., L, L), got {weights.shape}")
 
 
 def check_normaliser_parameters(normaliser: str, parameters: dict, owner: str = "attend") -> None:

@@ -192,10 +192,30 @@ def check_layers(owner: str, model: AttentionModel) -> list:
         if built != described:
             raise ValueError(f"{owner}: model.layers[{index}] is an attention layer with {built}; the model's "
                              f"config describes {described}")
+        check_projections(owner, f"model.layers[{index}]", layer)
     if len(layers) != config["layers"]:
         raise ValueError(f"{owner}: model.layers holds {len(layers)} attention layers; the model's config says "
                          f"{config['layers']}")
     return layers
+
+
+def check_projections(owner: str, name: str, layer: AttentionLayer) -> None:
+    """An error naming `owner`, the layer and the projection unless each of W_Q, W_K, W_V (and W_G, with an output
+    gate) is a Linear from width n to H*n and W_O one from H*n back to n: a replaced one of another size failed in
+    reshape, in words that named neither."""
+    width, hidden = layer.width, layer.heads * layer.width
+    projections = dict(W_Q=(width, hidden), W_K=(width, hidden), W_V=(width, hidden), W_O=(hidden, width))
+    if layer.output_gate:
+        projections["W_G"] = (width, hidden)
+    for projection, (inputs, outputs) in projections.items():
+        linear = getattr(layer, projection, None)
+        if not isinstance(linear, Linear):
+            raise TypeError(f"{owner}: {name}.{projection} must be a Linear({inputs}, {outputs}), got "
+                            f"{type(linear).__name__}")
+        if (linear.in_features, linear.out_features) != (inputs, outputs):
+            raise ValueError(f"{owner}: {name}.{projection} must be a Linear({inputs}, {outputs}) (width n = "
+                             f"{width}, {layer.heads} head(s)), got Linear({linear.in_features}, "
+                             f"{linear.out_features})")
 
 
 def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,

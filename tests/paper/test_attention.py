@@ -381,6 +381,23 @@ def test_a_registered_normaliser_is_usable_by_a_model_by_name(monkeypatch):
     assert np.allclose(weights, expected), "a model built with normaliser='running_average' did not use it"
 
 
+@pytest.mark.parametrize("normalise, error, culprit", [  # not NumPy's matmul words or "no attribute 'detach'"
+    (lambda scores, future: scores[..., :1], ValueError,
+     r"attend: the normaliser 'broken' must return weights of its scores' shape \(1, 1, 3, 3\) .*got \(1, 1, 3, 1\)"),
+    (lambda scores, future: np.ones(scores.shape), TypeError,
+     r"attend: the normaliser 'broken' must return the weights as a Tensor .*got ndarray"),
+], ids=["wrong-shape", "an-ndarray"])
+def test_attend_names_a_registered_normaliser_whose_weights_are_no_tensor_of_the_scores_shape(
+        normalise, error, culprit, monkeypatch):
+    from minitorch.paper.models import build_model
+
+    monkeypatch.setattr(attention, "NORMALISERS", dict(attention.NORMALISERS))  # the entry goes with the test
+    monkeypatch.setattr(attention, "NORMALISER_OPTIONS", dict(attention.NORMALISER_OPTIONS))
+    attention.register_normaliser("broken")(normalise)
+    with pytest.raises(error, match=culprit):
+        build_model(16, 1, 1, "broken", False)(np.zeros((1, 3, 16)))
+
+
 def test_a_taken_normaliser_name_cannot_be_silently_replaced():
     with pytest.raises(ValueError, match="taken"):
         @attention.register_normaliser("softmax")

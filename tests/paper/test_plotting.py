@@ -208,15 +208,46 @@ _TRAJECTORY = {"bos_mass_mean": [0.1, 0.2], "max_error": [1.0, 0.5], "non_trigge
      r"trained\[0\]\['bos_mass_min'\] must be a finite number >= 0, got '0.5'"),
     (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained={"label": "a"}), TypeError,
      r"plot_error_vs_bos_mass: trained must be a list of dicts.*\(dict\)"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "a", "worst_case_error": 0.1,
+                                                                "bos_mass_min": 1.5}]), ValueError,
+     r"trained\[0\]\['bos_mass_min'\] must be at most 1 for a point Theorem 1 covers .*got 1.5"),
+    (lambda: plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "a", "worst_case_error": 0.1,
+                                                                "bos_mass_min": 0.5, "covered": "no"}]), TypeError,
+     r"trained\[0\]\['covered'\] must be True or False, got 'no'"),
+    (lambda: plotting.plot_error_vs_bos_mass({**_FAMILY, "worst_case_error": ["0.5", "0.3"]}), TypeError,
+     r"plot_error_vs_bos_mass: family\['worst_case_error'\] must be numbers, got \['0.5', '0.3'\]"),
 ], ids=["log-law-gap-shorter", "log-law-delta-a-number", "log-law-zero-keys", "log-law-bound-of-strings",
         "price-trajectory-ragged", "price-trajectory-of-numbers", "seeds-share-a-number", "seeds-of-unequal-depth",
         "seeds-steps-a-string", "zoo-mass-a-list", "trained-without-error", "trained-negative-error",
-        "trained-mass-a-string", "trained-a-dict"])
+        "trained-mass-a-string", "trained-a-dict", "trained-covered-mass-above-one", "trained-covered-a-string",
+        "family-errors-of-strings"])
 def test_the_figure_functions_name_a_field_that_is_not_what_they_draw(call, error, culprit):
     figures_before = plotting.plt.get_fignums()
     with pytest.raises(error, match=culprit):
         call()
     assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+def test_error_vs_bos_mass_draws_an_uncovered_bos_mass_above_one_on_the_log_panels_edge():
+    """A ReLU head's BOS mass may exceed 1 (a covered, softmax point's may not); 1 - mass <= 0 has no place on
+    the log axis, so the marker sits on its bottom edge instead of vanishing below it."""
+    fig = plotting.plot_error_vs_bos_mass(_FAMILY, trained=[{"label": "relu", "worst_case_error": 0.1,
+                                                             "bos_mass_min": 1.5, "covered": False}])
+    right = fig.axes[1]
+    (marker,) = [line for line in right.get_lines() if line.get_label() == "relu"]
+    assert marker.get_ydata()[0] == right.get_ylim()[0], \
+        f"a BOS mass above 1 must be drawn on the right panel's bottom edge {right.get_ylim()[0]}, " \
+        f"got {marker.get_ydata()[0]}"
+    plotting.plt.close(fig)
+
+
+@pytest.mark.parametrize("make_axes", [lambda: plotting.plt.subplots()[1], lambda: plotting.plt.subplots(1, 3)[1]],
+                         ids=["one-axes", "three-axes"])
+def test_error_vs_bos_mass_names_axes_that_are_not_a_pair(make_axes):
+    axes = make_axes()  # unchecked, one Axes gave Python's "'Axes' object is not subscriptable"
+    with pytest.raises(TypeError, match=r"plot_error_vs_bos_mass: axes must be a pair of matplotlib Axes"):
+        plotting.plot_error_vs_bos_mass(_FAMILY, axes=axes)
+    plotting.plt.close(np.ravel(axes)[0].figure)
 
 
 def test_a_figure_saved_by_its_path_argument_goes_through_save(tmp_path):
@@ -267,6 +298,23 @@ def test_save_returns_the_file_it_wrote(name, tmp_path):
     written = plotting.save(_open_figure(), tmp_path / name)
     assert written == tmp_path / name and written.is_file(), f"save must write {name}, the path it returns"
     assert sorted(path.name for path in tmp_path.rglob("*") if path.is_file()) == [written.name], "one file only"
+
+
+def test_save_returns_the_file_it_wrote_for_a_path_in_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # '~' is this folder
+    written = plotting.save(_open_figure(), "~/figure.png")
+    assert written == tmp_path / "figure.png" and written.is_file(), \
+        f"save('~/figure.png') must return the file it wrote in the home folder, got {written}"
+
+
+@pytest.mark.parametrize("close", ["no", 0, None, "False"])
+def test_save_names_a_close_flag_that_is_not_true_or_false(close, tmp_path):
+    fig = _open_figure()  # unchecked, 'no' counted as true and the figure was closed
+    with pytest.raises(TypeError, match=r"save: close must be True or False, got"):
+        plotting.save(fig, tmp_path / "figure.png", close=close)
+    assert fig.number in plotting.plt.get_fignums(), "a refused save must leave the figure open"
+    plotting.plt.close(fig)
+    assert list(tmp_path.iterdir()) == [], "a refused save must write nothing"
 
 
 @pytest.mark.parametrize("make_parent", [  # not mkdir's FileExistsError: [Errno 17] File exists: '/dev/full'

@@ -369,6 +369,22 @@ def test_step1_output_is_value_map_applied_to_attention_average():
             f"{name}: the renormalised non-BOS average μ̃_i must lie in T"
 
 
+@pytest.mark.parametrize("averaged, bos_mass, culprit", [  # unchecked, nan and inf came back without a word
+    (np.ones((1, 4, 13)), np.ones((1, 4)), r"non_bos_average: every row's bos_mass is 1, so no row has non-BOS"),
+    (np.ones((1, 4, 13)), np.full(4, 0.5), r"non_bos_average: bos_mass must hold one a_i0 per row of averaged "
+                                           r".*got averaged \(1, 4, 13\) and bos_mass \(4,\)"),
+], ids=["all-mass-on-bos", "bos-mass-without-the-batch-axis"])
+def test_step1_non_bos_average_names_inputs_it_cannot_average(averaged, bos_mass, culprit):
+    with pytest.raises(ValueError, match=culprit):
+        theory.non_bos_average(averaged, bos_mass)
+
+
+def test_step1_non_bos_average_gives_nan_only_at_rows_without_non_bos_mass():
+    mu = theory.non_bos_average(np.ones((1, 2, 13)), np.array([[1.0, 0.5]]))
+    assert np.isnan(mu[0, 0]).all(), "a row with a_i0 = 1 has no non-BOS tokens: μ̃_i must be nan (not inf)"
+    assert np.isfinite(mu[0, 1]).all(), "a row with a_i0 < 1 must give a finite μ̃_i"
+
+
 def test_step2_non_trigger_row_inequality_holds_for_random_models():
     x, triggers = theory.stress_inputs(4, seed=4)
     for name, model in some_models().items():
@@ -489,6 +505,16 @@ def test_separating_corner_lemma_on_random_subspaces():
             assert np.all(distance >= 0.5 - 1e-12), "z + e_t should be at ∞-distance >= 1/2 from S"
     with pytest.raises(ValueError, match="dimension"):
         theory.separating_corner(rng.normal(size=(n - 1, n)))
+
+
+@pytest.mark.parametrize("x, shape", [([[0.0] * WIDTH] * 3, r"\(3, 16\)"), (np.zeros((1, 3, 15)), r"\(1, 3, 15\)"),
+                                      (np.zeros((1, 0, 16)), r"\(1, 0, 16\)")],
+                         ids=["one-sequence-without-the-batch-axis", "narrower-tokens", "no-token"])
+def test_residual_streams_names_an_input_that_is_not_a_batch_of_sequences(x, shape):
+    model = build_model(WIDTH, 1, 2, "softmax", residual=True)  # unchecked: "not enough values to unpack"
+    with pytest.raises(ValueError, match=r"residual_streams: x must be a batch of sequences of shape \(B, L, 16\) "
+                                         r"with L >= 1 .*got shape " + shape):
+        theory.residual_streams(model, x)
 
 
 def test_theorem2_stream_inequalities_hold_for_random_models():

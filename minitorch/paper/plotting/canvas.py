@@ -41,6 +41,7 @@ def save(fig: plt.Figure, path, dpi: int = 110, close: bool = True) -> Path:
                         f"{type(fig).__name__}")
     path = _image_path(fig, path)
     dpi = checks.positive_number("save", "dpi", dpi)
+    close = checks.flag("save", "close", close)
     width, height = fig.get_size_inches() * dpi
     if min(width, height) < 1:  # matplotlib would fail writing an empty image
         smallest = fig.get_size_inches().min()
@@ -62,6 +63,7 @@ def _image_path(fig: plt.Figure, path) -> Path:
         raise TypeError(f"save: path must be a file path such as 'figure.png', got {path!r:.80} "
                         f"({type(path).__name__})")
     path = given_path(path, "save: path", file=True)  # 'keep.png/' names a folder, though Path drops the slash
+    path = path.expanduser()  # '~/figure.png' is written in the home folder: return the path written
     formats = fig.canvas.get_supported_filetypes()  # {'png': 'Portable Network Graphics', ...}
     if path.is_dir():
         raise IsADirectoryError(f"save: path {str(path)!r} is a folder; give the image file's name, such as "

@@ -3,6 +3,7 @@ the theorem forbids."""
 
 from __future__ import annotations
 
+import matplotlib.axes
 import numpy as np
 
 from minitorch import checks
@@ -23,11 +24,14 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     ``worst_case_error_upper`` (a proved upper bound on δ: a bar from δ̂ to it
     takes the arrow's place, the true point lies on it). Left panel: BOS mass on a
     linear axis; right panel: ``1 - BOS mass`` on a log axis, where the bound
-    is the straight line ``2 δ / ε_0``. Returns the figure; saves it with `save` if `path` (parent folders
-    created, the file replaced whole), leaving it open.
+    is the straight line ``2 δ / ε_0`` (a BOS mass of 1 or more, which has no place there, is drawn on the
+    bottom edge). A covered point's BOS mass is at most 1 (a softmax row's weights sum to 1); an uncovered one's
+    may exceed it (ReLU's ``max(s, 0) / max(i, 1)`` has no upper bound). Returns the figure; saves it with
+    `save` if `path` (parent folders created, the file replaced whole), leaving it open.
     """
     _check_family(family)
     trained = _check_trained(trained)
+    _check_axes(axes)
     own_figure = axes is None
     if own_figure:
         figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -41,6 +45,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     grid = np.logspace(np.log10(low), 0.5, 400)
     bound = theorem1_bos_lower_bound(grid, triggers)
     epsilon0 = trigger_separation(triggers)
+    bottom = max(low, 1e-17)  # the right panel's lowest 1 - BOS mass: a mass of 1 or more is drawn on this edge
     left, right = axes
     left.fill_between(grid, 0, bound, color="tab:red", alpha=0.15, label="forbidden by Theorem 1")
     left.plot(grid, bound, color="tab:red", lw=1.5, label=r"bound $1 - 2\delta/\varepsilon_0$")
@@ -60,7 +65,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     for point in trained:
         marker = next(markers, "o")
         face = None if point.get("covered", True) else "none"
-        for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], 1e-17))):
+        for ax, y in ((left, point["bos_mass_min"]), (right, max(1.0 - point["bos_mass_min"], bottom))):
             ax.plot(point["worst_case_error"], y, marker, ms=10, color="tab:green", mfc=face, label=point["label"])
             upper = point.get("worst_case_error_upper", np.inf)
             if np.isfinite(upper):  # δ̂ <= δ <= upper: the true point lies on this bar
@@ -77,7 +82,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     left.set(xscale="log", ylim=(-0.02, 1.02),
              xlabel=r"worst-case error $\hat\delta$ (max $|\hat y - y|$, all $j \in J$)",
              ylabel=r"smallest BOS mass $\min a_{i0}$ (non-trigger rows)")
-    right.set(xscale="log", yscale="log", ylim=(max(low, 1e-17), 2.0), xlabel=left.get_xlabel(),
+    right.set(xscale="log", yscale="log", ylim=(bottom, 2.0), xlabel=left.get_xlabel(),
               ylabel=r"$1 - \min a_{i0}$ (mass off BOS)")
     left.legend(fontsize=7, loc="center left")
     right.legend(fontsize=7, loc="lower right")
@@ -107,6 +112,16 @@ def _check_family(family) -> None:
     if len(set(lengths.values())) != 1:
         raise ValueError(f"plot_error_vs_bos_mass: the family's columns must have one length (one entry per scale "
                          f"c), got {lengths}")
+    for key in FAMILY_KEYS:
+        checks.real_numbers("plot_error_vs_bos_mass", f"family[{key!r}]", family[key], finite=False)  # nan: a gap
+
+
+def _check_axes(axes) -> None:
+    """A TypeError unless `axes` is None (the plot makes its own figure) or a pair of matplotlib Axes (left, right)."""
+    pair = isinstance(axes, (list, tuple, np.ndarray)) and len(axes) == 2
+    if axes is not None and not (pair and all(isinstance(ax, matplotlib.axes.Axes) for ax in axes)):
+        raise TypeError(f"plot_error_vs_bos_mass: axes must be a pair of matplotlib Axes (the two panels), e.g. "
+                        f"fig, axes = plt.subplots(1, 2), or None; got {axes!r:.80} ({type(axes).__name__})")
 
 
 TRAINED_KEYS = ("label", "worst_case_error", "bos_mass_min")  # what plot_error_vs_bos_mass reads of a trained point
@@ -114,8 +129,8 @@ TRAINED_KEYS = ("label", "worst_case_error", "bos_mass_min")  # what plot_error_
 
 def _check_trained(trained) -> list:
     """`trained` (None for no points) as a list of points, each with the keys and numbers the plot reads, or an
-    error naming the entry and the key: an error δ̂ >= 0, a BOS mass >= 0 (a ReLU head's may exceed 1), a
-    bound on δ >= 0 if given."""
+    error naming the entry and the key: an error δ̂ >= 0, a BOS mass >= 0 (at most 1 if `covered`: a softmax
+    row's weights sum to 1; an uncovered ReLU head's may exceed 1), a bound on δ >= 0 if given."""
     owner = "plot_error_vs_bos_mass"
     if trained is None:
         return []
@@ -123,7 +138,12 @@ def _check_trained(trained) -> list:
     for index, point in enumerate(trained):
         name = f"trained[{index}]"
         checks.positive_number(owner, f"{name}['worst_case_error']", point["worst_case_error"], allow_zero=True)
-        checks.positive_number(owner, f"{name}['bos_mass_min']", point["bos_mass_min"], allow_zero=True)  # ReLU: > 1
+        mass = checks.positive_number(owner, f"{name}['bos_mass_min']", point["bos_mass_min"], allow_zero=True)
+        covered = checks.flag(owner, f"{name}['covered']", point.get("covered", True))
+        if covered and mass > 1:
+            raise ValueError(f"{owner}: {name}['bos_mass_min'] must be at most 1 for a point Theorem 1 covers (a "
+                             f"softmax row's weights sum to 1), got {mass!r}; a head whose BOS mass may exceed 1 "
+                             f"(ReLU) is a point with covered=False")
         if point.get("worst_case_error_upper", np.inf) != np.inf:  # inf, or no key: no bound proved
             checks.positive_number(owner, f"{name}['worst_case_error_upper']", point["worst_case_error_upper"],
                                    allow_zero=True)

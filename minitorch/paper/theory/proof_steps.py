@@ -45,11 +45,24 @@ def attention_average(weights: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def non_bos_average(averaged: np.ndarray, bos_mass: np.ndarray) -> np.ndarray:
     """Step 1: ``μ̃_i = (x̄_i - a_i0 e_0) / (1 - a_i0)``, the average of the non-BOS
-    tokens under the row's own weights renormalised (rows with a_i0 = 1 give nan)."""
-    removed = averaged.copy()
+    tokens under the row's own weights renormalised (rows with a_i0 = 1 have none: nan).
+
+    averaged: x̄, (..., n); bos_mass: a_i0, (...). Returns (..., n)."""
+    averaged = checks.real_numbers("non_bos_average", "averaged", averaged)
+    bos_mass = checks.real_numbers("non_bos_average", "bos_mass", bos_mass)
+    if averaged.ndim == 0 or bos_mass.shape != averaged.shape[:-1]:
+        raise ValueError(f"non_bos_average: bos_mass must hold one a_i0 per row of averaged (x̄ of shape (..., n)), "
+                         f"shape {averaged.shape[:-1]}; got averaged {averaged.shape} and bos_mass {bos_mass.shape}")
+    no_other_mass = bos_mass == 1.0  # rows whose weights all sit on BOS: nothing else to average
+    if averaged.shape[:-1] and no_other_mass.all():
+        raise ValueError("non_bos_average: every row's bos_mass is 1, so no row has non-BOS tokens to average "
+                         "(μ̃_i divides by 1 - a_i0)")
+    removed = averaged  # (real_numbers made a float64 copy)
     removed[..., BOS] -= bos_mass  # x̄_i[0] = a_i0: only BOS has a BOS flag
     with np.errstate(invalid="ignore", divide="ignore"):
-        return removed / (1.0 - bos_mass)[..., None]
+        mu = removed / (1.0 - bos_mass)[..., None]  # (..., n) / (..., 1) -> (..., n)
+    mu[no_other_mass] = np.nan
+    return mu
 
 
 def in_token_hull(mu: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
@@ -220,7 +233,12 @@ def residual_streams(model: ResidualModel, x: np.ndarray) -> tuple[list, list]:
     and each layer's attention weights (B, H, L, L)."""
     if not attention_model("residual_streams", model).residual:
         raise ValueError("residual_streams: the model must be a ResidualModel")
-    streams, attention = [np.asarray(x, dtype=float)], []
+    x = checks.real_numbers("residual_streams", "x", x)
+    width = model.config["width"]
+    if x.ndim != 3 or x.shape[1] == 0 or x.shape[2] != width:
+        raise ValueError(f"residual_streams: x must be a batch of sequences of shape (B, L, {width}) with L >= 1 "
+                         f"(add the batch axis to one sequence: x[None]), got shape {x.shape}")
+    streams, attention = [x], []
     with no_grad():
         for layer in model.layers:
             update, weights = layer(Tensor(streams[-1]))
