@@ -298,6 +298,26 @@ def test_a_ctrl_c_while_a_command_starts_is_one_line():
     assert error.strip().splitlines()[-1].startswith("python -m minitorch.exercises: stopped by SIGINT"), error
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGQUIT], ids=["TERM", "QUIT"])
+def test_another_stop_while_a_command_starts_is_one_line(signum):
+    """SIGTERM or SIGQUIT (Ctrl-\\) in the first 0.15 s of exercises student-edition killed it by the signal, with
+    no line: only Ctrl-C was handled while the library loaded."""
+    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
+        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
+            break
+        time.sleep(0.002)
+    process.send_signal(signum)
+    _, error = process.communicate(timeout=120)
+    name = signal.Signals(signum).name
+    assert process.returncode == 128 + signum and "Traceback" not in error, (
+        f"stopped by {name} while starting, the command must exit {128 + signum} with one line, "
+        f"got {process.returncode}: {error!r}")
+    assert error.strip().splitlines()[-1].startswith(f"python -m minitorch.exercises: stopped by {name}"), error
+
+
 def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
     """list >&- printed nothing and exited 0 (list > /dev/full said the disk was full)."""
     completed = _command("minitorch.exercises", "list", stdout=None, stdin=subprocess.DEVNULL,

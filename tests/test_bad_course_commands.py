@@ -582,3 +582,29 @@ def test_an_edition_manifest_whose_handed_out_is_not_a_list_of_ids_is_named_with
         read_manifest_data(tmp_path)
         pytest.fail(f"an edition.json of {manifest!r} should be refused naming handed_out")
     assert str(path) in str(refused.value), f"the error should name {path}: {refused.value}"
+
+
+def test_two_student_editions_at_once_into_one_new_folder_keep_one_and_refuse_the_other(tmp_path, monkeypatch, capsys):
+    """Two student-edition runs at once into one new folder both said they wrote it; the folder held the last one.
+    Here the other run's edition moves in while this one builds: this one must say so and keep nothing."""
+    from minitorch.exercises import __main__ as course
+    from minitorch.exercises import edition
+    from minitorch.tools.exit_policy import run_command
+
+    dest = tmp_path / "edition"
+    build = edition._build
+
+    def built_while_another_run_finished(building, *arguments):
+        summary = build(building, *arguments)
+        dest.mkdir()
+        (dest / "the-other-run.txt").write_text("the other run's edition", encoding="utf-8")
+        return summary
+
+    monkeypatch.setattr(edition, "_build", built_while_another_run_finished)
+    status = run_command(course.main, ["student-edition", str(dest), "--only", "1.1"],
+                         name="python -m minitorch.exercises")
+    captured = capsys.readouterr()
+    assert status == 1 and "written" not in captured.out, f"status {status}, said: {captured.out!r}"
+    assert captured.err.count("\n") == 1 and "another run wrote it meanwhile" in captured.err, captured.err
+    assert sorted(path.name for path in dest.iterdir()) == ["the-other-run.txt"], "the other run's edition was replaced"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["edition"], "the refused edition was left beside it"

@@ -88,6 +88,38 @@ def test_building_aside_replaces_the_folder_whole_or_not_at_all(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["book"], "a staging folder was left behind"
 
 
+@pytest.mark.parametrize("at_start", ["absent", "empty"])
+@pytest.mark.parametrize("meanwhile", ["a folder with a file", "a file"])
+def test_building_aside_into_a_new_folder_keeps_what_another_run_put_there_meanwhile(tmp_path, at_start, meanwhile):
+    """Two student-edition runs at once into one new folder both said they wrote it; the folder held the last."""
+    target = tmp_path / "edition"
+    if at_start == "empty":
+        target.mkdir()
+    with pytest.raises(OSError, match="another run wrote it meanwhile.*nothing of this run was kept") as refused:
+        with building_aside(target) as staging:
+            (staging / "ours.txt").write_text("this run's")
+            if meanwhile == "a file":  # (the other run's whole output, moved in while this one built)
+                if at_start == "empty":
+                    target.rmdir()
+                target.write_text("the other run's")
+            else:
+                target.mkdir(exist_ok=True)
+                (target / "theirs.txt").write_text("the other run's")
+    assert str(target) in str(refused.value) and "\n" not in str(refused.value), refused.value
+    kept = target.read_text() if target.is_file() else _contents(target)
+    assert kept in ("the other run's", {"theirs.txt": "the other run's"}), f"the other run's output was lost: {kept}"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["edition"], "the refused build was left beside it"
+
+
+def test_building_aside_into_a_new_folder_moves_in_over_an_empty_folder_made_meanwhile(tmp_path):
+    """An empty folder holds nothing of anyone's: the build goes in."""
+    target = tmp_path / "edition"
+    with building_aside(target) as staging:
+        (staging / "ours.txt").write_text("this run's")
+        target.mkdir()
+    assert _contents(target) == {"ours.txt": "this run's"}, "the build did not replace an empty folder"
+
+
 def _folder_with(tmp_path, name: str, files: dict):
     folder = tmp_path / name
     for relative, text in files.items():

@@ -16,6 +16,7 @@ This module uses only the standard library.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import signal
@@ -101,8 +102,11 @@ def building_aside(target, replacing=None):
     """Yield a new, empty folder beside `target` to build into; when the block completes, the built folder
     replaces `target` whole (`replace_folder`), or, given `replacing` (paths relative to `target`), only
     those files in it (`replace_files`), every other file staying. If the block raises or is interrupted,
-    the folder being built is deleted and `target` is left exactly as it was."""
+    the folder being built is deleted and `target` is left exactly as it was. A `target` that was new (or an empty
+    folder) when the block began is never replaced by what another run put there meanwhile: the move refuses
+    (`replace_folder`'s `onto_nothing`)."""
     target = Path(os.path.realpath(target))
+    new = _new_or_empty(target)
     prefix = temporary_prefix(target, "partial")
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
         try:  # (its own error would name the staging folder, which the user never gave)
@@ -119,7 +123,7 @@ def building_aside(target, replacing=None):
         with _held_while_building(staging):
             yield staging
             if replacing is None:
-                replace_folder(staging, target)
+                replace_folder(staging, target, onto_nothing=new)
             else:
                 replace_files(staging, target, replacing)
     finally:
@@ -166,11 +170,35 @@ def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
             os.close(descriptor)
 
 
-def replace_folder(built, target) -> None:
+def _new_or_empty(target: Path) -> bool:
+    """Whether `target` does not exist, or is an empty folder: nothing of anyone's is there to replace."""
+    try:
+        return stat.S_ISDIR(os.lstat(target).st_mode) and not any(os.scandir(target))
+    except FileNotFoundError:
+        return True
+    except OSError:  # unreadable: something is there
+        return False
+
+
+def replace_folder(built, target, onto_nothing: bool = False) -> None:
     """Move the folder `built` to `target`, replacing whatever folder was there, with every stop held off for
     the two renames (`signals_held`; one that comes then is dropped: the work is done): `target` ends as the
-    old folder or the new one, never a mixture of both, nor missing."""
+    old folder or the new one, never a mixture of both, nor missing. `onto_nothing`: `target` was new or an
+    empty folder when the run began, so what is there now (another run's output, written at the same time) is
+    not replaced: a single rename, which the system refuses onto a folder that is not empty or onto a file,
+    and an OSError saying so, `built` left where it was."""
     built, target = Path(built), Path(target)
+    if onto_nothing:
+        with signals_held():  # (a stop that came is dropped: the work is done, or refused)
+            try:
+                os.rename(built, target)  # onto nothing, or an empty folder (as a mkdir would leave it)
+            except OSError as problem:
+                if problem.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                    raise
+                raise UnwritableFileError(f"{target}: another run wrote it meanwhile (it was new or empty when this "
+                                          f"run began), and it is left as that run wrote it; nothing of this run was "
+                                          f"kept") from None
+        return
     old = None
     with signals_held():  # (a stop that came is dropped: the work is done)
         if target.exists():
@@ -193,7 +221,7 @@ def replace_files(built, target, replacing) -> None:
     everything back). Folders the old files leave empty are removed."""
     built, target = Path(built), Path(target)
     if not target.exists():
-        return replace_folder(built, target)
+        return replace_folder(built, target, onto_nothing=True)
     new = [path.relative_to(built).as_posix() for path in sorted(built.rglob("*")) if not path.is_dir()]
     appeared = sorted(_in_the_way(target, new) - set(replacing))  # since files_to_replace looked
     if appeared:

@@ -3,8 +3,8 @@ command starts ending with it.
 
 The commands turn every stop (Ctrl-C, SIGTERM, SIGHUP, ...) into a KeyboardInterrupt (`minitorch.tools.exit_policy`);
 `signals_held` keeps one from raising between the two renames that put a finished output in place. A SIGKILL
-cannot be caught: the workers a command started learn of it from the system (`end_with_parent`). A Ctrl-C before
-the command's own handlers are set, while it imports the library, ends it in one line
+cannot be caught: the workers a command started learn of it from the system (`end_with_parent`). A Ctrl-C or another of
+the `STOPPING_SIGNALS` before the command's own handlers are set, while it imports the library, ends it in one line
 (`stop_quietly_while_starting`).
 
 This module uses only the standard library.
@@ -18,6 +18,22 @@ import os
 import signal
 import sys
 import threading
+
+# the signals besides Ctrl-C whose default action ends the process and that are a request from outside (kill, a
+# terminal, a timer, a CPU-time limit): a fault of the process itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, ...)
+# is left alone. The commands' exit policy (`minitorch.tools.exit_policy`) reads them from here.
+_STOP_NAMES = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU",
+               "SIGIO", "SIGPWR", "SIGSTKFLT")
+_REAL_TIME = range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else range(0)
+STOPPING_SIGNALS = tuple(getattr(signal, name) for name in _STOP_NAMES if hasattr(signal, name)) + tuple(_REAL_TIME)
+
+
+def signal_name(signum: int) -> str:
+    """'SIGUSR1' for 10; 'SIGRTMIN+3' for a real-time signal, which has no name of its own."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
 
 
 @contextlib.contextmanager
@@ -65,20 +81,22 @@ COMMANDS = ("minitorch", "minitorch.exercises", "minitorch.tools.bench")  # run 
 
 
 def stop_quietly_while_starting() -> None:
-    """Until `minitorch.tools.exit_policy.run_command` takes over: Ctrl-C while one of the `COMMANDS` imports the
-    library ends it with one line and status 130, not a traceback (the package calls this first, when
-    ``python -m minitorch...`` starts). Any other module run with -m keeps Python's own Ctrl-C."""
+    """Until `minitorch.tools.exit_policy.run_command` takes over: Ctrl-C or another of the `STOPPING_SIGNALS`
+    while one of the `COMMANDS` imports the library ends it with one line and status 128 + the signal (130 for
+    Ctrl-C, 143 for SIGTERM), not a traceback or a death by the signal (the package calls this first, when
+    ``python -m minitorch...`` starts). Any other module run with -m keeps Python's own handling."""
     module = _module_run()
     if module not in COMMANDS:
         return
 
     def stopped(signum, frame):
-        print(f"python -m {module}: stopped by {signal.Signals(signum).name} while starting; nothing was done",
+        print(f"python -m {module}: stopped by {signal_name(signum)} while starting; nothing was done",
               file=sys.stderr, flush=True)
         os._exit(128 + signum)  # not SystemExit: NumPy's C import turns an exception raised inside it into an
         # ImportError traceback; the command has opened and written nothing yet, so there is nothing to clean up
 
-    signal.signal(signal.SIGINT, stopped)
+    for signum in (signal.SIGINT, *STOPPING_SIGNALS):
+        signal.signal(signum, stopped)
 
 
 def _module_run() -> str | None:

@@ -28,20 +28,7 @@ import shutil
 import signal
 import sys
 
-# the signals whose default action ends the process and that are a request from outside (kill, a terminal, a timer,
-# a CPU-time limit): a fault of the process itself (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, ...) is left alone
-_STOP_NAMES = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGXCPU",
-               "SIGIO", "SIGPWR", "SIGSTKFLT")
-_REAL_TIME = range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else range(0)
-STOPPING_SIGNALS = tuple(getattr(signal, name) for name in _STOP_NAMES if hasattr(signal, name)) + tuple(_REAL_TIME)
-
-
-def signal_name(signum: int) -> str:
-    """'SIGUSR1' for 10; 'SIGRTMIN+3' for a real-time signal, which has no name of its own."""
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
+from minitorch.outputs.signals import STOPPING_SIGNALS, signal_name
 
 # what to do about an OSError, by errno: the advice printed after the path and the system's reason
 _ADVICE = {
