@@ -283,25 +283,10 @@ def test_the_books_workers_and_kernels_end_when_the_command_is_killed(tmp_path):
     assert not _still_running(descendants), "a worker or a kernel outlived the killed command"
 
 
-def test_a_ctrl_c_while_a_command_starts_is_one_line():
-    """A Ctrl-C in the first second of exercises student-edition printed a KeyboardInterrupt traceback."""
-    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
-        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
-            break
-        time.sleep(0.002)
-    process.send_signal(signal.SIGINT)
-    _, error = process.communicate(timeout=120)
-    assert process.returncode == 130 and "Traceback" not in error, error
-    assert error.strip().splitlines()[-1].startswith("python -m minitorch.exercises: stopped by SIGINT"), error
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGQUIT], ids=["TERM", "QUIT"])
-def test_another_stop_while_a_command_starts_is_one_line(signum):
-    """SIGTERM or SIGQUIT (Ctrl-\\) in the first 0.15 s of exercises student-edition killed it by the signal, with
-    no line: only Ctrl-C was handled while the library loaded."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGQUIT], ids=["INT", "TERM", "QUIT"])
+def test_a_stop_while_a_command_starts_is_one_line(signum):
+    """Ctrl-C, SIGTERM or SIGQUIT (Ctrl-\\) while a command loads the library ends it with one line and status
+    128 + the signal, not a traceback (a stop inside NumPy's own import included) nor a death by the signal."""
     process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
