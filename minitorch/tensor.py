@@ -427,6 +427,22 @@ class _NoGradContext(contextlib.ContextDecorator):
         _grad_mode.enabled = _grad_mode.saved.pop()
         return False
 
+    def __call__(self, function):  # ``@no_grad()``: the checks of ``@no_grad``
+        return super().__call__(_decoratable(function))
+
+
+def _decoratable(function):
+    """`function`, which ``@no_grad`` or ``@no_grad()`` may decorate: a plain function, not a class or a generator
+    (or coroutine), whose code runs after the decorated call has returned and recording is back on."""
+    if not callable(function):
+        raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
+    if isinstance(function, type) or inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \
+            or inspect.isasyncgenfunction(function):
+        raise TypeError(f"@no_grad decorates plain functions, not {getattr(function, '__name__', function)!r} (a class "
+                        f"or a generator, whose code runs after the decorated call returns); write `with no_grad():` "
+                        f"inside it")
+    return function
+
 
 class _NoGrad:
     """`no_grad`: a context (``with no_grad():``) or a decorator (``@no_grad()`` or ``@no_grad``) in which no
@@ -441,11 +457,6 @@ class _NoGrad:
     def __call__(self, function=None):
         if function is None:
             return _NoGradContext()
-        if not callable(function):
-            raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
-        if isinstance(function, type) or inspect.isgeneratorfunction(function):
-            raise TypeError(f"@no_grad decorates plain functions, not {function.__name__!r} (a class or a generator, "
-                            f"whose code runs after the decorated call returns); write `with no_grad():` inside it")
         return _NoGradContext()(function)
 
     def __enter__(self):

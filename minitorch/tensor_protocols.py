@@ -79,6 +79,10 @@ class TensorProtocols:
         is the tensor's operation, as ``tensor + array`` is. ``array += tensor`` changes the array's own values,
         as NumPy does for arrays. Any other ufunc (``np.exp(t)``) computes on the values, without gradients, as
         NumPy's functions do; a tensor that requires grad is refused there (see __array__)."""
+        if method == "at" and isinstance(inputs[0], TensorProtocols):  # NumPy's .at writes even into read-only arrays
+            raise TypeError(f"np.{ufunc.__name__}.at(tensor, ...) would change the tensor's values in place, behind "
+                            f"the backward pass that may have saved them; change a copy (a = t.numpy(); "
+                            f"np.{ufunc.__name__}.at(a, ...); t = tensor(a)) or write t[...] += ...")
         if method == "__call__" and len(inputs) == 2 and "out" not in kwargs and \
                 not isinstance(inputs[0], TensorProtocols) and ufunc in _REFLECTED:
             return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])

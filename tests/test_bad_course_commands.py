@@ -232,6 +232,16 @@ def week_one(tmp_path_factory) -> Path:
     return edition
 
 
+
+@the_full_book
+def test_carry_over_refuses_the_books_own_checkout_as_the_old_copy(tmp_path, week_one):
+    """`carry-over .` run from the instructor's checkout wrote all the reference answers into an edition."""
+    new = Path(shutil.copytree(week_one, tmp_path / "new"))
+    before = (new / "minitorch" / "ops.py").read_text()
+    completed = _course("carry-over", ".", str(new))
+    assert completed.returncode == 2 and "so it is no student edition" in completed.stderr, completed.stderr
+    assert (new / "minitorch" / "ops.py").read_text() == before, "carry-over wrote into NEW"
+
 WRITTEN = "return np.zeros_like(a), np.zeros_like(b)  # written in week 1"  # a body the student wrote (not the answer)
 
 

@@ -264,9 +264,12 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
             raise ExerciseError(f"carry-over: {what} {folder} is not a copy of the book (no minitorch/ in it); name "
                                 f"the folder of your copy (unzip a .zip first)")
         try:
-            read_manifest_data(Path(folder))
+            manifest = read_manifest_data(Path(folder))
         except ExerciseError as error:
             raise ExerciseError(f"carry-over: {what}'s {error}; nothing was carried over") from None
+        if manifest is None and what == "OLD":  # the full book: its functions are the reference answers
+            raise ExerciseError(f"carry-over: OLD {folder} has no {MANIFEST}, so it is no student edition (the "
+                                f"book's own checkout holds every answer); name your copy of an earlier edition")
     carried, not_carried = [], {}
     changed: dict[str, str] = {}  # module -> its new text, written only once every function is read
     for exercise in load_exercises(new):

@@ -113,9 +113,25 @@ def _scores_tensor(owner: str, scores) -> Tensor:
     return as_tensor(scores)
 
 
+def _mask_for(owner: str, scores: Tensor, future) -> np.ndarray:
+    """The mask `future`, checked to fit the scores (..., L, L): (L, L), as causal_mask(L) makes it."""
+    future = np.asarray(future)
+    try:
+        fits = np.broadcast_shapes(future.shape, scores.shape) == scores.shape
+    except ValueError:
+        fits = False
+    if not fits or future.ndim == 0:
+        length = scores.shape[-1] if scores.ndim else "L"
+        raise ValueError(f"{owner}: the mask `future` has shape {future.shape} and the scores {scores.shape}; the "
+                         f"mask must be ({length}, {length}), as causal_mask({length}) makes it")
+    return future
+
+
 def _scores_as_tensor(scores, future) -> tuple:
-    """`softmax_attention`'s inputs: scores as a Tensor (the softmax refuses +inf and NaN scores itself)."""
-    return _scores_tensor("softmax_attention", scores), future
+    """`softmax_attention`'s inputs: scores as a Tensor (the softmax refuses +inf and NaN scores itself) and a mask
+    that fits them."""
+    scores = _scores_tensor("softmax_attention", scores)
+    return scores, _mask_for("softmax_attention", scores, future)
 
 
 @register_normaliser("softmax")
@@ -131,7 +147,7 @@ def _finite_scores(scores, future) -> tuple:
     entries, inf times the mask's 0), checked as `attend` checks them, as a Tensor."""
     scores = _scores_tensor("relu_attention", scores)
     check_scores(scores._data, "relu", owner="relu_attention")
-    return scores, future
+    return scores, _mask_for("relu_attention", scores, future)
 
 
 @register_normaliser("relu")

@@ -332,6 +332,15 @@ def test_attend_refuses_a_parameter_the_normaliser_does_not_take(normaliser, par
         f"attend should name the argument, its value and the normaliser that takes none, got: {message}")
 
 
+
+@pytest.mark.parametrize("normaliser", [softmax_attention, relu_attention], ids=["softmax", "relu"])
+@pytest.mark.parametrize("mask_length", [3, 5])
+def test_a_mask_that_does_not_fit_the_scores_is_named(normaliser, mask_length):
+    """A mask of another length gave NumPy's broadcasting error about an inner `where`."""
+    with pytest.raises(ValueError, match=rf"the mask `future` has shape \({mask_length}, {mask_length}\) and the "
+                                         rf"scores \(2, 4, 4\); the mask must be \(4, 4\)"):
+        normaliser(minitorch.tensor(np.ones((2, 4, 4))), causal_mask(mask_length))
+
 def test_attend_names_a_parameter_the_normaliser_needs():
     import minitorch.paper.sink_free  # noqa: F401 - registers 'sink_logit'
 
