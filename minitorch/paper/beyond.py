@@ -414,9 +414,9 @@ def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str) -> tupl
 
 
 # What each of run_beyond's helpers reads of its results (results.json): the lists' names and each run's keys
-ZOO_TABLE_KEYS = ("normaliser", "converged", "steps", "test_mse", "non_trigger_max_error", "bos", "content",
-                  "nowhere", "sink_share")
-MARKDOWN_KEYS = {"zoo": ZOO_TABLE_KEYS + ("seed", "learned"),
+ZOO_TABLE_KEYS = dict(normaliser=str, converged=bool, steps=int, test_mse=float, non_trigger_max_error=float,
+                      bos=float, content=float, nowhere=float, sink_share=float)  # each field's type too
+MARKDOWN_KEYS = {"zoo": tuple(ZOO_TABLE_KEYS) + ("seed", "learned"),
                  "law": ("length", "steps", "delta", "gap", "bound", "slack_min"),
                  "seeds_4x4": ("seed", "steps", "converged", "sinking_share_per_layer")}
 FIGURE_KEYS = {"zoo": ("normaliser", "bos", "content", "nowhere", "mean_map", "trajectory"),

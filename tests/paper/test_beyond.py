@@ -155,7 +155,9 @@ def _without(results: dict, where: str, key: str) -> dict:
      r"write_beyond_figures: results\['law'\]\[0\] .* without content_keys"),
     (lambda folder: beyond.write_beyond_figures(dict(_results(), zoo=[]), folder),
      r"write_beyond_figures: results\['zoo'\] must be a non-empty list"),
-    (lambda folder: beyond.seeds_table([dict(_seed_run(), converged="no")]),  # not sum()'s "int and str"
+    (lambda folder: beyond.zoo_table([dict(_results()["zoo"][0], converged="no")]),  # not sum()'s "int and str"
+     r"zoo_table: zoo\[0\]\['converged'\] must be True or False, got 'no' \(str\)"),
+    (lambda folder: beyond.seeds_table([dict(_seed_run(), converged="no")]),
      r"seeds_table: runs\[0\]\['converged'\] must be True or False, got 'no' \(str\)"),
     (lambda folder: beyond.seeds_table([_seed_run(), dict(_seed_run(1), steps="300")]),
      r"seeds_table: runs\[1\]\['steps'\] must be an integer, got '300' \(str\)"),
@@ -166,7 +168,8 @@ def _without(results: dict, where: str, key: str) -> dict:
      r"seeds_table: the runs of softmax_1x1 give heads_total \[1\] and up to 2 heads sinking"),
 ], ids=["zoo-table-of-an-empty-run", "zoo-table-of-a-run-without-counts", "zoo-table-of-a-dict", "markdown-of-nothing",
         "markdown-without-quick", "markdown-law-without-slack", "markdown-zoo-without-learned", "figures-of-nothing",
-        "figures-seed-without-seed", "figures-law-without-keys", "figures-of-no-zoo-run", "seeds-table-converged-no",
+        "figures-seed-without-seed", "figures-law-without-keys", "figures-of-no-zoo-run", "zoo-table-converged-no",
+        "seeds-table-converged-no",
         "seeds-table-steps-a-string", "seeds-table-runs-of-one-model-with-1-and-4-heads",
         "seeds-table-more-heads-sinking-than-heads"])
 def test_run_beyonds_helpers_name_results_without_what_they_read_before_writing(call, culprit, tmp_path):
