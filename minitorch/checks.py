@@ -219,7 +219,9 @@ def positions(owner: str, name: str, values, length: int | None = None) -> np.nd
 
 def record(owner: str, name: str, value, keys, what: str) -> dict:
     """`value` as a dict holding every one of `keys`, or an error naming `owner`, `name` and the keys missing:
-    ``seeds_figure: seed_runs[0] must be one seed's result, a dict with keys ...; got {'x': 1} without seed``."""
+    ``seeds_figure: seed_runs[0] must be one seed's result, a dict with keys ...; got {'x': 1} without seed``.
+    With `keys` a dict of key -> type (bool, int, float or str), each field must also be of its type:
+    ``seeds_table: runs[0]['converged'] must be True or False, got 'no' (str)``."""
     missing = [key for key in keys if key not in value] if isinstance(value, dict) else list(keys)
     if not isinstance(value, dict):
         raise TypeError(f"{owner}: {name} must be {what}, a dict with keys {', '.join(keys)}; got {value!r:.80} "
@@ -227,7 +229,23 @@ def record(owner: str, name: str, value, keys, what: str) -> dict:
     if missing:
         raise ValueError(f"{owner}: {name} must be {what}, a dict with keys {', '.join(keys)}; got {value!r:.80} "
                          f"without {', '.join(missing)}")
+    for key, kind in keys.items() if isinstance(keys, dict) else ():
+        if not _of_kind(value[key], kind):
+            raise TypeError(f"{owner}: {name}[{key!r}] must be {FIELD_KINDS[kind][1]}, got {value[key]!r:.60} "
+                            f"({type(value[key]).__name__})")
     return value
+
+
+# record()'s field types: what a value of each must be, and its name in an error
+FIELD_KINDS = {bool: (bool, "True or False"), int: (numbers.Integral, "an integer"), float: (numbers.Real, "a number"),
+               str: (str, "a string")}
+
+
+def _of_kind(value, kind) -> bool:
+    """Whether `value` is of `kind` (a key of FIELD_KINDS): a bool is no integer or number here."""
+    if isinstance(value, (bool, np.bool_)):
+        return kind is bool
+    return isinstance(value, FIELD_KINDS[kind][0])
 
 
 def records(owner: str, name: str, values, keys, what: str, allow_empty: bool = False) -> list:

@@ -73,6 +73,18 @@ def test_train_names_a_bad_argument_before_training(arguments, error, culprit):
 
 
 @pytest.mark.parametrize("normaliser", ["relu", "softmax"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_train_names_weights_that_are_not_finite_before_any_step_not_the_learning_rate(normaliser, value):
+    from minitorch.paper.train import train
+
+    model = tiny_model(normaliser=normaliser)
+    model.layers[0].W_V.weight.data[3, 5] = value  # e.g. weights loaded from a run that diverged
+    with pytest.raises(ValueError, match=r"train: the model's layers.0.W_V.weight holds 1 NaN or inf value\(s\) of "
+                                         r"256 before any step"):
+        train(model, lr=1e-3, max_steps=3, progress=False)
+
+
+@pytest.mark.parametrize("normaliser", ["relu", "softmax"])
 def test_training_stops_at_the_first_non_finite_loss_and_blames_the_learning_rate(normaliser):
     from minitorch.paper.train import train
 

@@ -222,3 +222,14 @@ def test_a_stop_between_the_two_renames_of_replace_folder_neither_cuts_them_nor_
         signal.signal(signum, previous)
     assert _contents(target) == {"a.png": "new"}, "the renames, once begun, must end with the new folder in place"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["figures"], "nothing left beside"
+
+
+@pytest.mark.parametrize("signum, name", [
+    (signal.SIGUSR1, "SIGUSR1"), (signal.SIGTERM, "SIGTERM"),
+    (999, "signal 999"), (-9, "signal -9"), (0, "signal 0"),  # no such signals: not a made-up 'SIGRTMIN+965'
+] + ([(signal.SIGRTMIN + 3, "SIGRTMIN+3")] if hasattr(signal, "SIGRTMIN") else []),
+    ids=lambda value: str(value))
+def test_signal_name_names_a_signal_and_makes_up_no_name_for_a_number_that_is_none(signum, name):
+    from minitorch.outputs.signals import signal_name
+
+    assert signal_name(signum) == name, f"signal_name({signum}) should be {name!r}, got {signal_name(signum)!r}"

@@ -73,6 +73,7 @@ def _through_a_small_graph(scores: np.ndarray, normaliser: str, parameters: dict
     leaf = Tensor.from_op(scores, (), None, "scores")
     leaf.requires_grad = needs_grad  # a leaf of the normaliser's own graph (no copy of the scores)
     weights = get_normaliser(normaliser)(leaf, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
+    attention.check_normaliser_result(normaliser, weights, scores.shape)
 
     def backward(grad_weights):
         if not weights.requires_grad:  # nothing upstream of the weights learns

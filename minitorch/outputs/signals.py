@@ -29,11 +29,12 @@ STOPPING_SIGNALS = tuple(getattr(signal, name) for name in _STOP_NAMES if hasatt
 
 
 def signal_name(signum: int) -> str:
-    """'SIGUSR1' for 10; 'SIGRTMIN+3' for a real-time signal, which has no name of its own."""
+    """'SIGUSR1' for 10; 'SIGRTMIN+3' for a real-time signal, which has no name of its own; 'signal 999' for a
+    number that is no signal here (no name is made up for it)."""
     try:
         return signal.Signals(signum).name
     except ValueError:
-        return f"SIGRTMIN+{signum - signal.SIGRTMIN}"
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}" if signum in _REAL_TIME else f"signal {signum}"
 
 
 @contextlib.contextmanager

@@ -182,8 +182,9 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
 
 
 def check_normaliser_result(normaliser: str, weights, shape: tuple) -> None:
-    """TypeError or ValueError unless a normaliser returned a Tensor of its scores' shape (..., L, L): a registered
-    one that returns an ndarray, or drops an axis, would fail later in words that do not name it."""
+    """TypeError or ValueError unless a normaliser returned a Tensor of its scores' shape (..., L, L) with weight 0
+    on every future key: a registered one that returns an ndarray, or drops an axis, would fail later in words that
+    do not name it, and one that ignores the mask would train a model that reads ahead without a word."""
     if not isinstance(weights, Tensor):
         raise TypeError(f"attend: the normaliser {normaliser!r} must return the weights as a Tensor of its scores' "
                         f"shape {shape}, got {type(weights).__name__} (build them with minitorch operations, so that "
@@ -191,6 +192,20 @@ def check_normaliser_result(normaliser: str, weights, shape: tuple) -> None:
     if weights.shape != shape:
         raise ValueError(f"attend: the normaliser {normaliser!r} must return weights of its scores' shape {shape} "
                          f"(..., L, L), got {weights.shape}")
+    if normaliser not in ("softmax", "relu"):  # the book's two mask by construction (exercises 3.2, 3.3)
+        check_no_weight_on_future_keys(normaliser, weights._data)
+
+
+def check_no_weight_on_future_keys(normaliser: str, weights: np.ndarray) -> None:
+    """ValueError unless a registered normaliser gave every future key (k > i) weight exactly 0: one that ignores
+    the mask `future` lets a query read later tokens, and its model would be no causal model."""
+    leaks = (weights != 0) & causal_mask(weights.shape[-1])  # (..., L, L): True where a future key got weight
+    if leaks.any():
+        first = tuple(int(index) for index in np.argwhere(leaks)[0])  # (..., row, key) of the first such weight
+        row, key = first[-2:]
+        raise ValueError(f"attend: the normaliser {normaliser!r} put weight {weights[first]:.3g} on a "
+                         f"future key (row {row}, key {key}); a causal normaliser gives every key k > i weight 0 "
+                         f"(the mask `future` it is given is True there)")
 
 
 def check_normaliser_parameters(normaliser: str, parameters: dict, owner: str = "attend") -> None:

@@ -312,22 +312,22 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
 
 def seeds_table(runs: list[dict]) -> list[dict]:
     """One row per model (shape, normaliser): the spread over its seeds of steps, heads sinking and BOS mass."""
-    checks.records("seeds_table", "runs", runs, ("shape", "normaliser", "seed", "steps", "converged",
-                                                 "wall_time_seconds", "bos_mass_mean", "bos_mass_min",
-                                                 "heads_sinking", "heads_total"), "one seed's run (train_seed)")
+    checks.records("seeds_table", "runs", runs, dict(shape=str, normaliser=str, seed=int, steps=int, converged=bool,
+                   wall_time_seconds=float, bos_mass_mean=float, bos_mass_min=float, heads_sinking=int,
+                   heads_total=int), "one seed's run (train_seed)")
     rows = []
     for shape, normaliser in dict.fromkeys((run["shape"], run["normaliser"]) for run in runs):
         mine = [run for run in runs if (run["shape"], run["normaliser"]) == (shape, normaliser)]
+        totals, sinking = sorted({run["heads_total"] for run in mine}), max(run["heads_sinking"] for run in mine)
+        if len(totals) > 1 or sinking > totals[0]:  # records that contradict each other (edited, or of two models)
+            raise ValueError(f"seeds_table: the runs of {normaliser}_{shape} give heads_total {totals} and up to "
+                             f"{sinking} heads sinking; one model has one number of heads, and no more of them sink")
         values = lambda key: np.array([run[key] for run in mine], dtype=float)  # noqa: E731
+        kinds = dict(steps=int, heads_sinking=int, bos_mass_mean=float, bos_mass_min=float)
+        spread = {f"{key}_{end}": kind(pick(values(key))) for key, kind in kinds.items() for end, pick in (
+                  ("min", np.min), ("max", np.max))}  # steps_min, steps_max, heads_sinking_min, ...
         rows.append(dict(model=f"{normaliser}_{shape}", seeds=len(mine), stopped=sum(run["converged"] for run in mine),
-                         steps_min=int(values("steps").min()), steps_median=float(np.median(values("steps"))),
-                         steps_max=int(values("steps").max()), heads_total=mine[0]["heads_total"],
-                         heads_sinking_min=int(values("heads_sinking").min()),
-                         heads_sinking_max=int(values("heads_sinking").max()),
-                         bos_mass_mean_min=float(values("bos_mass_mean").min()),
-                         bos_mass_mean_max=float(values("bos_mass_mean").max()),
-                         bos_mass_min_min=float(values("bos_mass_min").min()),
-                         bos_mass_min_max=float(values("bos_mass_min").max()),
+                         steps_median=float(np.median(values("steps"))), heads_total=totals[0], **spread,
                          wall_time_seconds=float(values("wall_time_seconds").sum())))
     return rows
 
@@ -414,9 +414,9 @@ def _run_beyond_into(out: Path, budget: Budget, jobs: int, command: str) -> tupl
 
 
 # What each of run_beyond's helpers reads of its results (results.json): the lists' names and each run's keys
-ZOO_TABLE_KEYS = ("normaliser", "converged", "steps", "test_mse", "non_trigger_max_error", "bos", "content",
-                  "nowhere", "sink_share")
-MARKDOWN_KEYS = {"zoo": ZOO_TABLE_KEYS + ("seed", "learned"),
+ZOO_TABLE_KEYS = dict(normaliser=str, converged=bool, steps=int, test_mse=float, non_trigger_max_error=float,
+                      bos=float, content=float, nowhere=float, sink_share=float)  # each field's type too
+MARKDOWN_KEYS = {"zoo": tuple(ZOO_TABLE_KEYS) + ("seed", "learned"),
                  "law": ("length", "steps", "delta", "gap", "bound", "slack_min"),
                  "seeds_4x4": ("seed", "steps", "converged", "sinking_share_per_layer")}
 FIGURE_KEYS = {"zoo": ("normaliser", "bos", "content", "nowhere", "mean_map", "trajectory"),

@@ -52,7 +52,7 @@ def softmax_with_sink(scores: Tensor, future: np.ndarray, sink_score) -> Tensor:
     sink's own weight is then dropped: its value is zero, so that weight
     goes nowhere.
     """
-    _check_sink_shape("softmax_with_sink", "sink_score", sink_score, scores)
+    _check_sink("softmax_with_sink", "sink_score", sink_score, scores)
     column = np.zeros(scores.shape[:-1] + (1,), dtype=scores.dtype)  # (..., L, 1)
     sink_column = as_tensor(sink_score, like=scores) + column  # S broadcast to (..., L, 1); its gradient is summed back
     sink_visible = np.concatenate([future, np.zeros(future.shape[:-1] + (1,), dtype=bool)], axis=-1)  # (L, L + 1)
@@ -61,14 +61,17 @@ def softmax_with_sink(scores: Tensor, future: np.ndarray, sink_score) -> Tensor:
     return weights[..., :-1]  # (..., L, L + 1) -> (..., L, L): drop the sink
 
 
-def _check_sink_shape(owner: str, name: str, sink, scores: Tensor) -> None:
+def _check_sink(owner: str, name: str, sink, scores: Tensor) -> None:
     """A ValueError naming `name` unless the sink's score broadcasts to the sink column (..., L, 1) of `scores`
     without widening it: one S per row at most, e.g. (H, 1, 1, 1) against scores (H, B, L, L). A TypeError
-    unless it is real numbers (a Tensor, a number or an array): a string or a bool is no score."""
+    unless it is real numbers (a Tensor, a number or an array): a string or a bool is no score. A ValueError for
+    +inf or NaN, which the softmax would refuse as the scores' (-inf is a sink that takes nothing)."""
     values = np.asarray(sink.data if isinstance(sink, Tensor) else sink)
     if not checks.is_real(values.dtype):
         raise TypeError(f"{owner}: {name} must be a number (or a Tensor or array of numbers), got {sink!r:.60} "
                         f"({type(sink).__name__})")
+    if values.size and (np.isnan(values).any() or values.max() == np.inf):
+        raise ValueError(f"{owner}: {name} must be a finite number (or -inf, no sink), got {sink!r:.60}")
     sink_shape = sink.shape if hasattr(sink, "shape") else np.shape(sink)
     column_shape = tuple(scores.shape[:-1]) + (1,)
     try:
@@ -100,7 +103,7 @@ def sink_logit_attention(scores: Tensor, future: np.ndarray, sink_logit: Tensor)
     `sink_logit` broadcasts against (..., L, 1): in a layer, whose scores are
     (H, B, L, L), it is (H, 1, 1, 1), one S per head.
     """
-    _check_sink_shape("sink_logit_attention", "sink_logit", sink_logit, scores)
+    _check_sink("sink_logit_attention", "sink_logit", sink_logit, scores)
     return softmax_with_sink(scores, future, sink_logit)
 
 

@@ -54,7 +54,11 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
     One fused operation: ``ℓ = (1/N) Σ (ŷ - y)²`` and ``∂ℓ/∂ŷ = 2 (ŷ - y) / N``,
     N the number of elements. The target is data (no gradient) and must have
     the prediction's shape: a silent broadcast would average the wrong errors.
+    A target that requires grad is refused, not silently left without its gradient.
     """
+    if isinstance(target, Tensor) and target.requires_grad:
+        raise TypeError("mse_loss: the target requires grad, but a target is data here and gets no gradient; "
+                        "pass target.detach() (or build the loss from minitorch operations to differentiate it)")
     prediction = as_tensor(prediction)
     target = target._data if isinstance(target, Tensor) else target
     checks.real_numbers("mse_loss", "target", target)  # 'abc' or True is no target, nan no error to average
@@ -127,6 +131,7 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     if progress not in (True, False, "lines") or isinstance(progress, (int, float)) and not isinstance(progress, bool):
         raise ValueError(f"train: progress must be True (a bar), 'lines' (a line every 10 s) or False, got "
                          f"{progress!r:.40}")
+    _check_finite_weights(model)
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
@@ -171,6 +176,16 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     wall_time = time.perf_counter() - start
     bar.close(step, loss=loss.item(), max_error=max_error)
     return TrainingResult(model, step, max_error < stop_error, max_error, wall_time, history, snapshots)
+
+
+def _check_finite_weights(model: AttentionModel) -> None:
+    """ValueError naming the first parameter that holds NaN or inf before training: the loss of the first step
+    would be NaN, and the error would blame the learning rate (a step's error can then blame what it changed)."""
+    for name, parameter in model.named_parameters():
+        bad = ~np.isfinite(parameter._data)
+        if bad.any():
+            raise ValueError(f"train: the model's {name} holds {int(bad.sum())} NaN or inf value(s) of "
+                             f"{bad.size} before any step; build the model afresh or load finite weights")
 
 
 def _finite(x: np.ndarray, y: np.ndarray) -> bool:

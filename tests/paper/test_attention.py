@@ -395,16 +395,21 @@ def test_a_registered_normaliser_is_usable_by_a_model_by_name(monkeypatch):
      r"attend: the normaliser 'broken' must return weights of its scores' shape \(1, 1, 3, 3\) .*got \(1, 1, 3, 1\)"),
     (lambda scores, future: np.ones(scores.shape), TypeError,
      r"attend: the normaliser 'broken' must return the weights as a Tensor .*got ndarray"),
-], ids=["wrong-shape", "an-ndarray"])
-def test_attend_names_a_registered_normaliser_whose_weights_are_no_tensor_of_the_scores_shape(
-        normalise, error, culprit, monkeypatch):
+    (lambda scores, future: minitorch.softmax(scores), ValueError,  # the mask ignored: row 0 reads keys 1 and 2
+     r"attend: the normaliser 'broken' put weight 0.333 on a future key \(row 0, key 1\); a causal normaliser"),
+], ids=["wrong-shape", "an-ndarray", "weight-on-future-keys"])
+@pytest.mark.parametrize("path", ["readable", "fast"])
+def test_attend_names_a_registered_normaliser_whose_weights_are_no_causal_weights_of_the_scores_shape(
+        normalise, error, culprit, path, monkeypatch):
+    from minitorch import fast
     from minitorch.paper.models import build_model
 
     monkeypatch.setattr(attention, "NORMALISERS", dict(attention.NORMALISERS))  # the entry goes with the test
     monkeypatch.setattr(attention, "NORMALISER_OPTIONS", dict(attention.NORMALISER_OPTIONS))
     attention.register_normaliser("broken")(normalise)
+    model = build_model(16, 1, 1, "broken", False)
     with pytest.raises(error, match=culprit):
-        build_model(16, 1, 1, "broken", False)(np.zeros((1, 3, 16)))
+        (fast.speed_up(model) if path == "fast" else model)(np.zeros((1, 3, 16)))
 
 
 def test_a_taken_normaliser_name_cannot_be_silently_replaced():

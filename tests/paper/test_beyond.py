@@ -155,9 +155,23 @@ def _without(results: dict, where: str, key: str) -> dict:
      r"write_beyond_figures: results\['law'\]\[0\] .* without content_keys"),
     (lambda folder: beyond.write_beyond_figures(dict(_results(), zoo=[]), folder),
      r"write_beyond_figures: results\['zoo'\] must be a non-empty list"),
+    (lambda folder: beyond.zoo_table([dict(_results()["zoo"][0], converged="no")]),  # not sum()'s "int and str"
+     r"zoo_table: zoo\[0\]\['converged'\] must be True or False, got 'no' \(str\)"),
+    (lambda folder: beyond.seeds_table([dict(_seed_run(), converged="no")]),
+     r"seeds_table: runs\[0\]\['converged'\] must be True or False, got 'no' \(str\)"),
+    (lambda folder: beyond.seeds_table([_seed_run(), dict(_seed_run(1), steps="300")]),
+     r"seeds_table: runs\[1\]\['steps'\] must be an integer, got '300' \(str\)"),
+    (lambda folder: beyond.seeds_table([_seed_run(), dict(_seed_run(1), heads_total=4, heads_sinking=3)]),
+     r"seeds_table: the runs of softmax_1x1 give heads_total \[1, 4\] and up to 3 heads sinking; one model has one "
+     r"number of heads"),  # not a row of 3 heads sinking out of 1
+    (lambda folder: beyond.seeds_table([dict(_seed_run(), heads_sinking=2)]),
+     r"seeds_table: the runs of softmax_1x1 give heads_total \[1\] and up to 2 heads sinking"),
 ], ids=["zoo-table-of-an-empty-run", "zoo-table-of-a-run-without-counts", "zoo-table-of-a-dict", "markdown-of-nothing",
         "markdown-without-quick", "markdown-law-without-slack", "markdown-zoo-without-learned", "figures-of-nothing",
-        "figures-seed-without-seed", "figures-law-without-keys", "figures-of-no-zoo-run"])
+        "figures-seed-without-seed", "figures-law-without-keys", "figures-of-no-zoo-run", "zoo-table-converged-no",
+        "seeds-table-converged-no",
+        "seeds-table-steps-a-string", "seeds-table-runs-of-one-model-with-1-and-4-heads",
+        "seeds-table-more-heads-sinking-than-heads"])
 def test_run_beyonds_helpers_name_results_without_what_they_read_before_writing(call, culprit, tmp_path):
     with pytest.raises((TypeError, ValueError), match=culprit):  # TypeError for a dict in place of a list
         call(tmp_path)
@@ -187,6 +201,11 @@ def test_learned_extras_names_a_model_or_input_it_cannot_read(model, width, erro
     x, _, triggers = make_batch(2, np.random.default_rng(0), False)
     with pytest.raises(error, match=culprit):
         beyond.learned_extras(model, x[..., :width], triggers)
+
+
+def _seed_run(seed: int = 0) -> dict:
+    """One fake run of the softmax 1x1 model, as beyond.train_seed returns it."""
+    return _fake_seed_run("1x1", "softmax", seed, quick=False)
 
 
 def _fake_seed_run(shape, normaliser, seed, quick):

@@ -310,6 +310,24 @@ def test_a_sink_score_that_is_no_number_is_named(owner, name, call, sink):  # na
         call(scores, future_keys(4), sink)
 
 
+@pytest.mark.parametrize("owner, name, call", [
+    ("softmax_with_sink", "sink_score", sink_free.softmax_with_sink),
+    ("sink_logit_attention", "sink_logit", sink_free.sink_logit_attention)], ids=["with-sink", "sink-logit"])
+@pytest.mark.parametrize("sink", [np.inf, np.nan, np.array([[[[np.nan]]]]), minitorch.tensor([np.inf])],
+                         ids=["inf", "nan", "an-array-holding-nan", "a-tensor-holding-inf"])
+def test_a_sink_score_of_inf_or_nan_is_named_not_blamed_on_the_scores(owner, name, call, sink):
+    scores = minitorch.tensor(np.zeros((1, 1, 4, 4)))  # finite: the softmax's "the scores contain +inf" is wrong
+    with pytest.raises(ValueError, match=rf"{owner}: {name} must be a finite number \(or -inf, no sink\), got"):
+        call(scores, future_keys(4), sink)
+
+
+def test_a_sink_score_of_minus_inf_takes_nothing_so_the_weights_are_the_softmax():
+    scores = random_scores()
+    weights = sink_free.softmax_with_sink(minitorch.tensor(scores), future_keys(), -np.inf).data
+    np.testing.assert_allclose(weights, softmax_attention(minitorch.tensor(scores), future_keys()).data, rtol=1e-14,
+                               err_msg="a sink scored -inf gets e^-inf = 0: the weights are the plain softmax's")
+
+
 @pytest.mark.parametrize("sink", [0, -2.5, np.int64(1), np.zeros((1, 1, 1, 1), dtype=np.float32)],
                          ids=["int", "float", "numpy-int", "float32-array"])
 def test_a_sink_score_of_any_real_number_type_is_taken(sink):

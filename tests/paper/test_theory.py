@@ -676,6 +676,18 @@ def test_theory_refuses_a_model_that_is_not_an_attention_model(call, owner, mode
     (lambda: theory.softmax_construction(5.0, width=10**6), MemoryError,  # before NumPy's "Unable to allocate"
      r"softmax_construction: the head's four \(n, n\) matrices of shape \(4, 1000000, 1000000\) would need"),
     (lambda: theory.relu_construction(width=10**6), MemoryError, r"relu_construction: the head's four"),
+    # the exercises' weights (5.1, 6.1): a u of another length or norm would build a head of another width or a
+    # sink of another strength (|u|^2 c, not c) without a word
+    (lambda: theory.constructions.softmax_construction_weights(5.0, np.ones(n), n), ValueError,
+     r"softmax_construction_weights: u must be a unit vector \(norm 1\), got norm 4"),
+    (lambda: theory.constructions.relu_construction_weights(np.ones(3) / np.sqrt(3), n), ValueError,
+     r"relu_construction_weights: u must be a unit vector of shape \(16,\) \(the width n\), got shape \(3,\)"),
+    (lambda: theory.constructions.softmax_construction_weights(float("inf"), np.eye(n)[0], n), ValueError,
+     r"softmax_construction_weights: scale must be a finite number, got inf"),
+    (lambda: theory.constructions.relu_construction_weights("u", n), TypeError,
+     r"relu_construction_weights: u must be finite numbers, got 'u'"),
+    (lambda: theory.relu_construction(direction=np.full(n, 0.5)), ValueError,
+     r"relu_construction: direction must be a unit vector \(norm 1\), got norm 2"),
 ])
 def test_theory_names_a_bad_argument_before_any_work(call, error, culprit):
     with pytest.raises(error, match=culprit) as raised:

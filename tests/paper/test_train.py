@@ -179,8 +179,10 @@ def test_probe_names_inputs_whose_shapes_disagree(change, error, culprit):
     ([True, False, True], TypeError, r"target must be finite numbers, got \[True, False, True\] \(dtype bool\)"),
     ([1.0, float("nan"), 3.0], ValueError, r"target must be finite numbers"),
     (Tensor(np.array([1.0, np.inf, 3.0])), ValueError, r"target must be finite numbers"),
+    (Tensor(np.zeros(3), requires_grad=True), TypeError,  # its gradient would be dropped without a word
+     r"the target requires grad, but a target is data here and gets no gradient; pass target.detach\(\)"),
 ])
-def test_mse_loss_names_a_target_that_is_not_finite_numbers(target, error, culprit):
+def test_mse_loss_names_a_target_that_is_not_data_of_finite_numbers(target, error, culprit):
     with pytest.raises(error, match=rf"mse_loss: {culprit}"):
         mse_loss(Tensor(np.ones(3)), target)
 

@@ -78,18 +78,22 @@ def value_map(model: AttentionModel, layer: int = 0, head: int = 0) -> np.ndarra
 
 
 
-def query_key_direction(direction, width: int, owner: str = "query_key_direction") -> np.ndarray:
+def query_key_direction(direction, width: int, owner: str = "query_key_direction", name: str = "direction"
+                        ) -> np.ndarray:
     """The unit vector u along which a construction's queries and keys point: `direction` checked, as a float
     array of shape (n,) with norm 1 (to 1e-9); None means ``e_0``. Only ``u . u = 1`` enters the scores, so
-    any unit vector gives the same attention (chapters 05 and 06). `owner` names the construction in errors."""
+    any unit vector gives the same attention (chapters 05 and 06). `owner` and `name` name the construction
+    and its argument in errors."""
     width = checks.integer(owner, "width", width, minimum=MIN_WIDTH)
     checks.memory(owner, "the head's four (n, n) matrices", (4, width, width))  # before np.eye(width)
     if direction is None:
         return np.eye(width)[BOS]
-    u = np.asarray(direction, dtype=float)
-    if u.shape != (width,) or not np.isfinite(u).all() or abs(np.linalg.norm(u) - 1.0) > 1e-9:
-        raise ValueError(f"direction must be a unit vector of {width} finite numbers (the width n), got an array "
-                         f"of shape {u.shape} with norm {np.linalg.norm(u) if np.isfinite(u).all() else 'not finite'}")
+    u = checks.real_numbers(owner, name, direction)
+    if u.shape != (width,):
+        raise ValueError(f"{owner}: {name} must be a unit vector of shape ({width},) (the width n), got shape "
+                         f"{u.shape}")
+    if abs(np.linalg.norm(u) - 1.0) > 1e-9:  # a longer u scales every score by |u|^2: a sink of another strength
+        raise ValueError(f"{owner}: {name} must be a unit vector (norm 1), got norm {np.linalg.norm(u):.6g}")
     return u
 
 
@@ -102,6 +106,13 @@ def relu_construction(width: int = WIDTH, direction=None) -> SingleLayerModel:
     return load_head(model, 0, 0, *relu_construction_weights(u, width))
 
 
+def _direction_and_width(u, width) -> tuple:
+    """`relu_construction_weights`' inputs, checked: u a unit vector of shape (n,), n at least 4."""
+    owner = "relu_construction_weights"
+    return query_key_direction(u, width, owner, "u"), checks.integer(owner, "width", width, minimum=MIN_WIDTH)
+
+
+@checks.inputs_checked_by(_direction_and_width)
 def relu_construction_weights(u: np.ndarray, width: int) -> tuple:
     """Exercise 6.1: the matrices ``(W_Q, W_K, W_V, W_O)``, each (n, n), of one ReLU head that solves the
     task exactly with no sink. Its scores s_ik = q_i . k_k are 1 on keys 1..j of the trigger row and 0 at
@@ -126,6 +137,15 @@ def softmax_construction(scale: float, width: int = WIDTH, direction=None) -> Si
     return load_head(model, 0, 0, *softmax_construction_weights(scale, u, width))
 
 
+def _scale_direction_and_width(scale, u, width) -> tuple:
+    """`softmax_construction_weights`' inputs, checked: a finite scale c (of either sign), u a unit vector of
+    shape (n,), n at least 4."""
+    owner = "softmax_construction_weights"
+    return (checks.finite_number(owner, "scale", scale), query_key_direction(u, width, owner, "u"),
+            checks.integer(owner, "width", width, minimum=MIN_WIDTH))
+
+
+@checks.inputs_checked_by(_scale_direction_and_width)
 def softmax_construction_weights(scale: float, u: np.ndarray, width: int) -> tuple:
     """Exercise 5.1: the matrices ``(W_Q, W_K, W_V, W_O)``, each (n, n), of one softmax head with a sink of
     strength c = `scale`: only the BOS key gets a non-zero score, +c from a content query and -c from the
