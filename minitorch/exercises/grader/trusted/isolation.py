@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT
+from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT, link_or_copy
 from minitorch.exercises.registry import ExerciseError
 
 KINDS = ("bubblewrap", "chroot", "none")
@@ -445,25 +445,11 @@ def _place(path: str, tree: Path) -> None:
             return _place(os.path.normpath(current.parent / os.readlink(current) / Path(*parts[index + 1:])), tree)
     target = tree / current.relative_to("/")
     if current.is_dir():
-        shutil.copytree(current, target, symlinks=True, ignore=NOT_NEEDED, copy_function=_link, dirs_exist_ok=True)
+        shutil.copytree(current, target, symlinks=True, ignore=NOT_NEEDED, copy_function=link_or_copy,
+                        dirs_exist_ok=True)
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _link(current, target)
-
-
-def _link(source, target) -> None:
-    """A hard link to `source` where the file system allows and no one but its owner may change it, else a copy
-    (never set-user-ID)."""
-    mode = os.lstat(source).st_mode
-    if os.path.lexists(target):
-        return
-    if not mode & 0o6022:
-        try:
-            return os.link(source, target)
-        except OSError:
-            pass
-    shutil.copyfile(source, target)
-    os.chmod(target, mode & 0o755)
+        link_or_copy(current, target)
 
 
 def own_root(tree: str, uid: int, library_root: Path | None, near: Path | None) -> Path:
