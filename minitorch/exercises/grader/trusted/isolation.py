@@ -218,12 +218,18 @@ def _command(isolation: Isolation, script: list[str], uid: int | None, library_r
     return [*limits, *command, "--", *script], None
 
 
-def _environment(home: str, run_marker: str, worker: str = "") -> dict:
+def process_environment(home: str, **more: str) -> dict:
+    """The environment of a process the grader starts (a worker, a check process): PATH and the locale, `home` as its
+    HOME and TMPDIR, no bytecode written, UTF-8 output, one thread per numerical library (one core per student)."""
     environment = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL") if key in os.environ}
-    environment.update(HOME=home, TMPDIR=home, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
-                       OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8")
-    environment[RUN_MARKER_VARIABLE], environment[RUN_MARKER_VARIABLE + "_WORKER"] = run_marker, worker
+    environment.update(HOME=home, TMPDIR=home, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
+                       OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8", **more)
     return environment
+
+
+def _environment(home: str, run_marker: str, worker: str = "") -> dict:
+    return process_environment(home, PYTHONHASHSEED="0", **{RUN_MARKER_VARIABLE: run_marker,
+                                                            RUN_MARKER_VARIABLE + "_WORKER": worker})
 
 
 @dataclass
