@@ -14,8 +14,8 @@ from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, carry_over, make_student_edition, prerequisites_refused
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.isolation import KINDS
-from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, is_hidden_test, load_exercises,
-                                          part_points, read_manifest_data, select)
+from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, chosen, is_hidden_test, load_exercises,
+                                          part_points, read_manifest_data)
 from minitorch.outputs import OwnFile, PathError, check_readable
 from minitorch.tools.exit_policy import stopped_by
 from minitorch.tools.options import CommandParser, comma_list
@@ -150,21 +150,13 @@ def _list(args) -> int:
     return 0
 
 
-def _chosen(exercises, only: str = "", chapter: str = "") -> list:
-    try:
-        chapters = [int(part) for part in chapter.split(",") if part]
-    except ValueError:
-        raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {chapter!r}") from None
-    return select(exercises, only=[part for part in only.split(",") if part], chapters=chapters)
-
-
 def _edition(args) -> int:
     exercises = load_exercises(ROOT)
     if args.solutions and (args.only or args.chapter or args.release or args.handed_out_before):
         raise ExerciseError("--solutions releases every answer and hands out nothing: give it alone")
-    handed_out = [] if args.solutions else _chosen(exercises, args.only, args.chapter)
-    released = exercises if args.solutions else _chosen(exercises, args.release) if args.release else []
-    before = [e.id for e in _chosen(exercises, args.handed_out_before)] if args.handed_out_before else []
+    handed_out = [] if args.solutions else chosen(exercises, args.only, args.chapter)
+    released = exercises if args.solutions else chosen(exercises, args.release) if args.release else []
+    before = [e.id for e in chosen(exercises, args.handed_out_before)] if args.handed_out_before else []
     prerequisites_refused(handed_out, released, before)
     summary = make_student_edition(args.dest, handed_out, ROOT, released, before=before)
     stubbed = [exercise_id for exercise_id in summary["stubbed"] if exercise_id not in summary["handed_out"]]
@@ -212,7 +204,7 @@ def _report_carried(args, carried: list[str], not_carried: dict[str, str]) -> No
 
 
 def _bundle(args) -> int:
-    settings = build_bundle(args.out, _chosen(load_exercises(ROOT), args.only, args.chapter), seed=args.exercise_seed,
+    settings = build_bundle(args.out, chosen(load_exercises(ROOT), args.only, args.chapter), seed=args.exercise_seed,
                             timeout=args.timeout, deadline=args.deadline, over_deadline=args.over_deadline, root=ROOT,
                             hidden_visibility=args.hidden_tests, late_penalty=args.late_penalty, force=args.force)
     seed = "the exercise seed you gave" if args.exercise_seed is not None else "a fresh secret exercise seed (128 bits)"

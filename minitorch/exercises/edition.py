@@ -15,10 +15,9 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, LINE_LENGTH, MANIFEST, MAX_FUNCTION_LINES,
-                                          MAX_MODULE_BYTES, NOT_COPIED, PROJECT_PATHS, ROOT, SOLUTION_TAG, STUB_ERROR,
-                                          Exercise, ExerciseError, body_after_docstring, function_node, load_exercises,
-                                          read_manifest_data, replace_bodies, sort_key)
+from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, LINE_LENGTH, MANIFEST, NOT_COPIED, PROJECT_PATHS,
+                                          ROOT, SOLUTION_TAG, STUB_ERROR, Exercise, ExerciseError, body_after_docstring,
+                                          function_node, load_exercises, read_manifest_data, replace_bodies, sort_key)
 from minitorch.outputs import (OutputPathError, PathError, building_aside, check_input_file, check_output_folder,
                                check_readable, write_atomically)
 
@@ -280,7 +279,7 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
             continue
         try:
             theirs = _module_text(Path(old) / exercise.module, exercise, "OLD")
-            written = found.find(theirs, exercise, MAX_FUNCTION_LINES)
+            written = found.find(theirs, exercise)
             outside = found.helpers_outside(written, module_names(text))
             if outside:  # in NEW it would be a NameError; the grader flags it the same way
                 raise found.StudentFunctionError(found.HELPER_OUTSIDE, found.helper_message(exercise, outside))
@@ -328,8 +327,7 @@ def _module_text(path: Path, exercise: Exercise, what: str) -> str:
     from minitorch.exercises.grader.sandboxed import student_function as found
 
     try:
-        data = check_input_file(path, what).read_bytes()[:MAX_MODULE_BYTES + 1]
-        text = found.module_text(data, exercise, MAX_MODULE_BYTES)
+        text = found.read_module(check_input_file(path, what), exercise)
         if what == "NEW":
             ast.parse(text)
         return text

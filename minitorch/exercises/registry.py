@@ -294,6 +294,15 @@ def select(exercises: list[Exercise], only=(), chapters=()) -> list[Exercise]:
     return [e for e in exercises if not (only or chapters) or e.id in only or e.chapter in chapters]
 
 
+def chosen(exercises: list[Exercise], only: str = "", chapter: str = "") -> list[Exercise]:
+    """`select` by the options' text: --only 3.1,3.2 and --chapter 3 or 1,2 (their union; neither: every one)."""
+    try:
+        chapters = [int(part) for part in chapter.split(",") if part.strip()]
+    except ValueError:
+        raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {chapter!r}") from None
+    return select(exercises, only=[part.strip() for part in only.split(",") if part.strip()], chapters=chapters)
+
+
 # An edition of exercises as marked regions (before they were functions) is refused, not converted: its answers sit
 # in functions that no longer exist.
 OLD_EDITION = ("an edition made before exercises became functions (its minitorch/exercises/edition.json lists "

@@ -1,6 +1,6 @@
 """A student's exercise function, taken alone from its file (chapter 11, "How grading works").
 
-The worker reads the file under the sandbox's budget (`module_text`, `find`), compiles the function alone in the
+The worker reads the file under the sandbox's budget (`read_module`, `find`), compiles the function alone in the
 library's module (`compile_alone`) and swaps it in (`swap_in`): a helper written outside it does not exist when
 graded (`helpers_outside`). Only the standard library: the worker loads it before NumPy.
 """
@@ -33,24 +33,30 @@ def decode(data: bytes) -> str:
     return data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0])
 
 
-def module_text(data: bytes, exercise, max_bytes: int) -> str:
-    """The text of the file that defines the exercise's function (`data`: at least its first `max_bytes` + 1)."""
-    if len(data) > max_bytes:
-        raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {exercise.module} is larger than {max_bytes:,} bytes")
+def read_module(path, exercise) -> str:
+    """The text of the file at `path` that defines the exercise's function; a larger file than MAX_MODULE_BYTES is
+    refused once that many bytes (and one) are read."""
+    from minitorch.exercises.registry import MAX_MODULE_BYTES  # (the worker has loaded the table by then)
+
+    with open(path, "rb") as file:
+        data = file.read(MAX_MODULE_BYTES + 1)
+    if len(data) > MAX_MODULE_BYTES:
+        raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {exercise.module} is larger than {MAX_MODULE_BYTES:,} "
+                                              f"bytes")
     try:
         return decode(data)
     except (SyntaxError, UnicodeDecodeError, LookupError) as error:
         raise StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: {error}") from None
 
 
-def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
+def find(text: str, exercise) -> ast.FunctionDef:
     """The exercise's function in its module's text: its last top-level definition, as Python keeps it."""
-    from minitorch.exercises.registry import function_node  # (the worker has loaded the table by then)
+    from minitorch.exercises.registry import MAX_FUNCTION_LINES, function_node
 
     try:
         tree = ast.parse(text, exercise.module)
-    except (SyntaxError, ValueError) as error:
-        tree = _the_function_alone(text, exercise.function, max_lines)  # the error may lie in another function
+    except (SyntaxError, ValueError) as error:  # the error may lie in another function
+        tree = _the_function_alone(text, exercise.function, MAX_FUNCTION_LINES)
         if tree is None:
             line = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
             raise StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: "
@@ -69,9 +75,9 @@ def find(text: str, exercise, max_lines: int) -> ast.FunctionDef:
         raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} assigns {name} again at line "
                                               f"{rebound[0]}, after its def, so the library would not call the "
                                               f"function; remove that assignment")
-    if node.end_lineno - node.lineno + 1 > max_lines:
+    if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
         raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {name} has {node.end_lineno - node.lineno + 1:,} "
-                                              f"lines; an exercise function may have at most {max_lines:,}")
+                                              f"lines; an exercise function may have at most {MAX_FUNCTION_LINES:,}")
     return node
 
 

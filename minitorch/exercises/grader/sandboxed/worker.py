@@ -96,12 +96,12 @@ def _install(exercise_id: str, student_file: str, connection: socket.socket) -> 
     be graded. Its source goes to the grader first, before defining it runs any of the student's code."""
     from minitorch.exercises.grader import channel
     from minitorch.exercises.grader.sandboxed import student_function as found
-    from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, MAX_MODULE_BYTES
+    from minitorch.exercises.registry import EXERCISES
 
     exercise, source = EXERCISES[exercise_id], None
     try:
-        text = found.module_text(Path(student_file).read_bytes()[:MAX_MODULE_BYTES + 1], exercise, MAX_MODULE_BYTES)
-        node = found.find(text, exercise, MAX_FUNCTION_LINES)
+        text = found.read_module(student_file, exercise)
+        node = found.find(text, exercise)
         source = found.function_text(text, node)  # as Python reads it
         connection.sendall(channel.encode({"source": source}))
         module = importlib.import_module(exercise.python_module)

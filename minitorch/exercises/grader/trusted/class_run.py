@@ -26,24 +26,19 @@ from minitorch.exercises.grader.trusted.grading import Run, grade_submission, re
 from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
-from minitorch.exercises.registry import (ExerciseError, load_exercises, read_manifest_data, secret_output_refused,
-                                          select)
+from minitorch.exercises.registry import (ExerciseError, chosen, load_exercises, read_manifest_data,
+                                          secret_output_refused, select)
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
 
 
 def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
     """(the exercise IDs, where they came from): --only/--chapter, else --edition's manifest, else every one."""
-    only = [part.strip() for part in args.only.split(",") if part.strip()]
-    try:
-        chapters = [int(part) for part in args.chapter.split(",") if part.strip()]
-    except ValueError:
-        raise ExerciseError(f"--chapter takes chapter numbers such as 3 or 1,2, got {args.chapter!r}") from None
-    if (only or chapters) and args.edition:
+    if (args.only or args.chapter) and args.edition:
         raise ExerciseError("choose the exercises with --only/--chapter or with --edition, not both")
     exercises, source = load_exercises(root), "every exercise (no --only, --chapter or --edition)"
-    if only or chapters:
-        exercises, source = select(exercises, only=only, chapters=chapters), "--only/--chapter"
+    if args.only or args.chapter:
+        exercises, source = chosen(exercises, args.only, args.chapter), "--only/--chapter"
     elif args.edition:
         manifest = read_manifest_data(Path(args.edition))
         if manifest is None:

@@ -29,6 +29,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
+from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, git_commit
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
@@ -72,16 +73,17 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     if (root / MANIFEST).exists():
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists); build the bundle from the full book, "
                             f"whose library holds the reference solutions")
-    wrong = [f"{name} must be {kind}, got {value}" for name, value, kind, right in (
-        ("--timeout", timeout, "a finite number of seconds > 0", _seconds(timeout)),
-        ("--deadline", deadline, "a finite number of seconds > 0", _seconds(deadline)),
-        ("--exercise-seed", seed, "a non-negative whole number", seed is None or type(seed) is int and seed >= 0),
-        ("--hidden-tests", hidden_visibility, f"one of {', '.join(HIDDEN_VISIBILITIES)}",
-         hidden_visibility in HIDDEN_VISIBILITIES),
-        ("--late-penalty", late_penalty, "a percent from 0 to 100",
-         isinstance(late_penalty, (int, float)) and 0 <= late_penalty <= 100)) if not right]
-    if wrong or not exercises:
-        raise ExerciseError(wrong[0] if wrong else "no exercises chosen; the bundle would grade nothing")
+    try:  # (the command line has checked them; a caller of this function may not have)
+        for name, value, limits in (("--timeout", timeout, {"above": 0}), ("--deadline", deadline, {"above": 0}),
+                                    ("--late-penalty", late_penalty, {"minimum": 0, "maximum": 100})):
+            checks.parse_number(str(value), name, **limits)  # (str(True) is no number)
+        if seed is not None:
+            checks.parse_number(str(seed), "--exercise-seed", integer=True, minimum=0)
+    except ValueError as error:
+        raise ExerciseError(str(error)) from None
+    if hidden_visibility not in HIDDEN_VISIBILITIES or not exercises:
+        raise ExerciseError(f"--hidden-tests must be one of {', '.join(HIDDEN_VISIBILITIES)}, got {hidden_visibility}"
+                            if exercises else "no exercises chosen; the bundle would grade nothing")
     worst = START_UP + len(exercises) * DOWNS_PER_EXERCISE * timeout  # each exercise cut off after its first hangs
     if worst > deadline and not over_deadline:
         raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
@@ -115,10 +117,6 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(out, packed.getvalue())
     return settings
-
-
-def _seconds(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _is_bundle(path: Path) -> bool:

@@ -124,11 +124,8 @@ def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: 
                "--color=no", "-o", "console_output_style=classic", f"--rootdir={grader_root}",
                f"--minitorch-root={grader_root}", "-m", f"not slow and ({markers})", *extra,
                *graded_test_files(grader_root, exercise_ids)]
-    kept = ("PATH", "LANG", "LC_ALL", "VIRTUAL_ENV", "CONDA_PREFIX")
-    env = {key: os.environ[key] for key in kept if key in os.environ}
-    env.update(PYTHONDONTWRITEBYTECODE="1", MPLBACKEND="Agg", HOME=str(log.parent), TMPDIR=str(log.parent),
-               PYTHONIOENCODING="utf-8", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", OMP_NUM_THREADS="1",
-               OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", **environment)  # (one core for a student's requests)
+    env = sandbox.process_environment(str(log.parent), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **environment, **{
+        key: os.environ[key] for key in ("VIRTUAL_ENV", "CONDA_PREFIX") if key in os.environ})
     with open(log, "wb") as output:
         process = subprocess.Popen(command, cwd=grader_root, env=env, stdin=subprocess.DEVNULL, stdout=output,
                                    stderr=subprocess.STDOUT, start_new_session=True)

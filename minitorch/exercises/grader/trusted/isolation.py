@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT
+from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT, link_or_copy
 from minitorch.exercises.registry import ExerciseError
 
 KINDS = ("bubblewrap", "chroot", "none")
@@ -218,12 +218,18 @@ def _command(isolation: Isolation, script: list[str], uid: int | None, library_r
     return [*limits, *command, "--", *script], None
 
 
-def _environment(home: str, run_marker: str, worker: str = "") -> dict:
+def process_environment(home: str, **more: str) -> dict:
+    """The environment of a process the grader starts (a worker, a check process): PATH and the locale, `home` as its
+    HOME and TMPDIR, no bytecode written, UTF-8 output, one thread per numerical library (one core per student)."""
     environment = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL") if key in os.environ}
-    environment.update(HOME=home, TMPDIR=home, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0",
-                       OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8")
-    environment[RUN_MARKER_VARIABLE], environment[RUN_MARKER_VARIABLE + "_WORKER"] = run_marker, worker
+    environment.update(HOME=home, TMPDIR=home, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1",
+                       OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8", **more)
     return environment
+
+
+def _environment(home: str, run_marker: str, worker: str = "") -> dict:
+    return process_environment(home, PYTHONHASHSEED="0", **{RUN_MARKER_VARIABLE: run_marker,
+                                                            RUN_MARKER_VARIABLE + "_WORKER": worker})
 
 
 @dataclass
@@ -445,25 +451,11 @@ def _place(path: str, tree: Path) -> None:
             return _place(os.path.normpath(current.parent / os.readlink(current) / Path(*parts[index + 1:])), tree)
     target = tree / current.relative_to("/")
     if current.is_dir():
-        shutil.copytree(current, target, symlinks=True, ignore=NOT_NEEDED, copy_function=_link, dirs_exist_ok=True)
+        shutil.copytree(current, target, symlinks=True, ignore=NOT_NEEDED, copy_function=link_or_copy,
+                        dirs_exist_ok=True)
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _link(current, target)
-
-
-def _link(source, target) -> None:
-    """A hard link to `source` where the file system allows and no one but its owner may change it, else a copy
-    (never set-user-ID)."""
-    mode = os.lstat(source).st_mode
-    if os.path.lexists(target):
-        return
-    if not mode & 0o6022:
-        try:
-            return os.link(source, target)
-        except OSError:
-            pass
-    shutil.copyfile(source, target)
-    os.chmod(target, mode & 0o755)
+        link_or_copy(current, target)
 
 
 def own_root(tree: str, uid: int, library_root: Path | None, near: Path | None) -> Path:

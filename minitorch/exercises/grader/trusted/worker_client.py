@@ -21,7 +21,7 @@ from minitorch.exercises.grader import channel
 from minitorch.exercises.grader.sandboxed import probes
 from minitorch.exercises.grader.sandboxed import student_function as found
 from minitorch.exercises.grader.trusted import isolation
-from minitorch.exercises.registry import EXERCISES, MAX_FUNCTION_LINES, MAX_MODULE_BYTES, read_manifest_data
+from minitorch.exercises.registry import EXERCISES, read_manifest_data
 
 DOWNS_PER_EXERCISE = 2  # tests of one exercise that may time out or crash before the rest fail unrun
 CONTROL_PATIENCE = 10.0  # seconds the worker's control loop gets to answer (it runs no student code)
@@ -288,8 +288,7 @@ def grading_problem(exercise_id: str, root: Path) -> str | None:
     if available is None:  # the full book: no manifest of what its modules define
         return None
     try:
-        data = (Path(root) / exercise.module).read_bytes()[:MAX_MODULE_BYTES + 1]
-        node = found.find(found.module_text(data, exercise, MAX_MODULE_BYTES), exercise, MAX_FUNCTION_LINES)
+        node = found.find(found.read_module(Path(root) / exercise.module, exercise), exercise)
     except found.StudentFunctionError as error:
         return str(error)
     except OSError:

@@ -80,14 +80,22 @@ def prepare_base(grader_root: Path, folder: Path) -> Path:
 
 def give_library(base: Path, dest: Path) -> None:
     """dest/BASE: the run's stand-in library, by hard links where the file system allows."""
-    shutil.copytree(base, Path(dest) / BASE, copy_function=_link_or_copy, dirs_exist_ok=True)
+    shutil.copytree(base, Path(dest) / BASE, copy_function=link_or_copy, dirs_exist_ok=True)
 
 
-def _link_or_copy(source: str, target: str) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # another file system
-        shutil.copyfile(source, target)
+def link_or_copy(source, target) -> None:
+    """A hard link to `source` where the file system allows and no one but its owner may change it, else a copy
+    (never set-user-ID); nothing if `target` exists."""
+    mode = os.lstat(source).st_mode
+    if os.path.lexists(target):
+        return
+    if not mode & 0o6022:
+        try:
+            return os.link(source, target)
+        except OSError:  # another file system
+            pass
+    shutil.copyfile(source, target)
+    os.chmod(target, mode & 0o755)
 
 
 def copy_student_files(project: Path, exercises, dest: Path) -> StudentFiles:
