@@ -281,7 +281,14 @@ def test_a_second_backward_through_an_unchanged_graph_gives_the_same_gradient():
     (lambda p, model: optim_of("SGD", [p, p]), ValueError, "parameter 1 is parameter 0 again"),
     (lambda p, model: optim_of("Adam", [p], betas=(0.9,)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
     (lambda p, model: optim_of("Adam", [p], betas=(0.9, "0.99")), TypeError, "betas must be a finite number"),
-], ids=["adam-of-a-model", "sgd-of-one-tensor", "adam-of-arrays", "adam-p-p", "sgd-p-p", "one-beta", "beta-str"])
+    (lambda p, model: optim_of("SGD", model.parameters), TypeError,
+     r"^SGD: expected a list of parameters, got a method \(parameters\); call it: model.parameters\(\)"),
+    (lambda p, model: optim_of("SGD", [p * 2]), ValueError,
+     r"^SGD: parameter 0 is the result of 'mul', not a leaf: .*can't optimize a non-leaf Tensor"),
+    (lambda p, model: optim_of("Adam", [p, model.weight.T]), ValueError,
+     r"^Adam: parameter 1 is the result of 'permute', not a leaf"),
+], ids=["adam-of-a-model", "sgd-of-one-tensor", "adam-of-arrays", "adam-p-p", "sgd-p-p", "one-beta", "beta-str",
+        "sgd-of-the-method-parameters", "sgd-of-a-computed-tensor", "adam-of-a-computed-tensor"])
 def test_an_optimizer_names_what_is_not_a_list_of_distinct_parameters(make, error, culprit):
     from minitorch.nn import Linear, Parameter
 
