@@ -4,8 +4,10 @@ an error that names it, never a silent wrong gradient.
 - `as_float_array`: the values a tensor is made from (numbers, nested lists of numbers, ndarrays).
 - `checked_grad`, `checked_new_values`, `checked_incoming_grad`: a gradient or values set by hand, and the
   gradient given to ``backward(grad)``.
-- `check_backward_result`: what an operation's backward rule returned.
+- `check_backward_result`, `gradient_in_dtype`: what an operation's backward rule returned.
 - `check_inputs_unchanged`: the values a backward needs did not change before it ran.
+- `root_of_the_graph`, `summable_to_shape`, `mul_backward_inputs`, ...: the inputs of the engine's exercise
+  functions, checked outside their bodies (`checks.inputs_checked_by`), so that a student edition keeps them.
 
 Values a backward needs may not change before it runs. A backward reads its operation's inputs (mul's
 ∂(ab)/∂a = b) or result (exp's) when it runs, not when the operation ran. Changing them in between would give
@@ -178,6 +180,15 @@ def check_backward_result(node, parent_grads) -> None:
             f"backward of '{node.op}' must return a tuple of {len(node.parents)} "
             f"gradient(s), one per input; it returned {returned}"
         )
+
+
+def gradient_in_dtype(op: str, grad: np.ndarray, dtype) -> np.ndarray:
+    """The gradient that the backward of `op` gave, cast to its input's `dtype`; a TypeError if it holds no real
+    numbers (a complex gradient cast to a float would lose its imaginary part with only NumPy's warning)."""
+    if grad.dtype.kind not in "biuf":
+        raise TypeError(f"backward of '{op}' gave a gradient of dtype {grad.dtype} for an input of dtype {dtype}; a "
+                        f"gradient holds real numbers")
+    return grad.astype(dtype)
 
 
 def check_inputs_unchanged(node) -> None:

@@ -544,6 +544,11 @@ def _silently_wrong_before(name):
         (x * tensor([0.5, 0.5])).sum().backward()
         return x.grad
 
+    def custom_backward_of(gradient):
+        x = tensor([3.0], requires_grad=True)
+        y = minitorch.Tensor.from_op(x.data * 2, (x,), lambda grad: (grad * gradient,), "custom")
+        y.sum().backward()
+
     rng = np.random.default_rng(0)
     return {
         "none-in-a-list": lambda: tensor([1.0, None]),
@@ -554,6 +559,8 @@ def _silently_wrong_before(name):
         "make-batch-residual-the-string-False": lambda: task.make_batch(2, rng, residual="False"),
         "manual-seed-true": lambda: minitorch.manual_seed(True),
         "integer-data": integer_data_gradient,
+        "complex-gradient-of-a-custom-op": lambda: custom_backward_of(1 + 1j),  # cast to 1.0 with a ComplexWarning
+        "complex-gradient-of-a-custom-op-of-another-shape": lambda: custom_backward_of(np.full((2, 1), 1j)),
     }[name]
 
 
@@ -574,6 +581,9 @@ def test_a_backward_through_values_changed_since_the_forward_pass_raises(kind):
     ("residual-the-string-False", TypeError, r"make_targets: residual must be True or False, got 'False'"),
     ("make-batch-residual-the-string-False", TypeError, r"residual must be True or False"),
     ("manual-seed-true", ValueError, r"manual_seed: the seed must be a non-negative integer, got True"),
+    ("complex-gradient-of-a-custom-op", TypeError,
+     r"^backward of 'custom' gave a gradient of dtype complex128 for an input of dtype float64; a gradient holds real"),
+    ("complex-gradient-of-a-custom-op-of-another-shape", TypeError, r"^backward of 'custom' gave a gradient of dtype"),
 ])
 def test_what_was_silently_wrong_is_refused_naming_the_fix(name, error, culprit):
     with pytest.raises(error, match=culprit):
