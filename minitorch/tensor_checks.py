@@ -293,8 +293,6 @@ def log_backward_inputs(grad, a) -> tuple:
 
 def matmul_shape(a: np.ndarray, b: np.ndarray) -> tuple:
     """The shape of a @ b (NumPy's rules: a 1-D operand is a vector), or a ValueError naming a and b."""
-    if a.ndim == 2 == b.ndim and a.shape[1] == b.shape[0]:
-        return a.shape[0], b.shape[1]  # (the usual case, at once)
     if not a.ndim or not b.ndim:
         raise ValueError(f"matmul_backward: a {a.shape} and b {b.shape} must have at least one axis each")
     inner = b.shape[-2] if b.ndim > 1 else b.shape[0]
@@ -315,6 +313,10 @@ def matmul_backward_inputs(grad, a, b) -> tuple:
     """`matmul_backward`'s inputs: arrays, `grad` of the shape of a @ b."""
     if not (type(grad) is np.ndarray and type(a) is np.ndarray and type(b) is np.ndarray):
         _arrays("matmul_backward", grad=grad, a=a, b=b)
+    a_shape, b_shape = a.shape, b.shape  # the usual case: matrices, or stacks of them of one shape
+    if len(a_shape) == len(b_shape) > 1 and a_shape[-1] == b_shape[-2] and a_shape[:-2] == b_shape[:-2] and \
+            grad.shape == a_shape[:-1] + b_shape[-1:]:
+        return grad, a, b
     expected = matmul_shape(a, b)
     if grad.shape != expected:
         raise ValueError(f"matmul_backward: grad has shape {grad.shape}, expected {expected} (the shape of a @ b, "
