@@ -237,7 +237,7 @@ def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
 
 # ----------------------------------------------------------------------
 # the inputs of the engine's other exercise functions: the backward rules (1.2-1.4, 2.2, 2.3) and the stable softmax
-# (2.4). These checks run in every backward pass, so the usual case costs a type test and one shape comparison.
+# (2.4). These checks run in every backward pass, so the usual case costs type tests and a few shape comparisons.
 
 
 def _arrays(owner: str, **arrays) -> None:
@@ -291,7 +291,7 @@ def log_backward_inputs(grad, a) -> tuple:
     return _one_shape("log_backward", grad, "a", a, "grad is the gradient of log a, elementwise")
 
 
-def matmul_shape(a: np.ndarray, b: np.ndarray) -> tuple:
+def _matmul_shape(a: np.ndarray, b: np.ndarray) -> tuple:
     """The shape of a @ b (NumPy's rules: a 1-D operand is a vector), or a ValueError naming a and b."""
     if not a.ndim or not b.ndim:
         raise ValueError(f"matmul_backward: a {a.shape} and b {b.shape} must have at least one axis each")
@@ -317,7 +317,7 @@ def matmul_backward_inputs(grad, a, b) -> tuple:
     if len(a_shape) == len(b_shape) > 1 and a_shape[-1] == b_shape[-2] and a_shape[:-2] == b_shape[:-2] and \
             grad.shape == a_shape[:-1] + b_shape[-1:]:
         return grad, a, b
-    expected = matmul_shape(a, b)
+    expected = _matmul_shape(a, b)
     if grad.shape != expected:
         raise ValueError(f"matmul_backward: grad has shape {grad.shape}, expected {expected} (the shape of a @ b, "
                          f"for a {a.shape} and b {b.shape})")
