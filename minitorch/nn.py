@@ -38,7 +38,9 @@ class Module:
     keys' order); each is named by its path (``blocks.0.1.weight``,
     ``heads.bos.weight``). A generator or other iterator cannot be searched
     without using it up, and a set has no order: both are refused when they
-    would hold modules; store a list.
+    would hold modules; store a list. A tensor in such a list or dict must be a Parameter: another tensor there is
+    refused, since one that replaced a Parameter (``self.blocks[0] = w * 2``) would silently stop training; keep a
+    constant tensor in an attribute of its own.
     """
 
     def forward(self, *args, **kwargs):
@@ -52,11 +54,9 @@ class Module:
             if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
                 value.__class__ = Parameter  # the same object, so its gradient still reaches whoever holds it
                 return object.__setattr__(self, name, value)
-            what = (f"Tensor (the result of '{value.op}')" if isinstance(value, Tensor) and not value.is_leaf
-                    else "Tensor that does not require grad" if isinstance(value, Tensor) else type(value).__name__)
             raise TypeError(f"{type(self).__name__}.{name} is a Parameter; give it a Parameter (nn.Parameter(values)), "
-                            f"or change its values with {name}.data = ... (a {what} would drop it from parameters() "
-                            f"and it would stop training)")
+                            f"or change its values with {name}.data = ... (a {_kind(value)} would drop it from "
+                            f"parameters() and it would stop training)")
         object.__setattr__(self, name, value)
 
     def __call__(self, *args, **kwargs):
@@ -143,6 +143,11 @@ def _parameters_held(value, name: str, holders: tuple):
         items = value.items() if isinstance(value, Mapping) else enumerate(value)
         for key, item in items:
             yield from _parameters_held(item, f"{name}.{key}", holders + (value,))
+    elif isinstance(value, Tensor) and not isinstance(holders[-1], Module):  # an item of a list, tuple or dict
+        raise TypeError(f"{type(holders[0]).__name__}.{name} is a {_kind(value)} in a {type(holders[-1]).__name__} "
+                        f"that parameters() searches, where a tensor must be a Parameter: a Parameter replaced by it "
+                        f"would drop out of parameters() and stop training. Give it a Parameter (nn.Parameter(values)) "
+                        f"or change its values with .data = ...; keep a constant tensor in an attribute of its own")
     elif (isinstance(value, Iterator) and not isinstance(value, io.IOBase)) or \
             (isinstance(value, Set) and any(isinstance(item, (Module, Tensor)) for item in value)) or \
             (isinstance(value, np.ndarray) and value.dtype == object and
@@ -152,6 +157,16 @@ def _parameters_held(value, name: str, holders: tuple):
             "an array of objects is not searched"
         raise TypeError(f"{type(holders[0]).__name__}.{name} is a {type(value).__name__}, which parameters() cannot "
                         f"search: {what}; store a list of them instead")
+
+
+def _kind(value) -> str:
+    """What `value`, found where a Parameter belongs, is, in a message's words."""
+    if not isinstance(value, Tensor):
+        return type(value).__name__
+    if not value.is_leaf:
+        return f"Tensor (the result of '{value.op}')"
+    return "Tensor (a leaf that requires grad, not a Parameter)" if value.requires_grad else \
+        "Tensor that does not require grad"
 
 
 def _refuse_shared_class_attributes(module: Module) -> None:

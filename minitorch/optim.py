@@ -101,6 +101,9 @@ def checked_parameters(owner: str, parameters) -> list[Tensor]:
     if isinstance(parameters, (Module, Tensor)):
         what = "a model" if isinstance(parameters, Module) else "a single Tensor"
         raise TypeError(f"{owner}: expected a list of parameters, got {what}; pass model.parameters() or [p]")
+    if callable(parameters):  # SGD(model.parameters, ...): the method, not the list it returns
+        raise TypeError(f"{owner}: expected a list of parameters, got a {type(parameters).__name__} "
+                        f"({getattr(parameters, '__name__', '?')}); call it: model.parameters()")
     parameters = list(parameters)
     if not parameters:
         raise ValueError(f"{owner}: got an empty parameter list")
@@ -109,6 +112,10 @@ def checked_parameters(owner: str, parameters) -> list[Tensor]:
         if not isinstance(parameter, Tensor):
             raise TypeError(f"{owner}: parameter {position} is of type {type(parameter).__name__}, not a Tensor; an "
                             f"optimizer updates tensors' .data from their .grad (wrap an array: nn.Parameter(array))")
+        if not parameter.is_leaf:  # backward stores no gradient on it, and its values are computed anew
+            raise ValueError(f"{owner}: parameter {position} is the result of '{parameter.op}', not a leaf: an "
+                             f"optimizer updates leaves (as PyTorch's: can't optimize a non-leaf Tensor); pass the "
+                             f"tensors it was computed from, or make it a leaf: nn.Parameter(t.data)")
         if not parameter.requires_grad and not isinstance(parameter, Parameter):  # a constant: it never moves
             raise ValueError(f"{owner}: parameter {position} (shape {parameter.shape}) does not require grad, so no "
                              f"backward gives it a gradient; make it with requires_grad=True (nn.Parameter(array))")

@@ -34,8 +34,8 @@ import numpy as np
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
-                                     checked_grad, checked_incoming_grad, checked_new_values, root_of_the_graph,
-                                     summable_to_shape, unexplained)
+                                     checked_grad, checked_incoming_grad, checked_new_values, gradient_in_dtype,
+                                     root_of_the_graph, summable_to_shape, unexplained)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -148,7 +148,7 @@ class Tensor(TensorProtocols):
                 if parent_grad.shape != parent._data.shape:
                     parent_grad = unbroadcast(parent_grad, parent._data.shape, node.op)
                 if parent_grad.dtype != parent._data.dtype:
-                    parent_grad = parent_grad.astype(parent._data.dtype)
+                    parent_grad = gradient_in_dtype(node.op, parent_grad, parent._data.dtype)
                 previous = grads.get(id(parent))
                 grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
         _mark_released(order, True)

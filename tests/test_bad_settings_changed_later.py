@@ -5,6 +5,7 @@ module's parameters replaced by something that would drop out of parameters().""
 from __future__ import annotations
 
 import decimal
+import re
 
 import numpy as np
 import pytest
@@ -120,6 +121,43 @@ def test_a_parameter_replaced_by_a_non_parameter_is_refused(replacement):
     with pytest.raises(TypeError, match=r"Linear.weight is a Parameter; give it a Parameter \(nn.Parameter"):
         layer.weight = value
     assert len(layer.parameters()) == 2 and isinstance(layer.weight, Parameter)
+
+
+@pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
+@pytest.mark.parametrize("holder", ["list", "dict", "list in a sub-module"])
+@pytest.mark.parametrize("replacement,kind", [
+    (lambda old: old * 2, r"Tensor \(the result of 'mul'\)"),
+    (lambda old: tensor([5.0]), "Tensor that does not require grad"),
+    (lambda old: tensor([5.0], requires_grad=True), r"Tensor \(a leaf that requires grad, not a Parameter\)"),
+], ids=["computed", "constant", "leaf-that-requires-grad"])
+def test_a_parameter_in_a_list_or_dict_replaced_by_a_tensor_is_refused_naming_its_path(replacement, kind, holder,
+                                                                                      method):
+    """An item of a list or dict replaced goes past Module.__setattr__: parameters() itself refuses a tensor that is no
+    Parameter where it searches (the item would silently drop out of parameters() and stop training)."""
+    from minitorch.nn import Module
+
+    class Holder(Module):
+        def __init__(self):
+            self.ps = [Parameter([1.0]), Parameter([2.0])] if holder != "dict" else {"a": Parameter([1.0])}
+
+    class Outer(Module):
+        def __init__(self):
+            self.inner = Holder()
+
+    nested = holder == "list in a sub-module"
+    model = Outer() if nested else Holder()
+    items, key = (model.inner if nested else model).ps, "a" if holder == "dict" else 0
+    path = f"{'Outer.inner' if nested else 'Holder'}.ps.{key}"
+    items[key] = replacement(items[key])
+    with pytest.raises(TypeError, match=rf"^{re.escape(path)} is a {kind} in a {type(items).__name__} that "
+                                        rf"parameters\(\) searches, where a tensor must be a Parameter"):
+        getattr(model, method)()
+
+
+def test_a_constant_tensor_in_an_attribute_of_its_own_and_arrays_or_numbers_in_a_list_are_no_error():
+    layer = Linear(2, 2)
+    layer.mask, layer.sizes, layer.statistics = tensor([1.0, 0.0]), [2, 2], {"mean": np.zeros(2)}
+    assert len(layer.parameters()) == 2 and set(layer.state_dict()) == {"weight", "bias"}
 
 
 def test_a_parameter_replaced_by_a_leaf_that_requires_grad_stays_in_parameters():

@@ -281,7 +281,14 @@ def test_a_second_backward_through_an_unchanged_graph_gives_the_same_gradient():
     (lambda p, model: optim_of("SGD", [p, p]), ValueError, "parameter 1 is parameter 0 again"),
     (lambda p, model: optim_of("Adam", [p], betas=(0.9,)), ValueError, r"betas must be a pair \(beta1, beta2\)"),
     (lambda p, model: optim_of("Adam", [p], betas=(0.9, "0.99")), TypeError, "betas must be a finite number"),
-], ids=["adam-of-a-model", "sgd-of-one-tensor", "adam-of-arrays", "adam-p-p", "sgd-p-p", "one-beta", "beta-str"])
+    (lambda p, model: optim_of("SGD", model.parameters), TypeError,
+     r"^SGD: expected a list of parameters, got a method \(parameters\); call it: model.parameters\(\)"),
+    (lambda p, model: optim_of("SGD", [p * 2]), ValueError,
+     r"^SGD: parameter 0 is the result of 'mul', not a leaf: .*can't optimize a non-leaf Tensor"),
+    (lambda p, model: optim_of("Adam", [p, model.weight.T]), ValueError,
+     r"^Adam: parameter 1 is the result of 'permute', not a leaf"),
+], ids=["adam-of-a-model", "sgd-of-one-tensor", "adam-of-arrays", "adam-p-p", "sgd-p-p", "one-beta", "beta-str",
+        "sgd-of-the-method-parameters", "sgd-of-a-computed-tensor", "adam-of-a-computed-tensor"])
 def test_an_optimizer_names_what_is_not_a_list_of_distinct_parameters(make, error, culprit):
     from minitorch.nn import Linear, Parameter
 
@@ -305,10 +312,13 @@ def _unchecked_call(name):
     from minitorch.fast import speed_up
     from minitorch.nn import Linear, Parameter
     from minitorch.paper import task
+    from minitorch.ops import exp_backward, log_backward, matmul_backward, mul_backward, sum_backward
     from minitorch.paper.attention import causal_mask
+    from minitorch.softmax import stable_softmax
 
     rng = np.random.default_rng(0)
     pair = [tensor([1.0]), tensor([2.0])]
+    two, three = np.ones(2), np.ones(3)
     return {
         "concatenate-axis-1.5": lambda: minitorch.concatenate(pair, axis=1.5),
         "concatenate-axis-3": lambda: minitorch.concatenate(pair, axis=3),
@@ -342,6 +352,23 @@ def _unchecked_call(name):
         "topological-order-of-a-number": lambda: minitorch.topological_order(5),
         "gradcheck-of-a-string": lambda: minitorch.gradcheck(lambda t: (t * t).sum(), ["ab"]),
         "gradcheck-of-none": lambda: minitorch.gradcheck(lambda t: (t * t).sum(), [None]),
+        # the exercise functions, called as a student calls them
+        "stable-softmax-axis-5": lambda: stable_softmax(tensor(np.ones((2, 3))), 5),
+        "stable-softmax-of-an-array": lambda: stable_softmax(np.ones((2, 3)), -1),
+        "stable-softmax-of-nothing": lambda: stable_softmax(tensor(np.ones((0, 3))), -1),
+        "mul-backward-a-and-b-do-not-broadcast": lambda: mul_backward(two, two, three),
+        "mul-backward-grad-of-another-shape": lambda: mul_backward(np.ones((2, 2)), np.ones((2, 1)), three),
+        "mul-backward-of-lists": lambda: mul_backward([1.0, 2.0], [3.0, 4.0], [5.0, 6.0]),
+        "mul-backward-of-a-tensor": lambda: mul_backward(two, tensor(two), two),
+        "exp-backward-grad-and-out": lambda: exp_backward(two, three),
+        "log-backward-grad-and-a": lambda: log_backward(two, three),
+        "matmul-backward-grad-of-another-shape": lambda: matmul_backward(np.ones((2, 2)), np.ones((2, 3)),
+                                                                         np.ones((3, 4))),
+        "matmul-backward-a-and-b-do-not-fit": lambda: matmul_backward(np.ones((2, 4)), np.ones((2, 3)),
+                                                                      np.ones((2, 4))),
+        "sum-backward-axis-5": lambda: sum_backward(two, (2, 3), (5,), False),
+        "sum-backward-grad-of-another-shape": lambda: sum_backward(three, (2, 3), (1,), False),
+        "sum-backward-grad-of-another-shape-kept": lambda: sum_backward(np.ones((2, 3)), (2, 3), (1,), True),
     }[name]
 
 
@@ -378,10 +405,43 @@ def _unchecked_call(name):
     ("topological-order-of-a-number", TypeError, r"topological_order: root must be a Tensor, got int"),
     ("gradcheck-of-a-string", TypeError, r"gradcheck: inputs\[0\] must be numbers, got 'ab'"),
     ("gradcheck-of-none", TypeError, r"gradcheck: inputs\[0\] must be numbers, got None"),
+    ("stable-softmax-axis-5", ValueError, r"stable_softmax: axis 5 is out of range for 2 axes"),
+    ("stable-softmax-of-an-array", TypeError, r"stable_softmax: scores must be a Tensor, got ndarray"),
+    ("stable-softmax-of-nothing", ValueError, r"stable_softmax: scores must have .* one element, got shape \(0, 3\)"),
+    ("mul-backward-a-and-b-do-not-broadcast", ValueError, r"mul_backward: a \(2,\) and b \(3,\) cannot be broadcast"),
+    ("mul-backward-grad-of-another-shape", ValueError, r"mul_backward: grad has shape \(2, 2\), expected \(2, 3\)"),
+    ("mul-backward-of-lists", TypeError, r"mul_backward: grad, a and b must be ndarrays, got list for grad"),
+    ("mul-backward-of-a-tensor", TypeError, r"mul_backward: .*got Tensor for a \(a tensor's values are t.data\)"),
+    ("exp-backward-grad-and-out", ValueError, r"exp_backward: grad \(2,\) and out \(3,\) must have one shape"),
+    ("log-backward-grad-and-a", ValueError, r"log_backward: grad \(2,\) and a \(3,\) must have one shape"),
+    ("matmul-backward-grad-of-another-shape", ValueError,
+     r"matmul_backward: grad has shape \(2, 2\), expected \(2, 4\) \(the shape of a @ b"),
+    ("matmul-backward-a-and-b-do-not-fit", ValueError, r"matmul_backward: a \(2, 3\) and b \(2, 4\) do not fit"),
+    ("sum-backward-axis-5", ValueError, r"sum_backward: axis 5 is out of range for shape \(2, 3\)"),
+    ("sum-backward-grad-of-another-shape", ValueError,
+     r"sum_backward: grad has shape \(3,\), expected \(2,\) \(shape \(2, 3\) summed over axes \(1,\)\)"),
+    ("sum-backward-grad-of-another-shape-kept", ValueError,
+     r"sum_backward: grad has shape \(2, 3\), expected \(2, 1\) .*kept as size 1"),
 ])
 def test_an_argument_numpy_would_refuse_is_refused_first_naming_the_function_and_argument(name, error, culprit):
     with pytest.raises(error, match=culprit):
         _unchecked_call(name)()
+
+
+@pytest.mark.parametrize("module,function", [
+    ("tensor", "topological_order"), ("tensor", "sum_to_shape"), ("ops", "mul_backward"), ("ops", "exp_backward"),
+    ("ops", "log_backward"), ("ops", "matmul_backward"), ("ops", "sum_backward"), ("softmax", "stable_softmax"),
+])
+def test_an_engine_exercise_checks_its_inputs_outside_its_body(module, function):
+    """The body is what a student writes (a stub in a student edition); the check that names a bad input wraps it
+    (checks.inputs_checked_by), so that every edition keeps it and the body holds only the answer."""
+    import importlib
+    import inspect
+
+    checked = getattr(importlib.import_module(f"minitorch.{module}"), function)
+    assert inspect.unwrap(checked) is not checked, f"{function} should be wrapped by checks.inputs_checked_by"
+    body = inspect.getsource(inspect.unwrap(checked)).split('"""')[-1]  # after the docstring
+    assert "raise" not in body and "checks." not in body, f"the body of {function} should hold only the answer"
 
 
 def test_the_arguments_numpy_would_take_still_work():
@@ -394,6 +454,12 @@ def test_the_arguments_numpy_would_take_still_work():
     assert minitorch.stack(pair, axis=-1).shape == (1, 1, 2), "stack's axis -1 is after the last axis"
     assert tensor(np.zeros(6)).reshape(np.int64(2), -1).shape == (2, 3), "reshape takes NumPy integers and one -1"
     optim.Adam([Parameter(np.zeros(2))], betas=np.array([0.9, 0.99]))  # a pair given as an array is a pair
+    from minitorch.ops import exp_backward, mul_backward, sum_backward
+    (summed,) = sum_backward(np.ones(2), [2, 3], (-1,), False)  # a list shape, a negative axis: as NumPy takes them
+    assert summed.shape == (2, 3), "sum_backward takes a shape as a list and axes counted from the end"
+    assert [g.shape for g in mul_backward(np.ones((2, 3)), np.ones((2, 1)), np.ones(3))] == [(2, 3), (2, 3)], (
+        "mul_backward takes inputs that broadcast")
+    assert exp_backward(np.ones(()), np.exp(np.zeros(())))[0] == 1.0, "e^a of a 0-d array is a NumPy number: taken"
 
     @minitorch.no_grad
     def doubled(x):
@@ -478,6 +544,11 @@ def _silently_wrong_before(name):
         (x * tensor([0.5, 0.5])).sum().backward()
         return x.grad
 
+    def custom_backward_of(gradient):
+        x = tensor([3.0], requires_grad=True)
+        y = minitorch.Tensor.from_op(x.data * 2, (x,), lambda grad: (grad * gradient,), "custom")
+        y.sum().backward()
+
     rng = np.random.default_rng(0)
     return {
         "none-in-a-list": lambda: tensor([1.0, None]),
@@ -488,6 +559,8 @@ def _silently_wrong_before(name):
         "make-batch-residual-the-string-False": lambda: task.make_batch(2, rng, residual="False"),
         "manual-seed-true": lambda: minitorch.manual_seed(True),
         "integer-data": integer_data_gradient,
+        "complex-gradient-of-a-custom-op": lambda: custom_backward_of(1 + 1j),  # cast to 1.0 with a ComplexWarning
+        "complex-gradient-of-a-custom-op-of-another-shape": lambda: custom_backward_of(np.full((2, 1), 1j)),
     }[name]
 
 
@@ -508,6 +581,9 @@ def test_a_backward_through_values_changed_since_the_forward_pass_raises(kind):
     ("residual-the-string-False", TypeError, r"make_targets: residual must be True or False, got 'False'"),
     ("make-batch-residual-the-string-False", TypeError, r"residual must be True or False"),
     ("manual-seed-true", ValueError, r"manual_seed: the seed must be a non-negative integer, got True"),
+    ("complex-gradient-of-a-custom-op", TypeError,
+     r"^backward of 'custom' gave a gradient of dtype complex128 for an input of dtype float64; a gradient holds real"),
+    ("complex-gradient-of-a-custom-op-of-another-shape", TypeError, r"^backward of 'custom' gave a gradient of dtype"),
 ])
 def test_what_was_silently_wrong_is_refused_naming_the_fix(name, error, culprit):
     with pytest.raises(error, match=culprit):
