@@ -23,6 +23,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from minitorch import checks
 from minitorch.outputs import OutputPathError, building_aside, check_output_folder
 from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
@@ -50,12 +51,13 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
 
 def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
                only: list[str] | None = None, jobs: int = 1, keep_going: bool = False, force: bool = False,
-               pdf: bool = False, report=None, cell_timeout: float = CELL_TIMEOUT) -> list[Run]:
+               pdf: bool = False, report=None, cell_timeout: int = CELL_TIMEOUT) -> list[Run]:
     """Execute the chapters and write the book into ``out``; return the failed runs (empty if none).
 
     A failure stops the build and leaves ``out`` as it was, unless ``keep_going``: then every chapter
     runs and the book is written with the failed chapters' pages marked (outputs up to the error)."""
     report = report or (lambda line: print(line, flush=True))
+    cell_timeout = checks.integer("build_book", "cell_timeout", cell_timeout, maximum=86400)  # the kernel's whole s
     target = check_book_folder(out, chapters_dir, force)
     ensure_open_files("building the book")  # a kernel that cannot open its sockets fails half-way
     mathjax_folder()  # a missing package is found before the chapters run, not after
