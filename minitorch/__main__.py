@@ -64,7 +64,8 @@ def main(argv=None) -> int:
                       default=600, help="whole seconds one cell may run before its chapter fails (default 600; the "
                                         "book's longest cell takes well under a minute)")
     book.add_argument("--force", action="store_true",
-                      help="replace --out even if it holds files that are not an earlier book")
+                      help="replace --out whole even if it holds files that are not part of an earlier book (they "
+                           "are deleted)")
     book.add_argument("--no-pdf", action="store_true",
                       help="skip the printed edition's PDF (made by headless Chromium where it is installed)")
 
