@@ -106,6 +106,7 @@ def building_aside(target, replacing=None):
     folder) when the block began is never replaced by what another run put there meanwhile: the move refuses
     (`replace_folder`'s `onto_nothing`)."""
     target = Path(os.path.realpath(target))
+    _refuse_a_mount_point(target)
     new = _new_or_empty(target)
     prefix = temporary_prefix(target, "partial")
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
@@ -129,6 +130,22 @@ def building_aside(target, replacing=None):
     finally:
         with signals_held():  # a stop now (a second one, or one after the work) must not leave the folder behind
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _refuse_a_mount_point(target: Path) -> None:
+    """OutputPathError, before any work, if `target` is a mount point (a file system of its own, or a bind mount):
+    the folder built beside it, on its parent's file system, can neither be renamed onto it ('Device or resource
+    busy') nor have its files renamed into it ('Invalid cross-device link'), which the system would say only when
+    the work is done."""
+    try:
+        mounted = target.is_dir() and (os.path.ismount(target)
+                                       or os.stat(target).st_dev != os.stat(target.parent).st_dev)
+    except OSError:  # not there, or not ours to look at: the checks of the folder itself speak
+        return
+    if mounted:
+        raise OutputPathError(f"{target}: is a mount point (a file system of its own), and the output is built beside "
+                              f"it and then moved into its place, which the system refuses for a mount point; name a "
+                              f"new folder inside it (it is created there)")
 
 
 @contextlib.contextmanager
