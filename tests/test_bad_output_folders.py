@@ -327,7 +327,7 @@ def test_an_output_folder_that_is_a_mount_point_is_refused_before_any_work(tmp_p
     except SystemExit as exit_info:
         status = exit_info.code
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert status == 2 and f"{mount_point}: is a mount point" in error and "name a new folder inside it" in error, \
+    assert status == 2 and f"{mount_point}: is a mount point" in error and "use a folder inside it" in error, \
         error
     assert ".partial" not in error and not any(mount_point.iterdir())
     assert sorted(path.name for path in tmp_path.iterdir()) == ["chapters", "mounted"], "nothing left beside it"

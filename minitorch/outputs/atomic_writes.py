@@ -144,8 +144,8 @@ def _refuse_a_mount_point(target: Path) -> None:
         return
     if mounted:
         raise OutputPathError(f"{target}: is a mount point (a file system of its own), and the output is built beside "
-                              f"it and then moved into its place, which the system refuses for a mount point; name a "
-                              f"new folder inside it (it is created there)")
+                              f"it and then moved into its place, which the system refuses for a mount point; use a "
+                              f"folder inside it, or elsewhere")
 
 
 @contextlib.contextmanager
