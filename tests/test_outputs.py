@@ -192,6 +192,21 @@ def test_what_a_recorded_run_did_not_write_is_named_file_by_file_and_a_folder_on
     assert written_files(target) == sorted([*earlier.files, *added]), "every file, none of the folders"
 
 
+def test_a_file_put_into_a_recorded_run_while_its_replacement_is_built_is_not_replaced(tmp_path):
+    """The check before the work cannot see a file the user adds during it; the folder replaced whole would take it."""
+    target = _folder_with(tmp_path, "book", {"index.html": "old", ".record": ""})
+    earlier = RecordedRun("book", ("index.html", ".record"))
+    with pytest.raises(OutputPathError, match="notes.txt appeared there while the run worked.*nothing was replaced"):
+        with building_aside(target, earlier=earlier) as staging:
+            (staging / "index.html").write_text("new")
+            (target / "notes.txt").write_text("mine")
+    assert _contents(target) == {"index.html": "old", ".record": "", "notes.txt": "mine"}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["book"], "nothing left beside"
+    with building_aside(target, earlier=RecordedRun("book", ("index.html", ".record", "notes.txt"))) as staging:
+        (staging / "index.html").write_text("new")
+    assert _contents(target) == {"index.html": "new"}, "what the earlier run wrote is replaced whole"
+
+
 @pytest.mark.parametrize("command, files", [
     ("reproduce", ["../outside.png"]), ("reproduce", ["/etc/passwd"]), ("reproduce", "results.json"),
     (None, ["results.json"]), ("reproduce", [""]), ("reproduce", [3])])

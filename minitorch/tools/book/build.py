@@ -87,7 +87,8 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     start = time.perf_counter()
     failures: list[Run] = []
     try:
-        with building_aside(target) as staging:
+        # (what the user puts into the earlier book while this one is built is not replaced either)
+        with building_aside(target, earlier=None if force else read_recorded_run(target / MARKER)) as staging:
             write_assets(staging / "_static")
             runs = execute_all(chosen, quick, jobs, keep_going, report, cell_timeout)
             with closing(runs):  # closed: kernels stopped
