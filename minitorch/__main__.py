@@ -60,11 +60,12 @@ def main(argv=None) -> int:
                       help="build every chapter even after one fails, write the book with the failed ones marked, "
                            "and list all failures at the end (without it, a failure leaves the earlier book)")
     book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
-    book.add_argument("--cell-timeout", type=number_argument("--cell-timeout", above=0, maximum=86400), default=600,
-                      help="seconds one cell may run before its chapter fails (default 600; the book's longest cell "
-                           "takes well under a minute)")
+    book.add_argument("--cell-timeout", type=number_argument("--cell-timeout", integer=True, minimum=1, maximum=86400),
+                      default=600, help="whole seconds one cell may run before its chapter fails (default 600; the "
+                                        "book's longest cell takes well under a minute)")
     book.add_argument("--force", action="store_true",
-                      help="replace --out even if it holds files that are not an earlier book")
+                      help="replace --out whole even if it holds files that are not part of an earlier book (they "
+                           "are deleted)")
     book.add_argument("--no-pdf", action="store_true",
                       help="skip the printed edition's PDF (made by headless Chromium where it is installed)")
 

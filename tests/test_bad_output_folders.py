@@ -285,6 +285,54 @@ def test_an_output_path_is_checked_before_any_work(tmp_path, monkeypatch, capsys
     assert exit_info.value.code == 2 and f"{option} " in error and reason in error, error
 
 
+@pytest.fixture
+def mount_point(tmp_path):
+    """An empty folder that is a file system of its own (a tmpfs): only root can make one, where mount is allowed."""
+    if sys.platform != "linux" or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root on Linux")
+    point = tmp_path / "mounted"
+    point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], capture_output=True,
+                             text=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", str(point)], check=True)
+
+
+@pytest.mark.parametrize("command", ["reproduce --quick --only 1x1 --out", "book --no-pdf --out",
+                                     "student-edition --only 1.1"])
+def test_an_output_folder_that_is_a_mount_point_is_refused_before_any_work(tmp_path, monkeypatch, capsys,
+                                                                          mount_point, command):
+    """What a command builds beside its folder cannot be moved onto a mount point, nor its files into one: the
+    system said so only when the work was done (after minutes of training), in words about an internal name."""
+    from minitorch.__main__ import main as minitorch_main
+    from minitorch.exercises.__main__ import main as exercises_main
+
+    for work in ["minitorch.paper.reproduce._reproduce_into", "minitorch.tools.book.build.execute_all",
+                 "minitorch.exercises.edition._build"]:
+        monkeypatch.setattr(work, _no_work)
+    chapters = tmp_path / "chapters"  # (the book reads its chapters before it builds)
+    chapters.mkdir()
+    (chapters / "01_one.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    if command.startswith("student-edition"):
+        main, arguments = exercises_main, ["student-edition", str(mount_point), *command.split()[1:]]
+    else:
+        main, arguments = minitorch_main, command.split() + [str(mount_point)]
+        arguments += ["--chapters", str(chapters)] * command.startswith("book")
+    try:
+        status = main(arguments)
+    except SystemExit as exit_info:
+        status = exit_info.code
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert status == 2 and f"{mount_point}: is a mount point" in error and "use a folder inside it" in error, \
+        error
+    assert ".partial" not in error and not any(mount_point.iterdir())
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["chapters", "mounted"], "nothing left beside it"
+
+
 @pytest.mark.parametrize("arguments,culprit", [(dict(seed=-1), "seed"), (dict(jobs=0), "jobs"),
                                                (dict(seed=0.5), "seed"),
                                                (dict(quick="no"), "reproduce: quick must be True or False"),

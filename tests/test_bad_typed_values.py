@@ -47,6 +47,8 @@ def test_every_chapter_reads_minitorch_quick_through_the_one_parser():
     (["bench", "--threads", "100000"], "--threads", "a whole number >= 1 <= 64"),  # a PyTorch child segfaulted
     (["bench", "--rounds", "2.5"], "--rounds", "a whole number >= 1 <= 20"),
     (["bench", "--jobs", "-2"], "--jobs", "a whole number >= 1 <= 64"),
+    (["book", "--cell-timeout", "1.5"], "--cell-timeout", "a whole number >= 1 <= 86400"),  # the kernel's timer
+    (["book", "--cell-timeout", "0.001"], "--cell-timeout", "a whole number >= 1 <= 86400"),  # counts whole seconds
 ])
 def test_a_number_option_names_itself_and_the_values_allowed(capsys, arguments, option, wanted):
     from minitorch.__main__ import main

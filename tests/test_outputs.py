@@ -8,8 +8,8 @@ import signal
 import pytest
 
 from minitorch.outputs import (ROOT, OutputPathError, RecordedRun, building_aside, check_output_file,
-                               check_output_folder, files_to_replace, replace_files, replace_folder,
-                               write_atomically)
+                               check_output_folder, files_to_replace, not_recorded, replace_files, replace_folder,
+                               write_atomically, written_files)
 
 
 @pytest.mark.parametrize("path, reason", [
@@ -178,6 +178,33 @@ def test_files_to_replace_replaces_a_rerun_whole_and_a_different_run_only_with_f
         files_to_replace(target, ["results.json"], earlier, "reproduce --only 1x1")
     assert files_to_replace(target, ["results.json"], earlier, "reproduce --only 1x1", force=True) == \
         ["old.png", "results.json"]
+
+
+@pytest.mark.parametrize("added, named", [
+    ({}, []), ({"notes.txt": "mine"}, ["notes.txt"]), ({"mydir/essay.txt": "mine"}, ["mydir/"]),
+    ({"_static/mine.css": "mine"}, ["_static/mine.css"]), ({"mydir/a": "", "notes.txt": ""}, ["mydir/", "notes.txt"])],
+    ids=["nothing", "a-file", "a-folder", "a-file-in-its-folder", "both"])
+def test_what_a_recorded_run_did_not_write_is_named_file_by_file_and_a_folder_once(tmp_path, added, named):
+    """A command that replaces its folder whole (book) refuses what this names; the run wrote only its list."""
+    earlier = RecordedRun("book", ("index.html", "_static/book.css", ".record"))
+    target = _folder_with(tmp_path, "book", {name: "" for name in earlier.files} | added)
+    assert not_recorded(target, earlier) == named
+    assert written_files(target) == sorted([*earlier.files, *added]), "every file, none of the folders"
+
+
+def test_a_file_put_into_a_recorded_run_while_its_replacement_is_built_is_not_replaced(tmp_path):
+    """The check before the work cannot see a file the user adds during it; the folder replaced whole would take it."""
+    target = _folder_with(tmp_path, "book", {"index.html": "old", ".record": ""})
+    earlier = RecordedRun("book", ("index.html", ".record"))
+    with pytest.raises(OutputPathError, match="notes.txt appeared there while the run worked.*nothing was replaced"):
+        with building_aside(target, earlier=earlier) as staging:
+            (staging / "index.html").write_text("new")
+            (target / "notes.txt").write_text("mine")
+    assert _contents(target) == {"index.html": "old", ".record": "", "notes.txt": "mine"}
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["book"], "nothing left beside"
+    with building_aside(target, earlier=RecordedRun("book", ("index.html", ".record", "notes.txt"))) as staging:
+        (staging / "index.html").write_text("new")
+    assert _contents(target) == {"index.html": "new"}, "what the earlier run wrote is replaced whole"
 
 
 @pytest.mark.parametrize("command, files", [

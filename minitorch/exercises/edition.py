@@ -135,8 +135,12 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if overlap:
         raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
                             f"exercise, or release its answer, not both")
-    with building_aside(dest) as building:
-        summary = _build(building, selected, root, released, sorted(set(before) - set(released), key=sort_key), table)
+    try:
+        with building_aside(dest) as building:
+            summary = _build(building, selected, root, released, sorted(set(before) - set(released), key=sort_key),
+                             table)
+    except OutputPathError as error:  # (dest a mount point, which the built edition cannot be moved onto)
+        raise ExerciseError(f"{error} (nothing was written)") from None
     os.chmod(dest, 0o755)  # a class (or its TAs) must be able to read it, whatever the umask
     return summary
 

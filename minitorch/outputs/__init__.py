@@ -14,6 +14,6 @@ from minitorch.outputs.paths import (NAME_MAX, PROJECT_SOURCES, ROOT, OutputPath
                                      PathError, UnwritableFileError, check_input_file, check_output_file,
                                      check_output_folder, check_readable, checked_path, given_path, json_written_by,
                                      refuse_a_file_not_its_own)
-from minitorch.outputs.recorded_runs import (RecordedRun, files_to_replace, read_recorded_run,  # noqa: F401
-                                             recorded_run_text)
+from minitorch.outputs.recorded_runs import (RecordedRun, files_to_replace, not_recorded,  # noqa: F401
+                                             read_recorded_run, recorded_run_text, written_files)
 from minitorch.outputs.signals import end_with_parent, signals_held  # noqa: F401

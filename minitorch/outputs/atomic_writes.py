@@ -31,7 +31,7 @@ from pathlib import Path
 
 from minitorch.outputs.paths import (NAME_MAX, OutputPathError, UnwritableFileError,
                                      _check_no_folder_made_through_a_link, _check_replaceable_file, checked_path)
-from minitorch.outputs.recorded_runs import _in_the_way
+from minitorch.outputs.recorded_runs import RecordedRun, _in_the_way, not_recorded
 from minitorch.outputs.signals import signals_held
 
 TEMPORARY_NAME_BYTES = 120  # of a name kept in a temporary name beside it: room for the prefix and suffix
@@ -98,14 +98,16 @@ def _write_failed(problem: OSError, option: str, shown) -> UnwritableFileError:
 
 
 @contextlib.contextmanager
-def building_aside(target, replacing=None):
+def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
     """Yield a new, empty folder beside `target` to build into; when the block completes, the built folder
     replaces `target` whole (`replace_folder`), or, given `replacing` (paths relative to `target`), only
     those files in it (`replace_files`), every other file staying. If the block raises or is interrupted,
     the folder being built is deleted and `target` is left exactly as it was. A `target` that was new (or an empty
     folder) when the block began is never replaced by what another run put there meanwhile: the move refuses
-    (`replace_folder`'s `onto_nothing`)."""
+    (`replace_folder`'s `onto_nothing`); nor is one holding the `earlier` run recorded there, once something
+    that run did not write has appeared in it (`replace_folder`'s `earlier`)."""
     target = Path(os.path.realpath(target))
+    _refuse_a_mount_point(target)
     new = _new_or_empty(target)
     prefix = temporary_prefix(target, "partial")
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
@@ -123,12 +125,28 @@ def building_aside(target, replacing=None):
         with _held_while_building(staging):
             yield staging
             if replacing is None:
-                replace_folder(staging, target, onto_nothing=new)
+                replace_folder(staging, target, onto_nothing=new, earlier=earlier)
             else:
                 replace_files(staging, target, replacing)
     finally:
         with signals_held():  # a stop now (a second one, or one after the work) must not leave the folder behind
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _refuse_a_mount_point(target: Path) -> None:
+    """OutputPathError, before any work, if `target` is a mount point (a file system of its own, or a bind mount):
+    the folder built beside it, on its parent's file system, can neither be renamed onto it ('Device or resource
+    busy') nor have its files renamed into it ('Invalid cross-device link'), which the system would say only when
+    the work is done."""
+    try:
+        mounted = target.is_dir() and (os.path.ismount(target)
+                                       or os.stat(target).st_dev != os.stat(target.parent).st_dev)
+    except OSError:  # not there, or not ours to look at: the checks of the folder itself speak
+        return
+    if mounted:
+        raise OutputPathError(f"{target}: is a mount point (a file system of its own), and the output is built beside "
+                              f"it and then moved into its place, which the system refuses for a mount point; use a "
+                              f"folder inside it, or elsewhere")
 
 
 @contextlib.contextmanager
@@ -180,14 +198,20 @@ def _new_or_empty(target: Path) -> bool:
         return False
 
 
-def replace_folder(built, target, onto_nothing: bool = False) -> None:
+def replace_folder(built, target, onto_nothing: bool = False, earlier: RecordedRun | None = None) -> None:
     """Move the folder `built` to `target`, replacing whatever folder was there, with every stop held off for
     the two renames (`signals_held`; one that comes then is dropped: the work is done): `target` ends as the
     old folder or the new one, never a mixture of both, nor missing. `onto_nothing`: `target` was new or an
     empty folder when the run began, so what is there now (another run's output, written at the same time) is
     not replaced: a single rename, which the system refuses onto a folder that is not empty or onto a file,
-    and an OSError saying so, `built` left where it was."""
+    and an OSError saying so, `built` left where it was. `earlier`: the run recorded in `target`, checked before
+    the work began to hold nothing else; what appeared there since that it did not write is not replaced either
+    (OutputPathError naming it)."""
     built, target = Path(built), Path(target)
+    added = not_recorded(target, earlier) if earlier is not None and target.is_dir() else []
+    if added:
+        raise OutputPathError(f"{target}: {added[0]} appeared there while the run worked, and the earlier output "
+                              f"that the run replaces whole did not write it; nothing was replaced")
     if onto_nothing:
         with signals_held():  # (a stop that came is dropped: the work is done, or refused)
             try:

@@ -63,6 +63,36 @@ def recorded_run_text(command: str, files) -> str:
     return json.dumps({"command": command, "files": sorted(files)}, indent=2) + "\n"
 
 
+def written_files(folder) -> list[str]:
+    """Every file under `folder` (not the folders), relative to it, sorted: what a run that built `folder`
+    records as written (`recorded_run_text`, or reproduce's results.json)."""
+    folder = Path(folder)
+    return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir())
+
+
+def not_recorded(target, earlier: RecordedRun) -> list[str]:
+    """The entries of the folder `target` that the `earlier` run recorded there did not write, relative to it and
+    sorted: a file it does not list, and a folder holding none of its files (named once, as ``mydir/``). A run
+    that replaces `target` whole deletes these; one that replaces only its own files (`files_to_replace`) keeps
+    them."""
+    recorded = set(earlier.files)
+    folders = {parent.as_posix() for name in recorded for parent in PurePosixPath(name).parents} - {"."}
+    found = []
+
+    def look(folder: Path, prefix: str) -> None:
+        for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+            name = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False) and name in folders:
+                look(Path(entry.path), name + "/")
+            elif entry.is_dir(follow_symlinks=False):
+                found.append(name + "/")
+            elif name not in recorded:
+                found.append(name)
+
+    look(Path(target), "")
+    return found
+
+
 def files_to_replace(target, planned, earlier: RecordedRun | None, command: str, force: bool = False,
                      option: str = "--out") -> list[str]:
     """Before any work: the paths, relative to the folder `target`, that a run of `command` writing the files

@@ -45,7 +45,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
-                               end_with_parent, signals_held, write_atomically)
+                               end_with_parent, signals_held, write_atomically, written_files)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import (AttentionModel, build_model, for_training, load_model, save_model,
@@ -324,8 +324,7 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
 
 def write_record(out: Path, results: dict, indent: int = 2) -> None:
     """Write ``results.json`` last, listing every file of the run (itself included) under "files"."""
-    written = [path.relative_to(out).as_posix() for path in out.rglob("*") if not path.is_dir()]
-    results["files"] = sorted(set(written) | {"results.json"})
+    results["files"] = sorted(set(written_files(out)) | {"results.json"})
     write_atomically(out / "results.json", json.dumps(results, indent=indent, default=_as_json))
 
 

@@ -329,6 +329,36 @@ def test_force_replaces_a_folder_of_other_files(tiny_book, tmp_path):
     assert (others / "index.html").is_file() and not (others / "old.txt").exists(), "replaced whole, never merged"
 
 
+@pytest.mark.slow  # two builds of a one-chapter book
+def test_a_rebuild_over_a_book_holding_what_it_did_not_write_is_refused_naming_it_before_any_work(tmp_path, capsys):
+    """The build replaces its folder whole: a file or folder the user added to an earlier book would go with it."""
+    from minitorch.__main__ import main
+
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    _notebook(chapters / "01_only.ipynb", "Chapter 01 — Only", "print('hello')")
+    out = tmp_path / "book"
+    rebuild = ["book", "--chapters", str(chapters), "--out", str(out), "--no-pdf"]
+    build_book(out, chapters_dir=chapters, readme=tmp_path / "none.md", report=_quiet)
+    built = sorted(path.relative_to(out) for path in out.rglob("*"))
+    for added, options, named in [("notes.txt", [], "notes.txt"), ("mydir/essay.txt", [], "mydir/"),
+                                  ("notes.txt", ["--keep-going"], "notes.txt"),
+                                  ("_static/mine.css", [], "_static/mine.css")]:
+        (out / added).parent.mkdir(exist_ok=True)
+        (out / added).write_text("mine")
+        status, printed = main(rebuild + options), capsys.readouterr()
+        assert status == 2 and f"holds {named}, which the book built there did not write" in printed.err \
+            and "--force" in printed.err, f"{added} added to the book; rebuild {options}:\n{printed.err}"
+        assert "Building" not in printed.out, "the folder must be checked before any chapter runs"
+        assert (out / added).read_text() == "mine", f"the rebuild deleted {added}, which the user put in the book"
+        (out / added).unlink()
+        if added.startswith("mydir"):
+            (out / "mydir").rmdir()
+    assert sorted(path.relative_to(out) for path in out.rglob("*")) == built
+    status, printed = main(rebuild), capsys.readouterr()
+    assert status == 0, f"a book as it was built is rebuilt without --force (it lists every file):\n{printed.err}"
+
+
 def test_jobs_must_be_a_positive_whole_number():
     for jobs in ("0", "1.5", "two"):
         run = _book("--jobs", jobs, timeout=60)

@@ -4,7 +4,8 @@
                              [--no-pdf]
 
 The output folder is checked before any work (minitorch.outputs): not a file, not the chapters or the
-project's sources, writable, and, if it already holds files, an earlier book of this command (or --force).
+project's sources, writable, and, if it already holds files, an earlier book of this command and nothing the user
+added to it (or --force: the book's marker lists the files it wrote, as reproduce's results.json does).
 The book is written into a new folder beside it and replaces it whole only when every chapter ran: a
 failure (without --keep-going) or Ctrl-C leaves the earlier book exactly as it was.
 
@@ -17,13 +18,14 @@ measured time and the PDF's pages take the place of each build-measurements mark
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from contextlib import closing
 from pathlib import Path
 
-from minitorch.outputs import OutputPathError, building_aside, check_output_folder
+from minitorch import checks
+from minitorch.outputs import (OutputPathError, building_aside, check_output_folder, not_recorded, read_recorded_run,
+                               recorded_run_text, written_files)
 from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
 from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
@@ -35,27 +37,40 @@ from minitorch.tools.book.search import check_search_package, write_search_index
 from minitorch.tools.exit_policy import ensure_open_files, stopped_by
 
 ROOT = Path(__file__).resolve().parents[3]
-MARKER = ".minitorch-book"  # in every book this command writes: the folder may be replaced by the next build
+MARKER = ".minitorch-book"  # in every book this command writes, listing its files: the next build may replace them
 
 
 def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
-    """``out`` as the folder the book may replace, or OutputPathError (one line, naming --out)."""
+    """``out`` as the folder the book may replace whole, or OutputPathError (one line, naming --out). Without
+    `force`, a folder that is not empty must hold an earlier book of this command and nothing else: its MARKER
+    lists every file that build wrote, and a file or folder it does not list (the user's own notes) is named."""
     chapters_dir = Path(chapters_dir)
     target = check_output_folder(out, "--out", inputs=(chapters_dir, chapters_dir.parent / "figures"))
-    if target.is_dir() and any(target.iterdir()) and not (target / MARKER).is_file() and not force:
-        raise OutputPathError(f"--out {out}: holds files that are not a book built by this command, and the build "
-                              f"replaces the whole folder; name a new folder, or add --force to replace it")
+    if force or not target.is_dir() or not any(target.iterdir()):
+        return target
+    earlier = read_recorded_run(target / MARKER)
+    if earlier is None:
+        raise OutputPathError(f"--out {out}: holds files that are not a book built by this command (or a book too "
+                              f"old to list its files), and the build replaces the whole folder; name a new folder, "
+                              f"or add --force to replace it")
+    added = not_recorded(target, earlier)
+    if added:
+        more = f" and {len(added) - 1} more" if len(added) > 1 else ""
+        raise OutputPathError(f"--out {out}: holds {added[0]}{more}, which the book built there did not write, and "
+                              f"the build replaces the whole folder; move it elsewhere, or add --force to replace "
+                              f"the folder with it")
     return target
 
 
 def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
                only: list[str] | None = None, jobs: int = 1, keep_going: bool = False, force: bool = False,
-               pdf: bool = False, report=None, cell_timeout: float = CELL_TIMEOUT) -> list[Run]:
+               pdf: bool = False, report=None, cell_timeout: int = CELL_TIMEOUT) -> list[Run]:
     """Execute the chapters and write the book into ``out``; return the failed runs (empty if none).
 
     A failure stops the build and leaves ``out`` as it was, unless ``keep_going``: then every chapter
     runs and the book is written with the failed chapters' pages marked (outputs up to the error)."""
     report = report or (lambda line: print(line, flush=True))
+    cell_timeout = checks.integer("build_book", "cell_timeout", cell_timeout, maximum=86400)  # the kernel's whole s
     target = check_book_folder(out, chapters_dir, force)
     ensure_open_files("building the book")  # a kernel that cannot open its sockets fails half-way
     mathjax_folder()  # a missing package is found before the chapters run, not after
@@ -72,7 +87,8 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     start = time.perf_counter()
     failures: list[Run] = []
     try:
-        with building_aside(target) as staging:
+        # (what the user puts into the earlier book while this one is built is not replaced either)
+        with building_aside(target, earlier=None if force else read_recorded_run(target / MARKER)) as staging:
             write_assets(staging / "_static")
             runs = execute_all(chosen, quick, jobs, keep_going, report, cell_timeout)
             with closing(runs):  # closed: kernels stopped
@@ -94,8 +110,9 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
                 page.write_text(fill_in(page.read_text(encoding="utf-8"), measured), encoding="utf-8")
             (staging / "index.html").write_text(index_page(chapters, built, failed, opening, quick,
                                                            pdf=printed_pdf is not None), encoding="utf-8")
-            (staging / MARKER).write_text(json.dumps({"quick": quick, "chapters": sorted(built)}) + "\n",
-                                          encoding="utf-8")
+            command = " ".join(["book"] + ["--quick"] * quick + (["--only", ",".join(only)] if only else []))
+            (staging / MARKER).write_text(recorded_run_text(command, written_files(staging) + [MARKER]),
+                                          encoding="utf-8")  # last: it lists every file of the book
     except _Discard:
         return failures
     report(f"Wrote {target / 'index.html'} in {time.perf_counter() - start:.1f} s")

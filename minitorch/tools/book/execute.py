@@ -134,7 +134,7 @@ class Stop:
             sys.__unraisablehook__(unraisable)
 
 
-def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None, cell_timeout: float = CELL_TIMEOUT) -> Run:
+def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None, cell_timeout: int = CELL_TIMEOUT) -> Run:
     """Run one chapter top to bottom in a fresh kernel (working directory: its folder); a raising cell
     stops it and is recorded. Ctrl-C or SIGTERM raise KeyboardInterrupt once the kernel is down; ``stop``
     is the caller's Stop, already installed (by default the chapter installs its own)."""
@@ -162,7 +162,7 @@ def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None, cel
     return Run(chapter, nbformat.writes(notebook), time.perf_counter() - start, failed_cell, error)
 
 
-def _execute_in_worker(chapter: Chapter, quick: bool, cell_timeout: float) -> Run:
+def _execute_in_worker(chapter: Chapter, quick: bool, cell_timeout: int) -> Run:
     """`execute_chapter` in a ``--jobs`` worker: a stop kills the kernel and exits the worker."""
     with Stop(worker=True).installed() as stop:
         return execute_chapter(chapter, quick, stop, cell_timeout)
@@ -172,7 +172,7 @@ class _KernelDidNotStart(Exception):
     """The kernel failed before the first cell ran (a timeout, a port taken by another kernel)."""
 
 
-def _execute_cells(stop: Stop, notebook, cell_timeout: float) -> tuple[int | None, str]:
+def _execute_cells(stop: Stop, notebook, cell_timeout: int) -> tuple[int | None, str]:
     """Run the cells in order with ``stop.client``; return the 1-based position of the one that raised
     and its error."""
     import nbclient
@@ -225,7 +225,7 @@ def _finish_abandoned_tasks() -> None:
 
 
 def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: bool, report=print,
-                cell_timeout: float = CELL_TIMEOUT):
+                cell_timeout: int = CELL_TIMEOUT):
     """Yield each chapter's Run as it finishes, ``jobs`` kernels at once; stop early on a failure
     unless ``keep_going`` (chapters already running still finish and are yielded). Ctrl-C or SIGTERM
     stop every kernel and raise KeyboardInterrupt."""
