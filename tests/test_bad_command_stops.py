@@ -311,6 +311,42 @@ def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
     assert "standard output is closed" in completed.stderr and "Traceback" not in completed.stderr, completed.stderr
 
 
+# a command started with stdin or stderr closed runs as with /dev/null there
+
+WITH_A_STREAM_CLOSED = """
+import os, subprocess, sys
+from minitorch.paper.progress import ProgressBar
+from minitorch.tools.exit_policy import run_command
+
+def main(argv):
+    ProgressBar(10, "run", enabled=False)  # reproduce's, with stderr closed: refused sys.stderr None, exit 1
+    with open(argv[0], "w") as data:
+        data.write("data\\n")
+        data.flush()
+        subprocess.run([sys.executable, "-c", "import sys; print('a warning', file=sys.stderr)"], check=True)
+        print("a message", file=sys.stderr)
+        print(f"opened as {data.fileno()}")
+    return 0
+
+sys.exit(run_command(main, sys.argv[1:], name="python -m minitorch", exits=True))
+"""
+
+
+@pytest.mark.parametrize("closed", [0, 2, (0, 2)], ids=["stdin", "stderr", "stdin-and-stderr"])
+def test_a_command_started_with_stdin_or_stderr_closed_runs_as_with_dev_null(tmp_path, closed):
+    """reproduce 2>&- exited 1 with no word (its progress bar refused a missing sys.stderr), and a file a command
+    opens while a standard descriptor is closed takes its number: what a worker writes to stderr lands in it."""
+    data = tmp_path / "data.txt"
+    closing = (closed,) if isinstance(closed, int) else closed
+    completed = subprocess.run([sys.executable, "-c", WITH_A_STREAM_CLOSED, str(data)], cwd=ROOT,
+                               stdout=subprocess.PIPE, text=True, timeout=120,
+                               preexec_fn=lambda: [os.close(descriptor) for descriptor in closing])
+    assert completed.returncode == 0, f"started with {closing} closed, the command exited {completed.returncode}"
+    assert data.read_text() == "data\n", f"what was written to stderr landed in the data file: {data.read_text()!r}"
+    assert completed.stdout.startswith("opened as ") and int(completed.stdout.split()[-1]) > 2, (
+        f"a file the command opened took a standard descriptor's number: {completed.stdout!r}")
+
+
 # a stop that comes once the command's work is done and reported
 
 AFTER_THE_LAST_LINE = """

@@ -13,6 +13,8 @@
   a symbolic-link loop, ...), not a traceback.
 - **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
+- **A standard stream started closed** (``2>&-``, ``<&-``) is /dev/null, as with ``2>/dev/null``
+  (`open_closed_standard_streams`); a closed stdout (``>&-``) is said at the end, as the output it lost.
 - **An error the command explains is one line** (`explain`): in a student edition, a command that reaches the stub
   of an exercise (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with
   status 2. The course's commands pass `minitorch.exercises.registry.exercise_needed`; this module knows nothing
@@ -99,6 +101,27 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
+def open_closed_standard_streams() -> None:
+    """Open /dev/null on each of the file descriptors 0, 1 and 2 (stdin, stdout, stderr) that is closed. Started
+    with ``2>&-``, a command would otherwise have no sys.stderr (a progress bar refused it), and the first file it
+    opened would take the number 2: a warning, or a worker's error text, would be written into that file. Python
+    gives no sys.stderr or sys.stdin for a closed descriptor; they become streams on /dev/null here. A closed
+    stdout stays sys.stdout None, so that `run_command` can say the output was lost."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:  # closed (EBADF)
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one, as those before are open
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+            os.set_inheritable(descriptor, True)  # os.open's are not: a child process would find it closed again
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
 def run_command(main, argv=None, name: str = "python -m minitorch", explain=None, exits: bool = False) -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status. `explain(error)`
     gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays).
@@ -106,6 +129,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     (``sys.exit(run_command(main, ..., exits=True))``). Once main has returned, its work is done and reported, so
     a stop that comes then is ignored until the process exits: the status is main's, with no second line. Without
     it (a test calling a command in its own process), the handlers found are put back."""
+    open_closed_standard_streams()
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
     _Stopped.signum = signal.SIGINT
