@@ -149,9 +149,12 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
     (OSError(errno.ELOOP, "Too many levels of symbolic links", "loop"), r"loop: .*points back to itself"),
     (OSError(errno.EROFS, "Read-only file system", "/ro/run"), r"/ro/run: Read-only file system; .*another place"),
     (FileNotFoundError(errno.ENOENT, "No such file or directory", "gone"), r"gone: .*working folder, deleted"),
+    (FileNotFoundError(errno.ENOENT, "No usable temporary directory found in ['/tmp']"),
+     r"found in \['/tmp'\]; none of these folders takes a new file \(missing, read-only or full\?\): set TMPDIR"),
     (shutil.Error([("book/a.html", "/full/a.html", "[Errno 28] No space left on device")]),
      r"copying book/a.html to /full/a.html: \[Errno 28\] No space left on device"),
-], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "copytree-disk-full"])
+], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "no-temporary-folder",
+        "copytree-disk-full"])
 def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, named):
     from minitorch.tools.exit_policy import run_command
 
@@ -162,6 +165,20 @@ def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, 
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "Traceback" not in error, f"not one line: {error}"
     assert error.startswith("python -m minitorch: error: ") and re.search(named, error), error
+
+
+def test_no_usable_temporary_folder_under_a_file_size_limit_of_0_names_the_limit_not_a_deleted_folder():
+    """Under `ulimit -f 0`, bench said 'No usable temporary directory ... (was it, or the working folder,
+    deleted?)': tempfile raises ENOENT whatever stopped it writing in each folder it tried."""
+    import resource
+
+    code = ("import sys, tempfile\nfrom minitorch.tools.exit_policy import run_command\n"
+            "sys.exit(run_command(lambda argv: tempfile.mkstemp(), [], name='python -m minitorch'))\n")
+    completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr, completed.stderr
+    assert re.search(r"No usable temporary directory found in .*; no file can be written under the limit on a "
+                     r"file's size, 0 bytes \(ulimit -f 0\): raise the limit", completed.stderr), completed.stderr
 
 
 @pytest.mark.parametrize("raised,named", [

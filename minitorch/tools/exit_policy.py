@@ -36,7 +36,8 @@ from minitorch.outputs.signals import STOPPING_SIGNALS, signal_name
 _ADVICE = {
     errno.ENOSPC: "the disk is full: free some space, or write somewhere else",
     errno.EDQUOT: "your disk quota is used up: free some space, or write somewhere else",
-    errno.EFBIG: "the file is larger than the limit on a file's size (ulimit -f): raise the limit, or write less",
+    errno.EFBIG: "a file would be larger than the limit on a file's size (ulimit -f): raise the limit (ulimit -f "
+                 "unlimited), or write less",
     errno.ENAMETOOLONG: "a name is too long (at most 255 bytes per name on most file systems): choose a shorter one",
     errno.ELOOP: "a symbolic link points back to itself (a loop): remove it, or name another path",
     errno.EACCES: "permission denied: choose a place you may write to (or read from)",
@@ -58,11 +59,50 @@ def describe_os_error(error: OSError) -> str:
         source, destination, reason = error.args[0][0]  # copytree's list of (source, destination, why)
         more = len(error.args[0]) - 1
         return f"copying {source} to {destination}: {reason}" + (f" (and {more} more)" if more else "")
+    if _no_temporary_folder(error):  # tempfile's own words, whatever failed in each folder it tried
+        limit = _file_size_limit()
+        if limit is not None and limit < 4:  # tempfile tries each folder by writing 4 bytes
+            return (f"{error.strerror}; no file can be written under the limit on a file's size, {_file_size(limit)}"
+                    f": raise the limit (ulimit -f unlimited)")
+        return (f"{error.strerror}; none of these folders takes a new file (missing, read-only or full?): set TMPDIR "
+                f"to a folder you may write to")
     paths = [str(path) for path in (error.filename, error.filename2) if path is not None]
     where = " -> ".join(paths) + ": " if paths else ""
     reason = error.strerror or str(error) or type(error).__name__
     advice = _ADVICE.get(error.errno)
     return f"{where}{reason}" + (f"; {advice}" if advice else "")
+
+
+def _no_temporary_folder(error: OSError) -> bool:
+    """Whether `error` is tempfile's "No usable temporary directory found in [...]", which it raises as ENOENT
+    when it cannot write a small file in any folder it tries, for whatever reason (a file-size limit of 0 too)."""
+    return error.errno == errno.ENOENT and str(error.strerror).startswith("No usable temporary directory")
+
+
+def _file_size_limit() -> int | None:
+    """The most bytes this process may write to one file now (``ulimit -f``), or None if unlimited."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if limit == resource.RLIM_INFINITY else limit
+
+
+def _file_size(count: int) -> str:
+    """'32 KiB (ulimit -f 32)': bash's ulimit -f counts KiB."""
+    size = f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count / 2**10:g} KiB" if count >= 2**10 else (
+        f"{count} bytes")
+    return f"{size} (ulimit -f {count // 1024})"
+
+
+def ensure_file_size(what: str, needed: int) -> None:
+    """Raise this process's limit on a file's size (``ulimit -f``) to `needed` bytes where it is lower and may be
+    raised (its children inherit it); else an OSError (EFBIG) saying that `what` needs more. Under a lower limit
+    the grader's sandbox cannot set its own (prlimit fails), and a check process that cannot write its log
+    crashes, which would look like a student's crash."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise OSError(errno.EFBIG, f"{what} needs files of up to {needed >> 20} MiB, and this shell allows "
+                                       f"{_file_size(hard)}")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (needed, hard))
 
 
 class _Stopped:
