@@ -320,6 +320,76 @@ def test_a_stop_while_a_command_starts_is_one_line(signum):
     assert error.strip().splitlines()[-1].startswith(f"python -m minitorch.exercises: stopped by {name}"), error
 
 
+SECOND_STOP_WHILE_PRINTING = """
+import os, signal, sys
+from minitorch.tools.exit_policy import run_command
+
+class StoppedAgainWhileWriting:
+    '''Standard error whose first write brings another stop: as `timeout` forwarding the terminal's Ctrl-C.'''
+
+    def __init__(self, stream):
+        self.stream, self.stops = stream, 0
+
+    def write(self, text):
+        if self.stops == 0:
+            self.stops += 1
+            os.kill(os.getpid(), {signum})
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+def main(argv):
+    try:
+        os.kill(os.getpid(), {signum})
+    finally:
+        os.kill(os.getpid(), {signum})  # and one while the first unwinds
+
+sys.stderr = StoppedAgainWhileWriting(sys.stderr)
+sys.exit(run_command(main, [], name="python -m minitorch.exercises", exits=True))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_a_stop_delivered_twice_gives_one_line_and_its_status(signum):
+    """A Ctrl-C reaches both the command and `timeout`, which forwards it: the second, while the first was being
+    handled, gave two chained tracebacks and a death by the signal, not one line and 130."""
+    completed = subprocess.run([sys.executable, "-c", SECOND_STOP_WHILE_PRINTING.format(signum=int(signum))],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    name = signal.Signals(signum).name
+    assert completed.returncode == 128 + signum, f"status {completed.returncode}, stderr {completed.stderr!r}"
+    assert completed.stderr == f"python -m minitorch.exercises: stopped by {name}\n", completed.stderr
+
+
+@pytest.mark.parametrize("moment", [0.0, 0.3, 0.6, 0.9], ids=["at-numpy", "0.3s-later", "0.6s-later", "0.9s-later"])
+def test_two_ctrl_c_close_together_while_grade_starts_give_one_line_and_130(tmp_path, moment):
+    """grade's start (loading, hashing the submissions, probing the sandbox) stopped by two SIGINTs a few
+    milliseconds apart, as a terminal and `timeout` send them: one line and status 130, at any moment."""
+    for name in ("ann", "bob"):
+        (tmp_path / "subs" / name / "minitorch").mkdir(parents=True)
+        (tmp_path / "subs" / name / "minitorch" / "ops.py").write_text("x = 1\n" * 2000)
+    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"),
+                                "--out", str(tmp_path / "out"), "--only", "1.2"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
+        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
+            break
+        time.sleep(0.002)
+    time.sleep(moment)
+    for gap in (0.0, 0.005):
+        time.sleep(gap)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    output, error = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in error, (
+        f"stopped twice {moment} s after loading NumPy, grade must exit 130 with one line; got "
+        f"{process.returncode}: {error!r}")
+    stopped = error.strip().splitlines()[-1:] == ["python -m minitorch.exercises: stopped by SIGINT"] or (
+        error.strip().startswith("python -m minitorch.exercises: stopped by SIGINT while starting"))
+    assert stopped or "Interrupted:" in output, f"one line saying what stopped it: {error!r}\n{output}"
+
+
 def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
     """list >&- printed nothing and exited 0 (list > /dev/full said the disk was full)."""
     completed = _command("minitorch.exercises", "list", stdout=None, stdin=subprocess.DEVNULL,

@@ -6,7 +6,9 @@
   already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being built aside deleted,
   the old output left as it was. The exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
   129 for SIGHUP), as a shell reports a process the signal ended. (SIGKILL cannot be caught; SIGSEGV and the
-  other faults of the process itself are not a request to stop.)
+  other faults of the process itself are not a request to stop.) A stop that comes again within a second (a
+  terminal's Ctrl-C reaches `timeout` too, which forwards it) is the same one: it does not interrupt the first's
+  clean-up or its line.
 - **A stop after the work is done changes nothing**: once main has returned (its work done and reported), a
   command's own process ignores stops until it exits, with main's status (`run_command`'s `exits`).
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
@@ -24,11 +26,13 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import resource
 import shutil
 import signal
 import sys
+import time
 
 from minitorch.outputs.signals import STOPPING_SIGNALS, signal_name
 
@@ -106,8 +110,13 @@ def ensure_file_size(what: str, needed: int) -> None:
 
 
 class _Stopped:
-    """The signal that asked the command to stop (SIGINT unless a handler here saw another)."""
+    """The signal that asked the command to stop (SIGINT unless a handler here saw another), and when."""
     signum = signal.SIGINT
+    at = -math.inf  # time.monotonic() of the last stop raised
+
+
+SAME_STOP_SECONDS = 1.0  # a stop this soon after the last is the same request, delivered twice: a terminal sends
+# Ctrl-C to the whole group, and `timeout` (or another parent in it) forwards it once more
 
 
 def note_stop(signum: int) -> None:
@@ -122,6 +131,13 @@ def stopped_by() -> str:
 
 
 def _stop(signum, frame) -> None:
+    """Raise KeyboardInterrupt, unless a stop was raised less than SAME_STOP_SECONDS ago: raised again, it would
+    cut short the clean-up, or the line, of the first (two chained tracebacks and a death by the signal). A stop
+    that comes later is raised, in case the first was lost (Python drops one raised inside a __del__)."""
+    now = time.monotonic()
+    if now - _Stopped.at < SAME_STOP_SECONDS:
+        return
+    _Stopped.at = now
     note_stop(signum)
     raise KeyboardInterrupt
 
@@ -171,8 +187,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     it (a test calling a command in its own process), the handlers found are put back."""
     open_closed_standard_streams()
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
-    _Stopped.signum = signal.SIGINT
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, _stop)  # Ctrl-C: KeyboardInterrupt
+    _Stopped.signum, _Stopped.at = signal.SIGINT, -math.inf
     original_stdout = sys.stdout
     if sys.stdout is None:  # started with stdout closed (`>&-`): the work still runs; what it prints is lost
         sys.stdout = _ClosedStdout()
@@ -192,6 +208,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
             status = 1
         return status
     except KeyboardInterrupt:
+        if exits:  # the command is stopping: nothing may cut its line short
+            _ignore_stops()
         print(f"{name}: stopped by {signal_name(_Stopped.signum)}", file=sys.stderr)
         return 128 + _Stopped.signum
     except BrokenPipeError:
