@@ -13,8 +13,16 @@ re-exported here:
 import sys
 
 if sys.argv[:1] == ["-m"]:  # python -m minitorch...: a command is starting (sys.argv[0] is '-m' until it runs)
-    from minitorch.outputs.signals import stop_quietly_while_starting  # (standard library only)
-    stop_quietly_while_starting()  # Ctrl-C while the library loads: one line, as later, not a traceback
+    import signal
+
+    _hold = getattr(signal, "pthread_sigmask", lambda how, signals: None)  # (POSIX only)
+    _stops = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, name)]
+    _hold(signal.SIG_BLOCK, _stops)  # a stop while the handler below loads waits for it, not a traceback
+    try:
+        from minitorch.outputs.signals import stop_quietly_while_starting
+        stop_quietly_while_starting()  # Ctrl-C while the library loads: one line, as later, not a traceback
+    finally:
+        _hold(signal.SIG_UNBLOCK, _stops)
 
 from minitorch.tensor import Tensor, tensor, no_grad, is_grad_enabled, topological_order, unbroadcast
 from minitorch.ops import (

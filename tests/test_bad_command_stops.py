@@ -149,9 +149,12 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
     (OSError(errno.ELOOP, "Too many levels of symbolic links", "loop"), r"loop: .*points back to itself"),
     (OSError(errno.EROFS, "Read-only file system", "/ro/run"), r"/ro/run: Read-only file system; .*another place"),
     (FileNotFoundError(errno.ENOENT, "No such file or directory", "gone"), r"gone: .*working folder, deleted"),
+    (FileNotFoundError(errno.ENOENT, "No usable temporary directory found in ['/tmp']"),
+     r"found in \['/tmp'\]; none of these folders takes a new file \(missing, read-only or full\?\): set TMPDIR"),
     (shutil.Error([("book/a.html", "/full/a.html", "[Errno 28] No space left on device")]),
      r"copying book/a.html to /full/a.html: \[Errno 28\] No space left on device"),
-], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "copytree-disk-full"])
+], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "no-temporary-folder",
+        "copytree-disk-full"])
 def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, named):
     from minitorch.tools.exit_policy import run_command
 
@@ -162,6 +165,20 @@ def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, 
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "Traceback" not in error, f"not one line: {error}"
     assert error.startswith("python -m minitorch: error: ") and re.search(named, error), error
+
+
+def test_no_usable_temporary_folder_under_a_file_size_limit_of_0_names_the_limit_not_a_deleted_folder():
+    """Under `ulimit -f 0`, bench said 'No usable temporary directory ... (was it, or the working folder,
+    deleted?)': tempfile raises ENOENT whatever stopped it writing in each folder it tried."""
+    import resource
+
+    code = ("import sys, tempfile\nfrom minitorch.tools.exit_policy import run_command\n"
+            "sys.exit(run_command(lambda argv: tempfile.mkstemp(), [], name='python -m minitorch'))\n")
+    completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0)))
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr, completed.stderr
+    assert re.search(r"No usable temporary directory found in .*; no file can be written under the limit on a "
+                     r"file's size, 0 bytes \(ulimit -f 0\): raise the limit", completed.stderr), completed.stderr
 
 
 @pytest.mark.parametrize("raised,named", [
@@ -303,12 +320,118 @@ def test_a_stop_while_a_command_starts_is_one_line(signum):
     assert error.strip().splitlines()[-1].startswith(f"python -m minitorch.exercises: stopped by {name}"), error
 
 
+SECOND_STOP_WHILE_PRINTING = """
+import os, signal, sys
+from minitorch.tools.exit_policy import run_command
+
+class StoppedAgainWhileWriting:
+    '''Standard error whose first write brings another stop: as `timeout` forwarding the terminal's Ctrl-C.'''
+
+    def __init__(self, stream):
+        self.stream, self.stops = stream, 0
+
+    def write(self, text):
+        if self.stops == 0:
+            self.stops += 1
+            os.kill(os.getpid(), {signum})
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+def main(argv):
+    try:
+        os.kill(os.getpid(), {signum})
+    finally:
+        os.kill(os.getpid(), {signum})  # and one while the first unwinds
+
+sys.stderr = StoppedAgainWhileWriting(sys.stderr)
+sys.exit(run_command(main, [], name="python -m minitorch.exercises", exits=True))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
+def test_a_stop_delivered_twice_gives_one_line_and_its_status(signum):
+    """A Ctrl-C reaches both the command and `timeout`, which forwards it: the second, while the first was being
+    handled, gave two chained tracebacks and a death by the signal, not one line and 130."""
+    completed = subprocess.run([sys.executable, "-c", SECOND_STOP_WHILE_PRINTING.format(signum=int(signum))],
+                               cwd=ROOT, capture_output=True, text=True, timeout=120)
+    name = signal.Signals(signum).name
+    assert completed.returncode == 128 + signum, f"status {completed.returncode}, stderr {completed.stderr!r}"
+    assert completed.stderr == f"python -m minitorch.exercises: stopped by {name}\n", completed.stderr
+
+
+@pytest.mark.parametrize("moment", [0.0, 0.3, 0.6, 0.9], ids=["at-numpy", "0.3s-later", "0.6s-later", "0.9s-later"])
+def test_two_ctrl_c_close_together_while_grade_starts_give_one_line_and_130(tmp_path, moment):
+    """grade's start (loading, hashing the submissions, probing the sandbox) stopped by two SIGINTs a few
+    milliseconds apart, as a terminal and `timeout` send them: one line and status 130, at any moment."""
+    for name in ("ann", "bob"):
+        (tmp_path / "subs" / name / "minitorch").mkdir(parents=True)
+        (tmp_path / "subs" / name / "minitorch" / "ops.py").write_text("x = 1\n" * 2000)
+    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"),
+                                "--out", str(tmp_path / "out"), "--only", "1.2"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
+        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
+            break
+        time.sleep(0.002)
+    time.sleep(moment)
+    for gap in (0.0, 0.005):
+        time.sleep(gap)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+    output, error = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Traceback" not in error, (
+        f"stopped twice {moment} s after loading NumPy, grade must exit 130 with one line; got "
+        f"{process.returncode}: {error!r}")
+    stopped = error.strip().splitlines()[-1:] == ["python -m minitorch.exercises: stopped by SIGINT"] or (
+        error.strip().startswith("python -m minitorch.exercises: stopped by SIGINT while starting"))
+    assert stopped or "Interrupted:" in output, f"one line saying what stopped it: {error!r}\n{output}"
+
+
 def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
     """list >&- printed nothing and exited 0 (list > /dev/full said the disk was full)."""
     completed = _command("minitorch.exercises", "list", stdout=None, stdin=subprocess.DEVNULL,
                          preexec_fn=lambda: os.close(1))
     assert completed.returncode == 1, completed.stderr
     assert "standard output is closed" in completed.stderr and "Traceback" not in completed.stderr, completed.stderr
+
+
+# a command started with stdin or stderr closed runs as with /dev/null there
+
+WITH_A_STREAM_CLOSED = """
+import os, subprocess, sys
+from minitorch.paper.progress import ProgressBar
+from minitorch.tools.exit_policy import run_command
+
+def main(argv):
+    ProgressBar(10, "run", enabled=False)  # reproduce's, with stderr closed: refused sys.stderr None, exit 1
+    with open(argv[0], "w") as data:
+        data.write("data\\n")
+        data.flush()
+        subprocess.run([sys.executable, "-c", "import sys; print('a warning', file=sys.stderr)"], check=True)
+        print("a message", file=sys.stderr)
+        print(f"opened as {data.fileno()}")
+    return 0
+
+sys.exit(run_command(main, sys.argv[1:], name="python -m minitorch", exits=True))
+"""
+
+
+@pytest.mark.parametrize("closed", [0, 2, (0, 2)], ids=["stdin", "stderr", "stdin-and-stderr"])
+def test_a_command_started_with_stdin_or_stderr_closed_runs_as_with_dev_null(tmp_path, closed):
+    """reproduce 2>&- exited 1 with no word (its progress bar refused a missing sys.stderr), and a file a command
+    opens while a standard descriptor is closed takes its number: what a worker writes to stderr lands in it."""
+    data = tmp_path / "data.txt"
+    closing = (closed,) if isinstance(closed, int) else closed
+    completed = subprocess.run([sys.executable, "-c", WITH_A_STREAM_CLOSED, str(data)], cwd=ROOT,
+                               stdout=subprocess.PIPE, text=True, timeout=120,
+                               preexec_fn=lambda: [os.close(descriptor) for descriptor in closing])
+    assert completed.returncode == 0, f"started with {closing} closed, the command exited {completed.returncode}"
+    assert data.read_text() == "data\n", f"what was written to stderr landed in the data file: {data.read_text()!r}"
+    assert completed.stdout.startswith("opened as ") and int(completed.stdout.split()[-1]) > 2, (
+        f"a file the command opened took a standard descriptor's number: {completed.stdout!r}")
 
 
 # a stop that comes once the command's work is done and reported

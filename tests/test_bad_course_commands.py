@@ -506,17 +506,24 @@ def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one
 
 
 @the_full_book
+@pytest.mark.parametrize("limit, low, refusal", [
+    ("RLIMIT_NOFILE", 12, "grading needs at least 256 open files"),
+    ("RLIMIT_FSIZE", 32 << 10, "grading needs files of up to 64 MiB, and this shell allows 32 KiB (ulimit -f 32)"),
+], ids=["open-files", "file-size"])
 @pytest.mark.parametrize("soft_only", [True, False], ids=["a low soft limit", "a low hard limit"])
-def test_grading_under_a_low_open_files_limit_raises_it_or_stops_before_any_student(tmp_path, soft_only):
-    """Under `ulimit -n 12`, a right answer must not be recorded as 0 points, 'crashed', with no word."""
+def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_path, soft_only, limit, low, refusal):
+    """Under `ulimit -n 12`, a right answer must not be recorded as 0 points, 'crashed', with no word; nor under
+    `ulimit -Sf 32`, where a check process could not write its record. Under `ulimit -f 32` the sandbox's own limit
+    could not be set, and grade advised installing bubblewrap, which was installed."""
     import resource
 
     shutil.copytree(ROOT / "minitorch", tmp_path / "subs" / "ann" / "minitorch",
                     ignore=shutil.ignore_patterns("__pycache__"))  # this book's answers: a right copy
 
     def low_limit():
-        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        resource.setrlimit(resource.RLIMIT_NOFILE, (12, hard if soft_only else 12))
+        which = getattr(resource, limit)
+        hard = resource.getrlimit(which)[1]
+        resource.setrlimit(which, (low, hard if soft_only else low))
 
     completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"), "--out",
                                 str(tmp_path / "out"), "--only", "3.1", "--isolation", "none"], cwd=ROOT,
@@ -525,8 +532,8 @@ def test_grading_under_a_low_open_files_limit_raises_it_or_stops_before_any_stud
         assert completed.returncode == 0 and "ann: 1 / 1" in completed.stdout, (
             f"the grader's own limit cost a right copy its point:\n{completed.stdout}{completed.stderr}")
     else:
-        assert completed.returncode == 1 and "grading needs at least 256 open files" in completed.stderr, (
-            completed.stderr)
+        assert completed.returncode == 1 and refusal in completed.stderr, completed.stderr
+        assert "Traceback" not in completed.stderr and "bubblewrap" not in completed.stderr, completed.stderr
 
 
 def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_grades_csv_does(tmp_path):

@@ -89,8 +89,12 @@ def stop_quietly_while_starting() -> None:
     module = _module_run()
     if module not in COMMANDS:
         return
+    stopping: list[int] = []
 
     def stopped(signum, frame):
+        if stopping:  # a second stop while the first's line is printed (a terminal's, then `timeout`'s): one line
+            return
+        stopping.append(signum)
         print(f"python -m {module}: stopped by {signal_name(signum)} while starting; nothing was done",
               file=sys.stderr, flush=True)
         os._exit(128 + signum)  # not SystemExit: NumPy's C import turns an exception raised inside it into an

@@ -215,9 +215,11 @@ class MeasurementFailed(RuntimeError):
 
 
 def _how_it_ended(returncode: int, stderr: str) -> str:
-    """What a failed child process said, or, if it said nothing, the signal or exit status that ended it."""
-    if stderr.strip():
-        return "\n" + stderr[-2000:]
+    """What a failed child process said (on the same line if it said one line), or, if it said nothing, the signal
+    or exit status that ended it."""
+    said = stderr.strip()
+    if said:
+        return said if "\n" not in said else "\n" + said[-2000:]
     if returncode < 0:
         return f"its process was killed by {signal.Signals(-returncode).name} and printed nothing"
     return f"its process exited with status {returncode} and printed nothing"

@@ -6,13 +6,17 @@
   already cleans up after Ctrl-C runs for them too: worker processes stopped, folders being built aside deleted,
   the old output left as it was. The exit status is 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM,
   129 for SIGHUP), as a shell reports a process the signal ended. (SIGKILL cannot be caught; SIGSEGV and the
-  other faults of the process itself are not a request to stop.)
+  other faults of the process itself are not a request to stop.) A stop that comes again within a second (a
+  terminal's Ctrl-C reaches `timeout` too, which forwards it) is the same one: it does not interrupt the first's
+  clean-up or its line.
 - **A stop after the work is done changes nothing**: once main has returned (its work done and reported), a
   command's own process ignores stops until it exits, with main's status (`run_command`'s `exits`).
 - **An OSError is one line** naming the path and what to do (a full disk, a name too long, a read-only folder,
   a symbolic-link loop, ...), not a traceback.
 - **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
+- **A standard stream started closed** (``2>&-``, ``<&-``) is /dev/null, as with ``2>/dev/null``
+  (`open_closed_standard_streams`); a closed stdout (``>&-``) is said at the end, as the output it lost.
 - **An error the command explains is one line** (`explain`): in a student edition, a command that reaches the stub
   of an exercise (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with
   status 2. The course's commands pass `minitorch.exercises.registry.exercise_needed`; this module knows nothing
@@ -22,11 +26,13 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import resource
 import shutil
 import signal
 import sys
+import time
 
 from minitorch.outputs.signals import STOPPING_SIGNALS, signal_name
 
@@ -34,7 +40,8 @@ from minitorch.outputs.signals import STOPPING_SIGNALS, signal_name
 _ADVICE = {
     errno.ENOSPC: "the disk is full: free some space, or write somewhere else",
     errno.EDQUOT: "your disk quota is used up: free some space, or write somewhere else",
-    errno.EFBIG: "the file is larger than the limit on a file's size (ulimit -f): raise the limit, or write less",
+    errno.EFBIG: "a file would be larger than the limit on a file's size (ulimit -f): raise the limit (ulimit -f "
+                 "unlimited), or write less",
     errno.ENAMETOOLONG: "a name is too long (at most 255 bytes per name on most file systems): choose a shorter one",
     errno.ELOOP: "a symbolic link points back to itself (a loop): remove it, or name another path",
     errno.EACCES: "permission denied: choose a place you may write to (or read from)",
@@ -56,6 +63,13 @@ def describe_os_error(error: OSError) -> str:
         source, destination, reason = error.args[0][0]  # copytree's list of (source, destination, why)
         more = len(error.args[0]) - 1
         return f"copying {source} to {destination}: {reason}" + (f" (and {more} more)" if more else "")
+    if _no_temporary_folder(error):  # tempfile's own words, whatever failed in each folder it tried
+        limit = _file_size_limit()
+        if limit is not None and limit < 4:  # tempfile tries each folder by writing 4 bytes
+            return (f"{error.strerror}; no file can be written under the limit on a file's size, {_file_size(limit)}"
+                    f": raise the limit (ulimit -f unlimited)")
+        return (f"{error.strerror}; none of these folders takes a new file (missing, read-only or full?): set TMPDIR "
+                f"to a folder you may write to")
     paths = [str(path) for path in (error.filename, error.filename2) if path is not None]
     where = " -> ".join(paths) + ": " if paths else ""
     reason = error.strerror or str(error) or type(error).__name__
@@ -63,9 +77,46 @@ def describe_os_error(error: OSError) -> str:
     return f"{where}{reason}" + (f"; {advice}" if advice else "")
 
 
+def _no_temporary_folder(error: OSError) -> bool:
+    """Whether `error` is tempfile's "No usable temporary directory found in [...]", which it raises as ENOENT
+    when it cannot write a small file in any folder it tries, for whatever reason (a file-size limit of 0 too)."""
+    return error.errno == errno.ENOENT and str(error.strerror).startswith("No usable temporary directory")
+
+
+def _file_size_limit() -> int | None:
+    """The most bytes this process may write to one file now (``ulimit -f``), or None if unlimited."""
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if limit == resource.RLIM_INFINITY else limit
+
+
+def _file_size(count: int) -> str:
+    """'32 KiB (ulimit -f 32)': bash's ulimit -f counts KiB."""
+    size = f"{count / 2**20:g} MiB" if count >= 2**20 else f"{count / 2**10:g} KiB" if count >= 2**10 else (
+        f"{count} bytes")
+    return f"{size} (ulimit -f {count // 1024})"
+
+
+def ensure_file_size(what: str, needed: int) -> None:
+    """Raise this process's limit on a file's size (``ulimit -f``) to `needed` bytes where it is lower and may be
+    raised (its children inherit it); else an OSError (EFBIG) saying that `what` needs more. Under a lower limit
+    the grader's sandbox cannot set its own (prlimit fails), and a check process that cannot write its log
+    crashes, which would look like a student's crash."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise OSError(errno.EFBIG, f"{what} needs files of up to {needed >> 20} MiB, and this shell allows "
+                                       f"{_file_size(hard)}")
+        resource.setrlimit(resource.RLIMIT_FSIZE, (needed, hard))
+
+
 class _Stopped:
-    """The signal that asked the command to stop (SIGINT unless a handler here saw another)."""
+    """The signal that asked the command to stop (SIGINT unless a handler here saw another), and when."""
     signum = signal.SIGINT
+    at = -math.inf  # time.monotonic() of the last stop raised
+
+
+SAME_STOP_SECONDS = 1.0  # a stop this soon after the last is the same request, delivered twice: a terminal sends
+# Ctrl-C to the whole group, and `timeout` (or another parent in it) forwards it once more
 
 
 def note_stop(signum: int) -> None:
@@ -80,6 +131,13 @@ def stopped_by() -> str:
 
 
 def _stop(signum, frame) -> None:
+    """Raise KeyboardInterrupt, unless a stop was raised less than SAME_STOP_SECONDS ago: raised again, it would
+    cut short the clean-up, or the line, of the first (two chained tracebacks and a death by the signal). A stop
+    that comes later is raised, in case the first was lost (Python drops one raised inside a __del__)."""
+    now = time.monotonic()
+    if now - _Stopped.at < SAME_STOP_SECONDS:
+        return
+    _Stopped.at = now
     note_stop(signum)
     raise KeyboardInterrupt
 
@@ -99,6 +157,27 @@ def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
+def open_closed_standard_streams() -> None:
+    """Open /dev/null on each of the file descriptors 0, 1 and 2 (stdin, stdout, stderr) that is closed. Started
+    with ``2>&-``, a command would otherwise have no sys.stderr (a progress bar refused it), and the first file it
+    opened would take the number 2: a warning, or a worker's error text, would be written into that file. Python
+    gives no sys.stderr or sys.stdin for a closed descriptor; they become streams on /dev/null here. A closed
+    stdout stays sys.stdout None, so that `run_command` can say the output was lost."""
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:  # closed (EBADF)
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one, as those before are open
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+            os.set_inheritable(descriptor, True)  # os.open's are not: a child process would find it closed again
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
 def run_command(main, argv=None, name: str = "python -m minitorch", explain=None, exits: bool = False) -> int:
     """``main(argv)`` with the stops described in the module docstring; returns the exit status. `explain(error)`
     gives the rest of the line "<command> needs ..." for an error it recognises, else None (the traceback stays).
@@ -106,9 +185,10 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     (``sys.exit(run_command(main, ..., exits=True))``). Once main has returned, its work is done and reported, so
     a stop that comes then is ignored until the process exits: the status is main's, with no second line. Without
     it (a test calling a command in its own process), the handlers found are put back."""
+    open_closed_standard_streams()
     previous = {signum: signal.signal(signum, _stop) for signum in STOPPING_SIGNALS}
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C: KeyboardInterrupt
-    _Stopped.signum = signal.SIGINT
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, _stop)  # Ctrl-C: KeyboardInterrupt
+    _Stopped.signum, _Stopped.at = signal.SIGINT, -math.inf
     original_stdout = sys.stdout
     if sys.stdout is None:  # started with stdout closed (`>&-`): the work still runs; what it prints is lost
         sys.stdout = _ClosedStdout()
@@ -128,6 +208,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
             status = 1
         return status
     except KeyboardInterrupt:
+        if exits:  # the command is stopping: nothing may cut its line short
+            _ignore_stops()
         print(f"{name}: stopped by {signal_name(_Stopped.signum)}", file=sys.stderr)
         return 128 + _Stopped.signum
     except BrokenPipeError:

@@ -57,6 +57,18 @@ def test_a_child_process_killed_without_a_word_is_named_with_its_signal_and_stop
     assert "killed by SIGSEGV" in printed and "Traceback" not in printed, f"bench should end in one line:\n{printed}"
 
 
+def test_a_child_process_that_says_one_line_is_quoted_on_the_failed_line(monkeypatch):
+    """'failed: ' ended its line and the reason came on the next, so the reason looked empty."""
+    import subprocess
+
+    said = "python -m minitorch.tools.bench: error: File too large"
+    failed = subprocess.CompletedProcess([], returncode=1, stdout="", stderr=said + "\n")
+    monkeypatch.setattr(bench.subprocess, "run", lambda *args, **kwargs: failed)
+    with pytest.raises(bench.MeasurementFailed) as error:
+        bench.measure("pytorch", "1x1", steps=1, blocks=1)
+    assert str(error.value).endswith(f"failed: {said}"), f"the child's one line should follow 'failed:': {error.value}"
+
+
 def test_the_authors_estimate_adds_their_per_step_times_over_the_models():
     steps = {"softmax_1x1": 1000, "relu_4x4": 2000}
     expected = (1000 * bench.AUTHORS_MS_PER_STEP["1x1"] + 2000 * bench.AUTHORS_MS_PER_STEP["4x4"]) / 1e3

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT, link_or_copy
 from minitorch.exercises.registry import ExerciseError
+from minitorch.tools.exit_policy import ensure_file_size
 
 KINDS = ("bubblewrap", "chroot", "none")
 SANDBOX_ROOT = "/grading"  # inside the sandbox: SANDBOX_ROOT/lib (its library, read-only), SANDBOX_ROOT/home
@@ -108,6 +109,7 @@ def choose(requested: str = "auto", guarded: dict[str, str] | None = None, stude
     the worker a path of `guarded` ({what: path}). Memory: the machine's share of one of `students_at_once`."""
     if requested not in ("auto", *KINDS):
         raise IsolationError(f"--isolation must be auto, {', '.join(KINDS)}; got {requested!r}")
+    ensure_file_size("grading", WORKER_FILE_SIZE)  # else prlimit cannot set the workers' limit, in any isolation
     guarded, problems = dict(guarded or {}), []
     for kind in ("bubblewrap", "chroot") if requested == "auto" else (requested,):
         try:
