@@ -78,9 +78,9 @@ def _change_of_list(now, made: tuple) -> str:
     if not isinstance(now, list):
         same = isinstance(now, tuple) and len(now) == len(made) and all(p is q for p, q in zip(now, made))
         return f"it is now a {type(now).__name__}{' of the same parameters' if same else ''}, not a list"
-    position = {id(parameter): index for index, parameter in enumerate(made)}
 
-    def which(parameter) -> str:
+    def which(parameter) -> str:  # (only when something changed: a step pays for no dict)
+        position = {id(made_parameter): index for index, made_parameter in enumerate(made)}
         return f"parameter {position[id(parameter)]} again" if id(parameter) in position else "a new one"
 
     for index, (parameter, original) in enumerate(zip(now, made)):
