@@ -18,6 +18,8 @@ import numpy as np
 
 def integer(owner: str, name: str, value, minimum: int = 1, maximum: int | None = None) -> int:
     """`value` as an int, or a TypeError/ValueError saying ``owner: name must be ...``."""
+    if type(value) is int and value >= minimum and (maximum is None or value <= maximum):
+        return value  # the usual case, at once: an optimiser step checks its step count for every parameter
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{owner}: {name} must be an integer >= {minimum}, got {value!r} "
                         f"({type(value).__name__})")
@@ -39,9 +41,11 @@ def flag(owner: str, name: str, value) -> bool:
 def axis(owner: str, value, ndim: int, name: str = "axis", new: bool = False) -> int:
     """`value` as an axis index in 0..ndim-1 (negatives count from the end), or an error naming `owner`.
     With `new`, an axis to insert (as stack's): one of ndim + 1 places."""
+    places = ndim + 1 if new else max(ndim, 1)  # a 0-d tensor accepts axis 0, as in PyTorch
+    if type(value) is int and -places <= value < places:
+        return value % places  # the usual case, at once
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{owner}: {name} must be an integer, got {value!r} ({type(value).__name__})")
-    places = ndim + 1 if new else max(ndim, 1)  # a 0-d tensor accepts axis 0, as in PyTorch
     if not -places <= value < places:
         raise ValueError(f"{owner}: {name} {value} is out of range for {places} {'places' if new else 'axes'} "
                          f"(a tensor with {ndim} dimensions); use -{places}..{places - 1}")
@@ -177,13 +181,17 @@ def is_real(dtype) -> bool:
 
 
 def real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarray:
-    """`values` (a number or an array of numbers) as a float array, or an error naming `name`: a bool or a
-    string is no number (np.asarray(True, float) would be 1.0), and with `finite` nan and inf are refused."""
+    """`values` (a number or an array of numbers) as a float array (a copy), or an error naming `name`: a bool
+    or a string is no number (np.asarray(True, float) would be 1.0), and with `finite` nan and inf are refused."""
+    return check_real_numbers(owner, name, values, finite).astype(float)
+
+
+def check_real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarray:
+    """`values` as an array, not copied (of numbers, in their own dtype), checked as `real_numbers` checks them."""
     array = np.asarray(values)
     if not is_real(array.dtype):
         raise TypeError(f"{owner}: {name} must be {'finite ' if finite else ''}numbers, got {values!r:.80} "
                         f"(dtype {array.dtype})")
-    array = array.astype(float)
     if finite and not np.isfinite(array).all():
         raise ValueError(f"{owner}: {name} must be finite numbers, got {values!r:.80}")
     return array

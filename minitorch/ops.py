@@ -217,7 +217,7 @@ def matmul(a, b) -> Tensor:
             f"{'second-to-last' if b.ndim > 1 else 'only'} axis of the second ({inner_b})"
         )
     try:
-        if a.ndim > 2 and b.ndim > 2:  # a matrix or vector operand broadcasts against any batch
+        if a.ndim > 2 and b.ndim > 2 and a.shape[:-2] != b.shape[:-2]:  # (equal ones, a matrix, a vector: fine)
             np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise ValueError(

@@ -78,9 +78,9 @@ def _change_of_list(now, made: tuple) -> str:
     if not isinstance(now, list):
         same = isinstance(now, tuple) and len(now) == len(made) and all(p is q for p, q in zip(now, made))
         return f"it is now a {type(now).__name__}{' of the same parameters' if same else ''}, not a list"
-    position = {id(parameter): index for index, parameter in enumerate(made)}
 
-    def which(parameter) -> str:
+    def which(parameter) -> str:  # (only when something changed: a step pays for no dict)
+        position = {id(made_parameter): index for index, made_parameter in enumerate(made)}
         return f"parameter {position[id(parameter)]} again" if id(parameter) in position else "a new one"
 
     for index, (parameter, original) in enumerate(zip(now, made)):
@@ -220,11 +220,11 @@ def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
         if not (isinstance(value, (np.ndarray, np.generic, int, float)) and checks.is_real(np.asarray(value).dtype)):
             what = f"an array of dtype {value.dtype}" if isinstance(value, np.ndarray) else type(value).__name__
             raise TypeError(f"adam_update: {name} must be an ndarray of numbers of theta's shape, got {what}")
-    shapes = {"grad": np.shape(grad), "m": np.shape(m), "v": np.shape(v)}
-    if any(shape != np.shape(theta) for shape in shapes.values()):
-        raise ValueError(f"adam_update: grad, m and v must have theta's shape {np.shape(theta)}, got "
+    if not np.shape(grad) == np.shape(m) == np.shape(v) == theta.shape:
+        shapes = {"grad": np.shape(grad), "m": np.shape(m), "v": np.shape(v)}
+        raise ValueError(f"adam_update: grad, m and v must have theta's shape {theta.shape}, got "
                          + ", ".join(f"{name} {shape}" for name, shape in shapes.items()))
-    if np.any(np.asarray(v) < 0):  # a mean of squared gradients; √v of a negative entry is nan
+    if (np.asarray(v) < 0).any():  # a mean of squared gradients; √v of a negative entry is nan
         raise ValueError(f"adam_update: v (the second moment, a mean of squared gradients) must not be negative, got "
                          f"{np.min(v)} among its entries")
     return theta, grad, m, v, t, lr, _checked_betas("adam_update", betas), eps, weight_decay

@@ -40,6 +40,9 @@ def as_float_array(data, dtype) -> np.ndarray:
     """Convert `data` to a floating-point ndarray (float64 unless told), or a TypeError naming what was passed."""
     if isinstance(data, tensor_module.Tensor):
         data = data._data
+    if type(data) is np.ndarray and data.dtype in FLOAT_DTYPES and (dtype is None or data.dtype == dtype):
+        checks.memory("tensor", "the values", data.shape, data.dtype.itemsize)  # (a copy of it may follow)
+        return data  # the usual case, at once: already float32 or float64 as asked (an optimizer's new values)
     if isinstance(data, (list, tuple)) and any(isinstance(item, tensor_module.Tensor) for item in data):
         raise TypeError("cannot make a Tensor from a list of Tensors: join them with minitorch.stack(tensors) "
                         "(which keeps their gradients), or pass their values (t.data)")

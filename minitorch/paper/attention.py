@@ -211,7 +211,10 @@ def check_no_weight_on_future_keys(normaliser: str, weights: np.ndarray) -> None
 def check_normaliser_parameters(normaliser: str, parameters: dict, owner: str = "attend") -> None:
     """TypeError unless `parameters` are the ones the normaliser declared (`register_normaliser`), by name: the
     softmax and ReLU take none, ``sink_logit`` takes ``sink_logit``."""
-    declared = sorted(normaliser_options(normaliser).parameters)
+    declared = normaliser_options(normaliser).parameters
+    if parameters.keys() == declared.keys():
+        return  # the usual case, at once
+    declared = sorted(declared)
     takes = f"takes {', '.join(f'{name}=' for name in declared)}" if declared else "takes no parameters"
     for name, value in parameters.items():
         if name not in declared:

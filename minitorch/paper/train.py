@@ -61,7 +61,7 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
                         "pass target.detach() (or build the loss from minitorch operations to differentiate it)")
     prediction = as_tensor(prediction)
     target = target._data if isinstance(target, Tensor) else target
-    checks.real_numbers("mse_loss", "target", target)  # 'abc' or True is no target, nan no error to average
+    checks.check_real_numbers("mse_loss", "target", target)  # 'abc' or True is no target, nan no error to average
     target = np.asarray(target, dtype=prediction.dtype)
     if target.shape != prediction.shape:
         raise ValueError(f"mse_loss: prediction {prediction.shape} and target {target.shape} must have the same shape")

@@ -45,7 +45,14 @@ Peak memory per process: 76-97 MiB for each of the three. The code before the fa
 the engine's bookkeeping (about ten graph nodes per step, recorded, sorted and visited backwards) and
 Adam, one parameter at a time; the readable path takes 2.7-4.0x the fast path's time: its products run
 on head views that are not contiguous, every step is its own graph node, and the engine's softmax
-reduces the 16 keys with NumPy's slow short-axis reductions.
+reduces the 16 keys with NumPy's slow short-axis reductions. Above all, it runs without
+`minitorch.fast.memory`: glibc returns the arrays a step's graph freed to the system, and the next step
+waits while the kernel maps and zeroes them again (320 / 1,504 / 5,920 page faults per 1x1 / 2x2 / 4x4
+step). In one process each (CPU time, best of 40 blocks, float32, on this machine at load 7-8) the
+readable step took 2.18 / 8.53 / 30.6 ms as it runs, 1.29 / 4.68 / 15.9 ms with freed memory kept: 40-48%
+of its time is those faults (the fast path and the floor keep freed memory and fault none). Time in the
+kernel depends on what else the machine is doing, which is likely why the readable path's ratio to the
+floor moves more from run to run than the fast path's.
 
 The whole reproduction, ``python -m minitorch reproduce --jobs 2``, took 318 s for 56,888 steps, against
 379 s for the code of commit ba89ca4, run back to back; every model array, history, result and figure of
