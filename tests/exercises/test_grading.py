@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -834,9 +835,11 @@ class FakeGrader:
         self.graded: list[tuple[str, int]] = []  # (student, seed)
         self.failing, self.block = set(failing), set(block)
         self.answers: dict[str, dict] = {}  # student -> what the check process recorded of their answers
+        self.blocking = threading.Event()  # set once a student of `block` is being graded
 
     def __call__(self, entry, out_dir, run, slot=0, scratch_root=None, log_file=None, answers_file=None):
         if entry.student in self.block:  # waits like a long check process until the run is stopped
+            self.blocking.set()
             run.stopped.wait(60)
             raise grading.GradingStopped(entry.student)
         self.graded.append((entry.student, run.seed))
@@ -1098,17 +1101,31 @@ def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_
     """The student being graded is stopped and gets nothing; those finished are kept; the same command resumes;
     the signal handlers are given back. (Left to their default, SIGQUIT and SIGUSR1 would kill grade at once,
     leaving its check process and the sandbox running the student's code.)"""
-    import threading
     submissions, out, fake, run = fake_class
     fake.block.add("cat")
     number = getattr(signal, signal_name)
     before = signal.getsignal(number)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), number))
-    timer.start()
+    finished = threading.Event()
+
+    def recorded() -> set[str]:
+        try:
+            return set(json.loads((out / "run.json").read_text())["submissions"])
+        except (OSError, ValueError, KeyError):
+            return set()
+
+    def signal_while_cat_is_graded():  # once ann and bob are recorded (a fixed delay may land earlier, loaded)
+        while not finished.wait(0.05):
+            if fake.blocking.is_set() and recorded() >= {"ann", "bob"}:
+                os.kill(os.getpid(), number)
+                return
+
+    sender = threading.Thread(target=signal_while_cat_is_graded)
+    sender.start()
     try:
         status, printed = run("--only", ",".join(ONE), "--jobs", "1")
     finally:
-        timer.cancel()
+        finished.set()
+        sender.join()
     assert status == 128 + number and "Interrupted: the 2 students graded" in printed, (
         f"stopped by {signal_name}, grade exits with {status}, not 128 + {number} as a shell reports it:\n{printed}")
     assert f"(Stopped by {signal_name}.)" in printed, printed
