@@ -300,17 +300,22 @@ def test_the_books_workers_and_kernels_end_when_the_command_is_killed(tmp_path):
     assert not _still_running(descendants), "a worker or a kernel outlived the killed command"
 
 
+def _wait_until_numpy_loads(process: subprocess.Popen) -> None:
+    """Until the command starts loading the library's NumPy (at most a minute), or ends."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
+            return
+        time.sleep(0.002)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGQUIT], ids=["INT", "TERM", "QUIT"])
 def test_a_stop_while_a_command_starts_is_one_line(signum):
     """Ctrl-C, SIGTERM or SIGQUIT (Ctrl-\\) while a command loads the library ends it with one line and status
     128 + the signal, not a traceback (a stop inside NumPy's own import included) nor a death by the signal."""
     process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "list"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
-        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
-            break
-        time.sleep(0.002)
+    _wait_until_numpy_loads(process)
     process.send_signal(signum)
     _, error = process.communicate(timeout=120)
     name = signal.Signals(signum).name
@@ -371,11 +376,7 @@ def test_two_ctrl_c_close_together_while_grade_starts_give_one_line_and_130(tmp_
     process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"),
                                 "--out", str(tmp_path / "out"), "--only", "1.2"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:  # until the library starts loading NumPy
-        if b"numpy" in Path(f"/proc/{process.pid}/maps").read_bytes():
-            break
-        time.sleep(0.002)
+    _wait_until_numpy_loads(process)
     time.sleep(moment)
     for gap in (0.0, 0.005):
         time.sleep(gap)

@@ -96,17 +96,22 @@ def _file_size(count: int) -> str:
     return f"{size} (ulimit -f {count // 1024})"
 
 
-def ensure_file_size(what: str, needed: int) -> None:
-    """Raise this process's limit on a file's size (``ulimit -f``) to `needed` bytes where it is lower and may be
-    raised (its children inherit it); else an OSError (EFBIG) saying that `what` needs more. Under a lower limit
-    the grader's sandbox cannot set its own (prlimit fails), and a check process that cannot write its log
-    crashes, which would look like a student's crash."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+def _raise_soft_limit(kind: int, needed: int, refusal) -> None:
+    """Raise this process's soft limit `kind` (a ``resource.RLIMIT_*``) to `needed` where it is lower and the hard
+    limit allows it (its children inherit it); else raise the OSError `refusal(hard)` names."""
+    soft, hard = resource.getrlimit(kind)
     if soft != resource.RLIM_INFINITY and soft < needed:
         if hard != resource.RLIM_INFINITY and hard < needed:
-            raise OSError(errno.EFBIG, f"{what} needs files of up to {needed >> 20} MiB, and this shell allows "
-                                       f"{_file_size(hard)}")
-        resource.setrlimit(resource.RLIMIT_FSIZE, (needed, hard))
+            raise refusal(hard)
+        resource.setrlimit(kind, (needed, hard))
+
+
+def ensure_file_size(what: str, needed: int) -> None:
+    """Raise the limit on a file's size (``ulimit -f``) to `needed` bytes, else an OSError (EFBIG) saying that
+    `what` needs more. Under a lower limit the grader's sandbox cannot set its own (prlimit fails), and a check
+    process that cannot write its log crashes, which would look like a student's crash."""
+    _raise_soft_limit(resource.RLIMIT_FSIZE, needed, lambda hard: OSError(
+        errno.EFBIG, f"{what} needs files of up to {needed >> 20} MiB, and this shell allows {_file_size(hard)}"))
 
 
 class _Stopped:
@@ -146,15 +151,11 @@ OPEN_FILES_NEEDED = 256  # files, sockets and pipes open at once: kernels or che
 
 
 def ensure_open_files(what: str, needed: int = OPEN_FILES_NEEDED) -> None:
-    """Raise this process's limit of open files (``ulimit -n``) to `needed` where it is lower and may be raised
-    (its children inherit it); else an OSError (EMFILE) saying that `what` needs more. Under a low limit a kernel
-    or a grading worker fails to start half-way, which would look like a failed chapter or a student's crash."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        if hard != resource.RLIM_INFINITY and hard < needed:
-            raise OSError(errno.EMFILE, f"{what} needs at least {needed} open files, and this shell allows {hard} "
-                                        f"(ulimit -n)")
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    """Raise the limit of open files (``ulimit -n``) to `needed`, else an OSError (EMFILE) saying that `what` needs
+    more. Under a low limit a kernel or a grading worker fails to start half-way, which would look like a failed
+    chapter or a student's crash."""
+    _raise_soft_limit(resource.RLIMIT_NOFILE, needed, lambda hard: OSError(
+        errno.EMFILE, f"{what} needs at least {needed} open files, and this shell allows {hard} (ulimit -n)"))
 
 
 def open_closed_standard_streams() -> None:
