@@ -407,6 +407,8 @@ print(json.dumps({"outcomes": outcomes, "peak_rss": resource.getrusage(resource.
 HOSTILE_REQUESTS = {
     "broadcast": "from minitorch.ops import matmul_backward\nmatmul_backward(np.ones((500, 1, 1, 1, 1)), "
                  "np.ones((500, 1, 1, 1, 1)), np.ones((1, 500, 600, 1, 1)))\nreturn None",
+    "large_result": "from minitorch.ops import sum_backward\nsum_backward(np.ones(()), (500, 500, 600), (0, 1, 2), "
+                    "False)\nreturn None",
     "float16": "from minitorch.ops import matmul_backward\nx = np.ones((1200, 1200), dtype=np.float16)\n"
                "matmul_backward(x, x, x)\nreturn None",
     "nested_lists": "from minitorch.exercises.grader.sandboxed import stand_in\nimport struct\n"
@@ -417,8 +419,10 @@ HOSTILE_REQUESTS = {
 
 def test_a_check_process_under_its_memory_limit_refuses_the_hostile_requests_and_stays_small(tmp_path):
     """A check process, started as the grader starts one (under sandbox.check_process_limits), meets the issue's
-    three requests through a real worker: each is refused, and the process's peak memory stays a small fraction
-    of its limit (the broadcast took 4.6 GB before, the 43 MB frame of nested lists 1.1 GB)."""
+    three requests through a real worker, and a sum backward whose result has the broadcast's 150,000,000 elements:
+    each is refused, and the process's peak memory stays a small fraction of its limit (the broadcast took 4.6 GB
+    before, the 43 MB frame of nested lists 1.1 GB). The broadcast's grad does not have the shape of a @ b, which
+    matmul_backward's input check refuses first; the sum's grad fits, and the budget refuses its result."""
     from minitorch.exercises.registry import ROOT
 
     finished = subprocess.run([*sandbox.check_process_limits(), sys.executable, "-c", CHECK_PROCESS, str(tmp_path),
@@ -427,7 +431,9 @@ def test_a_check_process_under_its_memory_limit_refuses_the_hostile_requests_and
     assert finished.returncode == 0, finished.stderr[-3000:]
     seen = json.loads(finished.stdout.splitlines()[-1])
     outcomes = seen["outcomes"]
-    assert outcomes["broadcast"].startswith("ValueError") and "150,000,000 elements" in outcomes["broadcast"], outcomes
+    assert outcomes["broadcast"].startswith("ValueError") and "grad has shape" in outcomes["broadcast"], outcomes
+    assert outcomes["large_result"].startswith("ValueError") and "150,000,000 elements" in outcomes["large_result"], (
+        outcomes)
     assert outcomes["float16"].startswith("ValueError") and "multiply-adds" in outcomes["float16"], outcomes
     assert outcomes["nested_lists"].startswith("Crashed") and "header length" in outcomes["nested_lists"], outcomes
     assert seen["peak_rss"] < 512 << 20 < sandbox.CHECK_PROCESS_MEMORY, (
