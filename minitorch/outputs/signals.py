@@ -43,7 +43,12 @@ def signals_held():
     commands turn into Ctrl-C (SIGTERM, SIGHUP, ...: `minitorch.tools.exit_policy`). None can raise inside it.
     Yields the list of those that came, in order: the caller delivers them (``signal.raise_signal``) or, when
     the block finished the work they would stop, drops them. Only the main thread sets (and runs) handlers;
-    elsewhere the block runs as it is."""
+    elsewhere the block runs as it is.
+
+    They are also blocked in this thread while the block runs, and a process or thread started inside inherits
+    the block: a stop sent to the whole process group (Ctrl-\\ in a terminal) waits in a worker process just
+    started until the worker sets what it does with stops (`ignore_stops`), instead of ending it before the
+    command has handed it its task (the command would report a broken pool, not the stop)."""
     came: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield came
@@ -51,11 +56,23 @@ def signals_held():
     held = {signum: handler for signum in signal.valid_signals() if callable(handler := signal.getsignal(signum))}
     for signum in held:
         signal.signal(signum, lambda signum, frame: came.append(signum))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         yield came
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one that waited is delivered now, into `came`
         for signum, handler in held.items():
             signal.signal(signum, handler)
+
+
+def ignore_stops() -> None:
+    """In a worker process, as it starts: ignore Ctrl-C and every other stop (`STOPPING_SIGNALS`), and drop one
+    that waits (`signals_held` blocked them in the command as it started the worker). The command handles the
+    stop and ends its workers itself; a stop sent to the whole process group would otherwise end them too."""
+    stops = (signal.SIGINT, *STOPPING_SIGNALS)
+    for signum in stops:
+        signal.signal(signum, signal.SIG_IGN)  # one waiting is dropped as its signal becomes ignored
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that started it ends

@@ -45,7 +45,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
-                               end_with_parent, signals_held, write_atomically, written_files)
+                               end_with_parent, ignore_stops, signals_held, write_atomically, written_files)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import (AttentionModel, build_model, for_training, load_model, save_model,
@@ -152,16 +152,17 @@ def run_in_processes(functions: list, arguments: list, jobs: int) -> list:
         try:
             path = training_path()  # each run goes on the training path of the process that started it
             with signals_held() as came:  # submit starts the workers: a stop between a spawned worker's start
-                # and the write of its task to its pipe left it reading an empty pipe (an EOFError traceback)
+                # and the write of its task to its pipe left it reading an empty pipe (an EOFError traceback);
+                # one sent to the whole group ended the workers too, and a broken pool was reported, not the stop
                 futures = [pool.submit(_on_training_path, path, function, *args)
                            for function, args in zip(functions, arguments)]
             if came:
                 signal.raise_signal(came[0])  # the stop, now that every worker has its task
             results = [future.result() for future in futures]
-        except BrokenProcessPool:  # a worker was killed (the kernel's out-of-memory killer, a signal to it alone)
+        except BrokenProcessPool:  # a worker was killed (the kernel's out-of-memory killer, a SIGKILL to it alone)
             _stop_workers(pool)
             raise ChildProcessError(f"a worker process ended before its run finished (killed by the system, perhaps "
-                                    f"out of memory, or by a signal sent to it alone); nothing of this run was "
+                                    f"out of memory, or by a SIGKILL sent to it alone); nothing of this run was "
                                     f"kept: run the command again, with fewer --jobs if memory is short") from None
         except BaseException:  # Ctrl-C, or one run failed: stop the others now instead of waiting for them
             _stop_workers(pool)
@@ -193,9 +194,10 @@ def _start_resource_tracker() -> None:
 
 
 def _start_worker(parent: int) -> None:
-    """Run in each worker as it starts: Ctrl-C reaches the whole process group, but only the main process
-    handles it; a SIGKILL of the main process, which no handler sees, ends the worker too (`end_with_parent`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Run in each worker as it starts: Ctrl-C, or another stop sent to the whole process group (Ctrl-\\),
+    reaches the workers too, but only the main process handles it, and it ends them (`ignore_stops`); a SIGKILL
+    of the main process, which no handler sees, ends the worker too (`end_with_parent`)."""
+    ignore_stops()
     end_with_parent(parent, signal.SIGKILL)
 
 
@@ -206,12 +208,12 @@ def _on_training_path(path, function, *args):
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Cancel the runs not started and end the running ones at once."""
+    """Cancel the runs not started and end the running ones at once (with SIGKILL: they ignore the stops)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())  # the executor has no public handle on them
     pool.shutdown(wait=False, cancel_futures=True)
     workers += [child for child in multiprocessing.active_children() if child not in workers]  # one still starting
     for worker in workers:
-        worker.terminate()
+        worker.kill()
     for worker in workers:
         worker.join(timeout=5)
     for child in multiprocessing.active_children():  # started while these stopped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -164,6 +165,38 @@ def test_a_stop_signal_while_a_worker_starts_leaves_no_worker_reading_an_empty_p
     output = finished.stdout + finished.stderr
     assert finished.returncode == 0 and "stopped" in finished.stdout, f"the signal did not stop the run:\n{output}"
     assert "Traceback" not in output, f"a worker started as the signal came printed a traceback:\n{output}"
+
+
+def test_a_stop_sent_to_the_whole_group_as_the_workers_start_is_reported_as_the_stop():
+    """CI, stop 46: Ctrl-\\ (SIGQUIT to the whole process group) came while the command was still starting its
+    second worker. The command held the stop until every worker had its task, but the signal had already ended
+    the first worker: it reported a broken pool (status 1, and a traceback of the pool's own thread) instead of
+    the stop. The signal is sent here right inside that window."""
+    script = textwrap.dedent("""
+        import os, signal, sys, time
+        import multiprocessing.util as util
+        from minitorch.paper.reproduce import run_in_processes
+        from minitorch.tools.exit_policy import run_command
+
+        real_spawn = util.spawnv_passfds
+
+        def spawn_then_signal(path, args, passfds):
+            pid = real_spawn(path, args, passfds)
+            if "spawn_main" in str(args) and not hasattr(util, "signalled"):  # the first worker, not the tracker
+                util.signalled = True
+                time.sleep(1)  # the worker is importing: a stop that reached it now ended it
+                os.killpg(0, signal.SIGQUIT)  # Ctrl-\\ in a terminal
+            return pid
+
+        util.spawnv_passfds = spawn_then_signal
+        sys.exit(run_command(lambda argv: run_in_processes([time.sleep] * 4, [(60,)] * 4, jobs=2), [], exits=True))
+    """)
+    finished = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                              start_new_session=True)  # its own group, which the signal is sent to
+    output = finished.stdout + finished.stderr
+    assert finished.returncode == 128 + signal.SIGQUIT, (
+        f"exit {finished.returncode}, expected {128 + signal.SIGQUIT} (stopped by SIGQUIT):\n{output}")
+    assert output.strip() == "python -m minitorch: stopped by SIGQUIT", f"not the stop's one line:\n{output}"
 
 
 @pytest.mark.parametrize("results", [{}, {"quick": False, "seed": 0, "total_wall_time_seconds": 1.0, "models": []},
