@@ -59,7 +59,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     """Write the autograder zip for `exercises` (atomically, its folders created) and return its settings. `seed`
     None draws a fresh secret one of 128 bits; `timeout` limits each test and `deadline` the whole run, whose worst
     case must fit (else `over_deadline`). `root` is the full book, never a student edition."""
-    from minitorch.exercises.grader.trusted.grading import collect_tests
+    from minitorch.exercises.grader.trusted.grading import CHECK_PROCESS_MARGIN, collect_tests
     from minitorch.exercises.grader.trusted.worker_client import DOWNS_PER_EXERCISE
 
     root = Path(root).resolve()
@@ -84,6 +84,11 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     if hidden_visibility not in HIDDEN_VISIBILITIES or not exercises:
         raise ExerciseError(f"--hidden-tests must be one of {', '.join(HIDDEN_VISIBILITIES)}, got {hidden_visibility}"
                             if exercises else "no exercises chosen; the bundle would grade nothing")
+    least = START_UP + RESULTS_MARGIN + CHECK_PROCESS_MARGIN + timeout  # start, one test, margins of `_grade`
+    if deadline < least:  # (--over-deadline accepts a hanging copy's last tests failing, not every copy's 0)
+        raise ExerciseError(f"--deadline {deadline:g} s leaves no time to grade: starting, one test of --timeout "
+                            f"{timeout:g} s and writing the results take {least:g} s, so every copy would score 0; "
+                            f"raise --deadline to at least {least:g}")
     worst = START_UP + len(exercises) * DOWNS_PER_EXERCISE * timeout  # each exercise cut off after its first hangs
     if worst > deadline and not over_deadline:
         raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
@@ -115,7 +120,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         for path in _bundled_files(root):
             bundle.write(path, path.relative_to(root).as_posix())
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(out, packed.getvalue())
+    write_atomically(out, packed.getvalue(), mode=0o600)  # the secret seed and the hidden tests: its owner's only
     return settings
 
 
