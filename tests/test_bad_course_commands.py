@@ -494,6 +494,15 @@ def test_an_edition_after_an_earlier_week_names_what_students_bring_and_says_so(
     assert "Your own answers to exercise(s) 1.1, 1.2, 1.3, 1.4 come from an earlier edition" in readme
 
 
+def test_an_edition_handing_out_an_exercise_also_named_as_handed_out_before_is_refused(tmp_path):
+    """--only 3.1 --handed-out-before 3.1 wrote an edition that stubs 3.1 for the students to write and tells them
+    to bring their own 3.1 from an earlier edition; contradictory, as --only 3.1 --release 3.1 is."""
+    completed = _course("student-edition", str(tmp_path / "edition"), "--only", "3.1", "--handed-out-before", "3.1")
+    assert completed.returncode == 2 and "3.1 are both handed out and handed out before" in completed.stderr, (
+        f"the contradiction should be refused naming 3.1; got: {completed.stderr}")
+    assert not (tmp_path / "edition").exists(), "a refused edition must write nothing"
+
+
 @the_full_book
 @pytest.mark.parametrize("command", ["student-edition", "gradescope-bundle"])
 def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one(tmp_path, command):

@@ -135,6 +135,10 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if overlap:
         raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
                             f"exercise, or release its answer, not both")
+    again = sorted(set(_ids(selected)) & set(_ids(before)), key=sort_key)
+    if again:  # students would be told to bring their own answer to an exercise this edition stubs for them
+        raise ExerciseError(f"exercise(s) {', '.join(again)} are both handed out and handed out before; hand an "
+                            f"exercise out in this edition, or name it in --handed-out-before, not both")
     try:
         with building_aside(dest) as building:
             summary = _build(building, selected, root, released, sorted(set(before) - set(released), key=sort_key),
