@@ -287,6 +287,27 @@ def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could
     assert carried == (returncode == 0), "carried over exactly when it says so"
 
 
+@pytest.mark.parametrize("link, exercise", [("minitorch/ops.py", "1.2"), ("minitorch/paper", "3.1")],
+                         ids=["the-file", "a-folder-on-the-way"])
+def test_carry_over_refuses_a_file_of_the_old_copy_reached_through_a_symbolic_link(tmp_path, week_one, link,
+                                                                                    exercise):
+    """OLD's ops.py (or its paper/ folder) a link to the instructor's reference file carried the reference answers
+    into NEW, those of exercises still stubbed in OLD too; grade refuses such a copy, and carry-over now does."""
+    old = _student_copy(week_one, tmp_path / "old")
+    shutil.rmtree(old / link) if (old / link).is_dir() else (old / link).unlink()
+    (old / link).symlink_to(ROOT / link)
+    new = tmp_path / "new"
+    shutil.copytree(week_one, new)
+    before = {path: path.read_bytes() for path in new.rglob("*.py")}
+    completed = _course("carry-over", str(old), str(new))
+    said = f"NOT carried over: {exercise}, cannot be read: OLD's {link} is a symbolic link"
+    assert completed.returncode == 1 and said in completed.stderr, (
+        f"a linked file must not be carried over, and be named: {completed.stdout + completed.stderr}")
+    changed = [str(path.relative_to(new)) for path, text in before.items() if path.read_bytes() != text]
+    assert changed == (["minitorch/ops.py"] if link == "minitorch/paper" else []), (
+        f"only what the student wrote in a regular file may reach NEW (their ops.py); changed: {changed}")
+
+
 def test_carry_over_refuses_an_edition_whose_file_is_a_named_pipe_without_waiting(tmp_path, week_one):
     """NEW's ops.py as a FIFO would block forever; carry-over refuses it at once."""
     old = _student_copy(week_one, tmp_path / "old")

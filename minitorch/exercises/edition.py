@@ -286,6 +286,7 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
         if stub is None or not is_stub(stub, exercise):
             continue
         try:
+            _refuse_links(Path(old), exercise.module)
             theirs = _module_text(Path(old) / exercise.module, exercise, "OLD")
             written = found.find(theirs, exercise)
             outside = found.helpers_outside(written, module_names(text))
@@ -327,6 +328,20 @@ def _holds(path: Path, text: str) -> bool:
         return path.read_text(encoding="utf-8") == text
     except (OSError, ValueError):
         return False
+
+
+def _refuse_links(old: Path, module: str) -> None:
+    """A StudentFunctionError if OLD's `module`, or a folder on the way to it, is a symbolic link: it could name the
+    instructor's reference file, whose answers would be carried into NEW (grade refuses such a copy the same way)."""
+    from minitorch.exercises.grader.sandboxed import student_function as found
+
+    parts = Path(module).parts
+    linked = next((Path(*parts[:end]) for end in range(1, len(parts) + 1) if (old / Path(*parts[:end])).is_symlink()),
+                  None)
+    if linked is not None:
+        raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"cannot be read: OLD's {linked.as_posix()} is a "
+                                                                 f"symbolic link; carry-over reads only regular files: "
+                                                                 f"put the file itself in your copy")
 
 
 def _module_text(path: Path, exercise: Exercise, what: str) -> str:
