@@ -1305,11 +1305,20 @@ POINTS_31 = EXERCISES["3.1"].points
     ("timed out", "not run: 2 tests of exercise 1.3 already timed out (timed out after 5 s (the test's time limit))",
      "timed out: not run, as earlier tests of this exercise timed out (after 5 s)"),
     ("crashed", "the worker died by SIGKILL while x = [secret, inputs]", "crashed: the process died by SIGKILL"),
-])
+    ("failed", "MemoryError", "raised MemoryError"),
+    ("failed", "MemoryError: Unable to allocate 3.35 GiB", "raised MemoryError"),
+    ("crashed", "crashed while defining causal_mask: FileNotFoundError: [Errno 2] No such file: '/x/leak.txt'",
+     "crashed: defining the function raised FileNotFoundError (a default value on its def line ran when it was "
+     "defined)"),
+    ("crashed", "crashed while defining causal_mask: Leak: /x/leak.txt",
+     "crashed: defining the function raised an exception of a class of its own (a default value on its def line "
+     "ran when it was defined)"),
+], ids=["timed-out", "not-run-after-timeouts", "signal", "an-error-without-a-message", "an-error-with-a-message",
+        "a-default-value-raised", "a-default-value-raised-its-own-class"])
 def test_a_failed_test_says_its_kind_and_its_time_limit_and_nothing_of_the_graders_message(kind, message, shown):
     """What a student reads of a failure is fixed words plus a number of seconds or a signal's name: the time limit
     stays visible on the tests not run after two timeouts, and nothing else of the message (which may quote the
     hidden inputs) is copied."""
     from minitorch.exercises.grader.trusted.student_text import what_happened
 
-    assert what_happened(kind, message, "1.3") == shown
+    assert what_happened(kind, message, "1.3") == shown, f"a {kind} test saying {message!r} should read {shown!r}"
