@@ -198,7 +198,12 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
      r"adjustments.csv, line 2: not a well-formed CSV .*a quote left open"),
     ("student,points,late_penalty,points\nann,1,,-1\n",  # it would have kept only the -1
      r"adjustments.csv, line 1: the column\(s\) 'points' are named twice"),
-], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice"])
+    ("student,points,late_penalty,comment\nbob,0_5,0,\n",  # Python's float read it as 5
+     r"adjustments.csv, line 2: points '0_5' is not a number"),
+    ("student,points,late_penalty,comment\nbob,0,1_0%,\n", r"line 2: late_penalty '1_0' is not a number"),
+    ("student,points,late_penalty,comment\nbob,\u0661,0,\n", r"line 2: points '\u0661' is not a number"),
+], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice",
+        "an-underscore-in-points", "an-underscore-in-a-share", "an-arabic-digit"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
     """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote or a column
     named twice is refused with the file's line, not read as something else."""
@@ -212,6 +217,21 @@ def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ExerciseError, match=message):
         read_adjustments(tmp_path)
+
+
+@pytest.mark.parametrize("points, penalty, shown", [("1.0000001", "", "points 1.0000001 is more"),
+                                                    ("", "100.00001%", "late_penalty 100.00001% is more"),
+                                                    ("", "1.00000001", "late_penalty 1.00000001 is more")],
+                         ids=["points", "a-share", "a-penalty"])
+def test_an_adjustment_beyond_the_maximum_is_refused_with_its_value_as_written(tmp_path, points, penalty, shown):
+    """'points 1 is more than the assignment's 1 points' said 1 > 1: the value was rounded to 6 decimals."""
+    from minitorch.exercises.grader.trusted.gradebook import read_adjustments
+    from minitorch.exercises.registry import ExerciseError
+
+    (tmp_path / "adjustments.csv").write_text(f"student,points,late_penalty,comment\nbob,{points},{penalty},\n")
+    with pytest.raises(ExerciseError) as refused:
+        read_adjustments(tmp_path, maximum=1)
+    assert shown in str(refused.value), f"the refusal should show the value as written ({shown}): {refused.value}"
 
 
 def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):

@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ FEEDBACK_FOLDER, PRIVATE_FOLDER = "feedback", "private"
 ADJUSTMENTS_NAME, RUN_NAME = "adjustments.csv", "run.json"
 ADJUSTMENT_COLUMNS = ("student", "points", "late_penalty", "comment")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")  # the first columns of its gradebook
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # no _, no other digits
 FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "function not found",
                  "too large", "helper outside the function", "refused", "not graded")
 
@@ -178,23 +180,22 @@ def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjus
 
 def _refuse_beyond(adjustment: Adjustment, maximum: float, where: str) -> None:
     typo = f"is more than the assignment's {points(maximum)} points; a typo?"
-    if abs(adjustment.points) > maximum + 1e-9:
-        raise ExerciseError(f"{where}: points {points(adjustment.points)} {typo} (an adjustment adds or takes off at "
+    if abs(adjustment.points) > maximum + 1e-9:  # (shown to 15 digits: 1.0000001 is not "1", more than 1)
+        raise ExerciseError(f"{where}: points {adjustment.points:.15g} {typo} (an adjustment adds or takes off at "
                             f"most the maximum)")
     if adjustment.penalty_points > maximum + 1e-9:
-        raise ExerciseError(f"{where}: late_penalty {points(adjustment.penalty_points)} {typo} (write it in points "
+        raise ExerciseError(f"{where}: late_penalty {adjustment.penalty_points:.15g} {typo} (write it in points "
                             f"up to the maximum, or as a share up to 100%)")
     if adjustment.penalty_share > 1 + 1e-9:
-        raise ExerciseError(f"{where}: late_penalty {points(100 * adjustment.penalty_share)}% is more than 100%; "
+        raise ExerciseError(f"{where}: late_penalty {100 * adjustment.penalty_share:.15g}% is more than 100%; "
                             f"a typo? (100% takes off every autograded point)")
 
 
 def _number(text, where: str, column: str) -> float:
+    """A cell as a number written plainly (2, -1.5, .5, 1e2): Python's float reads "1_0" as 10 and "١" as 1, which no
+    spreadsheet writes; a typo, refused."""
     text = (text or "").strip()
-    try:
-        value = float(text) if text else 0.0
-    except ValueError:
-        value = math.nan
+    value = float(text) if PLAIN_NUMBER.fullmatch(text) else 0.0 if not text else math.nan
     if not math.isfinite(value):
         raise ExerciseError(f"{where}: {column} {text!r} is not a number (write 2, -1.5, or for late_penalty 10%)")
     return value
