@@ -257,7 +257,12 @@ def _write_canvas(args) -> int:
     run, out = gradebook.read_run(Path(args.out)), Path(args.out)
     if run is None or not (out / "grades.csv").is_file():
         raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
-    graded = gradebook.class_rows(out)
+    altered = gradebook.changed_results(out, run.get("results"))
+    if altered:  # a grade is what grade wrote and recorded, never what the handed-back folder says now
+        raise ExerciseError(f"{out / gradebook.FEEDBACK_FOLDER}: the results.json of {', '.join(map(shown, altered))} "
+                            f"is not the one grade recorded (changed since it was graded); run grade again (it "
+                            f"regrades them), then canvas-csv")
+    graded = gradebook.class_rows(out, recorded=run.get("results"))
     adjustments = gradebook.read_adjustments(out, gradebook.maximum_of(run.get("exercises") or []))
     gradebook.refuse_unknown_students(args.out, adjustments, [row["extra_data"]["student"] for row in graded],
                                       f"have no grade in {args.out} (a misspelt name, or a student not graded yet)")

@@ -962,6 +962,60 @@ def test_a_changed_submission_is_regraded_on_resume_and_student_regrades_one(fak
     assert status == 2 and "--student dan: no such entry" in printed, printed
 
 
+def test_a_results_json_changed_in_the_handed_back_folder_never_decides_the_gradebook(fake_class, tmp_path, capsys):
+    """feedback/bob/results.json edited to score 1 was kept on resume ('Grading 0'), and grades.csv gave bob the
+    edited total beside a 0 for the exercise; the folder is handed back, run.json's digest is the record."""
+    submissions, out, fake, run = fake_class
+    fake.failing.add("bob")
+    assert run("--only", ",".join(ONE))[0] == 0
+    edited = out / "feedback" / "bob" / "results.json"
+    edited.write_text(edited.read_text().replace('"score": 0.0', '"score": 4.0', 1))
+    assert '"score": 4.0' in edited.read_text(), "the test should have raised bob's score in his handed-back file"
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a,a,S,ann\nBob,2,b,b,S,bob\n"
+                      "Cat,3,c,c,S,cat\n")
+    from minitorch.exercises import __main__ as exercises_cli
+    with pytest.raises(SystemExit):
+        exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
+                            str(tmp_path / "canvas.csv")])
+    refusal = capsys.readouterr().err
+    assert "the results.json of bob is not the one grade recorded" in refusal, refusal
+    assert not (tmp_path / "canvas.csv").exists(), "canvas-csv must not write a grade from an edited feedback file"
+    fake.graded.clear()
+    status, printed = run()
+    assert status == 0 and [student for student, _ in fake.graded] == ["bob"], (
+        f"bob's edited results.json must be regraded, not kept: {printed}")
+    assert "is not the one the grader recorded" in printed and "bob" in printed, printed
+    assert grades_of(out)["bob"]["total"] == "0", f"bob failed: {grades_of(out)['bob']}"
+
+
+def test_a_student_whose_entry_left_the_submissions_is_named_not_dropped_silently(fake_class):
+    """bob's copy taken out of SUBMISSIONS: his row left grades.csv with no word, his feedback folder still there."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    shutil.rmtree(submissions / "bob")
+    status, printed = run()
+    assert status == 0 and "1 student(s) graded before are no longer in" in printed and "bob" in printed, (
+        f"bob's leaving the gradebook should be said: {printed}")
+    assert set(grades_of(out)) == {"ann", "cat"}
+
+
+@pytest.mark.parametrize("field, value", [("exercise_seed", "abc"), ("exercise_seed", True), ("exercises", "1.2"),
+                                          ("submissions", ["ann"]), ("timeout", "5")])
+def test_a_run_record_with_a_field_of_the_wrong_kind_is_not_a_run_record(fake_class, field, value):
+    """run.json's exercise_seed "abc" was read as no seed, and the refusal blamed the command line for using
+    'another --exercise-seed than the one recorded'."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    record = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**record, field: value}))
+    fake.graded.clear()
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 2 and "run.json is not a run record" in printed and f"its {field} is" in printed, (
+        f"a corrupt {field} should be named as run.json's, not blamed on the options: {printed}")
+    assert "other settings" not in printed and fake.graded == []
+
+
 def test_student_on_a_new_gradebook_claims_no_other_student_already_graded(fake_class):
     submissions, out, fake, run = fake_class
     status, printed = run("--only", ",".join(ONE), "--student", "ann")

@@ -21,7 +21,8 @@ from pathlib import Path
 from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER, RUN_NAME,
                                                           maximum_of, read_adjustments, read_run,
-                                                          refuse_unknown_students, write_gradebook, write_run)
+                                                          refuse_unknown_students, results_digest, write_gradebook,
+                                                          write_run)
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
 from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
@@ -102,21 +103,26 @@ def submission_hashes(found: dict[str, Entry]) -> tuple[dict[str, Entry], dict[s
 
 
 def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], hashes: dict[str, str],
-                      recorded_hashes: dict[str, str]) -> tuple[dict[str, Entry], list[str], list[str]]:
-    """(the entries to grade, the students kept, those regraded because their submission changed)."""
+                      recorded_hashes: dict[str, str], recorded_results: dict[str, str]
+                      ) -> tuple[dict[str, Entry], list[str], list[str], list[str]]:
+    """(the entries to grade, the students kept, those regraded because their submission changed, and those
+    regraded because their results.json in feedback/ is not the one recorded: the handed-back folder is no record)."""
     complete = {student for student in found if is_complete(out / FEEDBACK_FOLDER / student, ids)}
+    altered = sorted(student for student in complete if recorded_results.get(student) != results_digest(out, student))
+    complete -= set(altered)
     if args.student:
         named = [name.strip() for part in args.student for name in part.split(",") if name.strip()]
         unknown = [name for name in named if name not in found]
         if unknown:
             raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
                                 f"{', '.join(sorted(found)[:10])}{', ...' if len(found) > 10 else ''})")
-        return {name: found[name] for name in named}, sorted(complete - set(named)), []
+        todo = {name: found[name] for name in [*named, *altered]}
+        return todo, sorted(complete - set(named)), [], sorted(set(altered) - set(named))
     if args.regrade:
-        return dict(found), [], []
+        return dict(found), [], [], []
     changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
     kept = sorted(complete - set(changed))
-    return {student: entry for student, entry in found.items() if student not in kept}, kept, changed
+    return {student: entry for student, entry in found.items() if student not in kept}, kept, changed, altered
 
 
 def is_complete(out_dir: Path, exercise_ids) -> bool:
@@ -157,7 +163,9 @@ def grade_class(args, root: Path) -> int:
                             f"whose name is hidden, not printable or a formula is graded as NAME-submission)")
     found, hashes = submission_hashes(found)
     recorded_hashes = {} if differences else dict((recorded or {}).get("submissions", {}))
-    todo, kept, changed = students_to_grade(args, found, out, run.exercise_ids, hashes, recorded_hashes)
+    recorded_results = {} if differences else dict((recorded or {}).get("results", {}))
+    todo, kept, changed, altered = students_to_grade(args, found, out, run.exercise_ids, hashes, recorded_hashes,
+                                                     recorded_results)
     ensure_open_files("grading")
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
@@ -169,14 +177,31 @@ def grade_class(args, root: Path) -> int:
               else ""))
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}")
+    if altered:
+        print(f"Regrading {len(altered)} whose {FEEDBACK_FOLDER}/STUDENT/results.json is not the one the grader "
+              f"recorded (changed since, or written by an earlier grader): {', '.join(map(shown, altered))}")
+    _say_who_left(args, out, found)
     _notes(args, out, run.seed, recorded)
     record.update(isolation=run.isolation.describe(), submissions={
         student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
+        results={student: digest for student, digest in recorded_results.items() if student in kept},
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     write_run(out, record)  # before any student: a resume compares its settings with these
     (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
     os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only
     return _grade_all(args, out, run, record, found, todo, hashes)
+
+
+def _say_who_left(args, out: Path, found: dict) -> None:
+    """A student graded before whose entry is no longer in SUBMISSIONS leaves grades.csv: said, never silently."""
+    folder = out / FEEDBACK_FOLDER
+    left = sorted(path.name for path in folder.iterdir() if path.name not in found and
+                  (path / "results.json").is_file()) if folder.is_dir() else []
+    if left:
+        print(f"Note: {len(left)} student(s) graded before are no longer in {args.submissions}: "
+              f"{', '.join(map(shown, left[:20]))}{', ...' if len(left) > 20 else ''}; they leave grades.csv and "
+              f"summary.md (their folders in {FEEDBACK_FOLDER}/ and {PRIVATE_FOLDER}/ stay). Put their entries back "
+              f"to grade them again")
 
 
 def _notes(args, out: Path, seed: int, recorded: dict | None) -> None:
@@ -219,9 +244,11 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
                 print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {shown(why)}", flush=True)
                 failed.append(student)
                 write_failure_row(out, todo[student], run, why)
+                record["results"][student] = results_digest(out, student)
                 continue
             graded_now += 1
             record["submissions"][student] = hashes[student]
+            record["results"][student] = results_digest(out, student)  # the grade: not the handed-back file
             write_run(out, record)  # what was graded: a later change is seen, whatever stops this run
             flags = graded["extra_data"]["flags"]
             print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
@@ -241,6 +268,7 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch, ignore_errors=True)
+    write_run(out, record)  # (a failure row's digest too)
     rows = write_gradebook(out, run.exercise_ids, record, found, run.grader_root)
     print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in {out}: grades.csv "
           f"with your {ADJUSTMENTS_NAME}, summary.md, similarity.md); hand back each student's folder of "

@@ -13,6 +13,7 @@ from the students' results.json and adjustments.csv, written atomically, with st
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -80,19 +81,42 @@ def _test_line(test: dict) -> str:
     return f"- `{code}`" + (f": {in_markdown(reason)}" if reason != in_words else "")
 
 
-def class_rows(out: Path, students=None) -> list[dict]:
-    """Every complete OUT/feedback/STUDENT/results.json (of `students`, if given), in student order."""
+def class_rows(out: Path, students=None, recorded: dict | None = None) -> list[dict]:
+    """Every complete OUT/feedback/STUDENT/results.json (of `students`, if given), in student order; with `recorded`
+    (run.json's digests of the files grade wrote), only those still as written: the folder is handed back, so a
+    file changed there is not the grade (a gradebook of an earlier grader records none, and is read as it is)."""
     rows, folder = [], Path(out) / FEEDBACK_FOLDER
     for path in sorted(folder.glob("*/results.json")) if folder.is_dir() else []:
         if students is not None and path.parent.name not in students:
             continue
         try:
-            graded = json.loads(path.read_text(encoding="utf-8"))
+            data = path.read_bytes()
+            if recorded is not None and recorded.get(path.parent.name) != digest_of(data):
+                continue
+            graded = json.loads(data.decode("utf-8"))
         except (OSError, ValueError):
             continue  # (not a file the grader wrote: that student is graded again)
         if graded.get("extra_data", {}).get("complete"):
             rows.append(graded)
     return rows
+
+
+def digest_of(data: bytes) -> str:
+    """What run.json records of a student's results.json as grade wrote it: "sha256:HEX" of its bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def results_digest(out: Path, student: str) -> str:
+    """`digest_of` OUT/feedback/STUDENT/results.json, or "" if it cannot be read."""
+    try:
+        return digest_of((Path(out) / FEEDBACK_FOLDER / student / "results.json").read_bytes())
+    except OSError:
+        return ""
+
+
+def changed_results(out: Path, recorded: dict | None) -> list[str]:
+    """The students of `recorded` (run.json's digests) whose results.json in OUT/feedback is no longer as written."""
+    return sorted(student for student, digest in (recorded or {}).items() if results_digest(out, student) != digest)
 
 
 def _read(path: Path, kind: str, fix: str) -> str:
@@ -121,7 +145,30 @@ def read_run(out: Path) -> dict | None:
         raise ExerciseError(f"{path} is not a run record ({error}); {fix}") from None
     if not isinstance(run, dict):
         raise ExerciseError(f"{path} is not a run record; {fix}")
+    wrong = _wrong_field(run)
+    if wrong:  # (a seed of "abc" was read as no seed, and blamed on the command line's --exercise-seed)
+        raise ExerciseError(f"{path} is not a run record ({wrong}); {fix}")
     return run
+
+
+def _wrong_field(run: dict) -> str:
+    """What of run.json's fields grade reads is not of the kind grade writes, in words; "" if none."""
+    def number(value, whole=False):
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0 \
+            and (isinstance(value, int) or not whole)
+
+    table = ("a table of students", lambda value: isinstance(value, dict) and all(
+        isinstance(item, str) for item in (*value, *value.values())))
+    kinds = {"exercise_seed": ("a whole number >= 0", lambda value: number(value, whole=True)),
+             "timeout": ("a number of seconds", number), "budget": ("a number of seconds", number),
+             "exercises": ("a list of exercise IDs", lambda value: isinstance(value, list) and all(
+                 isinstance(item, str) for item in value)),
+             "edition": ("a folder's name", lambda value: isinstance(value, str)),
+             "submissions": table, "results": table}
+    for name, (kind, right) in kinds.items():
+        if name in run and not right(run[name]):
+            return f"its {name} is {shown(repr(run[name]))[:60]}, not {kind}"
+    return ""
 
 
 @dataclass
@@ -297,7 +344,7 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     if not (out / ADJUSTMENTS_NAME).exists():  # created with its header; the instructor's file is never rewritten
         write_atomically(out / ADJUSTMENTS_NAME, ",".join(ADJUSTMENT_COLUMNS) + "\n")
     adjustments = read_adjustments(out, maximum_of(exercise_ids))
-    rows = class_rows(out, students)
+    rows = class_rows(out, students, run.get("results"))
     write_atomically(out / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
     write_atomically(out / "summary.md", summary_markdown(rows, exercise_ids, run))
     if compare_answers:
