@@ -218,6 +218,26 @@ def test_hidden_names_get_a_row_under_a_visible_name_and_the_macos_litter_none(t
     assert open_copy(found["student .hidden-submission"], tmp_path / "scratch").name == "copy"
 
 
+@pytest.mark.parametrize("names, flagged", [
+    (["alice", "alice ", " alice", "bob"], ["alice", "alice ", " alice"]),
+    (["\u00e9", "e\u0301", "Alice", "alice"], ["\u00e9", "e\u0301"]),
+    (["bob ", "ann"], ["bob "]),
+], ids=["spaces-at-the-ends", "one-name-in-two-unicode-forms", "a-space-alone"])
+def test_names_that_read_as_another_or_end_in_a_space_are_flagged_as_look_alikes(tmp_path, names, flagged):
+    """'alice', 'alice ' and ' alice', or 'é' composed and decomposed, were graded as separate students with no
+    word, though grades.csv and the summary show them as one name; a name differing in case stays unflagged (Linux
+    tells them apart, and so does a reader)."""
+    subs = tmp_path / "subs"
+    for name in names:
+        a_copy(subs / name)
+    found = entries(subs)
+    assert sorted(found) == sorted(names), "each is still its own student, under its own name"
+    noted = sorted(student for student, entry in found.items() if "look-alike name" in entry.note)
+    assert noted == sorted(flagged), f"the look-alikes should be flagged, and only they: {noted}"
+    for student in flagged:
+        assert ascii(student) in found[student].note, f"the note should tell the forms apart: {found[student].note}"
+
+
 def test_a_name_too_long_for_a_folder_with_a_suffix_is_cut_to_fit_and_stays_unique(tmp_path):
     subs = tmp_path / "subs"
     for last in "ab":

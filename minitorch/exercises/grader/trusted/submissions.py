@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import os
 import stat
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -51,6 +52,22 @@ def entries(folder: Path) -> dict[str, Entry]:
             found[student] = Entry(student, path, _problem(path), note)
     if not found:
         raise ExerciseError(f"{folder} holds no submissions (one folder or .zip per student)")
+    return _look_alikes_flagged(found)
+
+
+def _look_alikes_flagged(found: dict[str, Entry]) -> dict[str, Entry]:
+    """`found`, with a note on each student whose name has spaces at its ends or reads as another's ('alice ' and
+    'alice', 'é' composed and decomposed): grades.csv and Canvas would show two students as one."""
+    def key(name: str) -> str:
+        return unicodedata.normalize("NFKC", name).strip()
+
+    for student, entry in found.items():
+        others = sorted(other for other in found if other != student and key(other) == key(student))
+        why = (["has spaces at its ends"] if student != student.strip() else []) + (
+            [f"reads as {', '.join(map(ascii, others))}"] if others else [])
+        if why:
+            note = f"look-alike name: {ascii(student)} {' and '.join(why)}; check whose copy it is"
+            found[student] = dataclasses.replace(entry, note="; ".join(filter(None, [entry.note, note])))
     return found
 
 
