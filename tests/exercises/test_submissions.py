@@ -143,6 +143,33 @@ def test_an_entry_beyond_the_limits_gets_a_reason_from_the_hash_without_reading_
             folder = folder.parent
 
 
+def test_a_zip_cut_short_is_refused_as_such_not_read_as_the_model_file_stored_inside_it(tmp_path):
+    """The first half of a zip holding a model's .npz: zipfile found the .npz's end record in the last 64 KiB and read
+    its members, and the student was told their copy 'holds no minitorch/ folder (found: __config__.npy, ...)'."""
+    import io
+
+    import numpy as np
+
+    model = io.BytesIO()
+    np.savez(model, weights=np.zeros(8))
+    with zipfile.ZipFile(tmp_path / "whole.zip", "w") as opened:
+        opened.writestr("copy/minitorch/__init__.py", "")
+        opened.writestr("copy/model.npz", model.getvalue())
+        opened.writestr("copy/tests/test_x.py", "x = 1\n" * 200)
+    data = (tmp_path / "whole.zip").read_bytes()
+    (tmp_path / "cut.zip").write_bytes(data[:data.index(b"PK\x05\x06") + 40])  # up to just after the .npz
+    with pytest.raises(ExerciseError, match=r"cut.zip is not a whole .zip: it does not end with a zip's end record"):
+        unpack(tmp_path / "cut.zip", tmp_path / "out")
+        pytest.fail("a zip cut short must be refused, not unpacked as the .npz inside it")
+    for name, prefix, comment in (("commented.zip", b"", b"a comment"), ("sfx.zip", b"#!/bin/sh\nexit 0\n", b"")):
+        with zipfile.ZipFile(tmp_path / name, "w") as opened:
+            opened.writestr("copy/minitorch/__init__.py", "")
+            opened.comment = comment
+        (tmp_path / name).write_bytes(prefix + (tmp_path / name).read_bytes())
+        unpack(tmp_path / name, tmp_path / name.replace(".zip", ""))  # a whole zip with a comment or a prefix reads
+        assert (tmp_path / name.replace(".zip", "") / "copy" / "minitorch" / "__init__.py").is_file(), name
+
+
 def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as opened:

@@ -23,6 +23,7 @@ MAX_DEPTH = 64  # folders inside one another (the project nests 4)
 MAX_NAME_BYTES = 200  # a student's ID names their folders in the gradebook (at most 255 bytes)
 OS_LITTER = ("__MACOSX", ".DS_Store")  # what macOS leaves beside the copies: no student
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes
+END_RECORD_SIZE = 22  # bytes of a zip's end-of-central-directory record, without its comment
 ONLY_THE_COPY = "submit your copy of the project only, without data or caches"
 
 
@@ -114,6 +115,9 @@ def unpack(archive: Path, dest: Path) -> None:
     """Unpack the .zip `archive` into `dest` once every member is checked; ExerciseError naming the problem."""
     try:
         with zipfile.ZipFile(archive) as opened:
+            if not _ends_as_a_zip(archive, opened):  # zipfile found the end record of a zip stored inside it
+                raise ExerciseError("is not a whole .zip: it does not end with a zip's end record (cut short while "
+                                    "uploading or copying?); zip the copy again")
             members, unpacked = opened.infolist(), set()
             size = sum(member.file_size for member in members)
             if len(members) > MAX_FILES or size > MAX_UNPACKED_BYTES:
@@ -129,6 +133,15 @@ def unpack(archive: Path, dest: Path) -> None:
     except (OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:  # (an odd compression, ...)
         raise ExerciseError(f"{shown(archive.name)} could not be unpacked ({type(error).__name__}: "
                             f"{shown(error)})") from None
+
+
+def _ends_as_a_zip(archive: Path, opened: zipfile.ZipFile) -> bool:
+    """Whether the zip's end record, with the comment zipfile read, is the file's last bytes. zipfile looks for it
+    in the last 64 KiB: in the first half of a zip holding a model's .npz it finds the .npz's, and reads that."""
+    with open(archive, "rb") as file:
+        end = file.seek(0, os.SEEK_END) - END_RECORD_SIZE - len(opened.comment)
+        file.seek(max(end, 0))
+        return end >= 0 and file.read(4) == b"PK\x05\x06"
 
 
 def _check_member(member: zipfile.ZipInfo, dest: Path, unpacked: set[str]) -> None:
