@@ -586,6 +586,25 @@ def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_pat
         assert "Traceback" not in completed.stderr and "bubblewrap" not in completed.stderr, completed.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0 and shutil.which("bwrap") is None, reason="no sandbox here to start a worker in")
+def test_grading_run_by_an_interpreter_named_through_dot_dot_starts_its_sandboxed_workers(tmp_path):
+    """`cd repo; ../venv/bin/python -m minitorch.exercises grade ...` said 'no isolation is possible here ... Install
+    bubblewrap', bubblewrap installed: the workers were started as repo/../venv/bin/python, and no worker sees repo/."""
+    elsewhere = tmp_path / "repo"
+    elsewhere.mkdir()
+    python = os.path.relpath(sys.executable, elsewhere)
+    assert ".." in python, f"the interpreter should be named through '..' from {elsewhere}: {python}"
+    script = ("import sys; from minitorch.exercises.grader.trusted import isolation as sandbox; "
+              "print(sys.executable); print(sandbox.PYTHON); print(sandbox.choose('auto').kind)")
+    completed = subprocess.run([python, "-c", script], cwd=elsewhere, capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert completed.returncode == 0, f"a worker should start as with the absolute path: {completed.stderr[-2000:]}"
+    named, used, kind = completed.stdout.split("\n")[:3]
+    assert ".." in named and ".." not in used and os.path.samefile(used, sys.executable), (
+        f"the workers should run this Python by a path without '..': {named} -> {used}")
+    assert kind in ("bubblewrap", "chroot"), completed.stdout
+
+
 def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_grades_csv_does(tmp_path):
     """A Student or Section cell starting with = (or +, -, @) is a formula to a spreadsheet: the Canvas CSV quotes it
     with the rule grades.csv uses (csv_cell), and keeps the IDs Canvas matches a row by as the roster has them."""
