@@ -313,6 +313,22 @@ def test_a_submission_without_exactly_one_copy_gets_a_message_saying_what_to_sub
         find_submission(submission, tmp_path / "unzipped")
 
 
+@pytest.mark.parametrize("top", ["", "my-copy"], ids=["at-the-zips-top", "one-folder-down"])
+def test_a_submission_holding_a_copy_and_a_zip_of_another_is_refused_not_graded_on_one(tmp_path, top):
+    """bob's files at the top of the submission and alice's copy in a .zip beside them: the top was graded and the
+    zip ignored with no word; grade refuses a student's folder beside their .zip, and so does the bundle."""
+    book = tiny_book(tmp_path / "book")
+    submission = tmp_path / "submission"
+    shutil.copytree(book, submission)
+    zip_folder(book, submission / "alice.zip", top)
+    with pytest.raises(SubmissionError, match=r"holds a copy of the project and also alice.zip, which holds another"):
+        found = find_submission(submission, tmp_path / "unzipped")
+        pytest.fail(f"one of two copies was graded without a word: {found}")
+    (submission / "alice.zip").unlink()
+    zip_folder(tmp_path / "book" / "chapters", submission / "figures.zip")  # a zip of something else: no copy
+    assert find_submission(submission, tmp_path / "unzipped") == submission
+
+
 def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
     submission = tmp_path / "submission"
     submission.mkdir()

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, git_commit
+from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
                                           part_points, secret_output_refused)
@@ -322,17 +323,32 @@ def find_submission(folder: Path, unzip_to: Path) -> Path:
     or the same inside the one .zip it holds (unpacked into `unzip_to`)."""
     if not Path(folder).is_dir():
         raise SubmissionError(f"the submission folder {folder} does not exist")
+    zips = sorted(path for path in Path(folder).iterdir() if path.suffix.lower() == ".zip" and path.is_file())
     try:
-        return find_project(Path(folder), "it")
+        project = find_project(Path(folder), "it")
     except ExerciseError as error:
-        zips = sorted(path for path in Path(folder).iterdir() if path.suffix.lower() == ".zip" and path.is_file())
         if len(zips) != 1 or "holds no minitorch" not in str(error):
             raise SubmissionError(str(error)) from None
+    else:
+        another = [path.name for path in zips if _holds_a_copy(path)]
+        if another:  # neither is chosen silently, as grade refuses a student's folder beside their .zip
+            raise SubmissionError(f"it holds a copy of the project and also {', '.join(map(shown, another))}, which "
+                                  f"holds another; submit one of them")
+        return project
     try:
         unpack(zips[0], unzip_to)
         return find_project(unzip_to, zips[0].name)
     except ExerciseError as error:
         raise SubmissionError(str(error)) from None
+
+
+def _holds_a_copy(archive: Path) -> bool:
+    """Whether the .zip holds a minitorch/ folder, at its top or one level down (its names read, nothing unpacked)."""
+    try:
+        with zipfile.ZipFile(archive) as opened:
+            return any("minitorch" in name.split("/")[:2] for name in opened.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
 
 
 def main(argv=None) -> int:
