@@ -158,6 +158,21 @@ def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, 
     assert to.read_text() == before
 
 
+def test_canvas_csv_names_the_assignment_as_typed_in_a_posix_locale(tmp_path):
+    """PYTHONUTF8=0 LC_ALL=POSIX: --assignment 'Wöche 3' reached the CSV's header as 'W\\udcc3\\udcb6che 3' (Canvas
+    would match no column) and printing it ended in a UnicodeEncodeError traceback."""
+    out = _graded_class(tmp_path)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a1,ann,S1,ann\n")
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "canvas-csv", str(out), "--roster",
+                                str(roster), "--assignment", "Wöche 3", "--to", str(tmp_path / "canvas.csv")],
+                               cwd=ROOT, capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "PYTHONUTF8": "0", "LC_ALL": "POSIX", "LANG": "POSIX"})
+    assert completed.returncode == 0 and "Traceback" not in completed.stderr, completed.stderr
+    header = (tmp_path / "canvas.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header.endswith(",Wöche 3"), f"the assignment's column should be named as typed: {header!r}"
+
+
 def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_use(tmp_path):
     """A roster that is a FIFO is refused at once rather than blocking forever, and so is an empty
     --assignment."""

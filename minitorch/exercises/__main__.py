@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -276,6 +277,7 @@ def _write_canvas(args) -> int:
         refuse_a_file_not_its_own(target, args.to, "--to", CANVAS_CSV, args.force)  # (after what --force never lifts)
     except (PathError, FileNotFoundError) as error:
         raise ExerciseError(str(error)) from None
+    args.assignment = _as_typed(args.assignment, "--assignment")
     if not args.assignment.strip() or any(character in args.assignment for character in "\r\n"):
         raise ExerciseError(f"--assignment {args.assignment!r}: name the assignment's column in one line, as Canvas "
                             f"names it, e.g. \"Week 3 (12345)\"")
@@ -290,6 +292,18 @@ def _write_canvas(args) -> int:
         if names:
             print(f"  {len(names)} {what}:\n" + "".join(f"    {shown(name)}\n" for name in names), end="")
     return 0
+
+
+def _as_typed(text: str, option: str) -> str:
+    """An option's text as typed: in a C or POSIX locale (PYTHONUTF8=0) Python reads a UTF-8 'ö' as two escaped
+    bytes, which a file would get as '\\udcc3\\udcb6'; they are read as UTF-8 again, or refused if they are not."""
+    if not any("\udc80" <= character <= "\udcff" for character in text):
+        return text
+    try:
+        return os.fsencode(text).decode("utf-8")
+    except UnicodeError:
+        raise ExerciseError(f"{option} {text.encode('ascii', 'backslashreplace').decode()}: holds bytes that are not "
+                            f"UTF-8 text; type it in a UTF-8 terminal") from None
 
 
 if __name__ == "__main__":
