@@ -886,6 +886,20 @@ def test_a_chapter_whose_cells_are_not_cells_is_named_before_any_chapter_runs(ti
     assert f"{path}: " in error and "Traceback" not in error and not out.exists(), error
 
 
+def test_a_chapter_saved_without_cell_ids_builds_even_with_warnings_as_errors(tiny_book, tmp_path):
+    """PYTHONWARNINGS=error: a notebook saved by an older Jupyter (cells without ids) was refused as 'not a readable
+    notebook: Cell is missing an id field', nbformat's notice that it gives them ids; without it, the notice was
+    printed under the build's lines."""
+    _cells_changed(tiny_book / "02_second.ipynb", lambda nb: [cell.pop("id", None) for cell in nb["cells"]])
+    assert '"id"' not in (tiny_book / "02_second.ipynb").read_text(), "the test's chapter should have no cell ids"
+    out = tmp_path / "book"
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "book", "--no-pdf", "--quick", "--chapters",
+                                str(tiny_book), "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                               timeout=300, env={**os.environ, "PYTHONWARNINGS": "error"})
+    assert completed.returncode == 0, f"the book should build as without PYTHONWARNINGS: {completed.stderr}"
+    assert (out / "02_second.html").is_file() and "missing an id" not in completed.stdout + completed.stderr
+
+
 def test_a_source_written_as_a_list_of_lines_is_text(tiny_book):
     _cells_changed(tiny_book / "02_second.ipynb", lambda nb: nb["cells"][1].update(source=["x = 1\n", "print(x)"]))
     assert [chapter.path.name for chapter in find_chapters(tiny_book)] == ["01_first.ipynb", "02_second.ipynb"]
