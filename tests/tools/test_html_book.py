@@ -855,6 +855,21 @@ def test_without_chromium_the_build_says_why_there_is_no_pdf(tmp_path, monkeypat
     assert not (tmp_path / printed.PDF_NAME).exists()
 
 
+def test_a_chromium_that_writes_no_pdf_is_one_line_and_the_html_book_stands(tmp_path):
+    """A 'chromium' that exits 0 but writes 'garbage' as the PDF ended the build with pypdf's traceback
+    (PdfStreamError: Stream has ended unexpectedly), and no book at all."""
+    from minitorch.tools.book import printed
+
+    chromium = tmp_path / "chromium"
+    chromium.write_text('#!/bin/sh\nfor a; do case "$a" in --print-to-pdf=*) echo garbage > "${a#*=}";; esac; done\n')
+    chromium.chmod(0o755)
+    (tmp_path / printed.PRINT_PAGE).write_text("<html><body><h1>One</h1></body></html>")
+    lines = []
+    assert printed.print_pdf(tmp_path, lines.append, str(chromium)) is None, "garbage is no PDF"
+    assert len(lines) == 1 and "Chromium exited 0 but wrote no readable PDF" in lines[0], lines
+    assert not (tmp_path / printed.PDF_NAME).exists(), "the garbage must not be left as the book's PDF"
+
+
 def _cells_changed(path: Path, change) -> Path:
     """The notebook at `path` with `change` applied to its JSON (a dict), written back as JSON."""
     import json
