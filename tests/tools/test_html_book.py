@@ -870,6 +870,19 @@ def test_a_chromium_that_writes_no_pdf_is_one_line_and_the_html_book_stands(tmp_
     assert not (tmp_path / printed.PDF_NAME).exists(), "the garbage must not be left as the book's PDF"
 
 
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs a HOME no one may write to")
+def test_a_home_no_one_may_write_to_still_builds_the_book(tiny_book, tmp_path):
+    """HOME=/proc: every kernel failed to start ('No such file or directory: /proc/.ipython'), HOME not named;
+    the kernels now keep their files in a temporary folder for the build, and the build says so."""
+    out = tmp_path / "book"
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "book", "--no-pdf", "--quick", "--chapters",
+                                str(tiny_book), "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                               timeout=300, env={**os.environ, "HOME": "/proc"})
+    assert completed.returncode == 0, f"the book should build with HOME=/proc: {completed.stdout}{completed.stderr}"
+    assert "HOME=/proc is not a folder you may write to" in completed.stdout, completed.stdout
+    assert (out / "01_first.html").is_file() and (out / "02_second.html").is_file()
+
+
 def _cells_changed(path: Path, change) -> Path:
     """The notebook at `path` with `change` applied to its JSON (a dict), written back as JSON."""
     import json
