@@ -452,6 +452,32 @@ def test_pages_load_in_a_browser_without_javascript_errors_or_missing_files(quic
         assert not errors, f"{page} has JavaScript errors or missing files in the browser:\n" + "\n".join(errors)
 
 
+def _is_running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie has ended: only its exit status waits to be collected)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the kernel's processes in /proc")
+def test_what_a_cell_starts_in_a_session_of_its_own_ends_with_the_build(tiny_book, tmp_path):
+    """A cell's subprocess.Popen(['sleep', '300'], start_new_session=True) was still running after the build: out
+    of the kernel's process group, which is all a stop killed, and the build's end killed nothing."""
+    spawned = tmp_path / "spawned.pid"
+    _notebook(tiny_book / "03_third.ipynb", "Chapter 03 — Three",
+              f"import pathlib, subprocess\nchild = subprocess.Popen(['sleep', '300'], start_new_session=True, "
+              f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+              f"pathlib.Path({str(spawned)!r}).write_text(str(child.pid))")
+    completed = _book("--no-pdf", "--quick", "--chapters", str(tiny_book), "--out", str(tmp_path / "book"))
+    assert completed.returncode == 0, completed.stderr
+    pid = int(spawned.read_text())
+    running = _is_running(pid)
+    if running:
+        os.kill(pid, signal.SIGKILL)
+    assert not running, "the process a cell started in a new session outlived the build"
+
+
 def test_a_kernel_that_does_not_start_is_one_line_not_a_traceback(tiny_book, tmp_path, monkeypatch):
     from minitorch.tools.book.chapters import find_chapters as chapters_in
     from minitorch.tools.book.execute import KERNEL_START_ATTEMPTS, execute_chapter

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -15,7 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitorch.outputs import end_with_parent
+from minitorch.outputs import end_processes_marked, end_with_parent
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
@@ -31,6 +32,7 @@ KERNEL_START_ATTEMPTS = 2  # a second try when a kernel does not start (two kern
 # Figures reach the page through the inline backend (each plt.show() becomes a PNG output); a shell's
 # MPLBACKEND=Agg would draw them nowhere, so the kernel's backend is set here, not inherited.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+KERNEL_MARKER = "MINITORCH_BOOK_KERNEL"  # in a kernel's environment: names it and every process its cells start
 KERNEL_FILES = ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR")  # their folders, in HOME unless set
 KERNEL_ARGUMENTS = [
     # A cell's error reaches the build through the notebook; the kernel's own log (a warning at every start,
@@ -149,6 +151,7 @@ def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None, cel
 
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     os.environ["MINITORCH_QUICK"] = "1" if quick else "0"
+    os.environ[KERNEL_MARKER] = f"{os.getpid()}-{chapter.number}-{secrets.token_hex(4)}"  # its kernel's processes
     start = time.perf_counter()
     for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
         stop.check()
@@ -208,7 +211,10 @@ def _execute_cells(stop: Stop, notebook, cell_timeout: int) -> tuple[int | None,
         _finish_abandoned_tasks()
         raise
     finally:
-        kernel.__exit__(None, None, None)  # shuts the kernel down
+        try:
+            kernel.__exit__(None, None, None)  # shuts the kernel down
+        finally:  # and what its cells started and left running, in a new session too (it inherits the marker)
+            end_processes_marked(KERNEL_MARKER, os.environ[KERNEL_MARKER])
     return None, ""
 
 
