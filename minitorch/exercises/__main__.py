@@ -231,14 +231,16 @@ def _bundle(args) -> int:
 
 
 def _is_canvas_csv(path: Path) -> bool:
-    """Whether `path` is a CSV canvas-csv wrote: its first line is Canvas's five columns and one assignment's."""
+    """Whether `path` is a CSV canvas-csv wrote: its first line is Canvas's five columns and one assignment's, which
+    is not a roster's `submission` column (next week's roster, in the layout the help asks for, is no output)."""
     import csv
 
     from minitorch.exercises.grader.trusted.gradebook import CANVAS_COLUMNS
 
     with open(path, encoding="utf-8", newline="") as file:
         header = next(csv.reader([file.readline(4096)]), [])
-    return len(header) == len(CANVAS_COLUMNS) + 1 and tuple(header[:-1]) == CANVAS_COLUMNS
+    return len(header) == len(CANVAS_COLUMNS) + 1 and tuple(header[:-1]) == CANVAS_COLUMNS and \
+        header[-1].strip().casefold() != "submission"
 
 
 CANVAS_CSV = OwnFile("a Canvas CSV that canvas-csv wrote (Student, ID, SIS User ID, SIS Login ID, Section and one "
