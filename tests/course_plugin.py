@@ -38,6 +38,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -110,6 +111,10 @@ def pytest_configure(config):
     _check_exercise_markers(config.getoption("markexpr") or "")
     root = Path(config.getoption("--minitorch-root") or REPOSITORY).expanduser().resolve()
     _use_minitorch_from(root)
+    if os.environ.get("MINITORCH_GRADER_PID", "").isdigit():  # a check process ends with the grade run that started
+        from minitorch.outputs import end_with_parent  # it: SIGKILLed, that run can stop no one (its own session)
+
+        end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
     scoreboard = Scoreboard(config, root, seed)
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(StudentCode(scoreboard))

@@ -282,6 +282,52 @@ def _kill_when(process: subprocess.Popen, ready, what: str) -> list[int]:
     return descendants
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_check(pid: int) -> bool:
+    """Whether `pid` is a grading check process with its worker started (not the tests' collection)."""
+    return "-m pytest" in _cmdline(pid) and "--collect-only" not in _cmdline(pid) and any(
+        "worker.py" in _cmdline(child) for child in _descendants(pid))
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir() or (ROOT / "minitorch" / "exercises" / "edition.json").exists(),
+                    reason="finds the check process through /proc; grades with the book's reference answers")
+def test_grades_check_process_ends_when_grade_is_killed(tmp_path):
+    """SIGKILL to grade (the OOM killer, kill -9) left its check process (its own session, under PID 1) and the
+    student's sandbox running on until the student's budget."""
+    from minitorch.exercises.registry import replace_bodies
+
+    edition = tmp_path / "edition"
+    made = _command("minitorch.exercises", "student-edition", str(edition), "--only", "3.1")
+    assert made.returncode == 0, made.stderr
+    copy = shutil.copytree(edition, tmp_path / "subs" / "ann")
+    attention = copy / "minitorch" / "paper" / "attention.py"
+    attention.write_text(replace_bodies(attention.read_text(), {"causal_mask": "while True:\n    pass\n"},
+                                        "minitorch/paper/attention.py"))
+    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"), "--out",
+                                str(tmp_path / "grades"), "--only", "3.1", "--timeout", "300", "--budget", "900"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checks: list[int] = []
+
+    def check_started(found: list[int]) -> bool:
+        checks[:] = [pid for pid in found if _is_check(pid)]
+        return bool(checks)
+
+    try:
+        _kill_when(process, check_started, "the check process")
+    finally:
+        process.kill()
+    left = _still_running(checks)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the check process outlived the killed grade run"
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
 def test_reproduces_workers_and_resource_tracker_end_when_the_command_is_killed(tmp_path):
     """The workers and multiprocessing's resource tracker lived on under PID 1 for minutes after a SIGKILL."""
