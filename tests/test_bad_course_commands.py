@@ -664,6 +664,23 @@ def test_canvas_csv_refuses_an_assignment_named_as_one_of_its_columns(tmp_path, 
         pytest.fail(f"--assignment {assignment!r} should be refused, not written as a second column:\n{text}")
 
 
+@pytest.mark.parametrize("handed_out, said", [
+    ([], "its minitorch/exercises/edition.json hands out no exercise (a solutions edition?)"),
+    (["9.9"], "its minitorch/exercises/edition.json hands out unknown exercise ID(s) 9.9"),
+], ids=["nothing-a-solutions-edition", "an-unknown-id"])
+def test_grade_refuses_an_edition_that_hands_out_nothing_or_an_unknown_exercise(tmp_path, handed_out, said):
+    """--edition of a solutions edition (handed_out []) graded all 18 exercises, 1 / 36 for a right 3.1; an
+    edition.json naming 9.9 was refused as if 9.9 had been typed, the file unnamed."""
+    edition = tmp_path / "edition"
+    (edition / "minitorch" / "exercises").mkdir(parents=True)
+    (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": handed_out}))
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "grades"), "--edition", str(edition))
+    assert completed.returncode == 2 and f"--edition {edition}: {said}" in completed.stderr, (
+        f"the edition's manifest should be named as the reason: {completed.stderr}")
+    assert not (tmp_path / "grades").exists(), "nothing may be graded"
+
+
 @pytest.mark.parametrize("manifest,named", [
     ({"handed_out": "1.2"}, r"field handed_out should be a list of exercise IDs .*got str '1\.2'"),
     ({"handed_out": [1.2]}, r"field handed_out should be a list of exercise IDs .*got list \[1\.2\]"),

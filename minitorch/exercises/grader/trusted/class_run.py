@@ -27,7 +27,7 @@ from minitorch.exercises.grader.trusted.grading import Run, grade_submission, re
 from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
-from minitorch.exercises.registry import (ExerciseError, chosen, load_exercises, read_manifest_data,
+from minitorch.exercises.registry import (MANIFEST, ExerciseError, chosen, load_exercises, read_manifest_data,
                                           secret_output_refused, select)
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
@@ -45,7 +45,14 @@ def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
         if manifest is None:
             raise ExerciseError(f"--edition {args.edition}: no minitorch/exercises/edition.json there; name the folder "
                                 f"of the student edition you made (python -m minitorch.exercises student-edition)")
-        exercises, source = select(exercises, only=manifest["handed_out"]), f"the edition {args.edition}"
+        named = f"--edition {args.edition}: its {MANIFEST}"
+        if not manifest["handed_out"]:  # select() would read "none" as "every exercise"
+            raise ExerciseError(f"{named} hands out no exercise (a solutions edition?), so there is nothing to grade; "
+                                f"name the edition you handed out, or the exercises with --only")
+        try:
+            exercises, source = select(exercises, only=manifest["handed_out"]), f"the edition {args.edition}"
+        except ExerciseError as error:
+            raise ExerciseError(f"{named} hands out {error}") from None
     return [exercise.id for exercise in exercises], source
 
 
