@@ -664,6 +664,19 @@ def test_canvas_csv_refuses_an_assignment_named_as_one_of_its_columns(tmp_path, 
         pytest.fail(f"--assignment {assignment!r} should be refused, not written as a second column:\n{text}")
 
 
+def test_grade_run_from_a_student_edition_is_refused_as_the_bundle_is(tmp_path):
+    """A TA grading from the handed-out edition (no tests/hidden) graded on the public tests alone, which took the
+    hidden share too, under 'a fresh secret seed' that decided nothing; gradescope-bundle refuses such a copy."""
+    edition = tmp_path / "edition"
+    assert _course("student-edition", str(edition), "--only", "3.1").returncode == 0
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "grades"), "--only", "3.1",
+                        cwd=edition)
+    assert completed.returncode == 2 and "is a student edition" in completed.stderr, (
+        f"grading from an edition should be refused: {completed.stdout}{completed.stderr}")
+    assert "grade from the full book" in completed.stderr and not (tmp_path / "grades").exists()
+
+
 @pytest.mark.parametrize("handed_out, said", [
     ([], "its minitorch/exercises/edition.json hands out no exercise (a solutions edition?)"),
     (["9.9"], "its minitorch/exercises/edition.json hands out unknown exercise ID(s) 9.9"),

@@ -164,6 +164,9 @@ def grade_class(args, root: Path) -> int:
         raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
                             f"To regrade every student with these settings add --regrade (adjustments.csv is "
                             f"kept), or grade into a new --out")
+    if (Path(root) / MANIFEST).exists():  # as gradescope-bundle refuses: no hidden tests, no reference answers
+        raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists): it holds no hidden tests, so the public "
+                            f"tests would earn every point; grade from the full book, the instructor's checkout")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
     refuse_unknown_students(out, read_adjustments(out, maximum_of(run.exercise_ids)), found,  # (a typo stops it)
                             f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
