@@ -677,6 +677,18 @@ def test_grade_run_from_a_student_edition_is_refused_as_the_bundle_is(tmp_path):
     assert "grade from the full book" in completed.stderr and not (tmp_path / "grades").exists()
 
 
+def test_an_edition_made_from_an_edition_cannot_release_the_stubs_as_answers(tmp_path):
+    """student-edition --release 1.1,...,2.4 run in a student edition wrote an edition.json saying they were
+    released, while mul_backward and the rest were still the stubs, blocking 3.2's tests."""
+    edition = tmp_path / "edition"
+    assert _course("student-edition", str(edition), "--only", "3.1").returncode == 0
+    completed = _course("student-edition", str(tmp_path / "q3"), "--only", "3.2", "--release",
+                        "1.1,1.2,1.3,1.4,2.1,2.2,2.3,2.4", cwd=edition)
+    assert completed.returncode == 2 and "holds no answer to exercise(s) 1.1, 1.2" in completed.stderr, (
+        f"releasing a stub should be refused: {completed.stdout}{completed.stderr}")
+    assert not (tmp_path / "q3").exists(), "a refused edition must write nothing"
+
+
 @pytest.mark.parametrize("handed_out, said", [
     ([], "its minitorch/exercises/edition.json hands out no exercise (a solutions edition?)"),
     (["9.9"], "its minitorch/exercises/edition.json hands out unknown exercise ID(s) 9.9"),

@@ -135,6 +135,10 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if overlap:
         raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
                             f"exercise, or release its answer, not both")
+    stubs = _stubs_among(root, released, table)
+    if stubs:  # (an edition made from an edition: its stubs would be handed out as the released answers)
+        raise ExerciseError(f"{root} holds no answer to exercise(s) {', '.join(stubs)}: their functions are stubs (a "
+                            f"student edition?), so they cannot be released; make the edition from the full book")
     again = sorted(set(_ids(selected)) & set(_ids(before)), key=sort_key)
     if again:  # students would be told to bring their own answer to an exercise this edition stubs for them
         raise ExerciseError(f"exercise(s) {', '.join(again)} are both handed out and handed out before; hand an "
@@ -147,6 +151,18 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
         raise ExerciseError(f"{error} (nothing was written)") from None
     os.chmod(dest, 0o755)  # a class (or its TAs) must be able to read it, whatever the umask
     return summary
+
+
+def _stubs_among(root: Path, released: list[str], table=None) -> list[str]:
+    """The IDs of `released` whose function in the copy at `root` is the edition's stub, not an answer."""
+    stubs = []
+    for exercise in (e for e in load_exercises(root, table) if e.id in released):
+        try:
+            node = function_node(ast.parse((root / exercise.module).read_text(encoding="utf-8")), exercise.function)
+        except (OSError, SyntaxError, ValueError):
+            continue  # (the build reads the module again, and names what is wrong with it)
+        stubs += [exercise.id] if node is not None and is_stub(node, exercise) else []
+    return stubs
 
 
 def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) -> None:
