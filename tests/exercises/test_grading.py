@@ -1190,6 +1190,41 @@ def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_
     assert status == 0 and "Grading 1 of 3 students" in printed, printed
 
 
+def test_a_second_grade_into_a_gradebook_being_graded_is_refused(fake_class):
+    """Two grade runs into one --out a second apart (a TA and the instructor) both graded the same students, each on
+    a fresh seed of its own, and run.json kept one: the gradebook mixed students graded on two seeds."""
+    from minitorch.exercises import __main__ as exercises_cli
+    from minitorch.exercises.grader.trusted import class_run
+    from minitorch.exercises.registry import ExerciseError
+
+    submissions, out, fake, run = fake_class
+    fake.block.add("cat")
+    second: list[str] = []
+
+    def grade_again_while_cat_is_graded():
+        if fake.blocking.wait(120):
+            arguments = exercises_cli._parser().parse_args(["grade", str(submissions), "--out", str(out), "--only",
+                                                            ",".join(ONE)])
+            try:
+                second.append(f"graded, status {class_run.grade_class(arguments, ROOT)}")
+            except ExerciseError as error:
+                second.append(str(error))
+        os.kill(os.getpid(), signal.SIGTERM)  # ends the first run, as the signal test does
+
+    other = threading.Thread(target=grade_again_while_cat_is_graded)
+    other.start()
+    try:
+        status, printed = run("--only", ",".join(ONE), "--jobs", "1")
+    finally:
+        other.join()
+    assert status == 128 + signal.SIGTERM, printed
+    assert len(second) == 1 and "is being graded by another grade run right now" in second[0], (
+        f"the second run should be refused while the first holds the gradebook: {second}")
+    assert sorted({seed for _, seed in fake.graded}) == [json.loads((out / "run.json").read_text())["exercise_seed"]]
+    fake.block.clear()
+    assert run()[0] == 0, "once the first run has ended, the gradebook is free again"
+
+
 def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, tmp_path):
     from minitorch.exercises import __main__ as exercises_cli
     submissions, out, fake, run = fake_class

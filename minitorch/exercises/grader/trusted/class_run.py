@@ -7,8 +7,10 @@ student; a resume keeps them and the students graded, and refuses other settings
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
+import fcntl
 import json
 import os
 import secrets
@@ -168,6 +170,32 @@ def grade_class(args, root: Path) -> int:
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists): it holds no hidden tests, so the public "
                             f"tests would earn every point; grade from the full book, the instructor's checkout")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
+    with only_run_in(out, recorded):
+        return _prepare_and_grade(args, root, out, run, record, recorded, found, source, differences)
+
+
+@contextlib.contextmanager
+def only_run_in(out: Path, recorded: dict | None):
+    """The gradebook `out` for this run alone (a lock on its folder, released as the run ends): a second grade into
+    it at the same time, a TA's, graded the same students on another seed, and run.json kept one of the seeds."""
+    lock = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExerciseError(f"--out {out} is being graded by another grade run right now (yours, or another "
+                                f"user's); wait for it to end, or grade into another --out") from None
+        if read_run(out) != recorded:  # that run ended between this one's reading run.json and the lock
+            raise ExerciseError(f"--out {out}: another grade run changed {RUN_NAME} as this one started; run the "
+                                f"command again")
+        yield
+    finally:
+        os.close(lock)
+
+
+def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, recorded: dict | None, found: dict,
+                       source: str, differences: list[str]) -> int:
+    """The checks that need OUT, the students to grade, the isolation; then run.json, and the grading."""
     refuse_unknown_students(out, read_adjustments(out, maximum_of(run.exercise_ids)), found,  # (a typo stops it)
                             f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
                             f"whose name is hidden, not printable or a formula is graded as NAME-submission)")
