@@ -1016,6 +1016,17 @@ def test_a_run_record_with_a_field_of_the_wrong_kind_is_not_a_run_record(fake_cl
     assert "other settings" not in printed and fake.graded == []
 
 
+def test_student_names_an_entry_graded_under_a_safe_name_by_the_entrys_own_name(fake_class):
+    """--student=-rf said 'no such entry' though the entry -rf exists: it is graded as 'student -rf-submission'."""
+    submissions, out, fake, run = fake_class
+    (submissions / "-rf" / "minitorch").mkdir(parents=True)
+    assert run("--only", ",".join(ONE))[0] == 0
+    fake.graded.clear()
+    status, printed = run("--student=-rf")
+    assert status == 0 and [student for student, _ in fake.graded] == ["student -rf-submission"], (
+        f"--student -rf should regrade the entry -rf: {printed}")
+
+
 def test_student_on_a_new_gradebook_claims_no_other_student_already_graded(fake_class):
     submissions, out, fake, run = fake_class
     status, printed = run("--only", ",".join(ONE), "--student", "ann")

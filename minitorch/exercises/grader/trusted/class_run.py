@@ -28,7 +28,7 @@ from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEED
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
 from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
-from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
+from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries, student_of
 from minitorch.exercises.registry import (MANIFEST, ExerciseError, chosen, load_exercises, read_manifest_data,
                                           secret_output_refused, select)
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
@@ -120,7 +120,7 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
     altered = sorted(student for student in complete if recorded_results.get(student) != results_digest(out, student))
     complete -= set(altered)
     if args.student:
-        named = [name.strip() for part in args.student for name in part.split(",") if name.strip()]
+        named = [_student_named(name, found) for part in args.student for name in part.split(",") if name.strip()]
         unknown = [name for name in named if name not in found]
         if unknown:
             raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
@@ -132,6 +132,16 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
     changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
     kept = sorted(complete - set(changed))
     return {student: entry for student, entry in found.items() if student not in kept}, kept, changed, altered
+
+
+def _student_named(name: str, found: dict[str, Entry]) -> str:
+    """The student `--student NAME` means: NAME as written or without spaces at its ends, or the entry of that name
+    graded under a safe one (the entry '-rf' as 'student -rf-submission')."""
+    by_entry = {student_of(entry.path.name): student for student, entry in found.items()}
+    for candidate in (name, name.strip()):
+        if candidate in found or candidate in by_entry:
+            return candidate if candidate in found else by_entry[candidate]
+    return name.strip()
 
 
 def is_complete(out_dir: Path, exercise_ids) -> bool:
