@@ -170,6 +170,18 @@ def test_a_zip_cut_short_is_refused_as_such_not_read_as_the_model_file_stored_in
         assert (tmp_path / name.replace(".zip", "") / "copy" / "minitorch" / "__init__.py").is_file(), name
 
 
+def test_a_zip_member_whose_name_is_too_long_for_a_file_system_is_named_in_one_line(tmp_path):
+    """A member notes/nnn...(300 bytes).txt: the unpacking failed with Python's 'OSError: [Errno 36] File name too
+    long' and the grader's scratch path; now the name's length is said, before anything is unpacked."""
+    archive = zipped(a_copy(tmp_path / "ann"), tmp_path / "ann.zip")
+    with zipfile.ZipFile(archive, "a") as opened:
+        opened.writestr("copy/notes/" + "n" * 300 + ".txt", "my notes")
+    with pytest.raises(ExerciseError, match=r"ann.zip holds a file or folder whose name has 304 bytes .* more than "
+                                            r"the 255 a file system allows: rename it") as refused:
+        unpack(archive, tmp_path / "out")
+    assert "Errno" not in str(refused.value) and not (tmp_path / "out").exists(), refused.value
+
+
 def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as opened:

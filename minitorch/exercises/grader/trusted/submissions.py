@@ -20,6 +20,7 @@ from minitorch.exercises.grader.trusted.student_text import FORMULA_STARTS, show
 
 MAX_FILES = 100_000  # files and folders of a copy (the project has a few hundred)
 MAX_DEPTH = 64  # folders inside one another (the project nests 4)
+NAME_MAX = 255  # bytes of one file or folder name, on most file systems
 MAX_NAME_BYTES = 200  # a student's ID names their folders in the gradebook (at most 255 bytes)
 OS_LITTER = ("__MACOSX", ".DS_Store")  # what macOS leaves beside the copies: no student
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes
@@ -161,6 +162,10 @@ def _check_member(member: zipfile.ZipInfo, dest: Path, unpacked: set[str]) -> No
         raise ExerciseError(f"holds the member {name!r}, which would unpack outside its folder")
     if path in unpacked:
         raise ExerciseError(f"holds {shown(path)} twice (as {name} and another spelling): zip one copy of each file")
+    long = next((part for part in path.split("/") if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX), None)
+    if long is not None:  # (unpacking failed with 'OSError: [Errno 36] File name too long' and a scratch path)
+        raise ExerciseError(f"holds a file or folder whose name has {len(long.encode('utf-8', 'surrogateescape'))} "
+                            f"bytes ({shown(long)[:40]}...), more than the {NAME_MAX} a file system allows: rename it")
     unpacked.add(path)
 
 
