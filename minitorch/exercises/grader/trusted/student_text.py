@@ -12,6 +12,7 @@ import functools
 import re
 from pathlib import Path
 
+from minitorch.exercises.grader.channel import MAX_ARRAY_ELEMENTS
 from minitorch.exercises.registry import EXERCISES
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a cell starting so is a formula to a spreadsheet
@@ -85,6 +86,9 @@ FORMS = {
                 (r"exit status (-?\d{1,4})\b", "crashed: the code ended the process (exit status {})"),
                 (r"", "crashed: the process running the code ended before the test did")],
     "failed": [(r"^did not run", "did not run: the check process ended before it"),
+               (r"^the answer cannot be sent to the grader", "the answer cannot be sent to the grader: it is not plain "
+                                                              "data, or an array of more than the "
+                                                              f"{MAX_ARRAY_ELEMENTS:,} elements it takes"),
                (r"^grader error:", "grader error: the test never called your code (the instructor's to fix)"),
                (r"^AssertionError: (?s:.*)shapes? .{0,80}mismatch", "wrong shape"),
                (r"^AssertionError: (?s:.*)(Not equal to tolerance|Arrays are not|Mismatched)", "wrong values"),
