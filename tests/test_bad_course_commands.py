@@ -634,6 +634,23 @@ def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_gr
         f"a name or section a spreadsheet would run as a formula should start with ', the IDs unchanged; got {row}")
 
 
+def test_canvas_csv_matches_submissions_that_differ_only_in_spaces_at_their_ends_as_written(tmp_path):
+    """Students 'alice', 'alice ' and ' alice' (grade keeps them apart, and flags them): the roster's cells were
+    trimmed, so all three matched 'alice' and the export was refused for a duplicate the instructor never wrote."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section,submission\nA One,1,s1,a1,S,"alice "\n'
+                      'A Two,2,s2,a2,S," alice"\nA Three,3,s3,a3,S,alice\nB,4,s4,b,S, bob \n', encoding="utf-8")
+    grades = [{"student": "alice", "total": "1"}, {"student": "alice ", "total": "2"},
+              {"student": " alice", "total": "3"}, {"student": "bob", "total": "4"}]
+    text, _, _ = canvas_csv(grades, roster, "W")
+    totals = {row[0]: row[-1] for row in csv.reader(io.StringIO(text))}
+    assert totals == {"Student": "W", "A One": "2", "A Two": "3", "A Three": "1", "B": "4"}, (
+        f"each roster row should get the grade of its submission as written (a cell with spaces alone trimmed): "
+        f"{totals}")
+
+
 def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_grades(tmp_path):
     """A roster with two `submission` columns: a CSV row keeps only the last cell of a name, so ann's row would
     have read bob's submission and each taken the other's grade. It is refused, naming the column."""

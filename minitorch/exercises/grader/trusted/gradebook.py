@@ -394,7 +394,8 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     for student in totals:
         for name in (student, (entries or {}).get(student, student)):
             names.setdefault(student_of(name), student)
-    matched = [names.get(student_of((row.get("submission") or "").strip())) for row in roster]  # row -> student
+    cells = [row.get("submission") or "" for row in roster]  # as written first: grade keeps 'alice ' apart
+    matched = [names.get(student_of(cell), names.get(student_of(cell.strip()))) for cell in cells]  # row -> student
     twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
     if twice:
         raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")
