@@ -112,9 +112,12 @@ def pytest_configure(config):
     root = Path(config.getoption("--minitorch-root") or REPOSITORY).expanduser().resolve()
     _use_minitorch_from(root)
     if os.environ.get("MINITORCH_GRADER_PID", "").isdigit():  # a check process ends with the grade run that started
-        from minitorch.outputs import end_with_parent  # it: SIGKILLed, that run can stop no one (its own session)
-
-        end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
+        try:  # it: SIGKILLed, that run can stop no one (the check process is in a session of its own)
+            from minitorch.outputs import end_with_parent
+        except ImportError:  # (a grader's library without it: a test's tiny book)
+            pass
+        else:
+            end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
     scoreboard = Scoreboard(config, root, seed)
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(StudentCode(scoreboard))
