@@ -38,6 +38,7 @@ import json
 import math
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -110,6 +111,13 @@ def pytest_configure(config):
     _check_exercise_markers(config.getoption("markexpr") or "")
     root = Path(config.getoption("--minitorch-root") or REPOSITORY).expanduser().resolve()
     _use_minitorch_from(root)
+    if os.environ.get("MINITORCH_GRADER_PID", "").isdigit():  # a check process ends with the grade run that started
+        try:  # it: SIGKILLed, that run can stop no one (the check process is in a session of its own)
+            from minitorch.outputs import end_with_parent
+        except ImportError:  # (a grader's library without it: a test's tiny book)
+            pass
+        else:
+            end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
     scoreboard = Scoreboard(config, root, seed)
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(StudentCode(scoreboard))

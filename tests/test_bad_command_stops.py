@@ -219,7 +219,32 @@ def test_a_closed_pipe_is_quiet_and_a_full_disk_is_one_line():
     with open("/dev/full", "w") as full:
         result = _command("minitorch.exercises", "list", stdout=full, stderr=subprocess.PIPE)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
-    assert "No space left on device; the disk is full" in result.stderr, result.stderr
+    assert "standard output could not be written (No space left on device)" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_a_report_to_a_full_standard_output_names_it_and_the_work_is_still_done(tmp_path):
+    """student-edition > /dev/full wrote a complete edition and said 'the disk is full: free some space' (so did
+    canvas-csv and gradescope-bundle, their files written, and grade stopped before any student): the disk was not
+    full, standard output was; now the work is done and the error names standard output."""
+    with open("/dev/full", "w") as full:
+        result = _command("minitorch.exercises", "student-edition", str(tmp_path / "edition"), "--only", "1.1,1.2",
+                          stdout=full, stderr=subprocess.PIPE)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "standard output could not be written" in result.stderr and "the disk is full" not in result.stderr, (
+        f"the error should name standard output, not a full disk: {result.stderr}")
+    assert "its work went on and is done" in result.stderr, result.stderr
+    assert (tmp_path / "edition" / "minitorch" / "exercises" / "edition.json").is_file(), "the edition was written"
+
+
+def test_a_name_the_terminals_encoding_lacks_is_printed_escaped_not_a_traceback(tmp_path):
+    """LC_ALL=C PYTHONIOENCODING=ascii: grade's progress line for a student named José ended the run with a
+    UnicodeEncodeError traceback and no grades.csv; a character the output cannot take is printed as its escape."""
+    result = _command("minitorch.exercises", "student-edition", str(tmp_path / "wöche-中"), "--only", "1.1,1.2",
+                      env={**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "w\\xf6che-\\u4e2d" in result.stdout, f"the folder's name should be printed escaped: {result.stdout}"
+    assert (tmp_path / "wöche-中" / "README.md").is_file()
 
 
 # ----------------------------------------------------------------------
@@ -255,6 +280,52 @@ def _kill_when(process: subprocess.Popen, ready, what: str) -> list[int]:
     process.kill()
     process.wait(timeout=60)
     return descendants
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_check(pid: int) -> bool:
+    """Whether `pid` is a grading check process with its worker started (not the tests' collection)."""
+    return "-m pytest" in _cmdline(pid) and "--collect-only" not in _cmdline(pid) and any(
+        "worker.py" in _cmdline(child) for child in _descendants(pid))
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir() or (ROOT / "minitorch" / "exercises" / "edition.json").exists(),
+                    reason="finds the check process through /proc; grades with the book's reference answers")
+def test_grades_check_process_ends_when_grade_is_killed(tmp_path):
+    """SIGKILL to grade (the OOM killer, kill -9) left its check process (its own session, under PID 1) and the
+    student's sandbox running on until the student's budget."""
+    from minitorch.exercises.registry import replace_bodies
+
+    edition = tmp_path / "edition"
+    made = _command("minitorch.exercises", "student-edition", str(edition), "--only", "3.1")
+    assert made.returncode == 0, made.stderr
+    copy = shutil.copytree(edition, tmp_path / "subs" / "ann")
+    attention = copy / "minitorch" / "paper" / "attention.py"
+    attention.write_text(replace_bodies(attention.read_text(), {"causal_mask": "while True:\n    pass\n"},
+                                        "minitorch/paper/attention.py"))
+    process = subprocess.Popen([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"), "--out",
+                                str(tmp_path / "grades"), "--only", "3.1", "--timeout", "300", "--budget", "900"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    checks: list[int] = []
+
+    def check_started(found: list[int]) -> bool:
+        checks[:] = [pid for pid in found if _is_check(pid)]
+        return bool(checks)
+
+    try:
+        _kill_when(process, check_started, "the check process")
+    finally:
+        process.kill()
+    left = _still_running(checks)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "the check process outlived the killed grade run"
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")

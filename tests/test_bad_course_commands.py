@@ -158,6 +158,21 @@ def test_canvas_csv_refuses_to_write_over_its_roster_or_the_gradebook(tmp_path, 
     assert to.read_text() == before
 
 
+def test_canvas_csv_names_the_assignment_as_typed_in_a_posix_locale(tmp_path):
+    """PYTHONUTF8=0 LC_ALL=POSIX: --assignment 'Wöche 3' reached the CSV's header as 'W\\udcc3\\udcb6che 3' (Canvas
+    would match no column) and printing it ended in a UnicodeEncodeError traceback."""
+    out = _graded_class(tmp_path)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a1,ann,S1,ann\n")
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "canvas-csv", str(out), "--roster",
+                                str(roster), "--assignment", "Wöche 3", "--to", str(tmp_path / "canvas.csv")],
+                               cwd=ROOT, capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "PYTHONUTF8": "0", "LC_ALL": "POSIX", "LANG": "POSIX"})
+    assert completed.returncode == 0 and "Traceback" not in completed.stderr, completed.stderr
+    header = (tmp_path / "canvas.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert header.endswith(",Wöche 3"), f"the assignment's column should be named as typed: {header!r}"
+
+
 def test_canvas_csv_refuses_a_fifo_roster_and_an_assignment_name_canvas_cannot_use(tmp_path):
     """A roster that is a FIFO is refused at once rather than blocking forever, and so is an empty
     --assignment."""
@@ -198,7 +213,12 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
      r"adjustments.csv, line 2: not a well-formed CSV .*a quote left open"),
     ("student,points,late_penalty,points\nann,1,,-1\n",  # it would have kept only the -1
      r"adjustments.csv, line 1: the column\(s\) 'points' are named twice"),
-], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice"])
+    ("student,points,late_penalty,comment\nbob,0_5,0,\n",  # Python's float read it as 5
+     r"adjustments.csv, line 2: points '0_5' is not a number"),
+    ("student,points,late_penalty,comment\nbob,0,1_0%,\n", r"line 2: late_penalty '1_0' is not a number"),
+    ("student,points,late_penalty,comment\nbob,\u0661,0,\n", r"line 2: points '\u0661' is not a number"),
+], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice",
+        "an-underscore-in-points", "an-underscore-in-a-share", "an-arabic-digit"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
     """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote or a column
     named twice is refused with the file's line, not read as something else."""
@@ -212,6 +232,21 @@ def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
         path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(ExerciseError, match=message):
         read_adjustments(tmp_path)
+
+
+@pytest.mark.parametrize("points, penalty, shown", [("1.0000001", "", "points 1.0000001 is more"),
+                                                    ("", "100.00001%", "late_penalty 100.00001% is more"),
+                                                    ("", "1.00000001", "late_penalty 1.00000001 is more")],
+                         ids=["points", "a-share", "a-penalty"])
+def test_an_adjustment_beyond_the_maximum_is_refused_with_its_value_as_written(tmp_path, points, penalty, shown):
+    """'points 1 is more than the assignment's 1 points' said 1 > 1: the value was rounded to 6 decimals."""
+    from minitorch.exercises.grader.trusted.gradebook import read_adjustments
+    from minitorch.exercises.registry import ExerciseError
+
+    (tmp_path / "adjustments.csv").write_text(f"student,points,late_penalty,comment\nbob,{points},{penalty},\n")
+    with pytest.raises(ExerciseError) as refused:
+        read_adjustments(tmp_path, maximum=1)
+    assert shown in str(refused.value), f"the refusal should show the value as written ({shown}): {refused.value}"
 
 
 def test_carry_over_refuses_what_is_not_a_copy_of_the_book(tmp_path):
@@ -285,6 +320,27 @@ def test_carry_over_takes_the_function_as_the_grader_does_and_says_what_it_could
         completed.stdout + completed.stderr)
     carried = WRITTEN in (new / "minitorch" / "ops.py").read_text()
     assert carried == (returncode == 0), "carried over exactly when it says so"
+
+
+@pytest.mark.parametrize("link, exercise", [("minitorch/ops.py", "1.2"), ("minitorch/paper", "3.1")],
+                         ids=["the-file", "a-folder-on-the-way"])
+def test_carry_over_refuses_a_file_of_the_old_copy_reached_through_a_symbolic_link(tmp_path, week_one, link,
+                                                                                    exercise):
+    """OLD's ops.py (or its paper/ folder) a link to the instructor's reference file carried the reference answers
+    into NEW, those of exercises still stubbed in OLD too; grade refuses such a copy, and carry-over now does."""
+    old = _student_copy(week_one, tmp_path / "old")
+    shutil.rmtree(old / link) if (old / link).is_dir() else (old / link).unlink()
+    (old / link).symlink_to(ROOT / link)
+    new = tmp_path / "new"
+    shutil.copytree(week_one, new)
+    before = {path: path.read_bytes() for path in new.rglob("*.py")}
+    completed = _course("carry-over", str(old), str(new))
+    said = f"NOT carried over: {exercise}, cannot be read: OLD's {link} is a symbolic link"
+    assert completed.returncode == 1 and said in completed.stderr, (
+        f"a linked file must not be carried over, and be named: {completed.stdout + completed.stderr}")
+    changed = [str(path.relative_to(new)) for path, text in before.items() if path.read_bytes() != text]
+    assert changed == (["minitorch/ops.py"] if link == "minitorch/paper" else []), (
+        f"only what the student wrote in a regular file may reach NEW (their ops.py); changed: {changed}")
 
 
 def test_carry_over_refuses_an_edition_whose_file_is_a_named_pipe_without_waiting(tmp_path, week_one):
@@ -494,6 +550,15 @@ def test_an_edition_after_an_earlier_week_names_what_students_bring_and_says_so(
     assert "Your own answers to exercise(s) 1.1, 1.2, 1.3, 1.4 come from an earlier edition" in readme
 
 
+def test_an_edition_handing_out_an_exercise_also_named_as_handed_out_before_is_refused(tmp_path):
+    """--only 3.1 --handed-out-before 3.1 wrote an edition that stubs 3.1 for the students to write and tells them
+    to bring their own 3.1 from an earlier edition; contradictory, as --only 3.1 --release 3.1 is."""
+    completed = _course("student-edition", str(tmp_path / "edition"), "--only", "3.1", "--handed-out-before", "3.1")
+    assert completed.returncode == 2 and "3.1 are both handed out and handed out before" in completed.stderr, (
+        f"the contradiction should be refused naming 3.1; got: {completed.stderr}")
+    assert not (tmp_path / "edition").exists(), "a refused edition must write nothing"
+
+
 @the_full_book
 @pytest.mark.parametrize("command", ["student-edition", "gradescope-bundle"])
 def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one(tmp_path, command):
@@ -536,6 +601,25 @@ def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_pat
         assert "Traceback" not in completed.stderr and "bubblewrap" not in completed.stderr, completed.stderr
 
 
+@pytest.mark.skipif(os.geteuid() != 0 and shutil.which("bwrap") is None, reason="no sandbox here to start a worker in")
+def test_grading_run_by_an_interpreter_named_through_dot_dot_starts_its_sandboxed_workers(tmp_path):
+    """`cd repo; ../venv/bin/python -m minitorch.exercises grade ...` said 'no isolation is possible here ... Install
+    bubblewrap', bubblewrap installed: the workers were started as repo/../venv/bin/python, and no worker sees repo/."""
+    elsewhere = tmp_path / "repo"
+    elsewhere.mkdir()
+    python = os.path.relpath(sys.executable, elsewhere)
+    assert ".." in python, f"the interpreter should be named through '..' from {elsewhere}: {python}"
+    script = ("import sys; from minitorch.exercises.grader.trusted import isolation as sandbox; "
+              "print(sys.executable); print(sandbox.PYTHON); print(sandbox.choose('auto').kind)")
+    completed = subprocess.run([python, "-c", script], cwd=elsewhere, capture_output=True, text=True, timeout=600,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert completed.returncode == 0, f"a worker should start as with the absolute path: {completed.stderr[-2000:]}"
+    named, used, kind = completed.stdout.split("\n")[:3]
+    assert ".." in named and ".." not in used and os.path.samefile(used, sys.executable), (
+        f"the workers should run this Python by a path without '..': {named} -> {used}")
+    assert kind in ("bubblewrap", "chroot"), completed.stdout
+
+
 def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_grades_csv_does(tmp_path):
     """A Student or Section cell starting with = (or +, -, @) is a formula to a spreadsheet: the Canvas CSV quotes it
     with the rule grades.csv uses (csv_cell), and keeps the IDs Canvas matches a row by as the roster has them."""
@@ -548,6 +632,23 @@ def test_canvas_csv_writes_a_roster_name_that_looks_like_a_formula_as_text_as_gr
     row = list(csv.reader(io.StringIO(text)))[1]
     assert row == ["'=HYPERLINK(\"http://x.example\",\"Ann\")", "101", "s1", "ann@u", "'+A", "3"], (
         f"a name or section a spreadsheet would run as a formula should start with ', the IDs unchanged; got {row}")
+
+
+def test_canvas_csv_matches_submissions_that_differ_only_in_spaces_at_their_ends_as_written(tmp_path):
+    """Students 'alice', 'alice ' and ' alice' (grade keeps them apart, and flags them): the roster's cells were
+    trimmed, so all three matched 'alice' and the export was refused for a duplicate the instructor never wrote."""
+    from minitorch.exercises.grader.trusted.gradebook import canvas_csv
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section,submission\nA One,1,s1,a1,S,"alice "\n'
+                      'A Two,2,s2,a2,S," alice"\nA Three,3,s3,a3,S,alice\nB,4,s4,b,S, bob \n', encoding="utf-8")
+    grades = [{"student": "alice", "total": "1"}, {"student": "alice ", "total": "2"},
+              {"student": " alice", "total": "3"}, {"student": "bob", "total": "4"}]
+    text, _, _ = canvas_csv(grades, roster, "W")
+    totals = {row[0]: row[-1] for row in csv.reader(io.StringIO(text))}
+    assert totals == {"Student": "W", "A One": "2", "A Two": "3", "A Three": "1", "B": "4"}, (
+        f"each roster row should get the grade of its submission as written (a cell with spaces alone trimmed): "
+        f"{totals}")
 
 
 def test_canvas_csv_refuses_a_roster_with_a_column_named_twice_rather_than_swap_grades(tmp_path):
@@ -578,6 +679,48 @@ def test_canvas_csv_refuses_an_assignment_named_as_one_of_its_columns(tmp_path, 
     with pytest.raises(ExerciseError, match=r"--assignment .*Canvas's gradebook already has a column"):
         text, _, _ = canvas_csv([{"student": "ann", "total": "3"}], roster, assignment)
         pytest.fail(f"--assignment {assignment!r} should be refused, not written as a second column:\n{text}")
+
+
+def test_grade_run_from_a_student_edition_is_refused_as_the_bundle_is(tmp_path):
+    """A TA grading from the handed-out edition (no tests/hidden) graded on the public tests alone, which took the
+    hidden share too, under 'a fresh secret seed' that decided nothing; gradescope-bundle refuses such a copy."""
+    edition = tmp_path / "edition"
+    assert _course("student-edition", str(edition), "--only", "3.1").returncode == 0
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "grades"), "--only", "3.1",
+                        cwd=edition)
+    assert completed.returncode == 2 and "is a student edition" in completed.stderr, (
+        f"grading from an edition should be refused: {completed.stdout}{completed.stderr}")
+    assert "grade from the full book" in completed.stderr and not (tmp_path / "grades").exists()
+
+
+def test_an_edition_made_from_an_edition_cannot_release_the_stubs_as_answers(tmp_path):
+    """student-edition --release 1.1,...,2.4 run in a student edition wrote an edition.json saying they were
+    released, while mul_backward and the rest were still the stubs, blocking 3.2's tests."""
+    edition = tmp_path / "edition"
+    assert _course("student-edition", str(edition), "--only", "3.1").returncode == 0
+    completed = _course("student-edition", str(tmp_path / "q3"), "--only", "3.2", "--release",
+                        "1.1,1.2,1.3,1.4,2.1,2.2,2.3,2.4", cwd=edition)
+    assert completed.returncode == 2 and "holds no answer to exercise(s) 1.1, 1.2" in completed.stderr, (
+        f"releasing a stub should be refused: {completed.stdout}{completed.stderr}")
+    assert not (tmp_path / "q3").exists(), "a refused edition must write nothing"
+
+
+@pytest.mark.parametrize("handed_out, said", [
+    ([], "its minitorch/exercises/edition.json hands out no exercise (a solutions edition?)"),
+    (["9.9"], "its minitorch/exercises/edition.json hands out unknown exercise ID(s) 9.9"),
+], ids=["nothing-a-solutions-edition", "an-unknown-id"])
+def test_grade_refuses_an_edition_that_hands_out_nothing_or_an_unknown_exercise(tmp_path, handed_out, said):
+    """--edition of a solutions edition (handed_out []) graded all 18 exercises, 1 / 36 for a right 3.1; an
+    edition.json naming 9.9 was refused as if 9.9 had been typed, the file unnamed."""
+    edition = tmp_path / "edition"
+    (edition / "minitorch" / "exercises").mkdir(parents=True)
+    (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": handed_out}))
+    (tmp_path / "subs" / "ann" / "minitorch").mkdir(parents=True)
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "grades"), "--edition", str(edition))
+    assert completed.returncode == 2 and f"--edition {edition}: {said}" in completed.stderr, (
+        f"the edition's manifest should be named as the reason: {completed.stderr}")
+    assert not (tmp_path / "grades").exists(), "nothing may be graded"
 
 
 @pytest.mark.parametrize("manifest,named", [

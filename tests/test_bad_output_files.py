@@ -82,6 +82,28 @@ def test_a_bundle_a_canvas_csv_and_a_bench_file_are_recognised_by_their_mark(tmp
         assert check_output_file(path, "--to", own=own, force=True) == path, "--force replaces it"
 
 
+def test_canvas_csv_refuses_to_replace_a_roster_in_the_layout_it_reads(tmp_path):
+    """--to roster_week4.csv (a slip of the tab key) replaced next week's roster, Student, ID, SIS User ID, SIS Login
+    ID, Section, submission: five Canvas columns and one more passed for 'a Canvas CSV that canvas-csv wrote'."""
+    import subprocess
+    import sys
+
+    from test_bad_course_commands import _graded_class
+
+    out = _graded_class(tmp_path)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a1,ann,S1,ann\n")
+    week4 = tmp_path / "roster_week4.csv"
+    week4.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a1,ann,S1,ann\nCarl,3,c,c,S1,\n")
+    before = week4.read_text()
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "canvas-csv", str(out), "--roster",
+                                str(roster), "--assignment", "A", "--to", str(week4)], cwd=ROOT, capture_output=True,
+                               text=True, timeout=300)
+    assert completed.returncode == 2 and "add --force" in completed.stderr, (
+        f"a roster is not canvas-csv's to replace: {completed.stderr}")
+    assert week4.read_text() == before, "next week's roster must be kept as it was"
+
+
 def test_canvas_csv_replaces_its_own_file_and_refuses_the_users(tmp_path):
     import subprocess
     import sys

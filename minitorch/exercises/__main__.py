@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -230,14 +231,16 @@ def _bundle(args) -> int:
 
 
 def _is_canvas_csv(path: Path) -> bool:
-    """Whether `path` is a CSV canvas-csv wrote: its first line is Canvas's five columns and one assignment's."""
+    """Whether `path` is a CSV canvas-csv wrote: its first line is Canvas's five columns and one assignment's, which
+    is not a roster's `submission` column (next week's roster, in the layout the help asks for, is no output)."""
     import csv
 
     from minitorch.exercises.grader.trusted.gradebook import CANVAS_COLUMNS
 
     with open(path, encoding="utf-8", newline="") as file:
         header = next(csv.reader([file.readline(4096)]), [])
-    return len(header) == len(CANVAS_COLUMNS) + 1 and tuple(header[:-1]) == CANVAS_COLUMNS
+    return len(header) == len(CANVAS_COLUMNS) + 1 and tuple(header[:-1]) == CANVAS_COLUMNS and \
+        header[-1].strip().casefold() != "submission"
 
 
 CANVAS_CSV = OwnFile("a Canvas CSV that canvas-csv wrote (Student, ID, SIS User ID, SIS Login ID, Section and one "
@@ -257,7 +260,12 @@ def _write_canvas(args) -> int:
     run, out = gradebook.read_run(Path(args.out)), Path(args.out)
     if run is None or not (out / "grades.csv").is_file():
         raise ExerciseError(f"{args.out} holds no gradebook (run.json and grades.csv); run grade first")
-    graded = gradebook.class_rows(out)
+    altered = gradebook.changed_results(out, run.get("results"))
+    if altered:  # a grade is what grade wrote and recorded, never what the handed-back folder says now
+        raise ExerciseError(f"{out / gradebook.FEEDBACK_FOLDER}: the results.json of {', '.join(map(shown, altered))} "
+                            f"is not the one grade recorded (changed since it was graded); run grade again (it "
+                            f"regrades them), then canvas-csv")
+    graded = gradebook.class_rows(out, recorded=run.get("results"))
     adjustments = gradebook.read_adjustments(out, gradebook.maximum_of(run.get("exercises") or []))
     gradebook.refuse_unknown_students(args.out, adjustments, [row["extra_data"]["student"] for row in graded],
                                       f"have no grade in {args.out} (a misspelt name, or a student not graded yet)")
@@ -271,6 +279,7 @@ def _write_canvas(args) -> int:
         refuse_a_file_not_its_own(target, args.to, "--to", CANVAS_CSV, args.force)  # (after what --force never lifts)
     except (PathError, FileNotFoundError) as error:
         raise ExerciseError(str(error)) from None
+    args.assignment = _as_typed(args.assignment, "--assignment")
     if not args.assignment.strip() or any(character in args.assignment for character in "\r\n"):
         raise ExerciseError(f"--assignment {args.assignment!r}: name the assignment's column in one line, as Canvas "
                             f"names it, e.g. \"Week 3 (12345)\"")
@@ -285,6 +294,18 @@ def _write_canvas(args) -> int:
         if names:
             print(f"  {len(names)} {what}:\n" + "".join(f"    {shown(name)}\n" for name in names), end="")
     return 0
+
+
+def _as_typed(text: str, option: str) -> str:
+    """An option's text as typed: in a C or POSIX locale (PYTHONUTF8=0) Python reads a UTF-8 'ö' as two escaped
+    bytes, which a file would get as '\\udcc3\\udcb6'; they are read as UTF-8 again, or refused if they are not."""
+    if not any("\udc80" <= character <= "\udcff" for character in text):
+        return text
+    try:
+        return os.fsencode(text).decode("utf-8")
+    except UnicodeError:
+        raise ExerciseError(f"{option} {text.encode('ascii', 'backslashreplace').decode()}: holds bytes that are not "
+                            f"UTF-8 text; type it in a UTF-8 terminal") from None
 
 
 if __name__ == "__main__":

@@ -135,6 +135,14 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if overlap:
         raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
                             f"exercise, or release its answer, not both")
+    stubs = _stubs_among(root, released, table)
+    if stubs:  # (an edition made from an edition: its stubs would be handed out as the released answers)
+        raise ExerciseError(f"{root} holds no answer to exercise(s) {', '.join(stubs)}: their functions are stubs (a "
+                            f"student edition?), so they cannot be released; make the edition from the full book")
+    again = sorted(set(_ids(selected)) & set(_ids(before)), key=sort_key)
+    if again:  # students would be told to bring their own answer to an exercise this edition stubs for them
+        raise ExerciseError(f"exercise(s) {', '.join(again)} are both handed out and handed out before; hand an "
+                            f"exercise out in this edition, or name it in --handed-out-before, not both")
     try:
         with building_aside(dest) as building:
             summary = _build(building, selected, root, released, sorted(set(before) - set(released), key=sort_key),
@@ -143,6 +151,18 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
         raise ExerciseError(f"{error} (nothing was written)") from None
     os.chmod(dest, 0o755)  # a class (or its TAs) must be able to read it, whatever the umask
     return summary
+
+
+def _stubs_among(root: Path, released: list[str], table=None) -> list[str]:
+    """The IDs of `released` whose function in the copy at `root` is the edition's stub, not an answer."""
+    stubs = []
+    for exercise in (e for e in load_exercises(root, table) if e.id in released):
+        try:
+            node = function_node(ast.parse((root / exercise.module).read_text(encoding="utf-8")), exercise.function)
+        except (OSError, SyntaxError, ValueError):
+            continue  # (the build reads the module again, and names what is wrong with it)
+        stubs += [exercise.id] if node is not None and is_stub(node, exercise) else []
+    return stubs
 
 
 def copy_folder(source: Path, dest: Path, also_ignored: tuple[str, ...] = ()) -> None:
@@ -282,6 +302,7 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
         if stub is None or not is_stub(stub, exercise):
             continue
         try:
+            _refuse_links(Path(old), exercise.module)
             theirs = _module_text(Path(old) / exercise.module, exercise, "OLD")
             written = found.find(theirs, exercise)
             outside = found.helpers_outside(written, module_names(text))
@@ -323,6 +344,20 @@ def _holds(path: Path, text: str) -> bool:
         return path.read_text(encoding="utf-8") == text
     except (OSError, ValueError):
         return False
+
+
+def _refuse_links(old: Path, module: str) -> None:
+    """A StudentFunctionError if OLD's `module`, or a folder on the way to it, is a symbolic link: it could name the
+    instructor's reference file, whose answers would be carried into NEW (grade refuses such a copy the same way)."""
+    from minitorch.exercises.grader.sandboxed import student_function as found
+
+    parts = Path(module).parts
+    linked = next((Path(*parts[:end]) for end in range(1, len(parts) + 1) if (old / Path(*parts[:end])).is_symlink()),
+                  None)
+    if linked is not None:
+        raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"cannot be read: OLD's {linked.as_posix()} is a "
+                                                                 f"symbolic link; carry-over reads only regular files: "
+                                                                 f"put the file itself in your copy")
 
 
 def _module_text(path: Path, exercise: Exercise, what: str) -> str:

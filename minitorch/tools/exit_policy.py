@@ -207,6 +207,12 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
             print(f"{name}: error: standard output is closed (started with >&-), so what the command printed was "
                   f"lost; give it an output (> FILE)", file=sys.stderr)  # as `> /dev/full` fails
             status = 1
+        failed = getattr(sys.stdout, "failed", None)
+        if failed is not None and sys.stderr is not None:  # (> /dev/full): the work went on; its report was lost
+            print(f"{name}: error: standard output could not be written ({failed.strerror or failed}), so what the "
+                  f"command printed was lost; its work went on{' and is done' if status == 0 else ''}: give it an "
+                  f"output that takes it (> FILE)", file=sys.stderr)
+            status = status or 1
         return status
     except KeyboardInterrupt:
         if exits:  # the command is stopping: nothing may cut its line short
@@ -271,7 +277,11 @@ class _ClosedStdout:
 
 class _QuietOnceClosed:
     """A text stream that, once a write finds its pipe closed (the reader, such as `head`, has gone), sends the
-    rest to /dev/null instead of raising: a run of minutes is not lost to its log's reader leaving early."""
+    rest to /dev/null instead of raising: a run of minutes is not lost to its log's reader leaving early. A write
+    that fails otherwise (``> /dev/full``) does the same, and is kept in `failed` for `run_command` to report
+    once the work is done; a character the stream's encoding lacks (LC_ALL=C) is written as its escape."""
+
+    failed: OSError | None = None
 
     def __init__(self, stream):
         self._stream = stream
@@ -281,13 +291,23 @@ class _QuietOnceClosed:
             return self._stream.write(text)
         except BrokenPipeError:
             self._close_quietly()
-            return len(text)
+        except UnicodeEncodeError as error:
+            return self.write(text.encode(error.encoding, "backslashreplace").decode(error.encoding))
+        except OSError as error:
+            self._failed(error)
+        return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError:
             self._close_quietly()
+        except OSError as error:
+            self._failed(error)
+
+    def _failed(self, error: OSError) -> None:
+        self.failed = self.failed or error
+        self._close_quietly()
 
     def _close_quietly(self) -> None:
         _silence_stdout(self._stream)

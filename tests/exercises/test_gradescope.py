@@ -125,6 +125,30 @@ def test_the_bundles_folders_are_created(tmp_path):
     assert zipfile.is_zipfile(out)
 
 
+def test_the_bundle_is_readable_by_its_owner_only_whatever_the_umask(tmp_path):
+    """The zip holds the secret seed and the hidden tests: under the usual umask 022 it was -rw-r--r--, so any user
+    of a shared server could read them (grade's run.json is 0600 for the same reason)."""
+    root = tiny_book(tmp_path / "book")
+    before = os.umask(0o022)
+    try:
+        build_bundle(tmp_path / "autograder.zip", tiny_exercises(root), seed=1, timeout=5, root=root)
+    finally:
+        os.umask(before)
+    mode = stat.S_IMODE((tmp_path / "autograder.zip").stat().st_mode)
+    assert mode == 0o600, f"the bundle must be owner-only (0600), not {mode:o}: it holds the seed and hidden tests"
+
+
+@pytest.mark.parametrize("deadline", [1.0, 60.0])
+def test_a_deadline_too_short_for_any_test_is_refused_even_over_the_deadline(tmp_path, deadline):
+    """--over-deadline accepts that a copy which hangs loses its last tests; a --deadline of 1 s left no time for
+    even one test of any copy, so every student would have scored 0 with no word at build time."""
+    root = tiny_book(tmp_path / "book")
+    with pytest.raises(ExerciseError, match=rf"--deadline {deadline:g} s leaves no time to grade.*at least 85"):
+        build_bundle(tmp_path / "autograder.zip", tiny_exercises(root), seed=1, timeout=5, deadline=deadline,
+                     over_deadline=True, root=root)
+    assert not (tmp_path / "autograder.zip").exists(), "a refused bundle must not be written"
+
+
 @pytest.mark.parametrize("name, change, message", [
     ("autograder.tar", None, "zip file"),
     ("minitorch/autograder.zip", None, "lies inside the input"),
@@ -287,6 +311,22 @@ def test_a_submission_without_exactly_one_copy_gets_a_message_saying_what_to_sub
         (submission / name).write_text(text)
     with pytest.raises(SubmissionError, match=message):
         find_submission(submission, tmp_path / "unzipped")
+
+
+@pytest.mark.parametrize("top", ["", "my-copy"], ids=["at-the-zips-top", "one-folder-down"])
+def test_a_submission_holding_a_copy_and_a_zip_of_another_is_refused_not_graded_on_one(tmp_path, top):
+    """bob's files at the top of the submission and alice's copy in a .zip beside them: the top was graded and the
+    zip ignored with no word; grade refuses a student's folder beside their .zip, and so does the bundle."""
+    book = tiny_book(tmp_path / "book")
+    submission = tmp_path / "submission"
+    shutil.copytree(book, submission)
+    zip_folder(book, submission / "alice.zip", top)
+    with pytest.raises(SubmissionError, match=r"holds a copy of the project and also alice.zip, which holds another"):
+        found = find_submission(submission, tmp_path / "unzipped")
+        pytest.fail(f"one of two copies was graded without a word: {found}")
+    (submission / "alice.zip").unlink()
+    zip_folder(tmp_path / "book" / "chapters", submission / "figures.zip")  # a zip of something else: no copy
+    assert find_submission(submission, tmp_path / "unzipped") == submission
 
 
 def test_a_zip_that_unpacks_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):

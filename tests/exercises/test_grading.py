@@ -962,6 +962,71 @@ def test_a_changed_submission_is_regraded_on_resume_and_student_regrades_one(fak
     assert status == 2 and "--student dan: no such entry" in printed, printed
 
 
+def test_a_results_json_changed_in_the_handed_back_folder_never_decides_the_gradebook(fake_class, tmp_path, capsys):
+    """feedback/bob/results.json edited to score 1 was kept on resume ('Grading 0'), and grades.csv gave bob the
+    edited total beside a 0 for the exercise; the folder is handed back, run.json's digest is the record."""
+    submissions, out, fake, run = fake_class
+    fake.failing.add("bob")
+    assert run("--only", ",".join(ONE))[0] == 0
+    edited = out / "feedback" / "bob" / "results.json"
+    edited.write_text(edited.read_text().replace('"score": 0.0', '"score": 4.0', 1))
+    assert '"score": 4.0' in edited.read_text(), "the test should have raised bob's score in his handed-back file"
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\nAnn,1,a,a,S,ann\nBob,2,b,b,S,bob\n"
+                      "Cat,3,c,c,S,cat\n")
+    from minitorch.exercises import __main__ as exercises_cli
+    with pytest.raises(SystemExit):
+        exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
+                            str(tmp_path / "canvas.csv")])
+    refusal = capsys.readouterr().err
+    assert "the results.json of bob is not the one grade recorded" in refusal, refusal
+    assert not (tmp_path / "canvas.csv").exists(), "canvas-csv must not write a grade from an edited feedback file"
+    fake.graded.clear()
+    status, printed = run()
+    assert status == 0 and [student for student, _ in fake.graded] == ["bob"], (
+        f"bob's edited results.json must be regraded, not kept: {printed}")
+    assert "is not the one the grader recorded" in printed and "bob" in printed, printed
+    assert grades_of(out)["bob"]["total"] == "0", f"bob failed: {grades_of(out)['bob']}"
+
+
+def test_a_student_whose_entry_left_the_submissions_is_named_not_dropped_silently(fake_class):
+    """bob's copy taken out of SUBMISSIONS: his row left grades.csv with no word, his feedback folder still there."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    shutil.rmtree(submissions / "bob")
+    status, printed = run()
+    assert status == 0 and "1 student(s) graded before are no longer in" in printed and "bob" in printed, (
+        f"bob's leaving the gradebook should be said: {printed}")
+    assert set(grades_of(out)) == {"ann", "cat"}
+
+
+@pytest.mark.parametrize("field, value", [("exercise_seed", "abc"), ("exercise_seed", True), ("exercises", "1.2"),
+                                          ("submissions", ["ann"]), ("timeout", "5")])
+def test_a_run_record_with_a_field_of_the_wrong_kind_is_not_a_run_record(fake_class, field, value):
+    """run.json's exercise_seed "abc" was read as no seed, and the refusal blamed the command line for using
+    'another --exercise-seed than the one recorded'."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    record = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**record, field: value}))
+    fake.graded.clear()
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 2 and "run.json is not a run record" in printed and f"its {field} is" in printed, (
+        f"a corrupt {field} should be named as run.json's, not blamed on the options: {printed}")
+    assert "other settings" not in printed and fake.graded == []
+
+
+def test_student_names_an_entry_graded_under_a_safe_name_by_the_entrys_own_name(fake_class):
+    """--student=-rf said 'no such entry' though the entry -rf exists: it is graded as 'student -rf-submission'."""
+    submissions, out, fake, run = fake_class
+    (submissions / "-rf" / "minitorch").mkdir(parents=True)
+    assert run("--only", ",".join(ONE))[0] == 0
+    fake.graded.clear()
+    status, printed = run("--student=-rf")
+    assert status == 0 and [student for student, _ in fake.graded] == ["student -rf-submission"], (
+        f"--student -rf should regrade the entry -rf: {printed}")
+
+
 def test_student_on_a_new_gradebook_claims_no_other_student_already_graded(fake_class):
     submissions, out, fake, run = fake_class
     status, printed = run("--only", ",".join(ONE), "--student", "ann")
@@ -1136,6 +1201,41 @@ def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_
     assert status == 0 and "Grading 1 of 3 students" in printed, printed
 
 
+def test_a_second_grade_into_a_gradebook_being_graded_is_refused(fake_class):
+    """Two grade runs into one --out a second apart (a TA and the instructor) both graded the same students, each on
+    a fresh seed of its own, and run.json kept one: the gradebook mixed students graded on two seeds."""
+    from minitorch.exercises import __main__ as exercises_cli
+    from minitorch.exercises.grader.trusted import class_run
+    from minitorch.exercises.registry import ExerciseError
+
+    submissions, out, fake, run = fake_class
+    fake.block.add("cat")
+    second: list[str] = []
+
+    def grade_again_while_cat_is_graded():
+        if fake.blocking.wait(120):
+            arguments = exercises_cli._parser().parse_args(["grade", str(submissions), "--out", str(out), "--only",
+                                                            ",".join(ONE)])
+            try:
+                second.append(f"graded, status {class_run.grade_class(arguments, ROOT)}")
+            except ExerciseError as error:
+                second.append(str(error))
+        os.kill(os.getpid(), signal.SIGTERM)  # ends the first run, as the signal test does
+
+    other = threading.Thread(target=grade_again_while_cat_is_graded)
+    other.start()
+    try:
+        status, printed = run("--only", ",".join(ONE), "--jobs", "1")
+    finally:
+        other.join()
+    assert status == 128 + signal.SIGTERM, printed
+    assert len(second) == 1 and "is being graded by another grade run right now" in second[0], (
+        f"the second run should be refused while the first holds the gradebook: {second}")
+    assert sorted({seed for _, seed in fake.graded}) == [json.loads((out / "run.json").read_text())["exercise_seed"]]
+    fake.block.clear()
+    assert run()[0] == 0, "once the first run has ended, the gradebook is free again"
+
+
 def test_the_canvas_csv_has_canvass_columns_and_each_students_total(fake_class, tmp_path):
     from minitorch.exercises import __main__ as exercises_cli
     submissions, out, fake, run = fake_class
@@ -1305,11 +1405,20 @@ POINTS_31 = EXERCISES["3.1"].points
     ("timed out", "not run: 2 tests of exercise 1.3 already timed out (timed out after 5 s (the test's time limit))",
      "timed out: not run, as earlier tests of this exercise timed out (after 5 s)"),
     ("crashed", "the worker died by SIGKILL while x = [secret, inputs]", "crashed: the process died by SIGKILL"),
-])
+    ("failed", "MemoryError", "raised MemoryError"),
+    ("failed", "MemoryError: Unable to allocate 3.35 GiB", "raised MemoryError"),
+    ("crashed", "crashed while defining causal_mask: FileNotFoundError: [Errno 2] No such file: '/x/leak.txt'",
+     "crashed: defining the function raised FileNotFoundError (a default value on its def line ran when it was "
+     "defined)"),
+    ("crashed", "crashed while defining causal_mask: Leak: /x/leak.txt",
+     "crashed: defining the function raised an exception of a class of its own (a default value on its def line "
+     "ran when it was defined)"),
+], ids=["timed-out", "not-run-after-timeouts", "signal", "an-error-without-a-message", "an-error-with-a-message",
+        "a-default-value-raised", "a-default-value-raised-its-own-class"])
 def test_a_failed_test_says_its_kind_and_its_time_limit_and_nothing_of_the_graders_message(kind, message, shown):
     """What a student reads of a failure is fixed words plus a number of seconds or a signal's name: the time limit
     stays visible on the tests not run after two timeouts, and nothing else of the message (which may quote the
     hidden inputs) is copied."""
     from minitorch.exercises.grader.trusted.student_text import what_happened
 
-    assert what_happened(kind, message, "1.3") == shown
+    assert what_happened(kind, message, "1.3") == shown, f"a {kind} test saying {message!r} should read {shown!r}"

@@ -317,6 +317,21 @@ def test_what_the_grader_refuses_gets_the_same_message_in_the_students_own_run(t
     assert local.stdout.strip() == str(graded.value), local.stderr
 
 
+def test_an_answer_too_large_to_send_is_the_graders_outcome_not_an_error_the_code_raised(tmp_path, pools):
+    """A 400 MB mask: the check log said the array cannot be sent, but the student read 'raised ValueError', and
+    their code raised nothing. It is the grader's outcome, worded with the channel's limit and not the answer's size
+    (which the hidden inputs decide)."""
+    from minitorch.exercises.grader.trusted.student_text import what_happened
+
+    pools.append(pool := pool_for(tmp_path, "return np.ones((3000, 3000), dtype=bool)"))
+    with pytest.raises(GradingOutcome) as graded:
+        call(pool)
+    assert graded.value.kind == "failed" and str(graded.value).startswith("the answer cannot be sent to the grader"), (
+        f"an answer the channel cannot carry is not an error the student's code raised: {graded.value!r}")
+    said = what_happened("failed", str(graded.value), "3.1")
+    assert "4,194,304 elements" in said and "9,000,000" not in said and "raised" not in said, said
+
+
 def test_a_huge_function_is_refused_unread_within_the_budget(tmp_path, pools):
     body = "x = 0\n" * (MAX_FUNCTION_LINES + 10) + "return np.triu(np.ones((length, length), dtype=bool), k=1)"
     pools.append(pool := pool_for(tmp_path, body))

@@ -143,6 +143,45 @@ def test_an_entry_beyond_the_limits_gets_a_reason_from_the_hash_without_reading_
             folder = folder.parent
 
 
+def test_a_zip_cut_short_is_refused_as_such_not_read_as_the_model_file_stored_inside_it(tmp_path):
+    """The first half of a zip holding a model's .npz: zipfile found the .npz's end record in the last 64 KiB and read
+    its members, and the student was told their copy 'holds no minitorch/ folder (found: __config__.npy, ...)'."""
+    import io
+
+    import numpy as np
+
+    model = io.BytesIO()
+    np.savez(model, weights=np.zeros(8))
+    with zipfile.ZipFile(tmp_path / "whole.zip", "w") as opened:
+        opened.writestr("copy/minitorch/__init__.py", "")
+        opened.writestr("copy/model.npz", model.getvalue())
+        opened.writestr("copy/tests/test_x.py", "x = 1\n" * 200)
+    data = (tmp_path / "whole.zip").read_bytes()
+    (tmp_path / "cut.zip").write_bytes(data[:data.index(b"PK\x05\x06") + 40])  # up to just after the .npz
+    with pytest.raises(ExerciseError, match=r"cut.zip is not a whole .zip: it does not end with a zip's end record"):
+        unpack(tmp_path / "cut.zip", tmp_path / "out")
+        pytest.fail("a zip cut short must be refused, not unpacked as the .npz inside it")
+    for name, prefix, comment in (("commented.zip", b"", b"a comment"), ("sfx.zip", b"#!/bin/sh\nexit 0\n", b"")):
+        with zipfile.ZipFile(tmp_path / name, "w") as opened:
+            opened.writestr("copy/minitorch/__init__.py", "")
+            opened.comment = comment
+        (tmp_path / name).write_bytes(prefix + (tmp_path / name).read_bytes())
+        unpack(tmp_path / name, tmp_path / name.replace(".zip", ""))  # a whole zip with a comment or a prefix reads
+        assert (tmp_path / name.replace(".zip", "") / "copy" / "minitorch" / "__init__.py").is_file(), name
+
+
+def test_a_zip_member_whose_name_is_too_long_for_a_file_system_is_named_in_one_line(tmp_path):
+    """A member notes/nnn...(300 bytes).txt: the unpacking failed with Python's 'OSError: [Errno 36] File name too
+    long' and the grader's scratch path; now the name's length is said, before anything is unpacked."""
+    archive = zipped(a_copy(tmp_path / "ann"), tmp_path / "ann.zip")
+    with zipfile.ZipFile(archive, "a") as opened:
+        opened.writestr("copy/notes/" + "n" * 300 + ".txt", "my notes")
+    with pytest.raises(ExerciseError, match=r"ann.zip holds a file or folder whose name has 304 bytes .* more than "
+                                            r"the 255 a file system allows: rename it") as refused:
+        unpack(archive, tmp_path / "out")
+    assert "Errno" not in str(refused.value) and not (tmp_path / "out").exists(), refused.value
+
+
 def test_a_zip_that_would_unpack_too_large_is_refused_before_unpacking(tmp_path, monkeypatch):
     archive = tmp_path / "bomb.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as opened:
@@ -216,6 +255,26 @@ def test_hidden_names_get_a_row_under_a_visible_name_and_the_macos_litter_none(t
     assert sorted(found) == ["student ..dots-submission", "student .hidden-submission", "student .sneaky-submission"]
     assert "starts with a dot" in found["student .sneaky-submission"].note
     assert open_copy(found["student .hidden-submission"], tmp_path / "scratch").name == "copy"
+
+
+@pytest.mark.parametrize("names, flagged", [
+    (["alice", "alice ", " alice", "bob"], ["alice", "alice ", " alice"]),
+    (["\u00e9", "e\u0301", "Alice", "alice"], ["\u00e9", "e\u0301"]),
+    (["bob ", "ann"], ["bob "]),
+], ids=["spaces-at-the-ends", "one-name-in-two-unicode-forms", "a-space-alone"])
+def test_names_that_read_as_another_or_end_in_a_space_are_flagged_as_look_alikes(tmp_path, names, flagged):
+    """'alice', 'alice ' and ' alice', or 'é' composed and decomposed, were graded as separate students with no
+    word, though grades.csv and the summary show them as one name; a name differing in case stays unflagged (Linux
+    tells them apart, and so does a reader)."""
+    subs = tmp_path / "subs"
+    for name in names:
+        a_copy(subs / name)
+    found = entries(subs)
+    assert sorted(found) == sorted(names), "each is still its own student, under its own name"
+    noted = sorted(student for student, entry in found.items() if "look-alike name" in entry.note)
+    assert noted == sorted(flagged), f"the look-alikes should be flagged, and only they: {noted}"
+    for student in flagged:
+        assert ascii(student) in found[student].note, f"the note should tell the forms apart: {found[student].note}"
 
 
 def test_a_name_too_long_for_a_folder_with_a_suffix_is_cut_to_fit_and_stays_unique(tmp_path):

@@ -452,6 +452,32 @@ def test_pages_load_in_a_browser_without_javascript_errors_or_missing_files(quic
         assert not errors, f"{page} has JavaScript errors or missing files in the browser:\n" + "\n".join(errors)
 
 
+def _is_running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie has ended: only its exit status waits to be collected)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the kernel's processes in /proc")
+def test_what_a_cell_starts_in_a_session_of_its_own_ends_with_the_build(tiny_book, tmp_path):
+    """A cell's subprocess.Popen(['sleep', '300'], start_new_session=True) was still running after the build: out
+    of the kernel's process group, which is all a stop killed, and the build's end killed nothing."""
+    spawned = tmp_path / "spawned.pid"
+    _notebook(tiny_book / "03_third.ipynb", "Chapter 03 — Three",
+              f"import pathlib, subprocess\nchild = subprocess.Popen(['sleep', '300'], start_new_session=True, "
+              f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+              f"pathlib.Path({str(spawned)!r}).write_text(str(child.pid))")
+    completed = _book("--no-pdf", "--quick", "--chapters", str(tiny_book), "--out", str(tmp_path / "book"))
+    assert completed.returncode == 0, completed.stderr
+    pid = int(spawned.read_text())
+    running = _is_running(pid)
+    if running:
+        os.kill(pid, signal.SIGKILL)
+    assert not running, "the process a cell started in a new session outlived the build"
+
+
 def test_a_kernel_that_does_not_start_is_one_line_not_a_traceback(tiny_book, tmp_path, monkeypatch):
     from minitorch.tools.book.chapters import find_chapters as chapters_in
     from minitorch.tools.book.execute import KERNEL_START_ATTEMPTS, execute_chapter
@@ -855,6 +881,34 @@ def test_without_chromium_the_build_says_why_there_is_no_pdf(tmp_path, monkeypat
     assert not (tmp_path / printed.PDF_NAME).exists()
 
 
+def test_a_chromium_that_writes_no_pdf_is_one_line_and_the_html_book_stands(tmp_path):
+    """A 'chromium' that exits 0 but writes 'garbage' as the PDF ended the build with pypdf's traceback
+    (PdfStreamError: Stream has ended unexpectedly), and no book at all."""
+    from minitorch.tools.book import printed
+
+    chromium = tmp_path / "chromium"
+    chromium.write_text('#!/bin/sh\nfor a; do case "$a" in --print-to-pdf=*) echo garbage > "${a#*=}";; esac; done\n')
+    chromium.chmod(0o755)
+    (tmp_path / printed.PRINT_PAGE).write_text("<html><body><h1>One</h1></body></html>")
+    lines = []
+    assert printed.print_pdf(tmp_path, lines.append, str(chromium)) is None, "garbage is no PDF"
+    assert len(lines) == 1 and "Chromium exited 0 but wrote no readable PDF" in lines[0], lines
+    assert not (tmp_path / printed.PDF_NAME).exists(), "the garbage must not be left as the book's PDF"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs a HOME no one may write to")
+def test_a_home_no_one_may_write_to_still_builds_the_book(tiny_book, tmp_path):
+    """HOME=/proc: every kernel failed to start ('No such file or directory: /proc/.ipython'), HOME not named;
+    the kernels now keep their files in a temporary folder for the build, and the build says so."""
+    out = tmp_path / "book"
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "book", "--no-pdf", "--quick", "--chapters",
+                                str(tiny_book), "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                               timeout=300, env={**os.environ, "HOME": "/proc"})
+    assert completed.returncode == 0, f"the book should build with HOME=/proc: {completed.stdout}{completed.stderr}"
+    assert "HOME=/proc is not a folder you may write to" in completed.stdout, completed.stdout
+    assert (out / "01_first.html").is_file() and (out / "02_second.html").is_file()
+
+
 def _cells_changed(path: Path, change) -> Path:
     """The notebook at `path` with `change` applied to its JSON (a dict), written back as JSON."""
     import json
@@ -884,6 +938,20 @@ def test_a_chapter_whose_cells_are_not_cells_is_named_before_any_chapter_runs(ti
     assert main(["book", "--no-pdf", "--quick", "--chapters", str(tiny_book), "--out", str(out)]) == 2
     error = capsys.readouterr().err
     assert f"{path}: " in error and "Traceback" not in error and not out.exists(), error
+
+
+def test_a_chapter_saved_without_cell_ids_builds_even_with_warnings_as_errors(tiny_book, tmp_path):
+    """PYTHONWARNINGS=error: a notebook saved by an older Jupyter (cells without ids) was refused as 'not a readable
+    notebook: Cell is missing an id field', nbformat's notice that it gives them ids; without it, the notice was
+    printed under the build's lines."""
+    _cells_changed(tiny_book / "02_second.ipynb", lambda nb: [cell.pop("id", None) for cell in nb["cells"]])
+    assert '"id"' not in (tiny_book / "02_second.ipynb").read_text(), "the test's chapter should have no cell ids"
+    out = tmp_path / "book"
+    completed = subprocess.run([sys.executable, "-m", "minitorch", "book", "--no-pdf", "--quick", "--chapters",
+                                str(tiny_book), "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                               timeout=300, env={**os.environ, "PYTHONWARNINGS": "error"})
+    assert completed.returncode == 0, f"the book should build as without PYTHONWARNINGS: {completed.stderr}"
+    assert (out / "02_second.html").is_file() and "missing an id" not in completed.stdout + completed.stderr
 
 
 def test_a_source_written_as_a_list_of_lines_is_text(tiny_book):

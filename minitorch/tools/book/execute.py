@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from minitorch.outputs import end_with_parent
+from minitorch.outputs import end_processes_marked, end_with_parent
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, note_stop
 from minitorch.paper.reproduce import THREAD_VARIABLES
 from minitorch.tools.book.chapters import Chapter
@@ -29,6 +32,8 @@ KERNEL_START_ATTEMPTS = 2  # a second try when a kernel does not start (two kern
 # Figures reach the page through the inline backend (each plt.show() becomes a PNG output); a shell's
 # MPLBACKEND=Agg would draw them nowhere, so the kernel's backend is set here, not inherited.
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+KERNEL_MARKER = "MINITORCH_BOOK_KERNEL"  # in a kernel's environment: names it and every process its cells start
+KERNEL_FILES = ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR")  # their folders, in HOME unless set
 KERNEL_ARGUMENTS = [
     # A cell's error reaches the build through the notebook; the kernel's own log (a warning at every start,
     # a traceback when Ctrl-C closes its sockets mid-reply) would only bury the progress lines.
@@ -146,6 +151,7 @@ def execute_chapter(chapter: Chapter, quick: bool, stop: Stop | None = None, cel
 
     os.environ["MPLBACKEND"] = INLINE_BACKEND
     os.environ["MINITORCH_QUICK"] = "1" if quick else "0"
+    os.environ[KERNEL_MARKER] = f"{os.getpid()}-{chapter.number}-{secrets.token_hex(4)}"  # its kernel's processes
     start = time.perf_counter()
     for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
         stop.check()
@@ -205,7 +211,10 @@ def _execute_cells(stop: Stop, notebook, cell_timeout: int) -> tuple[int | None,
         _finish_abandoned_tasks()
         raise
     finally:
-        kernel.__exit__(None, None, None)  # shuts the kernel down
+        try:
+            kernel.__exit__(None, None, None)  # shuts the kernel down
+        finally:  # and what its cells started and left running, in a new session too (it inherits the marker)
+            end_processes_marked(KERNEL_MARKER, os.environ[KERNEL_MARKER])
     return None, ""
 
 
@@ -224,12 +233,38 @@ def _finish_abandoned_tasks() -> None:
             loop.run_until_complete(asyncio.wait_for(finished, timeout=10))
 
 
+@contextmanager
+def kernel_files_folder(report):
+    """Where the kernels keep their files (~/.ipython, Jupyter's runtime folder, matplotlib's cache): in HOME, or,
+    where HOME is no folder this user may write to (HOME=/proc, a service's /nonexistent), in a temporary folder
+    for this build, said once; a kernel failed to start, naming /proc/.ipython."""
+    home = os.path.expanduser("~")
+    try:  # (tried, not asked with os.access: root may "write" to /proc)
+        tempfile.TemporaryDirectory(dir=home, prefix=".minitorch-book-").cleanup()
+        writable = True
+    except OSError:
+        writable = False
+    if writable:
+        yield
+        return
+    folder, saved = tempfile.mkdtemp(prefix="minitorch-book-home-"), dict(os.environ)
+    os.environ.update({name: os.path.join(folder, name.lower()) for name in KERNEL_FILES if not os.environ.get(name)})
+    report(f"Note: HOME={home} is not a folder you may write to; the kernels keep their files in {folder} for this "
+           f"build")
+    try:
+        yield
+    finally:
+        for name in KERNEL_FILES:
+            os.environ.pop(name, None) if name not in saved else os.environ.update({name: saved[name]})
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def execute_all(chapters: list[Chapter], quick: bool, jobs: int, keep_going: bool, report=print,
                 cell_timeout: int = CELL_TIMEOUT):
     """Yield each chapter's Run as it finishes, ``jobs`` kernels at once; stop early on a failure
     unless ``keep_going`` (chapters already running still finish and are yielded). Ctrl-C or SIGTERM
     stop every kernel and raise KeyboardInterrupt."""
-    with Stop().installed() as stop:
+    with Stop().installed() as stop, kernel_files_folder(report):
         if jobs == 1:
             for chapter in chapters:
                 run = execute_chapter(chapter, quick, stop, cell_timeout)

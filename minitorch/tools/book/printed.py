@@ -170,6 +170,12 @@ def print_pdf(book: Path, report, chromium: str | None = None) -> Path | None:
         report(f"No PDF: Chromium failed to print {PRINT_PAGE} (exit {finished.returncode}: {last_line}).")
         pdf.unlink(missing_ok=True)
         return None
+    try:
+        count_pages(pdf)
+    except Exception as error:  # noqa: BLE001 - pypdf's many errors for a file that is no PDF: one line
+        report(f"No PDF: Chromium exited 0 but wrote no readable PDF ({type(error).__name__}: {error}).")
+        pdf.unlink(missing_ok=True)
+        return None
     return pdf
 
 

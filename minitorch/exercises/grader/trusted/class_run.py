@@ -7,8 +7,10 @@ student; a resume keeps them and the students graded, and refuses other settings
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
+import fcntl
 import json
 import os
 import secrets
@@ -21,12 +23,13 @@ from pathlib import Path
 from minitorch.exercises.grader.trusted import isolation as sandbox
 from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEEDBACK_FOLDER, PRIVATE_FOLDER, RUN_NAME,
                                                           maximum_of, read_adjustments, read_run,
-                                                          refuse_unknown_students, write_gradebook, write_run)
+                                                          refuse_unknown_students, results_digest, write_gradebook,
+                                                          write_run)
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
 from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
-from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries
-from minitorch.exercises.registry import (ExerciseError, chosen, load_exercises, read_manifest_data,
+from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries, student_of
+from minitorch.exercises.registry import (MANIFEST, ExerciseError, chosen, load_exercises, read_manifest_data,
                                           secret_output_refused, select)
 from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
@@ -44,7 +47,14 @@ def chosen_exercises(args, root: Path) -> tuple[list[str], str]:
         if manifest is None:
             raise ExerciseError(f"--edition {args.edition}: no minitorch/exercises/edition.json there; name the folder "
                                 f"of the student edition you made (python -m minitorch.exercises student-edition)")
-        exercises, source = select(exercises, only=manifest["handed_out"]), f"the edition {args.edition}"
+        named = f"--edition {args.edition}: its {MANIFEST}"
+        if not manifest["handed_out"]:  # select() would read "none" as "every exercise"
+            raise ExerciseError(f"{named} hands out no exercise (a solutions edition?), so there is nothing to grade; "
+                                f"name the edition you handed out, or the exercises with --only")
+        try:
+            exercises, source = select(exercises, only=manifest["handed_out"]), f"the edition {args.edition}"
+        except ExerciseError as error:
+            raise ExerciseError(f"{named} hands out {error}") from None
     return [exercise.id for exercise in exercises], source
 
 
@@ -102,21 +112,36 @@ def submission_hashes(found: dict[str, Entry]) -> tuple[dict[str, Entry], dict[s
 
 
 def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], hashes: dict[str, str],
-                      recorded_hashes: dict[str, str]) -> tuple[dict[str, Entry], list[str], list[str]]:
-    """(the entries to grade, the students kept, those regraded because their submission changed)."""
+                      recorded_hashes: dict[str, str], recorded_results: dict[str, str]
+                      ) -> tuple[dict[str, Entry], list[str], list[str], list[str]]:
+    """(the entries to grade, the students kept, those regraded because their submission changed, and those
+    regraded because their results.json in feedback/ is not the one recorded: the handed-back folder is no record)."""
     complete = {student for student in found if is_complete(out / FEEDBACK_FOLDER / student, ids)}
+    altered = sorted(student for student in complete if recorded_results.get(student) != results_digest(out, student))
+    complete -= set(altered)
     if args.student:
-        named = [name.strip() for part in args.student for name in part.split(",") if name.strip()]
+        named = [_student_named(name, found) for part in args.student for name in part.split(",") if name.strip()]
         unknown = [name for name in named if name not in found]
         if unknown:
             raise ExerciseError(f"--student {', '.join(unknown)}: no such entry in {args.submissions} (it holds "
                                 f"{', '.join(sorted(found)[:10])}{', ...' if len(found) > 10 else ''})")
-        return {name: found[name] for name in named}, sorted(complete - set(named)), []
+        todo = {name: found[name] for name in [*named, *altered]}
+        return todo, sorted(complete - set(named)), [], sorted(set(altered) - set(named))
     if args.regrade:
-        return dict(found), [], []
+        return dict(found), [], [], []
     changed = sorted(student for student in complete if recorded_hashes.get(student) != hashes[student])
     kept = sorted(complete - set(changed))
-    return {student: entry for student, entry in found.items() if student not in kept}, kept, changed
+    return {student: entry for student, entry in found.items() if student not in kept}, kept, changed, altered
+
+
+def _student_named(name: str, found: dict[str, Entry]) -> str:
+    """The student `--student NAME` means: NAME as written or without spaces at its ends, or the entry of that name
+    graded under a safe one (the entry '-rf' as 'student -rf-submission')."""
+    by_entry = {student_of(entry.path.name): student for student, entry in found.items()}
+    for candidate in (name, name.strip()):
+        if candidate in found or candidate in by_entry:
+            return candidate if candidate in found else by_entry[candidate]
+    return name.strip()
 
 
 def is_complete(out_dir: Path, exercise_ids) -> bool:
@@ -151,13 +176,46 @@ def grade_class(args, root: Path) -> int:
         raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
                             f"To regrade every student with these settings add --regrade (adjustments.csv is "
                             f"kept), or grade into a new --out")
+    if (Path(root) / MANIFEST).exists():  # as gradescope-bundle refuses: no hidden tests, no reference answers
+        raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists): it holds no hidden tests, so the public "
+                            f"tests would earn every point; grade from the full book, the instructor's checkout")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
+    with only_run_in(out, recorded):
+        return _prepare_and_grade(args, root, out, run, record, recorded, found, source, differences)
+
+
+@contextlib.contextmanager
+def only_run_in(out: Path, recorded: dict | None):
+    """The gradebook `out` for this run alone (a lock on its folder, released as the run ends): a second grade into
+    it at the same time, a TA's, graded the same students on another seed, and run.json kept one of the seeds."""
+    lock = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExerciseError(f"--out {out} is being graded by another grade run right now (yours, or another "
+                                f"user's); wait for it to end, or grade into another --out") from None
+        except OSError:  # (a file system without locks, some network ones: the run goes on unguarded)
+            pass
+        if read_run(out) != recorded:  # that run ended between this one's reading run.json and the lock
+            raise ExerciseError(f"--out {out}: another grade run changed {RUN_NAME} as this one started; run the "
+                                f"command again")
+        yield
+    finally:
+        os.close(lock)
+
+
+def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, recorded: dict | None, found: dict,
+                       source: str, differences: list[str]) -> int:
+    """The checks that need OUT, the students to grade, the isolation; then run.json, and the grading."""
     refuse_unknown_students(out, read_adjustments(out, maximum_of(run.exercise_ids)), found,  # (a typo stops it)
                             f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
                             f"whose name is hidden, not printable or a formula is graded as NAME-submission)")
     found, hashes = submission_hashes(found)
     recorded_hashes = {} if differences else dict((recorded or {}).get("submissions", {}))
-    todo, kept, changed = students_to_grade(args, found, out, run.exercise_ids, hashes, recorded_hashes)
+    recorded_results = {} if differences else dict((recorded or {}).get("results", {}))
+    todo, kept, changed, altered = students_to_grade(args, found, out, run.exercise_ids, hashes, recorded_hashes,
+                                                     recorded_results)
     ensure_open_files("grading")
     guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
                "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
@@ -169,14 +227,31 @@ def grade_class(args, root: Path) -> int:
               else ""))
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}")
+    if altered:
+        print(f"Regrading {len(altered)} whose {FEEDBACK_FOLDER}/STUDENT/results.json is not the one the grader "
+              f"recorded (changed since, or written by an earlier grader): {', '.join(map(shown, altered))}")
+    _say_who_left(args, out, found)
     _notes(args, out, run.seed, recorded)
     record.update(isolation=run.isolation.describe(), submissions={
         student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
+        results={student: digest for student, digest in recorded_results.items() if student in kept},
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     write_run(out, record)  # before any student: a resume compares its settings with these
     (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
     os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only
     return _grade_all(args, out, run, record, found, todo, hashes)
+
+
+def _say_who_left(args, out: Path, found: dict) -> None:
+    """A student graded before whose entry is no longer in SUBMISSIONS leaves grades.csv: said, never silently."""
+    folder = out / FEEDBACK_FOLDER
+    left = sorted(path.name for path in folder.iterdir() if path.name not in found and
+                  (path / "results.json").is_file()) if folder.is_dir() else []
+    if left:
+        print(f"Note: {len(left)} student(s) graded before are no longer in {args.submissions}: "
+              f"{', '.join(map(shown, left[:20]))}{', ...' if len(left) > 20 else ''}; they leave grades.csv and "
+              f"summary.md (their folders in {FEEDBACK_FOLDER}/ and {PRIVATE_FOLDER}/ stay). Put their entries back "
+              f"to grade them again")
 
 
 def _notes(args, out: Path, seed: int, recorded: dict | None) -> None:
@@ -219,9 +294,11 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
                 print(f"[{done}/{len(todo)}] {student}: NOT GRADED, the grader failed: {shown(why)}", flush=True)
                 failed.append(student)
                 write_failure_row(out, todo[student], run, why)
+                record["results"][student] = results_digest(out, student)
                 continue
             graded_now += 1
             record["submissions"][student] = hashes[student]
+            record["results"][student] = results_digest(out, student)  # the grade: not the handed-back file
             write_run(out, record)  # what was graded: a later change is seen, whatever stops this run
             flags = graded["extra_data"]["flags"]
             print(f"[{done}/{len(todo)}] {student}: {graded['score']:g} / {graded['extra_data']['max_score']}"
@@ -241,6 +318,7 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(scratch, ignore_errors=True)
+    write_run(out, record)  # (a failure row's digest too)
     rows = write_gradebook(out, run.exercise_ids, record, found, run.grader_root)
     print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in {out}: grades.csv "
           f"with your {ADJUSTMENTS_NAME}, summary.md, similarity.md); hand back each student's folder of "

@@ -13,9 +13,11 @@ from the students' results.json and adjustments.csv, written atomically, with st
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,7 @@ FEEDBACK_FOLDER, PRIVATE_FOLDER = "feedback", "private"
 ADJUSTMENTS_NAME, RUN_NAME = "adjustments.csv", "run.json"
 ADJUSTMENT_COLUMNS = ("student", "points", "late_penalty", "comment")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")  # the first columns of its gradebook
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # no _, no other digits
 FAILURE_KINDS = ("failed", "not attempted", "blocked", "timed out", "crashed", "does not compile", "function not found",
                  "too large", "helper outside the function", "refused", "not graded")
 
@@ -78,19 +81,42 @@ def _test_line(test: dict) -> str:
     return f"- `{code}`" + (f": {in_markdown(reason)}" if reason != in_words else "")
 
 
-def class_rows(out: Path, students=None) -> list[dict]:
-    """Every complete OUT/feedback/STUDENT/results.json (of `students`, if given), in student order."""
+def class_rows(out: Path, students=None, recorded: dict | None = None) -> list[dict]:
+    """Every complete OUT/feedback/STUDENT/results.json (of `students`, if given), in student order; with `recorded`
+    (run.json's digests of the files grade wrote), only those still as written: the folder is handed back, so a
+    file changed there is not the grade (a gradebook of an earlier grader records none, and is read as it is)."""
     rows, folder = [], Path(out) / FEEDBACK_FOLDER
     for path in sorted(folder.glob("*/results.json")) if folder.is_dir() else []:
         if students is not None and path.parent.name not in students:
             continue
         try:
-            graded = json.loads(path.read_text(encoding="utf-8"))
+            data = path.read_bytes()
+            if recorded is not None and recorded.get(path.parent.name) != digest_of(data):
+                continue
+            graded = json.loads(data.decode("utf-8"))
         except (OSError, ValueError):
             continue  # (not a file the grader wrote: that student is graded again)
         if graded.get("extra_data", {}).get("complete"):
             rows.append(graded)
     return rows
+
+
+def digest_of(data: bytes) -> str:
+    """What run.json records of a student's results.json as grade wrote it: "sha256:HEX" of its bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def results_digest(out: Path, student: str) -> str:
+    """`digest_of` OUT/feedback/STUDENT/results.json, or "" if it cannot be read."""
+    try:
+        return digest_of((Path(out) / FEEDBACK_FOLDER / student / "results.json").read_bytes())
+    except OSError:
+        return ""
+
+
+def changed_results(out: Path, recorded: dict | None) -> list[str]:
+    """The students of `recorded` (run.json's digests) whose results.json in OUT/feedback is no longer as written."""
+    return sorted(student for student, digest in (recorded or {}).items() if results_digest(out, student) != digest)
 
 
 def _read(path: Path, kind: str, fix: str) -> str:
@@ -119,7 +145,30 @@ def read_run(out: Path) -> dict | None:
         raise ExerciseError(f"{path} is not a run record ({error}); {fix}") from None
     if not isinstance(run, dict):
         raise ExerciseError(f"{path} is not a run record; {fix}")
+    wrong = _wrong_field(run)
+    if wrong:  # (a seed of "abc" was read as no seed, and blamed on the command line's --exercise-seed)
+        raise ExerciseError(f"{path} is not a run record ({wrong}); {fix}")
     return run
+
+
+def _wrong_field(run: dict) -> str:
+    """What of run.json's fields grade reads is not of the kind grade writes, in words; "" if none."""
+    def number(value, whole=False):
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0 \
+            and (isinstance(value, int) or not whole)
+
+    table = ("a table of students", lambda value: isinstance(value, dict) and all(
+        isinstance(item, str) for item in (*value, *value.values())))
+    kinds = {"exercise_seed": ("a whole number >= 0", lambda value: number(value, whole=True)),
+             "timeout": ("a number of seconds", number), "budget": ("a number of seconds", number),
+             "exercises": ("a list of exercise IDs", lambda value: isinstance(value, list) and all(
+                 isinstance(item, str) for item in value)),
+             "edition": ("a folder's name", lambda value: isinstance(value, str)),
+             "submissions": table, "results": table}
+    for name, (kind, right) in kinds.items():
+        if name in run and not right(run[name]):
+            return f"its {name} is {shown(repr(run[name]))[:60]}, not {kind}"
+    return ""
 
 
 @dataclass
@@ -178,23 +227,22 @@ def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjus
 
 def _refuse_beyond(adjustment: Adjustment, maximum: float, where: str) -> None:
     typo = f"is more than the assignment's {points(maximum)} points; a typo?"
-    if abs(adjustment.points) > maximum + 1e-9:
-        raise ExerciseError(f"{where}: points {points(adjustment.points)} {typo} (an adjustment adds or takes off at "
+    if abs(adjustment.points) > maximum + 1e-9:  # (shown to 15 digits: 1.0000001 is not "1", more than 1)
+        raise ExerciseError(f"{where}: points {adjustment.points:.15g} {typo} (an adjustment adds or takes off at "
                             f"most the maximum)")
     if adjustment.penalty_points > maximum + 1e-9:
-        raise ExerciseError(f"{where}: late_penalty {points(adjustment.penalty_points)} {typo} (write it in points "
+        raise ExerciseError(f"{where}: late_penalty {adjustment.penalty_points:.15g} {typo} (write it in points "
                             f"up to the maximum, or as a share up to 100%)")
     if adjustment.penalty_share > 1 + 1e-9:
-        raise ExerciseError(f"{where}: late_penalty {points(100 * adjustment.penalty_share)}% is more than 100%; "
+        raise ExerciseError(f"{where}: late_penalty {100 * adjustment.penalty_share:.15g}% is more than 100%; "
                             f"a typo? (100% takes off every autograded point)")
 
 
 def _number(text, where: str, column: str) -> float:
+    """A cell as a number written plainly (2, -1.5, .5, 1e2): Python's float reads "1_0" as 10 and "١" as 1, which no
+    spreadsheet writes; a typo, refused."""
     text = (text or "").strip()
-    try:
-        value = float(text) if text else 0.0
-    except ValueError:
-        value = math.nan
+    value = float(text) if PLAIN_NUMBER.fullmatch(text) else 0.0 if not text else math.nan
     if not math.isfinite(value):
         raise ExerciseError(f"{where}: {column} {text!r} is not a number (write 2, -1.5, or for late_penalty 10%)")
     return value
@@ -296,7 +344,7 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     if not (out / ADJUSTMENTS_NAME).exists():  # created with its header; the instructor's file is never rewritten
         write_atomically(out / ADJUSTMENTS_NAME, ",".join(ADJUSTMENT_COLUMNS) + "\n")
     adjustments = read_adjustments(out, maximum_of(exercise_ids))
-    rows = class_rows(out, students)
+    rows = class_rows(out, students, run.get("results"))
     write_atomically(out / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
     write_atomically(out / "summary.md", summary_markdown(rows, exercise_ids, run))
     if compare_answers:
@@ -346,7 +394,8 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     for student in totals:
         for name in (student, (entries or {}).get(student, student)):
             names.setdefault(student_of(name), student)
-    matched = [names.get(student_of((row.get("submission") or "").strip())) for row in roster]  # row -> student
+    cells = [row.get("submission") or "" for row in roster]  # as written first: grade keeps 'alice ' apart
+    matched = [names.get(student_of(cell), names.get(student_of(cell.strip()))) for cell in cells]  # row -> student
     twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
     if twice:
         raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")

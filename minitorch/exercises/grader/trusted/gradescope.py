@@ -31,6 +31,7 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, git_commit
+from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
                                           part_points, secret_output_refused)
@@ -59,7 +60,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     """Write the autograder zip for `exercises` (atomically, its folders created) and return its settings. `seed`
     None draws a fresh secret one of 128 bits; `timeout` limits each test and `deadline` the whole run, whose worst
     case must fit (else `over_deadline`). `root` is the full book, never a student edition."""
-    from minitorch.exercises.grader.trusted.grading import collect_tests
+    from minitorch.exercises.grader.trusted.grading import CHECK_PROCESS_MARGIN, collect_tests
     from minitorch.exercises.grader.trusted.worker_client import DOWNS_PER_EXERCISE
 
     root = Path(root).resolve()
@@ -84,6 +85,11 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     if hidden_visibility not in HIDDEN_VISIBILITIES or not exercises:
         raise ExerciseError(f"--hidden-tests must be one of {', '.join(HIDDEN_VISIBILITIES)}, got {hidden_visibility}"
                             if exercises else "no exercises chosen; the bundle would grade nothing")
+    least = START_UP + RESULTS_MARGIN + CHECK_PROCESS_MARGIN + timeout  # start, one test, margins of `_grade`
+    if deadline < least:  # (--over-deadline accepts a hanging copy's last tests failing, not every copy's 0)
+        raise ExerciseError(f"--deadline {deadline:g} s leaves no time to grade: starting, one test of --timeout "
+                            f"{timeout:g} s and writing the results take {least:g} s, so every copy would score 0; "
+                            f"raise --deadline to at least {least:g}")
     worst = START_UP + len(exercises) * DOWNS_PER_EXERCISE * timeout  # each exercise cut off after its first hangs
     if worst > deadline and not over_deadline:
         raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
@@ -115,7 +121,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         for path in _bundled_files(root):
             bundle.write(path, path.relative_to(root).as_posix())
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(out, packed.getvalue())
+    write_atomically(out, packed.getvalue(), mode=0o600)  # the secret seed and the hidden tests: its owner's only
     return settings
 
 
@@ -317,17 +323,32 @@ def find_submission(folder: Path, unzip_to: Path) -> Path:
     or the same inside the one .zip it holds (unpacked into `unzip_to`)."""
     if not Path(folder).is_dir():
         raise SubmissionError(f"the submission folder {folder} does not exist")
+    zips = sorted(path for path in Path(folder).iterdir() if path.suffix.lower() == ".zip" and path.is_file())
     try:
-        return find_project(Path(folder), "it")
+        project = find_project(Path(folder), "it")
     except ExerciseError as error:
-        zips = sorted(path for path in Path(folder).iterdir() if path.suffix.lower() == ".zip" and path.is_file())
         if len(zips) != 1 or "holds no minitorch" not in str(error):
             raise SubmissionError(str(error)) from None
+    else:
+        another = [path.name for path in zips if _holds_a_copy(path)]
+        if another:  # neither is chosen silently, as grade refuses a student's folder beside their .zip
+            raise SubmissionError(f"it holds a copy of the project and also {', '.join(map(shown, another))}, which "
+                                  f"holds another; submit one of them")
+        return project
     try:
         unpack(zips[0], unzip_to)
         return find_project(unzip_to, zips[0].name)
     except ExerciseError as error:
         raise SubmissionError(str(error)) from None
+
+
+def _holds_a_copy(archive: Path) -> bool:
+    """Whether the .zip holds a minitorch/ folder, at its top or one level down (its names read, nothing unpacked)."""
+    try:
+        with zipfile.ZipFile(archive) as opened:
+            return any("minitorch" in name.split("/")[:2] for name in opened.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
 
 
 def main(argv=None) -> int:

@@ -124,7 +124,8 @@ def _run_pytest(grader_root: Path, exercise_ids, extra: list[str], environment: 
                "--color=no", "-o", "console_output_style=classic", f"--rootdir={grader_root}",
                f"--minitorch-root={grader_root}", "-m", f"not slow and ({markers})", *extra,
                *graded_test_files(grader_root, exercise_ids)]
-    env = sandbox.process_environment(str(log.parent), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **environment, **{
+    env = sandbox.process_environment(str(log.parent), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", **environment,
+                                      MINITORCH_GRADER_PID=str(os.getpid()), **{  # (it ends with this process)
         key: os.environ[key] for key in ("VIRTUAL_ENV", "CONDA_PREFIX") if key in os.environ})
     with open(log, "wb") as output:
         process = subprocess.Popen(command, cwd=grader_root, env=env, stdin=subprocess.DEVNULL, stdout=output,

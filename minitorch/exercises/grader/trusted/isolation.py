@@ -44,6 +44,10 @@ UID_BLOCK = 64  # users per student graded at once: its workers take them in tur
 SCRATCH_SIZE = 256 << 20  # bytes of bubblewrap's scratch home and of its /tmp, each a tmpfs
 CHECK_PROCESS_MEMORY = 1 << 30  # bytes of address space of a check process: no request can take the machine
 SYSTEM_FOLDERS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache", "/etc/alternatives")
+# This Python by a path a worker can follow: run as ../venv/bin/python, sys.executable is repo/../venv/bin/python,
+# which needs repo/, a folder no worker sees. Its folder resolved, its name kept (a venv's python is a link whose
+# target lies outside the venv, so resolving the file itself would lose the venv's packages).
+PYTHON = os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
 RUN_MARKER_VARIABLE = "MINITORCH_GRADING_RUN"  # names this run's workers (a test sets it to find its own)
 RUN_MARKER = os.environ.get(RUN_MARKER_VARIABLE) or f"run{os.getpid()}x{secrets.token_hex(3)}"
 
@@ -57,7 +61,7 @@ class Isolation:
     """How every worker of a run is started; `kind` is one of KINDS. (Sent to each check process as JSON.)"""
 
     kind: str
-    python: str = sys.executable
+    python: str = PYTHON
     tree: str = ""  # as root: what a worker sees of the machine (`python_tree`)
     readable_folders: list[str] = field(default_factory=list)  # bubblewrap not as root: what it shows, read-only
     memory: int = WORKER_MEMORY
@@ -133,7 +137,7 @@ def _isolation(kind: str, students_at_once: int, passed_over: str) -> Isolation:
     if kind == "chroot" and not root:
         raise IsolationError("only root can give a worker a root and a user of its own")
     try:
-        tree = python_tree(sys.executable) if root and kind != "none" else ""
+        tree = python_tree(PYTHON) if root and kind != "none" else ""
         sized = kind == "bubblewrap" and "--size" in subprocess.run(["bwrap", "--help"], capture_output=True,
                                                                    text=True, timeout=60).stdout  # (0.7 and later)
     except (OSError, ValueError, subprocess.SubprocessError) as error:

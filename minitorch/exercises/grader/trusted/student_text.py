@@ -12,6 +12,7 @@ import functools
 import re
 from pathlib import Path
 
+from minitorch.exercises.grader.channel import MAX_ARRAY_ELEMENTS
 from minitorch.exercises.registry import EXERCISES
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a cell starting so is a formula to a spreadsheet
@@ -77,17 +78,24 @@ FORMS = {
                   (r"^not run:", "timed out: not run, as earlier tests of this exercise timed out"),
                   (r"timed out after (\d+(?:\.\d+)?) s", "timed out: the code did not return within {} s")],
     "crashed": [(r"^not run:", "crashed: not run, as earlier tests of this exercise crashed"),
+                (r"^crashed while defining \w{1,60}: ([A-Z]\w{0,60}(?:Error|Exception))\b",
+                 "crashed: defining the function raised {} (a default value on its def line ran when it was defined)"),
+                (r"^crashed while defining ", "crashed: defining the function raised an exception of a class of its "
+                                              "own (a default value on its def line ran when it was defined)"),
                 (r"died by (SIG[A-Z0-9]{1,10})\b", "crashed: the process died by {}"),
                 (r"exit status (-?\d{1,4})\b", "crashed: the code ended the process (exit status {})"),
                 (r"", "crashed: the process running the code ended before the test did")],
     "failed": [(r"^did not run", "did not run: the check process ended before it"),
+               (r"^the answer cannot be sent to the grader", "the answer cannot be sent to the grader: it is not plain "
+                                                              "data, or an array of more than the "
+                                                              f"{MAX_ARRAY_ELEMENTS:,} elements it takes"),
                (r"^grader error:", "grader error: the test never called your code (the instructor's to fix)"),
                (r"^AssertionError: (?s:.*)shapes? .{0,80}mismatch", "wrong shape"),
                (r"^AssertionError: (?s:.*)(Not equal to tolerance|Arrays are not|Mismatched)", "wrong values"),
                (r"^GradcheckError: ", "wrong gradients: they differ from finite differences of the forward pass"),
                (r"^Failed: DID NOT RAISE", "did not raise the error the test expects"),
                (r"^StudentError: ", "raised an exception of a class of its own"),
-               (r"^(?!AssertionError)([A-Z]\w{0,60}(?:Error|Exception)): ", "raised {}"),
+               (r"^(?!AssertionError)([A-Z]\w{0,60}(?:Error|Exception))(?:: |$)", "raised {}"),  # (no message too)
                (r"", "a check of the answer failed")],
     "refused": [(r"", "refused: the exercise's code asked the grader for another exercise's function, which it "
                       "does not need")],

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import os
 import stat
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -19,9 +20,11 @@ from minitorch.exercises.grader.trusted.student_text import FORMULA_STARTS, show
 
 MAX_FILES = 100_000  # files and folders of a copy (the project has a few hundred)
 MAX_DEPTH = 64  # folders inside one another (the project nests 4)
+NAME_MAX = 255  # bytes of one file or folder name, on most file systems
 MAX_NAME_BYTES = 200  # a student's ID names their folders in the gradebook (at most 255 bytes)
 OS_LITTER = ("__MACOSX", ".DS_Store")  # what macOS leaves beside the copies: no student
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes
+END_RECORD_SIZE = 22  # bytes of a zip's end-of-central-directory record, without its comment
 ONLY_THE_COPY = "submit your copy of the project only, without data or caches"
 
 
@@ -51,6 +54,22 @@ def entries(folder: Path) -> dict[str, Entry]:
             found[student] = Entry(student, path, _problem(path), note)
     if not found:
         raise ExerciseError(f"{folder} holds no submissions (one folder or .zip per student)")
+    return _look_alikes_flagged(found)
+
+
+def _look_alikes_flagged(found: dict[str, Entry]) -> dict[str, Entry]:
+    """`found`, with a note on each student whose name has spaces at its ends or reads as another's ('alice ' and
+    'alice', 'é' composed and decomposed): grades.csv and Canvas would show two students as one."""
+    def key(name: str) -> str:
+        return unicodedata.normalize("NFKC", name).strip()
+
+    for student, entry in found.items():
+        others = sorted(other for other in found if other != student and key(other) == key(student))
+        why = (["has spaces at its ends"] if student != student.strip() else []) + (
+            [f"reads as {', '.join(map(ascii, others))}"] if others else [])
+        if why:
+            note = f"look-alike name: {ascii(student)} {' and '.join(why)}; check whose copy it is"
+            found[student] = dataclasses.replace(entry, note="; ".join(filter(None, [entry.note, note])))
     return found
 
 
@@ -97,6 +116,9 @@ def unpack(archive: Path, dest: Path) -> None:
     """Unpack the .zip `archive` into `dest` once every member is checked; ExerciseError naming the problem."""
     try:
         with zipfile.ZipFile(archive) as opened:
+            if not _ends_as_a_zip(archive, opened):  # zipfile found the end record of a zip stored inside it
+                raise ExerciseError("is not a whole .zip: it does not end with a zip's end record (cut short while "
+                                    "uploading or copying?); zip the copy again")
             members, unpacked = opened.infolist(), set()
             size = sum(member.file_size for member in members)
             if len(members) > MAX_FILES or size > MAX_UNPACKED_BYTES:
@@ -112,6 +134,15 @@ def unpack(archive: Path, dest: Path) -> None:
     except (OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:  # (an odd compression, ...)
         raise ExerciseError(f"{shown(archive.name)} could not be unpacked ({type(error).__name__}: "
                             f"{shown(error)})") from None
+
+
+def _ends_as_a_zip(archive: Path, opened: zipfile.ZipFile) -> bool:
+    """Whether the zip's end record, with the comment zipfile read, is the file's last bytes. zipfile looks for it
+    in the last 64 KiB: in the first half of a zip holding a model's .npz it finds the .npz's, and reads that."""
+    with open(archive, "rb") as file:
+        end = file.seek(0, os.SEEK_END) - END_RECORD_SIZE - len(opened.comment)
+        file.seek(max(end, 0))
+        return end >= 0 and file.read(4) == b"PK\x05\x06"
 
 
 def _check_member(member: zipfile.ZipInfo, dest: Path, unpacked: set[str]) -> None:
@@ -131,6 +162,10 @@ def _check_member(member: zipfile.ZipInfo, dest: Path, unpacked: set[str]) -> No
         raise ExerciseError(f"holds the member {name!r}, which would unpack outside its folder")
     if path in unpacked:
         raise ExerciseError(f"holds {shown(path)} twice (as {name} and another spelling): zip one copy of each file")
+    long = next((part for part in path.split("/") if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX), None)
+    if long is not None:  # (unpacking failed with 'OSError: [Errno 36] File name too long' and a scratch path)
+        raise ExerciseError(f"holds a file or folder whose name has {len(long.encode('utf-8', 'surrogateescape'))} "
+                            f"bytes ({shown(long)[:40]}...), more than the {NAME_MAX} a file system allows: rename it")
     unpacked.add(path)
 
 
