@@ -35,7 +35,8 @@ from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
                                      checked_grad, checked_incoming_grad, checked_new_values, gradient_in_dtype,
-                                     root_of_the_graph, summable_to_shape, unexplained)
+                                     named_float_array, root_of_the_graph, summable_to_shape, unexplained,
+                                     unsupported_backward_options)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -118,13 +119,16 @@ class Tensor(TensorProtocols):
 
     # ------------------------------------------------------------------
     # reverse mode
-    def backward(self, grad=None) -> None:
+    def backward(self, grad=None, **options) -> None:
         """Compute ``∂self/∂x`` for every leaf ``x`` with ``requires_grad``.
 
         `grad` is the gradient flowing into ``self`` (``∂ℓ/∂self``); it may be
         omitted only when ``self`` holds a single number, where it is 1.
-        Gradients are *added* to each leaf's ``.grad``.
+        Gradients are *added* to each leaf's ``.grad``. The graph is kept (PyTorch's ``retain_graph=True`` is
+        not needed, and refused as any other option).
         """
+        if options:  # PyTorch's retain_graph=True, create_graph=True
+            raise unsupported_backward_options(options)
         grad = checked_incoming_grad(self, grad)
         order = topological_order(self)
         for node in order:
