@@ -56,11 +56,14 @@ def test_build_model_names_a_bad_argument(argument, value, error):
     (dict(lr=1e-3, stop_error=float("nan")), ValueError, "stop_error"),
     (dict(lr=1e-3, probe_size=0), ValueError, "probe_size"),
     (dict(lr=1e-3, length=2), ValueError, "length"),
+    (dict(lr=1e-3, length=4), ValueError, r"^train: length must be >= 8, since the probe set puts its trigger at"),
+    (dict(lr=1e-3, length=5, probe_size=3), ValueError, r"^train: length must be >= 8"),
     (dict(lr=1e-3, batch_size=0), ValueError, "batch_size"),
     (dict(lr=1e-3, seed=-3), ValueError, "seed"),
     (dict(lr=1e-3, snapshot_every=0), ValueError, "snapshot_every"),
 ], ids=["lr-nan", "lr-inf", "lr-string", "max-steps-float", "stop-error-nan", "probe-size-0", "length-2",
-        "batch-size-0", "seed-negative", "snapshot-every-0"])
+        "length-4-below-the-probe-sets-trigger", "length-5-small-probe-set", "batch-size-0", "seed-negative",
+        "snapshot-every-0"])
 def test_train_names_a_bad_argument_before_training(arguments, error, culprit):
     from minitorch.paper.train import train
 
@@ -239,3 +242,24 @@ def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(functio
     with pytest.raises(error, match=f"{function}: {culprit}"):
         call()
     assert list(tmp_path.iterdir()) == [], f"{function} must write nothing for a model it refuses"
+
+
+@pytest.mark.parametrize("change,error,culprit", [
+    (dict(zoo_seeds=()), ValueError, r"^Budget: zoo_seeds must be a non-empty tuple of integers"),
+    (dict(law_lengths=()), ValueError, r"^Budget: law_lengths must be a non-empty tuple"),
+    (dict(seeds_4x4=[]), ValueError, r"^Budget: seeds_4x4 must be a non-empty tuple"),
+    (dict(zoo_seeds=0), TypeError, r"^Budget: zoo_seeds must be a non-empty tuple"),
+    (dict(law_lengths=(4,)), ValueError, r"^Budget: each of law_lengths must be an integer >= 8, got 4"),
+    (dict(zoo_seeds=(-1,)), ValueError, r"^Budget: each of zoo_seeds must be an integer >= 0"),
+    (dict(zoo_max_steps=0), ValueError, r"^Budget: zoo_max_steps must be an integer >= 1, got 0"),
+    (dict(law_max_steps=1.5), TypeError, r"^Budget: law_max_steps must be an integer"),
+    (dict(quick="yes"), TypeError, r"^Budget: quick must be True or False"),
+], ids=["no-zoo-seeds", "no-lengths", "no-4x4-seeds", "zoo-seeds-a-number", "length-4", "seed-negative",
+        "zoo-steps-0", "law-steps-float", "quick-a-string"])
+def test_a_budget_of_chapter_10s_experiments_is_refused_when_made_not_after_the_training(change, error, culprit):
+    from minitorch.paper import beyond
+
+    given = dict(zoo_seeds=(0,), zoo_max_steps=1, law_lengths=(8,), law_max_steps=1, seeds_4x4=(0,), quick=True)
+    with pytest.raises(error, match=culprit):
+        beyond.Budget(**(given | change))
+    assert beyond.Budget(**given).law_lengths == (8,), "the smallest budget that runs every experiment is taken"

@@ -442,6 +442,38 @@ def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp
         f"{writer} wrote something for a path ending in {ending!r}")
 
 
+@pytest.mark.parametrize("writer", ["save_model", "load_model", "redraw_error_vs_bos_mass"])
+@pytest.mark.parametrize("empty", ["", "  "], ids=["empty", "spaces"])
+def test_an_empty_path_is_named_as_empty_not_as_the_current_folder(tmp_path, monkeypatch, writer, empty):
+    """Path('') is '.': load_model('') spoke of a path '.' that 'ends with .', a name the user never gave."""
+    from minitorch.paper.reproduce import redraw_error_vs_bos_mass
+
+    monkeypatch.chdir(tmp_path)
+    call = {"save_model": lambda path: save_model(tiny_model(), path), "load_model": load_model,
+            "redraw_error_vs_bos_mass": redraw_error_vs_bos_mass}[writer]
+    with pytest.raises(ValueError, match=rf"^{writer}: (path|folder) is empty; name the (file|place)$"):
+        call(empty)
+    assert not list(tmp_path.iterdir()), f"{writer} wrote something for an empty path"
+
+
+def test_redraw_error_vs_bos_mass_names_a_missing_run_folder_and_takes_its_results_json_too(tmp_path):
+    from minitorch.paper.reproduce import redraw_error_vs_bos_mass
+
+    with pytest.raises(FileNotFoundError, match=rf"^redraw_error_vs_bos_mass: {tmp_path / 'nowhere'} does not exist; "
+                                                r"give the folder reproduce wrote \(its --out\)"):
+        redraw_error_vs_bos_mass(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=rf"^redraw_error_vs_bos_mass: {tmp_path} holds no results.json"):
+        redraw_error_vs_bos_mass(tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "results.md").write_text("# Results")
+    with pytest.raises(ValueError, match=r"results.md is a file, not a run's folder"):
+        redraw_error_vs_bos_mass(tmp_path / "results.md")
+    (tmp_path / "results.json").write_bytes((ROOT / "figures" / "results.json").read_bytes())
+    (tmp_path / "models" / "relu_1x1.npz").write_bytes((ROOT / "figures" / "models" / "relu_1x1.npz").read_bytes())
+    drawn = redraw_error_vs_bos_mass(tmp_path / "results.json")
+    assert drawn == tmp_path / "error_vs_bos_mass.png" and drawn.stat().st_size > 0, "the results.json path is taken"
+
+
 def test_an_output_folder_may_still_end_with_a_slash(tmp_path):
     from minitorch.outputs import check_output_folder
     assert check_output_folder(f"{tmp_path}/out/", "--out") == tmp_path / "out"

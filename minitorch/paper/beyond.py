@@ -42,7 +42,7 @@ from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import attention_model, build_model, for_training
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, evaluate, recorded_run,
                                        run_in_processes, train_one, write_record)
-from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
+from minitorch.paper.task import TEST_SEED, TEST_SIZE, TEST_TRIGGER, make_batch, make_test_set
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad
 
@@ -63,6 +63,21 @@ class Budget:
     law_max_steps: int
     seeds_4x4: tuple
     quick: bool
+
+    def __post_init__(self) -> None:
+        """Checked when made: each experiment runs at least once (its figure is drawn from its runs, after all the
+        training), its steps and seeds are integers, and each length fits the test set (trigger at 7)."""
+        for name, minimum in (("zoo_seeds", 0), ("law_lengths", TEST_TRIGGER + 1), ("seeds_4x4", 0)):
+            values = getattr(self, name)
+            if not isinstance(values, (tuple, list)) or not values:
+                error = ValueError if isinstance(values, (tuple, list)) else TypeError
+                raise error(f"Budget: {name} must be a non-empty tuple of integers (each experiment runs at least "
+                            f"once: its figure is drawn from its runs), got {values!r:.60}")
+            for value in values:
+                checks.integer("Budget", f"each of {name}", value, minimum=minimum)
+        checks.integer("Budget", "zoo_max_steps", self.zoo_max_steps)
+        checks.integer("Budget", "law_max_steps", self.law_max_steps)
+        checks.flag("Budget", "quick", self.quick)
 
 
 FULL = Budget(zoo_seeds=(0, 1, 2), zoo_max_steps=ZOO_MAX_STEPS, law_lengths=LAW_LENGTHS,
