@@ -138,6 +138,24 @@ def _recorded_folders_then_rerun(tmp_path, monkeypatch):
     return out, ["models/mine.npz", "beyond/results.md"]
 
 
+def _recorded_user_file_then_rerun(tmp_path, monkeypatch):
+    """A record of the same command edited to list the user's notes.txt: refused without --force, notes kept."""
+    from minitorch.outputs import OutputPathError
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's own notes")
+    (out / "results.json").write_text(json.dumps({"command": "reproduce --quick --only 1x1",
+                                                  "files": ["results.json", "notes.txt"]}))
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_1x1_run)
+    with pytest.raises(OutputPathError, match=r"record of an earlier run of this command lists notes.txt, which this "
+                                              r"command does not write .*--force"):
+        reproduce_module.reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda line: None)
+    assert sorted(path.name for path in out.iterdir()) == ["notes.txt", "results.json"], "the refusal changed files"
+    return out, ["notes.txt"]
+
+
 def _write_a_1x1_run(out_folder, *args):
     from minitorch.paper.reproduce import run_files
 
@@ -175,9 +193,10 @@ def _a_users_grades_in_the_way(tmp_path, monkeypatch):
     return tmp_path, ["grades.csv"]
 
 
-@pytest.mark.parametrize("scenario", [_recorded_folders_then_rerun, _save_through_a_symlink,
-                                      _a_users_grades_in_the_way],
-                         ids=["record-naming-folders", "save-through-a-symlink", "user-files-in-the-way"])
+@pytest.mark.parametrize("scenario", [_recorded_folders_then_rerun, _recorded_user_file_then_rerun,
+                                      _save_through_a_symlink, _a_users_grades_in_the_way],
+                         ids=["record-naming-folders", "record-naming-a-users-file", "save-through-a-symlink",
+                              "user-files-in-the-way"])
 def test_files_no_run_recorded_are_never_replaced_and_a_link_is_written_through(tmp_path, monkeypatch, scenario):
     out, kept = scenario(tmp_path, monkeypatch)
     for name in kept:
