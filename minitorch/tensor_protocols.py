@@ -9,8 +9,9 @@ tensor compute without gradients, so a tensor that requires grad says so, and as
 saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
 ``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
 in-place operators (``x += y``) and ``x[index] = y`` change a tensor's own values, where no gradient is lost;
-``+t`` is t; ``%`` and ``//`` are refused (no gradient flows through them: compute them on ``t.data``). (The
-arithmetic operators are `minitorch.ops`'.)
+``+t`` is t; ``%`` and ``//`` are refused (no gradient flows through them: compute them on ``t.data``), as are
+``&``, ``|``, ``^`` and ``~`` (a tensor holds floats: combine masks). (The arithmetic operators are
+`minitorch.ops`'.)
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class TensorProtocols:
             raise TypeError(f"np.{ufunc.__name__}.at(tensor, ...) would change the tensor's values in place, behind "
                             f"the backward pass that may have saved them; change a copy (a = t.numpy(); "
                             f"np.{ufunc.__name__}.at(a, ...); t = tensor(a)) or write t[...] += ...")
+        if ufunc in _LOGICAL:  # ``mask & tensor``: NumPy's words would be of casting rules
+            _not_boolean(_LOGICAL[ufunc])
         if method == "__call__" and len(inputs) == 2 and "out" not in kwargs and \
                 not isinstance(inputs[0], TensorProtocols) and ufunc in _REFLECTED:
             return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])
@@ -185,12 +188,18 @@ class TensorProtocols:
     __mod__ = __rmod__ = lambda self, other: _not_provided("%", "remainder")
     __floordiv__ = __rfloordiv__ = lambda self, other: _not_provided("//", "floor division")
     __divmod__ = __rdivmod__ = lambda self, other: _not_provided("divmod", "floor division")
+    __and__ = __rand__ = lambda self, other: _not_boolean("&")
+    __or__ = __ror__ = lambda self, other: _not_boolean("|")
+    __xor__ = __rxor__ = lambda self, other: _not_boolean("^")
+    __invert__ = lambda self: _not_boolean("~")
 
 
 # ``array <op> tensor``, as NumPy's ufunc sees it, and the tensor's method that computes it
 _REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__", np.true_divide: "__rtruediv__",
               np.matmul: "__rmatmul__", np.power: "__rpow__", np.less: "__gt__", np.less_equal: "__ge__",
               np.greater: "__lt__", np.greater_equal: "__le__", np.equal: "__eq__", np.not_equal: "__ne__"}
+
+_LOGICAL = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.invert: "~"}
 
 
 def _values_for_numpy(arguments):
@@ -218,6 +227,13 @@ def _not_provided(symbol: str, what: str):
                                                                                         f"x.data {symbol} y")
     raise TypeError(f"{called}: minitorch has no {what} of tensors (a step function: no gradient flows through it); "
                     f"compute it on the values, without a gradient: {written}")
+
+
+def _not_boolean(symbol: str):
+    """The error of a logical operator on tensors, which hold floats: the masks that comparisons give combine."""
+    called = "~x" if symbol == "~" else f"x {symbol} y"
+    raise TypeError(f"{called}: a tensor holds floats, not booleans; combine the masks that comparisons give, e.g. "
+                    f"{'~(x > 0)' if symbol == '~' else f'(x > 0) {symbol} (y > 0)'}")
 
 
 def _assign(tensor, index, other) -> None:

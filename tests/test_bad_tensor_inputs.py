@@ -1219,6 +1219,10 @@ def test_from_op_with_a_parent_that_is_no_tensor_names_its_position_and_type():
     (lambda x: 3 % x, TypeError, r"^x % y: minitorch has no remainder of tensors"),
     (lambda x: x // 2, TypeError, r"^x // y: minitorch has no floor division of tensors.*x\.data // y"),
     (lambda x: divmod(x, 2), TypeError, r"^divmod\(x, y\): minitorch has no floor division.*divmod\(x\.data, y\)"),
+    (lambda x: x & x, TypeError, r"^x & y: a tensor holds floats, not booleans; .* \(x > 0\) & \(y > 0\)"),
+    (lambda x: True | x, TypeError, r"^x \| y: a tensor holds floats, not booleans"),
+    (lambda x: (x > 0) ^ x, TypeError, r"^x \^ y: a tensor holds floats, not booleans"),
+    (lambda x: ~x, TypeError, r"^~x: a tensor holds floats, not booleans; .* ~\(x > 0\)"),
     (lambda x: int(x), TypeError, r"^int\(\) of a tensor of shape \(2,\): it needs exactly one element"),
     (lambda x: int(x[:1] * np.nan), ValueError, r"^int\(\) of a tensor holding nan: NaN and infinity have no integer"),
     (lambda x: int(x[:1] * np.inf), ValueError, r"^int\(\) of a tensor holding inf"),
@@ -1227,9 +1231,9 @@ def test_from_op_with_a_parent_that_is_no_tensor_names_its_position_and_type():
     (lambda x: x.__setitem__(0, "a"), TypeError, r"^x\[\.\.\.\] = y: cannot make a Tensor from str"),
     (lambda x: x.__setitem__(5, 1.0), IndexError, r"^x\[index\] = y on a tensor of shape \(2,\): index 5 is out"),
     (lambda x: x.__setitem__(slice(None), [1.0, 2.0, 3.0]), ValueError, r"^x\[index\] = y: y of shape \(3,\) does "),
-], ids=["del-item", "remainder", "reflected-remainder", "floor-division", "divmod", "int-of-two", "int-of-nan",
-        "int-of-inf", "in-place-str", "in-place-list-of-str", "assign-str", "assign-out-of-bounds",
-        "assign-wrong-shape"])
+], ids=["del-item", "remainder", "reflected-remainder", "floor-division", "divmod", "and", "reflected-or", "mask-xor",
+        "invert", "int-of-two", "int-of-nan", "int-of-inf", "in-place-str", "in-place-list-of-str", "assign-str",
+        "assign-out-of-bounds", "assign-wrong-shape"])
 def test_an_operator_a_tensor_does_not_take_is_refused_naming_it_and_changes_nothing(operation, error, culprit):
     from minitorch import tensor
 
