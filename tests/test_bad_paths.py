@@ -156,6 +156,23 @@ def _recorded_user_file_then_rerun(tmp_path, monkeypatch):
     return out, ["notes.txt"]
 
 
+def _book_record_naming_a_users_file(tmp_path, monkeypatch):
+    """The book's record edited to list the user's notes.txt: the build, which replaces its folder whole, refuses
+    before any work."""
+    from minitorch.outputs import OutputPathError, recorded_run_text
+    from minitorch.tools.book.build import MARKER, check_book_folder
+
+    out = tmp_path / "book"
+    (out / "mydata").mkdir(parents=True)
+    for name, text in [("index.html", "a book"), ("notes.txt", "the user's own notes"), ("mydata/a.csv", "my own")]:
+        (out / name).write_text(text)
+    (out / MARKER).write_text(recorded_run_text("book", ["index.html", "notes.txt", "mydata/a.csv", MARKER]))
+    with pytest.raises(OutputPathError, match=rf"--out {out}: its record of the book \({MARKER}\) lists mydata/a.csv "
+                                              r"and 1 more, which no build of the book writes .*--force"):
+        check_book_folder(out, tmp_path / "chapters")
+    return out, ["notes.txt", "mydata/a.csv"]
+
+
 def _write_a_1x1_run(out_folder, *args):
     from minitorch.paper.reproduce import run_files
 
@@ -194,9 +211,10 @@ def _a_users_grades_in_the_way(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("scenario", [_recorded_folders_then_rerun, _recorded_user_file_then_rerun,
-                                      _save_through_a_symlink, _a_users_grades_in_the_way],
-                         ids=["record-naming-folders", "record-naming-a-users-file", "save-through-a-symlink",
-                              "user-files-in-the-way"])
+                                      _book_record_naming_a_users_file, _save_through_a_symlink,
+                                      _a_users_grades_in_the_way],
+                         ids=["record-naming-folders", "record-naming-a-users-file", "book-record-naming-a-users-file",
+                              "save-through-a-symlink", "user-files-in-the-way"])
 def test_files_no_run_recorded_are_never_replaced_and_a_link_is_written_through(tmp_path, monkeypatch, scenario):
     out, kept = scenario(tmp_path, monkeypatch)
     for name in kept:
