@@ -231,6 +231,11 @@ def _fifo(tmp_path: Path, name: str) -> Path:
     return path
 
 
+def _link(path: Path, to: str) -> Path:
+    os.symlink(to, path)
+    return path
+
+
 def _huge_header_model(tmp_path: Path) -> Path:
     """M27: an .npz whose W_Q claims 10^13 floats gave MemoryError, not the model-file error."""
     import zipfile
@@ -255,8 +260,12 @@ def _huge_header_model(tmp_path: Path) -> Path:
     ("load-model-of-a-device", ModelFileError, r"is a device or socket, not a regular file"),
     ("a-header-claiming-10-13-floats", ModelFileError, r"claims more memory than this machine has"),
     ("bench-steps-10-9", SystemExit, None),
+    ("redraw-a-run-whose-results-json-is-a-fifo", ValueError, r"results.json: is a named pipe \(FIFO\)"),
+    ("redraw-a-run-whose-results-json-links-to-dev-zero", ValueError, r"results.json: is a device or socket"),
+    ("redraw-a-run-whose-results-json-links-to-itself", ValueError, r"results.json: a symbolic link in it points back"),
 ])
 def test_what_would_wait_forever_is_refused_at_once(tmp_path, capsys, case, error, culprit):
+    from minitorch.paper.reproduce import redraw_error_vs_bos_mass
     from minitorch.tools.book.chapters import BookError, find_chapters
 
     error = BookError if error == "BookError" else error
@@ -266,6 +275,12 @@ def test_what_would_wait_forever_is_refused_at_once(tmp_path, capsys, case, erro
         "load-model-of-a-device": lambda: load_model("/dev/null"),
         "a-header-claiming-10-13-floats": lambda: load_model(_huge_header_model(tmp_path)),
         "bench-steps-10-9": lambda: __import__("minitorch.tools.bench").tools.bench.main(["--steps", "1000000000"]),
+        "redraw-a-run-whose-results-json-is-a-fifo": lambda: redraw_error_vs_bos_mass(
+            _fifo(tmp_path, "results.json").parent),
+        "redraw-a-run-whose-results-json-links-to-dev-zero": lambda: redraw_error_vs_bos_mass(
+            _link(tmp_path / "results.json", "/dev/zero").parent),
+        "redraw-a-run-whose-results-json-links-to-itself": lambda: redraw_error_vs_bos_mass(
+            _link(tmp_path / "results.json", "results.json").parent),
     }
     with pytest.raises(error, match=culprit):
         _finishes_within(20, calls[case])

@@ -403,7 +403,7 @@ def _results_file_of_run(owner: str, folder) -> Path:
     results_file = path if path.name == "results.json" and not path.is_dir() else path / "results.json"
     if path.is_file() and path != results_file:
         raise ValueError(f"{owner}: {path} is a file, not a run's folder; give the folder reproduce wrote (its --out)")
-    if not results_file.exists():
+    if not os.path.lexists(results_file):  # (a link that loops or leads nowhere is named by check_input_file)
         found = "holds no results.json" if path.is_dir() else "does not exist"
         raise FileNotFoundError(f"{owner}: {path} {found}; give the folder reproduce wrote (its --out)")
     check_input_file(results_file, owner, error=ValueError)  # a FIFO would block the read forever
