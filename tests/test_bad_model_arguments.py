@@ -198,6 +198,8 @@ def _restacked(change: str):
         model.layers[0].W_Q = Linear(16, 8)
     elif change == "value-projection-removed":
         model.layers[1].W_V = None
+    elif change == "query-projection-with-a-bias":
+        model.layers[0].W_Q = Linear(16, 16, bias=True)
     return model
 
 
@@ -210,6 +212,8 @@ STACK_ERRORS = [
     ("narrower-query-projection", ValueError,  # not reshape's "cannot reshape a tensor of shape (1, 3, 8)"
      r"model.layers\[0\].W_Q must be a Linear\(16, 16\) \(width n = 16, 1 head\(s\)\), got Linear\(16, 8\)"),
     ("value-projection-removed", TypeError, r"model.layers\[1\].W_V must be a Linear\(16, 16\), got NoneType"),
+    ("query-projection-with-a-bias", ValueError,  # saved without a word, then refused by load_model
+     r"model.layers\[0\].W_Q must be a Linear\(16, 16\) without a bias \(as the model builds it: bias=False\)"),
 ]
 
 
@@ -263,3 +267,21 @@ def test_a_budget_of_chapter_10s_experiments_is_refused_when_made_not_after_the_
     with pytest.raises(error, match=culprit):
         beyond.Budget(**(given | change))
     assert beyond.Budget(**given).law_lengths == (8,), "the smallest budget that runs every experiment is taken"
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_whether_a_model_is_residual_cannot_change_after_it_is_built(residual, tmp_path):
+    """m.residual = True on a 1-layer model made forward (and train's targets) residual while its config, name and
+    saved file still said otherwise: the reloaded model computed something else than the one trained."""
+    from minitorch.paper.models import load_model, save_model
+
+    model = tiny_model(layers=2 if residual else 1, residual=residual)
+    x = np.random.default_rng(0).normal(size=(1, 4, 16))
+    before = model(x).data.copy()
+    with pytest.raises(AttributeError, match=rf"^{type(model).__name__}\.residual is fixed by the model's kind .*"
+                                             rf"build_model\(\.\.\., residual={not residual}\)"):
+        model.residual = not residual
+    assert model.residual is residual and model.config["residual"] is residual
+    save_model(model, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load_model(tmp_path / "m.npz")(x).data, before,
+                                  err_msg="the saved model computes what the refused change left alone")
