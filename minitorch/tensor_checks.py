@@ -163,6 +163,15 @@ def check_parents_are_tensors(op: str, parents: tuple) -> None:
                             f"wrap it with minitorch.tensor(...) or leave it out of parents")
 
 
+def checked_result_values(op: str, values: np.ndarray) -> np.ndarray:
+    """Tensor.from_op's result, of float32 or float64 values as every tensor holds (tensor() and astype refuse
+    others: an integer or string result would break every operation after it), in the machine's byte order."""
+    if values.dtype.kind == "f" and values.dtype.newbyteorder("=") in FLOAT_DTYPES:
+        return values.astype(values.dtype.newbyteorder("="))
+    raise TypeError(f"Tensor.from_op('{op}'): the result holds {values.dtype} values; a Tensor holds float32 or "
+                    f"float64 (convert the result first, e.g. values.astype(np.float64))")
+
+
 def checked_incoming_grad(tensor, grad) -> np.ndarray:
     """The gradient `grad` given to ``tensor.backward(grad)`` (None: 1, for a single number), as an array of the
     tensor's shape and dtype."""

@@ -1296,3 +1296,17 @@ def test_the_optimizer_base_class_step_names_itself_and_the_optimizers_to_use():
 
     with pytest.raises(NotImplementedError, match=r"^Optimizer\.step: Optimizer is the base class.*SGD or optim\.Adam"):
         optim.Optimizer([Parameter([1.0])], lr=0.1).step()
+
+
+@pytest.mark.parametrize("values,dtype", [(np.array([1, 2]), "int64"), (np.array(["a", "b"]), "<U1"),
+                                          (np.array([True, False]), "bool"), (np.float16([1.0, 2.0]), "float16")])
+def test_from_op_refuses_a_result_that_no_tensor_may_hold_naming_the_operation_and_the_dtype(values, dtype):
+    """tensor() and astype take only float32 and float64; from_op made int and string tensors that required grad."""
+    from minitorch import Tensor, tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=rf"^Tensor\.from_op\('custom'\): the result holds {dtype} values; a Tensor "
+                                        r"holds float32 or float64"):
+        Tensor.from_op(values, (x,), lambda grad: (grad,), "custom")
+    swapped = Tensor.from_op(np.array([1.0, 2.0], dtype=">f8"), (x,), lambda grad: (grad,), "custom")
+    assert swapped.dtype == np.float64 and swapped.dtype.isnative, "a float in another byte order is that float"
