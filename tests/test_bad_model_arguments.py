@@ -124,11 +124,12 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
 
 
 def _paper_function_call(name):
-    from minitorch.paper import metrics, theory
+    from minitorch.paper import metrics, plotting, theory
     from minitorch.paper.task import make_test_set
 
     weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
     identity = np.eye(16)
+    history = {"step": [0, 50], "head_bos_mass": [[[0.1]], [[0.95]]]}
     return {
         "make-test-set-length-5": lambda: make_test_set(length=5),  # not "make_inputs: trigger must lie in 1..4"
         "make-test-set-length-float": lambda: make_test_set(length=8.0),
@@ -147,6 +148,8 @@ def _paper_function_call(name):
         "load-head-head-3": lambda: theory.load_head(tiny_model(), 0, 3, *[identity] * 4),
         "load-head-layer-minus-1": lambda: theory.load_head(tiny_model(), -1, 0, *[identity] * 4),
         "value-map-layer-2": lambda: theory.value_map(tiny_model(), 2, 0),
+        "head-split-threshold-1.5": lambda: plotting.head_split_settled(history, sink_bos_mass=1.5),
+        "head-bos-mass-figure-threshold-0": lambda: plotting.head_bos_mass_figure({"m": history}, sink_bos_mass=0),
     }[name]
 
 
@@ -169,6 +172,9 @@ def _paper_function_call(name):
     ("load-head-head-3", ValueError, r"load_head: head 3 is not a head of layer 0 \(it has 1: 0..0\)"),
     ("load-head-layer-minus-1", ValueError, r"load_head: layer must be an integer >= 0, got -1"),
     ("value-map-layer-2", ValueError, r"value_map: layer 2 is not a layer of this model"),
+    ("head-split-threshold-1.5", ValueError,  # no head can reach it: the answer 0 meant nothing
+     r"^head_split_settled: sink_bos_mass must be a number in \(0, 1\] \(a BOS mass lies in \[0, 1\]\), got 1.5"),
+    ("head-bos-mass-figure-threshold-0", ValueError, r"^head_bos_mass_figure: sink_bos_mass must be a number in"),
 ])
 def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, culprit):
     with pytest.raises(error, match=culprit) as raised:
@@ -285,3 +291,14 @@ def test_whether_a_model_is_residual_cannot_change_after_it_is_built(residual, t
     save_model(model, tmp_path / "m.npz")
     np.testing.assert_array_equal(load_model(tmp_path / "m.npz")(x).data, before,
                                   err_msg="the saved model computes what the refused change left alone")
+
+
+def test_evaluate_measures_a_model_of_another_width_at_its_width_as_train_trains_it():
+    """evaluate made the test set at width 16 whatever the model: a width-8 model failed in its own shape check,
+    about a test set the user never made."""
+    from minitorch.paper.reproduce import evaluate
+
+    measures, attention, triggers = evaluate(tiny_model(width=8))
+    assert attention[0].shape[-1] == 16 and measures["heads_total"] == 1 and np.isfinite(measures["test_mse"])
+    with pytest.raises(TypeError, match=r"^evaluate: model must be an attention model"):
+        evaluate("model")

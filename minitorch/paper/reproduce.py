@@ -49,8 +49,8 @@ from minitorch.outputs import (RecordedRun, building_aside, check_input_file, ch
                                write_atomically, written_files)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import (AttentionModel, build_model, for_training, load_model, save_model,
-                                    training_path, use_training_path)
+from minitorch.paper.models import (AttentionModel, attention_model, build_model, for_training, load_model,
+                                    save_model, training_path, use_training_path)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 from minitorch.paper.train import TrainingResult, train
@@ -89,8 +89,10 @@ THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
-    """Error and sink measures on the fixed-trigger test set: (measures, attention per layer, triggers)."""
-    x, y, triggers = make_test_set(residual=model.residual)
+    """Error and sink measures on the fixed-trigger test set at the model's width, as `train` makes its data:
+    (measures, attention per layer, triggers)."""
+    model = attention_model("evaluate", model)
+    x, y, triggers = make_test_set(residual=model.residual, width=model.config["width"])
     with no_grad():
         prediction, attention = model(x, return_attention=True)
     heads = metrics.head_table(attention, triggers)
