@@ -353,7 +353,7 @@ def seeds_markdown(results: dict) -> str:
                   "run_seeds' results (results.json)")
     shapes = results.get("shapes", ["1x1", "2x2"])
     lines = [f"# Seeds of the {' and '.join(shapes)} models"
-             + (" (quick mode: not converged)" if results["quick"] else ""),
+             + (" (quick mode: small step budgets, not the paper's)" if results["quick"] else ""),
              "", f"Written by `python -m minitorch {results.get('command', 'reproduce --seeds')}` in "
              f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
              f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "
