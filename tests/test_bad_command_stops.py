@@ -224,6 +224,7 @@ def test_a_closed_pipe_is_quiet_and_a_full_disk_is_one_line():
         result = _command("minitorch.exercises", "list", stdout=full, stderr=subprocess.PIPE)
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert "No space left on device; the disk is full" in result.stderr, result.stderr
+    assert "error: writing to standard output: No space" in result.stderr, f"stdout is not named:\n{result.stderr}"
 
 
 # ----------------------------------------------------------------------

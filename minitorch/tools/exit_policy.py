@@ -236,7 +236,8 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
         if error.filename is None and error.errno is not None:  # a failed write to stdout (> /dev/full) names no
             # file, and what is still buffered would fail again at exit
             _silence_stdout()
-        print(f"{name}: error: {describe_os_error(error)}", file=sys.stderr)
+        where = "writing to standard output: " if getattr(error, "on_stdout", False) else ""  # (> /dev/full)
+        print(f"{name}: error: {where}{describe_os_error(error)}", file=sys.stderr)
         return 1
     except Exception as error:  # an exercise's stub (a student edition), raised here or in a worker process
         needed = None if explain is None else explain(error)
@@ -293,12 +294,18 @@ class _QuietOnceClosed:
         except BrokenPipeError:
             self._close_quietly()
             return len(text)
+        except OSError as error:  # (> /dev/full): the error names no file; `run_command` names standard output
+            error.on_stdout = True
+            raise
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError:
             self._close_quietly()
+        except OSError as error:
+            error.on_stdout = True
+            raise
 
     def _close_quietly(self) -> None:
         _silence_stdout(self._stream)
