@@ -112,13 +112,13 @@ class TensorProtocols:
 
     def __int__(self) -> int:
         """``int(t)`` of a tensor of one element (truncated, as ``int`` of a float)."""
-        value = _one_number(self, "int()")
+        value = _one_number(self, "int")
         if not math.isfinite(value):  # Python's words would not say that the number came from a tensor
             raise ValueError(f"int() of a tensor holding {value}: NaN and infinity have no integer value")
         return int(value)
 
     def __float__(self) -> float:
-        return _one_number(self, "float()")
+        return _one_number(self, "float")
 
     def __iter__(self):
         """The tensor's rows (its slices along the first axis), as ``t[0], t[1], ...``, gradients kept."""
@@ -214,9 +214,9 @@ def _values_for_numpy(arguments):
 
 
 def _one_number(tensor, call: str) -> float:
-    """The single number of `tensor`, for ``float(t)`` or ``int(t)`` (`call`)."""
+    """The single number of `tensor`, for ``float(t)`` or ``int(t)`` (`call`: 'float' or 'int')."""
     if tensor.size != 1:
-        raise TypeError(f"{call[:-2]}() of a tensor of shape {tensor.shape}: it needs exactly one element")
+        raise TypeError(f"{call}() of a tensor of shape {tensor.shape}: it needs exactly one element")
     return float(tensor._data.item())
 
 
