@@ -73,6 +73,11 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     output = function(*leaves)
     if not isinstance(output, Tensor):
         raise TypeError(f"gradcheck: {name} must return a Tensor, got {type(output).__name__}")
+    if not output.requires_grad:  # backward's own error would ask for inputs that require grad, which these do
+        raise ValueError(f"gradcheck: {name} returned a tensor cut from its inputs (gradcheck made each input a leaf "
+                         f"with requires_grad=True, yet the result does not require grad): it was computed from their "
+                         f"values (t.data, tensor(...), NumPy) or inside no_grad(); compute it with minitorch's "
+                         f"operations on the input tensors themselves")
     weights = np.random.default_rng(seed).standard_normal(output.shape)
 
     def scalar_objective() -> float:

@@ -48,7 +48,8 @@ class Optimizer:
             parameter.grad = None
 
     def step(self) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__}.step: Optimizer is the base class, with no update rule; use "
+                                  f"optim.SGD or optim.Adam, or define step() in a subclass")
 
     def _parameters_as_made(self) -> list[Tensor]:
         """The parameter list, checked to be the one the optimizer was made with: its state is per parameter, so

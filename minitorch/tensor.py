@@ -34,9 +34,13 @@ import numpy as np
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
-                                     checked_grad, checked_incoming_grad, checked_new_values, gradient_in_dtype,
-                                     root_of_the_graph, summable_to_shape, unexplained)
+                                     checked_grad, checked_incoming_grad, checked_new_values, checked_result_values,
+                                     gradient_in_dtype, named_float_array, root_of_the_graph, summable_to_shape,
+                                     unexplained, unsupported_backward_options)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
+
+
+_FLOAT64, _FLOAT32 = np.dtype(np.float64), np.dtype(np.float32)
 
 
 class Tensor(TensorProtocols):
@@ -92,6 +96,8 @@ class Tensor(TensorProtocols):
         """
         out = Tensor.__new__(Tensor)
         out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
+        if out._data.dtype is not _FLOAT64 and out._data.dtype is not _FLOAT32:  # (the usual case: two identities)
+            out._data = checked_result_values(op, out._data)
         out._version = 0
         out._released = False
         out._grad = None
@@ -118,13 +124,16 @@ class Tensor(TensorProtocols):
 
     # ------------------------------------------------------------------
     # reverse mode
-    def backward(self, grad=None) -> None:
+    def backward(self, grad=None, **options) -> None:
         """Compute ``∂self/∂x`` for every leaf ``x`` with ``requires_grad``.
 
         `grad` is the gradient flowing into ``self`` (``∂ℓ/∂self``); it may be
         omitted only when ``self`` holds a single number, where it is 1.
-        Gradients are *added* to each leaf's ``.grad``.
+        Gradients are *added* to each leaf's ``.grad``. The graph is kept (PyTorch's ``retain_graph=True`` is
+        not needed, and refused as any other option).
         """
+        if options:  # PyTorch's retain_graph=True, create_graph=True
+            raise unsupported_backward_options(options)
         grad = checked_incoming_grad(self, grad)
         order = topological_order(self)
         for node in order:

@@ -3,7 +3,7 @@ an error that names it, never a silent wrong gradient.
 
 - `as_float_array`: the values a tensor is made from (numbers, nested lists of numbers, ndarrays).
 - `checked_grad`, `checked_new_values`, `checked_incoming_grad`: a gradient or values set by hand, and the
-  gradient given to ``backward(grad)``.
+  gradient given to ``backward(grad)`` (`named_float_array`, `unsupported_backward_options`).
 - `check_backward_result`, `gradient_in_dtype`: what an operation's backward rule returned.
 - `check_inputs_unchanged`: the values a backward needs did not change before it ran.
 - `root_of_the_graph`, `summable_to_shape`, `mul_backward_inputs`, ...: the inputs of the engine's exercise
@@ -88,6 +88,22 @@ def as_float_array(data, dtype) -> np.ndarray:
     return array.astype(dtype, copy=False)
 
 
+def named_float_array(owner: str, data, dtype) -> np.ndarray:
+    """`as_float_array` for values given to `owner` (a gradient, new values), whose error names `owner` first: its
+    own words speak of making a Tensor."""
+    try:
+        return as_float_array(data, dtype)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise type(error)(f"{owner}: {error}") from None
+
+
+def unsupported_backward_options(options: dict) -> TypeError:
+    """The error of ``backward(retain_graph=True)`` and PyTorch's other options, which minitorch does without."""
+    return TypeError(f"backward() takes only grad, got {', '.join(sorted(options))}: minitorch keeps the graph after "
+                     f"backward (a second backward through it needs no retain_graph=True) and records no graph of "
+                     f"the backward pass itself (create_graph); write y.backward() or y.backward(grad)")
+
+
 def _narrowed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`array` in the smaller float `dtype`, or an OverflowError if a finite value is too large for it (NumPy would
     make it inf, with a warning at most). A single number (``float32_tensor * 2.0``) is checked without NumPy."""
@@ -130,7 +146,7 @@ def checked_new_values(tensor, values) -> np.ndarray:
     """``tensor.data = values``: converted to the tensor's dtype; a tensor that requires grad keeps its shape."""
     if isinstance(values, tensor_module.Tensor):
         raise TypeError("x.data = <Tensor>: assign its values (t.data), or use the tensor itself")
-    array = as_float_array(values, tensor._data.dtype)
+    array = named_float_array("x.data = ...", values, tensor._data.dtype)
     if tensor.requires_grad and array.shape != tensor._data.shape:
         raise ValueError(f"x.data = ...: new values of shape {array.shape} for a tensor of shape {tensor.shape} "
                          f"that requires grad (an optimizer holds state of its shape); make a new tensor")
@@ -145,6 +161,15 @@ def check_parents_are_tensors(op: str, parents: tuple) -> None:
         if not isinstance(parent, tensor_module.Tensor):
             raise TypeError(f"Tensor.from_op('{op}'): parent {position} is a {type(parent).__name__}, not a Tensor; "
                             f"wrap it with minitorch.tensor(...) or leave it out of parents")
+
+
+def checked_result_values(op: str, values: np.ndarray) -> np.ndarray:
+    """Tensor.from_op's result, of float32 or float64 values as every tensor holds (tensor() and astype refuse
+    others: an integer or string result would break every operation after it), in the machine's byte order."""
+    if values.dtype.kind == "f" and values.dtype.newbyteorder("=") in FLOAT_DTYPES:
+        return values.astype(values.dtype.newbyteorder("="))
+    raise TypeError(f"Tensor.from_op('{op}'): the result holds {values.dtype} values; a Tensor holds float32 or "
+                    f"float64 (convert the result first, e.g. values.astype(np.float64))")
 
 
 def checked_incoming_grad(tensor, grad) -> np.ndarray:
@@ -166,7 +191,7 @@ def checked_incoming_grad(tensor, grad) -> np.ndarray:
                 f"grad=<array of shape {tensor.shape}>."
             )
         return np.ones_like(tensor._data)
-    grad = as_float_array(grad, tensor._data.dtype)
+    grad = named_float_array("backward(grad)", grad, tensor._data.dtype)
     if grad.shape != tensor.shape:
         raise ValueError(
             f"backward(grad): grad has shape {grad.shape} but the tensor has shape {tensor.shape}"

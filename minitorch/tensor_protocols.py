@@ -8,12 +8,16 @@ tensor compute without gradients, so a tensor that requires grad says so, and as
 ``t.numpy()``); ``array += t`` changes the array's values, ``array + t`` is the tensor operation; ``pickle``
 saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
 ``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
-in-place operators (``x += y``) change a tensor's own values. (The arithmetic operators are `minitorch.ops`'.)
+in-place operators (``x += y``) and ``x[index] = y`` change a tensor's own values, where no gradient is lost;
+``+t`` is t; ``%`` and ``//`` are refused (no gradient flows through them: compute them on ``t.data``), as are
+``&``, ``|``, ``^`` and ``~`` (a tensor holds floats: combine masks). (The arithmetic operators are
+`minitorch.ops`'.)
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 import operator
 
@@ -83,6 +87,8 @@ class TensorProtocols:
             raise TypeError(f"np.{ufunc.__name__}.at(tensor, ...) would change the tensor's values in place, behind "
                             f"the backward pass that may have saved them; change a copy (a = t.numpy(); "
                             f"np.{ufunc.__name__}.at(a, ...); t = tensor(a)) or write t[...] += ...")
+        if ufunc in _LOGICAL:  # ``mask & tensor``: NumPy's words would be of casting rules
+            _not_boolean(_LOGICAL[ufunc])
         if method == "__call__" and len(inputs) == 2 and "out" not in kwargs and \
                 not isinstance(inputs[0], TensorProtocols) and ufunc in _REFLECTED:
             return getattr(inputs[1], _REFLECTED[ufunc])(inputs[0])
@@ -106,12 +112,13 @@ class TensorProtocols:
 
     def __int__(self) -> int:
         """``int(t)`` of a tensor of one element (truncated, as ``int`` of a float)."""
-        return int(self.__float__())
+        value = _one_number(self, "int")
+        if not math.isfinite(value):  # Python's words would not say that the number came from a tensor
+            raise ValueError(f"int() of a tensor holding {value}: NaN and infinity have no integer value")
+        return int(value)
 
     def __float__(self) -> float:
-        if self.size != 1:
-            raise TypeError(f"float() of a tensor of shape {self.shape}: it needs exactly one element")
-        return float(self._data.item())
+        return _one_number(self, "float")
 
     def __iter__(self):
         """The tensor's rows (its slices along the first axis), as ``t[0], t[1], ...``, gradients kept."""
@@ -165,11 +172,34 @@ class TensorProtocols:
             "(t > 0).all() on the boolean mask"
         )
 
+    def __setitem__(self, index, other):
+        """``x[index] = y`` changes x's own values, as ``x += y`` does (refused where a gradient would be lost)."""
+        _assign(self, index, other)
+
+    def __delitem__(self, index):
+        raise TypeError("del x[...]: a tensor's elements cannot be deleted (its shape is fixed); select the ones to "
+                        "keep instead: x[mask] or x[[0, 2]]")
+
+    def __pos__(self):
+        """``+t`` is t itself, as in PyTorch (torch.positive)."""
+        return self
+
+    # Operators minitorch does not differentiate: refused in its own words, naming what to write instead
+    __mod__ = __rmod__ = lambda self, other: _not_provided("%", "remainder")
+    __floordiv__ = __rfloordiv__ = lambda self, other: _not_provided("//", "floor division")
+    __divmod__ = __rdivmod__ = lambda self, other: _not_provided("divmod", "floor division")
+    __and__ = __rand__ = lambda self, other: _not_boolean("&")
+    __or__ = __ror__ = lambda self, other: _not_boolean("|")
+    __xor__ = __rxor__ = lambda self, other: _not_boolean("^")
+    __invert__ = lambda self: _not_boolean("~")
+
 
 # ``array <op> tensor``, as NumPy's ufunc sees it, and the tensor's method that computes it
 _REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__", np.true_divide: "__rtruediv__",
               np.matmul: "__rmatmul__", np.power: "__rpow__", np.less: "__gt__", np.less_equal: "__ge__",
               np.greater: "__lt__", np.greater_equal: "__le__", np.equal: "__eq__", np.not_equal: "__ne__"}
+
+_LOGICAL = {np.bitwise_and: "&", np.bitwise_or: "|", np.bitwise_xor: "^", np.invert: "~"}
 
 
 def _values_for_numpy(arguments):
@@ -183,8 +213,61 @@ def _values_for_numpy(arguments):
     return arguments
 
 
+def _one_number(tensor, call: str) -> float:
+    """The single number of `tensor`, for ``float(t)`` or ``int(t)`` (`call`: 'float' or 'int')."""
+    if tensor.size != 1:
+        raise TypeError(f"{call}() of a tensor of shape {tensor.shape}: it needs exactly one element")
+    return float(tensor._data.item())
+
+
+def _not_provided(symbol: str, what: str):
+    """The error of an operator minitorch does not provide on tensors: it is a step function, whose gradient is 0
+    (or undefined), so it is computed on the values, without a gradient."""
+    called, written = ("divmod(x, y)", "divmod(x.data, y)") if symbol == "divmod" else (f"x {symbol} y",
+                                                                                        f"x.data {symbol} y")
+    raise TypeError(f"{called}: minitorch has no {what} of tensors (a step function: no gradient flows through it); "
+                    f"compute it on the values, without a gradient: {written}")
+
+
+def _not_boolean(symbol: str):
+    """The error of a logical operator on tensors, which hold floats: the masks that comparisons give combine."""
+    called = "~x" if symbol == "~" else f"x {symbol} y"
+    raise TypeError(f"{called}: a tensor holds floats, not booleans; combine the masks that comparisons give, e.g. "
+                    f"{'~(x > 0)' if symbol == '~' else f'(x > 0) {symbol} (y > 0)'}")
+
+
+def _assign(tensor, index, other) -> None:
+    """``tensor[index] = other`` on `tensor`'s own values, where ``tensor += ...`` would change them."""
+    other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
+    if tensor_module.is_grad_enabled() and (tensor.requires_grad or other_requires_grad):
+        raise RuntimeError("x[...] = y: x or y requires grad, and an assignment into x's elements would be recorded "
+                           "nowhere; for a new tensor with those elements replaced write minitorch.where(mask, y, x) "
+                           "or x.masked_fill(mask, y); to change a parameter's values as an optimizer does: "
+                           "with minitorch.no_grad(): x[...] = y")
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(part, TensorProtocols) for part in parts):
+        raise TypeError("x[index] = y: index with ints, slices, or NumPy arrays of ints or booleans, not a Tensor (a "
+                        "Tensor holds floats)")
+    values = _raw(other) if isinstance(other, TensorProtocols) else \
+        tensor_module.named_float_array("x[...] = y", other, tensor.dtype)
+    try:  # checked before anything changes
+        selected = np.shape(tensor._data[index])
+    except (IndexError, TypeError, OverflowError) as error:
+        raise type(error)(f"x[index] = y on a tensor of shape {tensor.shape}: {error}") from None
+    if not tensor_module.broadcasts_to(np.shape(values), selected):
+        raise ValueError(f"x[index] = y: y of shape {np.shape(values)} does not broadcast to the shape {selected} of "
+                         f"the elements x[index] selects")
+    tensor._prepare_to_change()
+    if not tensor._data.flags.writeable:  # a view of an array that stays read-only
+        raise ValueError("x[...] = y: this tensor's values are a read-only view; assign into a copy: "
+                         "x = tensor(x.numpy())")
+    tensor._data[index] = values
+
+
 def _in_place(tensor, other, symbol: str, operation):
     """``tensor <symbol>= other`` on `tensor`'s own values; refused where a gradient would be lost."""
+    if not isinstance(other, TensorProtocols):  # a str, None, a list of str: named here, not by a NumPy loop
+        other = tensor_module.named_float_array(f"x {symbol} y", other, tensor.dtype)
     _check_keeps_shape(tensor, other, symbol)
     other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
     if tensor_module.is_grad_enabled() and (tensor.requires_grad or other_requires_grad):

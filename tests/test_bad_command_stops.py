@@ -153,8 +153,12 @@ def test_reproduce_with_two_workers_stopped_by_a_signal_leaves_no_worker_and_no_
      r"found in \['/tmp'\]; none of these folders takes a new file \(missing, read-only or full\?\): set TMPDIR"),
     (shutil.Error([("book/a.html", "/full/a.html", "[Errno 28] No space left on device")]),
      r"copying book/a.html to /full/a.html: \[Errno 28\] No space left on device"),
+    (shutil.Error([("m/es.js", "/full/.bk/es.js", "[Errno 28] No space left on device: 'm/es.js' -> '/full/.bk/es.js'")]
+                  * 170),  # the book's copy of MathJax: the paths once, and what to do, as for any full disk
+     r"error: copying m/es.js to /full/.bk/es.js: \[Errno 28\] No space left on device; the disk is full: free some "
+     r"space, or write somewhere else \(and 169 more\)$"),
 ], ids=["disk-full", "name-too-long", "symlink-loop", "read-only", "deleted", "no-temporary-folder",
-        "copytree-disk-full"])
+        "copytree-disk-full", "copytree-disk-full-many-files"])
 def test_an_os_error_is_one_line_naming_the_path_and_what_to_do(capsys, raised, named):
     from minitorch.tools.exit_policy import run_command
 

@@ -56,11 +56,14 @@ def test_build_model_names_a_bad_argument(argument, value, error):
     (dict(lr=1e-3, stop_error=float("nan")), ValueError, "stop_error"),
     (dict(lr=1e-3, probe_size=0), ValueError, "probe_size"),
     (dict(lr=1e-3, length=2), ValueError, "length"),
+    (dict(lr=1e-3, length=4), ValueError, r"^train: length must be >= 8, since the probe set puts its trigger at"),
+    (dict(lr=1e-3, length=5, probe_size=3), ValueError, r"^train: length must be >= 8"),
     (dict(lr=1e-3, batch_size=0), ValueError, "batch_size"),
     (dict(lr=1e-3, seed=-3), ValueError, "seed"),
     (dict(lr=1e-3, snapshot_every=0), ValueError, "snapshot_every"),
 ], ids=["lr-nan", "lr-inf", "lr-string", "max-steps-float", "stop-error-nan", "probe-size-0", "length-2",
-        "batch-size-0", "seed-negative", "snapshot-every-0"])
+        "length-4-below-the-probe-sets-trigger", "length-5-small-probe-set", "batch-size-0", "seed-negative",
+        "snapshot-every-0"])
 def test_train_names_a_bad_argument_before_training(arguments, error, culprit):
     from minitorch.paper.train import train
 
@@ -121,11 +124,12 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
 
 
 def _paper_function_call(name):
-    from minitorch.paper import metrics, theory
+    from minitorch.paper import metrics, plotting, theory
     from minitorch.paper.task import make_test_set
 
     weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
     identity = np.eye(16)
+    history = {"step": [0, 50], "head_bos_mass": [[[0.1]], [[0.95]]]}
     return {
         "make-test-set-length-5": lambda: make_test_set(length=5),  # not "make_inputs: trigger must lie in 1..4"
         "make-test-set-length-float": lambda: make_test_set(length=8.0),
@@ -144,6 +148,8 @@ def _paper_function_call(name):
         "load-head-head-3": lambda: theory.load_head(tiny_model(), 0, 3, *[identity] * 4),
         "load-head-layer-minus-1": lambda: theory.load_head(tiny_model(), -1, 0, *[identity] * 4),
         "value-map-layer-2": lambda: theory.value_map(tiny_model(), 2, 0),
+        "head-split-threshold-1.5": lambda: plotting.head_split_settled(history, sink_bos_mass=1.5),
+        "head-bos-mass-figure-threshold-0": lambda: plotting.head_bos_mass_figure({"m": history}, sink_bos_mass=0),
     }[name]
 
 
@@ -166,6 +172,9 @@ def _paper_function_call(name):
     ("load-head-head-3", ValueError, r"load_head: head 3 is not a head of layer 0 \(it has 1: 0..0\)"),
     ("load-head-layer-minus-1", ValueError, r"load_head: layer must be an integer >= 0, got -1"),
     ("value-map-layer-2", ValueError, r"value_map: layer 2 is not a layer of this model"),
+    ("head-split-threshold-1.5", ValueError,  # no head can reach it: the answer 0 meant nothing
+     r"^head_split_settled: sink_bos_mass must be a number in \(0, 1\] \(a BOS mass lies in \[0, 1\]\), got 1.5"),
+    ("head-bos-mass-figure-threshold-0", ValueError, r"^head_bos_mass_figure: sink_bos_mass must be a number in"),
 ])
 def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, culprit):
     with pytest.raises(error, match=culprit) as raised:
@@ -195,6 +204,8 @@ def _restacked(change: str):
         model.layers[0].W_Q = Linear(16, 8)
     elif change == "value-projection-removed":
         model.layers[1].W_V = None
+    elif change == "query-projection-with-a-bias":
+        model.layers[0].W_Q = Linear(16, 16, bias=True)
     return model
 
 
@@ -207,6 +218,8 @@ STACK_ERRORS = [
     ("narrower-query-projection", ValueError,  # not reshape's "cannot reshape a tensor of shape (1, 3, 8)"
      r"model.layers\[0\].W_Q must be a Linear\(16, 16\) \(width n = 16, 1 head\(s\)\), got Linear\(16, 8\)"),
     ("value-projection-removed", TypeError, r"model.layers\[1\].W_V must be a Linear\(16, 16\), got NoneType"),
+    ("query-projection-with-a-bias", ValueError,  # saved without a word, then refused by load_model
+     r"model.layers\[0\].W_Q must be a Linear\(16, 16\) without a bias \(as the model builds it: bias=False\)"),
 ]
 
 
@@ -239,3 +252,53 @@ def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(functio
     with pytest.raises(error, match=f"{function}: {culprit}"):
         call()
     assert list(tmp_path.iterdir()) == [], f"{function} must write nothing for a model it refuses"
+
+
+@pytest.mark.parametrize("change,error,culprit", [
+    (dict(zoo_seeds=()), ValueError, r"^Budget: zoo_seeds must be a non-empty tuple of integers"),
+    (dict(law_lengths=()), ValueError, r"^Budget: law_lengths must be a non-empty tuple"),
+    (dict(seeds_4x4=[]), ValueError, r"^Budget: seeds_4x4 must be a non-empty tuple"),
+    (dict(zoo_seeds=0), TypeError, r"^Budget: zoo_seeds must be a non-empty tuple"),
+    (dict(law_lengths=(4,)), ValueError, r"^Budget: each of law_lengths must be an integer >= 8, got 4"),
+    (dict(zoo_seeds=(-1,)), ValueError, r"^Budget: each of zoo_seeds must be an integer >= 0"),
+    (dict(zoo_max_steps=0), ValueError, r"^Budget: zoo_max_steps must be an integer >= 1, got 0"),
+    (dict(law_max_steps=1.5), TypeError, r"^Budget: law_max_steps must be an integer"),
+    (dict(quick="yes"), TypeError, r"^Budget: quick must be True or False"),
+], ids=["no-zoo-seeds", "no-lengths", "no-4x4-seeds", "zoo-seeds-a-number", "length-4", "seed-negative",
+        "zoo-steps-0", "law-steps-float", "quick-a-string"])
+def test_a_budget_of_chapter_10s_experiments_is_refused_when_made_not_after_the_training(change, error, culprit):
+    from minitorch.paper import beyond
+
+    given = dict(zoo_seeds=(0,), zoo_max_steps=1, law_lengths=(8,), law_max_steps=1, seeds_4x4=(0,), quick=True)
+    with pytest.raises(error, match=culprit):
+        beyond.Budget(**(given | change))
+    assert beyond.Budget(**given).law_lengths == (8,), "the smallest budget that runs every experiment is taken"
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_whether_a_model_is_residual_cannot_change_after_it_is_built(residual, tmp_path):
+    """m.residual = True on a 1-layer model made forward (and train's targets) residual while its config, name and
+    saved file still said otherwise: the reloaded model computed something else than the one trained."""
+    from minitorch.paper.models import load_model, save_model
+
+    model = tiny_model(layers=2 if residual else 1, residual=residual)
+    x = np.random.default_rng(0).normal(size=(1, 4, 16))
+    before = model(x).data.copy()
+    with pytest.raises(AttributeError, match=rf"^{type(model).__name__}\.residual is fixed by the model's kind .*"
+                                             rf"build_model\(\.\.\., residual={not residual}\)"):
+        model.residual = not residual
+    assert model.residual is residual and model.config["residual"] is residual
+    save_model(model, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load_model(tmp_path / "m.npz")(x).data, before,
+                                  err_msg="the saved model computes what the refused change left alone")
+
+
+def test_evaluate_measures_a_model_of_another_width_at_its_width_as_train_trains_it():
+    """evaluate made the test set at width 16 whatever the model: a width-8 model failed in its own shape check,
+    about a test set the user never made."""
+    from minitorch.paper.reproduce import evaluate
+
+    measures, attention, triggers = evaluate(tiny_model(width=8))
+    assert attention[0].shape[-1] == 16 and measures["heads_total"] == 1 and np.isfinite(measures["test_mse"])
+    with pytest.raises(TypeError, match=r"^evaluate: model must be an attention model"):
+        evaluate("model")

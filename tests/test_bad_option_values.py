@@ -112,3 +112,16 @@ def test_carry_over_refuses_an_empty_folder_name_as_a_library_call(tmp_path):
 
     with pytest.raises(ExerciseError, match="carry-over: OLD is empty"):
         carry_over("", tmp_path)
+
+
+@pytest.mark.parametrize("main,arguments,commands", [
+    (_minitorch, ["--version"], "reproduce, book, bench"),
+    (_minitorch, ["-x", "--quick"], "reproduce, book, bench"),
+    (_exercises, ["--version"], "list, student-edition"),
+], ids=["minitorch-version", "minitorch-two-options", "exercises-version"])
+def test_an_unknown_option_before_any_command_is_named_not_only_the_missing_command(capsys, main, arguments, commands):
+    """`python -m minitorch --version` said "the following arguments are required: command", never --version."""
+    error = _refused(main, arguments, capsys)
+    unknown = " ".join(arguments)
+    assert error.startswith(f"python -m minitorch{'.exercises' if main is _exercises else ''}: error: unrecognized "
+                            f"arguments: {unknown}; give a command first, one of {commands}"), error

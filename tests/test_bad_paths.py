@@ -138,6 +138,41 @@ def _recorded_folders_then_rerun(tmp_path, monkeypatch):
     return out, ["models/mine.npz", "beyond/results.md"]
 
 
+def _recorded_user_file_then_rerun(tmp_path, monkeypatch):
+    """A record of the same command edited to list the user's notes.txt: refused without --force, notes kept."""
+    from minitorch.outputs import OutputPathError
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("the user's own notes")
+    (out / "results.json").write_text(json.dumps({"command": "reproduce --quick --only 1x1",
+                                                  "files": ["results.json", "notes.txt"]}))
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", _write_a_1x1_run)
+    with pytest.raises(OutputPathError, match=r"record of an earlier run of this command lists notes.txt, which this "
+                                              r"command does not write .*--force"):
+        reproduce_module.reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda line: None)
+    assert sorted(path.name for path in out.iterdir()) == ["notes.txt", "results.json"], "the refusal changed files"
+    return out, ["notes.txt"]
+
+
+def _book_record_naming_a_users_file(tmp_path, monkeypatch):
+    """The book's record edited to list the user's notes.txt: the build, which replaces its folder whole, refuses
+    before any work."""
+    from minitorch.outputs import OutputPathError, recorded_run_text
+    from minitorch.tools.book.build import MARKER, check_book_folder
+
+    out = tmp_path / "book"
+    (out / "mydata").mkdir(parents=True)
+    for name, text in [("index.html", "a book"), ("notes.txt", "the user's own notes"), ("mydata/a.csv", "my own")]:
+        (out / name).write_text(text)
+    (out / MARKER).write_text(recorded_run_text("book", ["index.html", "notes.txt", "mydata/a.csv", MARKER]))
+    with pytest.raises(OutputPathError, match=rf"--out {out}: its record of the book \({MARKER}\) lists mydata/a.csv "
+                                              r"and 1 more, which no build of the book writes .*--force"):
+        check_book_folder(out, tmp_path / "chapters")
+    return out, ["notes.txt", "mydata/a.csv"]
+
+
 def _write_a_1x1_run(out_folder, *args):
     from minitorch.paper.reproduce import run_files
 
@@ -175,9 +210,11 @@ def _a_users_grades_in_the_way(tmp_path, monkeypatch):
     return tmp_path, ["grades.csv"]
 
 
-@pytest.mark.parametrize("scenario", [_recorded_folders_then_rerun, _save_through_a_symlink,
+@pytest.mark.parametrize("scenario", [_recorded_folders_then_rerun, _recorded_user_file_then_rerun,
+                                      _book_record_naming_a_users_file, _save_through_a_symlink,
                                       _a_users_grades_in_the_way],
-                         ids=["record-naming-folders", "save-through-a-symlink", "user-files-in-the-way"])
+                         ids=["record-naming-folders", "record-naming-a-users-file", "book-record-naming-a-users-file",
+                              "save-through-a-symlink", "user-files-in-the-way"])
 def test_files_no_run_recorded_are_never_replaced_and_a_link_is_written_through(tmp_path, monkeypatch, scenario):
     out, kept = scenario(tmp_path, monkeypatch)
     for name in kept:
@@ -191,6 +228,11 @@ def test_files_no_run_recorded_are_never_replaced_and_a_link_is_written_through(
 def _fifo(tmp_path: Path, name: str) -> Path:
     path = tmp_path / name
     os.mkfifo(path)
+    return path
+
+
+def _link(path: Path, to: str) -> Path:
+    os.symlink(to, path)
     return path
 
 
@@ -218,8 +260,12 @@ def _huge_header_model(tmp_path: Path) -> Path:
     ("load-model-of-a-device", ModelFileError, r"is a device or socket, not a regular file"),
     ("a-header-claiming-10-13-floats", ModelFileError, r"claims more memory than this machine has"),
     ("bench-steps-10-9", SystemExit, None),
+    ("redraw-a-run-whose-results-json-is-a-fifo", ValueError, r"results.json: is a named pipe \(FIFO\)"),
+    ("redraw-a-run-whose-results-json-links-to-dev-zero", ValueError, r"results.json: is a device or socket"),
+    ("redraw-a-run-whose-results-json-links-to-itself", ValueError, r"results.json: a symbolic link in it points back"),
 ])
 def test_what_would_wait_forever_is_refused_at_once(tmp_path, capsys, case, error, culprit):
+    from minitorch.paper.reproduce import redraw_error_vs_bos_mass
     from minitorch.tools.book.chapters import BookError, find_chapters
 
     error = BookError if error == "BookError" else error
@@ -229,6 +275,12 @@ def test_what_would_wait_forever_is_refused_at_once(tmp_path, capsys, case, erro
         "load-model-of-a-device": lambda: load_model("/dev/null"),
         "a-header-claiming-10-13-floats": lambda: load_model(_huge_header_model(tmp_path)),
         "bench-steps-10-9": lambda: __import__("minitorch.tools.bench").tools.bench.main(["--steps", "1000000000"]),
+        "redraw-a-run-whose-results-json-is-a-fifo": lambda: redraw_error_vs_bos_mass(
+            _fifo(tmp_path, "results.json").parent),
+        "redraw-a-run-whose-results-json-links-to-dev-zero": lambda: redraw_error_vs_bos_mass(
+            _link(tmp_path / "results.json", "/dev/zero").parent),
+        "redraw-a-run-whose-results-json-links-to-itself": lambda: redraw_error_vs_bos_mass(
+            _link(tmp_path / "results.json", "results.json").parent),
     }
     with pytest.raises(error, match=culprit):
         _finishes_within(20, calls[case])
@@ -440,6 +492,38 @@ def test_a_file_path_that_ends_as_a_folder_is_refused_and_nothing_is_written(tmp
         _users_of_a_file()[writer](f"{folder}{ending}")
     assert (file_hashes(tmp_path), sorted(str(path) for path in tmp_path.rglob("*"))) == before, (
         f"{writer} wrote something for a path ending in {ending!r}")
+
+
+@pytest.mark.parametrize("writer", ["save_model", "load_model", "redraw_error_vs_bos_mass"])
+@pytest.mark.parametrize("empty", ["", "  "], ids=["empty", "spaces"])
+def test_an_empty_path_is_named_as_empty_not_as_the_current_folder(tmp_path, monkeypatch, writer, empty):
+    """Path('') is '.': load_model('') spoke of a path '.' that 'ends with .', a name the user never gave."""
+    from minitorch.paper.reproduce import redraw_error_vs_bos_mass
+
+    monkeypatch.chdir(tmp_path)
+    call = {"save_model": lambda path: save_model(tiny_model(), path), "load_model": load_model,
+            "redraw_error_vs_bos_mass": redraw_error_vs_bos_mass}[writer]
+    with pytest.raises(ValueError, match=rf"^{writer}: (path|folder) is empty; name the (file|place)$"):
+        call(empty)
+    assert not list(tmp_path.iterdir()), f"{writer} wrote something for an empty path"
+
+
+def test_redraw_error_vs_bos_mass_names_a_missing_run_folder_and_takes_its_results_json_too(tmp_path):
+    from minitorch.paper.reproduce import redraw_error_vs_bos_mass
+
+    with pytest.raises(FileNotFoundError, match=rf"^redraw_error_vs_bos_mass: {tmp_path / 'nowhere'} does not exist; "
+                                                r"give the folder reproduce wrote \(its --out\)"):
+        redraw_error_vs_bos_mass(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match=rf"^redraw_error_vs_bos_mass: {tmp_path} holds no results.json"):
+        redraw_error_vs_bos_mass(tmp_path)
+    (tmp_path / "models").mkdir()
+    (tmp_path / "results.md").write_text("# Results")
+    with pytest.raises(ValueError, match=r"results.md is a file, not a run's folder"):
+        redraw_error_vs_bos_mass(tmp_path / "results.md")
+    (tmp_path / "results.json").write_bytes((ROOT / "figures" / "results.json").read_bytes())
+    (tmp_path / "models" / "relu_1x1.npz").write_bytes((ROOT / "figures" / "models" / "relu_1x1.npz").read_bytes())
+    drawn = redraw_error_vs_bos_mass(tmp_path / "results.json")
+    assert drawn == tmp_path / "error_vs_bos_mass.png" and drawn.stat().st_size > 0, "the results.json path is taken"
 
 
 def test_an_output_folder_may_still_end_with_a_slash(tmp_path):

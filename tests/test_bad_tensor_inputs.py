@@ -1207,3 +1207,106 @@ def test_from_op_with_a_parent_that_is_no_tensor_names_its_position_and_type():
 
     with pytest.raises(TypeError, match=r"^Tensor\.from_op\('x'\): parent 1 is a ndarray, not a Tensor"):
         Tensor.from_op(np.ones(2), (tensor([1.0, 2.0], requires_grad=True), np.ones(2)), lambda g: (g, g), "x")
+
+
+# ----------------------------------------------------------------------
+# Python's operators and protocols on a tensor: each works, or is refused in our words naming what to write
+
+
+@pytest.mark.parametrize("operation,error,culprit", [
+    (lambda x: x.__delitem__(0), TypeError, r"^del x\[\.\.\.\]: a tensor's elements cannot be deleted"),
+    (lambda x: x % 3, TypeError, r"^x % y: minitorch has no remainder of tensors.*x\.data % y"),
+    (lambda x: 3 % x, TypeError, r"^x % y: minitorch has no remainder of tensors"),
+    (lambda x: x // 2, TypeError, r"^x // y: minitorch has no floor division of tensors.*x\.data // y"),
+    (lambda x: divmod(x, 2), TypeError, r"^divmod\(x, y\): minitorch has no floor division.*divmod\(x\.data, y\)"),
+    (lambda x: x & x, TypeError, r"^x & y: a tensor holds floats, not booleans; .* \(x > 0\) & \(y > 0\)"),
+    (lambda x: True | x, TypeError, r"^x \| y: a tensor holds floats, not booleans"),
+    (lambda x: (x > 0) ^ x, TypeError, r"^x \^ y: a tensor holds floats, not booleans"),
+    (lambda x: ~x, TypeError, r"^~x: a tensor holds floats, not booleans; .* ~\(x > 0\)"),
+    (lambda x: int(x), TypeError, r"^int\(\) of a tensor of shape \(2,\): it needs exactly one element"),
+    (lambda x: int(x[:1] * np.nan), ValueError, r"^int\(\) of a tensor holding nan: NaN and infinity have no integer"),
+    (lambda x: int(x[:1] * np.inf), ValueError, r"^int\(\) of a tensor holding inf"),
+    (lambda x: x.__isub__("a"), TypeError, r"^x -= y: cannot make a Tensor from str"),
+    (lambda x: x.__iadd__(["a", "b"]), TypeError, r"^x \+= y: cannot make a Tensor from data of dtype <U1"),
+    (lambda x: x.__setitem__(0, "a"), TypeError, r"^x\[\.\.\.\] = y: cannot make a Tensor from str"),
+    (lambda x: x.__setitem__(5, 1.0), IndexError, r"^x\[index\] = y on a tensor of shape \(2,\): index 5 is out"),
+    (lambda x: x.__setitem__(slice(None), [1.0, 2.0, 3.0]), ValueError, r"^x\[index\] = y: y of shape \(3,\) does "),
+], ids=["del-item", "remainder", "reflected-remainder", "floor-division", "divmod", "and", "reflected-or", "mask-xor",
+        "invert", "int-of-two", "int-of-nan", "int-of-inf", "in-place-str", "in-place-list-of-str", "assign-str",
+        "assign-out-of-bounds", "assign-wrong-shape"])
+def test_an_operator_a_tensor_does_not_take_is_refused_naming_it_and_changes_nothing(operation, error, culprit):
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0])
+    with pytest.raises(error, match=culprit):
+        operation(x)
+    assert x.data.tolist() == [1.0, 2.0], "a refused operation changed the tensor's values"
+
+
+def test_assigning_into_a_tensor_changes_its_values_where_no_gradient_is_lost_and_is_refused_where_one_would_be():
+    import minitorch
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0, 3.0])
+    x[0] = 5.0
+    x[1:] += 1.0  # as the message of np.add.at(tensor, ...) advises
+    assert x.data.tolist() == [5.0, 3.0, 4.0], "x[i] = y and x[i] += y change a tensor's own values"
+    assert +x is x, "+x is x itself, as in PyTorch"
+    w = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"^x\[\.\.\.\] = y: x or y requires grad.*where\(mask, y, x\).*masked_fill"):
+        w[0] = 5.0
+    with pytest.raises(RuntimeError, match=r"x or y requires grad"):
+        x[0] = w[0]
+    assert w.data.tolist() == [1.0, 2.0] and x.data.tolist() == [5.0, 3.0, 4.0], "a refused assignment changed values"
+    loss = (w * w).sum()
+    with minitorch.no_grad():
+        w[0] = 3.0  # as an optimizer changes a parameter: the graph that read w now refuses a stale backward
+    assert w.data.tolist() == [3.0, 2.0]
+    with pytest.raises(RuntimeError, match="was given new values after 'mul' used it"):
+        loss.backward()
+
+
+def test_backward_names_its_grad_argument_and_refuses_pytorchs_options_saying_the_graph_is_kept():
+    from minitorch import tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"^backward\(grad\): cannot make a Tensor from str"):
+        x.sum().backward(grad="1")
+    y = (x.reshape(2, 1) ** 2).sum()
+    with pytest.raises(TypeError, match=r"^backward\(\) takes only grad, got retain_graph: minitorch keeps the graph"):
+        y.backward(retain_graph=True)
+    assert x.grad is None, "a refused backward must not have run"
+    y.backward()
+    y.backward()  # the graph is kept: no retain_graph needed
+    np.testing.assert_array_equal(x.grad, [4.0, 8.0])
+    with pytest.raises(TypeError, match=r"^x\.data = \.\.\.: cannot make a Tensor from str"):
+        x.data = "ab"
+
+
+def test_gradcheck_of_a_function_whose_result_is_cut_from_its_inputs_says_so():
+    from minitorch import gradcheck, tensor
+
+    with pytest.raises(ValueError, match=r"^gradcheck: <lambda> returned a tensor cut from its inputs.*t\.data"):
+        gradcheck(lambda t: tensor(t.data * 2), [np.array([1.0, 2.0])])
+
+
+def test_the_optimizer_base_class_step_names_itself_and_the_optimizers_to_use():
+    from minitorch import optim
+    from minitorch.nn import Parameter
+
+    with pytest.raises(NotImplementedError, match=r"^Optimizer\.step: Optimizer is the base class.*SGD or optim\.Adam"):
+        optim.Optimizer([Parameter([1.0])], lr=0.1).step()
+
+
+@pytest.mark.parametrize("values,dtype", [(np.array([1, 2]), "int64"), (np.array(["a", "b"]), "<U1"),
+                                          (np.array([True, False]), "bool"), (np.float16([1.0, 2.0]), "float16")])
+def test_from_op_refuses_a_result_that_no_tensor_may_hold_naming_the_operation_and_the_dtype(values, dtype):
+    """tensor() and astype take only float32 and float64; from_op made int and string tensors that required grad."""
+    from minitorch import Tensor, tensor
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=rf"^Tensor\.from_op\('custom'\): the result holds {dtype} values; a Tensor "
+                                        r"holds float32 or float64"):
+        Tensor.from_op(values, (x,), lambda grad: (grad,), "custom")
+    swapped = Tensor.from_op(np.array([1.0, 2.0], dtype=">f8"), (x,), lambda grad: (grad,), "custom")
+    assert swapped.dtype == np.float64 and swapped.dtype.isnative, "a float in another byte order is that float"

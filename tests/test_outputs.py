@@ -172,8 +172,13 @@ def test_files_to_replace_refuses_what_no_run_recorded_unless_forced(tmp_path, f
 def test_files_to_replace_replaces_a_rerun_whole_and_a_different_run_only_with_force(tmp_path):
     target = _folder_with(tmp_path, "out", {"old.png": "old", "results.json": "{}"})
     earlier = RecordedRun("reproduce --quick", ("old.png", "results.json"))
-    assert files_to_replace(target, ["results.json", "new.png"], earlier, "reproduce --quick") == \
-        ["old.png", "results.json"], "a rerun replaces every file of the earlier run, also those it does not rewrite"
+    assert files_to_replace(target, ["results.json", "old.png"], earlier, "reproduce --quick") == \
+        ["old.png", "results.json"], "a rerun replaces every file of the earlier run"
+    with pytest.raises(OutputPathError, match=r"record of an earlier run of this command lists old.png, which this "
+                                              r"command does not write .*--force"):
+        files_to_replace(target, ["results.json", "new.png"], earlier, "reproduce --quick")
+    assert files_to_replace(target, ["results.json", "new.png"], earlier, "reproduce --quick", force=True) == \
+        ["old.png", "results.json"], "with --force, a rerun replaces every file of the earlier run's record"
     with pytest.raises(OutputPathError, match=r"holds an earlier, different run \(reproduce --quick\).*--force"):
         files_to_replace(target, ["results.json"], earlier, "reproduce --only 1x1")
     assert files_to_replace(target, ["results.json"], earlier, "reproduce --only 1x1", force=True) == \

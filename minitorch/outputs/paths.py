@@ -44,10 +44,13 @@ class UnwritableFileError(PathError, OSError):
 
 def given_path(path, option: str, error=PathError, file: bool = False) -> Path:
     """`path` as a Path, or TypeError naming `option` if it is no path (a number, None, bytes), or `error` if it
-    holds a NUL character, which no file name can (Python's own 'embedded null byte' names neither). With
-    `file`, the path must name a file: 'out/' or 'out/.' names a folder, though Path('out/') drops the slash."""
+    is empty (or only spaces: Path('') is '.') or holds a NUL character, which no file name can (Python's own
+    'embedded null byte' names neither). With `file`, the path must name a file: 'out/' or 'out/.' names a
+    folder, though Path('out/') drops the slash."""
     if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
         raise TypeError(f"{option}: expected a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}")
+    if not os.fspath(path).strip():  # Path('') is '.', the current folder
+        raise error(f"{option} is empty; name the {'file' if file else 'place'}")
     if "\x00" in os.fspath(path):
         raise error(f"{option} {os.fspath(path)!r}: holds a NUL character (\\x00), which no file name can; "
                     f"name the file without it")

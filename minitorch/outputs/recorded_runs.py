@@ -4,7 +4,8 @@
 user's own files: such a folder is not replaced whole. A run records the files it wrote there (`RecordedRun`,
 in a JSON file of its own), and the next run into the folder replaces exactly those, all of them, with its own
 (`files_to_replace`, then `minitorch.outputs.atomic_writes.building_aside` with ``replacing``). An earlier run of a
-different command line is replaced only with ``--force``, so a folder never ends as a mixture of two runs, and
+different command line is replaced only with ``--force``, as is a file that a record of the same command lists
+though the command never writes it (a record edited by hand), so a folder never ends as a mixture of two runs, and
 files no run recorded are never deleted unasked. Nothing is deleted through a folder that is a symbolic link
 (it would reach outside the folder), not even with ``--force``.
 
@@ -98,7 +99,8 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
     """Before any work: the paths, relative to the folder `target`, that a run of `command` writing the files
     `planned` there will replace. They are every file of the `earlier` run recorded there (replaced whole, so
     that none of them stays beside the new ones) and, with `force`, whatever else stands where a planned file
-    goes. Every other file of `target` stays.
+    goes. Every other file of `target` stays. (A file the record of an earlier run of `command` lists, though
+    `planned` does not, is replaced only with `force`: the record was edited, and the file may be the user's.)
 
     Without `force`, OutputPathError (naming --force) refuses an earlier run of another command line, and
     anything in the way of a planned file that no earlier run recorded (a file named ``models`` where a
@@ -112,11 +114,25 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
                               f"replace it, or choose another folder")
     in_the_way = sorted(_in_the_way(target, planned) - replacing)
     _refuse_files_through_links(target, replacing | set(in_the_way), option)
+    if earlier and earlier.command == command and not force:
+        _refuse_files_the_command_never_writes(target, replacing - set(planned), option)
     if in_the_way and not force:
         shown = ", ".join(in_the_way[:3]) + (f" and {len(in_the_way) - 3} more" if len(in_the_way) > 3 else "")
         raise OutputPathError(f"{option} {target}: holds {shown} where this run writes its own files, and no "
                               f"earlier run recorded them; add --force to replace them, or choose another folder")
     return sorted(replacing | set(in_the_way))
+
+
+def _refuse_files_the_command_never_writes(target: Path, names, option: str) -> None:
+    """OutputPathError naming the files `names` of `target` that the record of an earlier run of the same command
+    lists, though that command never writes them: the record was edited by hand (or a run of another version
+    wrote it), and a user's file listed there is never deleted on its word without --force."""
+    found = sorted(name for name in names if os.path.lexists(target / name))
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise OutputPathError(f"{option} {target}: the record of an earlier run of this command lists {shown}, which "
+                              f"this command does not write (a record edited by hand?); add --force to replace "
+                              f"them, or move them out, or choose another folder")
 
 
 def _refuse_files_through_links(target: Path, names, option: str) -> None:

@@ -113,8 +113,8 @@ def _scores_tensor(owner: str, scores) -> Tensor:
     return as_tensor(scores)
 
 
-def _mask_for(owner: str, scores: Tensor, future) -> np.ndarray:
-    """The mask `future`, checked to fit the scores (..., L, L): (L, L), as causal_mask(L) makes it."""
+def mask_for(owner: str, scores: Tensor, future) -> np.ndarray:
+    """The mask `future`, checked to fit the scores (..., L, L): boolean (L, L), as causal_mask(L) makes it."""
     future = np.asarray(future)
     try:
         fits = np.broadcast_shapes(future.shape, scores.shape) == scores.shape
@@ -124,6 +124,9 @@ def _mask_for(owner: str, scores: Tensor, future) -> np.ndarray:
         length = scores.shape[-1] if scores.ndim else "L"
         raise ValueError(f"{owner}: the mask `future` has shape {future.shape} and the scores {scores.shape}; the "
                          f"mask must be ({length}, {length}), as causal_mask({length}) makes it")
+    if future.dtype != bool:  # (masked_fill and where would refuse it in their own names)
+        raise TypeError(f"{owner}: the mask `future` must be boolean (True on the future keys), as causal_mask(L) "
+                        f"makes it, got dtype {future.dtype}")
     return future
 
 
@@ -131,7 +134,7 @@ def _scores_as_tensor(scores, future) -> tuple:
     """`softmax_attention`'s inputs: scores as a Tensor (the softmax refuses +inf and NaN scores itself) and a mask
     that fits them."""
     scores = _scores_tensor("softmax_attention", scores)
-    return scores, _mask_for("softmax_attention", scores, future)
+    return scores, mask_for("softmax_attention", scores, future)
 
 
 @register_normaliser("softmax")
@@ -147,7 +150,7 @@ def _finite_scores(scores, future) -> tuple:
     entries, inf times the mask's 0), checked as `attend` checks them, as a Tensor."""
     scores = _scores_tensor("relu_attention", scores)
     check_scores(scores._data, "relu", owner="relu_attention")
-    return scores, _mask_for("relu_attention", scores, future)
+    return scores, mask_for("relu_attention", scores, future)
 
 
 @register_normaliser("relu")
@@ -183,8 +186,9 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
 
 def check_normaliser_result(normaliser: str, weights, shape: tuple) -> None:
     """TypeError or ValueError unless a normaliser returned a Tensor of its scores' shape (..., L, L) with weight 0
-    on every future key: a registered one that returns an ndarray, or drops an axis, would fail later in words that
-    do not name it, and one that ignores the mask would train a model that reads ahead without a word."""
+    on every future key and no negative weight: a registered one that returns an ndarray, or drops an axis, would
+    fail later in words that do not name it, and one that ignores the mask would train a model that reads ahead
+    without a word."""
     if not isinstance(weights, Tensor):
         raise TypeError(f"attend: the normaliser {normaliser!r} must return the weights as a Tensor of its scores' "
                         f"shape {shape}, got {type(weights).__name__} (build them with minitorch operations, so that "
@@ -194,6 +198,11 @@ def check_normaliser_result(normaliser: str, weights, shape: tuple) -> None:
                          f"(..., L, L), got {weights.shape}")
     if normaliser not in ("softmax", "relu"):  # the book's two mask by construction (exercises 3.2, 3.3)
         check_no_weight_on_future_keys(normaliser, weights._data)
+        if (weights._data < 0).any():  # the metrics refuse such weights only later, after the training
+            first = tuple(int(index) for index in np.argwhere(weights._data < 0)[0])
+            raise ValueError(f"attend: the normaliser {normaliser!r} gave the weight {weights._data[first]:.3g} (row "
+                             f"{first[-2]}, key {first[-1]}); attention weights are >= 0, as every normaliser's are "
+                             f"(a negative weight would subtract a value)")
 
 
 def check_no_weight_on_future_keys(normaliser: str, weights: np.ndarray) -> None:

@@ -42,7 +42,7 @@ from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import attention_model, build_model, for_training
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, evaluate, recorded_run,
                                        run_in_processes, train_one, write_record)
-from minitorch.paper.task import TEST_SEED, TEST_SIZE, make_batch, make_test_set
+from minitorch.paper.task import TEST_SEED, TEST_SIZE, TEST_TRIGGER, make_batch, make_test_set
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad
 
@@ -63,6 +63,21 @@ class Budget:
     law_max_steps: int
     seeds_4x4: tuple
     quick: bool
+
+    def __post_init__(self) -> None:
+        """Checked when made: each experiment runs at least once (its figure is drawn from its runs, after all the
+        training), its steps and seeds are integers, and each length fits the test set (trigger at 7)."""
+        for name, minimum in (("zoo_seeds", 0), ("law_lengths", TEST_TRIGGER + 1), ("seeds_4x4", 0)):
+            values = getattr(self, name)
+            if not isinstance(values, (tuple, list)) or not values:
+                error = ValueError if isinstance(values, (tuple, list)) else TypeError
+                raise error(f"Budget: {name} must be a non-empty tuple of integers (each experiment runs at least "
+                            f"once: its figure is drawn from its runs), got {values!r:.60}")
+            for value in values:
+                checks.integer("Budget", f"each of {name}", value, minimum=minimum)
+        checks.integer("Budget", "zoo_max_steps", self.zoo_max_steps)
+        checks.integer("Budget", "law_max_steps", self.law_max_steps)
+        checks.flag("Budget", "quick", self.quick)
 
 
 FULL = Budget(zoo_seeds=(0, 1, 2), zoo_max_steps=ZOO_MAX_STEPS, law_lengths=LAW_LENGTHS,
@@ -338,7 +353,7 @@ def seeds_markdown(results: dict) -> str:
                   "run_seeds' results (results.json)")
     shapes = results.get("shapes", ["1x1", "2x2"])
     lines = [f"# Seeds of the {' and '.join(shapes)} models"
-             + (" (quick mode: not converged)" if results["quick"] else ""),
+             + (" (quick mode: small step budgets, not the paper's)" if results["quick"] else ""),
              "", f"Written by `python -m minitorch {results.get('command', 'reproduce --seeds')}` in "
              f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
              f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "

@@ -111,7 +111,19 @@ class AttentionLayer(Module):
 class AttentionModel(Module):
     """A stack of attention layers; subclasses say whether it is residual."""
 
-    residual = False
+    _RESIDUAL = False
+
+    @property
+    def residual(self) -> bool:
+        """Whether each layer adds its update to the residual stream: fixed by the model's class, as its config, its
+        name and its saved file say."""
+        return self._RESIDUAL
+
+    @residual.setter
+    def residual(self, value) -> None:
+        raise AttributeError(f"{type(self).__name__}.residual is fixed by the model's kind (its config and its saved "
+                             f"file say residual={self._RESIDUAL}; forward and train would disagree with them); build "
+                             f"the other kind: build_model(..., residual={not self._RESIDUAL})")
 
     def __init__(self, width: int = 16, heads: int = 1, layers: int = 1, normaliser: str = "softmax",
                  seed: int = 0, dtype=np.float64):
@@ -161,7 +173,7 @@ class SingleLayerModel(AttentionModel):
 class ResidualModel(AttentionModel):
     """``x ← x + Attention_l(x)`` for each layer: the setting of Theorem 2."""
 
-    residual = True
+    _RESIDUAL = True
 
 
 def attention_model(owner: str, model) -> AttentionModel:
@@ -201,8 +213,8 @@ def check_layers(owner: str, model: AttentionModel) -> list:
 
 def check_projections(owner: str, name: str, layer: AttentionLayer) -> None:
     """An error naming `owner`, the layer and the projection unless each of W_Q, W_K, W_V (and W_G, with an output
-    gate) is a Linear from width n to H*n and W_O one from H*n back to n: a replaced one of another size failed in
-    reshape, in words that named neither."""
+    gate) is a Linear from width n to H*n and W_O one from H*n back to n, none with a bias: a replaced one of
+    another size failed in reshape, in words that named neither."""
     width, hidden = layer.width, layer.heads * layer.width
     projections = dict(W_Q=(width, hidden), W_K=(width, hidden), W_V=(width, hidden), W_O=(hidden, width))
     if layer.output_gate:
@@ -216,6 +228,9 @@ def check_projections(owner: str, name: str, layer: AttentionLayer) -> None:
             raise ValueError(f"{owner}: {name}.{projection} must be a Linear({inputs}, {outputs}) (width n = "
                              f"{width}, {layer.heads} head(s)), got Linear({linear.in_features}, "
                              f"{linear.out_features})")
+        if linear.bias is not None:  # forward would add it; load_model would refuse the saved file's extra key
+            raise ValueError(f"{owner}: {name}.{projection} must be a Linear({inputs}, {outputs}) without a bias (as "
+                             f"the model builds it: bias=False), got one with a bias")
 
 
 def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
@@ -335,6 +350,8 @@ def load_model(path) -> AttentionModel:
         config = json.loads(config_text)
     except json.JSONDecodeError as error:
         raise not_a_model(f"its config is not JSON ({error})") from None
+    except RecursionError:  # json's reader recurses once per level of nesting
+        raise not_a_model("its config is JSON nested too deep to read, not a model's config") from None
     known = set(inspect.signature(build_model).parameters)
     required = {"width", "heads", "layers", "normaliser"}
     if not isinstance(config, dict) or set(config) - known or not required <= set(config):

@@ -44,12 +44,13 @@ from pathlib import Path
 import numpy as np
 
 from minitorch import checks
-from minitorch.outputs import (RecordedRun, building_aside, check_output_folder, files_to_replace, read_recorded_run,
-                               end_with_parent, ignore_stops, signals_held, write_atomically, written_files)
+from minitorch.outputs import (RecordedRun, building_aside, check_input_file, check_output_folder, files_to_replace,
+                               end_with_parent, given_path, ignore_stops, read_recorded_run, signals_held,
+                               write_atomically, written_files)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
-from minitorch.paper.models import (AttentionModel, build_model, for_training, load_model, save_model,
-                                    training_path, use_training_path)
+from minitorch.paper.models import (AttentionModel, attention_model, build_model, for_training, load_model,
+                                    save_model, training_path, use_training_path)
 from minitorch.paper.task import make_test_set
 from minitorch.tensor import no_grad
 from minitorch.paper.train import TrainingResult, train
@@ -88,8 +89,10 @@ THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def evaluate(model: AttentionModel) -> tuple[dict, list, np.ndarray]:
-    """Error and sink measures on the fixed-trigger test set: (measures, attention per layer, triggers)."""
-    x, y, triggers = make_test_set(residual=model.residual)
+    """Error and sink measures on the fixed-trigger test set at the model's width, as `train` makes its data:
+    (measures, attention per layer, triggers)."""
+    model = attention_model("evaluate", model)
+    x, y, triggers = make_test_set(residual=model.residual, width=model.config["width"])
     with no_grad():
         prediction, attention = model(x, return_attention=True)
     heads = metrics.head_table(attention, triggers)
@@ -380,8 +383,8 @@ def draw_error_vs_bos_mass(worst_cases: dict, out: Path) -> Path:
 def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
     """Redraw a run's ``error_vs_bos_mass.png`` from its results.json and saved models, without training: the
     single ReLU head's upper bound on δ (`theory.relu_error_upper_bound`) is computed from its saved weights when
-    the run did not record it."""
-    results_file = Path(folder) / "results.json"
+    the run did not record it. `folder` may also be its results.json."""
+    results_file = _results_file_of_run("redraw_error_vs_bos_mass", folder)
     folder = results_file.parent
     try:
         models = json.loads(results_file.read_text(encoding="utf-8"))["models"]
@@ -393,6 +396,20 @@ def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
     if "relu_1x1" in worst_cases and "worst_case_error_upper" not in worst_cases["relu_1x1"]:
         worst_cases["relu_1x1"].update(theory.relu_error_upper_bound(load_model(folder / "models" / "relu_1x1.npz")))
     return draw_error_vs_bos_mass(worst_cases, folder)
+
+
+def _results_file_of_run(owner: str, folder) -> Path:
+    """The results.json of the run folder `folder` (or `folder` itself, if it is that file), a regular file; else
+    FileNotFoundError or ValueError naming `owner` and the folder."""
+    path = given_path(folder, f"{owner}: folder")
+    results_file = path if path.name == "results.json" and not path.is_dir() else path / "results.json"
+    if path.is_file() and path != results_file:
+        raise ValueError(f"{owner}: {path} is a file, not a run's folder; give the folder reproduce wrote (its --out)")
+    if not os.path.lexists(results_file):  # (a link that loops or leads nowhere is named by check_input_file)
+        found = "holds no results.json" if path.is_dir() else "does not exist"
+        raise FileNotFoundError(f"{owner}: {path} {found}; give the folder reproduce wrote (its --out)")
+    check_input_file(results_file, owner, error=ValueError)  # a FIFO would block the read forever
+    return results_file
 
 
 def _results_document(runs: dict, quick: bool, only: list[str], seed: int, total_time: float) -> dict:

@@ -27,7 +27,7 @@ from minitorch.paper import metrics
 from minitorch.paper.models import AttentionModel, attention_model
 from minitorch.optim import Adam
 from minitorch.paper.progress import ProgressBar
-from minitorch.paper.task import SEQUENCE_LENGTH, make_batch, make_test_set
+from minitorch.paper.task import SEQUENCE_LENGTH, TEST_TRIGGER, make_batch, make_test_set
 from minitorch.tensor import Tensor, as_tensor, no_grad
 
 STOP_ERROR = 5e-3
@@ -114,8 +114,9 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     The batches come from ``np.random.default_rng(seed)``; the model's own
     initial weights come from the seed it was built with. `progress`: True
     for a bar redrawn in place, "lines" for a line every 10 s (parallel
-    runs), False for silence. `length` is the task's sequence length L (a
-    model works at any L; chapter 10 trains at L = 8 ... 64).
+    runs), False for silence. `length` is the task's sequence length L, at
+    least 8 (the probe set's trigger is at position 7; a model works at any
+    L; chapter 10 trains at L = 8 ... 64).
     """
     attention_model("train", model)
     lr = checks.positive_number("train", "lr", lr)
@@ -125,7 +126,10 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     record_every = checks.integer("train", "record_every", record_every)
     probe_size = checks.integer("train", "probe_size", probe_size)
     seed = checks.integer("train", "seed", seed, minimum=0)
-    length = checks.integer("train", "length", length, minimum=3)  # BOS, the trigger's earliest position 1, one more
+    length = checks.integer("train", "length", length)
+    if length <= TEST_TRIGGER:  # (the probe set is a test set: make_test_set would refuse it in its own name)
+        raise ValueError(f"train: length must be >= {TEST_TRIGGER + 1}, since the probe set puts its trigger at "
+                         f"position {TEST_TRIGGER} (0-based), got {length}")
     if snapshot_every is not None:
         snapshot_every = checks.integer("train", "snapshot_every", snapshot_every)
     if progress not in (True, False, "lines") or isinstance(progress, (int, float)) and not isinstance(progress, bool):

@@ -62,7 +62,8 @@ def describe_os_error(error: OSError) -> str:
     if isinstance(error, shutil.Error) and error.args and isinstance(error.args[0], list) and error.args[0]:
         source, destination, reason = error.args[0][0]  # copytree's list of (source, destination, why)
         more = len(error.args[0]) - 1
-        return f"copying {source} to {destination}: {reason}" + (f" (and {more} more)" if more else "")
+        tail = f" (and {more} more)" if more else ""
+        return f"copying {source} to {destination}: {_copy_reason(str(reason))}{tail}"
     if _no_temporary_folder(error):  # tempfile's own words, whatever failed in each folder it tried
         limit = _file_size_limit()
         if limit is not None and limit < 4:  # tempfile tries each folder by writing 4 bytes
@@ -75,6 +76,16 @@ def describe_os_error(error: OSError) -> str:
     reason = error.strerror or str(error) or type(error).__name__
     advice = _ADVICE.get(error.errno)
     return f"{where}{reason}" + (f"; {advice}" if advice else "")
+
+
+def _copy_reason(reason: str) -> str:
+    """copytree's reason for one file, the text of an OSError ("[Errno 28] No space left on device: 'a' -> 'b'"),
+    without the paths said already, and with what to do about its errno."""
+    number, _, rest = reason.partition("] ")
+    if not number.startswith("[Errno ") or not number[7:].isdigit():
+        return reason
+    advice = _ADVICE.get(int(number[7:]))
+    return f"{number}] {rest.partition(': ')[0]}" + (f"; {advice}" if advice else "")
 
 
 def _no_temporary_folder(error: OSError) -> bool:

@@ -14,6 +14,7 @@ parser that refuses, in one line naming the option, before any work:
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -26,7 +27,19 @@ class CommandParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self.given = {}  # dest -> the value given, to refuse a second one
+        self.words = list(sys.argv[1:] if args is None else args)  # for `error`
         return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):
+        """argparse's error, except for an option it does not know given before any command (``--version``): it
+        said only that a command is required, never naming the option."""
+        commands = [action for action in self._actions if isinstance(action, argparse._SubParsersAction)]
+        unknown = [word for word in getattr(self, "words", []) if word.startswith("-") and word != "-"
+                   and word.split("=")[0] not in self._option_string_actions]
+        if commands and unknown and message.startswith("the following arguments are required"):
+            _refuse(self, f"unrecognized arguments: {' '.join(unknown)}; give a command first, one of "
+                          f"{', '.join(commands[0].choices)} (see {self.prog} --help)")
+        super().error(message)
 
 
 def _given_once(parser: CommandParser, action: argparse.Action, value, option_string: str | None) -> None:

@@ -341,6 +341,21 @@ def test_a_mask_that_does_not_fit_the_scores_is_named(normaliser, mask_length):
                                          rf"scores \(2, 4, 4\); the mask must be \(4, 4\)"):
         normaliser(minitorch.tensor(np.ones((2, 4, 4))), causal_mask(mask_length))
 
+@pytest.mark.parametrize("normaliser,owner", [("softmax_attention", "softmax_attention"),
+                                              ("relu_attention", "relu_attention"),
+                                              ("sigmoid_attention", "sigmoid_attention"),
+                                              ("softpick_attention", "softpick_attention"),
+                                              ("softmax1_attention", "softmax_with_sink")])
+def test_a_mask_that_is_not_boolean_is_named_by_the_normaliser_given_it(normaliser, owner):
+    """An int mask gave "where: the condition must be a boolean mask", a call inside the normaliser."""
+    from minitorch.paper import sink_free
+
+    function = getattr(attention, normaliser, None) or getattr(sink_free, normaliser)
+    with pytest.raises(TypeError, match=rf"^{owner}: the mask `future` must be boolean \(True on the future keys\), "
+                                        r"as causal_mask\(L\) makes it, got dtype int64"):
+        function(minitorch.tensor(np.ones((1, 1, 3, 3))), causal_mask(3).astype(int))
+
+
 def test_attend_names_a_parameter_the_normaliser_needs():
     import minitorch.paper.sink_free  # noqa: F401 - registers 'sink_logit'
 
@@ -397,7 +412,9 @@ def test_a_registered_normaliser_is_usable_by_a_model_by_name(monkeypatch):
      r"attend: the normaliser 'broken' must return the weights as a Tensor .*got ndarray"),
     (lambda scores, future: minitorch.softmax(scores), ValueError,  # the mask ignored: row 0 reads keys 1 and 2
      r"attend: the normaliser 'broken' put weight 0.333 on a future key \(row 0, key 1\); a causal normaliser"),
-], ids=["wrong-shape", "an-ndarray", "weight-on-future-keys"])
+    (lambda scores, future: minitorch.where(future, 0.0, scores * 0.0 - 1.0), ValueError,  # the metrics refused later
+     r"attend: the normaliser 'broken' gave the weight -1 \(row 0, key 0\); attention weights are >= 0"),
+], ids=["wrong-shape", "an-ndarray", "weight-on-future-keys", "negative-weights"])
 @pytest.mark.parametrize("path", ["readable", "fast"])
 def test_attend_names_a_registered_normaliser_whose_weights_are_no_causal_weights_of_the_scores_shape(
         normalise, error, culprit, path, monkeypatch):

@@ -245,3 +245,12 @@ def test_run_seeds_of_one_shape_says_so_in_its_command_and_title(tmp_path, monke
     assert results["command"] == "reproduce --seeds --only 1x1" and results["shapes"] == ["1x1"]
     assert {run["shape"] for run in results["runs"]} == {"1x1"}
     assert (tmp_path / "results.md").read_text().startswith("# Seeds of the 1x1 models")
+
+
+def test_the_title_of_quick_seeds_says_the_budgets_are_small_not_that_the_models_did_not_converge(tmp_path,
+                                                                                                  monkeypatch):
+    """'(quick mode: not converged)' headed a table whose every row said 10 / 10 stopped early."""
+    monkeypatch.setattr(beyond, "train_seed", _fake_seed_run)
+    beyond.run_seeds(tmp_path, seeds=(0, 1), shapes=("1x1",), quick=True, log=lambda message: None)
+    title = (tmp_path / "results.md").read_text().splitlines()[0]
+    assert title == "# Seeds of the 1x1 models (quick mode: small step budgets, not the paper's)", title

@@ -293,6 +293,26 @@ def test_save_refuses_a_path_matplotlib_would_not_write_as_given(name, error, cu
     assert (tmp_path / "keep.png").read_bytes() == b"an earlier figure", "a refused save replaced a file"
 
 
+@pytest.mark.parametrize("backend", ["pdf", "svg"])
+def test_save_writes_every_format_whatever_backend_mplbackend_names(backend, tmp_path):
+    """Under MPLBACKEND=pdf, reproduce trained both models, then save refused fig3_single_layer.png as if '.png' were
+    no image format: it asked the figure's canvas, which knows only its backend's formats."""
+    import os
+    import subprocess
+    import sys
+
+    from bad_input_helpers import ROOT
+
+    code = ("import sys\nfrom minitorch.paper import plotting\n"
+            "for name in sys.argv[1:]:\n    plotting.save(plotting.plt.figure(figsize=(1, 1)), name)\n")
+    names = [str(tmp_path / name) for name in ("figure.png", "figure.svg", "figure.pdf")]
+    run = subprocess.run([sys.executable, "-c", code, *names], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "MPLBACKEND": backend, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, f"MPLBACKEND={backend}: save refused a format matplotlib writes:\n{run.stderr}"
+    with Image.open(tmp_path / "figure.png") as image:
+        assert image.format == "PNG", f"MPLBACKEND={backend}: figure.png holds no PNG image"
+
+
 @pytest.mark.parametrize("name", ["figure.png", "figure.PNG", "figure.svg", "figure.pdf", "a/b/figure.jpg"])
 def test_save_returns_the_file_it_wrote(name, tmp_path):
     written = plotting.save(_open_figure(), tmp_path / name)

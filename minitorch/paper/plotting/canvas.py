@@ -64,7 +64,9 @@ def _image_path(fig: plt.Figure, path) -> Path:
                         f"({type(path).__name__})")
     path = given_path(path, "save: path", file=True)  # 'keep.png/' names a folder, though Path drops the slash
     path = path.expanduser()  # '~/figure.png' is written in the home folder: return the path written
-    formats = fig.canvas.get_supported_filetypes()  # {'png': 'Portable Network Graphics', ...}
+    # {'png': 'Portable Network Graphics', ...}: every format savefig writes, whatever the backend (the figure's
+    # own canvas knows only its backend's: under MPLBACKEND=pdf, pdf alone)
+    formats = matplotlib.backend_bases.FigureCanvasBase.get_supported_filetypes()
     if path.is_dir():
         raise IsADirectoryError(f"save: path {str(path)!r} is a folder; give the image file's name, such as "
                                 f"{str(path / 'figure.png')!r}")

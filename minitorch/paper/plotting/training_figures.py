@@ -68,6 +68,7 @@ def head_bos_mass_figure(histories: dict, sink_bos_mass: float = 0.9) -> plt.Fig
                          "TrainingResult.history}")
     for name, history in histories.items():
         _head_history("head_bos_mass_figure", f"histories[{name!r}]", history)
+    sink_bos_mass = _threshold("head_bos_mass_figure", sink_bos_mass)
     fig, axes = plt.subplots(1, len(histories), figsize=(6.2 * len(histories), 4.2), constrained_layout=True,
                              squeeze=False)
     for ax, (name, history) in zip(axes[0], histories.items()):
@@ -95,9 +96,19 @@ def head_split_settled(history: dict, sink_bos_mass: float = 0.9) -> int:
     """The first recorded step from which no head's verdict (mean BOS mass at least `sink_bos_mass`, or not)
     changes again to the end of training: 0 if none ever changes."""
     _, per_head = _head_history("head_split_settled", "history", history)  # (records, layers, H)
+    sink_bos_mass = _threshold("head_split_settled", sink_bos_mass)
     sinks = (per_head >= sink_bos_mass).reshape(len(per_head), -1)  # (records, heads)
     changed = np.nonzero((sinks[1:] != sinks[:-1]).any(axis=1))[0]  # record r -> r + 1 changed a verdict
     return int(history["step"][changed[-1] + 1]) if changed.size else int(history["step"][0])
+
+
+def _threshold(owner: str, sink_bos_mass) -> float:
+    """`sink_bos_mass`, a BOS mass some head can reach and not every head has: a number in (0, 1]."""
+    sink_bos_mass = checks.finite_number(owner, "sink_bos_mass", sink_bos_mass)
+    if not 0 < sink_bos_mass <= 1:  # a BOS mass lies in [0, 1]: above 1 no head sinks, at 0 or below every head
+        raise ValueError(f"{owner}: sink_bos_mass must be a number in (0, 1] (a BOS mass lies in [0, 1]), got "
+                         f"{sink_bos_mass}")
+    return sink_bos_mass
 
 
 def _head_history(owner: str, name: str, history) -> tuple[np.ndarray, np.ndarray]:

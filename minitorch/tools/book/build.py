@@ -18,6 +18,7 @@ measured time and the PDF's pages take the place of each build-measurements mark
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import closing
@@ -53,6 +54,12 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
         raise OutputPathError(f"--out {out}: holds files that are not a book built by this command (or a book too "
                               f"old to list its files), and the build replaces the whole folder; name a new folder, "
                               f"or add --force to replace it")
+    foreign = [name for name in earlier.files if not _a_books_file(name) and os.path.lexists(target / name)]
+    if foreign:  # a record edited by hand: the build would delete the user's file on its word
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise OutputPathError(f"--out {out}: its record of the book ({MARKER}) lists {foreign[0]}{more}, which no "
+                              f"build of the book writes (was the record edited?), and the build replaces the whole "
+                              f"folder; move it elsewhere, or add --force to replace the folder with it")
     added = not_recorded(target, earlier)
     if added:
         more = f" and {len(added) - 1} more" if len(added) > 1 else ""
@@ -60,6 +67,13 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
                               f"the build replaces the whole folder; move it elsewhere, or add --force to replace "
                               f"the folder with it")
     return target
+
+
+def _a_books_file(name: str) -> bool:
+    """Whether a build of the book may have written `name` (a path relative to its folder): its pages, assets,
+    notebooks, printed edition and record."""
+    return name in (MARKER, PDF_NAME) or name.startswith(("_static/", "notebooks/")) or (
+        "/" not in name and name.endswith(".html"))
 
 
 def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md", quick: bool = False,
