@@ -43,6 +43,7 @@ from minitorch.paper.models import attention_model, build_model, for_training
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, evaluate, recorded_run,
                                        run_in_processes, train_one, write_record)
 from minitorch.paper.task import TEST_SEED, TEST_SIZE, TEST_TRIGGER, make_batch, make_test_set
+from minitorch.paper.theory.bounds import gap_bound
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad
 
@@ -153,58 +154,6 @@ def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
 
 # ----------------------------------------------------------------------
 # the log T law
-
-
-def gap_bound(content_keys, leak, bos_mass=None):
-    """The least BOS-minus-mean-content score gap that puts mass 1 - ρ on BOS against n keys (ρ = `leak`).
-
-    ``a_0 = 1 / (1 + Σ_k e^{s_k - s_0}) ≥ 1 - ρ`` and, by Jensen,
-    ``Σ_k e^{s_k - s_0} ≥ n e^{mean_k s_k - s_0}``, so
-    ``s_0 - mean_k s_k ≥ log n + log((1 - ρ)/ρ)``. Pass `bos_mass` = 1 - ρ when
-    it is known more accurately than by subtracting ρ from 1 (ρ near 1).
-    """
-    content_keys, leak = _whole_numbers("content_keys", content_keys), _shares("leak", leak)
-    bos_mass = np.maximum(1.0 - leak, 0.0) if bos_mass is None else _shares("bos_mass", bos_mass)
-    try:
-        shape = np.broadcast_shapes(content_keys.shape, leak.shape, bos_mass.shape)
-    except ValueError:
-        raise ValueError(f"gap_bound: content_keys {content_keys.shape}, leak {leak.shape} and bos_mass "
-                         f"{bos_mass.shape} must broadcast together") from None
-    apart = np.abs(bos_mass + leak - 1.0) > ROUNDING  # (shape)
-    if apart.any():
-        first = lambda values: np.broadcast_to(values, shape)[apart][0]  # noqa: E731 - the first pair apart
-        raise ValueError(f"gap_bound: bos_mass must be 1 - leak (the row's two parts), got bos_mass "
-                         f"{first(bos_mass)} and leak {first(leak)}")
-    with np.errstate(divide="ignore"):  # a_0 = 0 gives the (true) bound -inf
-        return np.log(content_keys) + np.log(bos_mass) - np.log(leak)
-
-
-ROUNDING = 1e-9  # how far a share, or the two parts of a row, may stray from [0, 1] and 1 by rounding
-
-
-def _whole_numbers(name: str, values) -> np.ndarray:
-    """gap_bound's numbers of content keys as an integer array, each n >= 1, or an error naming `name`."""
-    array = np.asarray(values)
-    if not np.issubdtype(array.dtype, np.integer):
-        raise TypeError(f"gap_bound: {name} must be whole numbers n >= 1 (the keys besides BOS), got {values!r} "
-                        f"({array.dtype})")
-    if (array < 1).any():
-        raise ValueError(f"gap_bound: {name} must be whole numbers n >= 1 (the keys besides BOS), got {values!r}")
-    return array
-
-
-def _shares(name: str, values) -> np.ndarray:
-    """gap_bound's leak or BOS mass as a float array, each a share of a row's mass in [0, 1], or an error."""
-    array = np.asarray(values)
-    if not checks.is_real(array.dtype):
-        raise TypeError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got {values!r} "
-                        f"({array.dtype})")
-    array = array.astype(float)
-    outside = ~((array >= 0) & (array <= 1 + ROUNDING))  # nan too; a sum of softmax weights may round above 1
-    if outside.any():
-        raise ValueError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got "
-                         f"{array[outside].ravel()[:3].tolist() if array.ndim else values!r}")
-    return array
 
 
 def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:

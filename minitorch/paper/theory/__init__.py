@@ -23,7 +23,7 @@ from minitorch.paper.theory.constructions import (  # noqa: F401
     softmax_construction, trigger_row_sink_construction, two_layer_construction, unit_vectors, value_map,
 )
 from minitorch.paper.theory.bounds import (  # noqa: F401
-    TRAINING_TRIGGERS, affine_fit_of_reciprocal, theorem1_bos_lower_bound, theorem1_error_lower_bound,
+    TRAINING_TRIGGERS, affine_fit_of_reciprocal, gap_bound, theorem1_bos_lower_bound, theorem1_error_lower_bound,
     theorem2_bos_lower_bound, trigger_row_bounds, trigger_separation, value_norm,
 )
 from minitorch.paper.theory.worst_case import (  # noqa: F401

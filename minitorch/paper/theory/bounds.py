@@ -7,7 +7,9 @@
 - `affine_fit_of_reciprocal`: the best affine fit of 1/j over J, the error floor of one layer of sigmoid
   attention;
 - `trigger_row_bounds`: Lemma 5 (chapter 05), how close a single softmax head's trigger row must be to
-  1/j on each key and 0 on BOS, on the all-equal inputs.
+  1/j on each key and 0 on BOS, on the all-equal inputs;
+- `gap_bound`: chapter 10's log T law, the least lead of the BOS score over the mean content score that puts
+  mass 1 - ρ on BOS against n keys.
 
 `minitorch.paper.theory.proof_steps` checks the steps that prove them; `worst_case` measures the
 quantities they bound.
@@ -180,3 +182,55 @@ def trigger_row_bounds(error, triggers=TRAINING_TRIGGERS) -> dict:
     return dict(kappa=kappa, alpha=alpha, beta=beta, nu=nu, bos_ratio=bos_ratio, triggers=positions,
                 bos=bos_ratio / (positions - 1.0), content_key=kappa / (positions * (positions - 1.0)),
                 trigger_key=kappa / positions + bos_ratio / (positions - 1.0))
+
+
+def gap_bound(content_keys, leak, bos_mass=None):
+    """The least BOS-minus-mean-content score gap that puts mass 1 - ρ on BOS against n keys (ρ = `leak`).
+
+    ``a_0 = 1 / (1 + Σ_k e^{s_k - s_0}) ≥ 1 - ρ`` and, by Jensen,
+    ``Σ_k e^{s_k - s_0} ≥ n e^{mean_k s_k - s_0}``, so
+    ``s_0 - mean_k s_k ≥ log n + log((1 - ρ)/ρ)``. Pass `bos_mass` = 1 - ρ when
+    it is known more accurately than by subtracting ρ from 1 (ρ near 1).
+    """
+    content_keys, leak = _whole_numbers("content_keys", content_keys), _shares("leak", leak)
+    bos_mass = np.maximum(1.0 - leak, 0.0) if bos_mass is None else _shares("bos_mass", bos_mass)
+    try:
+        shape = np.broadcast_shapes(content_keys.shape, leak.shape, bos_mass.shape)
+    except ValueError:
+        raise ValueError(f"gap_bound: content_keys {content_keys.shape}, leak {leak.shape} and bos_mass "
+                         f"{bos_mass.shape} must broadcast together") from None
+    apart = np.abs(bos_mass + leak - 1.0) > ROUNDING  # (shape)
+    if apart.any():
+        first = lambda values: np.broadcast_to(values, shape)[apart][0]  # noqa: E731 - the first pair apart
+        raise ValueError(f"gap_bound: bos_mass must be 1 - leak (the row's two parts), got bos_mass "
+                         f"{first(bos_mass)} and leak {first(leak)}")
+    with np.errstate(divide="ignore"):  # a_0 = 0 gives the (true) bound -inf
+        return np.log(content_keys) + np.log(bos_mass) - np.log(leak)
+
+
+ROUNDING = 1e-9  # how far a share, or the two parts of a row, may stray from [0, 1] and 1 by rounding
+
+
+def _whole_numbers(name: str, values) -> np.ndarray:
+    """gap_bound's numbers of content keys as an integer array, each n >= 1, or an error naming `name`."""
+    array = np.asarray(values)
+    if not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(f"gap_bound: {name} must be whole numbers n >= 1 (the keys besides BOS), got {values!r} "
+                        f"({array.dtype})")
+    if (array < 1).any():
+        raise ValueError(f"gap_bound: {name} must be whole numbers n >= 1 (the keys besides BOS), got {values!r}")
+    return array
+
+
+def _shares(name: str, values) -> np.ndarray:
+    """gap_bound's leak or BOS mass as a float array, each a share of a row's mass in [0, 1], or an error."""
+    array = np.asarray(values)
+    if not checks.is_real(array.dtype):
+        raise TypeError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got {values!r} "
+                        f"({array.dtype})")
+    array = array.astype(float)
+    outside = ~((array >= 0) & (array <= 1 + ROUNDING))  # nan too; a sum of softmax weights may round above 1
+    if outside.any():
+        raise ValueError(f"gap_bound: {name} must be a share of a row's mass in [0, 1], got "
+                         f"{array[outside].ravel()[:3].tolist() if array.ndim else values!r}")
+    return array
