@@ -66,9 +66,10 @@ def signals_held():
 
 
 def ignore_stops() -> None:
-    """In a worker process, as it starts: ignore Ctrl-C and every other stop (`STOPPING_SIGNALS`), and drop one
-    that waits (`signals_held` blocked them in the command as it started the worker). The command handles the
-    stop and ends its workers itself; a stop sent to the whole process group would otherwise end them too."""
+    """Ignore Ctrl-C and every other stop (`STOPPING_SIGNALS`) from now on, and drop one that waits. A worker
+    process calls it as it starts (`signals_held` blocked the stops in the command as it started the worker): the
+    command handles the stop and ends its workers itself, where a stop sent to the whole process group would
+    otherwise end them too. A command whose work is done calls it until it exits (`run_command`)."""
     stops = (signal.SIGINT, *STOPPING_SIGNALS)
     for signum in stops:
         signal.signal(signum, signal.SIG_IGN)  # one waiting is dropped as its signal becomes ignored

@@ -34,7 +34,7 @@ import signal
 import sys
 import time
 
-from minitorch.outputs.signals import STOPPING_SIGNALS, signal_name
+from minitorch.outputs.signals import STOPPING_SIGNALS, ignore_stops, signal_name
 
 # what to do about an OSError, by errno: the advice printed after the path and the system's reason
 _ADVICE = {
@@ -209,7 +209,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     try:
         status = main(argv)
         if exits:
-            _ignore_stops()
+            ignore_stops()
         sys.stdout.flush()  # here, not at exit, so that a full disk or a closed pipe is handled below
         status = 0 if status is None else status
         if status == 128 + signal.SIGINT and _Stopped.signum != signal.SIGINT:
@@ -227,7 +227,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
         return status
     except KeyboardInterrupt:
         if exits:  # the command is stopping: nothing may cut its line short
-            _ignore_stops()
+            ignore_stops()
         print(f"{name}: stopped by {signal_name(_Stopped.signum)}", file=sys.stderr)
         return 128 + _Stopped.signum
     except BrokenPipeError:
@@ -254,16 +254,10 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
         if sys.stdout is not original_stdout and isinstance(sys.stdout, _QuietOnceClosed):
             sys.stdout = original_stdout
         if exits:
-            _ignore_stops()
+            ignore_stops()
         else:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-
-
-def _ignore_stops() -> None:
-    """Ignore Ctrl-C and every other stop (`STOPPING_SIGNALS`) from now until the process exits."""
-    for signum in (signal.SIGINT, *STOPPING_SIGNALS):
-        signal.signal(signum, signal.SIG_IGN)
 
 
 def _command_line(name: str, argv) -> str:
