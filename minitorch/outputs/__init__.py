@@ -15,5 +15,5 @@ from minitorch.outputs.paths import (NAME_MAX, PROJECT_SOURCES, ROOT, OutputPath
                                      check_output_folder, check_readable, checked_path, given_path, json_written_by,
                                      refuse_a_file_not_its_own)
 from minitorch.outputs.recorded_runs import (RecordedRun, files_to_replace, not_recorded,  # noqa: F401
-                                             read_recorded_run, recorded_run_text, written_files)
+                                             read_recorded_run, recorded_run_text, some_of, written_files)
 from minitorch.outputs.signals import end_processes_marked, end_with_parent, ignore_stops, signals_held  # noqa: F401

@@ -71,6 +71,11 @@ def written_files(folder) -> list[str]:
     return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if not path.is_dir())
 
 
+def some_of(names: list[str], shown: int = 3) -> str:
+    """The first `shown` of `names` and how many more, for a message: 'a, b, c and 4 more'."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def not_recorded(target, earlier: RecordedRun) -> list[str]:
     """The entries of the folder `target` that the `earlier` run recorded there did not write, relative to it and
     sorted: a file it does not list, and a folder holding none of its files (named once, as ``mydir/``). A run
@@ -117,9 +122,9 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
     if earlier and earlier.command == command and not force:
         _refuse_files_the_command_never_writes(target, replacing - set(planned), option)
     if in_the_way and not force:
-        shown = ", ".join(in_the_way[:3]) + (f" and {len(in_the_way) - 3} more" if len(in_the_way) > 3 else "")
-        raise OutputPathError(f"{option} {target}: holds {shown} where this run writes its own files, and no "
-                              f"earlier run recorded them; add --force to replace them, or choose another folder")
+        raise OutputPathError(f"{option} {target}: holds {some_of(in_the_way)} where this run writes its own files, "
+                              f"and no earlier run recorded them; add --force to replace them, or choose another "
+                              f"folder")
     return sorted(replacing | set(in_the_way))
 
 
@@ -129,10 +134,9 @@ def _refuse_files_the_command_never_writes(target: Path, names, option: str) -> 
     wrote it), and a user's file listed there is never deleted on its word without --force."""
     found = sorted(name for name in names if os.path.lexists(target / name))
     if found:
-        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-        raise OutputPathError(f"{option} {target}: the record of an earlier run of this command lists {shown}, which "
-                              f"this command does not write (a record edited by hand?); add --force to replace "
-                              f"them, or move them out, or choose another folder")
+        raise OutputPathError(f"{option} {target}: the record of an earlier run of this command lists "
+                              f"{some_of(found)}, which this command does not write (a record edited by hand?); add "
+                              f"--force to replace them, or move them out, or choose another folder")
 
 
 def _refuse_files_through_links(target: Path, names, option: str) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.outputs import (OutputPathError, building_aside, check_output_folder, not_recorded, read_recorded_run,
-                               recorded_run_text, written_files)
+                               recorded_run_text, some_of, written_files)
 from minitorch.tools.book.assets import mathjax_folder, write_assets
 from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
 from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
@@ -56,14 +56,12 @@ def check_book_folder(out, chapters_dir, force: bool = False) -> Path:
                               f"or add --force to replace it")
     foreign = [name for name in earlier.files if not _a_books_file(name) and os.path.lexists(target / name)]
     if foreign:  # a record edited by hand: the build would delete the user's file on its word
-        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-        raise OutputPathError(f"--out {out}: its record of the book ({MARKER}) lists {foreign[0]}{more}, which no "
+        raise OutputPathError(f"--out {out}: its record of the book ({MARKER}) lists {some_of(foreign, 1)}, which no "
                               f"build of the book writes (was the record edited?), and the build replaces the whole "
                               f"folder; move it elsewhere, or add --force to replace the folder with it")
     added = not_recorded(target, earlier)
     if added:
-        more = f" and {len(added) - 1} more" if len(added) > 1 else ""
-        raise OutputPathError(f"--out {out}: holds {added[0]}{more}, which the book built there did not write, and "
+        raise OutputPathError(f"--out {out}: holds {some_of(added, 1)}, which the book built there did not write, and "
                               f"the build replaces the whole folder; move it elsewhere, or add --force to replace "
                               f"the folder with it")
     return target
