@@ -238,8 +238,7 @@ def _not_boolean(symbol: str):
 
 def _assign(tensor, index, other) -> None:
     """``tensor[index] = other`` on `tensor`'s own values, where ``tensor += ...`` would change them."""
-    other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
-    if tensor_module.is_grad_enabled() and (tensor.requires_grad or other_requires_grad):
+    if _recorded(tensor, other):
         raise RuntimeError("x[...] = y: x or y requires grad, and an assignment into x's elements would be recorded "
                            "nowhere; for a new tensor with those elements replaced write minitorch.where(mask, y, x) "
                            "or x.masked_fill(mask, y); to change a parameter's values as an optimizer does: "
@@ -257,11 +256,7 @@ def _assign(tensor, index, other) -> None:
     if not tensor_module.broadcasts_to(np.shape(values), selected):
         raise ValueError(f"x[index] = y: y of shape {np.shape(values)} does not broadcast to the shape {selected} of "
                          f"the elements x[index] selects")
-    tensor._prepare_to_change()
-    if not tensor._data.flags.writeable:  # a view of an array that stays read-only
-        raise ValueError("x[...] = y: this tensor's values are a read-only view; assign into a copy: "
-                         "x = tensor(x.numpy())")
-    tensor._data[index] = values
+    _own_values(tensor, "x[...] = y", "assign into a copy: x = tensor(x.numpy())")[index] = values
 
 
 def _in_place(tensor, other, symbol: str, operation):
@@ -269,8 +264,7 @@ def _in_place(tensor, other, symbol: str, operation):
     if not isinstance(other, TensorProtocols):  # a str, None, a list of str: named here, not by a NumPy loop
         other = tensor_module.named_float_array(f"x {symbol} y", other, tensor.dtype)
     _check_keeps_shape(tensor, other, symbol)
-    other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
-    if tensor_module.is_grad_enabled() and (tensor.requires_grad or other_requires_grad):
+    if _recorded(tensor, other):
         if tensor.is_leaf and tensor.requires_grad:
             raise RuntimeError(
                 f"x {symbol} ...: x is a leaf that requires grad (a parameter); changing it in place would be "
@@ -278,22 +272,31 @@ def _in_place(tensor, other, symbol: str, operation):
                 f"for a new tensor: y = x {symbol[0]} ...")
         return {"+=": operator.add, "-=": operator.sub, "*=": operator.mul,
                 "/=": operator.truediv}[symbol](tensor, other)  # recorded, as a new tensor
-    values = _raw(other)
+    values = _own_values(tensor, f"x {symbol} ...", f"write y = x {symbol[0]} ...")
+    operation(values, _raw(other), out=values, casting="same_kind")
+    return tensor
+
+
+def _recorded(tensor, other) -> bool:
+    """Whether changing `tensor` with `other` concerns the backward pass: recording is on and either requires grad
+    (the change must then be a recorded operation, or is refused)."""
+    other_requires_grad = isinstance(other, TensorProtocols) and other.requires_grad
+    return tensor_module.is_grad_enabled() and (tensor.requires_grad or other_requires_grad)
+
+
+def _own_values(tensor, written: str, instead: str) -> np.ndarray:
+    """`tensor`'s values, ready to be changed in place by `written` (copied first where the graph saved them), or
+    ValueError for a read-only view, saying what to write `instead`."""
     tensor._prepare_to_change()
     if not tensor._data.flags.writeable:  # a view of an array that stays read-only
-        raise ValueError(f"x {symbol} ...: this tensor's values are a read-only view; write y = x {symbol[0]} ...")
-    operation(tensor._data, values, out=tensor._data, casting="same_kind")
-    return tensor
+        raise ValueError(f"{written}: this tensor's values are a read-only view; {instead}")
+    return tensor._data
 
 
 def _check_keeps_shape(tensor, other, symbol: str) -> None:
     """``x <symbol>= y`` changes x's own values, so its result must have x's shape: y must broadcast to it."""
     other_shape = np.shape(_raw(other))
-    try:
-        fits = np.broadcast_shapes(tensor.shape, other_shape) == tensor.shape
-    except ValueError:  # not broadcastable at all
-        fits = False
-    if not fits:
+    if not tensor_module.broadcasts_to(other_shape, tensor.shape):
         raise ValueError(f"x {symbol} y: y of shape {other_shape} does not broadcast to x's shape {tensor.shape} "
                          f"(an in-place operator keeps x's shape); for a result of another shape write "
                          f"z = x {symbol[0]} y")
