@@ -188,7 +188,11 @@ def real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarr
 
 def check_real_numbers(owner: str, name: str, values, finite: bool = True) -> np.ndarray:
     """`values` as an array, not copied (of numbers, in their own dtype), checked as `real_numbers` checks them."""
-    array = np.asarray(values)
+    try:
+        array = np.asarray(values)
+    except ValueError:  # a ragged list: [[1.0], [2.0, 3.0]]
+        raise ValueError(f"{owner}: {name} must be numbers in a rectangular shape (lists of equal lengths), got "
+                         f"{values!r:.80}") from None
     if not is_real(array.dtype):
         raise TypeError(f"{owner}: {name} must be {'finite ' if finite else ''}numbers, got {values!r:.80} "
                         f"(dtype {array.dtype})")

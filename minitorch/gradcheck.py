@@ -88,8 +88,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     analytic = [np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad for leaf in leaves]
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
                                            step, atol, rtol,
-                                           explain=lambda: _kinks_note(output, step) + _rounding_note(leaves, step)
-                                           + _low_precision_note(output, step))
+                                           explain=lambda: _infinite_note(output) + _kinks_note(output, step)
+                                           + _rounding_note(leaves, step) + _low_precision_note(output, step))
 
 
 def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,
@@ -138,10 +138,23 @@ def compare_with_finite_differences(name: str, points, analytic, objective, step
 
 # Where an operation has no derivative: a finite difference across such a point measures
 # neither one-sided slope, so a failure there says nothing about the backward rule.
+def _near_a_tie(node: Tensor, step: float) -> np.ndarray:
+    """Which inputs of a max lie within a step of a maximum they are not: nudged, they could take its place."""
+    values, maxima = node.parents[0].data.ravel(), np.unique(node.data)  # maxima sorted
+    right = np.clip(np.searchsorted(maxima, values), 0, maxima.size - 1)
+    left = np.clip(right - 1, 0, maxima.size - 1)
+    distance = np.minimum(np.abs(values - maxima[left]), np.abs(values - maxima[right]))  # to the nearest maximum
+    return (distance > 0) & (distance < 2 * step)
+
+
 KINKS = {
-    "relu": ("0, where relu has no derivative (it is taken to be 0)", lambda x, step: np.abs(x) < step),
-    "log": ("0 or below, where log has no derivative", lambda x, step: x < step),
-    "abs": ("0, where abs has no derivative (it is taken to be 0)", lambda x, step: np.abs(x) < step),
+    "relu": ("0, where relu has no derivative (it is taken to be 0)",
+             lambda node, step: np.abs(node.parents[0].data) < step),
+    "log": ("0 or below, where log has no derivative", lambda node, step: node.parents[0].data < step),
+    "abs": ("0, where abs has no derivative (it is taken to be 0)",
+            lambda node, step: np.abs(node.parents[0].data) < step),
+    "max": ("a near-tie for the maximum, where max has no derivative (a nudge changes which element is largest)",
+            _near_a_tie),
 }
 
 
@@ -151,13 +164,22 @@ def _kinks_note(output: Tensor, step: float) -> str:
     for node in topological_order(output):
         if node.op in KINKS and node.parents:
             where, near = KINKS[node.op]
-            hits = int(near(node.parents[0].data, step).sum())
+            hits = int(near(node, step).sum())
             if hits:
                 notes.append(f"'{node.op}' has {hits} input(s) at {where}")
     if not notes:
         return ""
     return (f". The point is not differentiable: {'; '.join(notes)}. Check the gradient at a point away "
             f"from it (farther than step={step:g})")
+
+
+def _infinite_note(output: Tensor) -> str:
+    """A sentence if the function's value is infinite or NaN at the point: ℓ(x ± h e) is then inf (or nan) too, and
+    their difference nan, whatever the backward rule."""
+    if np.isfinite(output.data).all():
+        return ""
+    return (". The function's value is not finite at this point (its result holds inf or nan), so no difference of "
+            "its values can be measured: check at a point where it is finite")
 
 
 def _rounding_note(leaves: list, step: float) -> str:

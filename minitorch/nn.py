@@ -112,7 +112,7 @@ class Module:
                              f"unexpected keys {_few(unexpected)}")
         converted = {}
         for name, parameter in own.items():  # every value checked before any parameter changes
-            values = np.asarray(state[name])
+            values = state[name]._data if isinstance(state[name], Tensor) else np.asarray(state[name])  # (PyTorch's)
             if values.dtype.kind not in "biuf":  # complex weights would lose their imaginary parts
                 raise TypeError(f"load_state_dict for {type(self).__name__}: parameter '{name}' holds {values.dtype} "
                                 f"values; a parameter holds real numbers")
@@ -141,6 +141,10 @@ def _parameters_held(value, name: str, holders: tuple):
             raise ValueError(f"{type(holders[0]).__name__}.{name} is the {type(value).__name__} that holds it, so "
                              f"its parameters have no end; remove that item")
         items = value.items() if isinstance(value, Mapping) else enumerate(value)
+        if isinstance(value, Mapping) and len({str(key) for key in value}) < len(value):  # {'0': a, 0: b}
+            raise ValueError(f"{type(holders[0]).__name__}.{name} is a dict with two keys of the same name "
+                             f"({', '.join(sorted(repr(key) for key in value))}): its parameters would share a name "
+                             f"in state_dict(), and one would be lost; use distinct string keys")
         for key, item in items:
             yield from _parameters_held(item, f"{name}.{key}", holders + (value,))
     elif isinstance(value, Tensor) and not isinstance(holders[-1], Module):  # an item of a list, tuple or dict
@@ -203,10 +207,21 @@ class Linear(Module):
         if rng is not None and not isinstance(rng, np.random.Generator):
             raise TypeError(f"Linear: rng must be a NumPy Generator (np.random.default_rng(seed)) or None, got "
                             f"{rng!r:.40} ({type(rng).__name__})")
+        try:
+            wanted = np.dtype(dtype)
+        except TypeError:
+            wanted = None
+        if wanted not in (np.float32, np.float64):
+            raise TypeError(f"Linear: dtype must be np.float32 or np.float64, got {dtype!r}")
         checks.memory("Linear", "the weight", (out_features, in_features), np.dtype(dtype).itemsize)
         rng = default_generator() if rng is None else rng
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(rng.normal(0.0, init_std, size=(out_features, in_features)), dtype=dtype)
+        with np.errstate(over="ignore"):
+            weights = rng.normal(0.0, init_std, size=(out_features, in_features))  # (out, in)
+        if not np.abs(weights).max(initial=0.0) <= np.finfo(dtype).max:
+            raise ValueError(f"Linear: init_std={init_std:g} draws weights too large for {np.dtype(dtype)} (beyond "
+                             f"{np.finfo(dtype).max:.3g}, or inf); choose a smaller init_std")
+        self.weight = Parameter(weights, dtype=dtype)
         self.bias = Parameter(np.zeros(out_features), dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:

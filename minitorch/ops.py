@@ -14,6 +14,7 @@ The softmax, which deserves a module of its own, is in `minitorch.softmax`.
 from __future__ import annotations
 
 import builtins
+import decimal
 import numbers
 import reprlib
 
@@ -37,7 +38,7 @@ def _broadcast_shape(op: str, a: Tensor, b: Tensor) -> tuple:
 def _binary_inputs(op: str, a, b) -> tuple[Tensor, Tensor]:
     """Turn numbers and arrays into Tensors, matching the other side's dtype."""
     like = a if isinstance(a, Tensor) else b
-    a, b = as_tensor(a, like), as_tensor(b, like)
+    a, b = as_tensor(a, like, op), as_tensor(b, like, op)
     if a._data.shape != b._data.shape and a._data.ndim and b._data.ndim:  # equal shapes and scalars always broadcast
         shape = _broadcast_shape(op, a, b)  # (10**6, 1) and (1, 10**6) broadcast to 7 TiB
         checks.memory(op, "the result", shape, builtins.max(a.dtype.itemsize, b.dtype.itemsize))
@@ -80,6 +81,7 @@ def neg(a) -> Tensor:
 def pow(a, exponent) -> Tensor:
     """a ** exponent, for a constant (Python number) exponent."""
     a = as_tensor(a)
+    exponent = float(exponent) if isinstance(exponent, decimal.Decimal) else exponent  # as the optimizers take it
     if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (numbers.Real, np.floating, np.integer)):
         raise TypeError(
             f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
@@ -224,7 +226,15 @@ def matmul(a, b) -> Tensor:
             f"matmul: batch axes of shapes {a.shape} and {b.shape} cannot be broadcast together"
         ) from None
 
-    return Tensor.from_op(a._data @ b._data, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
+    try:
+        out = a._data @ b._data
+    except MemoryError:  # (1e5, 1) @ (1, 1e5): NumPy's words would not name matmul
+        raise _result_too_large("matmul", f"shapes {a.shape} and {b.shape}") from None
+    return Tensor.from_op(out, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
+
+
+def _result_too_large(op: str, inputs: str) -> MemoryError:
+    return MemoryError(f"{op}: the result for {inputs} does not fit in this machine's memory; use smaller sizes")
 
 
 # ----------------------------------------------------------------------
@@ -313,7 +323,7 @@ def reshape(a, *shape) -> Tensor:
     a = as_tensor(a)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    if not all([type(size) is int for size in shape]):  # the usual case costs one pass (this is the hot path)
+    if not all([type(size) is int and size >= -1 for size in shape]):  # the usual case: one pass (the hot path)
         shape = checks.sizes("reshape", "the shape", shape, allow_unknown=True)
     try:
         out = a._data.reshape(shape)
@@ -376,8 +386,10 @@ def getitem(a, index) -> Tensor:
 
     try:
         values = a._data[index]
-    except (IndexError, TypeError, OverflowError) as error:  # NumPy's message says what an index may hold
+    except (IndexError, TypeError, OverflowError, MemoryError) as error:  # NumPy's says what an index may hold
         shown = ", ".join(reprlib.repr(part) for part in parts)
+        if isinstance(error, MemoryError):  # index arrays of shapes (1e5, 1) and (1, 1e5) pick 1e10 elements
+            raise _result_too_large("getitem", f"x[{shown}] on a tensor of shape {a.shape}") from None
         if isinstance(error, OverflowError):  # an integer beyond 64 bits: out of bounds for any axis
             raise IndexError(f"getitem: x[{shown}] on a tensor of shape {a.shape}: an index is out of bounds "
                              f"(beyond 64 bits)") from None
@@ -407,7 +419,11 @@ def where(condition, a, b) -> Tensor:
         return (np.where(condition, grad, 0.0) if a.requires_grad else None,
                 np.where(condition, 0.0, grad) if b.requires_grad else None)
 
-    return Tensor.from_op(np.where(condition, a._data, b._data), (a, b), backward, "where")
+    try:
+        out = np.where(condition, a._data, b._data)
+    except MemoryError:
+        raise _result_too_large("where", f"condition {condition.shape}, a {a.shape} and b {b.shape}") from None
+    return Tensor.from_op(out, (a, b), backward, "where")
 
 
 def masked_fill(a, mask, value: float) -> Tensor:

@@ -27,13 +27,13 @@ import numbers
 import sys
 import threading
 import warnings
-import weakref
 
 import numpy as np
 
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
+                                     check_result_unchanged,
                                      checked_grad, checked_incoming_grad, checked_new_values, checked_result_values,
                                      gradient_in_dtype, named_float_array, root_of_the_graph, summable_to_shape,
                                      unexplained, unsupported_backward_options)
@@ -63,9 +63,11 @@ class Tensor(TensorProtocols):
 
 
     Changing values a graph recorded (version counters, as in PyTorch):
-    every tensor counts the changes to its values (``_version``); an
-    operation notes the count of each input it read, and `backward` raises,
-    naming the operation, if an input changed since (`minitorch.tensor_checks`).
+    every tensor counts the changes to its values (``_version``; one count
+    shared by the tensors that view the same values: a reshape, a slice, a
+    detached copy); an operation notes the count of each input it read and of
+    its result, and `backward` raises, naming the operation, if one changed
+    since (`minitorch.tensor_checks`).
     Between a recorded operation and its `backward`, the arrays it read are
     read-only: ``x.data[0] = 5`` then fails with NumPy's "assignment
     destination is read-only"; edit after `backward`, or give the tensor a
@@ -76,7 +78,7 @@ class Tensor(TensorProtocols):
 
     def __init__(self, data, requires_grad: bool = False, dtype=None):
         self._data = np.array(as_float_array(data, dtype))  # a copy: updating the tensor never changes `data`
-        self._version = 0  # how many times the values changed (see the class docstring)
+        self._versions = [0]  # how many times the values changed, shared with views (see the class docstring)
         self._released = False  # a backward through every graph that froze the array has run
         self.parents: tuple[Tensor, ...] = ()
         self.backward_fn = None  # grad of output -> tuple of grads of parents
@@ -98,7 +100,7 @@ class Tensor(TensorProtocols):
         out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
         if out._data.dtype is not _FLOAT64 and out._data.dtype is not _FLOAT32:  # (the usual case: two identities)
             out._data = checked_result_values(op, out._data)
-        out._version = 0
+        out._versions = _versions_for(out._data, parents)
         out._released = False
         out._grad = None
         out.op = op
@@ -113,6 +115,7 @@ class Tensor(TensorProtocols):
             out.backward_fn = backward_fn
             # backward_fn reads these arrays later: they may not change until backward has run
             out.versions_used = tuple([parent._version for parent in parents])
+            out.version_made = out._versions[0]  # a backward may read the result itself (exp's does)
             for parent in parents:
                 parent._data.flags.writeable = False
                 parent._released = False
@@ -138,6 +141,9 @@ class Tensor(TensorProtocols):
         order = topological_order(self)
         for node in order:
             check_inputs_unchanged(node)  # before any .grad changes
+        for node in order:
+            if node is not self:  # (reading loss.data after one backward must not stop a second)
+                check_result_unchanged(node)
         _mark_released(order, False)  # the backward functions read .data: that is no change
         grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
         for node in reversed(order):
@@ -175,7 +181,7 @@ class Tensor(TensorProtocols):
         """The same values, cut from the graph (shares memory: a change in place counts as a change of this
         tensor too, so a graph that read it refuses a stale backward)."""
         out = Tensor.from_op(self._data, (), None, "detach")
-        out._detached_from = weakref.ref(self)  # (weak: a kept record must not keep a whole graph alive)
+        out._versions = self._versions  # the same values: one count of their changes
         return out
 
     # ------------------------------------------------------------------
@@ -219,22 +225,25 @@ class Tensor(TensorProtocols):
 
     @data.setter
     def data(self, values) -> None:
-        """Replace the values: converted to this tensor's dtype; a tensor that requires grad keeps its shape."""
+        """Replace the values with a copy of `values` in this tensor's dtype (as the constructor copies: the caller's
+        array stays the caller's); a tensor that requires grad keeps its shape."""
         if values is self._data:  # `x.data -= 1` sets back the array it changed in place
             return
         self._data = checked_new_values(self, values)
-        self._version += 1
+        self._versions = [self._version + 1]  # values of its own now: views of the old ones no longer count here
         self._released = False
 
     def _prepare_to_change(self) -> None:
-        """About to be changed in place (an optimizer step, ``x.data[0] = 5``): writable again, one version on;
-        a detached tensor shares its values with the tensor it came from, so that one counts the change too."""
-        self._version += 1
+        """About to be changed in place (an optimizer step, ``x.data[0] = 5``): writable again, one version on
+        (for every tensor that views these values: they share the count)."""
+        self._versions[0] += 1
         self._released = False
         _writable(self._data)
-        source = self._detached_from() if getattr(self, "_detached_from", None) is not None else None
-        if source is not None and source._data is self._data:
-            source._prepare_to_change()
+
+    @property
+    def _version(self) -> int:
+        """How many times the values changed (see the class docstring)."""
+        return self._versions[0]
 
     @property
     def is_leaf(self) -> bool:
@@ -353,7 +362,7 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     return grad
 
 
-def as_tensor(x, like: Tensor | None = None) -> Tensor:
+def as_tensor(x, like: Tensor | None = None, op: str = "") -> Tensor:
     """`x` itself if it is a Tensor, else a constant Tensor.
 
     Python numbers and ndarrays take the dtype of `like` when it is a Tensor, so that
@@ -362,13 +371,26 @@ def as_tensor(x, like: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if not isinstance(x, (numbers.Number, np.ndarray, np.generic, list, tuple)):
-        raise TypeError(f"cannot combine a Tensor with an object of type {type(x).__name__}")
+        op = op or sys._getframe(1).f_code.co_name  # the operation that was given `x` (ops.exp, ...)
+        raise TypeError(f"{op}: cannot combine a Tensor with an object of type {type(x).__name__} (give a Tensor, an "
+                        f"array, a number or a list of numbers)")
     return Tensor(x, dtype=like.dtype if isinstance(like, Tensor) else None)
 
 
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """Shorthand for ``Tensor(data, requires_grad, dtype)``."""
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+
+
+def _versions_for(values: np.ndarray, parents: tuple) -> list:
+    """The change count of an operation's result: its parent's when `values` view the parent's memory (a reshape,
+    a slice, a transpose), so that a change through either counts for both; else a count of its own."""
+    owner = values.base
+    if owner is not None:
+        for parent in parents:
+            if owner is parent._data or owner is parent._data.base:
+                return parent._versions
+    return [0]
 
 
 def _mark_released(order: list, released: bool) -> None:
@@ -443,6 +465,9 @@ class _NoGradContext(contextlib.ContextDecorator):
 def _decoratable(function):
     """`function`, which ``@no_grad`` or ``@no_grad()`` may decorate: a plain function, not a class or a generator
     (or coroutine), whose code runs after the decorated call has returned and recording is back on."""
+    if isinstance(function, (staticmethod, classmethod)):  # (a wrapper of one would take `self` too)
+        raise TypeError(f"@no_grad sits below @{type(function).__name__} here: put @{type(function).__name__} on "
+                        f"top, then @no_grad, then the function")
     if not callable(function):
         raise TypeError(f"no_grad takes no arguments (or decorates a function), got {function!r}")
     if isinstance(function, type) or inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) \

@@ -5,19 +5,20 @@ an error that names it, never a silent wrong gradient.
 - `checked_grad`, `checked_new_values`, `checked_incoming_grad`: a gradient or values set by hand, and the
   gradient given to ``backward(grad)`` (`named_float_array`, `unsupported_backward_options`).
 - `check_backward_result`, `gradient_in_dtype`: what an operation's backward rule returned.
-- `check_inputs_unchanged`: the values a backward needs did not change before it ran.
+- `check_inputs_unchanged`, `check_result_unchanged`: the values a backward needs did not change before it ran.
 - `root_of_the_graph`, `summable_to_shape`, `mul_backward_inputs`, ...: the inputs of the engine's exercise
   functions, checked outside their bodies (`checks.inputs_checked_by`), so that a student edition keeps them.
 
 Values a backward needs may not change before it runs. A backward reads its operation's inputs (mul's
 ∂(ab)/∂a = b) or result (exp's) when it runs, not when the operation ran. Changing them in between would give
 a wrong gradient without a word. So, as PyTorch does, every tensor counts the changes to its values (its
-version), an operation notes the version of each input it read (`versions_used`), and backward raises if one
-moved on. NumPy cannot report a write into an array, so the arrays a graph read, and its results, stay
-read-only (``x.data[0] = 5`` fails: "assignment destination is read-only"); what may write to one makes it
-writable and moves the version on first: an optimizer step, an in-place operator, the data setter, and taking
-``x.data`` or ``x.numpy()`` once a backward through the graph has run (`_released`). That costs one integer per
-input, where a copy of every array would cost its size.
+version; views of the same values share one), an operation notes the version of each input it read
+(`versions_used`) and of its result (`version_made`), and backward raises if one moved on. NumPy cannot report
+a write into an array, so the arrays a graph read, and its results, stay read-only (``x.data[0] = 5`` fails:
+"assignment destination is read-only"); what may write to one makes it writable and moves the version on first:
+an optimizer step, an in-place operator, the data setter, and taking ``x.data`` or ``x.numpy()`` once a backward
+through the graph has run (`_released`). That costs one integer per input, where a copy of every array would cost
+its size.
 """
 
 from __future__ import annotations
@@ -143,15 +144,15 @@ def checked_grad(tensor, value):
 
 
 def checked_new_values(tensor, values) -> np.ndarray:
-    """``tensor.data = values``: converted to the tensor's dtype; a tensor that requires grad keeps its shape."""
+    """``tensor.data = values``: a copy in the tensor's dtype; a tensor that requires grad keeps its shape."""
     if isinstance(values, tensor_module.Tensor):
         raise TypeError("x.data = <Tensor>: assign its values (t.data), or use the tensor itself")
     array = named_float_array("x.data = ...", values, tensor._data.dtype)
     if tensor.requires_grad and array.shape != tensor._data.shape:
         raise ValueError(f"x.data = ...: new values of shape {array.shape} for a tensor of shape {tensor.shape} "
                          f"that requires grad (an optimizer holds state of its shape); make a new tensor")
-    if not array.flags.writeable:  # read-only to its owner: an in-place change of the tensor must not write there
-        array = array.copy()
+    if np.may_share_memory(array, values) or not array.flags.writeable:  # the caller's array stays the caller's: a
+        array = array.copy()  # graph would make it read-only, and an in-place change of the tensor would write there
     return array
 
 
@@ -230,6 +231,16 @@ def check_inputs_unchanged(node) -> None:
                 f"changed it), so its gradient would come from the wrong values. Run the forward pass again "
                 f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
             )
+
+
+def check_result_unchanged(node) -> None:
+    """Raise if the result of `node` changed since its operation made it: a backward may read it (exp's does)."""
+    if node.parents and node._version != node.version_made:
+        raise RuntimeError(
+            f"backward: the result of '{node.op}' (shape {node.shape}) was changed in place after '{node.op}' "
+            f"made it (version {node.version_made} then, {node._version} now: through a view or a detached copy "
+            f"of it, or an in-place operator under no_grad()), and the gradient must come from the values the "
+            f"forward pass used. Run the forward pass again, or change a copy (y * 1).")
 
 
 def root_of_the_graph(root) -> tuple:

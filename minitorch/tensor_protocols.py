@@ -36,7 +36,7 @@ class TensorProtocols:
             raise TypeError(f"cannot pickle the result of '{self.op}' with its graph (the backward functions "
                             f"are not picklable): pickle y.detach() for its values, or save y.numpy()")
         state = dict(vars(self))
-        state.pop("_detached_from", None)  # a copy shares no values with the tensor it was detached from
+        state["_versions"] = [self._version]  # a copy shares no values with the tensors that view this one's
         return state
 
     def __deepcopy__(self, memo: dict):
@@ -49,10 +49,10 @@ class TensorProtocols:
                             f"PyTorch): copy y.detach() for its values, or keep y itself")
         copied = type(self).__new__(type(self))
         memo[id(self)] = copied  # a parameter shared by two layers is copied once, and stays shared
-        state = {name: value for name, value in vars(self).items() if name not in ("_data", "_detached_from")}
+        state = {name: value for name, value in vars(self).items() if name not in ("_data", "_versions")}
         copied.__dict__.update(copy.deepcopy(state, memo))
         copied._data = self._data.copy()  # never through `memo`: a tensor detached from this one owns its copy too
-        copied._version, copied._released = 0, False
+        copied._versions, copied._released = [0], False
         return copied
 
     def __copy__(self):

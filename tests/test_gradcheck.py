@@ -140,3 +140,19 @@ def test_gradcheck_refuses_a_function_that_does_not_return_a_tensor():
 def test_gradcheck_error_is_an_assertion_error_so_pytest_reports_it_as_a_failure():
     assert issubclass(GradcheckError, AssertionError)
     assert minitorch.GradcheckError is GradcheckError
+
+
+def test_a_ragged_input_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"gradcheck: inputs\[1\] must be numbers in a rectangular shape"):
+        gradcheck(lambda a, b: a * b, [[1.0, 2.0], [[1.0], [2.0, 3.0]]])
+
+
+def test_a_failure_at_a_point_where_the_function_is_infinite_says_so():
+    with pytest.raises(GradcheckError, match="The function's value is not finite at this point"):
+        gradcheck(lambda x: (x * x).sum(), [np.array([np.inf, 1.0])])
+
+
+def test_a_failure_of_max_at_a_near_tie_names_the_kink():
+    with pytest.raises(GradcheckError, match="'max' has 1 input.s. at a near-tie for the maximum"):
+        gradcheck(lambda x: x.max(), [np.array([1.0, 1.0 + 1e-7])])
+    assert gradcheck(lambda x: x.max(axis=0), [np.array([[1.0, 2.0], [3.0, 5.0]])]), "max away from a tie passes"

@@ -258,3 +258,30 @@ def test_parameters_in_dicts_and_nested_lists_are_found_in_order_and_saved_under
     copy.load_state_dict(state)
     for (name, original), (_, loaded) in zip(model.named_parameters(), copy.named_parameters()):
         np.testing.assert_array_equal(loaded.data, original.data, err_msg=f"load_state_dict did not restore {name}")
+
+
+@pytest.mark.parametrize("settings,error,culprit", [
+    ({"dtype": "bogus"}, TypeError, r"Linear: dtype must be np.float32 or np.float64, got 'bogus'"),
+    ({"init_std": 1e308}, ValueError, r"Linear: init_std=1e\+308 draws weights too large for float64"),
+    ({"init_std": 1e39, "dtype": np.float32}, ValueError,
+     r"Linear: init_std=1e\+39 draws weights too large for float32"),
+])
+def test_linear_refuses_a_dtype_or_an_init_std_whose_weights_it_cannot_hold(settings, error, culprit):
+    with pytest.raises(error, match=culprit):
+        Linear(16, 16, rng=np.random.default_rng(0), **settings)
+
+
+def test_two_dict_keys_of_one_name_are_refused_as_state_dict_would_lose_a_parameter():
+    class TwoKeys(Module):
+        def __init__(self):
+            self.heads = {"0": Parameter([1.0]), 0: Parameter([2.0])}
+
+    with pytest.raises(ValueError, match=r"TwoKeys.heads is a dict with two keys of the same name \('0', 0\)"):
+        TwoKeys().state_dict()
+
+
+def test_load_state_dict_takes_the_parameters_of_another_model_as_pytorchs_does():
+    source, target = Linear(2, 2, rng=np.random.default_rng(1)), Linear(2, 2, rng=np.random.default_rng(2))
+    target.load_state_dict({"weight": source.weight, "bias": source.bias})
+    np.testing.assert_array_equal(target.weight.data, source.weight.data)
+    assert target.weight._data is not source.weight._data, "the values are copied, not shared"
