@@ -20,10 +20,10 @@ from minitorch.tensor import Tensor, as_float_array, as_tensor
 
 
 class Parameter(Tensor):
-    """A tensor a module learns: always a leaf with ``requires_grad=True``."""
+    """A tensor a module learns: a leaf, with ``requires_grad=True`` unless frozen (as PyTorch's)."""
 
-    def __init__(self, data, dtype=None):
-        super().__init__(data, requires_grad=True, dtype=dtype)
+    def __init__(self, data, dtype=None, requires_grad: bool = True):
+        super().__init__(data, requires_grad=requires_grad, dtype=dtype)
 
     def __repr__(self) -> str:
         return "Parameter" + super().__repr__()[len("Tensor"):]
@@ -67,7 +67,7 @@ class Module:
         if not isinstance(prefix, str):  # checked here, at the call, not when the first name is asked for
             raise TypeError(f"named_parameters: prefix must be a string (put before each name), got {prefix!r} "
                             f"({type(prefix).__name__})")
-        return self._named_parameters_from(prefix, ())
+        return _distinct_names(self, self._named_parameters_from(prefix, ()))
 
     def _named_parameters_from(self, prefix: str, outer: tuple):
         """named_parameters, given the modules this one sits in (`outer`)."""
@@ -112,7 +112,12 @@ class Module:
                              f"unexpected keys {_few(unexpected)}")
         converted = {}
         for name, parameter in own.items():  # every value checked before any parameter changes
-            values = state[name]._data if isinstance(state[name], Tensor) else np.asarray(state[name])  # (PyTorch's)
+            try:
+                given = state[name]
+                values = given._data if isinstance(given, Tensor) else np.asarray(given)  # (PyTorch's hold tensors)
+            except ValueError:  # nested lists of unequal lengths
+                raise ValueError(f"load_state_dict for {type(self).__name__}: parameter '{name}' holds lists of "
+                                 f"unequal lengths, not an array") from None
             if values.dtype.kind not in "biuf":  # complex weights would lose their imaginary parts
                 raise TypeError(f"load_state_dict for {type(self).__name__}: parameter '{name}' holds {values.dtype} "
                                 f"values; a parameter holds real numbers")
@@ -141,10 +146,6 @@ def _parameters_held(value, name: str, holders: tuple):
             raise ValueError(f"{type(holders[0]).__name__}.{name} is the {type(value).__name__} that holds it, so "
                              f"its parameters have no end; remove that item")
         items = value.items() if isinstance(value, Mapping) else enumerate(value)
-        if isinstance(value, Mapping) and len({str(key) for key in value}) < len(value):  # {'0': a, 0: b}
-            raise ValueError(f"{type(holders[0]).__name__}.{name} is a dict with two keys of the same name "
-                             f"({', '.join(sorted(repr(key) for key in value))}): its parameters would share a name "
-                             f"in state_dict(), and one would be lost; use distinct string keys")
         for key, item in items:
             yield from _parameters_held(item, f"{name}.{key}", holders + (value,))
     elif isinstance(value, Tensor) and not isinstance(holders[-1], Module):  # an item of a list, tuple or dict
@@ -161,6 +162,18 @@ def _parameters_held(value, name: str, holders: tuple):
             "an array of objects is not searched"
         raise TypeError(f"{type(holders[0]).__name__}.{name} is a {type(value).__name__}, which parameters() cannot "
                         f"search: {what}; store a list of them instead")
+
+
+def _distinct_names(module: Module, named):
+    """`named` (pairs of name and parameter), refusing two parameters of one name: state_dict() would keep one.
+    Dict keys make such names: {'0': a, 0: b}, or {'a.b': a, 'a': {'b': b}}."""
+    seen = {}
+    for name, parameter in named:
+        if seen.setdefault(name, parameter) is not parameter:
+            raise ValueError(f"{type(module).__name__}: two parameters are both named '{name}' (dict keys such as "
+                             f"'0' and 0, or a key holding a dot, make one name twice), so state_dict() would keep "
+                             f"only one; use distinct string keys without dots")
+        yield name, parameter
 
 
 def _kind(value) -> str:

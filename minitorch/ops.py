@@ -433,6 +433,10 @@ def masked_fill(a, mask, value: float) -> Tensor:
     sum of the upstream gradient over the filled entries (as `where` gives it).
     """
     a = as_tensor(a)
+    mask_shape = np.shape(mask._data if isinstance(mask, Tensor) else mask)
+    if not tensor_checks.broadcasts_to(mask_shape, a.shape):  # where would broadcast `a` up to a larger mask
+        raise ValueError(f"masked_fill: a mask of shape {mask_shape} does not fit a tensor of shape {a.shape} (the "
+                         f"result keeps the tensor's shape; the mask must broadcast to it)")
     if isinstance(value, Tensor) and value.requires_grad:
         return where(mask, value, a)
     return where(mask, Tensor(value, dtype=a.dtype), a)

@@ -72,6 +72,9 @@ class Tensor(TensorProtocols):
     read-only: ``x.data[0] = 5`` then fails with NumPy's "assignment
     destination is read-only"; edit after `backward`, or give the tensor a
     copy to edit (``x.data = x.data.copy()``) and run the forward pass again.
+    One hole NumPy leaves: the ndarray of a view taken before the graph
+    (``v = x[1:]``, then ``v.data``) is NumPy's own and stays writable; change
+    values through the tensor (``v[0] = 5``), which counts.
     With nothing changed, a second `backward` gives the same gradients.
     The Python and NumPy protocols are `minitorch.tensor_protocols`'.
     """
@@ -151,7 +154,7 @@ class Tensor(TensorProtocols):
             if node_grad is None:
                 continue
             if node.is_leaf or node._retains_grad:
-                node._grad = node_grad.copy() if node._grad is None else node._grad + node_grad
+                node._grad = node_grad.copy() if node._grad is None else np.asarray(node._grad + node_grad)
             if node.is_leaf:
                 continue
             parent_grads = node.backward_fn(_read_only(node_grad))  # (other nodes may hold the same array)
@@ -165,7 +168,8 @@ class Tensor(TensorProtocols):
                 if parent_grad.dtype != parent._data.dtype:
                     parent_grad = gradient_in_dtype(node.op, parent_grad, parent._data.dtype)
                 previous = grads.get(id(parent))
-                grads[id(parent)] = parent_grad if previous is None else previous + parent_grad
+                # (np.asarray: the sum of two 0-d arrays is a NumPy number, which _read_only cannot flag)
+                grads[id(parent)] = parent_grad if previous is None else np.asarray(previous + parent_grad)
         _mark_released(order, True)
 
     def retain_grad(self) -> "Tensor":
@@ -455,6 +459,9 @@ class _NoGradContext(contextlib.ContextDecorator):
         _grad_mode.enabled = False
 
     def __exit__(self, *exception):
+        if not getattr(_grad_mode, "saved", None):
+            raise RuntimeError("no_grad: a block was left that was not entered (__exit__ without __enter__, or twice); "
+                               "use `with no_grad():`, which enters and leaves once")
         _grad_mode.enabled = _grad_mode.saved.pop()
         return False
 

@@ -23,6 +23,7 @@ its size.
 
 from __future__ import annotations
 
+import decimal
 import math
 import reprlib
 
@@ -64,12 +65,17 @@ def as_float_array(data, dtype) -> np.ndarray:
         if any(item is None for item in array.ravel()):  # float(None) is not an error to NumPy: it gives nan
             raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding None: every element must "
                             f"be a number (write float('nan') for a missing value)")
+        items = array.ravel()
         try:
             array = np.asarray(data, dtype=np.float64)
         except (TypeError, ValueError, OverflowError) as error:
             kinds = sorted({type(item).__name__ for item in np.asarray(data, dtype=object).ravel()})
             raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding {', '.join(kinds)}: "
                             f"{error}") from None
+        for item, value in zip(items, array.ravel()):  # float(Decimal('1e400')) is inf, without an error
+            if math.isinf(value) and isinstance(item, decimal.Decimal) and item.is_finite():
+                raise OverflowError(f"cannot make a Tensor from {item!r}: it is too large for float64 (at most "
+                                    f"{_LARGEST[np.dtype(np.float64)]:.3g}) and would become inf")
     if dtype is None:  # float32 and float64 stay as they are, in either byte order ('>f4' is float32 too)
         native = array.dtype.newbyteorder("=") if array.dtype.kind == "f" else None
         dtype = native if native in FLOAT_DTYPES else DEFAULT_DTYPE
@@ -114,10 +120,13 @@ def _narrowed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
         largest = largest if largest != math.inf else 0.0  # an inf given stays inf
     else:
         finite = array[np.isfinite(array)] if array.size else array
-        largest = float(np.abs(finite).max()) if finite.size else 0.0
+        largest = np.abs(finite).max() if finite.size else 0.0  # (a long double may exceed any float64)
     if largest > limit:
-        raise OverflowError(f"a value of size {largest:.3g} does not fit in {dtype} (at most {limit:.3g}): it would "
-                            f"become inf; keep float64, or scale the values")
+        size = f"{float(largest):.3g}" if math.isfinite(float(largest)) else \
+            np.format_float_scientific(largest, precision=1, trim="-")  # a long double beyond float64
+        advice = "scale the values" if dtype == np.float64 else "keep float64, or scale the values"
+        raise OverflowError(f"a value of size {size} does not fit in {dtype} (at most {limit:.3g}): it would "
+                            f"become inf; {advice}")
     return array.astype(dtype)
 
 
@@ -270,6 +279,9 @@ def summable_to_shape(grad, shape) -> tuple:
 
 def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
     """The error of a backward of `op` that gave a gradient no broadcast of an input of `shape` explains."""
+    if op == "?":  # unbroadcast called by hand, outside a backward pass
+        return ValueError(f"unbroadcast: a gradient of shape {incoming_shape} cannot be summed to shape "
+                          f"{tuple(shape)}: no broadcast of {tuple(shape)} gives {incoming_shape}")
     return ValueError(f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "
                       f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape")
 

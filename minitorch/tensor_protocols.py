@@ -20,6 +20,7 @@ import copy
 import math
 import numbers
 import operator
+import reprlib
 
 import numpy as np
 
@@ -87,6 +88,10 @@ class TensorProtocols:
             raise TypeError(f"np.{ufunc.__name__}.at(tensor, ...) would change the tensor's values in place, behind "
                             f"the backward pass that may have saved them; change a copy (a = t.numpy(); "
                             f"np.{ufunc.__name__}.at(a, ...); t = tensor(a)) or write t[...] += ...")
+        if any(isinstance(out, TensorProtocols) for out in _as_tuple(kwargs.get("out"))):
+            raise TypeError(f"np.{ufunc.__name__}(..., out=<tensor>) would write into the tensor's values behind the "
+                            f"backward pass; write t[...] = np.{ufunc.__name__}(...), or use the operator in place "
+                            f"(t += ...)")
         if ufunc in _LOGICAL:  # ``mask & tensor``: NumPy's words would be of casting rules
             _not_boolean(_LOGICAL[ufunc])
         if method == "__call__" and len(inputs) == 2 and "out" not in kwargs and \
@@ -303,6 +308,10 @@ def _check_keeps_shape(tensor, other, symbol: str) -> None:
 
 
 
+def _as_tuple(value) -> tuple:
+    return value if isinstance(value, tuple) else () if value is None else (value,)
+
+
 def _raw(x):
     return x._data if isinstance(x, TensorProtocols) else x
 
@@ -337,7 +346,11 @@ def _compare(comparison, symbol: str, tensor, other):
         if _has_shape(other):
             raise ValueError(f"x {symbol} y: shapes {tensor.shape} and {np.shape(other)} cannot be broadcast together "
                              f"(aligned from the right, each pair of sizes must be equal or one of them 1)") from None
-    return np.asarray(comparison(tensor._data, other)).view(Mask)
+    try:
+        return np.asarray(comparison(tensor._data, other)).view(Mask)
+    except TypeError:  # [1, 'a']: NumPy's words would be of ufunc loops
+        raise TypeError(f"x {symbol} y: cannot compare a tensor with {reprlib.repr(other)}: y must hold "
+                        f"numbers") from None
 
 
 def _has_shape(values) -> bool:

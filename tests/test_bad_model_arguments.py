@@ -302,3 +302,15 @@ def test_evaluate_measures_a_model_of_another_width_at_its_width_as_train_trains
     assert attention[0].shape[-1] == 16 and measures["heads_total"] == 1 and np.isfinite(measures["test_mse"])
     with pytest.raises(TypeError, match=r"^evaluate: model must be an attention model"):
         evaluate("model")
+
+
+def test_save_model_refuses_a_projection_whose_weight_was_replaced_by_one_of_another_shape(tmp_path):
+    from minitorch.nn import Parameter
+    from minitorch.paper.models import build_model, save_model
+
+    model = build_model(16, 1, 1, "softmax", False)
+    model.layers[0].W_Q.weight = Parameter(np.zeros((8, 16)))
+    with pytest.raises(ValueError, match=r"save_model: model.layers\[0\].W_Q.weight must have shape \(16, 16\), got "
+                                         r"\(8, 16\)"):
+        save_model(model, tmp_path / "model.npz")
+    assert not (tmp_path / "model.npz").exists(), "a refused model writes no file"

@@ -1442,3 +1442,72 @@ def test_no_grad_below_staticmethod_or_classmethod_says_which_goes_on_top(wrappe
     name = wrapper.__name__
     with pytest.raises(TypeError, match=rf"@no_grad sits below @{name} here: put @{name} on top"):
         no_grad()(wrapper(lambda x: x))
+
+
+@pytest.mark.parametrize("loss_of", [lambda x: x.mean() * x.mean(), lambda x: (lambda m: m * m)(x.mean()),
+                                     lambda x: (lambda e: e + e)(x.exp()).sum(), lambda x: x[0] * x[0]],
+                         ids=["mean-squared", "one-mean-used-twice", "exp-used-twice", "element-used-twice"])
+def test_a_single_number_used_twice_gets_the_sum_of_its_gradients_as_an_array(loss_of):
+    from minitorch import gradcheck
+
+    assert gradcheck(lambda x: loss_of(x).sum(), [np.array([1.0, 2.0])])
+
+
+def test_the_gradient_of_a_0_d_leaf_used_twice_is_an_array_that_can_be_reset_in_place():
+    from minitorch import tensor
+
+    x = tensor(2.0, requires_grad=True)
+    (x * x).backward()
+    assert isinstance(x.grad, np.ndarray), f"x.grad must be an ndarray, got {type(x.grad).__name__}"
+    x.grad[...] = 0.0
+
+
+def test_leaving_a_no_grad_block_twice_is_named():
+    from minitorch import no_grad
+
+    block = no_grad()
+    block.__enter__()
+    block.__exit__(None, None, None)
+    with pytest.raises(RuntimeError, match="no_grad: a block was left that was not entered"):
+        block.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("values,culprit", [
+    ("decimal.Decimal('1e400')", r"cannot make a Tensor from Decimal\('1E\+400'\): it is too large for float64"),
+    ("np.array([np.longdouble('1e4000')])", r"a value of size 1e\+4000 does not fit in float64 .*; scale the values"),
+], ids=["decimal", "long-double"])
+def test_a_number_too_large_for_float64_is_refused_with_its_size(values, culprit):
+    import decimal  # noqa: F401 (used by eval)
+
+    from minitorch import tensor
+
+    with pytest.raises(OverflowError, match=culprit):
+        tensor(eval(values))
+
+
+def test_comparing_a_tensor_with_a_list_holding_a_string_names_the_comparison():
+    from minitorch import tensor
+
+    with pytest.raises(TypeError, match=r"x < y: cannot compare a tensor with \[1, 'a'\]: y must hold numbers"):
+        tensor([1.0, 2.0]) < [1, "a"]
+
+
+def test_unbroadcast_called_by_hand_names_itself_not_an_operation():
+    from minitorch import unbroadcast
+
+    with pytest.raises(ValueError, match=r"^unbroadcast: a gradient of shape \(2, 3\) cannot be summed to shape"):
+        unbroadcast(np.ones((2, 3)), (3, 2))
+
+
+def test_a_numpy_function_told_to_write_into_a_tensor_is_refused():
+    from minitorch import tensor
+
+    with pytest.raises(TypeError, match=r"np.add\(..., out=<tensor>\) would write into the tensor's values"):
+        np.add(tensor([1.0, 2.0]), 1, out=tensor([0.0, 0.0]))
+
+
+def test_masked_fill_refuses_a_mask_larger_than_the_tensor():
+    from minitorch import tensor
+
+    with pytest.raises(ValueError, match=r"masked_fill: a mask of shape \(2, 2\) does not fit a tensor of shape"):
+        tensor([1.0, 2.0]).masked_fill(np.array([[True, False], [False, True]]), 0.0)

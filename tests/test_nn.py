@@ -276,7 +276,7 @@ def test_two_dict_keys_of_one_name_are_refused_as_state_dict_would_lose_a_parame
         def __init__(self):
             self.heads = {"0": Parameter([1.0]), 0: Parameter([2.0])}
 
-    with pytest.raises(ValueError, match=r"TwoKeys.heads is a dict with two keys of the same name \('0', 0\)"):
+    with pytest.raises(ValueError, match=r"TwoKeys: two parameters are both named 'heads.0'"):
         TwoKeys().state_dict()
 
 
@@ -285,3 +285,21 @@ def test_load_state_dict_takes_the_parameters_of_another_model_as_pytorchs_does(
     target.load_state_dict({"weight": source.weight, "bias": source.bias})
     np.testing.assert_array_equal(target.weight.data, source.weight.data)
     assert target.weight._data is not source.weight._data, "the values are copied, not shared"
+
+
+def test_a_dict_key_holding_a_dot_that_repeats_a_nested_name_is_refused():
+    class Dotted(Module):
+        def __init__(self):
+            self.p = {"a.b": Parameter([1.0]), "a": {"b": Parameter([2.0])}}
+
+    with pytest.raises(ValueError, match=r"Dotted: two parameters are both named 'p.a.b'"):
+        Dotted().state_dict()
+
+
+def test_load_state_dict_names_a_parameter_given_lists_of_unequal_lengths():
+    with pytest.raises(ValueError, match=r"load_state_dict for Linear: parameter 'weight' holds lists of unequal"):
+        Linear(2, 2).load_state_dict({"weight": [[1.0], [2.0, 3.0]], "bias": [0.0, 0.0]})
+
+
+def test_a_parameter_can_be_made_frozen_as_pytorchs_can():
+    assert Parameter([1.0], requires_grad=False).requires_grad is False

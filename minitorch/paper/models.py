@@ -228,6 +228,9 @@ def check_projections(owner: str, name: str, layer: AttentionLayer) -> None:
             raise ValueError(f"{owner}: {name}.{projection} must be a Linear({inputs}, {outputs}) (width n = "
                              f"{width}, {layer.heads} head(s)), got Linear({linear.in_features}, "
                              f"{linear.out_features})")
+        if linear.weight.shape != (outputs, inputs):  # a Linear of the right size given a weight of another
+            raise ValueError(f"{owner}: {name}.{projection}.weight must have shape ({outputs}, {inputs}), got "
+                             f"{linear.weight.shape}")
         if linear.bias is not None:  # forward would add it; load_model would refuse the saved file's extra key
             raise ValueError(f"{owner}: {name}.{projection} must be a Linear({inputs}, {outputs}) without a bias (as "
                              f"the model builds it: bias=False), got one with a bias")
