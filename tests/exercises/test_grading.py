@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -919,6 +920,20 @@ def test_without_a_seed_grade_draws_a_fresh_128_bit_secret_kept_in_an_owner_only
     from minitorch.exercises import __main__ as exercises_cli
     assert exercises_cli.main(["grade", str(submissions), "--out", str(other), "--only", ",".join(ONE)]) == 0
     assert json.loads((other / "run.json").read_text())["exercise_seed"] != seed, "each new run draws its own"
+
+
+def test_grade_removes_the_scratch_folder_a_killed_run_left_in_the_temporary_folder(fake_class, tmp_path,
+                                                                                      monkeypatch):
+    """grade killed by SIGKILL left /tmp/minitorch-grading-*/ (the stand-ins, the students' plans), and every later
+    run left it too."""
+    submissions, out, fake, run = fake_class
+    temporary = tmp_path / "tmp"
+    (temporary / "minitorch-grading-dge59dem" / "base").mkdir(parents=True)  # what the killed run left
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 0, printed
+    assert list(temporary.iterdir()) == [], (
+        f"grade should delete the scratch folder a killed run left, and its own: {list(temporary.iterdir())}")
 
 
 def test_a_resume_keeps_the_recorded_settings_and_refuses_other_ones_naming_the_difference(fake_class, monkeypatch):

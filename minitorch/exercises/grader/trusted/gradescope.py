@@ -23,7 +23,6 @@ import platform
 import re
 import secrets
 import sys
-import tempfile
 import time
 import traceback
 import zipfile
@@ -35,7 +34,7 @@ from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
                                           part_points, secret_output_refused)
-from minitorch.outputs import OutputPathError, OwnFile, check_output_file, write_atomically
+from minitorch.outputs import OutputPathError, OwnFile, check_output_file, scratch_folder, write_atomically
 from minitorch.tools.exit_policy import ensure_open_files
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
@@ -186,9 +185,9 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
         missing = {"exercise_ids", "exercise_seed", "timeout", "deadline", "collected"} - set(settings)
         if missing:
             raise ValueError(f"{SETTINGS_NAME} lacks {', '.join(sorted(missing))}; rebuild the bundle")
-        with tempfile.TemporaryDirectory(prefix="minitorch-grading-") as scratch:
+        with scratch_folder("minitorch-grading-") as scratch:
             os.chmod(scratch, 0o711)
-            results = _grade(autograder_root / "submission", Path(scratch), settings, source, started)
+            results = _grade(autograder_root / "submission", scratch, settings, source, started)
     except SubmissionError as error:
         results = failed_results(f"Your submission could not be graded: {error}")
     except Exception as error:  # the grader's fault, not the student's: say so, and keep the traceback for the log
