@@ -714,6 +714,24 @@ def test_a_late_submission_loses_the_documented_share_and_is_told_why(tmp_path, 
     assert many["score"] == 0.0, "the penalty stops at the whole score"
 
 
+@pytest.mark.parametrize("metadata", [{"created_at": "not a date", "assignment": {"due_date": "2026-12-08T10:00:00"}},
+                                      ["a list"], "{not json"], ids=["bad-date", "a-list", "not-json"])
+def test_metadata_that_cannot_be_read_is_one_line_of_the_log_and_graded_as_on_time(tmp_path, monkeypatch, capsys,
+                                                                                   metadata):
+    """A created_at that is not a date put a raw traceback (ValueError: Invalid isoformat string) in the log, and
+    no sentence saying the late penalty was skipped."""
+    root, results_path = layout(tmp_path, {**SETTINGS, "late_penalty": 10.0})
+    (root / "submission_metadata.json").write_text(metadata if isinstance(metadata, str) else json.dumps(metadata))
+    monkeypatch.setattr(gradescope, "_grade", lambda *arguments: {"score": 8.0, "output": "", "tests": []})
+    results = gradescope.run(root, source=root / "source")
+    log = capsys.readouterr()
+    assert results["score"] == 8.0, "metadata that cannot be read grades the submission as on time"
+    assert "Traceback" not in log.err + log.out, f"the log should say it in one line, not a traceback: {log.err}"
+    said = [line for line in log.out.splitlines() if "submission_metadata.json could not be read" in line]
+    assert len(said) == 1 and "graded as on time" in said[0], (
+        f"the log should say, in one line, that the metadata could not be read and no penalty applied: {log.out}")
+
+
 def test_a_macosx_folder_beside_the_copy_is_ignored(tmp_path):
     submission = tmp_path / "submission"
     book = tiny_book(submission / "my-copy")

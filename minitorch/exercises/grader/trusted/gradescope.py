@@ -194,17 +194,25 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
         traceback.print_exc()
         results = failed_results(f"The autograder failed: {type(error).__name__}: {error}. Nothing was graded; "
                                  f"please tell your instructor.")
-    try:
-        metadata = autograder_root / "submission_metadata.json"  # Gradescope writes it beside the submission
-        late = json.loads(metadata.read_text(encoding="utf-8")) if metadata.is_file() else {}
-        results = apply_lateness(results, late, settings.get("late_penalty", 0.0))
-    except Exception:  # metadata of another shape: graded as on time, and the log says why
-        traceback.print_exc()
+    results = _with_lateness(results, autograder_root / "submission_metadata.json", settings.get("late_penalty", 0.0))
     results["execution_time"] = round(time.monotonic() - started)
     write_atomically(autograder_root / "results" / "results.json", json.dumps(results, indent=1, ensure_ascii=False)
                      + "\n")  # Gradescope never reads half a file
     print(results.get("output", ""))
     return results
+
+
+def _with_lateness(results: dict, metadata: Path, percent_per_day: float) -> dict:
+    """`results` less the late penalty that `metadata` (submission_metadata.json, which Gradescope writes beside the
+    submission) calls for. Metadata that cannot be read is said in one line of the log, and the submission is graded
+    as on time."""
+    try:
+        late = json.loads(metadata.read_text(encoding="utf-8")) if metadata.is_file() else {}
+        return apply_lateness(results, late, percent_per_day)
+    except Exception as error:  # another shape (a date that is not ISO 8601, a list, ...), or unreadable
+        print(f"Note: {metadata} could not be read ({type(error).__name__}: {error}), so no late penalty was "
+              f"applied: graded as on time")
+        return results
 
 
 def _grade(submission: Path, scratch: Path, settings: dict, source: Path, started: float) -> dict:
