@@ -353,6 +353,23 @@ def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
             in terminal.lines), f"the scoreboard must name the kinds in its failed column:\n{text}"
 
 
+def test_a_check_process_that_ends_before_any_test_runs_is_the_graders_failure_not_a_zero(tmp_path, monkeypatch):
+    """A grader whose Python lacks pytest-timeout: the check process ended with status 4 before any test, and a right
+    answer got 0 with every test 'did not run: the check process ended before it'; only the hidden log said why."""
+    def check_process_without_its_plugin(grader_root, exercise_ids, extra, environment, log, patience, run=None):
+        log.write_text("ERROR: No module named 'pytest_timeout': pip install -r requirements.txt\n")
+        return 4
+
+    monkeypatch.setattr(grading, "_run_pytest", check_process_without_its_plugin)
+    copy = tmp_path / "alice"
+    shutil.copytree(ROOT / "minitorch", copy / "minitorch", ignore=shutil.ignore_patterns("__pycache__", "paper"))
+    out = tmp_path / "graded"
+    with pytest.raises(grading.CheckProcessFailed, match="status 4 before any test ran: .*pytest_timeout") as failed:
+        grading.grade_submission(submissions_module.Entry("alice", copy), out, a_run(("1.2",)), scratch_root=tmp_path)
+    assert not (out / "results.json").exists(), (
+        f"a check process that ran no test is the grader's failure, said as such ({failed.value}), never a grade")
+
+
 def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(tmp_path):
     project = tiny_project(tmp_path / "tiny")  # exercise 1.2 a stub, 1.1's tests present
     (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.2"]}))
