@@ -459,6 +459,23 @@ def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
         "run_autograder must remove its temporary folder")
 
 
+def test_run_autograder_says_in_one_line_that_results_is_not_a_folder(tmp_path):
+    """results a file: mkdir's 'File exists', a Python traceback and the shell's 'Directory nonexistent', exit 0 and
+    no results.json; chmod 755 made the file executable."""
+    root = tmp_path / "autograder"
+    (root / "source").mkdir(parents=True)
+    (root / "results").write_text("not a dir\n")
+    script = root / "run_autograder"
+    script.write_text((TEMPLATES / "run_autograder").read_text(encoding="utf-8"))
+    completed = subprocess.run(["sh", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                               env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+    assert completed.returncode == 1 and completed.stderr.count("\n") == 1, (
+        f"run_autograder should stop with one line when results is a file: {completed.returncode} {completed.stderr}")
+    assert f"{root / 'results'} is not a folder" in completed.stderr, completed.stderr
+    assert (root / "results").read_text() == "not a dir\n" and not (root / "results").stat().st_mode & 0o111, (
+        "the file is left as it was")
+
+
 # ----------------------------------------------------------------------
 # end to end: a real bundle in a temporary Gradescope layout, three submissions
 
