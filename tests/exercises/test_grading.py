@@ -1324,6 +1324,24 @@ def test_canvas_csv_matches_zip_names_leaves_out_dropped_students_on_request_and
             in printed.getvalue()), "one per line: 'Last, First' names joined by ', ' cannot be read"
 
 
+def test_canvas_csv_refuses_a_roster_student_whose_submission_was_found_but_not_graded(fake_class, tmp_path):
+    """grade --student ann into a new OUT, then canvas-csv with a roster of ann and bob: bob's cell was empty, and
+    the message said 'students of the roster have no submission', though bob had handed one in."""
+    from minitorch.exercises import __main__ as exercises_cli
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE), "--student", "ann")[0] == 0
+    roster, canvas = tmp_path / "roster.csv", tmp_path / "canvas.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
+                      "\"Lee, Ann\",101,s1,ann@u,A,ann\n\"Bob, B\",102,s2,bob@u,A,bob\n")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), pytest.raises(SystemExit):
+        exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
+                            str(canvas)])
+    assert "Bob, B handed in a submission that is not graded yet" in printed.getvalue() and not canvas.exists(), (
+        f"bob's submission is in SUBMISSIONS but not graded: canvas-csv must say so, not give him an empty cell as "
+        f"if he handed in nothing: {printed.getvalue()}")
+
+
 @pytest.mark.parametrize("roster_rows, adjustments, refusal", [
     ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),
     ("ann,Ann,1\nbob,Bob\n", "", r"the row of 'Bob' has fewer cells than the header's 3 columns"),

@@ -233,6 +233,7 @@ def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, reco
     record.update(isolation=run.isolation.describe(), submissions={
         student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
         results={student: digest for student, digest in recorded_results.items() if student in kept},
+        found={student: entry.path.name for student, entry in found.items()},  # (canvas-csv: submitted, not graded)
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     write_run(out, record)  # before any student: a resume compares its settings with these
     (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
