@@ -94,7 +94,9 @@ def _the_function_alone(text: str, name: str, max_lines: int) -> ast.Module | No
     for end in ends:
         try:
             return ast.parse("\n" * start + "".join(lines[start:end]))
-        except (SyntaxError, ValueError, RecursionError):
+        except RecursionError:  # too deep for the parser: so is every longer part, which holds this one
+            return None
+        except (SyntaxError, ValueError):
             continue
     return None
 
