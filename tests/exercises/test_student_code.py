@@ -362,13 +362,14 @@ def test_an_expression_too_deep_for_python_does_not_compile_and_is_no_crash_of_a
     from minitorch.exercises.grader.sandboxed import student_function as found
 
     exercise = EXERCISES["1.2"]
-    text = (ROOT / exercise.module).read_text(encoding="utf-8")
-    text = replace_bodies(text, {exercise.function: "z = " + " + ".join(["0"] * 100_000) + "\nreturn grad * b, grad * a"},
+    body = "z = " + " + ".join(["0"] * 100_000) + "\nreturn grad * b, grad * a"
+    text = replace_bodies((ROOT / exercise.module).read_text(encoding="utf-8"), {exercise.function: body},
                           exercise.module)
     with pytest.raises(found.StudentFunctionError) as refused:
         found.compile_alone(found.find(text, exercise), exercise.module, {})
-    assert refused.value.kind == "does not compile" and "nested too deeply for Python to compile" in str(refused.value), (
-        f"an expression too deep for Python's parser does not compile; the student should read why: {refused.value}")
+    said = str(refused.value)
+    assert refused.value.kind == "does not compile" and "nested too deeply for Python to compile" in said, (
+        f"an expression too deep for Python's parser does not compile; the student should read why: {said}")
 
 
 def test_the_students_time_budget_fails_what_is_left(tmp_path, pools):
