@@ -476,6 +476,23 @@ def test_a_command_started_with_stdout_closed_says_its_output_was_lost():
     assert "standard output is closed" in completed.stderr and "Traceback" not in completed.stderr, completed.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("arguments", [("minitorch.exercises", "--help"), ("minitorch.exercises", "grade", "--help"),
+                                       ("minitorch", "--help")], ids=["course", "grade", "minitorch"])
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+def test_help_that_cannot_be_printed_is_an_error(arguments, stdout):
+    """--help > /dev/full and --help >&- exited 0 with no word: argparse ends main with SystemExit once it has
+    printed, which skipped the check of standard output every other command's output gets."""
+    with open("/dev/full", "w") as full:
+        completed = _command(*arguments, stdin=subprocess.DEVNULL, **(
+            {"stdout": full} if stdout == "full" else {"stdout": None, "preexec_fn": lambda: os.close(1)}))
+    said = "could not be written" if stdout == "full" else "standard output is closed"
+    assert completed.returncode == 1 and said in completed.stderr, (
+        f"{' '.join(arguments)} with stdout {stdout} lost the help text; it should exit 1 saying '{said}', got "
+        f"{completed.returncode}: {completed.stderr!r}")
+    assert completed.stderr.count("\n") == 1 and "Traceback" not in completed.stderr, completed.stderr
+
+
 # a command started with stdin or stderr closed runs as with /dev/null there
 
 WITH_A_STREAM_CLOSED = """

@@ -347,14 +347,15 @@ def test_a_rerun_deletes_no_recorded_file_through_a_linked_folder(tmp_path, monk
     assert json.loads((out / "results.json").read_text())["files"][1] == f"{where}/victim.txt", "nothing was replaced"
 
 
-def _build_then_die(folder: Path, how: str) -> list:
-    """A process that builds `folder` with building_aside and is SIGKILLed midway ('killed'), or is still at work
-    ('alive'; the returned list holds it, to be ended by the caller)."""
+def _build_then_die(folder: Path, how: str, block: str = "") -> list:
+    """A process that builds `folder` with building_aside (or the folder of `block`, another with-statement of
+    minitorch.outputs) and is SIGKILLed midway ('killed'), or is still at work ('alive'; the returned list holds it,
+    to be ended by the caller)."""
     import subprocess
     import sys
 
-    code = ("import os, signal, sys\nfrom minitorch.outputs import building_aside\n"
-            f"with building_aside({str(folder)!r}) as staging:\n"
+    code = ("import os, signal, sys\nfrom minitorch.outputs import building_aside, scratch_folder\n"
+            f"with {block or f'building_aside({str(folder)!r})'} as staging:\n"
             "    (staging / 'half.html').write_text('half a book')\n"
             "    print('building', flush=True)\n"
             f"    os.kill(os.getpid(), signal.SIGKILL) if {how == 'killed'} else sys.stdin.read()\n")
@@ -388,6 +389,51 @@ def test_a_later_build_removes_the_folder_a_killed_build_left_and_keeps_one_at_w
         else:
             assert remaining == left, "the folder of a build still at work was deleted"
         assert (target / "new.html").read_text() == "a whole book"
+    finally:
+        for builder in running:
+            builder.kill()
+            builder.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
+@pytest.mark.parametrize("how", ["killed", "alive"])
+def test_a_build_removes_the_folder_a_killed_build_of_another_name_left_beside_it(tmp_path, how):
+    """student-edition killed while it built e16 left .e16.partial-*/ beside it, and a build of e16b in the same
+    folder kept it: only a build of the same name cleaned it, which may never come."""
+    from minitorch.outputs import building_aside
+
+    running = _build_then_die(tmp_path / "e16", how)
+    try:
+        left = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+        with building_aside(tmp_path / "e16b") as staging:
+            (staging / "new.html").write_text("another edition")
+        remaining = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+        assert remaining == ([] if how == "killed" else left), (
+            f"a build of e16b should delete {left} if no build of e16 is alive, and keep it while one works; "
+            f"left {remaining}")
+    finally:
+        for builder in running:
+            builder.kill()
+            builder.wait()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
+@pytest.mark.parametrize("how", ["killed", "alive"])
+def test_a_scratch_folder_a_killed_command_left_in_the_temporary_folder_is_removed_by_the_next(tmp_path, how):
+    """grade killed by SIGKILL left /tmp/minitorch-grading-*/ and a 220 MB /tmp/minitorch-worker-tree-*/, and every
+    later run left them too (they were removed at exit only). A folder of a command still at work must stay."""
+    from minitorch.outputs import scratch_folder
+
+    running = _build_then_die(tmp_path, how, block=f"scratch_folder('minitorch-grading-', {str(tmp_path)!r})")
+    try:
+        left = [path.name for path in tmp_path.iterdir()]
+        assert len(left) == 1, f"the command left no scratch folder to clean: {left}"
+        with scratch_folder("minitorch-grading-", tmp_path) as folder:
+            remaining = sorted(path.name for path in tmp_path.iterdir() if path != folder)
+        assert remaining == ([] if how == "killed" else left), (
+            f"the next run should delete the scratch folder {left} of a killed command and keep one in use; "
+            f"left {remaining}")
+        assert not folder.exists(), "a scratch folder is deleted when its block ends"
     finally:
         for builder in running:
             builder.kill()

@@ -285,7 +285,9 @@ def _write_canvas(args) -> int:
                             f"names it, e.g. \"Week 3 (12345)\"")
     entries = {row["extra_data"]["student"]: row["extra_data"].get("entry") or row["extra_data"]["student"]
                for row in graded}
-    text, without, left_out = gradebook.canvas_csv(rows, roster, args.assignment, entries, args.leave_out_unlisted)
+    not_graded = {student: entry for student, entry in (run.get("found") or {}).items() if student not in entries}
+    text, without, left_out = gradebook.canvas_csv(rows, roster, args.assignment, entries, args.leave_out_unlisted,
+                                                   not_graded)
     write_atomically(target, text)
     print(f"Canvas gradebook CSV written to {target}: {len(rows) - len(left_out)} grades in the column "
           f"{args.assignment!r}. Import it in Canvas: Grades > Import.")

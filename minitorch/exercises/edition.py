@@ -131,6 +131,10 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if dest.is_relative_to(root):  # inside, pytest and the copy would find each other's files
         raise ExerciseError(f"{dest} lies inside the project {root}; choose a folder outside it, e.g. "
                             f"{root.parent / 'student-edition'}")
+    copy = next((folder for folder in dest.parents if (folder / "minitorch" / "__init__.py").is_file()), None)
+    if copy is not None:  # (an edition): every copy made of it, and grade, would find a second edition inside
+        raise ExerciseError(f"{dest} lies inside {copy}, a copy of the project (an edition?); choose a folder outside "
+                            f"it (nothing was written)")
     overlap = sorted(set(_ids(selected)) & set(released), key=sort_key)
     if overlap:
         raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "

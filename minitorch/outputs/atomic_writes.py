@@ -4,8 +4,9 @@ when it is complete, so that an error, Ctrl-C or a full disk leaves the old one 
 `write_atomically` replaces one file; `building_aside` builds a whole folder beside its target and moves it into
 place only when the block completes (`replace_folder`), or, in a folder shared with other output, replaces only
 the files a run planned (`replace_files`, with `minitorch.outputs.recorded_runs.files_to_replace`).
-A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build
-into the same target deletes it (a lock, released when a process dies, tells it from a build at work).
+A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build in
+the same folder deletes it, whatever its target (a lock, released when a process dies, tells it from a build at
+work). `scratch_folder` does the same for a command's scratch folders in the system's temporary folder.
 Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
 `write_atomically` leaves room for its temporary suffix, writes text as UTF-8, and writes through a symbolic link
 to the file it names, keeping the link.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import signal
 import stat
@@ -36,6 +38,8 @@ from minitorch.outputs.signals import signals_held
 
 TEMPORARY_NAME_BYTES = 120  # of a name kept in a temporary name beside it: room for the prefix and suffix
 RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put between a prefix and a suffix
+RANDOM_NAME = f"[a-z0-9_]{{{RANDOM_NAME_BYTES}}}"  # that part, as a regular expression
+STAGING_FOLDER = re.compile(rf"\..+\.partial-{RANDOM_NAME}", re.DOTALL)  # building_aside's, for any target
 
 
 def temporary_prefix(target, kind: str, suffix: str = "") -> str:
@@ -113,7 +117,7 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
         try:  # (its own error would name the staging folder, which the user never gave)
             target.parent.mkdir(parents=True, exist_ok=True)
-            _remove_abandoned_folders(target.parent, prefix)
+            _remove_abandoned_folders(target.parent, STAGING_FOLDER)  # (a killed build of another target's too)
             staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
         except OSError as problem:
             raise OutputPathError(f"{target}: cannot create a folder beside it, in {target.parent} "
@@ -165,15 +169,30 @@ def _held_while_building(folder: Path):
         os.close(descriptor)
 
 
-def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
-    """Delete the folders `prefix`* in `parent` that a killed build left (a SIGKILL cannot be caught, so
-    the build could not delete its own): those whose lock no process holds. A build still at work holds its
-    lock and keeps its folder. (One made by another build in the instant before it took its lock may be taken
-    for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)"""
+@contextlib.contextmanager
+def scratch_folder(prefix: str, parent=None):
+    """Yield a new folder `prefix`* in `parent` (default: the system's temporary folder, /tmp), deleted when the
+    block ends. A process killed where it could not clean up (SIGKILL) leaves its folder, so the folders `prefix`*
+    that no process holds any more are deleted first (`_remove_abandoned_folders`)."""
+    parent = Path(tempfile.gettempdir() if parent is None else parent)
+    _remove_abandoned_folders(parent, re.compile(re.escape(prefix) + RANDOM_NAME))
+    folder = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    try:
+        with _held_while_building(folder):
+            yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remove_abandoned_folders(parent: Path, names: re.Pattern) -> None:
+    """Delete the folders in `parent` whose whole name `names` matches that a killed build left (a SIGKILL cannot
+    be caught, so the build could not delete its own): those whose lock no process holds. A build still at work
+    holds its lock and keeps its folder. (One made by another build in the instant before it took its lock may be
+    taken for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)"""
     if fcntl is None:
         return
     for entry in os.scandir(parent):
-        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+        if not names.fullmatch(entry.name) or not _own_folder(entry):
             continue
         try:
             descriptor = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -186,6 +205,15 @@ def _remove_abandoned_folders(parent: Path, prefix: str) -> None:
             pass
         finally:
             os.close(descriptor)
+
+
+def _own_folder(entry: os.DirEntry) -> bool:
+    """Whether `entry` is a folder (not a link to one) of this process's user: another user's, in a shared
+    /tmp, is not ours to delete."""
+    try:
+        return entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+    except OSError:  # gone meanwhile
+        return False
 
 
 def _new_or_empty(target: Path) -> bool:

@@ -16,7 +16,8 @@
 - **Running out of memory is one line** (a MemoryError, NumPy's or ours naming the array), with what to do.
 - **A closed pipe is quiet** (``python -m minitorch.exercises list | head -1``): the reader has what it wanted.
 - **A standard stream started closed** (``2>&-``, ``<&-``) is /dev/null, as with ``2>/dev/null``
-  (`open_closed_standard_streams`); a closed stdout (``>&-``) is said at the end, as the output it lost.
+  (`open_closed_standard_streams`); a closed stdout (``>&-``) is said at the end, as the output it lost. So is
+  ``--help``'s, which argparse ends with SystemExit.
 - **An error the command explains is one line** (`explain`): in a student edition, a command that reaches the stub
   of an exercise (``reproduce`` needs 4.1's ``make_targets``) says which exercise to write first, and exits with
   status 2. The course's commands pass `minitorch.exercises.registry.exercise_needed`; this module knows nothing
@@ -207,7 +208,7 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
     else:  # `... | head -1`: once the reader has gone, what is printed goes nowhere, and the work goes on
         sys.stdout = _QuietOnceClosed(sys.stdout)
     try:
-        status = main(argv)
+        status = _status_of(main, argv)
         if exits:
             ignore_stops()
         sys.stdout.flush()  # here, not at exit, so that a full disk or a closed pipe is handled below
@@ -258,6 +259,17 @@ def run_command(main, argv=None, name: str = "python -m minitorch", explain=None
         else:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _status_of(main, argv) -> int | None:
+    """``main(argv)``'s status, also when it ends by SystemExit with a number: argparse's ``--help`` exits 0 once
+    it has printed, and that output is checked as any command's (``--help > /dev/full`` must not say nothing)."""
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        if stop.code is not None and not isinstance(stop.code, int):  # sys.exit("a message"): Python prints it
+            raise
+        return stop.code
 
 
 def _command_line(name: str, argv) -> str:

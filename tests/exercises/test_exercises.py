@@ -240,6 +240,17 @@ def test_the_edition_refuses_a_folder_that_is_not_empty_or_lies_inside_the_proje
     assert (tmp_path / "empty" / "minitorch" / "ops.py").read_text() == SOURCE, "an empty folder is fine"
 
 
+def test_an_edition_inside_another_copy_of_the_project_is_refused(tmp_path):
+    """student-edition ../x/ed/sub, x/ed an edition: sub/ became a second edition inside it, carried by every copy
+    made of x/ed, and grade graded the nested one."""
+    root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
+    make_student_edition(tmp_path / "ed", [], root, table=TABLE)
+    with pytest.raises(ExerciseError, match=r"lies inside .*ed, a copy of the project \(an edition\?\); choose a "
+                                            r"folder outside it") as refused:
+        make_student_edition(tmp_path / "ed" / "sub" / "deeper", [], root, table=TABLE)
+    assert not (tmp_path / "ed" / "sub").exists(), f"nothing is written inside the edition: {refused.value}"
+
+
 def test_select_takes_the_union_of_ids_and_chapters_and_names_the_valid_choices(tmp_path):
     root = make_project(tmp_path, {"minitorch/ops.py": SOURCE})
     found = load_exercises(root, {**TABLE, "3.1": Exercise("3.1", "masking", 1, "minitorch/ops.py", "untouched")})

@@ -459,6 +459,23 @@ def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
         "run_autograder must remove its temporary folder")
 
 
+def test_run_autograder_says_in_one_line_that_results_is_not_a_folder(tmp_path):
+    """results a file: mkdir's 'File exists', a Python traceback and the shell's 'Directory nonexistent', exit 0 and
+    no results.json; chmod 755 made the file executable."""
+    root = tmp_path / "autograder"
+    (root / "source").mkdir(parents=True)
+    (root / "results").write_text("not a dir\n")
+    script = root / "run_autograder"
+    script.write_text((TEMPLATES / "run_autograder").read_text(encoding="utf-8"))
+    completed = subprocess.run(["sh", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                               env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+    assert completed.returncode == 1 and completed.stderr.count("\n") == 1, (
+        f"run_autograder should stop with one line when results is a file: {completed.returncode} {completed.stderr}")
+    assert f"{root / 'results'} is not a folder" in completed.stderr, completed.stderr
+    assert (root / "results").read_text() == "not a dir\n" and not (root / "results").stat().st_mode & 0o111, (
+        "the file is left as it was")
+
+
 # ----------------------------------------------------------------------
 # end to end: a real bundle in a temporary Gradescope layout, three submissions
 
@@ -712,6 +729,24 @@ def test_a_late_submission_loses_the_documented_share_and_is_told_why(tmp_path, 
     many = gradescope.apply_lateness({"score": 5.0, "tests": []}, {
         "created_at": "2026-04-01T00:00:00+00:00", "assignment": {"due_date": "2026-03-01T00:00:00+00:00"}}, 10)
     assert many["score"] == 0.0, "the penalty stops at the whole score"
+
+
+@pytest.mark.parametrize("metadata", [{"created_at": "not a date", "assignment": {"due_date": "2026-12-08T10:00:00"}},
+                                      ["a list"], "{not json"], ids=["bad-date", "a-list", "not-json"])
+def test_metadata_that_cannot_be_read_is_one_line_of_the_log_and_graded_as_on_time(tmp_path, monkeypatch, capsys,
+                                                                                   metadata):
+    """A created_at that is not a date put a raw traceback (ValueError: Invalid isoformat string) in the log, and
+    no sentence saying the late penalty was skipped."""
+    root, results_path = layout(tmp_path, {**SETTINGS, "late_penalty": 10.0})
+    (root / "submission_metadata.json").write_text(metadata if isinstance(metadata, str) else json.dumps(metadata))
+    monkeypatch.setattr(gradescope, "_grade", lambda *arguments: {"score": 8.0, "output": "", "tests": []})
+    results = gradescope.run(root, source=root / "source")
+    log = capsys.readouterr()
+    assert results["score"] == 8.0, "metadata that cannot be read grades the submission as on time"
+    assert "Traceback" not in log.err + log.out, f"the log should say it in one line, not a traceback: {log.err}"
+    said = [line for line in log.out.splitlines() if "submission_metadata.json could not be read" in line]
+    assert len(said) == 1 and "graded as on time" in said[0], (
+        f"the log should say, in one line, that the metadata could not be read and no penalty applied: {log.out}")
 
 
 def test_a_macosx_folder_beside_the_copy_is_ignored(tmp_path):

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -350,6 +351,23 @@ def test_every_kind_of_failure_counts_in_the_scoreboards_failed_column():
     assert counts == ["1", "5", "0", "0"], f"a test that timed out or crashed must count as failed:\n{text}"
     assert ("(the failed column includes 1 timed out, 1 crashed, 1 does not compile, 1 function not found)"
             in terminal.lines), f"the scoreboard must name the kinds in its failed column:\n{text}"
+
+
+def test_a_check_process_that_ends_before_any_test_runs_is_the_graders_failure_not_a_zero(tmp_path, monkeypatch):
+    """A grader whose Python lacks pytest-timeout: the check process ended with status 4 before any test, and a right
+    answer got 0 with every test 'did not run: the check process ended before it'; only the hidden log said why."""
+    def check_process_without_its_plugin(grader_root, exercise_ids, extra, environment, log, patience, run=None):
+        log.write_text("ERROR: No module named 'pytest_timeout': pip install -r requirements.txt\n")
+        return 4
+
+    monkeypatch.setattr(grading, "_run_pytest", check_process_without_its_plugin)
+    copy = tmp_path / "alice"
+    shutil.copytree(ROOT / "minitorch", copy / "minitorch", ignore=shutil.ignore_patterns("__pycache__", "paper"))
+    out = tmp_path / "graded"
+    with pytest.raises(grading.CheckProcessFailed, match="status 4 before any test ran: .*pytest_timeout") as failed:
+        grading.grade_submission(submissions_module.Entry("alice", copy), out, a_run(("1.2",)), scratch_root=tmp_path)
+    assert not (out / "results.json").exists(), (
+        f"a check process that ran no test is the grader's failure, said as such ({failed.value}), never a grade")
 
 
 def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(tmp_path):
@@ -921,6 +939,20 @@ def test_without_a_seed_grade_draws_a_fresh_128_bit_secret_kept_in_an_owner_only
     assert json.loads((other / "run.json").read_text())["exercise_seed"] != seed, "each new run draws its own"
 
 
+def test_grade_removes_the_scratch_folder_a_killed_run_left_in_the_temporary_folder(fake_class, tmp_path,
+                                                                                      monkeypatch):
+    """grade killed by SIGKILL left /tmp/minitorch-grading-*/ (the stand-ins, the students' plans), and every later
+    run left it too."""
+    submissions, out, fake, run = fake_class
+    temporary = tmp_path / "tmp"
+    (temporary / "minitorch-grading-dge59dem" / "base").mkdir(parents=True)  # what the killed run left
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    status, printed = run("--only", ",".join(ONE))
+    assert status == 0, printed
+    assert list(temporary.iterdir()) == [], (
+        f"grade should delete the scratch folder a killed run left, and its own: {list(temporary.iterdir())}")
+
+
 def test_a_resume_keeps_the_recorded_settings_and_refuses_other_ones_naming_the_difference(fake_class, monkeypatch):
     submissions, out, fake, run = fake_class
     assert run("--only", ",".join(ONE))[0] == 0
@@ -1292,6 +1324,24 @@ def test_canvas_csv_matches_zip_names_leaves_out_dropped_students_on_request_and
             in printed.getvalue()), "one per line: 'Last, First' names joined by ', ' cannot be read"
 
 
+def test_canvas_csv_refuses_a_roster_student_whose_submission_was_found_but_not_graded(fake_class, tmp_path):
+    """grade --student ann into a new OUT, then canvas-csv with a roster of ann and bob: bob's cell was empty, and
+    the message said 'students of the roster have no submission', though bob had handed one in."""
+    from minitorch.exercises import __main__ as exercises_cli
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE), "--student", "ann")[0] == 0
+    roster, canvas = tmp_path / "roster.csv", tmp_path / "canvas.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n"
+                      "\"Lee, Ann\",101,s1,ann@u,A,ann\n\"Bob, B\",102,s2,bob@u,A,bob\n")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), pytest.raises(SystemExit):
+        exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
+                            str(canvas)])
+    assert "Bob, B handed in a submission that is not graded yet" in printed.getvalue() and not canvas.exists(), (
+        f"bob's submission is in SUBMISSIONS but not graded: canvas-csv must say so, not give him an empty cell as "
+        f"if he handed in nothing: {printed.getvalue()}")
+
+
 @pytest.mark.parametrize("roster_rows, adjustments, refusal", [
     ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),
     ("ann,Ann,1\nbob,Bob\n", "", r"the row of 'Bob' has fewer cells than the header's 3 columns"),
@@ -1364,7 +1414,8 @@ def test_the_seed_reaches_the_check_process_in_its_environment_never_on_its_comm
     run = a_run()
     run.seed = 2**128 + 424242
     (tmp_path / "private").mkdir()
-    grading._check(run, StudentFiles(), tmp_path)
+    with contextlib.suppress(grading.CheckProcessFailed):  # (the stand-in ran no test: the grader's failure)
+        grading._check(run, StudentFiles(), tmp_path)
     assert str(run.seed) not in " ".join(map(str, seen["command"])), "the seed must not be on a command line"
     assert seen["env"]["MINITORCH_EXERCISE_SEED"] == str(run.seed)
 

@@ -355,6 +355,23 @@ def test_a_function_that_does_not_compile_or_is_missing_says_so(tmp_path, pools)
     assert graded.value.kind == "does not compile"
 
 
+def test_an_expression_too_deep_for_python_does_not_compile_and_is_no_crash_of_a_default_value():
+    """mul_backward's body `z = 0 + 0 + ... (100,000 terms)`: Python's parser ran out of recursion, and the student
+    read 'crashed: defining the function raised RecursionError (a default value on its def line ...)', though the
+    function has no default value."""
+    from minitorch.exercises.grader.sandboxed import student_function as found
+
+    exercise = EXERCISES["1.2"]
+    body = "z = " + " + ".join(["0"] * 100_000) + "\nreturn grad * b, grad * a"
+    text = replace_bodies((ROOT / exercise.module).read_text(encoding="utf-8"), {exercise.function: body},
+                          exercise.module)
+    with pytest.raises(found.StudentFunctionError) as refused:
+        found.compile_alone(found.find(text, exercise), exercise.module, {})
+    said = str(refused.value)
+    assert refused.value.kind == "does not compile" and "nested too deeply for Python to compile" in said, (
+        f"an expression too deep for Python's parser does not compile; the student should read why: {said}")
+
+
 def test_the_students_time_budget_fails_what_is_left(tmp_path, pools):
     body = "import time\nif length == 5:\n    time.sleep(2)\nreturn None"
     pools.append(pool := pool_for(tmp_path, body, budget=6.0, timeout=30))

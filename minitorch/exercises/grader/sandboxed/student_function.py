@@ -55,12 +55,10 @@ def find(text: str, exercise) -> ast.FunctionDef:
 
     try:
         tree = ast.parse(text, exercise.module)
-    except (SyntaxError, ValueError) as error:  # the error may lie in another function
+    except (SyntaxError, ValueError, RecursionError) as error:  # the error may lie in another function
         tree = _the_function_alone(text, exercise.function, MAX_FUNCTION_LINES)
         if tree is None:
-            line = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
-            raise StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: "
-                                                         f"{getattr(error, 'msg', error)}{line}") from None
+            raise does_not_compile(exercise, error) from None
     node, name = function_node(tree, exercise.function), exercise.function
     if node is None:
         other = [type(statement).__name__ for statement in tree.body if getattr(statement, "name", None) == name]
@@ -96,9 +94,23 @@ def _the_function_alone(text: str, name: str, max_lines: int) -> ast.Module | No
     for end in ends:
         try:
             return ast.parse("\n" * start + "".join(lines[start:end]))
+        except RecursionError:  # too deep for the parser: so is every longer part, which holds this one
+            return None
         except (SyntaxError, ValueError):
             continue
     return None
+
+
+def does_not_compile(exercise, error: Exception) -> StudentFunctionError:
+    """Why Python cannot compile the exercise's file: `error`, from parsing or compiling it. A RecursionError is
+    not the student's code running: an expression nested too deeply (a sum of 100,000 terms) for Python's parser."""
+    why = too_deep(error) if isinstance(error, RecursionError) else f"{getattr(error, 'msg', error)}" + (
+        f" (line {error.lineno})" if getattr(error, "lineno", None) else "")
+    return StudentFunctionError(DOES_NOT_COMPILE, f"{DOES_NOT_COMPILE}: {exercise.module}: {why}")
+
+
+def too_deep(error: RecursionError) -> str:
+    return f"an expression is nested too deeply for Python to compile it ({error})"
 
 
 def bound_and_read(node: ast.AST) -> tuple[set[str], set[str]]:
@@ -137,8 +149,12 @@ def compile_alone(node: ast.FunctionDef, filename: str, namespace: dict):
     its annotations stay unevaluated, as in the library's modules."""
     bare, scratch = copy.copy(node), dict(namespace)
     bare.decorator_list = []
-    exec(compile(ast.Module(body=[bare], type_ignores=[]), filename, "exec",
-                 flags=__future__.annotations.compiler_flag, dont_inherit=True), scratch)
+    try:
+        code = compile(ast.Module(body=[bare], type_ignores=[]), filename, "exec",
+                       flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    except RecursionError as error:  # nested too deeply for the compiler; none of the student's code ran
+        raise SyntaxError(too_deep(error)) from None
+    exec(code, scratch)  # (runs the default values on the def line: the student's code)
     return scratch[node.name]
 
 

@@ -125,8 +125,7 @@ def _install(exercise_id: str, student_file: str, connection: socket.socket) -> 
         try:
             function = found.compile_alone(node, exercise.module, vars(module))
         except SyntaxError as error:
-            raise found.StudentFunctionError(found.DOES_NOT_COMPILE, f"{found.DOES_NOT_COMPILE}: {exercise.module}: "
-                                                                     f"{error.msg} (line {error.lineno})") from None
+            raise found.does_not_compile(exercise, error) from None
         found.swap_in(getattr(module, exercise.function), function)
         return None
     except found.StudentFunctionError as error:

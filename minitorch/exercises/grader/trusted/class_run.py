@@ -14,9 +14,7 @@ import fcntl
 import json
 import os
 import secrets
-import shutil
 import signal
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +29,7 @@ from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries, student_of
 from minitorch.exercises.registry import (MANIFEST, ExerciseError, chosen, load_exercises, read_manifest_data,
                                           secret_output_refused, select)
-from minitorch.outputs import OutputPathError, check_output_folder, write_atomically
+from minitorch.outputs import OutputPathError, check_output_folder, scratch_folder, write_atomically
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
 
 
@@ -235,11 +233,14 @@ def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, reco
     record.update(isolation=run.isolation.describe(), submissions={
         student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
         results={student: digest for student, digest in recorded_results.items() if student in kept},
+        found={student: entry.path.name for student, entry in found.items()},  # (canvas-csv: submitted, not graded)
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     write_run(out, record)  # before any student: a resume compares its settings with these
     (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
     os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only
-    return _grade_all(args, out, run, record, found, todo, hashes)
+    with scratch_folder("minitorch-grading-") as scratch:  # (one a killed run left is deleted)
+        os.chmod(scratch, 0o711)
+        return _grade_all(args, out, run, record, found, todo, hashes, scratch)
 
 
 def _say_who_left(args, out: Path, found: dict) -> None:
@@ -271,10 +272,9 @@ def _notes(args, out: Path, seed: int, recorded: dict | None) -> None:
               "Leave --exercise-seed out for a fresh secret one.")
 
 
-def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict, hashes: dict) -> int:
-    """Grade `todo` on --jobs threads, printing each student's score; a failure on one entry becomes its row."""
-    scratch = Path(tempfile.mkdtemp(prefix="minitorch-grading-"))
-    os.chmod(scratch, 0o711)
+def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict, hashes: dict, scratch: Path) -> int:
+    """Grade `todo` on --jobs threads in `scratch`, printing each student's score; a failure on one entry becomes its
+    row."""
     started, failed, graded_now = time.monotonic(), [], 0
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
 
@@ -317,7 +317,6 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
         return 128 + signal.SIGINT
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(scratch, ignore_errors=True)
     write_run(out, record)  # (a failure row's digest too)
     rows = write_gradebook(out, run.exercise_ids, record, found, run.grader_root)
     print(f"Graded {graded_now} students in {_minutes(time.monotonic() - started)} ({len(rows)} in {out}: grades.csv "

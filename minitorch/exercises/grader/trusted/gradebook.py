@@ -164,7 +164,7 @@ def _wrong_field(run: dict) -> str:
              "exercises": ("a list of exercise IDs", lambda value: isinstance(value, list) and all(
                  isinstance(item, str) for item in value)),
              "edition": ("a folder's name", lambda value: isinstance(value, str)),
-             "submissions": table, "results": table}
+             "submissions": table, "results": table, "found": table}
     for name, (kind, right) in kinds.items():
         if name in run and not right(run[name]):
             return f"its {name} is {shown(repr(run[name]))[:60]}, not {kind}"
@@ -361,12 +361,29 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     return rows
 
 
+def _refuse_not_graded(roster_path: Path, roster: list[dict], matched: list, not_graded: dict[str, str]) -> None:
+    """ExerciseError naming the roster's students without a grade whose submission was found but not graded (grade
+    --student graded others only, or a run was stopped)."""
+    submitted = {student_of(name) for student, entry in not_graded.items() for name in (student, entry)}
+    waiting = [row["Student"] for row, student in zip(roster, matched) if student is None and (
+        student_of(row.get("submission") or "") in submitted or student_of((row.get("submission") or "").strip())
+        in submitted)]
+    if waiting:
+        raise ExerciseError(f"{roster_path}: {', '.join(map(shown, waiting))} handed in a submission that is not "
+                            f"graded yet (the last grade run found it, but graded other students only); their cells "
+                            f"would be empty, as if they handed in nothing. Run grade without --student to grade them, "
+                            f"then canvas-csv")
+
+
 def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: dict[str, str] | None = None,
-               leave_out_unlisted: bool = False) -> tuple[str, list[str], list[str]]:
+               leave_out_unlisted: bool = False, not_graded: dict[str, str] | None = None) -> tuple[str, list[str],
+                                                                                                list[str]]:
     """(the CSV Canvas's gradebook imports, the roster's students without a grade, the graded students the roster
     lacks). `grades` are grades.csv's rows; the roster is Canvas's gradebook export with a column `submission`, each
     student's entry with or without .zip (`entries`: student -> entry, where they differ). A graded student the
-    roster lacks is refused (the grade would be lost), or with `leave_out_unlisted` (a student who dropped) left out."""
+    roster lacks is refused (the grade would be lost), or with `leave_out_unlisted` (a student who dropped) left out.
+    A roster's student among `not_graded` (student -> entry: submitted, but not graded yet) is refused: an empty
+    cell would say they handed in nothing."""
     clash = next((column for column in CANVAS_COLUMNS if column.casefold() == assignment.strip().casefold()), None)
     if clash is not None:  # a header naming a column twice: Canvas would read one as the other
         raise ExerciseError(f"--assignment {assignment!r}: Canvas's gradebook already has a column {clash!r}; name "
@@ -399,6 +416,7 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
     if twice:
         raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")
+    _refuse_not_graded(roster_path, roster, matched, not_graded or {})
     unlisted = sorted(set(totals) - set(matched))
     if unlisted and not leave_out_unlisted:
         raise ExerciseError(f"{roster_path}: no roster row for {len(unlisted)} graded submission(s):\n" +

@@ -23,7 +23,6 @@ import platform
 import re
 import secrets
 import sys
-import tempfile
 import time
 import traceback
 import zipfile
@@ -35,7 +34,7 @@ from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
                                           part_points, secret_output_refused)
-from minitorch.outputs import OutputPathError, OwnFile, check_output_file, write_atomically
+from minitorch.outputs import OutputPathError, OwnFile, check_output_file, scratch_folder, write_atomically
 from minitorch.tools.exit_policy import ensure_open_files
 
 BUNDLE_PATHS = ("minitorch", "tests", "requirements.txt", "README.md", "LICENSE")  # the grader's, from the book
@@ -186,26 +185,34 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
         missing = {"exercise_ids", "exercise_seed", "timeout", "deadline", "collected"} - set(settings)
         if missing:
             raise ValueError(f"{SETTINGS_NAME} lacks {', '.join(sorted(missing))}; rebuild the bundle")
-        with tempfile.TemporaryDirectory(prefix="minitorch-grading-") as scratch:
+        with scratch_folder("minitorch-grading-") as scratch:
             os.chmod(scratch, 0o711)
-            results = _grade(autograder_root / "submission", Path(scratch), settings, source, started)
+            results = _grade(autograder_root / "submission", scratch, settings, source, started)
     except SubmissionError as error:
         results = failed_results(f"Your submission could not be graded: {error}")
     except Exception as error:  # the grader's fault, not the student's: say so, and keep the traceback for the log
         traceback.print_exc()
         results = failed_results(f"The autograder failed: {type(error).__name__}: {error}. Nothing was graded; "
                                  f"please tell your instructor.")
-    try:
-        metadata = autograder_root / "submission_metadata.json"  # Gradescope writes it beside the submission
-        late = json.loads(metadata.read_text(encoding="utf-8")) if metadata.is_file() else {}
-        results = apply_lateness(results, late, settings.get("late_penalty", 0.0))
-    except Exception:  # metadata of another shape: graded as on time, and the log says why
-        traceback.print_exc()
+    results = _with_lateness(results, autograder_root / "submission_metadata.json", settings.get("late_penalty", 0.0))
     results["execution_time"] = round(time.monotonic() - started)
     write_atomically(autograder_root / "results" / "results.json", json.dumps(results, indent=1, ensure_ascii=False)
                      + "\n")  # Gradescope never reads half a file
     print(results.get("output", ""))
     return results
+
+
+def _with_lateness(results: dict, metadata: Path, percent_per_day: float) -> dict:
+    """`results` less the late penalty that `metadata` (submission_metadata.json, which Gradescope writes beside the
+    submission) calls for. Metadata that cannot be read is said in one line of the log, and the submission is graded
+    as on time."""
+    try:
+        late = json.loads(metadata.read_text(encoding="utf-8")) if metadata.is_file() else {}
+        return apply_lateness(results, late, percent_per_day)
+    except Exception as error:  # another shape (a date that is not ISO 8601, a list, ...), or unreadable
+        print(f"Note: {metadata} could not be read ({type(error).__name__}: {error}), so no late penalty was "
+              f"applied: graded as on time")
+        return results
 
 
 def _grade(submission: Path, scratch: Path, settings: dict, source: Path, started: float) -> dict:

@@ -95,6 +95,12 @@ class GradingStopped(Exception):
     """Ctrl-C stopped a student's grading: nothing of it is written, so the next run grades them again."""
 
 
+class CheckProcessFailed(Exception):
+    """The check process ended by itself before any test ran (a plugin missing where the grader runs, a test file
+    that does not import): the grader's fault, never the student's, whose code runs in a worker a test starts. No
+    grade is written; the command says the grader failed."""
+
+
 def graded_test_files(project: Path, exercise_ids=None) -> list[str]:
     """The test files of `exercise_ids` (all by default) that `project` holds, with every file of tests/hidden/."""
     files = {name for exercise_id in exercise_ids or EXERCISES for name in EXERCISES[exercise_id].tests}
@@ -208,6 +214,10 @@ def _check(run: Run, report: StudentFiles, folder: Path) -> tuple[dict, dict, st
         sandbox.kill_users(uid, sandbox.UID_BLOCK)
     results, collected, _ = read_record(private / "record.jsonl")
     log = read_log(private / "log.txt")
+    if not results and isinstance(status, int) and status >= 0 and not run.stopped.is_set():
+        last = ([line for line in log.splitlines() if line.strip()] or ["(it printed nothing)"])[-1]
+        raise CheckProcessFailed(f"the check process ended with status {status} before any test ran: "
+                                 f"{last.replace(str(run.seed), '(the seed)')[:300]}")
     if not results or status not in (0, 1):
         log = ("the check process was stopped after the student's budget\n" if status == "killed" else
                f"the check process ended with status {status}\n") + log

@@ -12,6 +12,7 @@ process (prlimit), and one budget per student where systemd runs (systemd-run --
 from __future__ import annotations
 
 import atexit
+import contextlib
 import grp
 import json
 import os
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT, link_or_copy
 from minitorch.exercises.registry import ExerciseError
+from minitorch.outputs import scratch_folder
 from minitorch.tools.exit_policy import ensure_file_size
 
 KINDS = ("bubblewrap", "chroot", "none")
@@ -151,18 +153,18 @@ def _isolation(kind: str, students_at_once: int, passed_over: str) -> Isolation:
 def _what_it_sees(isolation: Isolation, paths: list[str]) -> list[str]:
     """Which of `paths` a worker of this isolation sees, with a library and home where the students' will be;
     IsolationError if no worker runs Python with NumPy."""
-    uid, folder = isolation.fresh_uid(), Path(tempfile.mkdtemp(prefix="minitorch-probe-"))
-    os.chmod(folder, 0o711)
+    uid = isolation.fresh_uid()
     script, root = "import os, sys, numpy; print(*[p for p in sys.argv[1:] if os.path.lexists(p)], sep='\\n')", None
-    try:
-        command, root = _command(isolation, [isolation.python, "-I", "-c", script, *paths], uid, folder, folder)
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/",
-                                  env=_environment("/", isolation.run_marker))
-    except (OSError, subprocess.SubprocessError) as error:
-        raise IsolationError(f"a worker could not start ({error})") from None
-    finally:
-        _clean_up(uid, root)
-        shutil.rmtree(folder, ignore_errors=True)
+    with scratch_folder("minitorch-probe-") as folder:
+        os.chmod(folder, 0o711)
+        try:
+            command, root = _command(isolation, [isolation.python, "-I", "-c", script, *paths], uid, folder, folder)
+            finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/",
+                                      env=_environment("/", isolation.run_marker))
+        except (OSError, subprocess.SubprocessError) as error:
+            raise IsolationError(f"a worker could not start ({error})") from None
+        finally:
+            _clean_up(uid, root)
     if finished.returncode != 0:
         last = (finished.stderr.strip().splitlines() or ["(no message)"])[-1][:200]
         raise IsolationError(f"a worker could not start, or run Python with NumPy ({last})")
@@ -422,10 +424,12 @@ _trees: dict[str, str] = {}
 
 
 def python_tree(python: str) -> str:
-    """The run's tree for `python`: made once per process, removed when it exits."""
+    """The run's tree for `python`: made once per process, removed when it exits (or by the next run, if this one
+    is killed)."""
     if python not in _trees:
-        folder = Path(tempfile.mkdtemp(prefix="minitorch-worker-tree-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        kept = contextlib.ExitStack()
+        folder = kept.enter_context(scratch_folder("minitorch-worker-tree-"))
+        atexit.register(kept.close)
         needed = json.loads(subprocess.run([python, "-I", "-c", WHAT_PYTHON_NEEDS], capture_output=True,
                                            text=True, timeout=300, check=True).stdout)
         objects = [os.path.realpath(python)]
