@@ -403,14 +403,18 @@ def test_a_build_removes_the_folder_a_killed_build_of_another_name_left_beside_i
     from minitorch.outputs import building_aside
 
     running = _build_then_die(tmp_path / "e16", how)
+    users = tmp_path / ".notes.partial-20240101"  # a folder of the user's, named much like a build's
+    (users / "draft.txt").parent.mkdir()
+    (users / "draft.txt").write_text("mine")
     try:
-        left = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+        left = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name and path != users]
         with building_aside(tmp_path / "e16b") as staging:
             (staging / "new.html").write_text("another edition")
-        remaining = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name]
+        remaining = [path.name for path in tmp_path.iterdir() if ".partial-" in path.name and path != users]
         assert remaining == ([] if how == "killed" else left), (
             f"a build of e16b should delete {left} if no build of e16 is alive, and keep it while one works; "
             f"left {remaining}")
+        assert (users / "draft.txt").read_text() == "mine", "a folder the user made must never be deleted"
     finally:
         for builder in running:
             builder.kill()

@@ -39,7 +39,8 @@ from minitorch.outputs.signals import signals_held
 TEMPORARY_NAME_BYTES = 120  # of a name kept in a temporary name beside it: room for the prefix and suffix
 RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put between a prefix and a suffix
 RANDOM_NAME = f"[a-z0-9_]{{{RANDOM_NAME_BYTES}}}"  # that part, as a regular expression
-STAGING_FOLDER = re.compile(rf"\..+\.partial-{RANDOM_NAME}", re.DOTALL)  # building_aside's, for any target
+STAGING_KIND = "partial-minitorch"  # a tag no folder of the user's is likely to carry: only such folders are deleted
+STAGING_FOLDER = re.compile(rf"\..+\.{STAGING_KIND}-{RANDOM_NAME}", re.DOTALL)  # building_aside's, any target
 
 
 def temporary_prefix(target, kind: str, suffix: str = "") -> str:
@@ -113,7 +114,7 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
     target = Path(os.path.realpath(target))
     _refuse_a_mount_point(target)
     new = _new_or_empty(target)
-    prefix = temporary_prefix(target, "partial")
+    prefix = temporary_prefix(target, STAGING_KIND)
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
         try:  # (its own error would name the staging folder, which the user never gave)
             target.parent.mkdir(parents=True, exist_ok=True)
