@@ -59,7 +59,9 @@ def main(argv=None) -> int:
     book.add_argument("--keep-going", action="store_true",
                       help="build every chapter even after one fails, write the book with the failed ones marked, "
                            "and list all failures at the end (without it, a failure leaves the earlier book)")
-    book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
+    book.add_argument("--chapters", default=None,
+                      help="folder of NN_title.ipynb chapters (default: chapters/); a chapter that imports minitorch "
+                           "must lie inside the project, where its set-up cell finds minitorch/")
     book.add_argument("--cell-timeout", type=number_argument("--cell-timeout", integer=True, minimum=1, maximum=86400),
                       default=600, help="whole seconds one cell may run before its chapter fails (default 600; the "
                                         "book's longest cell takes well under a minute)")
