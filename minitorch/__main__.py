@@ -16,7 +16,7 @@ import sys
 from minitorch.checks import number_argument
 from minitorch.outputs import OutputPathError
 from minitorch.tools.exit_policy import stopped_by
-from minitorch.tools.options import CommandParser, comma_list
+from minitorch.tools.options import CommandParser, comma_list, given, refuse_options
 
 
 def main(argv=None) -> int:
@@ -59,7 +59,9 @@ def main(argv=None) -> int:
     book.add_argument("--keep-going", action="store_true",
                       help="build every chapter even after one fails, write the book with the failed ones marked, "
                            "and list all failures at the end (without it, a failure leaves the earlier book)")
-    book.add_argument("--chapters", default=None, help="folder of NN_title.ipynb chapters (default: chapters/)")
+    book.add_argument("--chapters", default=None,
+                      help="folder of NN_title.ipynb chapters (default: chapters/); a chapter that imports minitorch "
+                           "must lie inside the project, where its set-up cell finds minitorch/")
     book.add_argument("--cell-timeout", type=number_argument("--cell-timeout", integer=True, minimum=1, maximum=86400),
                       default=600, help="whole seconds one cell may run before its chapter fails (default 600; the "
                                         "book's longest cell takes well under a minute)")
@@ -98,7 +100,7 @@ def main(argv=None) -> int:
                              + (f": unknown architecture(s) {unknown}" if unknown else ": a name twice"))
         try:
             if args.seeds:
-                if args.beyond or args.seed or (only is not None and "4x4" in only):
+                if args.beyond or given(reproduce, "--seed") or (only is not None and "4x4" in only):
                     parser.error("--seeds runs its own seeds of the 1x1 and 2x2 models: not with --beyond, --seed "
                                  "or --only 4x4")
                 from minitorch.paper.beyond import run_seeds
@@ -108,8 +110,7 @@ def main(argv=None) -> int:
                           force=args.force, shapes=only or ("1x1", "2x2"))
                 return 0
             if args.beyond:
-                if args.only is not None or args.seed:
-                    parser.error("--only and --seed apply to the paper's six models, not to --beyond")
+                refuse_options(reproduce, ["--only", "--seed"], "to the paper's six models, not to --beyond")
                 from minitorch.paper.beyond import FULL, QUICK, run_beyond
 
                 default_beyond = "runs/quick/beyond" if args.quick else "runs/beyond"  # figures/: by name only

@@ -92,6 +92,39 @@ def test_a_stop_signal_takes_the_ctrl_c_path_and_leaves_nothing_half_written(tmp
     assert signal.getsignal(signal.SIGTERM) is not None, "the wrapper must put the previous handlers back"
 
 
+def _reproduce_stopped_in_training(tmp_path, monkeypatch):
+    from minitorch.paper import reproduce as reproduce_module
+
+    def stopped(*args):
+        raise KeyboardInterrupt  # as Ctrl-C (or any stop signal) comes while the models train
+
+    monkeypatch.setattr(reproduce_module, "_reproduce_into", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        reproduce_module.reproduce(quick=True, only=["1x1"], progress=False, log=lambda line: None)  # into runs/...
+
+
+def _write_failed_in_new_folders(tmp_path, monkeypatch):
+    from minitorch.outputs import UnwritableFileError, write_atomically
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    with pytest.raises(UnwritableFileError, match="No space left on device"):
+        write_atomically(tmp_path / "new" / "deeper" / "notes.txt", "text")
+
+
+@pytest.mark.parametrize("ended", [_reproduce_stopped_in_training, _write_failed_in_new_folders],
+                         ids=["reproduce-stopped", "write-failed"])
+def test_an_output_that_ends_with_nothing_leaves_no_folder_it_made_for_itself(tmp_path, monkeypatch, ended):
+    """reproduce stopped before writing anything said "nothing was written", yet left the empty runs/ it had made
+    for its default --out; a failed write left the folders it made for its file."""
+    monkeypatch.chdir(tmp_path)
+    ended(tmp_path, monkeypatch)
+    left = sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*"))
+    assert left == [], f"an output that ended with nothing left {left} behind"
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

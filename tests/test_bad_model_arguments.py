@@ -125,7 +125,7 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
 
 def _paper_function_call(name):
     from minitorch.paper import metrics, plotting, theory
-    from minitorch.paper.task import make_test_set
+    from minitorch.paper.task import make_batch, make_test_set
 
     weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
     identity = np.eye(16)
@@ -136,6 +136,11 @@ def _paper_function_call(name):
         "make-test-set-seed-minus-1": lambda: make_test_set(seed=-1),  # not NumPy's bit generator's words
         "make-test-set-seed-str": lambda: make_test_set(seed="1"),
         "make-test-set-size-0": lambda: make_test_set(size=0),
+        "make-test-set-residual-yes": lambda: make_test_set(residual="yes"),  # not "make_targets: residual ..."
+        "make-test-set-width-float": lambda: make_test_set(width=16.0),  # not "make_inputs: width ..."
+        "make-batch-residual-yes": lambda: make_batch(2, np.random.default_rng(0), residual="yes"),
+        "make-batch-trigger-20": lambda: make_batch(2, np.random.default_rng(0), trigger=20),
+        "make-batch-batch-0": lambda: make_batch(0, np.random.default_rng(0)),
         "bos-mass-triggers-9": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([9, 9])),
         "bos-mass-trigger-at-bos": lambda: metrics.bos_mass_at_non_trigger_rows(weights, [0, 2]),
         "bos-mass-float-triggers": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([1.5, 2.0])),
@@ -159,6 +164,11 @@ def _paper_function_call(name):
     ("make-test-set-seed-minus-1", ValueError, r"make_test_set: seed must be an integer >= 0, got -1"),
     ("make-test-set-seed-str", TypeError, r"make_test_set: seed must be an integer >= 0, got '1'"),
     ("make-test-set-size-0", ValueError, r"make_test_set: size must be an integer >= 1, got 0"),
+    ("make-test-set-residual-yes", TypeError, r"^make_test_set: residual must be True or False, got 'yes' \(str\)"),
+    ("make-test-set-width-float", TypeError, r"^make_test_set: width must be an integer >= 1, got 16.0"),
+    ("make-batch-residual-yes", TypeError, r"^make_batch: residual must be True or False, got 'yes' \(str\)"),
+    ("make-batch-trigger-20", ValueError, r"^make_batch: trigger must lie in 1..15, got 20"),
+    ("make-batch-batch-0", ValueError, r"^make_batch: batch must be an integer >= 1, got 0"),
     ("bos-mass-triggers-9", ValueError,
      r"bos_mass_at_non_trigger_rows: triggers must be a list of integers in 1..3 \(L = 4\), got 9"),
     ("bos-mass-trigger-at-bos", ValueError, r"triggers must be a list of integers in 1..3 \(L = 4\), got 0 in \[0, "),

@@ -215,6 +215,35 @@ def test_a_read_only_file_is_not_replaced_and_a_writable_one_keeps_its_mode(tmp_
     assert stat.S_IMODE(path.stat().st_mode) == mode, f"the file's mode changed to {path.stat().st_mode & 0o777:o}"
 
 
+@pytest.mark.parametrize("why,culprit", [
+    ("read-only-file-system", r"ok.npz: lies on a read-only file system, so it cannot be replaced; name a file "
+                              r"elsewhere$"),
+    ("another-users-file", r"ok.npz: the file is read-only \(mode 644\), so it is not replaced; it is another user's"),
+])
+def test_a_file_that_cannot_be_written_is_refused_with_the_cause_that_applies(tmp_path, monkeypatch, why, culprit):
+    """A file of mode 644 on a read-only file system was called 'read-only (mode 644)', with the advice chmod u+w,
+    which cannot help there (nor for another user's file, which only its owner may chmod)."""
+    from types import SimpleNamespace
+
+    from minitorch.outputs import write_atomically
+
+    path = tmp_path / "ok.npz"
+    save_model(tiny_model(seed=1), path)
+    os.chmod(path, 0o644)
+    before = file_hashes(tmp_path)
+    monkeypatch.setattr(os, "access", lambda name, how, **options: False)  # as on either, for this user
+    if why == "read-only-file-system":
+        real_statvfs = os.statvfs
+        monkeypatch.setattr(os, "statvfs", lambda name: SimpleNamespace(f_flag=os.ST_RDONLY)
+                            if Path(name) == path else real_statvfs(name))
+    else:
+        monkeypatch.setattr(os, "geteuid", lambda: path.stat().st_uid + 1)
+    with pytest.raises(OSError, match=culprit) as refused:
+        write_atomically(path, b"new")
+    assert "chmod" not in str(refused.value), f"chmod cannot help here, yet the error advises it: {refused.value}"
+    assert file_hashes(tmp_path) == before, "the file was replaced, or a temporary file left"
+
+
 @pytest.mark.parametrize("link_to,written", [("nowhere/target.npz", None), ("nowhere/deeper/target.npz", None),
                                              ("there/target.npz", "there/target.npz")],
                          ids=["folder-missing", "two-folders-missing", "folder-exists"])

@@ -100,6 +100,30 @@ def test_an_empty_item_of_a_list_is_refused_in_every_command(tmp_path, capsys, m
     assert "has an empty item" in error and ("--only" in error or "--student" in error), error
 
 
+IGNORED = [
+    (["bench", "--jobs", "3"], "--jobs applies only to the timed reproduce; add --reproduce"),
+    (["bench", "--jobs", "2"], "--jobs applies only to the timed reproduce"),  # its default, typed: still ignored
+    (["bench", "--force"], "--force applies only to the file --json names; add --json"),
+    (["reproduce", "--beyond", "--only", "1x1"], "--only applies to the paper's six models, not to --beyond"),
+    (["reproduce", "--beyond", "--seed", "0"], "--seed applies to the paper's six models, not to --beyond"),
+    (["reproduce", "--beyond", "--only", "1x1", "--seed", "2"], "--only and --seed apply to the paper's six models"),
+    (["reproduce", "--seeds", "--seed", "0"], "--seeds runs its own seeds"),
+]
+
+
+@pytest.mark.parametrize("arguments,message", IGNORED, ids=[" ".join(arguments) for arguments, _ in IGNORED])
+def test_an_option_that_would_do_nothing_is_refused_naming_where_it_applies(capsys, monkeypatch, arguments, message):
+    """argparse takes an option that qualifies another one (bench's --jobs qualifies --reproduce) even alone, and
+    the command ignored it without a word; each is refused in one line, before any work."""
+    from minitorch.paper import beyond
+    from minitorch.tools import bench
+
+    for module, work in [(bench, "run_steps"), (beyond, "run_beyond"), (beyond, "run_seeds")]:
+        monkeypatch.setattr(module, work, lambda *args, **kwargs: pytest.fail(f"{arguments} went to work"))
+    error = _refused(_minitorch, arguments, capsys)
+    assert message in error, f"{' '.join(arguments)} should be refused with '{message}', got: {error}"
+
+
 def test_spaces_around_the_items_of_a_list_are_dropped():
     from minitorch.tools.options import comma_list
 

@@ -5,6 +5,7 @@ to a recorded run or are refused; nothing waits forever."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -345,6 +346,28 @@ def test_a_rerun_deletes_no_recorded_file_through_a_linked_folder(tmp_path, monk
     assert victim.exists(), f"{victim}, outside --out, was deleted through the link {where}"
     assert refused and f"{where}/victim.txt, which lies behind the symbolic link {where} " in refused, refused
     assert json.loads((out / "results.json").read_text())["files"][1] == f"{where}/victim.txt", "nothing was replaced"
+
+
+def test_a_first_run_writes_nothing_through_a_linked_folder_as_its_rerun_would_refuse(tmp_path, monkeypatch):
+    """models/ a link to the user's own folder: the first run wrote its models there, outside --out, and its rerun
+    was then refused (it would replace them through the link). The first run is refused the same way, before any
+    work, and the user's folder is left as it was."""
+    from minitorch.outputs import OutputPathError
+    from minitorch.paper import reproduce as reproduce_module
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (tmp_path / "usermodels").mkdir()
+    (tmp_path / "usermodels" / "mine.npz").write_text("the user's own model")
+    os.symlink(tmp_path / "usermodels", out / "models")
+    monkeypatch.setattr(reproduce_module, "_reproduce_into",
+                        lambda *args: pytest.fail("the run went to work before refusing the linked models/"))
+    with pytest.raises(OutputPathError) as refused:
+        reproduce_module.reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda line: None)
+    assert "would write models/relu_1x1.npz, which lies behind the symbolic link models " in str(refused.value), \
+        f"the refusal should name the file and the link it would be written through: {refused.value}"
+    assert file_hashes(tmp_path / "usermodels") == {"mine.npz": hashlib.sha256(b"the user's own model").hexdigest()}, \
+        "the run wrote into the user's folder through the link"
 
 
 def _build_then_die(folder: Path, how: str, block: str = "") -> list:

@@ -73,10 +73,12 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
     _check_no_folder_made_through_a_link(shown, path, option, UnwritableFileError)
     if mode is None:
         mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else 0o666 & ~_umask()
+    made = _top_missing_folder(path.parent)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".tmp")
     except OSError as problem:  # its own message would name the temporary file, which the caller never gave
+        _remove_folders_made(path.parent, made)
         raise UnwritableFileError(f"{option} {shown}: cannot create a file in {path.parent} ({problem.strerror}); "
                                   f"choose a folder you can write in") from None
     try:
@@ -88,6 +90,7 @@ def write_atomically(path, data: str | bytes, mode: int | None = None, option: s
         os.replace(temporary, path)
     except BaseException as problem:
         Path(temporary).unlink(missing_ok=True)
+        _remove_folders_made(path.parent, made)
         if isinstance(problem, OSError) and not isinstance(problem, UnwritableFileError):
             raise _write_failed(problem, option, shown) from None
         raise
@@ -115,12 +118,14 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
     _refuse_a_mount_point(target)
     new = _new_or_empty(target)
     prefix = temporary_prefix(target, STAGING_KIND)
+    made = _top_missing_folder(target.parent)
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
         try:  # (its own error would name the staging folder, which the user never gave)
             target.parent.mkdir(parents=True, exist_ok=True)
             _remove_abandoned_folders(target.parent, STAGING_FOLDER)  # (a killed build of another target's too)
             staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
         except OSError as problem:
+            _remove_folders_made(target.parent, made)
             raise OutputPathError(f"{target}: cannot create a folder beside it, in {target.parent} "
                                   f"({problem.strerror or problem}); choose another place") from None
         os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it: the folder replacing target is not owner-only
@@ -136,6 +141,21 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
     finally:
         with signals_held():  # a stop now (a second one, or one after the work) must not leave the folder behind
             shutil.rmtree(staging, ignore_errors=True)
+            _remove_folders_made(target.parent, made)  # (they hold target, unless the build ended with nothing)
+
+
+def _top_missing_folder(folder: Path) -> Path | None:
+    """The topmost of `folder` and the folders above it that does not exist yet (what mkdir(parents=True) would
+    create), or None."""
+    missing = [path for path in [folder, *folder.parents] if not os.path.lexists(path)]
+    return missing[-1] if missing else None
+
+
+def _remove_folders_made(folder: Path, top: Path | None) -> None:
+    """Remove `folder` and the folders above it up to `top`, those a write made for its output, while they are
+    empty: a write that ends with nothing (refused, failed or stopped) leaves no empty folder behind."""
+    if top is not None:
+        _remove_empty_folders(folder, top.parent)
 
 
 def _refuse_a_mount_point(target: Path) -> None:

@@ -252,9 +252,17 @@ def _check_replaceable_file(shown, target: Path, option: str, error) -> None:
     kind = _special_file(os.path.abspath(Path(shown).expanduser())) or _special_file(target)
     if kind:
         raise error(f"{option} {shown}: is {kind}, not a regular file; name a file")
-    if target.is_file() and (not stat.S_IMODE(target.stat().st_mode) & 0o222 or not os.access(target, os.W_OK)):
-        raise error(f"{option} {shown}: the file is read-only (mode {stat.S_IMODE(target.stat().st_mode):o}), so it "
-                    f"is not replaced; make it writable first (chmod u+w), or name another file")
+    if not target.is_file():
+        return
+    mode = stat.S_IMODE(target.stat().st_mode)
+    if os.statvfs(target).f_flag & os.ST_RDONLY:  # no chmod helps here (os.access says only 'no', for both)
+        raise error(f"{option} {shown}: lies on a read-only file system, so it cannot be replaced; name a file "
+                    f"elsewhere")
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        mine = target.stat().st_uid == os.geteuid()  # only its owner (or root) may chmod it
+        fix = "make it writable first (chmod u+w)" if mine else "it is another user's: ask them to make it writable"
+        raise error(f"{option} {shown}: the file is read-only (mode {mode:o}), so it is not replaced; {fix}, or name "
+                    f"another file")
 
 
 def _special_file(path) -> str | None:

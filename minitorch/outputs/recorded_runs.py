@@ -6,8 +6,8 @@ in a JSON file of its own), and the next run into the folder replaces exactly th
 (`files_to_replace`, then `minitorch.outputs.atomic_writes.building_aside` with ``replacing``). An earlier run of a
 different command line is replaced only with ``--force``, as is a file that a record of the same command lists
 though the command never writes it (a record edited by hand), so a folder never ends as a mixture of two runs, and
-files no run recorded are never deleted unasked. Nothing is deleted through a folder that is a symbolic link
-(it would reach outside the folder), not even with ``--force``.
+files no run recorded are never deleted unasked. Nothing is written or deleted through a folder that is a symbolic
+link (it would reach outside the folder), not even with ``--force``.
 
 This module uses only the standard library.
 """
@@ -118,7 +118,7 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
                               f"({command}) would replace all {len(earlier.files)} of its files. Add --force to "
                               f"replace it, or choose another folder")
     in_the_way = sorted(_in_the_way(target, planned) - replacing)
-    _refuse_files_through_links(target, replacing | set(in_the_way), option)
+    _refuse_files_through_links(target, set(planned) | replacing | set(in_the_way), replacing, option)
     if earlier and earlier.command == command and not force:
         _refuse_files_the_command_never_writes(target, replacing - set(planned), option)
     if in_the_way and not force:
@@ -139,18 +139,20 @@ def _refuse_files_the_command_never_writes(target: Path, names, option: str) -> 
                               f"--force to replace them, or move them out, or choose another folder")
 
 
-def _refuse_files_through_links(target: Path, names, option: str) -> None:
-    """OutputPathError if one of the files `names` (relative to `target`) that a run would replace lies below a
-    folder of `target` that is a symbolic link: replacing it would delete a file outside `target` (a record names
-    what a run wrote, not where a link points now). Not even --force deletes through a link."""
+def _refuse_files_through_links(target: Path, names, replacing, option: str) -> None:
+    """OutputPathError if one of the files `names` (relative to `target`) that a run would write or replace (those
+    of `replacing`) lies below a folder of `target` that is a symbolic link: writing it would put a file outside
+    `target`, and replacing it would delete one there (a record names what a run wrote, not where a link points
+    now). The first run is refused as its rerun would be. Not even --force writes through a link."""
     for name in sorted(names):
         parts = PurePosixPath(name).parts
         folders = [Path(*parts[:depth]) for depth in range(1, len(parts))]
         link = next((folder for folder in folders if (target / folder).is_symlink()), None)
         if link is not None:
-            raise OutputPathError(f"{option} {target}: this run would replace {name}, which lies behind the symbolic "
-                                  f"link {link} (to {os.path.realpath(target / link)}), outside the folder; a run "
-                                  f"deletes nothing through a link: remove the link, or choose another folder")
+            raise OutputPathError(f"{option} {target}: this run would {'replace' if name in replacing else 'write'} "
+                                  f"{name}, which lies behind the symbolic link {link} (to "
+                                  f"{os.path.realpath(target / link)}), outside the folder; a run writes and deletes "
+                                  f"nothing through a link: remove the link, or choose another folder")
 
 
 def _in_the_way(target: Path, names) -> set[str]:

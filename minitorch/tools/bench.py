@@ -86,10 +86,16 @@ from minitorch.checks import number_argument
 from minitorch.outputs import (OutputPathError, OwnFile, check_output_file, json_written_by,
                                write_atomically)
 from minitorch.paper.reproduce import THREAD_VARIABLES  # the variables reproduce sets, set here per process
-from minitorch.tools.options import CommandParser
+from minitorch.tools.options import CommandParser, refuse_options
 
 CONFIGURATIONS = {"1x1": (1, 1), "2x2": (2, 2), "4x4": (4, 4)}  # name -> (layers, heads)
 IMPLEMENTATIONS = ("minitorch", "minitorch readable", "numpy floor", "pytorch")
+NORMALISERS = ("softmax", "relu")  # the paper's two: the NumPy floor is written by hand for these only
+DTYPES = ("float32", "float64")
+# bounded, so that a typo (--steps 1000000000) cannot run for days: 10,000 steps of 4x4 take about 2 minutes;
+# threads as --jobs is: beyond the machine's cores they time their contention, not speed, and a PyTorch child
+# given 100,000 threads dies of a segmentation fault
+MAXIMA = {"steps": 10_000, "blocks": 100, "threads": 64}
 BATCH_SIZE, LR = 128, 1e-4
 # The author's PyTorch scripts, ms per step, measured once on a 2-core machine (not rerun by the tests):
 # their per-sample data loading dominates, so these hardly depend on the machine's BLAS.
@@ -215,6 +221,22 @@ def _measure_here(implementation: str, config: str, normaliser: str, dtype_name:
     seconds = time_steps(step, _batches(layers > 1, dtype), steps, blocks)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux reports KiB
     return dict(ms_per_step=1e3 * seconds, peak_rss_mib=peak_kib / 1024)
+
+
+def _measurement_arguments(text: str) -> list:
+    """The arguments of `_measure_here` from the JSON list `measure` passes to its child process (``--child``), or
+    ValueError naming the first wrong one: a wrong name would fail deep in the child, as a traceback."""
+    values = json.loads(text)
+    if not isinstance(values, list) or len(values) != 7:
+        raise ValueError("not a list of 7 values")
+    names = {"implementation": STEP_BUILDERS, "model": CONFIGURATIONS, "normaliser": NORMALISERS, "dtype": DTYPES}
+    for (what, known), value in zip(names.items(), values):
+        if not isinstance(value, str) or value not in known:
+            raise ValueError(f"the {what} {value!r} is not one of {', '.join(known)}")
+    for (what, maximum), value in zip(MAXIMA.items(), values[4:]):
+        if type(value) is not int or not 1 <= value <= maximum:
+            raise ValueError(f"{what} must be a whole number from 1 to {maximum}, got {value!r}")
+    return values
 
 
 class MeasurementFailed(RuntimeError):
@@ -369,23 +391,21 @@ OWN_JSON = OwnFile(f'a file of measurements that bench --json wrote (JSON with "
 def main(argv=None) -> int:
     parser = CommandParser(prog="python -m minitorch.tools.bench", description=(__doc__ or "").split("\n")[0])
     count = dict(integer=True, minimum=1)
-    # bounded, so that a typo (--steps 1000000000) cannot run for days: 10,000 steps of 4x4 take about 2 minutes
-    parser.add_argument("--steps", type=number_argument("--steps", **count, maximum=10_000), default=40,
+    parser.add_argument("--steps", type=number_argument("--steps", **count, maximum=MAXIMA["steps"]), default=40,
                         help="steps per timed block (default 40, at most 10,000)")
-    parser.add_argument("--blocks", type=number_argument("--blocks", **count, maximum=100), default=5,
+    parser.add_argument("--blocks", type=number_argument("--blocks", **count, maximum=MAXIMA["blocks"]), default=5,
                         help="timed blocks; the fastest counts (default 5, at most 100)")
     parser.add_argument("--rounds", type=number_argument("--rounds", **count, maximum=20), default=3,
                         help="times each measurement is repeated, interleaved with the others; the best counts "
                              "(default 3, at most 20)")
-    # bounded as --jobs is: threads beyond the machine's cores time their contention, not speed, and a PyTorch
-    # child given 100,000 threads dies of a segmentation fault
-    parser.add_argument("--threads", type=number_argument("--threads", **count, maximum=64), default=1,
+    parser.add_argument("--threads", type=number_argument("--threads", **count, maximum=MAXIMA["threads"]),
+                        default=1,
                         help="BLAS/PyTorch threads per process (default 1, as each reproduce worker runs; at most 64)")
-    parser.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--relu", action="store_true", help="also time the ReLU-attention models")
     parser.add_argument("--reproduce", action="store_true", help="also time `python -m minitorch reproduce`")
     parser.add_argument("--jobs", type=number_argument("--jobs", **count, maximum=64), default=2,
-                        help="--jobs for the timed reproduce (default 2)")
+                        help="--jobs for the timed reproduce (only with --reproduce; default 2)")
     parser.add_argument("--json", default=None, help="also write the measurements to this file")
     parser.add_argument("--force", action="store_true",
                         help="replace --json even if it is not a file of measurements this command wrote")
@@ -393,13 +413,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.child:  # one measurement, in a fresh process started by `measure`
         try:
-            measurement = json.loads(args.child)
-            if not isinstance(measurement, list) or len(measurement) != 7:
-                raise ValueError("not a list of 7 values")
+            measurement = _measurement_arguments(args.child)
         except ValueError as error:
             parser.error(f"--child (used by bench itself) takes the JSON list `measure` writes: {error}")
         print(json.dumps(_measure_here(*measurement)))
         return 0
+    if not args.reproduce:  # argparse would take them and ignore them without a word
+        refuse_options(parser, ["--jobs"], "only to the timed reproduce; add --reproduce, or leave --jobs out")
+    if args.json is None:
+        refuse_options(parser, ["--force"], "only to the file --json names; add --json, or leave --force out")
     try:  # before minutes of measuring
         json_path = None if args.json is None else check_output_file(args.json, "--json", own=OWN_JSON,
                                                                       force=args.force)
@@ -409,7 +431,7 @@ def main(argv=None) -> int:
         print("bench: this copy has no minitorch/fast/hand_fused.py, the hand-fused NumPy floor it compares with: "
               "it repeats answers to exercises, so a student edition leaves it out", file=sys.stderr)
         return 2
-    normalisers = ("softmax", "relu") if args.relu else ("softmax",)
+    normalisers = NORMALISERS if args.relu else ("softmax",)
     try:
         steps = run_steps(normalisers, args.dtype, args.steps, args.blocks, args.threads, args.rounds)
     except MeasurementFailed as error:  # one line naming the measurement, not a traceback through the loops

@@ -9,6 +9,9 @@ parser that refuses, in one line naming the option, before any work:
   silently. Several values go in one comma-separated list: ``--only 1.1,1.2``.
 - **an empty item of a list** (``--only 1.1,,1.2``, ``--only 1x1,``): `comma_list` options; spaces around an item
   are dropped.
+
+A command also refuses an option that does nothing as the command line stands (`refuse_options`): ``bench --jobs 3``
+without ``--reproduce``, ``reproduce --beyond --only 1x1``. argparse would take it and ignore it without a word.
 """
 
 from __future__ import annotations
@@ -53,6 +56,20 @@ def _given_once(parser: CommandParser, action: argparse.Action, value, option_st
             action.type, "is_comma_list", False) else ""
         _refuse(parser, f"{name} given twice ({parser.given[action.dest]!r}, then {value!r}); give it once{several}")
     parser.given[action.dest] = value
+
+
+def given(parser: CommandParser, option: str) -> bool:
+    """Whether `option` (such as '--jobs') was typed on the command line `parser` just read, not left to its
+    default (a default can equal a typed value: ``--jobs 2``)."""
+    return parser._option_string_actions[option].dest in parser.given
+
+
+def refuse_options(parser: CommandParser, options: list[str], reason: str) -> None:
+    """Refuse, in one line, those of `options` that were typed: they do nothing as the command line stands, and
+    `reason` says where they apply (``refuse_options(parser, ["--jobs"], "only to the timed reproduce; ...")``)."""
+    typed = [option for option in options if given(parser, option)]
+    if typed:
+        _refuse(parser, f"{' and '.join(typed)} appl{'y' if len(typed) > 1 else 'ies'} {reason}")
 
 
 def _refuse(parser: argparse.ArgumentParser, message: str) -> None:

@@ -42,6 +42,22 @@ def test_a_failing_child_process_raises_with_its_error():
         bench.measure("no_such_implementation", "1x1", steps=1, blocks=1)
 
 
+@pytest.mark.parametrize("measurement,culprit", [
+    ([1, 2, 3, 4, 5, 6, 7], "the implementation 1 is not one of minitorch, "),
+    (["minitorch", "3x3", "softmax", "float32", 1, 1, 1], "the model '3x3' is not one of 1x1, 2x2, 4x4"),
+    (["minitorch", "1x1", "gated", "float32", 1, 1, 1], "the normaliser 'gated' is not one of softmax, relu"),
+    (["minitorch", "1x1", "softmax", "float32", 1, 1, 100], "threads must be a whole number from 1 to 64, got 100"),
+    (["minitorch", "1x1", "softmax", "float32", 1.5, 1, 1], "steps must be a whole number from 1 to 10000, got 1.5"),
+], ids=["numbers", "unknown-model", "normaliser-without-a-floor", "too-many-threads", "fractional-steps"])
+def test_the_hidden_child_option_names_a_bad_measurement_in_one_line(capsys, measurement, culprit):
+    """--child is bench's own, but typed by hand a bad value was a KeyError traceback from deep in the child."""
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--child", json.dumps(measurement)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and culprit in error, f"{measurement} should be refused naming {culprit!r}: " \
+                                                           f"{error}"
+
+
 def test_a_child_process_killed_without_a_word_is_named_with_its_signal_and_stops_bench_in_one_line(monkeypatch,
                                                                                                      capsys):
     import subprocess

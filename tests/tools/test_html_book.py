@@ -993,3 +993,34 @@ def test_a_process_forked_while_the_build_handles_stops_ends_quietly_on_one():
         _, status = os.waitpid(child, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 128 + signal.SIGTERM, (
         f"the forked process did not end quietly with 128 + SIGTERM: wait status {status}")
+
+
+@pytest.mark.parametrize("how", ["copied", "linked"])
+def test_a_chapter_that_imports_minitorch_from_outside_the_project_is_refused_before_any_chapter_runs(
+        tmp_path, capsys, monkeypatch, how):
+    """A chapter copied (or linked) into a folder outside the project ran, and its set-up cell, which walks up from
+    its kernel's folder to the one holding minitorch/, stopped the build with "cell 2 raised StopIteration: "."""
+    from minitorch.__main__ import main
+    from minitorch.tools.book import build
+
+    if any((folder / "minitorch" / "__init__.py").is_file() for folder in tmp_path.resolve().parents):
+        pytest.skip("the temporary folder lies inside a project, so no chapter in it lies outside one")
+    chapters = tmp_path / "mine"
+    chapters.mkdir()
+    path = chapters / "01_my chapter.ipynb"
+    (os.symlink if how == "linked" else shutil.copy)(CHAPTERS[1], path)
+    monkeypatch.setattr(build, "execute_all", lambda *args, **kwargs: pytest.fail("a chapter ran"))
+    out = tmp_path / "book"
+    assert main(["book", "--no-pdf", "--quick", "--chapters", str(chapters), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{path}: imports minitorch, but it lies outside the project" in error and "put the chapter in a folder " \
+        "inside the project" in error, f"the refusal should say the chapter must sit inside the project: {error}"
+    assert not out.exists(), "a refused build wrote a book"
+
+
+def test_a_chapter_outside_the_project_that_does_not_import_minitorch_is_accepted(tmp_path):
+    """The rule concerns chapters that need minitorch: a chapter of text and plain Python may lie anywhere."""
+    chapters = tmp_path / "mine"
+    chapters.mkdir()
+    _notebook(chapters / "01_plain.ipynb", "Plain", "import math  # not minitorch\nprint(math.pi)")
+    assert [chapter.path.name for chapter in find_chapters(chapters)] == ["01_plain.ipynb"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from minitorch.outputs import PathError, check_input_file
 warnings.filterwarnings("ignore", message="Cell is missing an id field", category=FutureWarning)
 CHAPTER_NAME = re.compile(r"^(\d\d)_.+\.ipynb$")
 TITLE_PREFIX = re.compile(r"^Chapter\s+\d\d\s*[—–:-]\s*")  # "Chapter 03 — " before the title proper
+IMPORTS_MINITORCH = re.compile(r"^\s*(?:import|from)\s+minitorch\b", re.MULTILINE)
 
 
 class BookError(Exception):
@@ -75,6 +77,7 @@ def chapter_title(path: Path) -> str:
     except Exception as error:  # not JSON, not a notebook: name the file
         raise BookError(f"{path} is not a readable notebook: {error}") from None
     check_cells(notebook, path)
+    check_inside_the_project(notebook, path)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
@@ -84,6 +87,21 @@ def chapter_title(path: Path) -> str:
 
 
 CELL_TYPES = ("code", "markdown", "raw")
+
+
+def check_inside_the_project(notebook, path) -> None:
+    """BookError, before any chapter runs, for a chapter that imports minitorch but lies outside the project: its
+    set-up cell finds the project by walking up from the folder its kernel runs in (the folder the chapter is
+    named in, as the working folder, links resolved) to one holding minitorch/, and found none (a bare
+    StopIteration, mid-build). Nothing is installed, so there is no other way to import it."""
+    if not any(cell.get("cell_type") == "code" and IMPORTS_MINITORCH.search(cell.get("source") or "")
+               for cell in notebook.cells):
+        return
+    folder = Path(os.path.realpath(Path(path).parent))
+    if not any((above / "minitorch" / "__init__.py").is_file() for above in [folder, *folder.parents]):
+        raise BookError(f"{path}: imports minitorch, but it lies outside the project: it runs in {folder}, and its "
+                        f"set-up cell looks for minitorch/ there and in the folders above; put the chapter in a "
+                        f"folder inside the project (a link to a chapter counts where the link is)")
 
 
 def check_cells(notebook, path) -> None:
