@@ -103,7 +103,8 @@ class Tensor(TensorProtocols):
         out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
         if out._data.dtype is not _FLOAT64 and out._data.dtype is not _FLOAT32:  # (the usual case: two identities)
             out._data = checked_result_values(op, out._data)
-        out._versions = _versions_for(out._data, parents)
+        owner = out._data.base  # (None for most results: a view's is the array it views)
+        out._versions = [0] if owner is None else _versions_for(owner, parents)
         out._released = False
         out._grad = None
         out.op = op
@@ -386,14 +387,13 @@ def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
 
 
-def _versions_for(values: np.ndarray, parents: tuple) -> list:
-    """The change count of an operation's result: its parent's when `values` view the parent's memory (a reshape,
-    a slice, a transpose), so that a change through either counts for both; else a count of its own."""
-    owner = values.base
-    if owner is not None:
-        for parent in parents:
-            if owner is parent._data or owner is parent._data.base:
-                return parent._versions
+def _versions_for(owner: np.ndarray, parents: tuple) -> list:
+    """The change count of an operation's result that views the memory of `owner`: its parent's when that is the
+    parent's memory (a reshape, a slice, a transpose), so that a change through either counts for both; else a
+    count of its own."""
+    for parent in parents:
+        if owner is parent._data or owner is parent._data.base:
+            return parent._versions
     return [0]
 
 
