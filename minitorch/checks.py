@@ -79,6 +79,11 @@ def memory(owner: str, what: str, shape, itemsize: int = 8, limit: int = MEMORY_
                           f"{needed / 2**30:,.1f} GiB (the limit is {limit / 2**30:g} GiB); use smaller sizes")
 
 
+def result_too_large(owner: str, inputs: str) -> MemoryError:
+    """The MemoryError NumPy raised for the result of `owner` on `inputs` (shapes), in words that name them."""
+    return MemoryError(f"{owner}: the result for {inputs} does not fit in this machine's memory; use smaller sizes")
+
+
 def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> float:
     """`value` as a finite float > 0 (>= 0 with `allow_zero`), or an error naming `name`. A Decimal counts."""
     if type(value) is float and (0.0 < value < math.inf or (allow_zero and value == 0.0)):

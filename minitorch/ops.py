@@ -229,12 +229,9 @@ def matmul(a, b) -> Tensor:
     try:
         out = a._data @ b._data
     except MemoryError:  # (1e5, 1) @ (1, 1e5): NumPy's words would not name matmul
-        raise _result_too_large("matmul", f"shapes {a.shape} and {b.shape}") from None
+        raise checks.result_too_large("matmul", f"shapes {a.shape} and {b.shape}") from None
     return Tensor.from_op(out, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 
-
-def _result_too_large(op: str, inputs: str) -> MemoryError:
-    return MemoryError(f"{op}: the result for {inputs} does not fit in this machine's memory; use smaller sizes")
 
 
 # ----------------------------------------------------------------------
@@ -389,7 +386,7 @@ def getitem(a, index) -> Tensor:
     except (IndexError, TypeError, OverflowError, MemoryError) as error:  # NumPy's says what an index may hold
         shown = ", ".join(reprlib.repr(part) for part in parts)
         if isinstance(error, MemoryError):  # index arrays of shapes (1e5, 1) and (1, 1e5) pick 1e10 elements
-            raise _result_too_large("getitem", f"x[{shown}] on a tensor of shape {a.shape}") from None
+            raise checks.result_too_large("getitem", f"x[{shown}] on a tensor of shape {a.shape}") from None
         if isinstance(error, OverflowError):  # an integer beyond 64 bits: out of bounds for any axis
             raise IndexError(f"getitem: x[{shown}] on a tensor of shape {a.shape}: an index is out of bounds "
                              f"(beyond 64 bits)") from None
@@ -422,7 +419,7 @@ def where(condition, a, b) -> Tensor:
     try:
         out = np.where(condition, a._data, b._data)
     except MemoryError:
-        raise _result_too_large("where", f"condition {condition.shape}, a {a.shape} and b {b.shape}") from None
+        raise checks.result_too_large("where", f"condition {condition.shape}, a {a.shape} and b {b.shape}") from None
     return Tensor.from_op(out, (a, b), backward, "where")
 
 

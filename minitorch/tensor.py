@@ -33,10 +33,10 @@ import numpy as np
 from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
-                                     check_result_unchanged,
-                                     checked_grad, checked_incoming_grad, checked_new_values, checked_result_values,
-                                     gradient_in_dtype, named_float_array, root_of_the_graph, summable_to_shape,
-                                     unexplained, unsupported_backward_options)
+                                     check_result_unchanged, checked_grad, checked_incoming_grad, checked_new_values,
+                                     checked_result_values, gradient_in_dtype, make_writable, mark_released,
+                                     named_float_array, read_only_view, root_of_the_graph, shared_versions,
+                                     summable_to_shape, unexplained, unsupported_backward_options)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -104,7 +104,7 @@ class Tensor(TensorProtocols):
         if out._data.dtype is not _FLOAT64 and out._data.dtype is not _FLOAT32:  # (the usual case: two identities)
             out._data = checked_result_values(op, out._data)
         owner = out._data.base  # (None for most results: a view's is the array it views)
-        out._versions = [0] if owner is None else _versions_for(owner, parents)
+        out._versions = [0] if owner is None else shared_versions(owner, parents)
         out._released = False
         out._grad = None
         out.op = op
@@ -148,7 +148,7 @@ class Tensor(TensorProtocols):
         for node in order:
             if node is not self:  # (reading loss.data after one backward must not stop a second)
                 check_result_unchanged(node)
-        _mark_released(order, False)  # the backward functions read .data: that is no change
+        mark_released(order, False)  # the backward functions read .data: that is no change
         grads = {id(self): grad}  # ∂ℓ/∂node for nodes reached so far
         for node in reversed(order):
             node_grad = grads.pop(id(node), None)
@@ -158,7 +158,7 @@ class Tensor(TensorProtocols):
                 node._grad = node_grad.copy() if node._grad is None else np.asarray(node._grad + node_grad)
             if node.is_leaf:
                 continue
-            parent_grads = node.backward_fn(_read_only(node_grad))  # (other nodes may hold the same array)
+            parent_grads = node.backward_fn(read_only_view(node_grad))  # (other nodes may hold the same array)
             check_backward_result(node, parent_grads)
             for parent, parent_grad in zip(node.parents, parent_grads):
                 if parent_grad is None or not parent.requires_grad:
@@ -169,9 +169,9 @@ class Tensor(TensorProtocols):
                 if parent_grad.dtype != parent._data.dtype:
                     parent_grad = gradient_in_dtype(node.op, parent_grad, parent._data.dtype)
                 previous = grads.get(id(parent))
-                # (np.asarray: the sum of two 0-d arrays is a NumPy number, which _read_only cannot flag)
+                # (np.asarray: the sum of two 0-d arrays is a NumPy number, which read_only_view cannot flag)
                 grads[id(parent)] = parent_grad if previous is None else np.asarray(previous + parent_grad)
-        _mark_released(order, True)
+        mark_released(order, True)
 
     def retain_grad(self) -> "Tensor":
         """Also store ``.grad`` on this intermediate (non-leaf) tensor."""
@@ -243,7 +243,7 @@ class Tensor(TensorProtocols):
         (for every tensor that views these values: they share the count)."""
         self._versions[0] += 1
         self._released = False
-        _writable(self._data)
+        make_writable(self._data)
 
     @property
     def _version(self) -> int:
@@ -385,39 +385,6 @@ def as_tensor(x, like: Tensor | None = None, op: str = "") -> Tensor:
 def tensor(data, requires_grad: bool = False, dtype=None) -> Tensor:
     """Shorthand for ``Tensor(data, requires_grad, dtype)``."""
     return Tensor(data, requires_grad=requires_grad, dtype=dtype)
-
-
-def _versions_for(owner: np.ndarray, parents: tuple) -> list:
-    """The change count of an operation's result that views the memory of `owner`: its parent's when that is the
-    parent's memory (a reshape, a slice, a transpose), so that a change through either counts for both; else a
-    count of its own."""
-    for parent in parents:
-        if owner is parent._data or owner is parent._data.base:
-            return parent._versions
-    return [0]
-
-
-def _mark_released(order: list, released: bool) -> None:
-    """Whether taking .data of the graph's tensors counts as a change (True once its backward has run)."""
-    for node in order:
-        node._released = released
-        for parent in node.parents:
-            parent._released = released
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    """A read-only view: a backward rule that writes into its upstream gradient (``grad *= 2``) fails, as one that
-    writes into its inputs does, instead of changing a gradient another node shares."""
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
-def _writable(array: np.ndarray) -> None:
-    try:
-        array.flags.writeable = True
-    except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
-        pass
 
 
 def _keep_one_tensor_class(new_class: type) -> type:

@@ -5,7 +5,8 @@ an error that names it, never a silent wrong gradient.
 - `checked_grad`, `checked_new_values`, `checked_incoming_grad`: a gradient or values set by hand, and the
   gradient given to ``backward(grad)`` (`named_float_array`, `unsupported_backward_options`).
 - `check_backward_result`, `gradient_in_dtype`: what an operation's backward rule returned.
-- `check_inputs_unchanged`, `check_result_unchanged`: the values a backward needs did not change before it ran.
+- `check_inputs_unchanged`, `check_result_unchanged`: the values a backward needs did not change before it ran
+  (with `shared_versions`, `mark_released`, `read_only_view`, `make_writable`: the change counts and flags).
 - `root_of_the_graph`, `summable_to_shape`, `mul_backward_inputs`, ...: the inputs of the engine's exercise
   functions, checked outside their bodies (`checks.inputs_checked_by`), so that a student edition keeps them.
 
@@ -250,6 +251,39 @@ def check_result_unchanged(node) -> None:
             f"made it (version {node.version_made} then, {node._version} now: through a view or a detached copy "
             f"of it, or an in-place operator under no_grad()), and the gradient must come from the values the "
             f"forward pass used. Run the forward pass again, or change a copy (y * 1).")
+
+
+def shared_versions(owner: np.ndarray, parents: tuple) -> list:
+    """The change count of an operation's result that views the memory of `owner`: its parent's when that is the
+    parent's memory (a reshape, a slice, a transpose), so that a change through either counts for both; else a
+    count of its own."""
+    for parent in parents:
+        if owner is parent._data or owner is parent._data.base:
+            return parent._versions
+    return [0]
+
+
+def mark_released(order: list, released: bool) -> None:
+    """Whether taking .data of the graph's tensors counts as a change (True once its backward has run)."""
+    for node in order:
+        node._released = released
+        for parent in node.parents:
+            parent._released = released
+
+
+def read_only_view(array: np.ndarray) -> np.ndarray:
+    """A read-only view: a backward rule that writes into its upstream gradient (``grad *= 2``) fails, as one that
+    writes into its inputs does, instead of changing a gradient another node shares."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def make_writable(array: np.ndarray) -> None:
+    try:
+        array.flags.writeable = True
+    except ValueError:  # a view of an array that stays read-only (e.g. of a NumPy constant)
+        pass
 
 
 def root_of_the_graph(root) -> tuple:
