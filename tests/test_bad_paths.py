@@ -624,6 +624,34 @@ def test_a_path_below_a_file_names_the_file_not_a_missing_folder(tmp_path, write
     assert file_hashes(tmp_path) == before, f"{writer} changed something for a path below a file"
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="links to what has no name are Linux's /proc")
+def test_a_pipe_from_process_substitution_is_named_as_a_pipe_with_its_option():
+    """canvas-csv --roster <(cat roster.csv): bash passes /dev/fd/63, a link to 'pipe:[N]', which no path names; the
+    roster was said not to exist ('[Errno 2] no such file'), naming no option."""
+    from minitorch.outputs import PathError, check_input_file
+    reading, writing = os.pipe()
+    try:
+        with pytest.raises(PathError, match=rf"^--roster /proc/self/fd/{reading}: is a pipe \(what <\(command\) "
+                                            rf"passes\), not a regular file; save the text in a file") as refused:
+            check_input_file(f"/proc/self/fd/{reading}", "--roster")
+        assert "no such file" not in str(refused.value), "the pipe is there: it is not missing"
+    finally:
+        os.close(reading)
+        os.close(writing)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="links to what has no name are Linux's /proc")
+def test_a_file_deleted_but_still_open_is_read_through_its_link_in_proc(tmp_path):
+    """/proc/self/fd/N of a deleted file leads to 'NAME (deleted)', which no path names; the file is still there."""
+    from minitorch.outputs import check_input_file
+    roster = tmp_path / "roster.csv"
+    roster.write_text("submission,Student,ID\n")
+    with open(roster) as opened:
+        roster.unlink()
+        found = check_input_file(f"/proc/self/fd/{opened.fileno()}", "--roster")
+        assert found.read_text() == "submission,Student,ID\n", f"the open file should be read through {found}"
+
+
 # ----------------------------------------------------------------------
 # a path this user may not read, and a place the system refuses even to root: one line naming the option and the
 # path given, never a traceback, the name of a file inside that does not exist, or a staging folder's name
