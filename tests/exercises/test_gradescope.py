@@ -498,6 +498,26 @@ def test_run_autograder_says_in_one_line_that_results_is_not_a_folder(tmp_path):
         "the file is left as it was")
 
 
+@pytest.mark.parametrize("root", ["unset", "missing"])
+def test_run_autograder_says_in_one_line_that_its_root_does_not_exist_and_how_to_name_another(tmp_path, root):
+    """A local trial without AUTOGRADER_ROOT: 'cd: can't cd to /autograder', the shell's words, no hint of
+    AUTOGRADER_ROOT."""
+    if root == "unset" and os.path.exists("/autograder"):
+        pytest.skip("/autograder exists on this machine")
+    script = tmp_path / "run_autograder"
+    script.write_text((TEMPLATES / "run_autograder").read_text(encoding="utf-8"))
+    environment = {key: value for key, value in os.environ.items() if key != "AUTOGRADER_ROOT"}
+    if root == "missing":
+        environment["AUTOGRADER_ROOT"] = str(tmp_path / "missing")
+    named = "/autograder" if root == "unset" else str(tmp_path / "missing")
+    completed = subprocess.run(["sh", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                               env=environment)
+    assert completed.returncode == 1 and completed.stderr.count("\n") == 1, (
+        f"run_autograder should stop with one line: {completed.returncode} {completed.stderr}")
+    assert f"run_autograder: {named} does not exist" in completed.stderr, completed.stderr
+    assert "set AUTOGRADER_ROOT to the folder holding source/ and submission/" in completed.stderr, completed.stderr
+
+
 # ----------------------------------------------------------------------
 # end to end: a real bundle in a temporary Gradescope layout, three submissions
 
