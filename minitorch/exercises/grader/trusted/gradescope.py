@@ -31,7 +31,7 @@ from pathlib import Path
 from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, git_commit
 from minitorch.exercises.grader.trusted.student_text import shown
-from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
+from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack, unzip_name
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
                                           part_points, secret_output_refused)
 from minitorch.outputs import OutputPathError, OwnFile, check_output_file, scratch_folder, write_atomically
@@ -380,7 +380,7 @@ def _holds_a_copy(archive: Path) -> bool:
     """Whether the .zip holds a minitorch/ folder, at its top or one level down (its names read, nothing unpacked)."""
     try:
         with zipfile.ZipFile(archive) as opened:
-            return any("minitorch" in name.split("/")[:2] for name in opened.namelist())
+            return any("minitorch" in unzip_name(name).split("/")[:2] for name in opened.namelist())
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
 
