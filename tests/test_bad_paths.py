@@ -445,6 +445,24 @@ def test_a_build_removes_the_folder_a_killed_build_of_another_name_left_beside_i
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
+@pytest.mark.parametrize("replacing", [None, ["new.html"]], ids=["whole-folder", "recorded-files"])
+def test_a_build_removes_an_empty_old_folder_a_killed_build_left_and_keeps_one_holding_files(tmp_path, replacing):
+    """A build killed as it moved the old output aside left '.BK.old-*/' beside BK, and no later build removed it.
+    One holding files is kept: a kill between the two renames leaves there the only copy of the old output."""
+    from minitorch.outputs import building_aside
+
+    (tmp_path / ".BK.old-minitorch-abcdefgh" / "book").mkdir(parents=True)
+    kept = tmp_path / ".BK.old-minitorch-keepsake" / "BK" / "index.html"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("the only copy of the old book")
+    with building_aside(tmp_path / "BK", replacing) as staging:
+        (staging / "new.html").write_text("a whole book")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".BK.old-minitorch-keepsake", "BK"], (
+        "an old folder holding no file should be removed by the next build, and one holding files kept")
+    assert kept.read_text() == "the only copy of the old book"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
 @pytest.mark.parametrize("how", ["killed", "alive"])
 def test_a_scratch_folder_a_killed_command_left_in_the_temporary_folder_is_removed_by_the_next(tmp_path, how):
     """grade killed by SIGKILL left /tmp/minitorch-grading-*/ and a 220 MB /tmp/minitorch-worker-tree-*/, and every
