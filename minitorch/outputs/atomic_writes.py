@@ -7,7 +7,8 @@ the files a run planned (`replace_files`, with `minitorch.outputs.recorded_runs.
 A build killed where it could not clean up (SIGKILL) leaves its folder beside the target, and perhaps the folder
 the old output was moved into; the next build in the same folder deletes them, whatever their target (a lock,
 released when a process dies, tells a staging folder from a build at work; an old folder only while it holds no
-file: it may hold the only copy of the old output). `scratch_folder` does the same for a command's scratch folders in the system's temporary folder.
+file: it may hold the only copy of the old output). `scratch_folder` does the same for a command's scratch
+folders in the system's temporary folder.
 Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
 `write_atomically` leaves room for its temporary suffix, writes text as UTF-8, and writes through a symbolic link
 to the file it names, keeping the link.
