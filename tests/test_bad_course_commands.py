@@ -343,6 +343,24 @@ def test_carry_over_refuses_a_file_of_the_old_copy_reached_through_a_symbolic_li
         f"only what the student wrote in a regular file may reach NEW (their ops.py); changed: {changed}")
 
 
+def test_carry_over_removes_the_empty_folders_a_killed_one_left_beside_new_even_when_it_carries_nothing(
+        tmp_path, week_one):
+    """carry-over killed by SIGKILL as it moved the files left '.new.old-*/' (empty) and
+    '.new.partial-minitorch-*/minitorch/' beside NEW; the next run, carrying nothing, wrote nothing and kept both."""
+    from minitorch.exercises.edition import carry_over
+
+    new = Path(shutil.copytree(week_one, tmp_path / "new"))
+    for left in (".new.old-minitorch-abcdefgh", ".new.partial-minitorch-abcdefgh"):
+        (tmp_path / left / "minitorch").mkdir(parents=True)
+    only_copy = tmp_path / ".new.old-minitorch-keepsake" / "minitorch" / "ops.py"  # a kill between two renames
+    only_copy.parent.mkdir(parents=True)
+    only_copy.write_text("the only copy of the old ops.py")
+    assert carry_over(week_one, new) == ([], {}), "week one's own stubs carry nothing"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".new.old-minitorch-keepsake", "new"], (
+        "the empty folders a killed carry-over left beside NEW should be removed, and the one holding a file kept")
+    assert only_copy.read_text() == "the only copy of the old ops.py"
+
+
 def test_carry_over_refuses_an_edition_whose_file_is_a_named_pipe_without_waiting(tmp_path, week_one):
     """NEW's ops.py as a FIFO would block forever; carry-over refuses it at once."""
     old = _student_copy(week_one, tmp_path / "old")

@@ -445,6 +445,24 @@ def test_a_build_removes_the_folder_a_killed_build_of_another_name_left_beside_i
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
+@pytest.mark.parametrize("replacing", [None, ["new.html"]], ids=["whole-folder", "recorded-files"])
+def test_a_build_removes_an_empty_old_folder_a_killed_build_left_and_keeps_one_holding_files(tmp_path, replacing):
+    """A build killed as it moved the old output aside left '.BK.old-*/' beside BK, and no later build removed it.
+    One holding files is kept: a kill between the two renames leaves there the only copy of the old output."""
+    from minitorch.outputs import building_aside
+
+    (tmp_path / ".BK.old-minitorch-abcdefgh" / "book").mkdir(parents=True)
+    kept = tmp_path / ".BK.old-minitorch-keepsake" / "BK" / "index.html"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("the only copy of the old book")
+    with building_aside(tmp_path / "BK", replacing) as staging:
+        (staging / "new.html").write_text("a whole book")
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".BK.old-minitorch-keepsake", "BK"], (
+        "an old folder holding no file should be removed by the next build, and one holding files kept")
+    assert kept.read_text() == "the only copy of the old book"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the lock that marks a folder being built is POSIX's flock")
 @pytest.mark.parametrize("how", ["killed", "alive"])
 def test_a_scratch_folder_a_killed_command_left_in_the_temporary_folder_is_removed_by_the_next(tmp_path, how):
     """grade killed by SIGKILL left /tmp/minitorch-grading-*/ and a 220 MB /tmp/minitorch-worker-tree-*/, and every
@@ -622,6 +640,34 @@ def test_a_path_below_a_file_names_the_file_not_a_missing_folder(tmp_path, write
         _users_of_a_path_below_a_file()[writer](str(tmp_path / below))
     assert "does not exist" not in str(refused.value), f"{writer} called the file a missing folder"
     assert file_hashes(tmp_path) == before, f"{writer} changed something for a path below a file"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="links to what has no name are Linux's /proc")
+def test_a_pipe_from_process_substitution_is_named_as_a_pipe_with_its_option():
+    """canvas-csv --roster <(cat roster.csv): bash passes /dev/fd/63, a link to 'pipe:[N]', which no path names; the
+    roster was said not to exist ('[Errno 2] no such file'), naming no option."""
+    from minitorch.outputs import PathError, check_input_file
+    reading, writing = os.pipe()
+    try:
+        with pytest.raises(PathError, match=rf"^--roster /proc/self/fd/{reading}: is a pipe \(what <\(command\) "
+                                            rf"passes\), not a regular file; save the text in a file") as refused:
+            check_input_file(f"/proc/self/fd/{reading}", "--roster")
+        assert "no such file" not in str(refused.value), "the pipe is there: it is not missing"
+    finally:
+        os.close(reading)
+        os.close(writing)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="links to what has no name are Linux's /proc")
+def test_a_file_deleted_but_still_open_is_read_through_its_link_in_proc(tmp_path):
+    """/proc/self/fd/N of a deleted file leads to 'NAME (deleted)', which no path names; the file is still there."""
+    from minitorch.outputs import check_input_file
+    roster = tmp_path / "roster.csv"
+    roster.write_text("submission,Student,ID\n")
+    with open(roster) as opened:
+        roster.unlink()
+        found = check_input_file(f"/proc/self/fd/{opened.fileno()}", "--roster")
+        assert found.read_text() == "submission,Student,ID\n", f"the open file should be read through {found}"
 
 
 # ----------------------------------------------------------------------

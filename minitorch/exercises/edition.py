@@ -19,7 +19,7 @@ from minitorch.exercises.registry import (EXERCISES, INSTRUCTOR_ONLY, LINE_LENGT
                                           ROOT, SOLUTION_TAG, STUB_ERROR, Exercise, ExerciseError, body_after_docstring,
                                           function_node, load_exercises, read_manifest_data, replace_bodies, sort_key)
 from minitorch.outputs import (OutputPathError, PathError, building_aside, check_input_file, check_output_folder,
-                               check_readable, write_atomically)
+                               check_readable, remove_abandoned_builds, write_atomically)
 
 TEMPLATES = Path(__file__).with_name("templates")  # the READMEs of an edition, the Gradescope bundle's scripts
 # Names every module has without defining them: an exercise's function may use them.
@@ -297,6 +297,7 @@ def carry_over(old: Path, new: Path) -> tuple[list[str], dict[str, str]]:
         if manifest is None and what == "OLD":  # the full book: its functions are the reference answers
             raise ExerciseError(f"carry-over: OLD {folder} has no {MANIFEST}, so it is no student edition (the "
                                 f"book's own checkout holds every answer); name your copy of an earlier edition")
+    remove_abandoned_builds(Path(os.path.realpath(new)).parent)  # a killed run's: this one may write nothing
     carried, not_carried = [], {}
     changed: dict[str, str] = {}  # module -> its new text, written only once every function is read
     for exercise in load_exercises(new):

@@ -8,8 +8,8 @@
 Every name a command uses is importable from here (``from minitorch.outputs import write_atomically``).
 """
 
-from minitorch.outputs.atomic_writes import (building_aside, replace_files, replace_folder,  # noqa: F401
-                                             scratch_folder, temporary_prefix, write_atomically)
+from minitorch.outputs.atomic_writes import (building_aside, remove_abandoned_builds, replace_files,  # noqa: F401
+                                             replace_folder, scratch_folder, temporary_prefix, write_atomically)
 from minitorch.outputs.paths import (NAME_MAX, PROJECT_SOURCES, ROOT, OutputPathError, OwnFile,  # noqa: F401
                                      PathError, UnwritableFileError, check_input_file, check_output_file,
                                      check_output_folder, check_readable, checked_path, given_path, json_written_by,

@@ -4,9 +4,11 @@ when it is complete, so that an error, Ctrl-C or a full disk leaves the old one 
 `write_atomically` replaces one file; `building_aside` builds a whole folder beside its target and moves it into
 place only when the block completes (`replace_folder`), or, in a folder shared with other output, replaces only
 the files a run planned (`replace_files`, with `minitorch.outputs.recorded_runs.files_to_replace`).
-A build killed where it could not clean up (SIGKILL) leaves its folder beside the target; the next build in
-the same folder deletes it, whatever its target (a lock, released when a process dies, tells it from a build at
-work). `scratch_folder` does the same for a command's scratch folders in the system's temporary folder.
+A build killed where it could not clean up (SIGKILL) leaves its folder beside the target, and perhaps the folder
+the old output was moved into; the next build in the same folder deletes them, whatever their target (a lock,
+released when a process dies, tells a staging folder from a build at work; an old folder only while it holds no
+file: it may hold the only copy of the old output). `scratch_folder` does the same for a command's scratch
+folders in the system's temporary folder.
 Temporary names beside a target (`temporary_prefix`) fit beside a legal 255-byte name.
 `write_atomically` leaves room for its temporary suffix, writes text as UTF-8, and writes through a symbolic link
 to the file it names, keeping the link.
@@ -41,6 +43,8 @@ RANDOM_NAME_BYTES = 8  # the random part tempfile.mkstemp and mkdtemp put betwee
 RANDOM_NAME = f"[a-z0-9_]{{{RANDOM_NAME_BYTES}}}"  # that part, as a regular expression
 STAGING_KIND = "partial-minitorch"  # a tag no folder of the user's is likely to carry: only such folders are deleted
 STAGING_FOLDER = re.compile(rf"\..+\.{STAGING_KIND}-{RANDOM_NAME}", re.DOTALL)  # building_aside's, any target
+OLD_KIND = "old-minitorch"  # the folder the old output is moved into while the new one takes its place
+OLD_FOLDER = re.compile(rf"\..+\.{OLD_KIND}-{RANDOM_NAME}", re.DOTALL)
 
 
 def temporary_prefix(target, kind: str, suffix: str = "") -> str:
@@ -122,7 +126,7 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
     with signals_held() as came:  # a stop while the folder is made is delivered once the block below deletes it
         try:  # (its own error would name the staging folder, which the user never gave)
             target.parent.mkdir(parents=True, exist_ok=True)
-            _remove_abandoned_folders(target.parent, STAGING_FOLDER)  # (a killed build of another target's too)
+            remove_abandoned_builds(target.parent)  # (a killed build of another target's too)
             staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=prefix))
         except OSError as problem:
             _remove_folders_made(target.parent, made)
@@ -205,11 +209,22 @@ def scratch_folder(prefix: str, parent=None):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _remove_abandoned_folders(parent: Path, names: re.Pattern) -> None:
+def remove_abandoned_builds(folder) -> None:
+    """Delete what builds killed by a SIGKILL left in `folder`, beside their targets: their staging folders, and
+    their folders of old output that hold no file. One that holds files is kept: a kill between a build's two renames
+    leaves there the only copy of the old output. (An old folder carries no lock: one that another build made an
+    instant before is empty, and may be deleted; that build then fails with an error, and its target stays.)"""
+    with contextlib.suppress(OSError):  # (a folder this user may not list: the build's own errors speak)
+        _remove_abandoned_folders(Path(folder), STAGING_FOLDER)
+        _remove_abandoned_folders(Path(folder), OLD_FOLDER, only_without_files=True)
+
+
+def _remove_abandoned_folders(parent: Path, names: re.Pattern, only_without_files: bool = False) -> None:
     """Delete the folders in `parent` whose whole name `names` matches that a killed build left (a SIGKILL cannot
     be caught, so the build could not delete its own): those whose lock no process holds. A build still at work
     holds its lock and keeps its folder. (One made by another build in the instant before it took its lock may be
-    taken for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)"""
+    taken for abandoned: that build then fails on its deleted folder with an error, it loses nothing.)
+    `only_without_files`: only a folder holding nothing but empty folders is deleted."""
     if fcntl is None:
         return
     for entry in os.scandir(parent):
@@ -221,11 +236,22 @@ def _remove_abandoned_folders(parent: Path, names: re.Pattern) -> None:
             continue
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            shutil.rmtree(entry.path, ignore_errors=True)
+            if only_without_files:
+                _remove_empty_tree(entry.path)
+            else:
+                shutil.rmtree(entry.path, ignore_errors=True)
         except OSError:  # locked: a build is writing it
             pass
         finally:
             os.close(descriptor)
+
+
+def _remove_empty_tree(folder: str) -> None:
+    """Remove `folder` and the folders in it, deepest first, as far as they are empty: rmdir refuses a folder that
+    holds a file, so no file is ever deleted."""
+    for inside, _, _ in os.walk(folder, topdown=False):
+        with contextlib.suppress(OSError):
+            os.rmdir(inside)
 
 
 def _own_folder(entry: os.DirEntry) -> bool:
@@ -275,7 +301,7 @@ def replace_folder(built, target, onto_nothing: bool = False, earlier: RecordedR
     old = None
     with signals_held():  # (a stop that came is dropped: the work is done)
         if target.exists():
-            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, OLD_KIND)))
             os.replace(target, old / target.name)
         try:
             os.replace(built, target)
@@ -302,7 +328,7 @@ def replace_files(built, target, replacing) -> None:
                               f"nothing was replaced")
     taken_out, put_in = [], []  # (from, to) of each move so far, to undo on an error
     with signals_held():  # (a stop that came is dropped: the work is done)
-        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, "old")))
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target, OLD_KIND)))
         try:
             for name in replacing:
                 if os.path.lexists(target / name):

@@ -116,19 +116,33 @@ def _file_above(path) -> str:
 def check_input_file(path, option: str, error=PathError) -> Path:
     """`path` as an absolute path to a regular file to read, or `error` (FileNotFoundError if it does not
     exist): a FIFO, a socket or a device is refused before it is opened, since reading one may block forever
-    or never end."""
+    or never end; so is a pipe that bash's <(command) passes as /dev/fd/63, named as such."""
     target = checked_path(path, option, error=error, file=True)
     check_readable(target, path, option, error)
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
-        raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
+        target, mode = _reached_through_the_system(path)
     if stat.S_ISDIR(mode):
         raise error(f"{option} {path}: is a folder; name a file")
+    if stat.S_ISFIFO(mode) and not os.path.exists(os.path.realpath(path)):
+        raise error(f"{option} {path}: is a pipe (what <(command) passes), not a regular file; save the text in a "
+                    f"file and name that")
     if not stat.S_ISREG(mode):
         kind = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
         raise error(f"{option} {path}: is {kind}, not a regular file; reading it could wait forever")
     return target
+
+
+def _reached_through_the_system(path) -> tuple[Path, int]:
+    """(`path` made absolute, the mode of what it leads to) for a link of the system's that leads to something with
+    no name, which resolving the link cannot reach: /dev/fd/63, as bash's <(command) passes, leads to 'pipe:[N]', and
+    /proc/PID/fd/N of a deleted file to 'NAME (deleted)'. FileNotFoundError if nothing is there."""
+    absolute = os.path.abspath(path)
+    try:
+        return Path(absolute), os.stat(absolute).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(path)) from None
 
 
 def check_readable(target, shown, option: str, error=PathError) -> None:

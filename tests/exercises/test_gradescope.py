@@ -437,6 +437,28 @@ def test_a_bundle_without_its_settings_says_so_instead_of_grading(tmp_path):
     assert results["score"] == 0 and "bundle.json" in results["output"], results["output"]
 
 
+@pytest.mark.parametrize("edit, named", [
+    ({"timeout": "5"}, "bundle.json's timeout is \"5\", not a number"),
+    ({"exercise_ids": "1.2"}, "bundle.json's exercise_ids is \"1.2\", not a list"),
+    ({"late_penalty": "10"}, "bundle.json's late_penalty is \"10\", not a number"),
+    ({"exercise_seed": True}, "bundle.json's exercise_seed is true, not a whole number"),
+], ids=["timeout-a-string", "exercise-ids-a-string", "late-penalty-a-string", "seed-a-boolean"])
+def test_a_bundle_setting_of_another_kind_is_named_as_a_missing_one_is(tmp_path, edit, named):
+    """"timeout": "5", as a hand edit leaves it: students read 'TypeError: can only concatenate str (not "int") to
+    str', naming neither bundle.json nor the setting."""
+    root, results_path = layout(tmp_path, {**SETTINGS, **edit})
+    results = gradescope.run(root, source=root / "source")
+    assert results["score"] == 0 and named in results["output"] and "rebuild the bundle" in results["output"], (
+        f"the page should name the setting of bundle.json and say to rebuild the bundle: {results['output']}")
+
+
+def test_a_bundle_json_that_is_no_json_is_named(tmp_path):
+    root, results_path = layout(tmp_path, SETTINGS)
+    (root / "source" / "bundle.json").write_text('{"timeout": "5".0}')
+    results = gradescope.run(root, source=root / "source")
+    assert "bundle.json is not valid JSON" in results["output"], f"the page should name bundle.json: {results}"
+
+
 def test_run_autograder_leaves_a_results_json_even_when_python_dies(tmp_path):
     """A python3 that cannot even start the grader: the shell script writes the page itself."""
     root = tmp_path / "autograder"
@@ -474,6 +496,26 @@ def test_run_autograder_says_in_one_line_that_results_is_not_a_folder(tmp_path):
     assert f"{root / 'results'} is not a folder" in completed.stderr, completed.stderr
     assert (root / "results").read_text() == "not a dir\n" and not (root / "results").stat().st_mode & 0o111, (
         "the file is left as it was")
+
+
+@pytest.mark.parametrize("root", ["unset", "missing"])
+def test_run_autograder_says_in_one_line_that_its_root_does_not_exist_and_how_to_name_another(tmp_path, root):
+    """A local trial without AUTOGRADER_ROOT: 'cd: can't cd to /autograder', the shell's words, no hint of
+    AUTOGRADER_ROOT."""
+    if root == "unset" and os.path.exists("/autograder"):
+        pytest.skip("/autograder exists on this machine")
+    script = tmp_path / "run_autograder"
+    script.write_text((TEMPLATES / "run_autograder").read_text(encoding="utf-8"))
+    environment = {key: value for key, value in os.environ.items() if key != "AUTOGRADER_ROOT"}
+    if root == "missing":
+        environment["AUTOGRADER_ROOT"] = str(tmp_path / "missing")
+    named = "/autograder" if root == "unset" else str(tmp_path / "missing")
+    completed = subprocess.run(["sh", str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                               env=environment)
+    assert completed.returncode == 1 and completed.stderr.count("\n") == 1, (
+        f"run_autograder should stop with one line: {completed.returncode} {completed.stderr}")
+    assert f"run_autograder: {named} does not exist" in completed.stderr, completed.stderr
+    assert "set AUTOGRADER_ROOT to the folder holding source/ and submission/" in completed.stderr, completed.stderr
 
 
 # ----------------------------------------------------------------------
@@ -697,6 +739,19 @@ def test_tests_under_a_hidden_folder_are_hidden_until_the_due_date_and_the_summa
     assert shown["output_format"] == "md"
     assert "| 1.2 | 1 of 1 | 1 / 1 | 1 (1 points), after the due date |" in shown["output"], shown["output"]
     assert "k=7" not in shown["output"], "the summary, visible at once, must not quote a hidden test"
+
+
+def test_the_summary_never_promises_the_results_of_hidden_tests_whose_visibility_is_hidden():
+    """--hidden-tests hidden: the builder says the hidden tests are never shown, but the summary every student reads
+    said '6 (0.5 points), after the due date' and that their results are shown after it."""
+    hidden = {"name": "hidden", "number": "1.2", "score": 1.0, "max_score": 1.0, "status": "passed", "output": "",
+              "extra_data": {"nodeid": "tests/hidden/test_more.py::test_hidden_double"}}
+    public = {**hidden, "name": "public", "extra_data": {"nodeid": "tests/test_ops.py::test_double"}}
+    graded = {"score": 2.0, "output": "2 tests", "tests": [public, hidden]}
+    shown = gradescope.for_students(graded, seed=1, hidden={hidden["extra_data"]["nodeid"]}, hidden_visibility="hidden")
+    assert "after the due date" not in shown["output"], f"hidden tests are never shown: {shown['output']}"
+    assert "| 1.2 | 1 of 1 | 1 / 1 | 1 (1 points), never shown |" in shown["output"], shown["output"]
+    assert "never shown to students" in shown["output"], shown["output"]
 
 
 @pytest.mark.parametrize("created, extension, days", [

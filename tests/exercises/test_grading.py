@@ -1127,6 +1127,16 @@ def test_an_entry_the_grader_fails_on_gets_a_row_saying_so_the_class_goes_on_and
     assert status == 0 and [student for student, _ in fake.graded] == ["bob"], printed
 
 
+def test_an_entry_moved_away_while_the_class_is_graded_gets_no_grade_so_the_next_run_grades_it(tmp_path):
+    """zed/ moved away while another student was graded got 0 'could not be unpacked (FileNotFoundError ...)', a
+    finished grade: put back unchanged, every later run kept the 0 as 'already graded'."""
+    entry = submissions_module.Entry("zed", tmp_path / "submissions" / "zed")  # listed, then moved away
+    with pytest.raises(FileNotFoundError, match="the entry was moved or deleted while it was graded"):
+        grading.grade_submission(entry, tmp_path / "out" / "zed", a_run(), scratch_root=tmp_path)
+    assert not (tmp_path / "out").exists(), "no grade may be written for a copy that was never read: the class's " \
+                                            "run writes a row that the next run grades again"
+
+
 def test_entries_named_like_the_gradebooks_files_hidden_or_deep_each_get_a_row(fake_class):
     """An entry named adjustments.csv made every run exit 1, .sneaky got no row, and a folder nested 1,200 deep
     ended grade with a RecursionError before anyone was graded."""

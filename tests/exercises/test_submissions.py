@@ -217,6 +217,29 @@ def test_a_zipped_copy_is_unpacked_into_the_scratch_folder_and_found(tmp_path):
     assert found == tmp_path / "scratch" / "unpacked" / "ann-copy" and (found / "minitorch" / "ops.py").is_file()
 
 
+def test_a_zip_with_backslash_separators_is_unpacked_as_unzip_reads_it(tmp_path):
+    """A copy zipped by PowerShell 5's Compress-Archive names its files 'minitorch\\ops.py': it was refused as
+    holding no minitorch/ folder, naming neither the backslashes nor the file that is there."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    with zipfile.ZipFile(subs / "win.zip", "w") as opened:
+        for path in sorted(a_copy(tmp_path / "win").rglob("*")):
+            opened.write(path, str(path.relative_to(tmp_path / "win")).replace("/", "\\"))
+    found = open_copy(entries(subs)["win"], tmp_path / "scratch")
+    assert (found / "minitorch" / "ops.py").read_text() == "x = 1\n", (
+        f"'\\' separates folders in a zip's names, as unzip reads them: {sorted(os.listdir(found))}")
+
+
+def test_a_backslash_name_that_leads_outside_is_refused_before_unpacking(tmp_path):
+    archive = tmp_path / "mallory.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("copy\\minitorch\\ops.py", "x = 1\n")
+        opened.writestr("..\\..\\escape.py", "x")
+    with pytest.raises(ExerciseError, match="outside its folder"):
+        unpack(archive, tmp_path / "unpacked")
+    assert not (tmp_path / "unpacked").exists(), "nothing may be unpacked from a refused .zip"
+
+
 def test_a_name_with_a_newline_or_a_terminal_escape_is_shown_escaped_and_graded_under_a_safe_name(tmp_path):
     subs = tmp_path / "subs"
     a_copy(subs / "mallory\n[99 of 99] mallory: 36 of 36")

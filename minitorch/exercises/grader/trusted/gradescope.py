@@ -31,7 +31,7 @@ from pathlib import Path
 from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, git_commit
 from minitorch.exercises.grader.trusted.student_text import shown
-from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack
+from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack, unzip_name
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
                                           part_points, secret_output_refused)
 from minitorch.outputs import OutputPathError, OwnFile, check_output_file, scratch_folder, write_atomically
@@ -47,6 +47,11 @@ PLATFORM_LIMIT = 600.0  # seconds: Gradescope stops an autograder after 10 minut
 DEFAULT_DEADLINE = 540.0  # seconds: the bundle stops grading here and writes what it has, before the platform
 START_UP = 30.0  # seconds to start, find and unpack the copy, before the first test
 RESULTS_MARGIN = 20.0  # seconds kept after the check process to write results.json
+REQUIRED_SETTINGS = {"exercise_ids": (list, "a list"), "exercise_seed": (int, "a whole number"),  # bundle.json's
+                     "timeout": ((int, float), "a number"), "deadline": ((int, float), "a number"),
+                     "collected": (dict, "an object")}
+OPTIONAL_SETTINGS = {"hidden_tests": (list, "a list"), "hidden_visibility": (str, "a string"),
+                     "late_penalty": ((int, float), "a number")}
 
 
 class SubmissionError(ValueError):
@@ -181,10 +186,7 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
     without the book, or a crash of the grader itself, gives score 0 and says what happened."""
     started, settings, autograder_root = time.monotonic(), {}, Path(autograder_root)
     try:
-        settings = json.loads((Path(source) / SETTINGS_NAME).read_text(encoding="utf-8"))
-        missing = {"exercise_ids", "exercise_seed", "timeout", "deadline", "collected"} - set(settings)
-        if missing:
-            raise ValueError(f"{SETTINGS_NAME} lacks {', '.join(sorted(missing))}; rebuild the bundle")
+        settings = read_settings(Path(source) / SETTINGS_NAME)
         with scratch_folder("minitorch-grading-") as scratch:
             os.chmod(scratch, 0o711)
             results = _grade(autograder_root / "submission", scratch, settings, source, started)
@@ -200,6 +202,27 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
                      + "\n")  # Gradescope never reads half a file
     print(results.get("output", ""))
     return results
+
+
+def read_settings(path: Path) -> dict:
+    """The bundle's settings, or ValueError naming a setting that is missing or of another kind than build_bundle
+    writes (a hand edit leaves "timeout": "5"): grading would fail on it with Python's words, naming neither."""
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:  # (a hand edit that left no JSON)
+        raise ValueError(f"{SETTINGS_NAME} is not valid JSON ({error}); rebuild the bundle") from None
+    if not isinstance(settings, dict):
+        raise ValueError(f"{SETTINGS_NAME} holds {type(settings).__name__}, not the bundle's settings; rebuild the "
+                         f"bundle")
+    missing = set(REQUIRED_SETTINGS) - set(settings)
+    if missing:
+        raise ValueError(f"{SETTINGS_NAME} lacks {', '.join(sorted(missing))}; rebuild the bundle")
+    for name, (kind, words) in {**REQUIRED_SETTINGS, **OPTIONAL_SETTINGS}.items():
+        value = settings.get(name)
+        if name in settings and (not isinstance(value, kind) or isinstance(value, bool)):  # (True: an int to Python)
+            raise ValueError(f"{SETTINGS_NAME}'s {name} is {json.dumps(value)[:40]}, not {words} (edited by hand?); "
+                             f"rebuild the bundle")
+    return settings
 
 
 def _with_lateness(results: dict, metadata: Path, percent_per_day: float) -> dict:
@@ -264,20 +287,24 @@ def for_students(results: dict, seed: int, hidden: set[str] = frozenset(),
 
 def summary_markdown(shown: dict) -> str:
     """What a student reads first: per exercise, the public tests passed and their points, and how many hidden tests
-    (with their points) wait for the due date."""
+    (with their points) wait for the due date, or are never shown (the bundle's --hidden-tests hidden)."""
     tests = shown.get("tests", [])
+    hidden_tests = [test for test in tests if test["visibility"] != "visible"]
+    later = all(test["visibility"] == "after_due_date" for test in hidden_tests)
     lines = [shown.get("output", ""), "", "| exercise | public tests passed | points | hidden tests |",
              "| --- | --- | ---: | --- |"]
     for number in dict.fromkeys(test.get("number", "") for test in tests):
         public = [t for t in tests if t.get("number", "") == number and t["visibility"] == "visible"]
-        hidden = [t for t in tests if t.get("number", "") == number and t["visibility"] != "visible"]
-        waiting = f"{len(hidden)} ({round(sum(t['max_score'] for t in hidden), 6):g} points), after the due date"
+        hidden = [t for t in hidden_tests if t.get("number", "") == number]
+        waiting = (f"{len(hidden)} ({round(sum(t['max_score'] for t in hidden), 6):g} points), "
+                   f"{'after the due date' if later else 'never shown'}")
         score, worth = (round(sum(t[key] for t in public), 6) for key in ("score", "max_score"))
         lines.append(f"| {number} | {sum(t['status'] == 'passed' for t in public)} of {len(public)} | "
                      f"{score:g} / {worth:g} | {waiting if hidden else 'none'} |")
-    if any(test["visibility"] != "visible" for test in tests):
-        lines += ["", "The hidden tests check the same exercises on other cases; their results and points are shown "
-                      "after the due date."]
+    if hidden_tests:
+        lines += ["", "The hidden tests check the same exercises on other cases; " + (
+            "their results and points are shown after the due date." if later else
+            "their results are never shown to students (your instructor sees them).")]
     return "\n".join(lines) if tests else shown.get("output", "")
 
 
@@ -353,7 +380,7 @@ def _holds_a_copy(archive: Path) -> bool:
     """Whether the .zip holds a minitorch/ folder, at its top or one level down (its names read, nothing unpacked)."""
     try:
         with zipfile.ZipFile(archive) as opened:
-            return any("minitorch" in name.split("/")[:2] for name in opened.namelist())
+            return any("minitorch" in unzip_name(name).split("/")[:2] for name in opened.namelist())
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
 

@@ -7,6 +7,7 @@ student's sandboxed worker, and decide every pass or fail themselves.
 from __future__ import annotations
 
 import datetime
+import errno
 import json
 import math
 import os
@@ -154,7 +155,8 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
                      log_file: Path | None = None, answers_file: Path | None = None) -> dict:
     """Grade one entry: out_dir/results.json and feedback.md (the student's), the check log to `log_file` and the
     answers' fingerprints to `answers_file` (the instructor's). A check process the machine ended (not the student)
-    runs once more. `slot` names the scratch folder when several students run at once."""
+    runs once more. `slot` names the scratch folder when several students run at once. FileNotFoundError if the
+    entry is gone once its files were to be read (moved away meanwhile): a 0 would be kept by every later run."""
     started, problem = time.monotonic(), ""
     results, collected, log, answers, report = {}, {}, "", {}, StudentFiles()
     folder = Path(tempfile.mkdtemp(prefix=f"student-{slot}-", dir=scratch_root))
@@ -167,6 +169,8 @@ def grade_submission(entry: Entry, out_dir: Path, run: Run, slot: int = 0, scrat
             report = copy_student_files(project, [EXERCISES[i] for i in run.exercise_ids], folder / "lib")
         except ExerciseError as error:  # the student reads this too: their entry's names, not our scratch paths
             problem = "could not be graded: " + str(error).replace(str(folder) + os.sep, "")
+        if not os.path.lexists(entry.path):  # the disk's doing, not the student's: no grade, so the next run retries
+            raise FileNotFoundError(errno.ENOENT, "the entry was moved or deleted while it was graded", str(entry.path))
         for attempt in (1, 2):
             if problem or run.stopped.is_set():
                 break

@@ -125,8 +125,9 @@ def unpack(archive: Path, dest: Path) -> None:
                 raise ExerciseError(f"would unpack to {len(members):,} files and {size / 2**20:,.0f} MiB (at most "
                                     f"{MAX_FILES:,} and {MAX_UNPACKED_BYTES >> 20:,} MiB); {ONLY_THE_COPY}")
             for member in members:
+                member.filename = unzip_name(member.filename)  # (opening it reads its own name, orig_filename)
                 _check_member(member, Path(dest), unpacked)
-            opened.extractall(dest)
+            opened.extractall(dest, members)
     except ExerciseError as error:
         raise ExerciseError(f"{shown(archive.name)} {error}") from None
     except zipfile.BadZipFile as error:
@@ -134,6 +135,12 @@ def unpack(archive: Path, dest: Path) -> None:
     except (OSError, ValueError, NotImplementedError, EOFError, RuntimeError) as error:  # (an odd compression, ...)
         raise ExerciseError(f"{shown(archive.name)} could not be unpacked ({type(error).__name__}: "
                             f"{shown(error)})") from None
+
+
+def unzip_name(name: str) -> str:
+    """A zip member's name as unzip reads it, with '\\' a separator too: older Windows tools (PowerShell 5's
+    Compress-Archive) write 'minitorch\\ops.py', which zipfile would unpack as one file of that name."""
+    return name.replace("\\", "/")
 
 
 def _ends_as_a_zip(archive: Path, opened: zipfile.ZipFile) -> bool:
