@@ -288,7 +288,7 @@ def _write_canvas(args) -> int:
     not_graded = {student: entry for student, entry in (run.get("found") or {}).items() if student not in entries}
     text, without, left_out = gradebook.canvas_csv(rows, roster, args.assignment, entries, args.leave_out_unlisted,
                                                    not_graded)
-    write_atomically(target, text)
+    write_atomically(target, text, mode=0o600)  # every student's grade: its owner's only, as run.json is
     print(f"Canvas gradebook CSV written to {target}: {len(rows) - len(left_out)} grades in the column "
           f"{args.assignment!r}. Import it in Canvas: Grades > Import.")
     for names, what in ((left_out, "graded submissions have no roster row and were left out (--leave-out-unlisted)"),

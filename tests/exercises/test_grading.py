@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import signal
 import subprocess
 import sys
@@ -1328,6 +1329,7 @@ def test_canvas_csv_matches_zip_names_leaves_out_dropped_students_on_request_and
     maximum = str(sum(EXERCISES[i].points for i in ONE))
     assert [row[-1] for row in csv.reader(canvas.open())] == ["W", maximum, maximum, "", ""], (
         "s017.zip in the roster is the entry s017.zip, graded as s017")
+    assert stat.S_IMODE(canvas.stat().st_mode) == 0o600, "the CSV holds every grade: its owner's only, as run.json"
     assert ("1 graded submissions have no roster row and were left out (--leave-out-unlisted):\n    bob\n"
             in printed.getvalue()), printed.getvalue()
     assert ("2 students of the roster have no submission; their cells are empty:\n    Fox, Dan\n    Roe, Eve\n"
