@@ -123,9 +123,23 @@ def test_optimizer_refuses_a_non_finite_learning_rate():
 # The paper's code names the argument, with its value and what is expected, instead of a raw traceback
 
 
+def _infinite_model():
+    from minitorch.paper.models import build_model
+
+    model = build_model(16, 1, 1, "relu", False)
+    model.parameters()[2].data = np.full(model.parameters()[2].shape, np.inf)
+    return model
+
+
 def _paper_function_call(name):
-    from minitorch.paper import metrics, plotting, theory
+    from minitorch.paper import beyond, metrics, plotting, scrubber, theory
+    from minitorch.paper import train as training
+    from minitorch.paper.models import build_model
     from minitorch.paper.task import make_batch, make_test_set
+
+    def budget(**changed):
+        return beyond.Budget(**{**dict(zoo_seeds=(0,), zoo_max_steps=1, law_lengths=(8,), law_max_steps=1,
+                                       seeds_4x4=(0,), quick=True), **changed})
 
     weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
     identity = np.eye(16)
@@ -141,6 +155,21 @@ def _paper_function_call(name):
         "make-batch-residual-yes": lambda: make_batch(2, np.random.default_rng(0), residual="yes"),
         "make-batch-trigger-20": lambda: make_batch(2, np.random.default_rng(0), trigger=20),
         "make-batch-batch-0": lambda: make_batch(0, np.random.default_rng(0)),
+        "make-batch-rng-0": lambda: make_batch(2, 0),  # not "make_inputs: rng ..."
+        "budget-a-seed-twice": lambda: budget(zoo_seeds=(0, 0)),  # one seed averaged as two
+        "budget-a-length-twice": lambda: budget(law_lengths=(8, 8)),  # the log T law fitted through one length
+        "run-seeds-shapes-a-string": lambda: beyond.run_seeds("unused", seeds=[0], quick=True, shapes="x"),
+        "mass-split-triggers-of-another-batch": lambda: beyond.mass_split([weights], np.array([2])),
+        "scrubber-data-of-no-runs": lambda: scrubber.scrubber_data({}),  # not "sink_scrubber_html: ..."
+        "train-snapshots-between-records": lambda: training.train(build_model(16, 1, 1, "softmax", False), lr=1e-3,
+                                                                  max_steps=1, record_every=20, snapshot_every=30,
+                                                                  progress=False),
+        "train-probe-too-large": lambda: training.train(build_model(16, 1, 1, "softmax", False), lr=1e-3,
+                                                        max_steps=1, probe_size=10**8, progress=False),
+        "stress-inputs-too-large": lambda: theory.stress_inputs(size_per_trigger=10**7),  # the machine's OOM killer
+        "worst-case-too-large": lambda: theory.worst_case(build_model(16, 1, 1, "relu", False),
+                                                          size_per_trigger=10**7),
+        "worst-case-of-infinite-weights": lambda: theory.worst_case(_infinite_model(), size_per_trigger=1),
         "bos-mass-triggers-9": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([9, 9])),
         "bos-mass-trigger-at-bos": lambda: metrics.bos_mass_at_non_trigger_rows(weights, [0, 2]),
         "bos-mass-float-triggers": lambda: metrics.bos_mass_at_non_trigger_rows(weights, np.array([1.5, 2.0])),
@@ -169,6 +198,20 @@ def _paper_function_call(name):
     ("make-batch-residual-yes", TypeError, r"^make_batch: residual must be True or False, got 'yes' \(str\)"),
     ("make-batch-trigger-20", ValueError, r"^make_batch: trigger must lie in 1..15, got 20"),
     ("make-batch-batch-0", ValueError, r"^make_batch: batch must be an integer >= 1, got 0"),
+    ("make-batch-rng-0", TypeError, r"^make_batch: rng must be a NumPy Generator"),
+    ("budget-a-seed-twice", ValueError, r"^Budget: zoo_seeds must be distinct, got \(0, 0\)"),
+    ("budget-a-length-twice", ValueError, r"^Budget: law_lengths must be distinct, got \(8, 8\)"),
+    ("run-seeds-shapes-a-string", ValueError,
+     r"^run_seeds: shapes must be a list of some of '1x1' and '2x2', got 'x'"),
+    ("mass-split-triggers-of-another-batch", ValueError,
+     r"^mass_split: per_layer_weights\[0\] has shape \(2, 1, 4, 4\) and triggers \(1,\)"),
+    ("scrubber-data-of-no-runs", ValueError, r"^scrubber_data: no runs given"),
+    ("train-snapshots-between-records", ValueError, r"^train: snapshot_every must be a multiple of record_every"),
+    ("train-probe-too-large", MemoryError, r"^train: the probe set of probe_size sequences .* would need"),
+    ("stress-inputs-too-large", MemoryError, r"^stress_inputs: the stress inputs of size_per_trigger=10000000"),
+    ("worst-case-too-large", MemoryError, r"^worst_case: the stress inputs of size_per_trigger=10000000"),
+    ("worst-case-of-infinite-weights", ValueError,
+     r"^worst_case: the model's layers.0.W_V.weight holds 256 NaN or inf"),
     ("bos-mass-triggers-9", ValueError,
      r"bos_mass_at_non_trigger_rows: triggers must be a list of integers in 1..3 \(L = 4\), got 9"),
     ("bos-mass-trigger-at-bos", ValueError, r"triggers must be a list of integers in 1..3 \(L = 4\), got 0 in \[0, "),

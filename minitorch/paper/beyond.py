@@ -76,6 +76,8 @@ class Budget:
                             f"once: its figure is drawn from its runs), got {values!r:.60}")
             for value in values:
                 checks.integer("Budget", f"each of {name}", value, minimum=minimum)
+            if len(set(values)) < len(values):  # a seed trained twice would count as two; a length fitted twice too
+                raise ValueError(f"Budget: {name} must be distinct, got {tuple(values)!r:.60}")
         checks.integer("Budget", "zoo_max_steps", self.zoo_max_steps)
         checks.integer("Budget", "law_max_steps", self.law_max_steps)
         checks.flag("Budget", "quick", self.quick)
@@ -105,6 +107,10 @@ def mass_split(per_layer_weights, triggers) -> dict:
     if not isinstance(per_layer_weights, (list, tuple)) or not per_layer_weights:  # the mean of no layer is nan
         raise ValueError(f"mass_split: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
                          f"layer, got {per_layer_weights!r:.60}")
+    for index, weights in enumerate(per_layer_weights):  # (the metrics would name themselves, not mass_split)
+        if np.ndim(weights) != 4 or np.shape(triggers) != np.shape(weights)[:1]:
+            raise ValueError(f"mass_split: per_layer_weights[{index}] has shape {np.shape(weights)} and triggers "
+                             f"{np.shape(triggers)}; they must be (B, H, L, L) and (B,)")
     bos = np.mean([metrics.bos_mass_at_non_trigger_rows(w, triggers).mean() for w in per_layer_weights])
     total = np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in per_layer_weights])
     return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
@@ -244,9 +250,9 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     """Train the models of `shapes` (of 1x1 and 2x2; softmax and ReLU) from every seed of `seeds`; write
     results.json and results.md into `out` (checked first, built aside and moved in whole, as `run_beyond`
     does)."""
+    if not isinstance(shapes, (list, tuple)) or not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
+        raise ValueError(f"run_seeds: shapes must be a list of some of '1x1' and '2x2', got {shapes!r}")
     shapes = list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))  # in SEED_MODELS' order
-    if not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
-        raise ValueError(f"run_seeds: shapes must name some of 1x1 and 2x2, got {shapes!r}")
     seeds = [checks.integer("run_seeds", "seed", seed, minimum=0) for seed in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"run_seeds: seeds must be distinct whole numbers >= 0, at least one, got {seeds}")

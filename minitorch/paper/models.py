@@ -185,6 +185,16 @@ def attention_model(owner: str, model) -> AttentionModel:
     return model
 
 
+def finite_weights(owner: str, model: AttentionModel, when: str = "") -> None:
+    """ValueError naming `owner` and the first parameter that holds NaN or inf (`when`: "before any step"): what
+    follows would be NaN and blame something else (training, the learning rate; the theory, a NaN error)."""
+    for name, parameter in model.named_parameters():
+        bad = ~np.isfinite(parameter._data)
+        if bad.any():
+            raise ValueError(f"{owner}: the model's {name} holds {int(bad.sum())} NaN or inf value(s) of "
+                             f"{bad.size}{' ' + when if when else ''}; build the model afresh or load finite weights")
+
+
 def check_layers(owner: str, model: AttentionModel) -> list:
     """``model.layers``, once checked to be the stack ``model.config`` describes: as many attention layers as it
     says (at least one), each of its width, heads and normaliser; or an error naming `owner`, the position and

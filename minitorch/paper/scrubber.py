@@ -58,54 +58,54 @@ def non_trigger_rows(owner: str, weights: np.ndarray, trigger: int) -> list[int]
     return [row for row in range(1, shape[0]) if row != trigger]
 
 
-def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER) -> dict:
+def scrubber_data(runs: dict, trigger: int = TEST_TRIGGER, owner: str = "scrubber_data") -> dict:
     """The numbers the scrubber draws: for each run (name -> [(step, weights (layers, H, L, L)), ...] as
     `train(..., snapshot_every=...)` keeps them) its steps, its first head's maps (rounded to 3 decimals,
-    rows of L*L numbers) and their BOS mass at the non-trigger rows."""
+    rows of L*L numbers) and their BOS mass at the non-trigger rows. Errors name `owner`, the function called."""
     if not isinstance(runs, dict):
-        raise TypeError(f"sink_scrubber_html: runs must be a non-empty dict {{name: result.snapshots, ...}}, got "
+        raise TypeError(f"{owner}: runs must be a non-empty dict {{name: result.snapshots, ...}}, got "
                         f"{runs!r:.60} ({type(runs).__name__})")
     if not runs:
-        raise ValueError("sink_scrubber_html: no runs given; pass {name: result.snapshots, ...}")
-    trigger = checks.integer("sink_scrubber_html", "trigger", trigger)  # (a plain int: the page's JSON holds it)
+        raise ValueError(f"{owner}: no runs given; pass {{name: result.snapshots, ...}}")
+    trigger = checks.integer(owner, "trigger", trigger)  # (a plain int: the page's JSON holds it)
     data = {"trigger": trigger, "runs": []}
     for name, snapshots in runs.items():
-        checks.snapshots("sink_scrubber_html", f"run {name!r}", snapshots)
+        checks.snapshots(owner, f"run {name!r}", snapshots)
         if not snapshots:
-            raise ValueError(f"sink_scrubber_html: run {name!r} has no snapshots; train with snapshot_every=...")
-        steps = [checks.integer("sink_scrubber_html", f"the step of run {name!r}", step, minimum=0)
+            raise ValueError(f"{owner}: run {name!r} has no snapshots; train with snapshot_every=...")
+        steps = [checks.integer(owner, f"the step of run {name!r}", step, minimum=0)
                  for step, _ in snapshots]
         if steps != sorted(steps):
-            raise ValueError(f"sink_scrubber_html: the snapshots of run {name!r} are not in training order")
-        maps = [_first_head_map(name, step, weights) for step, (_, weights) in zip(steps, snapshots)]
-        non_trigger_rows("sink_scrubber_html", maps[0], trigger)  # before any map is rounded
+            raise ValueError(f"{owner}: the snapshots of run {name!r} are not in training order")
+        maps = [_first_head_map(owner, name, step, weights) for step, (_, weights) in zip(steps, snapshots)]
+        non_trigger_rows(owner, maps[0], trigger)  # before any map is rounded
         lengths = sorted({map_.shape[-1] for map_ in maps})
         if len(lengths) > 1:  # the page draws every map of a run at one length
-            raise ValueError(f"sink_scrubber_html: the maps of run {name!r} have different lengths L ({lengths}); "
+            raise ValueError(f"{owner}: the maps of run {name!r} have different lengths L ({lengths}); "
                              f"the scrubber shows one run at one L: give each length its own run")
-        _check_finite(name, steps, maps)
+        _check_finite(owner, name, steps, maps)
         data["runs"].append({"name": name, "steps": steps, "length": int(maps[0].shape[-1]),
                              "maps": [np.round(map_, 3).ravel().tolist() for map_ in maps],
                              "bos": [round(bos_mass_at_non_trigger_rows(map_, trigger), 4) for map_ in maps]})
     return data
 
 
-def _first_head_map(name, step: int, weights) -> np.ndarray:
+def _first_head_map(owner: str, name, step: int, weights) -> np.ndarray:
     """The map (L, L) of layer 1, head 1 in a snapshot's weights (layers, H, L, L), or a ValueError naming the run,
     the step and the shape given: indexed first, a map (L, L) would lose its rows and report a shape never given."""
     weights = np.asarray(weights)
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"sink_scrubber_html: the weights of run {name!r} at step {step} must be a snapshot's maps "
+        raise ValueError(f"{owner}: the weights of run {name!r} at step {step} must be a snapshot's maps "
                          f"(layers, H, L, L), as train(..., snapshot_every=...) keeps them; got shape {weights.shape}")
     return weights[0, 0]  # (L, L): layer 1, head 1
 
 
-def _check_finite(name, steps: list[int], maps: list[np.ndarray]) -> None:
+def _check_finite(owner: str, name, steps: list[int], maps: list[np.ndarray]) -> None:
     """A ValueError naming the run and the first step whose map holds nan or inf: JSON has no such number, so
     the page's JSON.parse would fail and the scrubber draw nothing, without a word."""
     for step, map_ in zip(steps, maps):
         if not np.isfinite(map_).all():
-            raise ValueError(f"sink_scrubber_html: the attention map of run {name!r} at step {step} holds nan or "
+            raise ValueError(f"{owner}: the attention map of run {name!r} at step {step} holds nan or "
                              f"inf (did the run diverge?); the scrubber draws only finite weights")
 
 
@@ -114,7 +114,8 @@ def sink_scrubber_html(runs: dict, trigger: int = TEST_TRIGGER) -> str:
 
     Run names are text, not HTML: escaped in the attribute, and every '<' of the data written as \\u003c, so
     that a name holding '</script>' cannot end the data's script element."""
-    data = json.dumps(scrubber_data(runs, trigger), separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
+    numbers = scrubber_data(runs, trigger, "sink_scrubber_html")
+    data = json.dumps(numbers, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
     name = f"sink-scrubber-{next(_instances)}"
     panels = "".join(
         f'<figure style="margin:0;flex:1 1 12rem;max-width:16rem">'

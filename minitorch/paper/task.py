@@ -37,10 +37,7 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
     x: (B, L, n). `trigger` = None draws each j uniformly from {2, ..., L-1};
     an int fixes j for every sequence.
     """
-    batch, length, width = _drawing_arguments("make_inputs", batch, length, width, trigger)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"make_inputs: rng must be a NumPy Generator, e.g. np.random.default_rng(0), "
-                        f"got {type(rng).__name__}")
+    batch, length, width = _drawing_arguments("make_inputs", batch, length, width, trigger, rng)
     triggers = rng.integers(2, length, size=batch) if trigger is None else np.full(batch, trigger)  # (B,)
     x = np.zeros((batch, length, width))
     x[:, 1:, 2:width - 1] = rng.uniform(-1.0, 1.0, size=(batch, length - 1, width - 3))
@@ -52,14 +49,18 @@ def make_inputs(batch: int, rng: np.random.Generator, length: int = SEQUENCE_LEN
     return x, triggers
 
 
-def _drawing_arguments(owner: str, batch, length, width, trigger) -> tuple[int, int, int]:
-    """make_inputs's sizes checked in the name of `owner`, the function the user called (make_batch and
-    make_test_set pass theirs on): (batch, length, width). `trigger` is None or a position in 1..length-1."""
+def _drawing_arguments(owner: str, batch, length, width, trigger, rng) -> tuple[int, int, int]:
+    """make_inputs's arguments checked in the name of `owner`, the function the user called (make_batch and
+    make_test_set pass theirs on): (batch, length, width). `trigger` is None or a position in 1..length-1; `rng` a
+    NumPy Generator."""
     batch = checks.integer(owner, "batch", batch)
     length, width = checks.integer(owner, "length", length), checks.integer(owner, "width", width)
     if length < 3 or width < 4:
         raise ValueError(f"{owner}: need length >= 3 and width >= 4, got length={length}, width={width}")
     checks.memory(owner, "the inputs (B, L, n)", (batch, length, width))
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{owner}: rng must be a NumPy Generator, e.g. np.random.default_rng(0), got "
+                        f"{type(rng).__name__}")
     if trigger is not None:
         if isinstance(trigger, (bool, np.bool_)) or not isinstance(trigger, (int, np.integer)):
             raise ValueError(f"{owner}: trigger must be a whole number (an int) in 1..{length - 1}, got "
@@ -104,7 +105,7 @@ def make_batch(batch: int, rng: np.random.Generator, residual: bool = False, tri
                length: int = SEQUENCE_LENGTH, width: int = WIDTH):
     """Inputs, targets and trigger positions: ``(x, y, triggers)``."""
     # checked here, in the name the user called, not in the names of the functions they are passed on to
-    _drawing_arguments("make_batch", batch, length, width, trigger)
+    _drawing_arguments("make_batch", batch, length, width, trigger, rng)
     residual = checks.flag("make_batch", "residual", residual)
     x, triggers = make_inputs(batch, rng, length, width, trigger)
     return x, make_targets(x, triggers, residual), triggers
@@ -119,6 +120,7 @@ def make_test_set(residual: bool = False, size: int = TEST_SIZE, seed: int = TES
     if length <= TEST_TRIGGER:
         raise ValueError(f"make_test_set: length must be >= {TEST_TRIGGER + 1}, since the test set puts its trigger "
                          f"at position {TEST_TRIGGER} (0-based), got {length}")
-    _drawing_arguments("make_test_set", size, length, width, TEST_TRIGGER)
+    rng = np.random.default_rng(seed)
+    _drawing_arguments("make_test_set", size, length, width, TEST_TRIGGER, rng)
     residual = checks.flag("make_test_set", "residual", residual)
-    return make_batch(size, np.random.default_rng(seed), residual, TEST_TRIGGER, length, width)
+    return make_batch(size, rng, residual, TEST_TRIGGER, length, width)

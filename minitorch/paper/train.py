@@ -24,7 +24,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper import metrics
-from minitorch.paper.models import AttentionModel, attention_model
+from minitorch.paper.models import AttentionModel, attention_model, finite_weights
 from minitorch.optim import Adam
 from minitorch.paper.progress import ProgressBar
 from minitorch.paper.task import SEQUENCE_LENGTH, TEST_TRIGGER, make_batch, make_test_set
@@ -130,12 +130,16 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     if length <= TEST_TRIGGER:  # (the probe set is a test set: make_test_set would refuse it in its own name)
         raise ValueError(f"train: length must be >= {TEST_TRIGGER + 1}, since the probe set puts its trigger at "
                          f"position {TEST_TRIGGER} (0-based), got {length}")
+    checks.memory("train", "the probe set of probe_size sequences", (probe_size, length, model.config["width"]))
     if snapshot_every is not None:
         snapshot_every = checks.integer("train", "snapshot_every", snapshot_every)
+        if snapshot_every % record_every:  # a snapshot is taken when the probe set is measured
+            raise ValueError(f"train: snapshot_every must be a multiple of record_every (a snapshot is taken when "
+                             f"the probe set is measured), got {snapshot_every} and {record_every}")
     if progress not in (True, False, "lines") or isinstance(progress, (int, float)) and not isinstance(progress, bool):
         raise ValueError(f"train: progress must be True (a bar), 'lines' (a line every 10 s) or False, got "
                          f"{progress!r:.40}")
-    _check_finite_weights(model)
+    finite_weights("train", model, "before any step")
     residual, width = model.residual, model.config["width"]
     rng = np.random.default_rng(seed)
     dtype = model.parameters()[0].dtype
@@ -180,16 +184,6 @@ def train(model: AttentionModel, lr: float, max_steps: int = 50_000, batch_size:
     wall_time = time.perf_counter() - start
     bar.close(step, loss=loss.item(), max_error=max_error)
     return TrainingResult(model, step, max_error < stop_error, max_error, wall_time, history, snapshots)
-
-
-def _check_finite_weights(model: AttentionModel) -> None:
-    """ValueError naming the first parameter that holds NaN or inf before training: the loss of the first step
-    would be NaN, and the error would blame the learning rate (a step's error can then blame what it changed)."""
-    for name, parameter in model.named_parameters():
-        bad = ~np.isfinite(parameter._data)
-        if bad.any():
-            raise ValueError(f"train: the model's {name} holds {int(bad.sum())} NaN or inf value(s) of "
-                             f"{bad.size} before any step; build the model afresh or load finite weights")
 
 
 def _finite(x: np.ndarray, y: np.ndarray) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 
 from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
-from minitorch.paper.models import AttentionModel, attention_model, for_training
+from minitorch.paper.models import AttentionModel, attention_model, finite_weights, for_training
 from minitorch.paper.task import (BOS, SEQUENCE_LENGTH, TEST_SEED, TRIGGER, WIDTH, make_batch, make_targets,
                                   make_test_set)
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
@@ -66,6 +66,7 @@ def stress_inputs(size_per_trigger: int = 64, seed: int = 0, triggers=TRAINING_T
     size_per_trigger = checks.integer("stress_inputs", "size_per_trigger", size_per_trigger)
     length = checks.integer("stress_inputs", "length", length, minimum=2)
     triggers = stress_triggers("stress_inputs", triggers, length)
+    _stress_memory("stress_inputs", size_per_trigger, triggers, length, width)
     rng = np.random.default_rng(checks.integer("stress_inputs", "seed", seed, minimum=0))
     d = width - 3
     blocks, positions = [], []
@@ -108,6 +109,14 @@ def row_errors(model: AttentionModel, x: np.ndarray, triggers: np.ndarray) -> np
     return np.abs(prediction - make_targets(x, triggers, residual=model.residual)).max(axis=-1)
 
 
+def _stress_memory(owner: str, size_per_trigger: int, triggers, length: int, width: int) -> None:
+    """A MemoryError naming `owner` before `stress_inputs` draws more than memory holds: per trigger, three blocks
+    of `size_per_trigger` sequences and the all-equal ones."""
+    size_per_trigger = checks.integer(owner, "size_per_trigger", size_per_trigger)
+    sequences = len(triggers) * (3 * size_per_trigger + max(1, size_per_trigger // 4) + 2)
+    checks.memory(owner, f"the stress inputs of size_per_trigger={size_per_trigger}", (sequences, length, width))
+
+
 def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigger: int = 64,
                seed: int = 0, inputs=None) -> dict:
     """A model's largest error and smallest BOS mass on `stress_inputs` (or on `inputs`).
@@ -122,8 +131,10 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
     mass of each head.
     """
     attention_model("worst_case", model)
+    finite_weights("worst_case", model)
     if inputs is None:  # the arguments named as worst_case's, before stress_inputs makes the inputs
-        stress_triggers("worst_case", triggers)
+        _stress_memory("worst_case", size_per_trigger, stress_triggers("worst_case", triggers), SEQUENCE_LENGTH,
+                       model.config["width"])
         checks.integer("worst_case", "seed", seed, minimum=0)
     elif not (isinstance(inputs, (tuple, list)) and len(inputs) == 2):
         got = type(inputs).__name__ + (f" of shape {inputs.shape}" if isinstance(inputs, np.ndarray) else
