@@ -390,3 +390,31 @@ def test_ctrl_c_stops_every_worker_promptly_and_keeps_the_previous_run(tmp_path)
     assert file_hashes(out) == before, "an interrupted run must leave the previous run's files byte-identical"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run"], "an interrupted run must leave nothing beside"
     assert "nothing was written" in "".join(output), "the run must say what was kept"
+
+
+def test_a_build_whose_staging_folder_was_deleted_fails_naming_the_output_folder(tmp_path):
+    import shutil
+
+    from minitorch.outputs import building_aside, write_atomically
+    from minitorch.outputs.paths import OutputPathError
+
+    target = tmp_path / "parent" / "run"
+    with pytest.raises(OutputPathError) as refusal:
+        with building_aside(target) as staging:
+            (staging / "model.npz").write_text("written before the deletion")
+            shutil.rmtree(tmp_path / "parent")  # a user deletes the folder holding --out while the run works
+            write_atomically(staging / "results.json", "{}")  # a later write makes the staging folder again
+    assert str(target) in str(refusal.value) and "deleted" in str(refusal.value), (
+        f"a build whose folder vanished midway must fail naming the output folder, said: {refusal.value}")
+    assert not target.exists(), "an incomplete build (its first files lost) must never take the output's place"
+
+
+def test_an_error_about_a_file_being_built_names_it_under_the_output_folder(tmp_path):
+    from minitorch.outputs import building_aside
+
+    target = tmp_path / "run"
+    with pytest.raises(OSError) as failure:
+        with building_aside(target) as staging:
+            raise OSError(27, "File too large", str(staging / "figure.png"))
+    assert failure.value.filename == str(target / "figure.png"), (
+        f"the error must name the file under --out, not the hidden staging folder: {failure.value}")
