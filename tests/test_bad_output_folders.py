@@ -418,3 +418,16 @@ def test_an_error_about_a_file_being_built_names_it_under_the_output_folder(tmp_
             raise OSError(27, "File too large", str(staging / "figure.png"))
     assert failure.value.filename == str(target / "figure.png"), (
         f"the error must name the file under --out, not the hidden staging folder: {failure.value}")
+
+
+def test_a_read_only_file_of_an_earlier_run_is_refused_before_any_work(tmp_path):
+    from minitorch.outputs import RecordedRun, files_to_replace
+    from minitorch.outputs.paths import OutputPathError
+
+    (tmp_path / "results.md").write_text("the earlier run's")
+    (tmp_path / "results.md").chmod(0o444)
+    earlier = RecordedRun("reproduce --quick", ["results.md", "results.json"])
+    with pytest.raises(OutputPathError, match="read-only") as refusal:
+        files_to_replace(tmp_path, ["results.md", "results.json"], earlier, "reproduce --quick")
+    assert "results.md" in str(refusal.value), (
+        f"a run must refuse, before any work, to replace a file its owner made read-only: {refusal.value}")
