@@ -156,18 +156,19 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
 
 
 def _check_still_there(staging: Path, made_as: os.stat_result, target: Path) -> None:
-    """OutputPathError if the folder `staging` (built beside `target`) was deleted while the run worked (its parent,
-    or itself, removed by hand): the files written into it before are gone, and a later write may even have made
-    the folder again, holding only part of the output, which must never replace `target` as if complete."""
+    """UnwritableFileError if the folder `staging` (built beside `target`) was deleted while the run worked (its
+    parent, or itself, removed by hand): the files written into it before are gone, and a later write may even
+    have made the folder again, holding only part of the output, which must never replace `target` as if
+    complete. (Not an OutputPathError: commands take that for a refusal before any work, with their usage.)"""
     try:
         now = os.stat(staging)
         same = (now.st_dev, now.st_ino) == (made_as.st_dev, made_as.st_ino)
     except OSError:
         same = False
     if not same:
-        raise OutputPathError(f"{target}: the folder the output was built in beside it ({staging.name} in "
-                              f"{target.parent}) was deleted while the run worked, and the files written so far with "
-                              f"it; nothing was written to {target}: run the command again") from None
+        raise UnwritableFileError(f"{target}: the folder this output was being built in, beside it ({staging.name} "
+                                  f"in {target.parent}), was deleted while the command worked, with the files "
+                                  f"written so far; nothing was written to {target}: run the command again") from None
 
 
 def _name_under_target(problem: OSError, staging: Path, target: Path) -> None:
