@@ -430,3 +430,18 @@ def test_a_read_only_file_of_an_earlier_run_is_refused_before_any_work(tmp_path)
         files_to_replace(tmp_path, ["results.md", "results.json"], earlier, "reproduce --quick")
     assert "results.md" in str(refusal.value), (
         f"a run must refuse, before any work, to replace a file its owner made read-only: {refusal.value}")
+
+
+def test_our_own_error_about_a_file_being_built_names_it_under_the_output_folder(tmp_path):
+    import errno
+
+    from minitorch.outputs import UnwritableFileError, building_aside
+
+    target = tmp_path / "run"
+    with pytest.raises(OSError) as failure:
+        with building_aside(target) as staging:
+            error = UnwritableFileError(f"save: path {staging / 'figure.png'}: writing it failed (File too large)")
+            error.errno = errno.EFBIG  # as write_atomically sets it, for the command's advice
+            raise error
+    assert str(failure.value) == f"save: path {target / 'figure.png'}: writing it failed (File too large)", (
+        f"the error must name the file under --out, not the hidden staging folder: {failure.value}")

@@ -175,10 +175,12 @@ def _name_under_target(problem: OSError, staging: Path, target: Path) -> None:
     """Make the error `problem` name a file of the staging folder by where it would go, under `target` (the
     path the user gave), in its file names and in a message of our own (`write_atomically`'s)."""
     def under_target(name):
-        return name.replace(str(staging), str(target)) if isinstance(name, str) else name
+        return name.replace(str(staging), str(target))
 
-    problem.filename, problem.filename2 = under_target(problem.filename), under_target(problem.filename2)
-    if problem.strerror is None and len(problem.args) == 1:
+    for attribute in ("filename", "filename2"):  # (set only where there is one: str() shows a None it was set to)
+        if isinstance(getattr(problem, attribute), str):
+            setattr(problem, attribute, under_target(getattr(problem, attribute)))
+    if problem.strerror is None and len(problem.args) == 1 and isinstance(problem.args[0], str):
         problem.args = (under_target(problem.args[0]),)
 
 
