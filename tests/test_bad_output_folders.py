@@ -390,3 +390,58 @@ def test_ctrl_c_stops_every_worker_promptly_and_keeps_the_previous_run(tmp_path)
     assert file_hashes(out) == before, "an interrupted run must leave the previous run's files byte-identical"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["run"], "an interrupted run must leave nothing beside"
     assert "nothing was written" in "".join(output), "the run must say what was kept"
+
+
+def test_a_build_whose_staging_folder_was_deleted_fails_naming_the_output_folder(tmp_path):
+    import shutil
+
+    from minitorch.outputs import building_aside, write_atomically
+
+    target = tmp_path / "parent" / "run"
+    with pytest.raises(OSError) as refusal:
+        with building_aside(target) as staging:
+            (staging / "model.npz").write_text("written before the deletion")
+            shutil.rmtree(tmp_path / "parent")  # a user deletes the folder holding --out while the run works
+            write_atomically(staging / "results.json", "{}")  # a later write makes the staging folder again
+    assert str(target) in str(refusal.value) and "deleted" in str(refusal.value), (
+        f"a build whose folder vanished midway must fail naming the output folder, said: {refusal.value}")
+    assert not target.exists(), "an incomplete build (its first files lost) must never take the output's place"
+
+
+def test_an_error_about_a_file_being_built_names_it_under_the_output_folder(tmp_path):
+    from minitorch.outputs import building_aside
+
+    target = tmp_path / "run"
+    with pytest.raises(OSError) as failure:
+        with building_aside(target) as staging:
+            raise OSError(27, "File too large", str(staging / "figure.png"))
+    assert failure.value.filename == str(target / "figure.png"), (
+        f"the error must name the file under --out, not the hidden staging folder: {failure.value}")
+
+
+def test_a_read_only_file_of_an_earlier_run_is_refused_before_any_work(tmp_path):
+    from minitorch.outputs import RecordedRun, files_to_replace
+    from minitorch.outputs.paths import OutputPathError
+
+    (tmp_path / "results.md").write_text("the earlier run's")
+    (tmp_path / "results.md").chmod(0o444)
+    earlier = RecordedRun("reproduce --quick", ["results.md", "results.json"])
+    with pytest.raises(OutputPathError, match="read-only") as refusal:
+        files_to_replace(tmp_path, ["results.md", "results.json"], earlier, "reproduce --quick")
+    assert "results.md" in str(refusal.value), (
+        f"a run must refuse, before any work, to replace a file its owner made read-only: {refusal.value}")
+
+
+def test_our_own_error_about_a_file_being_built_names_it_under_the_output_folder(tmp_path):
+    import errno
+
+    from minitorch.outputs import UnwritableFileError, building_aside
+
+    target = tmp_path / "run"
+    with pytest.raises(OSError) as failure:
+        with building_aside(target) as staging:
+            error = UnwritableFileError(f"save: path {staging / 'figure.png'}: writing it failed (File too large)")
+            error.errno = errno.EFBIG  # as write_atomically sets it, for the command's advice
+            raise error
+    assert str(failure.value) == f"save: path {target / 'figure.png'}: writing it failed (File too large)", (
+        f"the error must name the file under --out, not the hidden staging folder: {failure.value}")

@@ -137,7 +137,14 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
         for signum in came:
             signal.raise_signal(signum)
         with _held_while_building(staging):
-            yield staging
+            made_as = os.stat(staging)
+            try:
+                yield staging
+            except OSError as problem:  # an error of a file in the staging folder, which the user never gave
+                _check_still_there(staging, made_as, target)
+                _name_under_target(problem, staging, target)
+                raise
+            _check_still_there(staging, made_as, target)
             if replacing is None:
                 replace_folder(staging, target, onto_nothing=new, earlier=earlier)
             else:
@@ -146,6 +153,35 @@ def building_aside(target, replacing=None, earlier: RecordedRun | None = None):
         with signals_held():  # a stop now (a second one, or one after the work) must not leave the folder behind
             shutil.rmtree(staging, ignore_errors=True)
             _remove_folders_made(target.parent, made)  # (they hold target, unless the build ended with nothing)
+
+
+def _check_still_there(staging: Path, made_as: os.stat_result, target: Path) -> None:
+    """UnwritableFileError if the folder `staging` (built beside `target`) was deleted while the run worked (its
+    parent, or itself, removed by hand): the files written into it before are gone, and a later write may even
+    have made the folder again, holding only part of the output, which must never replace `target` as if
+    complete. (Not an OutputPathError: commands take that for a refusal before any work, with their usage.)"""
+    try:
+        now = os.stat(staging)
+        same = (now.st_dev, now.st_ino) == (made_as.st_dev, made_as.st_ino)
+    except OSError:
+        same = False
+    if not same:
+        raise UnwritableFileError(f"{target}: the folder this output was being built in, beside it ({staging.name} "
+                                  f"in {target.parent}), was deleted while the command worked, with the files "
+                                  f"written so far; nothing was written to {target}: run the command again") from None
+
+
+def _name_under_target(problem: OSError, staging: Path, target: Path) -> None:
+    """Make the error `problem` name a file of the staging folder by where it would go, under `target` (the
+    path the user gave), in its file names and in a message of our own (`write_atomically`'s)."""
+    def under_target(name):
+        return name.replace(str(staging), str(target))
+
+    for attribute in ("filename", "filename2"):  # (set only where there is one: str() shows a None it was set to)
+        if isinstance(getattr(problem, attribute), str):
+            setattr(problem, attribute, under_target(getattr(problem, attribute)))
+    if problem.strerror is None and len(problem.args) == 1 and isinstance(problem.args[0], str):
+        problem.args = (under_target(problem.args[0]),)
 
 
 def _top_missing_folder(folder: Path) -> Path | None:

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from minitorch.outputs.paths import OutputPathError, _special_file
+from minitorch.outputs.paths import OutputPathError, _check_replaceable_file, _special_file
 
 @dataclass(frozen=True)
 class RecordedRun:
@@ -125,7 +125,17 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
         raise OutputPathError(f"{option} {target}: holds {some_of(in_the_way)} where this run writes its own files, "
                               f"and no earlier run recorded them; add --force to replace them, or choose another "
                               f"folder")
+    _refuse_read_only_files(target, replacing | set(in_the_way), option)
     return sorted(replacing | set(in_the_way))
+
+
+def _refuse_read_only_files(target: Path, names, option: str) -> None:
+    """OutputPathError naming the first file of `names` (relative to `target`) that its owner made read-only (or
+    that lies on a read-only file system), before any work: the run would replace it, and every command that
+    writes a file (`write_atomically`) refuses a read-only one, as cp and a shell's '>' do."""
+    for name in sorted(names):
+        if (target / name).is_file() and not (target / name).is_symlink():
+            _check_replaceable_file(target / name, target / name, option, OutputPathError)
 
 
 def _refuse_files_the_command_never_writes(target: Path, names, option: str) -> None:

@@ -49,6 +49,7 @@ from minitorch.outputs import (RecordedRun, building_aside, check_input_file, ch
                                write_atomically, written_files)
 from minitorch.paper import metrics, plotting, theory
 from minitorch.paper.metrics import SINK_BOS_MASS
+from minitorch.paper.plotting.error_vs_bos_mass import check_trained
 from minitorch.paper.models import (AttentionModel, attention_model, build_model, for_training, load_model,
                                     save_model, training_path, use_training_path)
 from minitorch.paper.task import make_test_set
@@ -375,9 +376,14 @@ def write_figures(runs: dict, out: Path) -> list[Path]:
 def draw_error_vs_bos_mass(worst_cases: dict, out: Path) -> Path:
     """``error_vs_bos_mass.png`` from each trained model's worst case ({model name: its ``worst_case`` entry of
     results.json}), beside the softmax family; `redraw_error_vs_bos_mass` redraws it from a run's folder."""
-    trained = [dict(label=key, covered=key == "softmax_1x1", **worst) for key, worst in worst_cases.items()]
+    trained = _trained_points(worst_cases)
     family = theory.softmax_family(np.arange(0.0, 31.0))
     return plotting.save(plotting.plot_error_vs_bos_mass(family, trained), Path(out) / "error_vs_bos_mass.png")
+
+
+def _trained_points(worst_cases: dict) -> list[dict]:
+    """The points of plot_error_vs_bos_mass's `trained`, one per model of `worst_cases`."""
+    return [dict(label=key, covered=key == "softmax_1x1", **worst) for key, worst in worst_cases.items()]
 
 
 def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
@@ -393,6 +399,8 @@ def redraw_error_vs_bos_mass(folder: str | Path) -> Path:
         # not a run's results: a file nested too deep for json's reader raises RecursionError
         raise ValueError(f"redraw_error_vs_bos_mass: {results_file} is not the results.json a reproduce run writes "
                          f"({type(error).__name__}: {error})") from None
+    check_trained(_trained_points(worst_cases), f"redraw_error_vs_bos_mass: {results_file}",  # (a nan, an edit)
+                  [f"models[{key!r}]['worst_case']" for key in worst_cases])
     if "relu_1x1" in worst_cases and "worst_case_error_upper" not in worst_cases["relu_1x1"]:
         worst_cases["relu_1x1"].update(theory.relu_error_upper_bound(load_model(folder / "models" / "relu_1x1.npz")))
     return draw_error_vs_bos_mass(worst_cases, folder)

@@ -540,3 +540,11 @@ def test_error_vs_bos_mass_draws_a_bar_from_the_measured_error_to_a_proved_upper
     arrows = [text for text in figure.axes[0].texts if getattr(text, "arrow_patch", None) is not None]
     assert not arrows, "no arrow: the true point lies on the bar"
     plotting.plt.close(figure)
+
+
+def test_an_animation_of_a_diverged_run_names_the_snapshot_that_is_not_finite(tmp_path):
+    weights = np.zeros((1, 1, 4, 4))
+    weights[..., 1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"snapshot_sets\['a'\]\[1\] \(step 5\) holds nan or inf") as refusal:
+        plotting.attention_animation({"a": [(0, np.zeros((1, 1, 4, 4))), (5, weights)]}, tmp_path / "nan.gif")
+    assert not (tmp_path / "nan.gif").exists(), f"a map of nan must be refused, not drawn blank: {refusal.value}"

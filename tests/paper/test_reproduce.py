@@ -224,3 +224,14 @@ def test_redraw_error_vs_bos_mass_names_a_results_file_it_cannot_read(tmp_path, 
     message = str(error.value)
     assert str(tmp_path / "results.json") in message and "not the results.json a reproduce run writes" in message, (
         f"the error should name the file that is not a run's results, got: {message}")
+
+
+def test_redraw_error_vs_bos_mass_names_the_file_and_the_model_whose_worst_case_is_nan(tmp_path):
+    results = json.loads((ROOT / "figures" / "results.json").read_text(encoding="utf-8"))
+    results["models"]["softmax_1x1"]["worst_case"]["worst_case_error"] = float("nan")
+    (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        redraw_error_vs_bos_mass(tmp_path)
+    message = str(error.value)
+    assert str(tmp_path / "results.json") in message and "models['softmax_1x1']['worst_case']" in message, (
+        f"the error should name the results.json and the model whose worst case is not a number, got: {message}")

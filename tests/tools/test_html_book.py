@@ -1024,3 +1024,12 @@ def test_a_chapter_outside_the_project_that_does_not_import_minitorch_is_accepte
     chapters.mkdir()
     _notebook(chapters / "01_plain.ipynb", "Plain", "import math  # not minitorch\nprint(math.pi)")
     assert [chapter.path.name for chapter in find_chapters(chapters)] == ["01_plain.ipynb"]
+
+
+def test_a_notebook_not_named_nn_title_is_named_not_left_out_in_silence(tiny_book):
+    for name in ("1_one", "001_three"):
+        _notebook(tiny_book / f"{name}.ipynb", name, "print(1)")
+    with pytest.raises(BookError) as refusal:
+        find_chapters(tiny_book)
+    assert "1_one.ipynb" in str(refusal.value) and "001_three.ipynb" in str(refusal.value) and "NN_title" in str(
+        refusal.value), f"notebooks a build would leave out must be named, with the pattern: {refusal.value}"

@@ -30,7 +30,7 @@ def plot_error_vs_bos_mass(family: dict, trained=None, triggers=TRAINING_TRIGGER
     `save` if `path` (parent folders created, the file replaced whole), leaving it open.
     """
     _check_family(family)
-    trained = _check_trained(trained)
+    trained = check_trained(trained)
     _check_axes(axes)
     own_figure = axes is None
     if own_figure:
@@ -127,16 +127,17 @@ def _check_axes(axes) -> None:
 TRAINED_KEYS = ("label", "worst_case_error", "bos_mass_min")  # what plot_error_vs_bos_mass reads of a trained point
 
 
-def _check_trained(trained) -> list:
+def check_trained(trained, owner: str = "plot_error_vs_bos_mass", names: list[str] | None = None) -> list:
     """`trained` (None for no points) as a list of points, each with the keys and numbers the plot reads, or an
     error naming the entry and the key: an error δ̂ >= 0, a BOS mass >= 0 (at most 1 if `covered`: a softmax
-    row's weights sum to 1; an uncovered ReLU head's may exceed 1), a bound on δ >= 0 if given."""
-    owner = "plot_error_vs_bos_mass"
+    row's weights sum to 1; an uncovered ReLU head's may exceed 1), a bound on δ >= 0 if given.
+    A caller that read the points from a file gives `owner` and `names` (one per point) to name them as the file
+    does (`reproduce.redraw_error_vs_bos_mass`: the results.json and the model), not as this function's argument."""
     if trained is None:
         return []
     trained = checks.records(owner, "trained", trained, TRAINED_KEYS, "one trained model's point", allow_empty=True)
     for index, point in enumerate(trained):
-        name = f"trained[{index}]"
+        name = f"trained[{index}]" if names is None else names[index]
         checks.positive_number(owner, f"{name}['worst_case_error']", point["worst_case_error"], allow_zero=True)
         mass = checks.positive_number(owner, f"{name}['bos_mass_min']", point["bos_mass_min"], allow_zero=True)
         covered = checks.flag(owner, f"{name}['covered']", point.get("covered", True))

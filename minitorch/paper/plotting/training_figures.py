@@ -135,6 +135,15 @@ def _check_snapshots(owner: str, snapshots, name: str = "snapshots") -> None:
                             f"{snapshot!r:.60}")
 
 
+def _check_finite_maps(owner: str, snapshots, name: str) -> None:
+    """A ValueError naming the first snapshot whose attention weights hold nan or inf (a run that diverged): an
+    animation would draw those cells blank, frame after frame, without a word (as `sink_scrubber_html` refuses)."""
+    for index, (step, weights) in enumerate(snapshots):
+        if not np.isfinite(np.asarray(weights, dtype=float)).all():
+            raise ValueError(f"{owner}: {name}[{index}] (step {step}) holds nan or inf attention weights (did the "
+                             f"run diverge?); the animation draws only finite weights")
+
+
 def _spread(count: int, wanted: int) -> list[int]:
     """Up to `wanted` indices spread evenly over range(count), first and last included."""
     if count == 0:
@@ -156,6 +165,7 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
                          f"got {snapshot_sets!r:.60}")
     for title, snapshots in snapshot_sets.items():
         _check_snapshots("attention_animation", snapshots, f"snapshot_sets[{title!r}]")
+        _check_finite_maps("attention_animation", snapshots, f"snapshot_sets[{title!r}]")
     fps = checks.positive_number("attention_animation", "fps", fps)  # 0 frames a second: no frame ever ends
     if not 0.01 <= fps <= 100:  # a GIF's frame lasts a whole number of hundredths of a second, at most 65535
         raise ValueError(f"attention_animation: fps must lie in 0.01..100 (a GIF's frame lasts 10 ms to 655 s), "

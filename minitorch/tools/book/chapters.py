@@ -49,9 +49,16 @@ class Chapter:
 
 def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
     """The chapters NN_title.ipynb of ``chapters_dir`` in order; ``only`` keeps those numbered so (["03", "07"])."""
-    paths = [path for path in sorted(Path(chapters_dir).glob("*.ipynb")) if CHAPTER_NAME.match(path.name)]
+    notebooks = sorted(Path(chapters_dir).glob("*.ipynb"))
+    paths = [path for path in notebooks if CHAPTER_NAME.match(path.name)]
     if not paths:
         raise BookError(f"no chapters NN_title.ipynb in {chapters_dir}")
+    misnamed = [path.name for path in notebooks if path not in paths]
+    if misnamed:  # left out in silence, a chapter the user meant to build would be missing from the book
+        raise BookError(f"{chapters_dir}: {', '.join(misnamed[:3])}{' ...' if len(misnamed) > 3 else ''} not named "
+                        f"NN_title.ipynb (two digits, an underscore, a title), so not a chapter; rename "
+                        f"{'them' if len(misnamed) > 1 else 'it'} (e.g. 01_title.ipynb), or move "
+                        f"{'them' if len(misnamed) > 1 else 'it'} out of the folder")
     if only is not None and (not only or not all(number.strip() for number in only)):
         raise BookError("--only: name the chapters to build, e.g. --only 03,07 (leave --only out for every chapter)")
     if only:
