@@ -28,7 +28,7 @@ from minitorch import checks
 from minitorch.outputs import (OutputPathError, building_aside, check_output_folder, not_recorded, read_recorded_run,
                                recorded_run_text, some_of, written_files)
 from minitorch.tools.book.assets import mathjax_folder, write_assets
-from minitorch.tools.book.chapters import BookError, Chapter, find_chapters
+from minitorch.tools.book.chapters import BookError, Chapter, find_chapters, not_chapters
 from minitorch.tools.book.execute import CELL_TIMEOUT, Run, execute_all
 from minitorch.tools.book.measurements import Measurements, fill_in
 from minitorch.tools.book.pages import cells_html, chapter_page, index_page, readme_opening
@@ -96,6 +96,8 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     jobs = min(jobs, len(chosen))  # --jobs 200 for one chapter starts one kernel, not 200 workers
     labels = find_labels(chapters)  # theorems, exercises, sections...: where each is stated
     report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")
+    if not_chapters(chapters_dir):
+        report(not_chapters(chapters_dir))
     start = time.perf_counter()
     failures: list[Run] = []
     try:

@@ -53,12 +53,6 @@ def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
     paths = [path for path in notebooks if CHAPTER_NAME.match(path.name)]
     if not paths:
         raise BookError(f"no chapters NN_title.ipynb in {chapters_dir}")
-    misnamed = [path.name for path in notebooks if path not in paths]
-    if misnamed:  # left out in silence, a chapter the user meant to build would be missing from the book
-        raise BookError(f"{chapters_dir}: {', '.join(misnamed[:3])}{' ...' if len(misnamed) > 3 else ''} not named "
-                        f"NN_title.ipynb (two digits, an underscore, a title), so not a chapter; rename "
-                        f"{'them' if len(misnamed) > 1 else 'it'} (e.g. 01_title.ipynb), or move "
-                        f"{'them' if len(misnamed) > 1 else 'it'} out of the folder")
     if only is not None and (not only or not all(number.strip() for number in only)):
         raise BookError("--only: name the chapters to build, e.g. --only 03,07 (leave --only out for every chapter)")
     if only:
@@ -69,6 +63,18 @@ def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
         wanted = {number.zfill(2) for number in only}
         paths = [path for path in paths if path.name[:2] in wanted]
     return [Chapter(path, chapter_title(path)) for path in paths]
+
+
+def not_chapters(chapters_dir) -> str:
+    """A line naming the notebooks of ``chapters_dir`` that are not chapters (not NN_title.ipynb: a reader's
+    Untitled.ipynb), which the build leaves out; "" if there are none. Said, so that a chapter misnamed by a
+    digit is not missing from the book in silence."""
+    left_out = sorted(path.name for path in Path(chapters_dir).glob("*.ipynb") if not CHAPTER_NAME.match(path.name))
+    if not left_out:
+        return ""
+    return (f"Left out, not named NN_title.ipynb (two digits, an underscore, a title): {', '.join(left_out[:5])}"
+            f"{f' and {len(left_out) - 5} more' if len(left_out) > 5 else ''} (rename one as 01_title.ipynb to "
+            f"build it)")
 
 
 def chapter_title(path: Path) -> str:
