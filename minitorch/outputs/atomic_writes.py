@@ -231,14 +231,15 @@ def _held_while_building(folder: Path):
 
 
 @contextlib.contextmanager
-def scratch_folder(prefix: str, parent=None):
-    """Yield a new folder `prefix`* in `parent` (default: the system's temporary folder, /tmp), deleted when the
-    block ends. A process killed where it could not clean up (SIGKILL) leaves its folder, so the folders `prefix`*
-    that no process holds any more are deleted first (`_remove_abandoned_folders`)."""
+def scratch_folder(prefix: str, parent=None, mode: int = 0o700):
+    """Yield a new folder `prefix`* in `parent` (default: the system's temporary folder, /tmp), of `mode`, deleted
+    when the block ends. A process killed where it could not clean up (SIGKILL) leaves its folder, so the folders
+    `prefix`* that no process holds any more are deleted first (`_remove_abandoned_folders`)."""
     parent = Path(tempfile.gettempdir() if parent is None else parent)
     _remove_abandoned_folders(parent, re.compile(re.escape(prefix) + RANDOM_NAME))
     folder = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
     try:
+        os.chmod(folder, mode)  # (mkdtemp's is 0o700)
         with _held_while_building(folder):
             yield folder
     finally:

@@ -238,8 +238,7 @@ def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, reco
     write_run(out, record)  # before any student: a resume compares its settings with these
     (out / PRIVATE_FOLDER).mkdir(exist_ok=True)
     os.chmod(out / PRIVATE_FOLDER, 0o700)  # the check logs quote the seed: yours only
-    with scratch_folder("minitorch-grading-") as scratch:  # (one a killed run left is deleted)
-        os.chmod(scratch, 0o711)
+    with scratch_folder("minitorch-grading-", mode=0o711) as scratch:  # (one a killed run left is deleted)
         return _grade_all(args, out, run, record, found, todo, hashes, scratch)
 
 

@@ -361,13 +361,13 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     return rows
 
 
-def _refuse_not_graded(roster_path: Path, roster: list[dict], matched: list, not_graded: dict[str, str]) -> None:
-    """ExerciseError naming the roster's students without a grade whose submission was found but not graded (grade
-    --student graded others only, or a run was stopped)."""
+def _refuse_not_graded(roster_path: Path, roster: list[dict], cells: list[str], matched: list,
+                       not_graded: dict[str, str]) -> None:
+    """ExerciseError naming the roster's students without a grade whose submission (`cells`, the roster's column)
+    was found but not graded (grade --student graded others only, or a run was stopped)."""
     submitted = {student_of(name) for student, entry in not_graded.items() for name in (student, entry)}
-    waiting = [row["Student"] for row, student in zip(roster, matched) if student is None and (
-        student_of(row.get("submission") or "") in submitted or student_of((row.get("submission") or "").strip())
-        in submitted)]
+    waiting = [row["Student"] for row, cell, student in zip(roster, cells, matched) if student is None and (
+        student_of(cell) in submitted or student_of(cell.strip()) in submitted)]
     if waiting:
         raise ExerciseError(f"{roster_path}: {', '.join(map(shown, waiting))} handed in a submission that is not "
                             f"graded yet (the last grade run found it, but graded other students only); their cells "
@@ -416,7 +416,7 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
     twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
     if twice:
         raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")
-    _refuse_not_graded(roster_path, roster, matched, not_graded or {})
+    _refuse_not_graded(roster_path, roster, cells, matched, not_graded or {})
     unlisted = sorted(set(totals) - set(matched))
     if unlisted and not leave_out_unlisted:
         raise ExerciseError(f"{roster_path}: no roster row for {len(unlisted)} graded submission(s):\n" +

@@ -187,8 +187,7 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
     started, settings, autograder_root = time.monotonic(), {}, Path(autograder_root)
     try:
         settings = read_settings(Path(source) / SETTINGS_NAME)
-        with scratch_folder("minitorch-grading-") as scratch:
-            os.chmod(scratch, 0o711)
+        with scratch_folder("minitorch-grading-", mode=0o711) as scratch:
             results = _grade(autograder_root / "submission", scratch, settings, source, started)
     except SubmissionError as error:
         results = failed_results(f"Your submission could not be graded: {error}")

@@ -155,8 +155,7 @@ def _what_it_sees(isolation: Isolation, paths: list[str]) -> list[str]:
     IsolationError if no worker runs Python with NumPy."""
     uid = isolation.fresh_uid()
     script, root = "import os, sys, numpy; print(*[p for p in sys.argv[1:] if os.path.lexists(p)], sep='\\n')", None
-    with scratch_folder("minitorch-probe-") as folder:
-        os.chmod(folder, 0o711)
+    with scratch_folder("minitorch-probe-", mode=0o711) as folder:
         try:
             command, root = _command(isolation, [isolation.python, "-I", "-c", script, *paths], uid, folder, folder)
             finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd="/",
