@@ -226,14 +226,15 @@ class Linear(Module):
             wanted = None
         if wanted not in (np.float32, np.float64):
             raise TypeError(f"Linear: dtype must be np.float32 or np.float64, got {dtype!r}")
-        checks.memory("Linear", "the weight", (out_features, in_features), np.dtype(dtype).itemsize)
+        checks.memory("Linear", "the weight", (out_features, in_features), wanted.itemsize)
         rng = default_generator() if rng is None else rng
         self.in_features, self.out_features = in_features, out_features
         with np.errstate(over="ignore"):
             weights = rng.normal(0.0, init_std, size=(out_features, in_features))  # (out, in)
-        if not np.abs(weights).max(initial=0.0) <= np.finfo(dtype).max:
-            raise ValueError(f"Linear: init_std={init_std:g} draws weights too large for {np.dtype(dtype)} (beyond "
-                             f"{np.finfo(dtype).max:.3g}, or inf); choose a smaller init_std")
+        largest = np.finfo(wanted).max
+        if not np.abs(weights).max(initial=0.0) <= largest:
+            raise ValueError(f"Linear: init_std={init_std:g} draws weights too large for {wanted} (beyond "
+                             f"{largest:.3g}, or inf); choose a smaller init_std")
         self.weight = Parameter(weights, dtype=dtype)
         self.bias = Parameter(np.zeros(out_features), dtype=dtype) if bias else None
 

@@ -233,7 +233,6 @@ def matmul(a, b) -> Tensor:
     return Tensor.from_op(out, (a, b), lambda grad: matmul_backward(grad, a.data, b.data), "matmul")
 
 
-
 # ----------------------------------------------------------------------
 # reductions
 

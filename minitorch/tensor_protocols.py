@@ -290,8 +290,8 @@ def _recorded(tensor, other) -> bool:
 
 
 def _own_values(tensor, written: str, instead: str) -> np.ndarray:
-    """`tensor`'s values, ready to be changed in place by `written` (copied first where the graph saved them), or
-    ValueError for a read-only view, saying what to write `instead`."""
+    """`tensor`'s values, ready to be changed in place by `written` (writable, one version on: a graph that read them
+    refuses its backward), or ValueError for a read-only view, saying what to write `instead`."""
     tensor._prepare_to_change()
     if not tensor._data.flags.writeable:  # a view of an array that stays read-only
         raise ValueError(f"{written}: this tensor's values are a read-only view; {instead}")

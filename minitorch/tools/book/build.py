@@ -96,8 +96,9 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     jobs = min(jobs, len(chosen))  # --jobs 200 for one chapter starts one kernel, not 200 workers
     labels = find_labels(chapters)  # theorems, exercises, sections...: where each is stated
     report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")
-    if not_chapters(chapters_dir):
-        report(not_chapters(chapters_dir))
+    left_out = not_chapters(chapters_dir)
+    if left_out:
+        report(left_out)
     start = time.perf_counter()
     failures: list[Run] = []
     try:
