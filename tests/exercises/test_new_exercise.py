@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -134,3 +135,27 @@ def test_a_new_exercise_is_graded_for_a_class_copy_by_copy(book_with_a_toy, tmp_
     with open(out / "grades.csv", newline="", encoding="utf-8") as file:
         earned = {row["student"]: float(row["2.6"]) for row in csv.DictReader(file)}
     assert earned == {"solved": 1.0, "untouched": 0.0}, f"the toy's points per copy: {earned}"
+
+
+GIVE_AWAY = ("minitorch/paper/bounds.py", "import numpy as np\n\n\ndef within(values, limit):\n"
+             "    return np.minimum(np.maximum(values, -limit), limit)\n")  # computes the toy's answer
+
+
+@pytest.mark.slow
+def test_the_give_away_search_covers_a_new_exercise(book_with_a_toy, tmp_path):
+    """The search of tests/exercises/test_answer_leaks.py takes the toy's inputs from its row, its signature and
+    its public test alone: a function planted in the library that computes the toy's answer is found, and only it."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("the give-away search runs an edition's functions only inside bubblewrap, which is not installed")
+    planted = shutil.copytree(book_with_a_toy, tmp_path / "book")
+    (planted / GIVE_AWAY[0]).write_text(GIVE_AWAY[1], encoding="utf-8")
+    searched = _run(planted, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/exercises/test_answer_leaks.py",
+                    "-k", "full_edition_computes_an_exercise and 2.6")
+    output = searched.stdout + searched.stderr
+    if "skipped" in searched.stdout and "1 failed" not in searched.stdout:
+        pytest.skip(f"the search skipped here: {searched.stdout[-500:]}")
+    flagged = re.findall(r"^E +(\S+\.py:\w+) \(", output, flags=re.MULTILINE)  # one line per function it flags
+    assert searched.returncode == 1 and "1 failed" in searched.stdout, (
+        f"the search did not fail on the toy's planted give-away:\n{output[-3000:]}")
+    assert flagged == [f"{GIVE_AWAY[0]}:within"], (
+        f"the search should flag the planted function alone: {flagged}\n{output[-3000:]}")
