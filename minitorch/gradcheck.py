@@ -89,7 +89,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
                                            step, atol, rtol,
                                            explain=lambda: _infinite_note(output) + _kinks_note(output, step)
-                                           + _rounding_note(leaves, step) + _low_precision_note(output, step))
+                                           + _rounding_note(leaves, step) + _value_rounding_note(output, weights, step, atol)
+                                           + _low_precision_note(output, step))
 
 
 def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,
@@ -191,6 +192,21 @@ def _rounding_note(leaves: list, step: float) -> str:
         return ""
     return (f". The inputs reach {largest:.3g}, where float64 rounds to about {rounding:.2g}, not small beside the "
             f"step {step:g}: the central difference is imprecise there; check at smaller values")
+
+
+def _value_rounding_note(output: Tensor, weights: np.ndarray, step: float, atol: float) -> str:
+    """A sentence if the function's values are so large beside `step` that float64's rounding of the objective
+    ℓ = Σ w·f, divided by the step, is not small beside `atol`: the central difference then measures rounding
+    (f = x + 1e6, or a step of 1e-12), whatever the backward rule."""
+    weighted = np.abs(output.data * weights)
+    objective = float(weighted[np.isfinite(weighted)].sum())
+    error = objective * np.finfo(np.float64).eps / step  # about what rounding ℓ(x ± h) adds to their difference / 2h
+    if error <= atol:
+        return ""
+    return (f". The function's values reach {float(np.abs(output.data).max(initial=0.0)):.3g}: float64 rounds the "
+            f"weighted sum it differences to about {objective * np.finfo(np.float64).eps:.2g}, which over the step "
+            f"{step:g} is an error of about {error:.2g} in each difference, above atol {atol:g}: check where the "
+            f"values are smaller, or pass a larger step")
 
 
 def _low_precision_note(output: Tensor, step: float) -> str:

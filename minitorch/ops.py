@@ -14,6 +14,7 @@ The softmax, which deserves a module of its own, is in `minitorch.softmax`.
 from __future__ import annotations
 
 import builtins
+import copy
 import decimal
 import numbers
 import reprlib
@@ -366,11 +367,11 @@ def getitem(a, index) -> Tensor:
     """``a[index]``: basic slicing and NumPy advanced (integer/boolean) indexing."""
     a = as_tensor(a)
     parts = index if isinstance(index, tuple) else (index,)
+    parts = tuple(copy.deepcopy(part) if isinstance(part, (np.ndarray, list)) else part for part in parts)
+    index = parts if isinstance(index, tuple) else parts[0]  # a copy: backward reads it, and the caller's may change
     if any(isinstance(part, Tensor) for part in parts):
-        raise TypeError(
-            "getitem: index with ints, slices, or NumPy arrays of ints or booleans, not a Tensor "
-            "(a Tensor holds floats, so a boolean mask inside it would be read as the indices 0 and 1)"
-        )
+        raise TypeError("getitem: index with ints, slices, or NumPy arrays of ints or booleans, not a Tensor (a Tensor "
+                        "holds floats, so a boolean mask inside it would be read as the indices 0 and 1)")
 
     def backward(grad):
         full = np.zeros_like(a._data)
@@ -399,7 +400,7 @@ def getitem(a, index) -> Tensor:
 
 def where(condition, a, b) -> Tensor:
     """Elementwise `a` where `condition` is true, else `b` (all broadcast)."""
-    condition = np.asarray(condition._data if isinstance(condition, Tensor) else condition)
+    condition = np.array(condition._data if isinstance(condition, Tensor) else condition)  # a copy: backward reads
     if condition.dtype != bool:
         raise TypeError(f"where: the condition must be a boolean mask, got dtype {condition.dtype}")
     like = a if isinstance(a, Tensor) else b
@@ -407,9 +408,8 @@ def where(condition, a, b) -> Tensor:
     try:
         np.broadcast_shapes(condition.shape, a.shape, b.shape)
     except ValueError:
-        raise ValueError(
-            f"where: condition {condition.shape}, a {a.shape} and b {b.shape} cannot be broadcast together"
-        ) from None
+        raise ValueError(f"where: condition {condition.shape}, a {a.shape} and b {b.shape} cannot be broadcast "
+                         f"together") from None
 
     def backward(grad):  # a constant branch (masked_fill's fill value) needs no gradient
         return (np.where(condition, grad, 0.0) if a.requires_grad else None,
@@ -429,10 +429,11 @@ def masked_fill(a, mask, value: float) -> Tensor:
     sum of the upstream gradient over the filled entries (as `where` gives it).
     """
     a = as_tensor(a)
-    mask_shape = np.shape(mask._data if isinstance(mask, Tensor) else mask)
-    if not tensor_checks.broadcasts_to(mask_shape, a.shape):  # where would broadcast `a` up to a larger mask
-        raise ValueError(f"masked_fill: a mask of shape {mask_shape} does not fit a tensor of shape {a.shape} (the "
-                         f"result keeps the tensor's shape; the mask must broadcast to it)")
+    for what, given in (("mask", mask), ("value", value)):  # where would broadcast `a` up to a larger one
+        shape = np.shape(given._data if isinstance(given, Tensor) else given)
+        if not tensor_checks.broadcasts_to(shape, a.shape):
+            raise ValueError(f"masked_fill: a {what} of shape {shape} does not fit a tensor of shape {a.shape} (the "
+                             f"result keeps the tensor's shape; the {what} must broadcast to it)")
     if isinstance(value, Tensor) and value.requires_grad:
         return where(mask, value, a)
     return where(mask, Tensor(value, dtype=a.dtype), a)

@@ -41,6 +41,7 @@ class Optimizer:
     def __init__(self, parameters, lr: float):
         self.parameters = checked_parameters(type(self).__name__, parameters)
         self._made_with = tuple(self.parameters)  # the state (moments, buffers) is per parameter of this list
+        self._shapes = [parameter.shape for parameter in self.parameters]  # ... and of each one's shape
         self.lr = lr
 
     def zero_grad(self) -> None:
@@ -52,14 +53,17 @@ class Optimizer:
                                   f"optim.SGD or optim.Adam, or define step() in a subclass")
 
     def _parameters_as_made(self) -> list[Tensor]:
-        """The parameter list, checked to be the one the optimizer was made with: its state is per parameter, so
-        a parameter appended (twice, or new) or a list replaced would be updated with another one's state."""
+        """The parameter list, checked to be the one the optimizer was made with, each parameter of the shape it had:
+        its state is per parameter, so a parameter appended (twice, or new), a list replaced or a parameter given
+        values of another shape would be updated with another one's state."""
         now = self.parameters
         change = _change_of_list(now, self._made_with)
+        change = f"the parameter list changed since the optimizer was made: {change}" if change else next(
+            (f"parameter {index} changed shape since the optimizer was made, from {shape} to {parameter.shape}"
+             for index, (parameter, shape) in enumerate(zip(now, self._shapes)) if parameter.shape != shape), "")
         if change:
-            raise ValueError(f"{type(self).__name__}.step: the parameter list changed since the optimizer was made: "
-                             f"{change}; its state is per parameter: keep the list it was made with, or make a new "
-                             f"optimizer for the new list")
+            raise ValueError(f"{type(self).__name__}.step: {change}; its state is per parameter: keep the parameters "
+                             f"it was made with, or make a new optimizer for the new ones")
         return now
 
     def _gradient_of(self, index: int, parameter: Tensor) -> np.ndarray:
@@ -184,9 +188,11 @@ class Adam(Optimizer):
             if parameter.grad is None:
                 continue
             self.step_counts[index] += 1
-            parameter.data, self.first_moments[index], self.second_moments[index] = adam_update(
+            theta, self.first_moments[index], self.second_moments[index] = adam_update(
                 parameter.data, self._gradient_of(index, parameter), self.first_moments[index],
                 self.second_moments[index], self.step_counts[index], self.lr, self.betas, self.eps, self.weight_decay)
+            parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
+            parameter._data[...] = theta  # in place, as SGD: a detached view of the parameter follows it
             if self.eps == 0 and np.isnan(parameter._data).any():  # (eps > 0 keeps every division finite)
                 raise FloatingPointError(f"Adam.step: parameter {index} (shape {parameter.shape}) became NaN: with "
                                          f"eps=0, an element whose gradient was 0 at every step divides 0 by 0; "

@@ -36,7 +36,8 @@ from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array
                                      check_result_unchanged, checked_grad, checked_incoming_grad, checked_new_values,
                                      checked_result_values, gradient_in_dtype, make_writable, mark_released,
                                      named_float_array, read_only_view, root_of_the_graph, shared_versions,
-                                     summable_to_shape, unexplained, unsupported_backward_options)
+                                     summable_to_shape, unexplained, unsupported_backward_options,
+                                     wrote_read_only)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -158,7 +159,12 @@ class Tensor(TensorProtocols):
                 node._grad = node_grad.copy() if node._grad is None else np.asarray(node._grad + node_grad)
             if node.is_leaf:
                 continue
-            parent_grads = node.backward_fn(read_only_view(node_grad))  # (other nodes may hold the same array)
+            try:
+                parent_grads = node.backward_fn(read_only_view(node_grad))  # (other nodes may hold the same array)
+            except ValueError as error:  # NumPy's "output array is read-only", in our words
+                if "read-only" not in str(error):
+                    raise
+                raise wrote_read_only(node.op, error) from error
             check_backward_result(node, parent_grads)
             for parent, parent_grad in zip(node.parents, parent_grads):
                 if parent_grad is None or not parent.requires_grad:

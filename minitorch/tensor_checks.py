@@ -39,6 +39,13 @@ _LARGEST = {np.dtype(dtype): float(np.finfo(dtype).max) for dtype in FLOAT_DTYPE
 _MASKED_ARRAY = np.ma.MaskedArray  # (np.ma is looked up lazily, at a cost, on every access)
 
 
+def native_float(dtype: np.dtype) -> np.dtype:
+    """A float dtype in the machine's byte order, as NumPy's own object for it (np.dtype('float64')): '>f8' turned
+    native is equal to float64 but another object, and Tensor.from_op, which checks the dtype by identity, would
+    copy every result of such a tensor (a detach or a slice would no longer share its values)."""
+    return np.dtype(dtype.newbyteorder("=").name)
+
+
 def as_float_array(data, dtype) -> np.ndarray:
     """Convert `data` to a floating-point ndarray (float64 unless told), or a TypeError naming what was passed."""
     if isinstance(data, tensor_module.Tensor):
@@ -85,7 +92,7 @@ def as_float_array(data, dtype) -> np.ndarray:
     except TypeError:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype!r}") from None
     if dtype.kind == "f":  # '>f8' is float64 too, in another byte order: the tensor holds it in the machine's order
-        dtype = dtype.newbyteorder("=")
+        dtype = native_float(dtype)
     if dtype not in FLOAT_DTYPES:
         raise TypeError(f"Tensor dtype must be float32 or float64, got {dtype}")
     if array.dtype.kind not in "biuf":
@@ -178,9 +185,15 @@ def checked_result_values(op: str, values: np.ndarray) -> np.ndarray:
     """Tensor.from_op's result, of float32 or float64 values as every tensor holds (tensor() and astype refuse
     others: an integer or string result would break every operation after it), in the machine's byte order."""
     if values.dtype.kind == "f" and values.dtype.newbyteorder("=") in FLOAT_DTYPES:
-        return values.astype(values.dtype.newbyteorder("="))
+        return values.astype(native_float(values.dtype))
     raise TypeError(f"Tensor.from_op('{op}'): the result holds {values.dtype} values; a Tensor holds float32 or "
                     f"float64 (convert the result first, e.g. values.astype(np.float64))")
+
+
+def wrote_read_only(op: str, error: ValueError) -> ValueError:
+    """The error of a backward rule of `op` that wrote into a read-only array (NumPy's `error`), in our words."""
+    return ValueError(f"backward of '{op}': its rule wrote into an array in place ({error}): the gradient it is given "
+                      f"and the values the graph read are read-only; compute a new array (g = g * 2, not g *= 2)")
 
 
 def checked_incoming_grad(tensor, grad) -> np.ndarray:

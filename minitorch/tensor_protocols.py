@@ -171,6 +171,15 @@ class TensorProtocols:
     def __itruediv__(self, other):
         return _in_place(self, other, "/=", np.true_divide)
 
+    def __ipow__(self, exponent):  # a number, as for x ** p
+        if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (numbers.Real, np.number)):
+            raise TypeError(f"x **= p: the exponent must be a Python number, got {type(exponent).__name__}")
+        return _in_place(self, exponent, "**=", np.power)
+
+    def __imatmul__(self, other):  # without it Python would rebind x to x @ y, a new tensor, without a word
+        raise TypeError("x @= y: in-place matmul is not supported (as in PyTorch; the result may change shape): "
+                        "write x = x @ y, or, to change a parameter's values, x.data = (x @ y).data")
+
     def __bool__(self):
         raise TypeError(
             "the truth value of a Tensor is ambiguous; compare .item() or use "
@@ -274,10 +283,10 @@ def _in_place(tensor, other, symbol: str, operation):
             raise RuntimeError(
                 f"x {symbol} ...: x is a leaf that requires grad (a parameter); changing it in place would be "
                 f"recorded nowhere. To update it, as an optimizer does: with minitorch.no_grad(): x {symbol} ...; "
-                f"for a new tensor: y = x {symbol[0]} ...")
-        return {"+=": operator.add, "-=": operator.sub, "*=": operator.mul,
-                "/=": operator.truediv}[symbol](tensor, other)  # recorded, as a new tensor
-    values = _own_values(tensor, f"x {symbol} ...", f"write y = x {symbol[0]} ...")
+                f"for a new tensor: y = x {symbol[:-1]} ...")
+        return {"+=": operator.add, "-=": operator.sub, "*=": operator.mul, "/=": operator.truediv,
+                "**=": operator.pow}[symbol](tensor, other)  # recorded, as a new tensor
+    values = _own_values(tensor, f"x {symbol} ...", f"write y = x {symbol[:-1]} ...")
     operation(values, _raw(other), out=values, casting="same_kind")
     return tensor
 
@@ -304,7 +313,7 @@ def _check_keeps_shape(tensor, other, symbol: str) -> None:
     if not tensor_module.broadcasts_to(other_shape, tensor.shape):
         raise ValueError(f"x {symbol} y: y of shape {other_shape} does not broadcast to x's shape {tensor.shape} "
                          f"(an in-place operator keeps x's shape); for a result of another shape write "
-                         f"z = x {symbol[0]} y")
+                         f"z = x {symbol[:-1]} y")
 
 
 

@@ -220,3 +220,34 @@ def test_a_whole_number_with_more_digits_than_python_reads_is_said_to_have_too_m
         checks.parse_number(text, "--seed", integer=True, minimum=0)
     with pytest.raises(ValueError, match=r"^--seed must be a whole number, got 'abc'$"):  # not digits: as before
         checks.parse_number("abc", "--seed", integer=True)
+
+
+@pytest.mark.parametrize("optimizer_name", ["SGD", "Adam"])
+def test_an_optimizer_names_a_parameter_whose_shape_changed_since_it_was_made(optimizer_name):
+    from minitorch import optim
+    from minitorch.nn import Parameter
+
+    p = Parameter([1.0, 2.0])
+    optimizer = getattr(optim, optimizer_name)([p], lr=0.1, momentum=0.9) if optimizer_name == "SGD" else \
+        optim.Adam([p], lr=0.1)
+    p.grad = np.ones(2)
+    optimizer.step()
+    p.requires_grad = False
+    p.data = np.array([1.0, 2.0, 3.0])
+    p.requires_grad = True
+    p.grad = np.ones(3)
+    with pytest.raises(ValueError, match=rf"{optimizer_name}.step: parameter 0 changed shape since the optimizer was "
+                                         rf"made, from \(2,\) to \(3,\)"):
+        optimizer.step()
+
+
+def test_adam_changes_a_parameter_in_place_so_its_detached_view_follows_as_with_sgd():
+    from minitorch import optim
+    from minitorch.nn import Parameter
+
+    for make in (lambda p: optim.SGD([p], lr=0.1), lambda p: optim.Adam([p], lr=0.1)):
+        p = Parameter([1.0, 2.0])
+        optimizer, view = make(p), p.detach()
+        p.grad = np.ones(2)
+        optimizer.step()
+        np.testing.assert_array_equal(view.data, p.data, err_msg=f"{type(optimizer).__name__}: p.detach() went stale")

@@ -1511,3 +1511,68 @@ def test_masked_fill_refuses_a_mask_larger_than_the_tensor():
 
     with pytest.raises(ValueError, match=r"masked_fill: a mask of shape \(2, 2\) does not fit a tensor of shape"):
         tensor([1.0, 2.0]).masked_fill(np.array([[True, False], [False, True]]), 0.0)
+
+
+@pytest.mark.parametrize("select", ["index", "where", "masked_fill"])
+def test_an_index_or_mask_changed_after_the_forward_pass_does_not_change_the_gradient(select):
+    """Backward reads the index or mask it was given: a copy, so the caller's array may change meanwhile."""
+    from minitorch import tensor, where
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    chosen = np.array([0, 1]) if select == "index" else np.array([True, False, True])
+    y = {"index": lambda: x[chosen], "where": lambda: where(chosen, x, 0.0),
+         "masked_fill": lambda: x.masked_fill(~chosen, 0.0)}[select]()
+    chosen[...] = 2 if select == "index" else False  # the caller reuses its array
+    (y * tensor(np.arange(1.0, y.shape[0] + 1))).sum().backward()
+    expected = {"index": [1.0, 2.0, 0.0], "where": [1.0, 0.0, 3.0], "masked_fill": [1.0, 0.0, 3.0]}[select]
+    np.testing.assert_array_equal(x.grad, expected, err_msg=f"{select}: the gradient followed the changed array")
+
+
+def test_masked_fill_refuses_values_that_would_change_the_tensors_shape():
+    from minitorch import tensor
+
+    with pytest.raises(ValueError, match=r"masked_fill: a value of shape \(2, 3\) does not fit a tensor of shape "
+                                         r"\(3,\)"):
+        tensor([1.0, 2.0, 3.0]).masked_fill(np.array([True, False, False]), np.ones((2, 3)))
+
+
+def test_power_in_place_changes_the_parameter_and_matmul_in_place_is_refused():
+    from minitorch import no_grad, optim
+    from minitorch.nn import Parameter
+
+    p = Parameter([1.0, 2.0])
+    optimizer = optim.SGD([p], lr=0.1)
+    with no_grad():
+        p **= 2
+    assert p is optimizer.parameters[0], "p **= 2 rebound p to a new tensor instead of changing it in place"
+    np.testing.assert_array_equal(optimizer.parameters[0].data, [1.0, 4.0])
+    with pytest.raises(TypeError, match=r"x @= y: in-place matmul is not supported"):
+        with no_grad():
+            p @= np.eye(2)
+    with pytest.raises(TypeError, match=r"x \*\*= p: the exponent must be a Python number, got ndarray"):
+        with no_grad():
+            p **= np.array([1.0, 2.0])
+
+
+def test_a_tensor_of_big_endian_values_shares_them_with_its_views_as_any_tensor_does():
+    from minitorch import tensor
+
+    x = tensor(np.array([1.0, 2.0, 3.0]).astype(">f8"))
+    assert x.dtype is np.dtype(np.float64), f"x holds {x.dtype!r}, not NumPy's float64"
+    x.detach()[0] = 99.0
+    view = x[1:]
+    view += 10.0
+    np.testing.assert_array_equal(x.data, [99.0, 12.0, 13.0], err_msg="a detach or a slice of x was a copy")
+
+
+def test_a_backward_rule_that_writes_into_its_gradient_is_named():
+    from minitorch import Tensor, tensor
+
+    def doubled_in_place(grad):
+        grad *= 2
+        return (grad,)
+
+    x = tensor([1.0, 2.0], requires_grad=True)
+    y = Tensor.from_op(x.data * 2, (x,), doubled_in_place, "double")
+    with pytest.raises(ValueError, match=r"backward of 'double': its rule wrote into an array in place .*not g \*= 2"):
+        y.sum().backward()

@@ -156,3 +156,16 @@ def test_a_failure_of_max_at_a_near_tie_names_the_kink():
     with pytest.raises(GradcheckError, match="'max' has 1 input.s. at a near-tie for the maximum"):
         gradcheck(lambda x: x.max(), [np.array([1.0, 1.0 + 1e-7])])
     assert gradcheck(lambda x: x.max(axis=0), [np.array([[1.0, 2.0], [3.0, 5.0]])]), "max away from a tie passes"
+
+
+@pytest.mark.parametrize("function, step", [(lambda t: t + 1e6, 1e-6), (lambda t: t.exp(), 1e-12)],
+                         ids=["large values", "a tiny step"])
+def test_a_failure_from_rounding_the_functions_values_says_so(function, step):
+    """A correct gradient fails where float64's rounding of the values, over the step, passes atol: the error
+    says that the difference measures rounding."""
+    from minitorch import GradcheckError, gradcheck
+
+    with pytest.raises(GradcheckError, match=r"The function's values reach .* float64 rounds the weighted sum .* "
+                                             r"above atol 1e-06: check where the values are smaller, or pass a "
+                                             r"larger step"):
+        gradcheck(function, [np.zeros(3)], step=step)

@@ -35,6 +35,9 @@ def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters:
     ordinary minitorch function, run on a leaf holding S, its backward one call to ``backward`` on
     that small graph (so a normaliser with learned parameters gets their gradients too).
     """
+    if not isinstance(projected, Tensor):
+        raise TypeError(f"attend_stacked: projected must be a Tensor of shape (3, ..., L, d), got "
+                        f"{type(projected).__name__}; wrap an array with minitorch.tensor(...)")
     if projected.ndim < 3 or projected.shape[0] != 3:
         raise ValueError(f"attend_stacked: expected queries, keys and values stacked as (3, ..., L, d), "
                          f"got shape {projected.shape}")

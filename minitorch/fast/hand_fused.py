@@ -40,7 +40,10 @@ def softmax_normaliser(scores: np.ndarray, future: np.ndarray):
     hide_future = np.where(future, -np.inf, 0.0).astype(scores.dtype)  # (L, L): -inf on future keys, else 0
     weights = scores + hide_future  # (..., L, L): future keys get -inf, hence weight 0 (faster than np.where)
     shift = max_along(weights, -1)  # (..., L, 1)
-    if not np.isfinite(shift).all():  # +inf or NaN: refused, as minitorch.softmax refuses it
+    if not np.isfinite(shift).all():  # refused in minitorch.softmax's words
+        if np.isneginf(shift).any():
+            raise ValueError("softmax: a slice along the softmax axis has every entry masked (-inf); at least one "
+                             "entry per slice must be finite")
         raise ValueError("softmax: the scores contain +inf or NaN; only -inf (a masked entry) is allowed")
     weights -= shift
     np.exp(weights, out=weights)
@@ -95,6 +98,11 @@ class NumpyStep:
     """
 
     def __init__(self, state: dict, config: dict, lr: float = 1e-4, betas=(0.9, 0.95), eps: float = 1e-8):
+        missing = sorted({"width", "heads", "layers", "residual", "normaliser"} - set(config))
+        if missing:
+            raise ValueError(f"NumpyStep: the config lacks {', '.join(missing)} (pass the model's own: model.config)")
+        if not (isinstance(lr, (int, float, np.floating)) and np.isfinite(lr) and lr > 0):
+            raise ValueError(f"NumpyStep: lr (the learning rate) must be a finite number > 0, got {lr!r}")
         self.width, self.heads = config["width"], config["heads"]
         self.residual, self.normaliser = config["residual"], config["normaliser"]
         if self.normaliser not in ("softmax", "relu"):

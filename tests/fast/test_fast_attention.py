@@ -109,3 +109,9 @@ def test_a_name_registered_to_another_function_has_no_array_copy(monkeypatch):
 def test_attend_stacked_rejects_a_first_axis_other_than_three():
     with pytest.raises(ValueError, match=r"\(3, \.\.\., L, d\)"):
         attend_stacked(minitorch.tensor(np.zeros((2, 4, 5, 3))))
+
+
+def test_attend_stacked_names_an_array_given_for_a_tensor():
+    with pytest.raises(TypeError, match=r"attend_stacked: projected must be a Tensor of shape \(3, ..., L, d\), got "
+                                        r"ndarray"):
+        attend_stacked(np.zeros((3, 1, 4, 2)), "softmax")

@@ -68,3 +68,21 @@ def test_the_floor_names_a_config_or_input_that_does_not_fit_the_weights(change,
     with pytest.raises(ValueError, match=culprit):
         NumpyStep(model.state_dict(), dict(model.config, **change)).step(np.ones((1, 4, x_width)),
                                                                           np.ones((1, 4, x_width)))
+
+
+@pytest.mark.parametrize("change, culprit", [({"lr": -0.1}, r"lr \(the learning rate\) must be a finite number > 0"),
+                                             ({"lr": float("nan")}, r"lr \(the learning rate\) must be a finite"),
+                                             ({"config": "no residual"}, r"the config lacks residual")])
+def test_the_floor_refuses_a_learning_rate_or_config_adam_would_refuse(change, culprit):
+    model = build_model(4, 1, 1, "softmax", False)
+    config = dict(model.config)
+    if change.pop("config", None):
+        del config["residual"]
+    with pytest.raises(ValueError, match=rf"^NumpyStep: {culprit}"):
+        NumpyStep(model.state_dict(), config, **change)
+
+
+def test_the_floors_softmax_names_a_row_with_every_key_masked_as_minitorchs_does():
+    scores = np.full((1, 2, 2), -np.inf)
+    with pytest.raises(ValueError, match=r"every entry masked \(-inf\)"):
+        hand_fused.softmax_normaliser(scores, np.triu(np.ones((2, 2), dtype=bool), k=1))
