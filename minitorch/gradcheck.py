@@ -89,8 +89,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
                                            step, atol, rtol,
                                            explain=lambda: _infinite_note(output) + _kinks_note(output, step)
-                                           + _rounding_note(leaves, step) + _value_rounding_note(output, weights, step, atol)
-                                           + _low_precision_note(output, step))
+                                           + _rounding_note(leaves, step) + _low_precision_note(output, step)
+                                           + _value_rounding_note(output, weights, step, atol))
 
 
 def compare_with_finite_differences(name: str, points, analytic, objective, step: float = 1e-6, atol: float = 1e-6,

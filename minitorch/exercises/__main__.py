@@ -62,32 +62,8 @@ def _parser() -> CommandParser:
                                                                 "secret one; students' own runs use 0)")
         command.add_argument("--timeout", default=timeout, help=f"seconds per graded test (default {timeout:g})",
                              type=checks.number_argument("--timeout", minimum=MINIMUM_TIMEOUT, maximum=3600))
-    bundle.add_argument("--deadline", default=540.0, type=checks.number_argument(
-        "--deadline", minimum=MINIMUM_TIMEOUT, maximum=86400), help="seconds for a whole submission; the bundle "
-                                                                    "writes its results by then (default 540)")
-    bundle.add_argument("--hidden-tests", choices=HIDDEN_VISIBILITIES, default="after_due_date",
-                        help="when students see the hidden tests' results (default after_due_date)")
-    bundle.add_argument("--late-penalty", default=10.0, type=checks.number_argument("--late-penalty", minimum=0,
-                                                                                     maximum=100),
-                        help="percent of the score taken off per started day past the due date (default 10)")
-    bundle.add_argument("--over-deadline", action="store_true", help="build even if a copy that hangs everywhere "
-                                                                     "could outlast --deadline")
-    bundle.add_argument("--force", action="store_true", help="replace OUT.zip even if gradescope-bundle did not "
-                                                             "write it")
-    grade.add_argument("--jobs", default=1, type=checks.number_argument("--jobs", integer=True, minimum=1, maximum=64),
-                       help="students graded at once (default 1; one per core)")
-    grade.add_argument("--budget", default=900.0, help="seconds per student; the tests not run by then fail as timed "
-                                                       "out (default 900)",
-                       type=checks.number_argument("--budget", minimum=MINIMUM_TIMEOUT, maximum=86400))
-    grade.add_argument("--edition", default="", help="the student edition you handed out: grade what its "
-                                                     "minitorch/exercises/edition.json names")
-    grade.add_argument("--isolation", default="auto", choices=["auto", *KINDS], help="how the students' code is "
-                                                                                     "sandboxed (default auto)")
-    again = grade.add_mutually_exclusive_group()
-    again.add_argument("--regrade", "--force", dest="regrade", action="store_true",
-                       help="grade every student again (adjustments.csv is kept)")
-    again.add_argument("--student", action="append", type=comma_list("--student"), default=[], metavar="NAME",
-                       help="grade only these students again (NAME or NAME,NAME); the others are kept")
+    _bundle_options(bundle)
+    _grade_options(grade)
     canvas = add("canvas-csv", help="write a gradebook CSV that Canvas imports (Grades > Import)",
                  description="Write OUT's grades (autograded plus adjustments.csv as it is now) as the CSV Canvas "
                              "imports. The roster, Canvas's exported gradebook with a column 'submission', maps each "
@@ -102,6 +78,40 @@ def _parser() -> CommandParser:
                                                                           "the roster lacks (dropped students)")
     canvas.add_argument("--force", action="store_true", help="replace --to even if canvas-csv did not write it")
     return parser
+
+
+def _bundle_options(bundle: argparse.ArgumentParser) -> None:
+    """gradescope-bundle's own options (its --only, --chapter, --exercise-seed and --timeout are grade's too)."""
+    bundle.add_argument("--deadline", default=540.0, type=checks.number_argument(
+        "--deadline", minimum=MINIMUM_TIMEOUT, maximum=86400), help="seconds for a whole submission; the bundle "
+                                                                    "writes its results by then (default 540)")
+    bundle.add_argument("--hidden-tests", choices=HIDDEN_VISIBILITIES, default="after_due_date",
+                        help="when students see the hidden tests' results (default after_due_date)")
+    bundle.add_argument("--late-penalty", default=10.0, type=checks.number_argument("--late-penalty", minimum=0,
+                                                                                     maximum=100),
+                        help="percent of the score taken off per started day past the due date (default 10)")
+    bundle.add_argument("--over-deadline", action="store_true", help="build even if a copy that hangs everywhere "
+                                                                     "could outlast --deadline")
+    bundle.add_argument("--force", action="store_true", help="replace OUT.zip even if gradescope-bundle did not "
+                                                             "write it")
+
+
+def _grade_options(grade: argparse.ArgumentParser) -> None:
+    """grade's own options."""
+    grade.add_argument("--jobs", default=1, type=checks.number_argument("--jobs", integer=True, minimum=1, maximum=64),
+                       help="students graded at once (default 1; one per core)")
+    grade.add_argument("--budget", default=900.0, help="seconds per student; the tests not run by then fail as timed "
+                                                       "out (default 900)",
+                       type=checks.number_argument("--budget", minimum=MINIMUM_TIMEOUT, maximum=86400))
+    grade.add_argument("--edition", default="", help="the student edition you handed out: grade what its "
+                                                     "minitorch/exercises/edition.json names")
+    grade.add_argument("--isolation", default="auto", choices=["auto", *KINDS], help="how the students' code is "
+                                                                                     "sandboxed (default auto)")
+    again = grade.add_mutually_exclusive_group()
+    again.add_argument("--regrade", "--force", dest="regrade", action="store_true",
+                       help="grade every student again (adjustments.csv is kept)")
+    again.add_argument("--student", action="append", type=comma_list("--student"), default=[], metavar="NAME",
+                       help="grade only these students again (NAME or NAME,NAME); the others are kept")
 
 
 def main(argv=None) -> int:

@@ -64,8 +64,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     """Write the autograder zip for `exercises` (atomically, its folders created) and return its settings. `seed`
     None draws a fresh secret one of 128 bits; `timeout` limits each test and `deadline` the whole run, whose worst
     case must fit (else `over_deadline`). `root` is the full book, never a student edition."""
-    from minitorch.exercises.grader.trusted.grading import CHECK_PROCESS_MARGIN, collect_tests
-    from minitorch.exercises.grader.trusted.worker_client import DOWNS_PER_EXERCISE
+    from minitorch.exercises.grader.trusted.grading import collect_tests
 
     root = Path(root).resolve()
     try:  # a zip of the user's own is replaced only with `force`
@@ -89,21 +88,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
     if hidden_visibility not in HIDDEN_VISIBILITIES or not exercises:
         raise ExerciseError(f"--hidden-tests must be one of {', '.join(HIDDEN_VISIBILITIES)}, got {hidden_visibility}"
                             if exercises else "no exercises chosen; the bundle would grade nothing")
-    least = START_UP + RESULTS_MARGIN + CHECK_PROCESS_MARGIN + timeout  # start, one test, margins of `_grade`
-    if deadline < least:  # (--over-deadline accepts a hanging copy's last tests failing, not every copy's 0)
-        raise ExerciseError(f"--deadline {deadline:g} s leaves no time to grade: starting, one test of --timeout "
-                            f"{timeout:g} s and writing the results take {least:g} s, so every copy would score 0; "
-                            f"raise --deadline to at least {least:g}")
-    worst = START_UP + len(exercises) * DOWNS_PER_EXERCISE * timeout  # each exercise cut off after its first hangs
-    if worst > deadline and not over_deadline:
-        raise ExerciseError(f"a copy whose {len(exercises)} exercises all hang would take about {worst:g} s with "
-                            f"--timeout {timeout:g}, beyond the deadline of {deadline:g} s: lower --timeout, grade "
-                            f"fewer exercises, raise --deadline (and the platform's own timeout), or pass "
-                            f"--over-deadline to accept that such a copy's last tests fail as timed out")
-    if deadline > PLATFORM_LIMIT - 30 and not over_deadline:
-        raise ExerciseError(f"--deadline {deadline:g} s leaves Gradescope's default limit of {PLATFORM_LIMIT:g} s no "
-                            f"time to spare: raise the assignment's timeout on Gradescope first, then pass "
-                            f"--over-deadline")
+    worst = _worst_case_within(timeout, deadline, len(exercises), over_deadline)
     collected = collect_tests(root, [exercise.id for exercise in exercises])  # fixed with the bundle
     hidden = [nodeid for nodeid in collected if is_hidden_test(nodeid)]
     settings = {
@@ -115,6 +100,38 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         "hidden_visibility": hidden_visibility, "late_penalty": float(late_penalty), "packages": pinned_packages(),
         "made_from": git_commit(root),
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    packed = _zipped(settings, root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(out, packed, mode=0o600)  # the secret seed and the hidden tests: its owner's only
+    return settings
+
+
+def _worst_case_within(timeout: float, deadline: float, exercise_count: int, over_deadline: bool) -> float:
+    """The seconds a copy whose exercises all hang takes, checked to fit `deadline` (unless `over_deadline`) and
+    Gradescope's own limit; refused if the deadline leaves no time to grade even one test."""
+    from minitorch.exercises.grader.trusted.grading import CHECK_PROCESS_MARGIN
+    from minitorch.exercises.grader.trusted.worker_client import DOWNS_PER_EXERCISE
+
+    least = START_UP + RESULTS_MARGIN + CHECK_PROCESS_MARGIN + timeout  # start, one test, margins of `_grade`
+    if deadline < least:  # (--over-deadline accepts a hanging copy's last tests failing, not every copy's 0)
+        raise ExerciseError(f"--deadline {deadline:g} s leaves no time to grade: starting, one test of --timeout "
+                            f"{timeout:g} s and writing the results take {least:g} s, so every copy would score 0; "
+                            f"raise --deadline to at least {least:g}")
+    worst = START_UP + exercise_count * DOWNS_PER_EXERCISE * timeout  # each exercise cut off after its first hangs
+    if worst > deadline and not over_deadline:
+        raise ExerciseError(f"a copy whose {exercise_count} exercises all hang would take about {worst:g} s with "
+                            f"--timeout {timeout:g}, beyond the deadline of {deadline:g} s: lower --timeout, grade "
+                            f"fewer exercises, raise --deadline (and the platform's own timeout), or pass "
+                            f"--over-deadline to accept that such a copy's last tests fail as timed out")
+    if deadline > PLATFORM_LIMIT - 30 and not over_deadline:
+        raise ExerciseError(f"--deadline {deadline:g} s leaves Gradescope's default limit of {PLATFORM_LIMIT:g} s no "
+                            f"time to spare: raise the assignment's timeout on Gradescope first, then pass "
+                            f"--over-deadline")
+    return worst
+
+
+def _zipped(settings: dict, root: Path) -> bytes:
+    """The bundle's zip, in memory: the two scripts, the pinned packages, the settings and the book's files."""
     packed = io.BytesIO()
     with zipfile.ZipFile(packed, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         for name in ("setup.sh", "run_autograder"):
@@ -124,9 +141,7 @@ def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None,
         _add_text(bundle, SETTINGS_NAME, json.dumps(settings, indent=1) + "\n")
         for path in _bundled_files(root):
             bundle.write(path, path.relative_to(root).as_posix())
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(out, packed.getvalue(), mode=0o600)  # the secret seed and the hidden tests: its owner's only
-    return settings
+    return packed.getvalue()
 
 
 def _is_bundle(path: Path) -> bool:
