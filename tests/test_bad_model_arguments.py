@@ -367,3 +367,28 @@ def test_save_model_refuses_a_projection_whose_weight_was_replaced_by_one_of_ano
                                          r"\(8, 16\)"):
         save_model(model, tmp_path / "model.npz")
     assert not (tmp_path / "model.npz").exists(), "a refused model writes no file"
+
+
+# ----------------------------------------------------------------------
+# The paper's functions check their inputs as their siblings do: what one refuses or takes, all of them do
+
+
+@pytest.mark.parametrize("function", ["head_table", "sink_share", "mass_split"])
+def test_one_layers_array_where_the_list_per_layer_goes_is_refused_by_every_function_that_takes_the_list(function):
+    """head_table(att[0], triggers) read the sequences as layers and each sequence's heads as sequences: a table of
+    'layer 1 head 0' for a one-layer array, without a word (sink_share and mass_split refused it)."""
+    from minitorch.paper import beyond, metrics, task
+
+    model = tiny_model(heads=2, layers=2, residual=True)
+    x, _, triggers = task.make_test_set(residual=True, size=2)  # B = H = 2: nothing else fails to give it away
+    _, attention = model(x, return_attention=True)
+    call = {"head_table": lambda layers: metrics.head_table(layers, triggers),
+            "sink_share": lambda layers: metrics.sink_share(layers),
+            "mass_split": lambda layers: beyond.mass_split(layers, triggers)}[function]
+    with pytest.raises(ValueError, match=rf"^{function}: per_layer_weights must be a non-empty list of \(B, H, L, L\) "
+                                         r"arrays, one per layer, got an array of shape \(2, 2, 16, 16\) \(one"):
+        call(attention[0])
+    call([attention[0]])  # the list of one layer is what it takes
+    if function == "head_table":
+        assert [(row["layer"], row["head"]) for row in call([attention[0]])] == [(0, 0), (0, 1)], \
+            "the list of layer 0 gives its two heads"

@@ -104,9 +104,7 @@ def mass_split(per_layer_weights, triggers) -> dict:
     ``bos`` = a_i0, ``content`` = Σ_{k≥1} a_ik, ``nowhere`` = 1 - Σ_k a_ik
     (negative when a row sums to more than 1, as sigmoid and ReLU rows may).
     """
-    if not isinstance(per_layer_weights, (list, tuple)) or not per_layer_weights:  # the mean of no layer is nan
-        raise ValueError(f"mass_split: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
-                         f"layer, got {per_layer_weights!r:.60}")
+    per_layer_weights = metrics.per_layer("mass_split", per_layer_weights)
     for index, weights in enumerate(per_layer_weights):  # (the metrics would name themselves, not mass_split)
         if np.ndim(weights) != 4 or np.shape(triggers) != np.shape(weights)[:1]:
             raise ValueError(f"mass_split: per_layer_weights[{index}] has shape {np.shape(weights)} and triggers "
