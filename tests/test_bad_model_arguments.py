@@ -392,3 +392,45 @@ def test_one_layers_array_where_the_list_per_layer_goes_is_refused_by_every_func
     if function == "head_table":
         assert [(row["layer"], row["head"]) for row in call([attention[0]])] == [(0, 0), (0, 1)], \
             "the list of layer 0 gives its two heads"
+
+
+def _not_theorem_1s(kind):
+    return {"two-heads": lambda: tiny_model(heads=2), "two-layers": lambda: tiny_model(layers=2, residual=True),
+            "one-residual-layer": lambda: tiny_model(residual=True)}[kind]()
+
+
+@pytest.mark.parametrize("step", ["non_trigger_row_sides", "trigger_row_decomposition", "trigger_row_slack"])
+@pytest.mark.parametrize("kind", ["two-heads", "two-layers", "one-residual-layer"])
+def test_the_steps_of_theorem_1_refuse_a_model_that_is_not_one_head_without_a_residual(step, kind):
+    """trigger_row_decomposition on a 2-head model gave sides 0.0064 apart (1.0 for a residual model), against
+    2.6e-18 for one head: identity (3) is about a single head's output, and value_map read head 0 of layer 0."""
+    from minitorch.paper import theory
+
+    model, points = _not_theorem_1s(kind), theory.random_token_hull_points(3, seed=1)
+    x, triggers = theory.stress_inputs(1, seed=1)
+    call = {"non_trigger_row_sides": lambda: theory.non_trigger_row_sides(model, x, triggers),
+            "trigger_row_decomposition": lambda: theory.trigger_row_decomposition(model, points, 5),
+            "trigger_row_slack": lambda: theory.trigger_row_slack(model, points)}[step]
+    with pytest.raises(ValueError, match=rf"^{step}: the model must have a single head in a single layer, without a "
+                                         r"residual connection"):
+        call()
+
+
+@pytest.mark.parametrize("step", ["trigger_row_decomposition", "trigger_row_slack"])
+def test_the_steps_of_theorem_1_take_mu_as_points_b_n_of_the_models_width_and_a_list_as_an_array(step):
+    """One point mu of shape (16,) failed with NumPy's 'too many indices for array', a list of points with
+    "'list' object has no attribute 'shape'", and points of width 8 deep inside the model."""
+    from minitorch.paper import theory
+
+    model = tiny_model(seed=2)
+    points = theory.random_token_hull_points(2, seed=1)
+    call = {"trigger_row_decomposition": lambda mu: theory.trigger_row_decomposition(model, mu, 5),
+            "trigger_row_slack": lambda mu: theory.trigger_row_slack(model, mu)}[step]
+    with pytest.raises(ValueError, match=rf"^{step}: mu must be points of shape \(B, n\) = \(B, 16\), the model's "
+                                         r"width, got shape \(16,\); write mu\[None\] for one point"):
+        call(points[0])
+    with pytest.raises(ValueError, match=rf"^{step}: mu must be points of shape \(B, n\) = \(B, 16\).*got shape "
+                                         r"\(2, 8\)"):
+        call(theory.random_token_hull_points(2, seed=1, width=8))
+    np.testing.assert_array_equal(np.asarray(call(points.tolist())), np.asarray(call(points)),
+                                  err_msg="a list of points is taken as the array of them")
