@@ -434,3 +434,18 @@ def test_the_steps_of_theorem_1_take_mu_as_points_b_n_of_the_models_width_and_a_
         call(theory.random_token_hull_points(2, seed=1, width=8))
     np.testing.assert_array_equal(np.asarray(call(points.tolist())), np.asarray(call(points)),
                                   err_msg="a list of points is taken as the array of them")
+
+
+def test_probe_averages_each_sequences_trigger_row_over_its_own_keys_1_to_j():
+    """On a training batch (triggers 2..15) probe's trigger_content averaged keys 1..j of the first sequence's j for
+    every sequence: 0.0907 where the mean over the sequences of their own keys 1..j_b is 0.1385."""
+    from minitorch.paper import task, train
+
+    model = tiny_model(seed=3)
+    x, y, triggers = task.make_batch(64, np.random.default_rng(1))
+    assert len(set(triggers.tolist())) > 1, "the batch must hold several trigger positions"
+    measures, attention = train.probe(model, x, y, triggers)
+    row = attention[0][np.arange(len(triggers)), 0, triggers]  # (B, L): each sequence's trigger row, the one head
+    expected = np.mean([row[b, 1:j + 1].mean() for b, j in enumerate(triggers)])
+    assert measures["trigger_content"] == pytest.approx(expected, rel=1e-12), (
+        "trigger_content must be the trigger row's mean weight on keys 1..j, each sequence over its own j")
