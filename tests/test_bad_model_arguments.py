@@ -449,3 +449,20 @@ def test_probe_averages_each_sequences_trigger_row_over_its_own_keys_1_to_j():
     expected = np.mean([row[b, 1:j + 1].mean() for b, j in enumerate(triggers)])
     assert measures["trigger_content"] == pytest.approx(expected, rel=1e-12), (
         "trigger_content must be the trigger row's mean weight on keys 1..j, each sequence over its own j")
+
+
+def test_score_gaps_checks_x_as_learned_extras_does():
+    """score_gaps(model, x.tolist(), t) failed with "'list' object has no attribute 'astype'", x of width 8 with
+    NumPy's matmul error, one sequence with "axes don't match array"; learned_extras takes the list and names the
+    shapes."""
+    from minitorch.paper import beyond, task
+
+    model = tiny_model()
+    x, _, triggers = task.make_batch(8, np.random.default_rng(0))
+    assert beyond.score_gaps(model, x.tolist(), triggers) == beyond.score_gaps(model, x, triggers), \
+        "a list of sequences is taken as the array of them"
+    narrow, _, _ = task.make_batch(8, np.random.default_rng(0), width=8)
+    for bad, shown in ((narrow, r"\(8, 16, 8\)"), (x[0], r"\(16, 16\)")):
+        with pytest.raises(ValueError, match=rf"^score_gaps: x must have shape \(B, L, 16\) and triggers \(B,\), got "
+                                             rf"x {shown}"):
+            beyond.score_gaps(model, bad, triggers)

@@ -133,15 +133,21 @@ def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int) -> dict:
                 mean_map=attention[0][:, 0].mean(axis=0).tolist(), learned=learned_extras(model, x, triggers))
 
 
+def _sequences(owner: str, model, x, triggers) -> tuple[np.ndarray, np.ndarray]:
+    """x as a float64 array (B, L, n) of the model's width (a list of sequences is one) and triggers (B,), one
+    position in 1..L-1 per sequence; or an error naming `owner`, x's shape and the shape wanted."""
+    x = checks.real_numbers(owner, "x", x)
+    if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
+        raise ValueError(f"{owner}: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "
+                         f"x {x.shape} and triggers {np.shape(triggers)}")
+    return x, checks.positions(owner, "triggers", triggers, x.shape[1])
+
+
 def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     """What a sink-free normaliser learned besides W_Q..W_O: the sink logit S, how far the gate closes.
     x: (B, L, n), triggers (B,)."""
     attention_model("learned_extras", model)
-    x = checks.real_numbers("learned_extras", "x", x)
-    if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
-        raise ValueError(f"learned_extras: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "
-                         f"x {x.shape} and triggers {np.shape(triggers)}")
-    triggers = checks.positions("learned_extras", "triggers", triggers, x.shape[1])
+    x, triggers = _sequences("learned_extras", model, x, triggers)
     layer, extras = model.layers[0], {}
     if hasattr(layer, "sink_logit"):
         extras["sink_logit"] = layer.sink_logit.data.ravel().tolist()  # one S per head
@@ -174,10 +180,10 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     if config["heads"] != 1 or config["layers"] != 1 or config["normaliser"] != "softmax":
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = attention_model("score_gaps", model).layers[0]
-    xs = x.astype(np.float64)  # in float64: ρ can be far below float32's resolution near 1
+    xs, triggers = _sequences("score_gaps", model, x, triggers)  # float64: ρ may lie below float32's resolution
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
-    length = x.shape[1]
+    length = xs.shape[1]
     rows = np.arange(2, length)
     future = causal_mask(length)
     weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
