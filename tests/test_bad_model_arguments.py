@@ -466,3 +466,18 @@ def test_score_gaps_checks_x_as_learned_extras_does():
         with pytest.raises(ValueError, match=rf"^score_gaps: x must have shape \(B, L, 16\) and triggers \(B,\), got "
                                              rf"x {shown}"):
             beyond.score_gaps(model, bad, triggers)
+
+
+def test_seeds_table_refuses_a_seed_given_twice_as_budget_does():
+    """seeds_table(runs + runs), two --seeds runs' records put together, counted 4 seeds for seeds 0 and 1 and
+    weighed each twice in the medians, without a word."""
+    from minitorch.paper import beyond
+
+    def run(seed):
+        return dict(shape="1x1", normaliser="softmax", seed=seed, steps=700 + seed, converged=True,
+                    wall_time_seconds=5.0, bos_mass_mean=0.95, bos_mass_min=0.9, heads_sinking=1, heads_total=1)
+
+    assert beyond.seeds_table([run(0), run(1)])[0]["seeds"] == 2
+    with pytest.raises(ValueError, match=r"^seeds_table: runs gives softmax_1x1 the seeds \[0, 1, 0, 1\], one of them "
+                                         r"more than once; a seed given twice would count as two"):
+        beyond.seeds_table([run(0), run(1)] * 2)

@@ -285,13 +285,18 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
 
 
 def seeds_table(runs: list[dict]) -> list[dict]:
-    """One row per model (shape, normaliser): the spread over its seeds of steps, heads sinking and BOS mass."""
+    """One row per model (shape, normaliser): the spread over its seeds of steps, heads sinking and BOS mass. A
+    seed given twice for one model is refused, as `Budget` refuses it: it would count as two seeds."""
     checks.records("seeds_table", "runs", runs, dict(shape=str, normaliser=str, seed=int, steps=int, converged=bool,
                    wall_time_seconds=float, bos_mass_mean=float, bos_mass_min=float, heads_sinking=int,
                    heads_total=int), "one seed's run (train_seed)")
     rows = []
     for shape, normaliser in dict.fromkeys((run["shape"], run["normaliser"]) for run in runs):
         mine = [run for run in runs if (run["shape"], run["normaliser"]) == (shape, normaliser)]
+        seeds = [run["seed"] for run in mine]
+        if len(set(seeds)) < len(seeds):  # two runs' records put together: the medians would weigh it twice
+            raise ValueError(f"seeds_table: runs gives {normaliser}_{shape} the seeds {seeds!s:.60}, one of them more "
+                             f"than once; a seed given twice would count as two: give each seed's run once")
         totals, sinking = sorted({run["heads_total"] for run in mine}), max(run["heads_sinking"] for run in mine)
         if len(totals) > 1 or sinking > totals[0]:  # records that contradict each other (edited, or of two models)
             raise ValueError(f"seeds_table: the runs of {normaliser}_{shape} give heads_total {totals} and up to "
