@@ -367,3 +367,117 @@ def test_save_model_refuses_a_projection_whose_weight_was_replaced_by_one_of_ano
                                          r"\(8, 16\)"):
         save_model(model, tmp_path / "model.npz")
     assert not (tmp_path / "model.npz").exists(), "a refused model writes no file"
+
+
+# ----------------------------------------------------------------------
+# The paper's functions check their inputs as their siblings do: what one refuses or takes, all of them do
+
+
+@pytest.mark.parametrize("function", ["head_table", "sink_share", "mass_split"])
+def test_one_layers_array_where_the_list_per_layer_goes_is_refused_by_every_function_that_takes_the_list(function):
+    """head_table(att[0], triggers) read the sequences as layers and each sequence's heads as sequences: a table of
+    'layer 1 head 0' for a one-layer array, without a word (sink_share and mass_split refused it)."""
+    from minitorch.paper import beyond, metrics, task
+
+    model = tiny_model(heads=2, layers=2, residual=True)
+    x, _, triggers = task.make_test_set(residual=True, size=2)  # B = H = 2: nothing else fails to give it away
+    _, attention = model(x, return_attention=True)
+    call = {"head_table": lambda layers: metrics.head_table(layers, triggers),
+            "sink_share": lambda layers: metrics.sink_share(layers),
+            "mass_split": lambda layers: beyond.mass_split(layers, triggers)}[function]
+    with pytest.raises(ValueError, match=rf"^{function}: per_layer_weights must be a non-empty list of \(B, H, L, L\) "
+                                         r"arrays, one per layer, got an array of shape \(2, 2, 16, 16\) \(one"):
+        call(attention[0])
+    call([attention[0]])  # the list of one layer is what it takes
+    if function == "head_table":
+        assert [(row["layer"], row["head"]) for row in call([attention[0]])] == [(0, 0), (0, 1)], \
+            "the list of layer 0 gives its two heads"
+
+
+def _not_theorem_1s(kind):
+    return {"two-heads": lambda: tiny_model(heads=2), "two-layers": lambda: tiny_model(layers=2, residual=True),
+            "one-residual-layer": lambda: tiny_model(residual=True)}[kind]()
+
+
+@pytest.mark.parametrize("step", ["non_trigger_row_sides", "trigger_row_decomposition", "trigger_row_slack"])
+@pytest.mark.parametrize("kind", ["two-heads", "two-layers", "one-residual-layer"])
+def test_the_steps_of_theorem_1_refuse_a_model_that_is_not_one_head_without_a_residual(step, kind):
+    """trigger_row_decomposition on a 2-head model gave sides 0.0064 apart (1.0 for a residual model), against
+    2.6e-18 for one head: identity (3) is about a single head's output, and value_map read head 0 of layer 0."""
+    from minitorch.paper import theory
+
+    model, points = _not_theorem_1s(kind), theory.random_token_hull_points(3, seed=1)
+    x, triggers = theory.stress_inputs(1, seed=1)
+    call = {"non_trigger_row_sides": lambda: theory.non_trigger_row_sides(model, x, triggers),
+            "trigger_row_decomposition": lambda: theory.trigger_row_decomposition(model, points, 5),
+            "trigger_row_slack": lambda: theory.trigger_row_slack(model, points)}[step]
+    with pytest.raises(ValueError, match=rf"^{step}: the model must have a single head in a single layer, without a "
+                                         r"residual connection"):
+        call()
+
+
+@pytest.mark.parametrize("step", ["trigger_row_decomposition", "trigger_row_slack"])
+def test_the_steps_of_theorem_1_take_mu_as_points_b_n_of_the_models_width_and_a_list_as_an_array(step):
+    """One point mu of shape (16,) failed with NumPy's 'too many indices for array', a list of points with
+    "'list' object has no attribute 'shape'", and points of width 8 deep inside the model."""
+    from minitorch.paper import theory
+
+    model = tiny_model(seed=2)
+    points = theory.random_token_hull_points(2, seed=1)
+    call = {"trigger_row_decomposition": lambda mu: theory.trigger_row_decomposition(model, mu, 5),
+            "trigger_row_slack": lambda mu: theory.trigger_row_slack(model, mu)}[step]
+    with pytest.raises(ValueError, match=rf"^{step}: mu must be points of shape \(B, n\) = \(B, 16\), the model's "
+                                         r"width, got shape \(16,\); write mu\[None\] for one point"):
+        call(points[0])
+    with pytest.raises(ValueError, match=rf"^{step}: mu must be points of shape \(B, n\) = \(B, 16\).*got shape "
+                                         r"\(2, 8\)"):
+        call(theory.random_token_hull_points(2, seed=1, width=8))
+    np.testing.assert_array_equal(np.asarray(call(points.tolist())), np.asarray(call(points)),
+                                  err_msg="a list of points is taken as the array of them")
+
+
+def test_probe_averages_each_sequences_trigger_row_over_its_own_keys_1_to_j():
+    """On a training batch (triggers 2..15) probe's trigger_content averaged keys 1..j of the first sequence's j for
+    every sequence: 0.0907 where the mean over the sequences of their own keys 1..j_b is 0.1385."""
+    from minitorch.paper import task, train
+
+    model = tiny_model(seed=3)
+    x, y, triggers = task.make_batch(64, np.random.default_rng(1))
+    assert len(set(triggers.tolist())) > 1, "the batch must hold several trigger positions"
+    measures, attention = train.probe(model, x, y, triggers)
+    row = attention[0][np.arange(len(triggers)), 0, triggers]  # (B, L): each sequence's trigger row, the one head
+    expected = np.mean([row[b, 1:j + 1].mean() for b, j in enumerate(triggers)])
+    assert measures["trigger_content"] == pytest.approx(expected, rel=1e-12), (
+        "trigger_content must be the trigger row's mean weight on keys 1..j, each sequence over its own j")
+
+
+def test_score_gaps_checks_x_as_learned_extras_does():
+    """score_gaps(model, x.tolist(), t) failed with "'list' object has no attribute 'astype'", x of width 8 with
+    NumPy's matmul error, one sequence with "axes don't match array"; learned_extras takes the list and names the
+    shapes."""
+    from minitorch.paper import beyond, task
+
+    model = tiny_model()
+    x, _, triggers = task.make_batch(8, np.random.default_rng(0))
+    assert beyond.score_gaps(model, x.tolist(), triggers) == beyond.score_gaps(model, x, triggers), \
+        "a list of sequences is taken as the array of them"
+    narrow, _, _ = task.make_batch(8, np.random.default_rng(0), width=8)
+    for bad, shown in ((narrow, r"\(8, 16, 8\)"), (x[0], r"\(16, 16\)")):
+        with pytest.raises(ValueError, match=rf"^score_gaps: x must have shape \(B, L, 16\) and triggers \(B,\), got "
+                                             rf"x {shown}"):
+            beyond.score_gaps(model, bad, triggers)
+
+
+def test_seeds_table_refuses_a_seed_given_twice_as_budget_does():
+    """seeds_table(runs + runs), two --seeds runs' records put together, counted 4 seeds for seeds 0 and 1 and
+    weighed each twice in the medians, without a word."""
+    from minitorch.paper import beyond
+
+    def run(seed):
+        return dict(shape="1x1", normaliser="softmax", seed=seed, steps=700 + seed, converged=True,
+                    wall_time_seconds=5.0, bos_mass_mean=0.95, bos_mass_min=0.9, heads_sinking=1, heads_total=1)
+
+    assert beyond.seeds_table([run(0), run(1)])[0]["seeds"] == 2
+    with pytest.raises(ValueError, match=r"^seeds_table: runs gives softmax_1x1 the seeds \[0, 1, 0, 1\], one of them "
+                                         r"more than once; a seed given twice would count as two"):
+        beyond.seeds_table([run(0), run(1)] * 2)

@@ -127,3 +127,59 @@ def test_canvas_csv_replaces_its_own_file_and_refuses_the_users(tmp_path):
     assert notes.read_text() == "my notes on the class\n", "the user's file must be kept"
     assert canvas("--force").returncode == 0 and notes.read_text().startswith("Student,ID,SIS User ID")
     assert canvas().returncode == 0, "canvas-csv's own earlier file is replaced without --force"
+
+
+def _authors_scripts(tmp_path, monkeypatch, capsys, *arguments):
+    """authors_scripts on a stand-in checkout whose scripts are never run (a run counts as work done): (exit status,
+    the last line of stderr, whether a script ran)."""
+    from minitorch.tools import authors_scripts
+
+    checkout, ran = tmp_path / "checkout", []
+    for script in ("fig_single_layer.py", "fig_multilayer.py"):
+        (checkout / "figure_code").mkdir(parents=True, exist_ok=True)
+        (checkout / "figure_code" / script).write_text("")
+    monkeypatch.setattr(authors_scripts, "missing_requirements", lambda: [])
+    monkeypatch.setattr(authors_scripts, "versions", lambda checkout: {"python": "3"})
+    monkeypatch.setattr(authors_scripts, "run_script", lambda *a: ran.append(a) or (
+        "Training (softmax):   2%|#   | 960/50000 [00:01<01:10]\n", 1.0))
+    try:
+        status = authors_scripts.main([str(checkout), "--only", "1x1", *arguments])
+    except SystemExit as stop:
+        status = stop.code
+    return status, (capsys.readouterr().err.strip().splitlines() or [""])[-1], bool(ran)
+
+
+def test_authors_scripts_log_replaces_its_own_log_and_refuses_the_users_file_before_the_scripts_run(
+        tmp_path, monkeypatch, capsys):
+    """--log thesis.md replaced the user's file with the log without a word (and --log figures/results.md the book's
+    committed results), after minutes of the author's scripts: --log follows bench --json's rule, checked first."""
+    thesis = tmp_path / "thesis.md"
+    thesis.write_text("My thesis notes: three months of work\n")
+    status, error, ran = _authors_scripts(tmp_path, monkeypatch, capsys, "--log", str(thesis))
+    assert status == 2 and "--log" in error and "add --force to replace it" in error, error
+    assert not ran, "--log must be refused before the author's scripts run (they take minutes)"
+    assert thesis.read_text() == "My thesis notes: three months of work\n", "the user's file must be kept"
+
+    log = tmp_path / "authors.md"
+    assert _authors_scripts(tmp_path, monkeypatch, capsys, "--log", str(log))[0] == 0
+    assert log.read_text().startswith("# A run of the author's released scripts"), "the log is written"
+    assert _authors_scripts(tmp_path, monkeypatch, capsys, "--log", str(log))[0] == 0, \
+        "the command's own earlier log is replaced without --force"
+    assert _authors_scripts(tmp_path, monkeypatch, capsys, "--log", str(thesis), "--force")[0] == 0, \
+        "--force replaces the user's file, as asked"
+    assert (ROOT / "figures" / "authors_scripts.md").read_text().startswith(
+        "# A run of the author's released scripts\n\nMade by `python -m minitorch.tools.authors_scripts "), \
+        "the book's own log must be one the command recognises as its own"
+
+
+@pytest.mark.parametrize("log", ["folder/", "/proc/x.md"])
+def test_authors_scripts_log_that_cannot_be_written_is_refused_before_the_scripts_run(tmp_path, monkeypatch, capsys,
+                                                                                      log):
+    """--log w/ (a folder) and --log /proc/x.md were refused only after the scripts had run, minutes later."""
+    status, error, ran = _authors_scripts(tmp_path, monkeypatch, capsys, "--log", log)
+    assert status == 2 and "--log" in error and not ran, f"refused before any script runs, got {status}: {error}"
+
+
+def test_authors_scripts_refuses_force_without_log(tmp_path, monkeypatch, capsys):
+    status, error, ran = _authors_scripts(tmp_path, monkeypatch, capsys, "--force")
+    assert status == 2 and "--force applies only to the file --log names" in error and not ran, error

@@ -56,6 +56,20 @@ def test_every_run_defaults_to_an_untracked_folder_and_figures_only_by_name(monk
                                       f"(a first run must leave the checkout's tracked figures/ as they were)")
 
 
+
+def test_the_default_folder_of_a_selection_is_the_same_in_any_order_as_its_recorded_command(monkeypatch):
+    """reproduce --quick --only 2x2,1x1 recorded itself as --only 1x1,2x2 but wrote to runs/quick_only-2x2-1x1: the
+    same run had two default folders, and a rerun in the other order neither found nor replaced the first."""
+    from minitorch.__main__ import main
+    from minitorch.paper.reproduce import run_command
+
+    folders = []
+    monkeypatch.setattr("minitorch.paper.reproduce.reproduce", lambda out, **kwargs: folders.append(out))
+    for order in ("2x2,1x1", "1x1,2x2"):
+        main(["reproduce", "--quick", "--only", order])
+    assert folders == ["runs/quick_only-1x1-2x2"] * 2, f"one default folder for one selection, got {folders}"
+    assert run_command(True, ["2x2", "1x1"], 0) == "reproduce --quick --only 1x1,2x2", "and one recorded command"
+
 def _fake_previous_run(folder: Path, only=("1x1",), quick=False, seed=0) -> dict:
     """Every file a run of `only` writes, with a results.json that records them, as a real run's does."""
     from minitorch.paper.reproduce import run_command, run_files

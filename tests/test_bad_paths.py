@@ -527,6 +527,34 @@ def test_a_run_record_that_is_a_fifo_is_not_read_but_refused_as_in_the_way(tmp_p
     assert sorted(path.name for path in out.iterdir()) == ["results.json"], "a refused run must write nothing"
 
 
+
+@pytest.mark.parametrize("reader", ["reproduce --out", "book --out", "bench --json"])
+def test_a_record_nested_too_deep_to_decode_is_a_file_that_is_not_ours_in_one_line(tmp_path, reader):
+    """'[' * 100000 in results.json, .minitorch-book or bench's --json file (JSON to look at, nested deeper than
+    json's reader recurses) ended each command with a RecursionError traceback; it is a file of someone else's,
+    refused as any file that is not JSON is (one line naming the option and --force), and kept."""
+    from minitorch.outputs import OutputPathError, check_output_file
+    from minitorch.paper.reproduce import reproduce
+    from minitorch.tools.bench import OWN_JSON
+    from minitorch.tools.book.build import MARKER, check_book_folder
+
+    out = tmp_path / "out"
+    out.mkdir()
+    record = out / {"reproduce --out": "results.json", "book --out": MARKER, "bench --json": "deep.json"}[reader]
+    record.write_text("[" * 100_000)
+    call = {"reproduce --out": lambda: reproduce(out, quick=True, only=["1x1"], progress=False, log=lambda *a: None),
+            "book --out": lambda: check_book_folder(out, ROOT / "chapters"),
+            "bench --json": lambda: check_output_file(record, "--json", own=OWN_JSON)}[reader]
+    try:
+        call()
+    except RecursionError:
+        pytest.fail(f"{reader}: a file too deep for json's reader must be named as not ours, not a RecursionError")
+    except OutputPathError as error:
+        assert "--force" in str(error) and "\n" not in str(error), f"{reader}: one line naming --force, got {error}"
+    else:
+        pytest.fail(f"{reader}: a file that is not its own record was taken for one")
+    assert record.read_text() == "[" * 100_000, "the file must be kept as it was"
+
 def _users_of_a_file():
     from minitorch.outputs import check_output_file, write_atomically
     return {

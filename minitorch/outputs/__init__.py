@@ -12,8 +12,8 @@ from minitorch.outputs.atomic_writes import (building_aside, remove_abandoned_bu
                                              replace_folder, scratch_folder, temporary_prefix, write_atomically)
 from minitorch.outputs.paths import (NAME_MAX, PROJECT_SOURCES, ROOT, OutputPathError, OwnFile,  # noqa: F401
                                      PathError, UnwritableFileError, check_input_file, check_output_file,
-                                     check_output_folder, check_readable, checked_path, given_path, json_written_by,
-                                     refuse_a_file_not_its_own)
+                                     check_output_folder, check_readable, checked_path, given_path, json_record,
+                                     json_written_by, refuse_a_file_not_its_own)
 from minitorch.outputs.recorded_runs import (RecordedRun, files_to_replace, not_recorded,  # noqa: F401
                                              read_recorded_run, recorded_run_text, some_of, written_files)
 from minitorch.outputs.signals import end_processes_marked, end_with_parent, ignore_stops, signals_held  # noqa: F401

@@ -218,12 +218,26 @@ def _recognised(own: OwnFile, target: Path) -> bool:
         return False
 
 
+def json_record(path, limit: int | None = None):
+    """The JSON document in the file `path`, or None if it holds none a command of ours wrote: a special file (a
+    FIFO would block the read forever), missing or unreadable, over `limit` bytes, not UTF-8, not JSON, or nested
+    too deep for json's reader, which raises RecursionError ('[' * 100000; no record of ours nests so deep).
+    Every reader of our own records (a run's results.json, a book's .minitorch-book, bench's --json) reads
+    through here, so that each takes such a file as one that is not its own, in one line, never a traceback."""
+    if _special_file(path):
+        return None
+    try:
+        if limit is not None and Path(path).stat().st_size > limit:
+            return None
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # (a UnicodeDecodeError is a ValueError)
+        return None
+
+
 def json_written_by(path: Path, writer: str, limit: int = 2**20) -> bool:
     """Whether `path` is a JSON object (of at most `limit` bytes) whose "written_by" is `writer`: the mark a
     command's JSON output carries (``{"written_by": "python -m minitorch bench", ...}``)."""
-    if path.stat().st_size > limit:
-        return False
-    document = json.loads(path.read_text(encoding="utf-8"))
+    document = json_record(path, limit)
     return isinstance(document, dict) and document.get("written_by") == writer
 
 

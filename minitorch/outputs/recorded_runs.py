@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from minitorch.outputs.paths import OutputPathError, _check_replaceable_file, _special_file
+from minitorch.outputs.paths import OutputPathError, _check_replaceable_file, json_record
 
 @dataclass(frozen=True)
 class RecordedRun:
@@ -44,14 +44,7 @@ def read_recorded_run(record_file) -> RecordedRun | None:
     `recorded_run_text` writes it), or None if there is none or it records no run. With `files_to_replace`,
     the check a command that writes into a folder it does not own whole makes before any work (``grade --out``
     writes grades.csv and summary.md beside a user's own files)."""
-    import json
-
-    if _special_file(record_file):  # a FIFO would block the read forever; it is then a file in the way
-        return None
-    try:
-        document = json.loads(Path(record_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # none, or not JSON
-        return None
+    document = json_record(record_file)  # None for a FIFO, a file too deep to decode...: a file in the way
     if not isinstance(document, dict):
         return None
     return RecordedRun.checked(document.get("command"), document.get("files"))

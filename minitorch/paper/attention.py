@@ -130,11 +130,17 @@ def mask_for(owner: str, scores: Tensor, future) -> np.ndarray:
     return future
 
 
+def normaliser_inputs(owner: str, scores, future) -> tuple:
+    """A normaliser's inputs, checked: the scores as a Tensor (an array of them becomes one, for every normaliser
+    alike) and the mask `future`, fitted to them (`mask_for`); errors name `owner`."""
+    scores = _scores_tensor(owner, scores)
+    return scores, mask_for(owner, scores, future)
+
+
 def _scores_as_tensor(scores, future) -> tuple:
     """`softmax_attention`'s inputs: scores as a Tensor (the softmax refuses +inf and NaN scores itself) and a mask
     that fits them."""
-    scores = _scores_tensor("softmax_attention", scores)
-    return scores, mask_for("softmax_attention", scores, future)
+    return normaliser_inputs("softmax_attention", scores, future)
 
 
 @register_normaliser("softmax")

@@ -104,9 +104,7 @@ def mass_split(per_layer_weights, triggers) -> dict:
     ``bos`` = a_i0, ``content`` = Σ_{k≥1} a_ik, ``nowhere`` = 1 - Σ_k a_ik
     (negative when a row sums to more than 1, as sigmoid and ReLU rows may).
     """
-    if not isinstance(per_layer_weights, (list, tuple)) or not per_layer_weights:  # the mean of no layer is nan
-        raise ValueError(f"mass_split: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
-                         f"layer, got {per_layer_weights!r:.60}")
+    per_layer_weights = metrics.per_layer("mass_split", per_layer_weights)
     for index, weights in enumerate(per_layer_weights):  # (the metrics would name themselves, not mass_split)
         if np.ndim(weights) != 4 or np.shape(triggers) != np.shape(weights)[:1]:
             raise ValueError(f"mass_split: per_layer_weights[{index}] has shape {np.shape(weights)} and triggers "
@@ -135,15 +133,21 @@ def train_zoo_normaliser(normaliser: str, seed: int, max_steps: int) -> dict:
                 mean_map=attention[0][:, 0].mean(axis=0).tolist(), learned=learned_extras(model, x, triggers))
 
 
+def _sequences(owner: str, model, x, triggers) -> tuple[np.ndarray, np.ndarray]:
+    """x as a float64 array (B, L, n) of the model's width (a list of sequences is one) and triggers (B,), one
+    position in 1..L-1 per sequence; or an error naming `owner`, x's shape and the shape wanted."""
+    x = checks.real_numbers(owner, "x", x)
+    if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
+        raise ValueError(f"{owner}: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "
+                         f"x {x.shape} and triggers {np.shape(triggers)}")
+    return x, checks.positions(owner, "triggers", triggers, x.shape[1])
+
+
 def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     """What a sink-free normaliser learned besides W_Q..W_O: the sink logit S, how far the gate closes.
     x: (B, L, n), triggers (B,)."""
     attention_model("learned_extras", model)
-    x = checks.real_numbers("learned_extras", "x", x)
-    if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
-        raise ValueError(f"learned_extras: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "
-                         f"x {x.shape} and triggers {np.shape(triggers)}")
-    triggers = checks.positions("learned_extras", "triggers", triggers, x.shape[1])
+    x, triggers = _sequences("learned_extras", model, x, triggers)
     layer, extras = model.layers[0], {}
     if hasattr(layer, "sink_logit"):
         extras["sink_logit"] = layer.sink_logit.data.ravel().tolist()  # one S per head
@@ -176,10 +180,10 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     if config["heads"] != 1 or config["layers"] != 1 or config["normaliser"] != "softmax":
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = attention_model("score_gaps", model).layers[0]
-    xs = x.astype(np.float64)  # in float64: ρ can be far below float32's resolution near 1
+    xs, triggers = _sequences("score_gaps", model, x, triggers)  # float64: ρ may lie below float32's resolution
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
-    length = x.shape[1]
+    length = xs.shape[1]
     rows = np.arange(2, length)
     future = causal_mask(length)
     weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
@@ -281,13 +285,18 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
 
 
 def seeds_table(runs: list[dict]) -> list[dict]:
-    """One row per model (shape, normaliser): the spread over its seeds of steps, heads sinking and BOS mass."""
+    """One row per model (shape, normaliser): the spread over its seeds of steps, heads sinking and BOS mass. A
+    seed given twice for one model is refused, as `Budget` refuses it: it would count as two seeds."""
     checks.records("seeds_table", "runs", runs, dict(shape=str, normaliser=str, seed=int, steps=int, converged=bool,
                    wall_time_seconds=float, bos_mass_mean=float, bos_mass_min=float, heads_sinking=int,
                    heads_total=int), "one seed's run (train_seed)")
     rows = []
     for shape, normaliser in dict.fromkeys((run["shape"], run["normaliser"]) for run in runs):
         mine = [run for run in runs if (run["shape"], run["normaliser"]) == (shape, normaliser)]
+        seeds = [run["seed"] for run in mine]
+        if len(set(seeds)) < len(seeds):  # two runs' records put together: the medians would weigh it twice
+            raise ValueError(f"seeds_table: runs gives {normaliser}_{shape} the seeds {seeds!s:.60}, one of them more "
+                             f"than once; a seed given twice would count as two: give each seed's run once")
         totals, sinking = sorted({run["heads_total"] for run in mine}), max(run["heads_sinking"] for run in mine)
         if len(totals) > 1 or sinking > totals[0]:  # records that contradict each other (edited, or of two models)
             raise ValueError(f"seeds_table: the runs of {normaliser}_{shape} give heads_total {totals} and up to "

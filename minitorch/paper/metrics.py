@@ -56,6 +56,19 @@ def _check(weights: np.ndarray, triggers=None, owner: str = "metrics") -> np.nda
     return weights
 
 
+def per_layer(owner: str, per_layer_weights) -> list:
+    """`per_layer_weights` as a list, one array per layer, or a ValueError naming `owner`: one layer's (B, H, L, L)
+    array in its place would be read with its sequences as layers and each sequence's heads as sequences, without
+    a word (the list of no layer would give nan)."""
+    if isinstance(per_layer_weights, (list, tuple)) and len(per_layer_weights):
+        return list(per_layer_weights)
+    shape = per_layer_weights.shape if isinstance(per_layer_weights, np.ndarray) else None
+    got = f"{per_layer_weights!r:.60}" if shape is None else f"an array of shape {shape}" + (
+        " (one layer's? write [weights])" if len(shape) == 4 else "")
+    raise ValueError(f"{owner}: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per layer, "
+                     f"got {got}")
+
+
 def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
     """Boolean (B, L): True at rows i >= 1 with i != j."""
     length = checks.integer("non_trigger_rows", "length", length, minimum=2)
@@ -119,11 +132,7 @@ def zero_row_share(weights) -> float:
 
 
 def _sink_share_inputs(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOLD):
-    layers = list(per_layer_weights) if isinstance(per_layer_weights, (list, tuple)) else None
-    if not layers:
-        raise ValueError("sink_share: per_layer_weights must be a non-empty list of (B, H, L, L) arrays, one per "
-                         "layer")
-    layers = [_check(weights, owner="sink_share") for weights in layers]
+    layers = [_check(weights, owner="sink_share") for weights in per_layer("sink_share", per_layer_weights)]
     key = checks.integer("sink_share", "key", key, minimum=0)
     for layer, weights in enumerate(layers):
         if key >= weights.shape[-1]:
@@ -144,9 +153,10 @@ def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOL
 
 
 def head_table(per_layer_weights, triggers) -> list[dict]:
-    """One row per (layer, head): the sink measures of chapter 09."""
+    """One row per (layer, head): the sink measures of chapter 09, for a list of (B, H, L, L) arrays, one per
+    layer, and triggers (B,)."""
     table = []
-    for layer, weights in enumerate(per_layer_weights):
+    for layer, weights in enumerate(per_layer("head_table", per_layer_weights)):
         weights = _check(weights, triggers, "head_table")
         bos = bos_mass_at_non_trigger_rows(weights, triggers)  # (B, H, L-2)
         mass = non_trigger_row_mass(weights, triggers)

@@ -40,15 +40,17 @@ class ProgressBar:
     `lines=True` prints a new line at each draw instead of redrawing one
     (for several processes sharing a terminal); it draws every 10 s by default.
     A stream that is not a terminal (a file, a pipe) always gets lines: a log
-    holds no carriage returns.
+    holds no carriage returns. Every argument is checked when the bar is made (a width '24' would fail at the
+    first draw, mid-training).
     """
 
     def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float | None = None,
                  stream=None, width: int = 24, lines: bool = False):
         if checks.finite_number("ProgressBar", "total", total) < 0:  # nan has no place on a bar, nor -1
             raise ValueError(f"ProgressBar: total must be a number of steps >= 0, got {total}")
+        enabled, lines = checks.flag("ProgressBar", "enabled", enabled), checks.flag("ProgressBar", "lines", lines)
         self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
-        self.width = width
+        self.width = checks.integer("ProgressBar", "width", width)
         self.stream = sys.stderr if stream is None else stream
         if not callable(getattr(self.stream, "write", None)):
             raise TypeError(f"ProgressBar: stream must be a text stream with a write method (sys.stderr, an open "
@@ -56,7 +58,8 @@ class ProgressBar:
         in_notebook = enabled and not lines and _in_notebook()
         if not lines and not in_notebook and not _is_terminal(self.stream):
             self.lines = lines = True
-        self.min_interval = (10.0 if lines else 0.2) if min_interval is None else min_interval
+        self.min_interval = ((10.0 if lines else 0.2) if min_interval is None
+                             else checks.positive_number("ProgressBar", "min_interval", min_interval, allow_zero=True))
         self.start = time.perf_counter()
         self.last_draw = -float("inf")
         self.handle = None

@@ -225,12 +225,22 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         child.join(timeout=5)
 
 
+def selected(only, owner: str = "reproduce") -> list[str]:
+    """The architectures `only` (None: all) in one order, ARCHITECTURES': --only 2x2,1x1 is --only 1x1,2x2, in the
+    run's default folder as in the command line it records; or a ValueError naming `owner`."""
+    only = list(ARCHITECTURES) if only is None else list(only)
+    if not only or len(set(only)) != len(only) or not set(only) <= set(ARCHITECTURES):
+        raise ValueError(f"{owner}: only must list distinct architectures from {list(ARCHITECTURES)}, got {only}")
+    return [name for name in ARCHITECTURES if name in only]
+
+
 def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 0) -> Path:
     """Where a run writes unless told: a folder of runs/ (untracked) named after what differs from the book's
     run, ``runs/full`` for the book's run itself, e.g. ``runs/quick``, ``runs/seed1_only-1x1``,
     ``runs/quick_only-1x1`` (so that two kinds of run never share a default folder). The book's figures/ is
     written only by ``--out figures``."""
-    partial = bool(only) and set(only) != set(ARCHITECTURES)
+    only = selected(only, "default_out")
+    partial = set(only) != set(ARCHITECTURES)
     parts = ["quick"] * quick + [f"seed{seed}"] * bool(seed) + (["only-" + "-".join(only)] if partial else [])
     return Path("runs", "_".join(parts) or "full")
 
@@ -238,6 +248,7 @@ def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 
 def run_command(quick: bool, only: list[str], seed: int) -> str:
     """The command line that names a run, e.g. ``reproduce --quick --only 1x1``: runs with the same one write
     the same files, so one may replace the other's without --force."""
+    only = selected(only, "run_command")
     partial = set(only) != set(ARCHITECTURES)
     return " ".join(["reproduce"] + ["--quick"] * quick + (["--only", ",".join(only)] if partial else [])
                     + (["--seed", str(seed)] if seed else []))
@@ -272,11 +283,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     folder is refused before any work (`minitorch.outputs.files_to_replace`).
     Every model goes through `models.for_training` (``python -m minitorch reproduce`` puts it on the fast path).
     """
-    only = list(ARCHITECTURES) if only is None else list(only)
-    unknown = [name for name in only if name not in ARCHITECTURES]
-    if unknown or not only or len(set(only)) != len(only):
-        raise ValueError(f"reproduce: only must list distinct architectures from {list(ARCHITECTURES)}, got {only}")
-    only = [name for name in ARCHITECTURES if name in only]  # one order: --only 2x2,1x1 is --only 1x1,2x2
+    only = selected(only)
     seed, jobs = checks.integer("reproduce", "seed", seed, minimum=0), checks.integer("reproduce", "jobs", jobs)
     quick, progress, force = (checks.flag("reproduce", name, value) for name, value in
                               (("quick", quick), ("progress", progress), ("force", force)))

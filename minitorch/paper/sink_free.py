@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks, ops
-from minitorch.paper.attention import mask_for, register_normaliser, softmax_attention
+from minitorch.paper.attention import normaliser_inputs, register_normaliser, softmax_attention
 from minitorch.tensor import Tensor, as_tensor
 
 SOFTPICK_EPS = 1e-6  # ε in softpick's denominator: an all-zero row gives 0, not 0/0
@@ -52,8 +52,8 @@ def softmax_with_sink(scores: Tensor, future: np.ndarray, sink_score) -> Tensor:
     sink's own weight is then dropped: its value is zero, so that weight
     goes nowhere.
     """
+    scores, future = normaliser_inputs("softmax_with_sink", scores, future)
     _check_sink("softmax_with_sink", "sink_score", sink_score, scores)
-    future = mask_for("softmax_with_sink", scores, future)
     column = np.zeros(scores.shape[:-1] + (1,), dtype=scores.dtype)  # (..., L, 1)
     sink_column = as_tensor(sink_score, like=scores) + column  # S broadcast to (..., L, 1); its gradient is summed back
     sink_visible = np.concatenate([future, np.zeros(future.shape[:-1] + (1,), dtype=bool)], axis=-1)  # (L, L + 1)
@@ -104,6 +104,7 @@ def sink_logit_attention(scores: Tensor, future: np.ndarray, sink_logit: Tensor)
     `sink_logit` broadcasts against (..., L, 1): in a layer, whose scores are
     (H, B, L, L), it is (H, 1, 1, 1), one S per head.
     """
+    scores, future = normaliser_inputs("sink_logit_attention", scores, future)
     _check_sink("sink_logit_attention", "sink_logit", sink_logit, scores)
     return softmax_with_sink(scores, future, sink_logit)
 
@@ -111,7 +112,7 @@ def sink_logit_attention(scores: Tensor, future: np.ndarray, sink_logit: Tensor)
 @register_normaliser("sigmoid")
 def sigmoid_attention(scores: Tensor, future: np.ndarray) -> Tensor:
     """``σ(s_ik - log L)`` on visible keys (L = the number of keys), 0 on future keys."""
-    future = mask_for("sigmoid_attention", scores, future)
+    scores, future = normaliser_inputs("sigmoid_attention", scores, future)
     bias = -np.log(scores.shape[-1])  # b = -log L: at s = 0 each weight is σ(-log L) = 1/(L+1)
     return ops.sigmoid(scores + bias).masked_fill(future, 0.0)
 
@@ -127,7 +128,7 @@ def softpick_attention(scores: Tensor, future: np.ndarray) -> Tensor:
     and needs no gradient. A future key gets score 0, and ``e^0 - 1 = 0``
     adds nothing to either sum: exactly 0 weight and 0 gradient.
     """
-    future = mask_for("softpick_attention", scores, future)
+    scores, future = normaliser_inputs("softpick_attention", scores, future)
     filled = scores.masked_fill(future, 0.0)  # score 0 is softpick's neutral score
     shift = np.maximum(filled.data.max(axis=-1, keepdims=True), 0.0)  # (..., L, 1): m, an array, not in the graph
     differences = ops.exp(filled - shift) - np.exp(-shift)  # d = e^(-m) (e^s - 1)

@@ -78,7 +78,9 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
 
     x and its targets y: (B, L, n); triggers: (B,), as `make_test_set` returns them. Every measure is a
     number but ``head_bos_mass``: the mean BOS mass at the non-trigger rows of each head, a list over layers
-    of lists over heads (``head_bos_mass[l][h]`` for head h of layer l, both 0-based)."""
+    of lists over heads (``head_bos_mass[l][h]`` for head h of layer l, both 0-based). ``trigger_content`` is
+    the trigger row's mean weight on keys 1..j, each sequence's over its own j (triggers may differ, as
+    `make_batch`'s do)."""
     attention_model("probe", model)
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
@@ -90,7 +92,8 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     off_trigger = metrics.non_trigger_rows(triggers, error.shape[1])  # (B, L)
     bos = np.stack([metrics.bos_mass_at_non_trigger_rows(w, triggers) for w in attention])  # (layers, B, H, L-2)
     at_trigger = metrics.trigger_row(first, triggers)  # (B, H, L)
-    j = int(triggers[0])
+    j, keys = np.asarray(triggers)[:, None], np.arange(error.shape[1])  # (B, 1): each sequence's trigger
+    content = (at_trigger * ((keys >= 1) & (keys <= j))[:, None]).sum(-1) / j  # (B, H): mean weight on keys 1..j_b
     measures = dict(
         loss=float((error**2).mean()),
         max_error=float(error.max()),
@@ -100,7 +103,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
         head_bos_mass=bos.mean(axis=(1, 3)).tolist(),  # (layers, H): which heads sink, and when
         row_mass_mean=float(np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in attention])),
         trigger_bos=float(at_trigger[..., 0].mean()),
-        trigger_content=float(at_trigger[..., 1:j + 1].mean()),  # keys 1..j (1-based 2..j+1)
+        trigger_content=float(content.mean()),  # keys 1..j (1-based 2..j+1), each sequence's own j
     )
     return measures, attention
 

@@ -11,8 +11,9 @@ and reads each model's step count from the scripts' own progress bars: a bar sho
 last one, the step that met the stop, is still running when the loop breaks, so steps = last count + 1. The
 scripts' figures go to a temporary folder that is deleted; nothing is written into the checkout or into this
 repository unless ``--log`` names a file, which is rewritten after each script, so a run stopped part way keeps
-the scripts it finished. ``--only`` runs some of the three (1x1, 2x2, 4x4). None of the author's code is part of
-this repository: CHECKOUT is a clone you made yourself
+the scripts it finished; a file already there is replaced only if it is such a log (``--force`` replaces any), as
+checked before the scripts run. ``--only`` runs some of the three (1x1, 2x2, 4x4). None of the author's code is
+part of this repository: CHECKOUT is a clone you made yourself
 (``git clone https://github.com/YuvMilo/sinks-are-provably-necessary``).
 
 Where PyTorch (and tqdm, which the scripts import) or the checkout is missing, the command says so and skips,
@@ -21,7 +22,6 @@ with exit status 0: the comparison is optional. ``figures/authors_scripts.md`` i
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import importlib.metadata
 import importlib.util
@@ -34,7 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from minitorch.outputs import write_atomically
+from minitorch.outputs import OutputPathError, OwnFile, check_output_file, write_atomically
+from minitorch.tools.options import CommandParser, refuse_options
 
 # (model shape, the script and its arguments), in the order of the author's README
 SCRIPTS = (
@@ -45,6 +46,17 @@ SCRIPTS = (
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
 # one redraw of the scripts' tqdm bar, e.g. "Training (softmax):   2%|▏   | 960/50000 [00:01<01:10, ...]"
 PROGRESS = re.compile(r"Training \((?P<label>[^)]*)\):[^|\r\n]*\|[^|\r\n]*\|\s*(?P<count>\d+)/(?P<total>\d+)")
+COMMAND = "python -m minitorch.tools.authors_scripts"
+LOG_START = f"# A run of the author's released scripts\n\nMade by `{COMMAND} "  # how every log_markdown begins
+
+
+def _is_a_log(path: Path) -> bool:
+    """Whether the file at `path` begins as every log does: the mark that lets --log replace it unasked."""
+    with open(path, encoding="utf-8") as file:
+        return file.read(len(LOG_START)) == LOG_START
+
+
+OWN_LOG = OwnFile("a log this command wrote (it begins \"# A run of the author's released scripts\")", _is_a_log)
 
 
 def missing_requirements() -> list[str]:
@@ -124,15 +136,21 @@ def log_markdown(found: dict, runs: list[dict], total: float, command: str) -> s
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minitorch.tools.authors_scripts",
-                                     description=(__doc__ or "").split("\n")[0])
+    parser = CommandParser(prog=COMMAND, description=(__doc__ or "").split("\n")[0])
     parser.add_argument("checkout", help="a clone of github.com/YuvMilo/sinks-are-provably-necessary")
     parser.add_argument("--log", default=None, help="also write the log (Markdown) to this file, after each script")
     parser.add_argument("--only", default=None, help="comma-separated shapes to run, of 1x1, 2x2, 4x4 (default: all)")
+    parser.add_argument("--force", action="store_true", help="replace --log even if it is not a log of this command")
     args = parser.parse_args(argv)
     shapes = [shape for shape, _ in SCRIPTS] if args.only is None else [name.strip() for name in args.only.split(",")]
     if not shapes or any(shape not in dict(SCRIPTS) for shape in shapes) or len(set(shapes)) != len(shapes):
         parser.error(f"--only: expected distinct shapes from 1x1, 2x2, 4x4, got {args.only!r}")
+    if args.log is None:
+        refuse_options(parser, ["--force"], "only to the file --log names; add --log, or leave --force out")
+    try:  # before the scripts' minutes: a file of the user's named by mistake is never replaced unasked
+        log = None if args.log is None else check_output_file(args.log, "--log", own=OWN_LOG, force=args.force)
+    except OutputPathError as error:
+        parser.error(str(error))
     checkout = Path(args.checkout)
     missing = missing_requirements()
     if missing:
@@ -148,7 +166,7 @@ def main(argv=None) -> int:
         parser.error(f"{checkout} is not a checkout of the author's code: it has no {', '.join(absent)}")
     found, runs = versions(checkout), []
     started = time.perf_counter()
-    command = ("python -m minitorch.tools.authors_scripts CHECKOUT" + (f" --log {args.log}" if args.log else "")
+    command = (f"{COMMAND} CHECKOUT" + (f" --log {args.log}" if args.log else "")
                + (f" --only {','.join(shapes)}" if args.only is not None else ""))
     with tempfile.TemporaryDirectory(prefix="authors-figures-") as figures:
         for shape, arguments in SCRIPTS:
@@ -160,10 +178,10 @@ def main(argv=None) -> int:
                              lines=last_progress_lines(output)))
             print("  " + ", ".join(f"{label} {shape}: {steps:,} steps" for label, steps in runs[-1]["steps"].items())
                   + f" ({seconds:.0f} s)", flush=True)
-            if args.log:  # after every script: a run stopped later keeps this one
-                write_atomically(args.log, log_markdown(found, runs, time.perf_counter() - started, command),
+            if log:  # after every script: a run stopped later keeps this one
+                write_atomically(log, log_markdown(found, runs, time.perf_counter() - started, command),
                                  option="authors_scripts: --log")
-    if args.log:
+    if log:
         print(f"wrote {args.log}")
     else:
         print(log_markdown(found, runs, time.perf_counter() - started, command))
@@ -173,4 +191,4 @@ def main(argv=None) -> int:
 if __name__ == "__main__":
     from minitorch.tools.exit_policy import run_command
 
-    sys.exit(run_command(main, name="python -m minitorch.tools.authors_scripts", exits=True))
+    sys.exit(run_command(main, name=COMMAND, exits=True))

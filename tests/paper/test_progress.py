@@ -89,3 +89,19 @@ def test_a_negative_step_or_total_is_refused_naming_it_and_nothing_is_drawn():
     assert " 0/10 " in stream.getvalue(), "step 0 (nothing done yet) is still drawn"
     with pytest.raises(ValueError, match=r"^ProgressBar: total must be a number of steps >= 0, got -5$"):
         ProgressBar(-5, stream=io.StringIO())
+
+
+@pytest.mark.parametrize("argument, value, error, culprit", [
+    ("width", "24", TypeError, r"width must be an integer >= 1, got '24' \(str\)"),  # not '/' of str and int
+    ("width", 0, ValueError, r"width must be an integer >= 1, got 0"),
+    ("width", 2.5, TypeError, r"width must be an integer >= 1, got 2.5"),
+    ("min_interval", "1", TypeError, r"min_interval must be a finite number >= 0, got '1'"),
+    ("lines", "no", TypeError, r"lines must be True or False, got 'no'"),  # a true string: lines, silently
+    ("enabled", "no", TypeError, r"enabled must be True or False, got 'no'"),
+])
+def test_every_argument_of_the_bar_is_checked_when_it_is_made_as_total_and_stream_are(argument, value, error,
+                                                                                       culprit):
+    """ProgressBar(10, width='24') was accepted, then the first draw, mid-training, failed with "unsupported
+    operand type(s) for /: 'str' and 'int'"."""
+    with pytest.raises(error, match=rf"ProgressBar: {culprit}"):
+        ProgressBar(10, "x", stream=io.StringIO(), **{"min_interval": 0.0, argument: value})

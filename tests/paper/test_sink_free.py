@@ -333,3 +333,17 @@ def test_a_sink_score_of_minus_inf_takes_nothing_so_the_weights_are_the_softmax(
 def test_a_sink_score_of_any_real_number_type_is_taken(sink):
     weights = sink_free.softmax_with_sink(minitorch.tensor(np.ones((1, 1, 4, 4))), future_keys(4), sink)
     assert weights.shape == (1, 1, 4, 4) and np.isfinite(weights.data).all()
+
+
+@pytest.mark.parametrize("name", sorted(attention.NORMALISERS))
+@pytest.mark.parametrize("kind", ["array", "list"])
+def test_every_normaliser_takes_scores_as_an_array_or_a_list_as_softmax_attention_does(name, kind):
+    """softpick_attention(np.zeros((3, 3)), causal_mask(3)) failed with "'numpy.ndarray' object has no attribute
+    'masked_fill'", where softmax, ReLU, sigmoid and softmax1 take an array of scores as a constant Tensor."""
+    scores = random_scores()
+    given = scores if kind == "array" else scores.tolist()
+    parameters = {"sink_logit": random_sink_logits()} if name == "sink_logit" else {}
+    weights = attention.get_normaliser(name)(given, future_keys(LENGTH), **parameters)
+    assert isinstance(weights, minitorch.Tensor), f"{name} of an {kind} must give a Tensor of weights, as softmax does"
+    np.testing.assert_allclose(weights.data, normalise(name, scores).data, rtol=0, atol=0,
+                               err_msg=f"{name} of an {kind} of scores must equal {name} of them as a Tensor")

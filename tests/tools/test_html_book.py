@@ -1045,3 +1045,36 @@ def test_a_notebook_not_named_nn_title_is_named_by_the_build_not_left_out_in_sil
     assert any("1_one.ipynb, Untitled.ipynb" in line and "NN_title" in line for line in lines), (
         f"a build must name the notebooks it leaves out (a chapter misnamed by a digit would be missing): {lines}")
     assert [chapter.path.name for chapter in find_chapters(tiny_book)] == ["01_first.ipynb", "02_second.ipynb"]
+
+
+@pytest.mark.parametrize("only", [None, ["02"]], ids=["every-chapter", "only-02"])
+def test_two_notebooks_of_one_chapter_number_are_refused_naming_both(tiny_book, only):
+    """A reader's copy saved beside chapter 01 (01_first_my_notes.ipynb) was built as a second chapter 01, and every
+    link to chapter 01 went to the copy, without a word: a book has one chapter of each number."""
+    shutil.copy(tiny_book / "01_first.ipynb", tiny_book / "01_first_my_notes.ipynb")
+    with pytest.raises(BookError, match=r"01_first.ipynb and 01_first_my_notes.ipynb are both chapter 01.*move your "
+                                        r"copy out of the folder, or rename it"):
+        find_chapters(tiny_book, only)
+
+
+def test_a_chapter_whose_name_a_url_would_misread_is_linked_url_escaped_everywhere(tmp_path):
+    """'02_what next?.ipynb' was linked as href="02_what next?.html": a browser takes '?' for a query and opens
+    '02_what next', which does not exist. Every link to a page or a notebook is URL-escaped (02_what%20next%3F)."""
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    _notebook(chapters / "01_intro.ipynb", "Chapter 01 — Intro", "print('see chapter 02')")
+    _notebook(chapters / "02_what next?.ipynb", "Chapter 02 — What next?", "print('after chapter 01')")
+    notebook = nbformat.read(chapters / "01_intro.ipynb", as_version=4)
+    notebook.cells[0].source += "\n\nChapter 02 comes next."
+    nbformat.write(notebook, chapters / "01_intro.ipynb")
+    out = tmp_path / "book"
+    assert build_book(out, chapters_dir=chapters, readme=tmp_path / "none.md", report=_quiet) == []
+    _check_pages(out, ["01_intro.ipynb", "02_what next?.ipynb"])  # every local href resolves to a file
+    for name in ("index.html", "01_intro.html", "02_what next?.html", "print.html", "_static/search-index.js"):
+        text = (out / name).read_text(encoding="utf-8")
+        assert not re.search(r'(?:href="|"link":")[^"]*02_what next', text), f"{name} links to '02_what next?' as is"
+    assert 'href="02_what%20next%3F.html"' in (out / "index.html").read_text(encoding="utf-8")
+    assert 'href="notebooks/02_what%20next%3F.ipynb"' in (out / "index.html").read_text(encoding="utf-8")
+    assert '"link":"02_what%20next%3F.html' in (out / "_static" / "search-index.js").read_text(encoding="utf-8")
+    assert 'href="02_what%20next%3F.html"' in (out / "01_intro.html").read_text(encoding="utf-8"), \
+        "the reference 'Chapter 02' links to the escaped page"

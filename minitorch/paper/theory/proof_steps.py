@@ -83,6 +83,29 @@ def in_token_hull(mu: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
             & np.all(np.abs(mu[..., 2:width - 1]) <= 1.0 + tolerance, axis=-1))
 
 
+def _single_head(owner: str, model) -> SingleLayerModel:
+    """`model` if it is Theorem 1's: one head in one layer without a residual connection, or a ValueError naming
+    `owner`. Steps 2, 3 and 5 are about that head's output (`value_map` reads head 0 of layer 0 alone): on a
+    model with more heads or layers, or whose output adds its input, their two sides differ without a word."""
+    attention_model(owner, model)
+    if len(model.layers) != 1 or model.layers[0].heads != 1 or model.residual:
+        raise ValueError(f"{owner}: the model must have a single head in a single layer, without a residual "
+                         f"connection (the proof is about that head's output), got {model.name}"
+                         f"{' (residual)' if model.residual else ''}")
+    return model
+
+
+def _points(owner: str, model, mu) -> np.ndarray:
+    """`mu` as points (B, n) of the model's width n, a float array (a list of points is one), or an error naming
+    `owner`; one point (n,) is refused, as the functions return one row per point."""
+    mu = checks.real_numbers(owner, "mu", mu)
+    width = model.config["width"]
+    if mu.ndim != 2 or mu.shape[1] != width:
+        raise ValueError(f"{owner}: mu must be points of shape (B, n) = (B, {width}), the model's width, got shape "
+                         f"{mu.shape}{'; write mu[None] for one point' if mu.shape == (width,) else ''}")
+    return mu
+
+
 def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.ndarray):
     """Step 2 (non-trigger rows), inequality (1): ``(1 - a_i0) ||W μ̃_i||_∞ <= ||ŷ_i||_∞ + a_i0 ||W e_0||_∞``.
 
@@ -95,12 +118,7 @@ def non_trigger_row_sides(model: SingleLayerModel, x: np.ndarray, triggers: np.n
         raise ValueError(f"non_trigger_row_sides: x must have shape (B, L, n) and triggers shape (B,), one trigger "
                          f"position per sequence, got x of shape {x.shape} and triggers of shape {np.shape(triggers)}")
     checks.positions("non_trigger_row_sides", "triggers", triggers, length=x.shape[1])
-    config = getattr(model, "config", {})
-    if (config.get("heads"), config.get("layers")) != (1, 1):  # the inequality is about the one head's output
-        raise ValueError(f"non_trigger_row_sides: the model must have a single head in a single layer (the "
-                         f"inequality is about that head's output), got {config.get('layers')} layer(s) of "
-                         f"{config.get('heads')} head(s)")
-    W = value_map(model)
+    W = value_map(_single_head("non_trigger_row_sides", model))
     prediction, attention = predict_with_attention(model, x)
     weights = attention[0][:, 0]  # (B, L, L): one head
     bos_mass = weights[..., 0]  # (B, L)
@@ -120,10 +138,11 @@ def trigger_row_decomposition(model: SingleLayerModel, mu: np.ndarray, trigger: 
 
     mu: (B, n) points μ of T. Returns (ŷ_j as computed by the model, the right-hand side), each (B, n).
     """
+    W = value_map(_single_head("trigger_row_decomposition", model))
+    mu = _points("trigger_row_decomposition", model, mu)
     width = mu.shape[-1]
     if not np.all(in_token_hull(mu)):
         raise ValueError("trigger_row_decomposition: every point mu must lie in T (see in_token_hull)")
-    W = value_map(model)
     e_0, e_t, e_b, _ = unit_vectors(width)
     x = all_equal_inputs(mu[:, 2:width - 1], trigger)
     prediction, attention = predict_with_attention(model, x)
@@ -142,8 +161,9 @@ def trigger_row_slack(model: SingleLayerModel, mu: np.ndarray, triggers=(2, SEQU
     positions j in `triggers`. Lemma 3: ``τ(μ) >= ε_0(j_1, j_2)``. Returns τ(μ), (B,).
     """
     j_low, j_high = trigger_set(triggers, "trigger_row_slack")[:2]
+    W = value_map(_single_head("trigger_row_slack", model))
+    mu = _points("trigger_row_slack", model, mu)
     width = mu.shape[-1]
-    W = value_map(model)
     errors = []
     for trigger in (j_low, j_high):
         x = all_equal_inputs(mu[:, 2:width - 1], trigger)

@@ -92,7 +92,7 @@ def build_book(out, *, chapters_dir=ROOT / "chapters", readme=ROOT / "README.md"
     chapters = find_chapters(chapters_dir)
     chosen = find_chapters(chapters_dir, only)
     built = {chapter.path.name for chapter in chosen}  # the book is kept only if all of them ran
-    pages = {chapter.number: chapter.page for chapter in chapters if chapter.path.name in built}
+    pages = {chapter.number: chapter.link for chapter in chapters if chapter.path.name in built}  # the hrefs
     jobs = min(jobs, len(chosen))  # --jobs 200 for one chapter starts one kernel, not 200 workers
     labels = find_labels(chapters)  # theorems, exercises, sections...: where each is stated
     report(f"Building {len(chosen)} chapter(s) into {target}/ ({'quick' if quick else 'full'} mode, {jobs} at once)")

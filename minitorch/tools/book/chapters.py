@@ -7,6 +7,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from minitorch.outputs import PathError, check_input_file
 
@@ -43,16 +44,35 @@ class Chapter:
         return self.path.stem + ".html"
 
     @property
+    def link(self) -> str:
+        """`page` as a link's href, URL-escaped: a browser reads '?' or '#' in a file name as the start of a query
+        or a fragment ('02_what next?.html' is linked as '02_what%20next%3F.html')."""
+        return quote(self.page)
+
+    @property
     def notebook_copy(self) -> str:
         return "notebooks/" + self.path.name
 
+    @property
+    def notebook_link(self) -> str:
+        """`notebook_copy` as a link's href, URL-escaped as `link` is."""
+        return quote(self.notebook_copy)
+
 
 def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
-    """The chapters NN_title.ipynb of ``chapters_dir`` in order; ``only`` keeps those numbered so (["03", "07"])."""
+    """The chapters NN_title.ipynb of ``chapters_dir`` in order; ``only`` keeps those numbered so (["03", "07"]).
+    Two notebooks of one number are refused, naming both: a reader's copy (01_x_my_notes.ipynb beside 01_x.ipynb)
+    would be a second chapter 01, and every link to chapter 01 would go to one of them."""
     notebooks = sorted(Path(chapters_dir).glob("*.ipynb"))
     paths = [path for path in notebooks if CHAPTER_NAME.match(path.name)]
     if not paths:
         raise BookError(f"no chapters NN_title.ipynb in {chapters_dir}")
+    for number in sorted({path.name[:2] for path in paths}):
+        same = [path.name for path in paths if path.name[:2] == number]
+        if len(same) > 1:
+            raise BookError(f"{chapters_dir}: {' and '.join(same)} are both chapter {number}, and a book has one; "
+                            f"move your copy out of the folder, or rename it without the number in front "
+                            f"(my_notes_{number}.ipynb), which the book leaves out")
     if only is not None and (not only or not all(number.strip() for number in only)):
         raise BookError("--only: name the chapters to build, e.g. --only 03,07 (leave --only out for every chapter)")
     if only:

@@ -42,7 +42,7 @@ QUICK_BANNER = (
 
 def link_chapters(page: str, pages: dict[str, str]) -> str:
     """``page`` (HTML) with each reference such as "chapter 04" linked to that chapter's page
-    (``pages``: number -> file name); text inside links, code and scripts is left alone."""
+    (``pages``: number -> its href, `Chapter.link`); text inside links, code and scripts is left alone."""
     def link_numbers(match: re.Match) -> str:
         numbers = re.sub(r"\d\d", lambda number: (f'<a class="book-xref" href="{pages[number.group(0)]}">'
                                                   f"{number.group(0)}</a>" if number.group(0) in pages
@@ -139,10 +139,10 @@ def sidebar(chapters: list[Chapter], built: set[str], current: Chapter | None = 
             items.append(f'<li class="book-not-built">{label} <em>(not built)</em></li>')
         elif chapter == current:
             links = "".join(f'<li><a href="#{anchor}">{heading}</a></li>' for anchor, heading in current_sections)
-            items.append(f'<li class="book-current"><a href="{chapter.page}" aria-current="page">{label}</a>'
+            items.append(f'<li class="book-current"><a href="{chapter.link}" aria-current="page">{label}</a>'
                          f'<ol class="book-sections">{links}</ol></li>')
         else:
-            items.append(f'<li><a href="{chapter.page}">{label}</a></li>')
+            items.append(f'<li><a href="{chapter.link}">{label}</a></li>')
     home = ' aria-current="page"' if current is None else ""
     return (f'<nav class="book-sidebar" id="book-sidebar" aria-label="Contents">'
             f'<a class="book-home" href="index.html"{home}>{BOOK_TITLE}</a>'
@@ -158,7 +158,7 @@ def previous_next(previous: Chapter | None, following: Chapter | None) -> str:
             return "<span></span>"
         title = html.escape(chapter.title)
         text = f"{arrow} {title}" if rel == "prev" else f"{title} {arrow}"
-        return f'<a class="book-{rel}" rel="{rel}" href="{chapter.page}">{text}</a>'
+        return f'<a class="book-{rel}" rel="{rel}" href="{chapter.link}">{text}</a>'
 
     return f'<nav class="book-prevnext">{link(previous, "prev", "&larr;")}{link(following, "next", "&rarr;")}</nav>'
 
@@ -213,7 +213,7 @@ def chapter_page(cells: str, chapters: list[Chapter], built: set[str], chapter: 
         banner = (f'<div class="book-banner book-failure" role="alert">This chapter did not build: '
                   f"{html.escape(failure)}. The outputs below stop there.</div>")
     body = f"{banner}\n{cells}\n{previous_next(previous, following)}"
-    return layout(title=chapter.title, body=body, quick=quick, notebook=chapter.notebook_copy,
+    return layout(title=chapter.title, body=body, quick=quick, notebook=chapter.notebook_link,
                   sidebar_html=sidebar(chapters, built, chapter, sections(cells)))
 
 
@@ -238,10 +238,10 @@ def index_page(chapters: list[Chapter], built: set[str], failed: set[str], openi
             rows.append(f"<tr><td>{chapter.number}</td><td>{title} <em>(not built)</em></td><td></td></tr>")
             continue
         note = " <em>(did not build)</em>" if chapter.path.name in failed else ""
-        rows.append(f'<tr><td>{chapter.number}</td><td><a href="{chapter.page}">{title}</a>{note}</td>'
-                    f'<td><a href="{chapter.notebook_copy}" download>notebook</a></td></tr>')
+        rows.append(f'<tr><td>{chapter.number}</td><td><a href="{chapter.link}">{title}</a>{note}</td>'
+                    f'<td><a href="{chapter.notebook_link}" download>notebook</a></td></tr>')
     first = next((chapter for chapter in chapters if chapter.path.name in built), None)
-    start = f'<p class="book-start"><a href="{first.page}">Start reading: {html.escape(first.title)} &rarr;</a></p>' \
+    start = f'<p class="book-start"><a href="{first.link}">Start reading: {html.escape(first.title)} &rarr;</a></p>' \
         if first else ""
     body = f"""<div class="book-index jp-RenderedHTMLCommon">
 {opening}

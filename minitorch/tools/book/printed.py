@@ -56,9 +56,9 @@ def chapter_body(page: str, number: str, pages: dict[str, str]) -> str:
     body = re.sub(r'<nav class="book-prevnext">.*?</nav>', "", body, flags=re.S)
     body = re.sub(r'\bid="([^"]+)"', rf'id="c{number}-\1"', body)
     body = re.sub(r'href="#([^"]+)"', rf'href="#c{number}-\1"', body)
-    for other, file_name in pages.items():
-        body = re.sub(rf'href="{re.escape(file_name)}#([^"]+)"', rf'href="#c{other}-\1"', body)
-        body = body.replace(f'href="{file_name}"', f'href="#chapter-{other}"')
+    for other, href in pages.items():  # (``pages``: number -> the href of its page, URL-escaped)
+        body = re.sub(rf'href="{re.escape(href)}#([^"]+)"', rf'href="#c{other}-\1"', body)
+        body = body.replace(f'href="{href}"', f'href="#chapter-{other}"')
     return body.replace('<details class="book-answer">', '<details class="book-answer" open>')
 
 
@@ -66,7 +66,7 @@ def print_page(book: Path, chapters, quick: bool, opening: str = "", page_number
     """print.html for the ``chapters`` written in ``book``: title page, contents, then every chapter.
     ``page_numbers`` (anchor -> page) puts each contents line's page beside it; a missing anchor gets
     PAGE_PLACEHOLDER, and without ``page_numbers`` the contents have no page numbers."""
-    pages = {chapter.number: chapter.page for chapter in chapters}
+    pages = {chapter.number: chapter.link for chapter in chapters}  # their hrefs
 
     def entry(anchor: str, heading: str) -> str:
         number = "" if page_numbers is None else page_numbers.get(anchor, PAGE_PLACEHOLDER)

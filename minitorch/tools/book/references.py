@@ -94,8 +94,8 @@ def add_anchors(cells: str, chapter_number: str, labels: Labels) -> str:
 
 def link_references(page: str, chapter_number: str, labels: Labels, pages: dict[str, str]) -> str:
     """``page`` (HTML) with the references to numbered things and cited works linked (``pages``: chapter
-    number -> file name); text inside links, code, headings and scripts is left alone. Each cited work is
-    linked at its first mention on the page."""
+    number -> its href, `Chapter.link`); text inside links, code, headings and scripts is left alone. Each cited
+    work is linked at its first mention on the page."""
     cited: set[str] = set()
 
     def target(chapter: str, anchor: str) -> str:

@@ -181,7 +181,7 @@ def write_search_index(book: Path, chapters) -> Path:
     documents = []
     for chapter in chapters:
         page = (book / chapter.page).read_text(encoding="utf-8")
-        documents += section_documents(page, chapter.page, chapter.title)
+        documents += section_documents(page, chapter.link, chapter.title)
     path = book / "_static" / SEARCH_INDEX
     data = json.dumps(build_index(documents), ensure_ascii=False, separators=(",", ":"))
     path.write_text(f"window.BOOK_SEARCH = {data};\n", encoding="utf-8")
