@@ -410,6 +410,17 @@ def _two_files_written(edition: Path, folder: Path) -> Path:
     return folder
 
 
+def test_a_manifest_nested_too_deep_to_decode_is_named_as_not_a_manifest(tmp_path):
+    """A returned copy's edition.json is the student's: JSON nested too deep for Python's decoder is one error
+    naming the file, as any other broken manifest is, not a RecursionError from the grader's own code."""
+    from minitorch.exercises.registry import MANIFEST, ExerciseError, read_manifest_data
+
+    (tmp_path / MANIFEST).parent.mkdir(parents=True)
+    (tmp_path / MANIFEST).write_text("[" * 100_000)
+    with pytest.raises(ExerciseError, match=r"edition.json is not a valid edition manifest \(maximum recursion"):
+        read_manifest_data(tmp_path)
+
+
 CARRIED_MODULES = ("minitorch/ops.py", "minitorch/tensor.py")
 
 

@@ -318,8 +318,8 @@ def read_manifest_data(root: Path) -> dict | None:
         return None
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise ExerciseError(f"{path} is not a valid edition manifest ({error})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:  # (a student's copy holds it)
+        raise ExerciseError(f"{path} is not a valid edition manifest ({str(error)[:200]})") from None
     if not isinstance(manifest, dict):
         raise ExerciseError(f"{path} is not a valid edition manifest: it holds a JSON {type(manifest).__name__}, not "
                             f"an object with the field handed_out")
