@@ -20,7 +20,7 @@ from urllib.parse import unquote
 import pytest
 
 from minitorch.tools.book.build import MARKER, ROOT, build_book
-from minitorch.tools.book.chapters import BookError, find_chapters
+from minitorch.tools.book.chapters import BookError, find_chapters, not_chapters
 from minitorch.tools.book.pages import QUICK_BANNER, link_chapters, sidebar
 
 nbformat = pytest.importorskip("nbformat")
@@ -1049,12 +1049,22 @@ def test_a_notebook_not_named_nn_title_is_named_by_the_build_not_left_out_in_sil
 
 @pytest.mark.parametrize("only", [None, ["02"]], ids=["every-chapter", "only-02"])
 def test_two_notebooks_of_one_chapter_number_are_refused_naming_both(tiny_book, only):
-    """A reader's copy saved beside chapter 01 (01_first_my_notes.ipynb) was built as a second chapter 01, and every
-    link to chapter 01 went to the copy, without a word: a book has one chapter of each number."""
-    shutil.copy(tiny_book / "01_first.ipynb", tiny_book / "01_first_my_notes.ipynb")
-    with pytest.raises(BookError, match=r"01_first.ipynb and 01_first_my_notes.ipynb are both chapter 01.*move your "
-                                        r"copy out of the folder, or rename it"):
+    """Two notebooks numbered 01, neither a copy of the other, were both built as chapter 01, and every link to
+    chapter 01 went to one of them, without a word: a book has one chapter of each number."""
+    shutil.copy(tiny_book / "01_first.ipynb", tiny_book / "01_other.ipynb")
+    with pytest.raises(BookError, match=r"01_first.ipynb and 01_other.ipynb are both chapter 01.*move one out of the "
+                                        r"folder, or rename it"):
         find_chapters(tiny_book, only)
+
+
+@pytest.mark.parametrize("copy", ["01_first-Copy1.ipynb", "01_first_my_notes.ipynb"])
+def test_a_copy_of_a_chapter_beside_it_is_left_out_and_named(tiny_book, copy):
+    """Jupyter's Duplicate (01_first-Copy1.ipynb) or a reader's notes saved beside the chapter were built as a second
+    chapter 01; the copy is left out, and the report line names it, as it names an Untitled.ipynb."""
+    shutil.copy(tiny_book / "01_first.ipynb", tiny_book / copy)
+    assert [chapter.path.name for chapter in find_chapters(tiny_book)][:1] == ["01_first.ipynb"]
+    assert copy not in [chapter.path.name for chapter in find_chapters(tiny_book)]
+    assert copy in not_chapters(tiny_book) and "a copy of a chapter" in not_chapters(tiny_book)
 
 
 def test_a_chapter_whose_name_a_url_would_misread_is_linked_url_escaped_everywhere(tmp_path):

@@ -61,17 +61,18 @@ class Chapter:
 
 def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
     """The chapters NN_title.ipynb of ``chapters_dir`` in order; ``only`` keeps those numbered so (["03", "07"]).
-    Two notebooks of one number are refused, naming both: a reader's copy (01_x_my_notes.ipynb beside 01_x.ipynb)
-    would be a second chapter 01, and every link to chapter 01 would go to one of them."""
+    A copy of a chapter (`copies`) is left out; two other notebooks of one number are refused, naming both: each
+    would be chapter NN, and every link to chapter NN would go to one of them."""
     notebooks = sorted(Path(chapters_dir).glob("*.ipynb"))
-    paths = [path for path in notebooks if CHAPTER_NAME.match(path.name)]
+    copied = copies(notebooks)
+    paths = [path for path in notebooks if CHAPTER_NAME.match(path.name) and path.name not in copied]
     if not paths:
         raise BookError(f"no chapters NN_title.ipynb in {chapters_dir}")
     for number in sorted({path.name[:2] for path in paths}):
         same = [path.name for path in paths if path.name[:2] == number]
         if len(same) > 1:
             raise BookError(f"{chapters_dir}: {' and '.join(same)} are both chapter {number}, and a book has one; "
-                            f"move your copy out of the folder, or rename it without the number in front "
+                            f"move one out of the folder, or rename it without the number in front "
                             f"(my_notes_{number}.ipynb), which the book leaves out")
     if only is not None and (not only or not all(number.strip() for number in only)):
         raise BookError("--only: name the chapters to build, e.g. --only 03,07 (leave --only out for every chapter)")
@@ -85,14 +86,23 @@ def find_chapters(chapters_dir, only: list[str] | None = None) -> list[Chapter]:
     return [Chapter(path, chapter_title(path)) for path in paths]
 
 
+def copies(notebooks) -> set[str]:
+    """The names of the notebooks NN_title.ipynb whose name extends another one's: copies of a chapter (Jupyter's
+    Duplicate makes 01_x-Copy1.ipynb; a reader's notes, 01_x_my_notes.ipynb), which the book leaves out."""
+    stems = [path.stem for path in notebooks if CHAPTER_NAME.match(path.name)]
+    return {f"{stem}.ipynb" for stem in stems if any(stem != other and stem.startswith(other) for other in stems)}
+
+
 def not_chapters(chapters_dir) -> str:
-    """A line naming the notebooks of ``chapters_dir`` that are not chapters (not NN_title.ipynb: a reader's
-    Untitled.ipynb), which the build leaves out; "" if there are none. Said, so that a chapter misnamed by a
+    """A line naming the notebooks of ``chapters_dir`` that the build leaves out, those not named NN_title.ipynb (a
+    reader's Untitled.ipynb) and copies of a chapter; "" if there are none. Said, so that a chapter misnamed by a
     digit is not missing from the book in silence."""
-    left_out = sorted(path.name for path in Path(chapters_dir).glob("*.ipynb") if not CHAPTER_NAME.match(path.name))
+    notebooks = sorted(Path(chapters_dir).glob("*.ipynb"))
+    left_out = [path.name for path in notebooks if not CHAPTER_NAME.match(path.name)] + sorted(copies(notebooks))
     if not left_out:
         return ""
-    return (f"Left out, not named NN_title.ipynb (two digits, an underscore, a title): {', '.join(left_out[:5])}"
+    return (f"Left out, not named NN_title.ipynb (two digits, an underscore, a title) or a copy of a chapter "
+            f"(its name extends the chapter's): {', '.join(left_out[:5])}"
             f"{f' and {len(left_out) - 5} more' if len(left_out) > 5 else ''} (rename one as 01_title.ipynb to "
             f"build it)")
 
