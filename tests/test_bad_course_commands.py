@@ -541,6 +541,22 @@ def test_a_gradebook_is_refused_inside_the_checkout_as_a_bundle_is(tmp_path, pla
     assert not (ROOT / place).exists(), f"a refused grade run left {ROOT / place} in the checkout"
 
 
+@pytest.mark.parametrize("place", ["the student edition", "the checkout"])
+def test_a_canvas_csv_is_refused_inside_an_edition_or_the_checkout_as_a_gradebook_is(tmp_path, place):
+    """canvas-csv --to wrote every student's grade inside the edition about to be handed out, or one `git add .`
+    from the students in the checkout, where grade --out and gradescope-bundle refuse to write."""
+    out, edition = _graded_class(tmp_path), tmp_path / "week-1"
+    (edition / "minitorch" / "exercises").mkdir(parents=True)
+    (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.2"]}))
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n")
+    to = {"the student edition": edition / "canvas.csv", "the checkout": ROOT / "figures" / "canvas-test.csv"}[place]
+    completed = _course("canvas-csv", str(out), "--roster", str(roster), "--assignment", "Week 1", "--to", str(to))
+    assert completed.returncode == 2 and "would lie inside" in completed.stderr, (
+        f"a Canvas CSV inside {place} should be refused, as a gradebook is there; got {completed.stderr}")
+    assert not to.exists(), f"a refused canvas-csv left {to}"
+
+
 @pytest.mark.parametrize("arguments, fix", [
     (["--only", "5.1,9.1"], "--release 1.1,1.2,1.3,1.4,2.1,2.2,2.3,2.4,3.1,3.2,3.5"),
     (["--only", "3.2", "--release", "1.1,1.2,1.3,1.4,2.1,2.2,2.3"], "--only 2.4,3.2"),
