@@ -541,6 +541,19 @@ def test_a_gradebook_is_refused_inside_the_checkout_as_a_bundle_is(tmp_path, pla
     assert not (ROOT / place).exists(), f"a refused grade run left {ROOT / place} in the checkout"
 
 
+def test_grade_refuses_an_edition_inside_the_submissions(tmp_path):
+    """--edition subs/carol (a returned copy named by mistake): carol's own edited edition.json decided what counted
+    for the whole class, her failed exercise dropped; a student's own copy never decides, as --out there is refused."""
+    carol = tmp_path / "subs" / "carol" / "minitorch" / "exercises"
+    carol.mkdir(parents=True)
+    (carol / "edition.json").write_text(json.dumps({"handed_out": ["1.2"]}))
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "g"), "--edition",
+                        str(tmp_path / "subs" / "carol"))
+    assert completed.returncode == 2 and "--edition" in completed.stderr and "inside SUBMISSIONS" in completed.stderr, (
+        f"an --edition inside SUBMISSIONS should be refused, naming it; got {completed.stderr}")
+    assert completed.stderr.count("\n") == 1 and not (tmp_path / "g").exists(), completed.stderr
+
+
 @pytest.mark.parametrize("place", ["the student edition", "the checkout"])
 def test_a_canvas_csv_is_refused_inside_an_edition_or_the_checkout_as_a_gradebook_is(tmp_path, place):
     """canvas-csv --to wrote every student's grade inside the edition about to be handed out, or one `git add .`
