@@ -170,7 +170,8 @@ def _check_scoreboard_json(path) -> None:
 
 
 def _check_exercise_markers(expression: str) -> None:
-    """`-m ex9_9` or `-m ch08` names no exercise: say so, with the valid ones, instead of deselecting everything."""
+    """`-m ex9_9` or `-m ch08` names no exercise, and `-m ch1` or `-m ex1.2` no marker (they are ch01 and ex1_2): say
+    so, with the valid ones, instead of deselecting everything."""
     for chapter, number in re.findall(r"\bex(\d+)_(\d+)\b", expression):
         if f"{chapter}.{number}" not in registry.EXERCISES:
             known = ", ".join(sorted(registry.EXERCISES, key=registry.sort_key))
@@ -180,6 +181,13 @@ def _check_exercise_markers(expression: str) -> None:
         if int(chapter) not in CHAPTERS:
             raise pytest.UsageError(f"-m {expression!r}: chapter {chapter} has no graded exercises; the chapters "
                                     f"with exercises are {', '.join(f'{c:02d}' for c in CHAPTERS)}")
+    for name in re.findall(r"\b(?:ex|ch)\d[\w:+\-.\[\]\\/]*", expression):  # (a name as pytest's -m reads one)
+        numbers = [int(number) for number in re.findall(r"\d+", name)]
+        meant = f"ch{numbers[0]:02d}" if name.startswith("ch") else "ex" + "_".join(map(str, numbers))
+        if name not in MARKERS:
+            raise pytest.UsageError(f"-m {expression!r}: no test is marked {name}; " + (
+                f"write {meant}" if meant in MARKERS else "exercise 3.2's tests are marked ex3_2, chapter 3's ch03 "
+                                                          "(python -m minitorch.exercises list)"))
 
 
 def _use_minitorch_from(root: Path) -> None:
