@@ -373,7 +373,8 @@ def test_an_expression_too_deep_for_python_does_not_compile_and_is_no_crash_of_a
 
 
 @pytest.mark.parametrize("later", [
-    "try:  # my version\n    def mul_backward(grad, a, b):\n        return grad * b, grad * a\nexcept Exception:\n    pass\n",
+    "try:  # my version\n    def mul_backward(grad, a, b):\n        return grad * b, grad * a\n"
+    "except Exception:\n    pass\n",
     "if True:\n    def mul_backward(grad, a, b):\n        return grad * b, grad * a\n",
     "class mul_backward:\n    pass\n", "from operator import mul as mul_backward\n"],
     ids=["def-in-try", "def-in-if", "class", "import-as"])
