@@ -15,7 +15,7 @@ Options:
   space as a folder of tests and loads the conftest.py there (the run then stops, saying so).
 - ``--exercise-seed N`` (MINITORCH_EXERCISE_SEED, default 0): the seed of the graded tests' random inputs (fixture
   ``exercise_seed``); an instructor grades on a seed the students never saw.
-- ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON.
+- ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON (see its --help).
 - ``--timeout S`` (pytest-timeout's; PYTEST_TIMEOUT, else MINITORCH_TEST_TIMEOUT, else 600): a test whose body runs
   longer fails as timed out and the run goes on; 0 turns it off.
 
@@ -73,6 +73,8 @@ COLUMNS = ("passed", "failed", "not attempted", "blocked")  # the scoreboard's; 
 FAILURE_KINDS = ("timed out", "crashed", "does not compile", "function not found", "too large",
                  "helper outside the function", "refused")  # class grading's kinds of failure: the failed column
 STATUSES = (*COLUMNS, "skipped", *FAILURE_KINDS)
+SCOREBOARD_WRITER = "python -m pytest --scoreboard-json"  # the mark of the scoreboard's JSON
+FINISHED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)  # a whole run's
 OUTPUT_CAP = 10_000  # characters of a test's captured output kept in the grading record
 _ANSI_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -96,7 +98,8 @@ def pytest_addoption(parser):
     group.addoption("--exercise-seed", default=None,
                     help="seed of the graded tests' random inputs (default: $MINITORCH_EXERCISE_SEED, else 0)")
     group.addoption("--scoreboard-json", default=None,
-                    help="also write the per-test outcomes and the scoreboard to this JSON file")
+                    help="also write the per-test outcomes and the scoreboard to this JSON file once the run finishes "
+                         "(Ctrl-C leaves it as it was); it replaces only an earlier scoreboard")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-timeout reads its settings
@@ -121,7 +124,6 @@ def pytest_configure(config):
     scoreboard = Scoreboard(config, root, seed)
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(StudentCode(scoreboard))
-
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -154,7 +156,7 @@ def _setting(config, option: str, variables: tuple[str, ...], default, parse, ki
 
 
 def _check_scoreboard_json(path) -> None:
-    """The scoreboard's file follows the output-file rule of every command (its folder must exist)."""
+    """The scoreboard's file follows every command's rule for output files (its folder must exist; no --force)."""
     if path is None:
         return
     if not Path(path).expanduser().resolve().parent.is_dir():
@@ -163,14 +165,17 @@ def _check_scoreboard_json(path) -> None:
     checker = REPOSITORY / "minitorch" / "outputs" / "paths.py"  # standard library only
     if checker.is_file():
         outputs = _load_by_path("_minitorch_outputs", checker)
+        own = outputs.OwnFile("an earlier scoreboard (JSON that --scoreboard-json wrote)",
+                              lambda file: outputs.json_written_by(file, SCOREBOARD_WRITER))
         try:
-            outputs.check_output_file(path, "--scoreboard-json")
+            outputs.check_output_file(path, "--scoreboard-json", own=own, force=None)
         except outputs.OutputPathError as error:
             raise pytest.UsageError(f"{error} (no test was run)") from None
 
 
 def _check_exercise_markers(expression: str) -> None:
-    """`-m ex9_9` or `-m ch08` names no exercise: say so, with the valid ones, instead of deselecting everything."""
+    """`-m ex9_9` or `-m ch08` names no exercise, and `-m ch1` or `-m ex1.2` no marker (they are ch01 and ex1_2): say
+    so, with the valid ones, instead of deselecting everything."""
     for chapter, number in re.findall(r"\bex(\d+)_(\d+)\b", expression):
         if f"{chapter}.{number}" not in registry.EXERCISES:
             known = ", ".join(sorted(registry.EXERCISES, key=registry.sort_key))
@@ -180,6 +185,11 @@ def _check_exercise_markers(expression: str) -> None:
         if int(chapter) not in CHAPTERS:
             raise pytest.UsageError(f"-m {expression!r}: chapter {chapter} has no graded exercises; the chapters "
                                     f"with exercises are {', '.join(f'{c:02d}' for c in CHAPTERS)}")
+    for name in sorted(set(re.findall(r"\b(?:ex|ch)\d[\w:+\-.\[\]\\/]*", expression)) - set(MARKERS)):  # (as -m reads)
+        numbers = [int(number) for number in re.findall(r"\d+", name)]
+        meant = f"ch{numbers[0]:02d}" if name.startswith("ch") else "ex" + "_".join(map(str, numbers))
+        raise pytest.UsageError(f"-m {expression!r}: no test is marked {name}; " + (
+            f"write {meant}" if meant in MARKERS else "exercise 3.2's tests are marked ex3_2, chapter 3's ch03"))
 
 
 def _use_minitorch_from(root: Path) -> None:
@@ -279,7 +289,7 @@ class Scoreboard:
     """Classifies outcomes (passed, failed, not attempted, blocked, skipped) and writes the scoreboard."""
 
     def __init__(self, config, root: Path, seed: int):
-        self.config, self.root, self.seed = config, root, seed
+        self.config, self.root, self.seed, self.json_path = config, root, seed, config.getoption("--scoreboard-json")
         self.exercise_of: dict[str, str] = {}  # test id -> the exercise it grades, if that one counts
         self.results: dict[str, dict] = {}  # test id -> {"status", "blocked_by", "message", "output", ...}
         try:  # a student edition's manifest: the exercises it handed out count; None (the full book): every one
@@ -391,9 +401,12 @@ class Scoreboard:
         return dict(sorted(table.items(), key=lambda item: registry.sort_key(item[0])))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: written after pytest's short summary
-    def pytest_terminal_summary(self, terminalreporter):
+    def pytest_terminal_summary(self, terminalreporter, exitstatus):
         result = yield
         self.write_scoreboard(terminalreporter)
+        if self.json_path and exitstatus not in FINISHED:
+            terminalreporter.write_line(f"--scoreboard-json: {self.json_path} was not written: the run did not finish "
+                                        f"(the file is left as it was)")
         return result
 
     def write_scoreboard(self, terminalreporter) -> None:
@@ -454,17 +467,19 @@ class Scoreboard:
                          f"and their tests do not count")
         return notes
 
-    def pytest_sessionfinish(self, session):
-        path = self.config.getoption("--scoreboard-json")
-        if path:
+    def pytest_sessionfinish(self, session, exitstatus):
+        if self.json_path and exitstatus in FINISHED:  # (an interrupted run's partial one never replaces a whole one)
             table = self.exercise_table()
-            total = {"points": sum(row["points"] for row in table.values()),
-                     "max": round(sum(row["max"] for row in table.values()), 6),
-                     "earned": round(sum(row["earned"] for row in table.values()), 6)}
-            Path(path).write_text(json.dumps({
-                "minitorch_root": str(self.root), "exercise_seed": self.seed, "exercises": table, "total": total,
-                "tests": {nodeid: self.result_of(nodeid) for nodeid in self.results}}, indent=1) + "\n",
-                encoding="utf-8")
+            total = {key: round(sum(row[key] for row in table.values()), 6) for key in ("points", "max", "earned")}
+            text = json.dumps({"written_by": SCOREBOARD_WRITER, "minitorch_root": str(self.root), "exercise_seed":
+                               self.seed, "exercises": table, "total": total, "tests": {
+                                   nodeid: self.result_of(nodeid) for nodeid in self.results}}, indent=1) + "\n"
+            try:  # moved into place whole
+                from minitorch.outputs import write_atomically
+            except ImportError:  # (a test's tiny book has no minitorch.outputs)
+                def write_atomically(path, text, option):
+                    Path(path).write_text(text, encoding="utf-8")
+            write_atomically(self.json_path, text, option="--scoreboard-json")
 
     def result_of(self, nodeid: str) -> dict:
         return {**self.results.get(nodeid, {"status": None}), "exercise": self.exercise_of.get(nodeid)}

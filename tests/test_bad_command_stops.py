@@ -615,3 +615,23 @@ def test_a_command_called_in_a_test_process_puts_back_the_handlers_it_found(caps
     assert run_command(lambda argv: 0, [], name="python -m minitorch") == 0
     assert {signum: signal.getsignal(signum) for signum in found} == found, (
         "run_command in a test's process should put back the handlers it found, pytest's Ctrl-C among them")
+
+
+def test_an_interrupted_pytest_run_keeps_the_last_complete_scoreboard_and_says_so(tmp_path):
+    """Ctrl-C during `pytest --scoreboard-json=sb.json` replaced the complete scoreboard of the last run by the
+    interrupted run's partial one (total 0 of 0, no exercise), and nothing in it said it was partial."""
+    board = tmp_path / "sb.json"
+    (tmp_path / "ctrl_c.py").write_text("def pytest_runtest_call(item):\n    raise KeyboardInterrupt\n")
+
+    def pytest_run(*extra, **environment):
+        return _command("pytest", "-p", "no:cacheprovider", f"--scoreboard-json={board}", *extra,
+                        "tests/test_readme.py", env={**os.environ, **environment})
+
+    assert pytest_run().returncode == 0, "a complete run writes its scoreboard"
+    complete = board.read_text()
+    stopped = pytest_run("-p", "ctrl_c", PYTHONPATH=str(tmp_path))
+    assert stopped.returncode == 2 and "KeyboardInterrupt" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert board.read_text() == complete, "an interrupted run must not replace the last complete scoreboard"
+    assert f"{board} was not written" in stopped.stdout, (
+        f"the student should read that the scoreboard was not written: {stopped.stdout[-2000:]}")
+

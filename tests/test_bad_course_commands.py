@@ -76,8 +76,11 @@ def test_gradescope_bundle_refuses_a_bad_number_before_building(tmp_path, argume
     (["--exercise-seed=1.5"], "--exercise-seed must be a whole number"),
     (["-m", "ex9_9"], "there is no exercise 9.9"),
     (["-m", "ch08"], "chapter 08 has no graded exercises"),
+    (["-m", "ch1"], "no test is marked ch1; write ch01"),
+    (["-m", "ex1.2 or slow"], "no test is marked ex1.2; write ex1_2"),
     (["--scoreboard-json={tmp}"], "is a folder; name a file"),
-], ids=["timeout-nan", "timeout-inf", "seed", "no-such-exercise", "no-such-chapter", "scoreboard-folder"])
+], ids=["timeout-nan", "timeout-inf", "seed", "no-such-exercise", "no-such-chapter", "chapter-without-its-zero",
+        "exercise-with-a-dot", "scoreboard-folder"])
 def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, arguments, culprit):
     arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
     completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments,
@@ -550,6 +553,35 @@ def test_a_gradebook_is_refused_inside_the_checkout_as_a_bundle_is(tmp_path, pla
         f"grade --out {place} inside the checkout should be refused naming the project; got {completed.stderr}")
     assert "write it outside" in completed.stderr, completed.stderr
     assert not (ROOT / place).exists(), f"a refused grade run left {ROOT / place} in the checkout"
+
+
+def test_grade_refuses_an_edition_inside_the_submissions(tmp_path):
+    """--edition subs/carol (a returned copy named by mistake): carol's own edited edition.json decided what counted
+    for the whole class, her failed exercise dropped; a student's own copy never decides, as --out there is refused."""
+    carol = tmp_path / "subs" / "carol" / "minitorch" / "exercises"
+    carol.mkdir(parents=True)
+    (carol / "edition.json").write_text(json.dumps({"handed_out": ["1.2"]}))
+    completed = _course("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "g"), "--edition",
+                        str(tmp_path / "subs" / "carol"))
+    assert completed.returncode == 2 and "--edition" in completed.stderr and "inside SUBMISSIONS" in completed.stderr, (
+        f"an --edition inside SUBMISSIONS should be refused, naming it; got {completed.stderr}")
+    assert completed.stderr.count("\n") == 1 and not (tmp_path / "g").exists(), completed.stderr
+
+
+@pytest.mark.parametrize("place", ["the student edition", "the checkout"])
+def test_a_canvas_csv_is_refused_inside_an_edition_or_the_checkout_as_a_gradebook_is(tmp_path, place):
+    """canvas-csv --to wrote every student's grade inside the edition about to be handed out, or one `git add .`
+    from the students in the checkout, where grade --out and gradescope-bundle refuse to write."""
+    out, edition = _graded_class(tmp_path), tmp_path / "week-1"
+    (edition / "minitorch" / "exercises").mkdir(parents=True)
+    (edition / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.2"]}))
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n")
+    to = {"the student edition": edition / "canvas.csv", "the checkout": ROOT / "figures" / "canvas-test.csv"}[place]
+    completed = _course("canvas-csv", str(out), "--roster", str(roster), "--assignment", "Week 1", "--to", str(to))
+    assert completed.returncode == 2 and "would lie inside" in completed.stderr, (
+        f"a Canvas CSV inside {place} should be refused, as a gradebook is there; got {completed.stderr}")
+    assert not to.exists(), f"a refused canvas-csv left {to}"
 
 
 @pytest.mark.parametrize("arguments, fix", [

@@ -183,3 +183,27 @@ def test_authors_scripts_log_that_cannot_be_written_is_refused_before_the_script
 def test_authors_scripts_refuses_force_without_log(tmp_path, monkeypatch, capsys):
     status, error, ran = _authors_scripts(tmp_path, monkeypatch, capsys, "--force")
     assert status == 2 and "--force applies only to the file --log names" in error and not ran, error
+
+
+def test_pytest_scoreboard_json_replaces_its_own_file_and_refuses_the_users_before_any_test(tmp_path):
+    """A student's `pytest --scoreboard-json=my-notes.md` replaced their notes with the scoreboard, no word said;
+    pytest has no --force, so the refusal says to delete or rename the file."""
+    import subprocess
+    import sys
+
+    def pytest_run(board):
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--scoreboard-json={board}",
+                               "tests/test_readme.py"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    notes = tmp_path / "my-notes.md"
+    notes.write_text("# my notes for week 1\n")
+    completed = pytest_run(notes)
+    said = completed.stdout + completed.stderr
+    assert completed.returncode == 4 and "holds a file that is not an earlier scoreboard" in said, (
+        f"the student's own file must be refused before any test, naming it: {said}")
+    assert "delete or rename it" in said and "--force" not in said and "passed" not in completed.stdout, said
+    assert notes.read_text() == "# my notes for week 1\n", "the student's notes must be kept"
+    board = tmp_path / "board.json"
+    assert pytest_run(board).returncode == 0 and json.loads(board.read_text())["tests"], "a new scoreboard is written"
+    assert pytest_run(board).returncode == 0, "the scoreboard's own earlier file is replaced without a word"
+

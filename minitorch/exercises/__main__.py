@@ -16,7 +16,7 @@ from minitorch.exercises.edition import TEMPLATES, carry_over, make_student_edit
 from minitorch.exercises.grader.trusted.gradescope import HIDDEN_VISIBILITIES, PUBLIC_SEED, build_bundle
 from minitorch.exercises.grader.trusted.isolation import KINDS
 from minitorch.exercises.registry import (HIDDEN_TESTS, ROOT, ExerciseError, chosen, is_hidden_test, load_exercises,
-                                          part_points, read_manifest_data)
+                                          part_points, read_manifest_data, secret_output_refused)
 from minitorch.outputs import OwnFile, PathError, check_readable
 from minitorch.tools.exit_policy import stopped_by
 from minitorch.tools.options import CommandParser, comma_list
@@ -286,6 +286,7 @@ def _write_canvas(args) -> int:
             what = ("the roster" if target == roster
                     else f"a file in the gradebook folder {args.out} (its students' too)")
             raise ExerciseError(f"--to {args.to}: would replace {what}; write the Canvas CSV elsewhere")
+        secret_output_refused(target, "--to", ROOT, holding="every student's grade")  # as a gradebook is refused
         refuse_a_file_not_its_own(target, args.to, "--to", CANVAS_CSV, args.force)  # (after what --force never lifts)
     except (PathError, FileNotFoundError) as error:
         raise ExerciseError(str(error)) from None

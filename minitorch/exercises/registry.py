@@ -333,16 +333,17 @@ def read_manifest_data(root: Path) -> dict | None:
     return manifest
 
 
-def secret_output_refused(path, what: str, root: Path) -> None:
-    """ExerciseError if `path` (a gradebook, a bundle: the seed, hidden inputs, answers) lies in the project `root`
-    (one `git add .` would hand it to the students) or in a student edition."""
+def secret_output_refused(path, what: str, root: Path, holding: str = "") -> None:
+    """ExerciseError if `path` (a gradebook, a bundle: the seed, hidden inputs, answers; a Canvas CSV: `holding`
+    every student's grade) lies in the project `root` (one `git add .` would hand it to the students) or in a
+    student edition."""
     path, root = Path(path).absolute(), Path(root).resolve()
     if path.is_relative_to(root):  # as student-edition refuses a folder inside the project
-        raise ExerciseError(f"{what} {path} would lie inside the project {root}: it holds the secret seed and the "
-                            f"answers to the hidden tests, one `git add .` from the students; write it outside, e.g. "
-                            f"{root.parent / path.name}")
+        raise ExerciseError(f"{what} {path} would lie inside the project {root}: it holds "
+                            f"{holding or 'the secret seed and the answers to the hidden tests'}, one `git add .` "
+                            f"from the students; write it outside, e.g. {root.parent / path.name}")
     edition = next((folder for folder in (path, *path.parents) if (folder / MANIFEST).is_file()), None)
     if edition is not None:
-        raise ExerciseError(f"{what} {path} would lie inside the student edition {edition}: it holds the secret seed "
-                            f"and what the hidden tests found, and handing out the edition would hand them out; "
-                            f"write it where students cannot read it")
+        raise ExerciseError(f"{what} {path} would lie inside the student edition {edition}: it holds "
+                            f"{holding or 'the secret seed and what the hidden tests found'}, and handing out the "
+                            f"edition would hand them out; write it where students cannot read it")

@@ -185,12 +185,13 @@ class OwnFile:
     recognises: Callable[[Path], bool]
 
 
-def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, force: bool = False) -> Path:
+def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, force: bool | None = False) -> Path:
     """`path` as an absolute file path that the command may create or replace, or OutputPathError.
 
     A command's output file follows the rule of its output folders: an existing file is replaced only if it is
-    the command's own earlier output (`own` recognises it), or with `force` (the error says so); a user's file
-    named by mistake (``--json thesis.txt``) is never replaced unasked. Without `own`, any regular file is."""
+    the command's own earlier output (`own` recognises it), or with `force` (the error says so; None: the command
+    has no --force, and the error says to delete or rename the file); a user's file named by mistake
+    (``--json thesis.txt``) is never replaced unasked. Without `own`, any regular file is."""
     target = _checked_path(path, option, file=True)
     if target.is_dir():
         raise OutputPathError(f"{option} {path}: is a folder; name a file")
@@ -202,12 +203,13 @@ def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, 
     return target
 
 
-def refuse_a_file_not_its_own(target: Path, shown, option: str, own: OwnFile, force: bool = False) -> None:
+def refuse_a_file_not_its_own(target: Path, shown, option: str, own: OwnFile, force: bool | None = False) -> None:
     """OutputPathError if `target` is a file that `own` does not recognise as the command's earlier output, unless
     `force` (see `check_output_file`)."""
     if target.is_file() and not force and not _recognised(own, target):
-        raise OutputPathError(f"{option} {shown}: holds a file that is not {own.what}, and it would be replaced; add "
-                              f"--force to replace it, or name another file")
+        fix = "delete or rename it first if it may go" if force is None else "add --force to replace it"
+        raise OutputPathError(f"{option} {shown}: holds a file that is not {own.what}, and it would be replaced; "
+                              f"{fix}, or name another file")
 
 
 def _recognised(own: OwnFile, target: Path) -> bool:

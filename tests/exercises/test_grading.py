@@ -1034,7 +1034,7 @@ def test_a_student_whose_entry_left_the_submissions_is_named_not_dropped_silentl
 
 
 @pytest.mark.parametrize("field, value", [("exercise_seed", "abc"), ("exercise_seed", True), ("exercises", "1.2"),
-                                          ("submissions", ["ann"]), ("timeout", "5")])
+                                          ("exercises", ["1.2", "9.9"]), ("submissions", ["ann"]), ("timeout", "5")])
 def test_a_run_record_with_a_field_of_the_wrong_kind_is_not_a_run_record(fake_class, field, value):
     """run.json's exercise_seed "abc" was read as no seed, and the refusal blamed the command line for using
     'another --exercise-seed than the one recorded'."""

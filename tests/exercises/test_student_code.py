@@ -372,6 +372,29 @@ def test_an_expression_too_deep_for_python_does_not_compile_and_is_no_crash_of_a
         f"an expression too deep for Python's parser does not compile; the student should read why: {said}")
 
 
+@pytest.mark.parametrize("later", [
+    "try:  # my version\n    def mul_backward(grad, a, b):\n        return grad * b, grad * a\n"
+    "except Exception:\n    pass\n",
+    "if True:\n    def mul_backward(grad, a, b):\n        return grad * b, grad * a\n",
+    "class mul_backward:\n    pass\n", "from operator import mul as mul_backward\n"],
+    ids=["def-in-try", "def-in-if", "class", "import-as"])
+def test_a_function_defined_again_after_its_def_is_not_taken_and_the_line_is_named(later):
+    """The top-level def mul_backward left a stub, a working one defined again below inside try: (Python keeps the
+    later one, so the student's own run passed): the grader took the stub alone and said 'not attempted'."""
+    from minitorch.exercises.grader.sandboxed import student_function as found
+
+    exercise = EXERCISES["1.2"]
+    text = (ROOT / exercise.module).read_text(encoding="utf-8") + "\n\n"
+    line = text.count("\n") + 1 + next(n for n, text_line in enumerate(later.splitlines()) if "mul_b" in text_line)
+    with pytest.raises(found.StudentFunctionError) as refused:
+        found.find(text + later, exercise)
+    said = str(refused.value)
+    assert refused.value.kind == "function not found" and f"mul_backward again at line {line}" in said, (
+        f"a second definition of mul_backward must be refused, naming its line {line}: {said}")
+    method = "class Later:\n    def mul_backward(self):\n        return 0\n"  # a method binds no module name
+    assert found.find(text + method, exercise).lineno < line, "a method of the same name is no second definition"
+
+
 def test_the_students_time_budget_fails_what_is_left(tmp_path, pools):
     body = "import time\nif length == 5:\n    time.sleep(2)\nreturn None"
     pools.append(pool := pool_for(tmp_path, body, budget=6.0, timeout=30))

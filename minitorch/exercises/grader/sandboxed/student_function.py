@@ -50,7 +50,8 @@ def read_module(path, exercise) -> str:
 
 
 def find(text: str, exercise) -> ast.FunctionDef:
-    """The exercise's function in its module's text: its last top-level definition, as Python keeps it."""
+    """The exercise's function in its module's text: its last top-level definition, as Python keeps it; refused as
+    not found if the name is bound again below it (`_bound_again`), since Python would then call something else."""
     from minitorch.exercises.registry import MAX_FUNCTION_LINES, function_node
 
     try:
@@ -66,17 +67,38 @@ def find(text: str, exercise) -> ast.FunctionDef:
         raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} defines no function {name} at its top "
                                               f"level (exercise {exercise.id})" + (f"; it is {how}: write a plain "
                                                                                    f"def" if how else ""))
-    rebound = [statement.lineno for statement in tree.body if statement.lineno > node.lineno and any(
-        isinstance(target, ast.Name) and target.id == name and isinstance(target.ctx, ast.Store)
-        for target in ast.walk(statement))]
-    if rebound:  # `causal_mask = None` after the def: the library would call that, not the function
-        raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} assigns {name} again at line "
-                                              f"{rebound[0]}, after its def, so the library would not call the "
-                                              f"function; remove that assignment")
+    rebound = [(line, how) for statement in tree.body if statement.lineno > node.lineno
+               for line, how in _bound_again(statement, name)]
+    if rebound:  # `causal_mask = None` after the def, or a def in a try: block: Python keeps that, not the function
+        line, how = min(rebound)
+        raise StudentFunctionError(NOT_FOUND, f"{NOT_FOUND}: {exercise.module} {how} {name} again at line {line}, "
+                                              f"after its def at line {node.lineno}, so the library would not call "
+                                              f"the function the grader takes; " + (
+                                                  "remove that assignment" if how == "assigns" else
+                                                  f"write it in the def at line {node.lineno}, and remove the other"))
     if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
         raise StudentFunctionError(TOO_LARGE, f"{TOO_LARGE}: {name} has {node.end_lineno - node.lineno + 1:,} "
                                               f"lines; an exercise function may have at most {MAX_FUNCTION_LINES:,}")
     return node
+
+
+def _bound_again(statement: ast.stmt, name: str) -> list[tuple[int, str]]:
+    """(line, how) of each place in `statement` that binds `name` again: an assignment anywhere in it, or a def, a
+    class or an import of that name in the module's own scope, inside if, try or with blocks too (a method of that
+    name binds no module name). Which of them Python ran last depends on the run; the grader takes the top-level def."""
+    found = [(child.lineno, "assigns") for child in ast.walk(statement)
+             if isinstance(child, ast.Name) and child.id == name and isinstance(child.ctx, ast.Store)]
+    nodes = [statement]
+    while nodes:
+        child = nodes.pop()
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found += [(child.lineno, "defines")] if child.name == name else []
+            continue  # its body is a scope of its own
+        if isinstance(child, (ast.Import, ast.ImportFrom)) and any(
+                (alias.asname or alias.name).split(".")[0] == name for alias in child.names):
+            found.append((child.lineno, "imports"))
+        nodes.extend(ast.iter_child_nodes(child))
+    return found
 
 
 def _the_function_alone(text: str, name: str, max_lines: int) -> ast.Module | None:

@@ -162,6 +162,10 @@ def grade_class(args, root: Path) -> int:
     except OutputPathError as error:
         raise ExerciseError(str(error)) from None
     secret_output_refused(out, "--out", root)
+    if args.edition and Path(args.edition).resolve().is_relative_to(Path(args.submissions).resolve()):
+        raise ExerciseError(f"--edition {args.edition}: lies inside SUBMISSIONS {args.submissions}, so it is a "
+                            f"student's returned copy, and a student's own copy never decides what counts; name the "
+                            f"student edition you made and handed out")
     recorded = read_run(out)
     if recorded is None and out.is_dir() and any(out.iterdir()):  # someone's own files: grading would replace them
         raise ExerciseError(f"--out {out} holds files and no {RUN_NAME} of an earlier grading, so they are not the "

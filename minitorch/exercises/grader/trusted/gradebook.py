@@ -161,8 +161,9 @@ def _wrong_field(run: dict) -> str:
         isinstance(item, str) for item in (*value, *value.values())))
     kinds = {"exercise_seed": ("a whole number >= 0", lambda value: number(value, whole=True)),
              "timeout": ("a number of seconds", number), "budget": ("a number of seconds", number),
-             "exercises": ("a list of exercise IDs", lambda value: isinstance(value, list) and all(
-                 isinstance(item, str) for item in value)),
+             "exercises": ("a list of this book's exercise IDs (python -m minitorch.exercises list)",
+                           lambda value: isinstance(value, list) and all(
+                               isinstance(item, str) and item in EXERCISES for item in value)),
              "edition": ("a folder's name", lambda value: isinstance(value, str)),
              "submissions": table, "results": table, "found": table}
     for name, (kind, right) in kinds.items():
