@@ -110,6 +110,7 @@ def mass_split(per_layer_weights, triggers) -> dict:
         if np.ndim(weights) != 4 or np.shape(triggers) != np.shape(weights)[:1]:
             raise ValueError(f"mass_split: per_layer_weights[{index}] has shape {np.shape(weights)} and triggers "
                              f"{np.shape(triggers)}; they must be (B, H, L, L) and (B,)")
+        metrics.measured_rows("mass_split", triggers, np.shape(weights)[-1])  # a mean over no row would be nan
     bos = np.mean([metrics.bos_mass_at_non_trigger_rows(w, triggers).mean() for w in per_layer_weights])
     total = np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in per_layer_weights])
     return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
@@ -172,7 +173,8 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
 
     Returns per-row lists (sequences averaged): ``content_keys`` (n = i), ``gap``, ``bound`` and ``delta``
     (the mean leak ρ_i; the key keeps the name results.json has always used), and ``slack_min``, the smallest
-    (gap - bound) over every sequence and row (never negative: the bound is a theorem).
+    (gap - bound) over every sequence and row (never negative: the bound is a theorem). Every row must be a
+    non-trigger row of some sequence: triggers that vary (`task.make_batch`), not the test set's one trigger.
     """
     config = getattr(model, "config", None)  # what build_model's models record of their architecture
     if not isinstance(config, dict) or not {"heads", "layers", "normaliser"} <= config.keys():
@@ -182,6 +184,7 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = attention_model("score_gaps", model).layers[0]
     xs, triggers = _sequences("score_gaps", model, x, triggers)  # float64: ρ may lie below float32's resolution
+    keep = metrics.measured_rows("score_gaps", triggers, xs.shape[1], each_row_from=2)[:, 2:]  # (B, L-2)
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
     length = xs.shape[1]
@@ -193,7 +196,6 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     leak = weights[:, :, 1:].sum(axis=-1)  # ρ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
     leak, bos = leak[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
     bound = gap_bound(rows, leak, bos)
-    keep = metrics.non_trigger_rows(triggers, length)[:, rows]  # (B, L-2)
     mean_of = lambda values: [float(values[keep[:, r], r].mean()) for r in range(len(rows))]  # noqa: E731
     return dict(content_keys=rows.tolist(), gap=mean_of(gap), bound=mean_of(bound), delta=mean_of(leak),
                 slack_min=float((gap - bound)[keep].min()))
