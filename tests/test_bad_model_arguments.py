@@ -501,6 +501,28 @@ def test_score_gaps_refuses_a_row_that_is_the_trigger_row_of_every_sequence(leng
             beyond.score_gaps(tiny_model(), x, triggers)
 
 
+@pytest.mark.parametrize("log", [lambda: None, lambda line, level: None, None, "quiet"],
+                         ids=["no-argument", "two-arguments", "None", "a-string"])
+@pytest.mark.parametrize("function", ["reproduce", "run_seeds", "run_beyond"])
+def test_a_log_that_cannot_take_one_line_is_refused_before_any_work(tmp_path, monkeypatch, function, log):
+    """reproduce(log=lambda: None), to silence it, passed the callable check and failed at its first line with
+    "<lambda>() takes 0 positional arguments but 1 was given"; run_seeds and run_beyond checked no log at all and
+    call it only after the work."""
+    from minitorch.paper import beyond, reproduce
+
+    def no_work(*args, **kwargs):
+        pytest.fail(f"{function} started its work with a log it cannot call")
+
+    for module, work in ((reproduce, "_reproduce_into"), (beyond, "run_in_processes"), (beyond, "_run_beyond_into")):
+        monkeypatch.setattr(module, work, no_work)
+    call = {"reproduce": lambda: reproduce.reproduce(tmp_path / "out", only=["1x1"], quick=True, log=log),
+            "run_seeds": lambda: beyond.run_seeds(tmp_path / "out", quick=True, log=log),
+            "run_beyond": lambda: beyond.run_beyond(tmp_path / "out", beyond.QUICK, log=log)}[function]
+    with pytest.raises(TypeError, match=rf"^{function}: log must be a function of one line \(print, by default"):
+        call()
+    assert not any(tmp_path.iterdir()), "a refused run must write nothing"
+
+
 def test_seeds_table_refuses_a_seed_given_twice_as_budget_does():
     """seeds_table(runs + runs), two --seeds runs' records put together, counted 4 seeds for seeds 0 and 1 and
     weighed each twice in the medians, without a word."""

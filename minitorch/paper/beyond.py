@@ -188,8 +188,7 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
     length = xs.shape[1]
-    rows = np.arange(2, length)
-    future = causal_mask(length)
+    rows, future = np.arange(2, length), causal_mask(length)
     weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
     content_mean = np.nanmean(np.where(future, np.nan, scores)[:, rows, 1:], axis=-1)  # (B, L-2): mean_{1≤k≤i} s_ik
     gap = scores[:, rows, 0] - content_mean  # (B, L-2)
@@ -264,6 +263,7 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"run_seeds: seeds must be distinct whole numbers >= 0, at least one, got {seeds}")
     quick, force = checks.flag("run_seeds", "quick", quick), checks.flag("run_seeds", "force", force)
+    log = checks.log_function("run_seeds", "log", log)  # called after the work: checked before it
     out, jobs = check_output_folder(out), checks.integer("run_seeds", "jobs", jobs)
     command = seeds_command(seeds, quick, shapes)
     replacing = files_to_replace(out, SEED_FILES, recorded_run(out), command, force)
@@ -291,9 +291,8 @@ def seeds_command(seeds, quick: bool, shapes) -> str:
     --only 1x1``) for its seeds, SEEDS, and otherwise the Python call, which names the seeds. A run of other seeds
     is another run: the same command may replace its own earlier run, another one needs --force (`force`)."""
     line = "reproduce --seeds" + " --quick" * quick + (f" --only {','.join(shapes)}" if len(shapes) < 2 else "")
-    if sorted(seeds) == list(SEEDS):
-        return line
-    return f"beyond.run_seeds(seeds={sorted(seeds)}, quick={quick}, shapes={tuple(shapes)})"
+    return line if sorted(seeds) == list(SEEDS) else (
+        f"beyond.run_seeds(seeds={sorted(seeds)}, quick={quick}, shapes={tuple(shapes)})")
 
 
 def written_by(command: str) -> str:
@@ -379,6 +378,7 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
         raise TypeError(f"run_beyond: budget must be beyond.FULL, beyond.QUICK or a beyond.Budget(...), got "
                         f"{budget!r} ({type(budget).__name__})")
     out, jobs = check_output_folder(out), checks.integer("run_beyond", "jobs", jobs)
+    log = checks.log_function("run_beyond", "log", log)  # called after the work: checked before it
     command = {FULL: "reproduce --beyond", QUICK: "reproduce --beyond --quick"}.get(  # the command line's budgets
         budget, f"beyond.run_beyond(budget={budget!r})")  # another budget is another run: --force to replace it
     replacing = files_to_replace(out, FILES, recorded_run(out), command, force)
