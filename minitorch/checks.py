@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import decimal
 import functools
+import inspect
 import math
 import numbers
 import reprlib
@@ -36,6 +37,20 @@ def flag(owner: str, name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{owner}: {name} must be True or False, got {value!r} ({type(value).__name__})")
     return bool(value)
+
+
+def log_function(owner: str, name: str, value):
+    """`value` if it can be called with one line of text, as `print` can, or a TypeError naming `owner` and
+    `name`: None, or a function of no argument (``lambda: None``, to silence it), would fail at the first line, in
+    Python's words, perhaps after the work. A callable whose signature Python cannot read is taken on trust."""
+    try:
+        inspect.signature(value).bind("a line")
+    except TypeError:
+        raise TypeError(f"{owner}: {name} must be a function of one line (print, by default; lambda line: None "
+                        f"for silence), got {value!r:.60}") from None
+    except ValueError:  # no signature to read (some built-in functions)
+        pass
+    return value
 
 
 def axis(owner: str, value, ndim: int, name: str = "axis", new: bool = False) -> int:

@@ -468,6 +468,61 @@ def test_score_gaps_checks_x_as_learned_extras_does():
             beyond.score_gaps(model, bad, triggers)
 
 
+@pytest.mark.parametrize("function", ["head_table", "mass_split"])
+def test_measures_over_non_trigger_rows_refuse_sequences_that_have_none(function):
+    """head_table on maps of length 2 (row 0 is BOS's, row 1 the trigger's) stopped in NumPy's "zero-size array to
+    reduction operation minimum" after its "Mean of empty slice" warning; mass_split gave nan."""
+    import warnings
+
+    from minitorch.paper import beyond, metrics
+
+    call = {"head_table": metrics.head_table, "mass_split": beyond.mass_split}[function]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's warning instead of our error is a failure too
+        with pytest.raises(ValueError, match=rf"^{function}: sequences of length 2 have no non-trigger row .*L >= 3"):
+            call([np.full((2, 1, 2, 2), 0.5)], np.array([1, 1]))
+        assert call([np.full((2, 1, 3, 3), 1 / 3)], np.array([1, 2])), "L = 3 has a non-trigger row: measured"
+
+
+@pytest.mark.parametrize("length,trigger", [(3, 2), (16, 7)], ids=["length-3", "the-test-sets-trigger"])
+def test_score_gaps_refuses_a_row_that_is_the_trigger_row_of_every_sequence(length, trigger):
+    """score_gaps averages each row i >= 2 over the sequences where it is a non-trigger row: at length 3 (every
+    trigger of make_batch at 2) it stopped in NumPy's reduction error, on the test set (every trigger at 7) it gave
+    row 7 as nan with NumPy's "Mean of empty slice" warnings."""
+    import warnings
+
+    from minitorch.paper import beyond, task
+
+    x, _, triggers = task.make_batch(20, np.random.default_rng(0), length=length, trigger=trigger)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=rf"^score_gaps: row {trigger} is the trigger row of every sequence "
+                                             rf"\(of length {length}\).*other triggers"):
+            beyond.score_gaps(tiny_model(), x, triggers)
+
+
+@pytest.mark.parametrize("log", [lambda: None, lambda line, level: None, None, "quiet"],
+                         ids=["no-argument", "two-arguments", "None", "a-string"])
+@pytest.mark.parametrize("function", ["reproduce", "run_seeds", "run_beyond"])
+def test_a_log_that_cannot_take_one_line_is_refused_before_any_work(tmp_path, monkeypatch, function, log):
+    """reproduce(log=lambda: None), to silence it, passed the callable check and failed at its first line with
+    "<lambda>() takes 0 positional arguments but 1 was given"; run_seeds and run_beyond checked no log at all and
+    call it only after the work."""
+    from minitorch.paper import beyond, reproduce
+
+    def no_work(*args, **kwargs):
+        pytest.fail(f"{function} started its work with a log it cannot call")
+
+    for module, work in ((reproduce, "_reproduce_into"), (beyond, "run_in_processes"), (beyond, "_run_beyond_into")):
+        monkeypatch.setattr(module, work, no_work)
+    call = {"reproduce": lambda: reproduce.reproduce(tmp_path / "out", only=["1x1"], quick=True, log=log),
+            "run_seeds": lambda: beyond.run_seeds(tmp_path / "out", quick=True, log=log),
+            "run_beyond": lambda: beyond.run_beyond(tmp_path / "out", beyond.QUICK, log=log)}[function]
+    with pytest.raises(TypeError, match=rf"^{function}: log must be a function of one line \(print, by default"):
+        call()
+    assert not any(tmp_path.iterdir()), "a refused run must write nothing"
+
+
 def test_seeds_table_refuses_a_seed_given_twice_as_budget_does():
     """seeds_table(runs + runs), two --seeds runs' records put together, counted 4 seeds for seeds 0 and 1 and
     weighed each twice in the medians, without a word."""

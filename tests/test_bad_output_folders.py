@@ -70,6 +70,64 @@ def test_the_default_folder_of_a_selection_is_the_same_in_any_order_as_its_recor
     assert folders == ["runs/quick_only-1x1-2x2"] * 2, f"one default folder for one selection, got {folders}"
     assert run_command(True, ["2x2", "1x1"], 0) == "reproduce --quick --only 1x1,2x2", "and one recorded command"
 
+def _one_seeds_run(shape, normaliser, seed, quick):
+    """Stands in for `beyond.train_seed`: one seed's record, in no time."""
+    return dict(shape=shape, normaliser=normaliser, seed=seed, steps=10, converged=True, wall_time_seconds=0.1,
+                test_max_error=1e-3, bos_mass_mean=0.9, bos_mass_min=0.9, heads_sinking=1, heads_total=1)
+
+
+def test_run_seeds_of_other_seeds_is_another_run_than_the_command_lines_and_needs_force(tmp_path, monkeypatch):
+    """beyond.run_seeds(seeds=[3]) recorded itself as `reproduce --seeds --quick --only 1x1`, the ten-seed command
+    line's run: it replaced that run's 20 runs with 2 of seed 3 without --force, and said the command line wrote it."""
+    from minitorch.__main__ import main
+    from minitorch.outputs import OutputPathError
+    from minitorch.paper import beyond
+
+    monkeypatch.setattr(beyond, "train_seed", _one_seeds_run)
+    out = tmp_path / "S"
+    main(["reproduce", "--seeds", "--quick", "--only", "1x1", "--jobs", "1", "--out", str(out)])
+    before = file_hashes(out)
+    assert json.loads((out / "results.json").read_text())["command"] == "reproduce --seeds --quick --only 1x1"
+    with pytest.raises(OutputPathError, match=r"holds an earlier, different run \(reproduce --seeds --quick .*--force"):
+        beyond.run_seeds(out, seeds=[3], quick=True, shapes=("1x1",), log=lambda message: None)
+    assert file_hashes(out) == before, "run_seeds of one seed must not replace the ten-seed run without force"
+    results = beyond.run_seeds(out, seeds=[3], quick=True, shapes=("1x1",), log=lambda message: None, force=True)
+    assert results["command"] == "beyond.run_seeds(seeds=[3], quick=True, shapes=('1x1',))", \
+        f"the command recorded must name the seeds that ran, got {results['command']!r}"
+    assert "Written by `beyond.run_seeds(seeds=[3]" in (out / "results.md").read_text(), \
+        "results.md must not say that the command line wrote a run of seed 3"
+    beyond.run_seeds(out, seeds=[3], quick=True, shapes=("1x1",), log=lambda message: None)  # its own run: replaced
+
+
+def test_run_beyond_with_a_budget_of_its_own_is_another_run_than_the_command_lines(tmp_path, monkeypatch):
+    """run_beyond(out, Budget(..., quick=False)) with a small budget recorded `reproduce --beyond`, so it replaced
+    the command line's run (or was replaced by it) without --force."""
+    from minitorch.outputs import OutputPathError
+    from minitorch.paper import beyond
+    from minitorch.paper.reproduce import write_record
+
+    def record_only(out_folder, budget, jobs, command):
+        results = dict(command=command, wall_time_seconds=0.0)
+        write_record(out_folder, results)
+        return results, 0
+
+    monkeypatch.setattr(beyond, "_run_beyond_into", record_only)
+    out = tmp_path / "B"
+    beyond.run_beyond(out, beyond.QUICK, log=lambda message: None)
+    before = file_hashes(out)
+    small = beyond.Budget(zoo_seeds=[0], zoo_max_steps=1, law_lengths=[8], law_max_steps=1, seeds_4x4=[0], quick=True)
+    with pytest.raises(OutputPathError, match=r"holds an earlier, different run \(reproduce --beyond --quick\)"):
+        beyond.run_beyond(out, small, log=lambda message: None)
+    assert file_hashes(out) == before, "a run of another budget must not replace the command line's without force"
+    assert beyond.run_beyond(out, small, log=lambda message: None, force=True)["command"] \
+        == f"beyond.run_beyond(budget={small!r})", "the command recorded must name the budget that ran"
+    same = beyond.Budget(**{**vars(beyond.QUICK), "zoo_seeds": [0]})  # QUICK's budget, a list for a tuple
+    with pytest.raises(OutputPathError, match="--force"):
+        beyond.run_beyond(out, same, log=lambda message: None)
+    assert beyond.run_beyond(out, same, log=lambda message: None, force=True)["command"] \
+        == "reproduce --beyond --quick", "QUICK's budget is the command line's run, however its seeds are given"
+
+
 def _fake_previous_run(folder: Path, only=("1x1",), quick=False, seed=0) -> dict:
     """Every file a run of `only` writes, with a results.json that records them, as a real run's does."""
     from minitorch.paper.reproduce import run_command, run_files

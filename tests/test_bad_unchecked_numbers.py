@@ -121,6 +121,21 @@ def test_relu_attention_called_on_its_own_refuses_scores_of_inf_or_nan(bad):
         pytest.fail(f"relu_attention of {bad} scores returned {weights.data.tolist()} instead of refusing them")
 
 
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+@pytest.mark.parametrize("name", ["softmax", "relu", "softmax1", "sink_logit", "sigmoid", "softpick", "gated"])
+def test_every_normaliser_called_on_its_own_refuses_scores_of_inf_or_nan(name, bad):
+    """softpick_attention turned a +inf score into a row of NaN weights (inf / inf) with only NumPy's warning,
+    where softmax_attention and relu_attention refuse such scores: each normaliser checks them as `attend` does."""
+    import minitorch.paper  # noqa: F401  (registers the sink-free normalisers)
+    from minitorch.paper.attention import causal_mask, get_normaliser, normaliser_options
+
+    scores = np.array([[[[bad, 0.0], [0.0, 1.0]]]])  # (H, B, L, L) = (1, 1, 2, 2), as a layer's
+    parameters = {key: tensor(initial(1)) for key, initial in normaliser_options(name).parameters.items()}
+    with pytest.raises(ValueError, match=r"contain \+inf or NaN"):
+        weights = get_normaliser(name)(tensor(scores), causal_mask(2), **parameters)
+        pytest.fail(f"the normaliser {name!r} gave the weights {weights.data.tolist()} for a score of {bad}")
+
+
 def test_all_equal_inputs_needs_a_content_coordinate():
     from minitorch.paper import theory
 

@@ -130,17 +130,20 @@ def mask_for(owner: str, scores: Tensor, future) -> np.ndarray:
     return future
 
 
-def normaliser_inputs(owner: str, scores, future) -> tuple:
+def normaliser_inputs(owner: str, scores, future, normaliser: str | None = None, finite: bool = True) -> tuple:
     """A normaliser's inputs, checked: the scores as a Tensor (an array of them becomes one, for every normaliser
-    alike) and the mask `future`, fitted to them (`mask_for`); errors name `owner`."""
+    alike), with no +inf or NaN score if `finite` (`check_scores`: softpick and ReLU would turn +inf into NaN
+    weights), and the mask `future`, fitted to them (`mask_for`); errors name `owner` (and `normaliser`)."""
     scores = _scores_tensor(owner, scores)
+    if finite:
+        check_scores(scores._data, normaliser, owner=owner)
     return scores, mask_for(owner, scores, future)
 
 
 def _scores_as_tensor(scores, future) -> tuple:
     """`softmax_attention`'s inputs: scores as a Tensor (the softmax refuses +inf and NaN scores itself) and a mask
     that fits them."""
-    return normaliser_inputs("softmax_attention", scores, future)
+    return normaliser_inputs("softmax_attention", scores, future, finite=False)
 
 
 @register_normaliser("softmax")
@@ -154,9 +157,7 @@ def softmax_attention(scores: Tensor, future: np.ndarray) -> Tensor:
 def _finite_scores(scores, future) -> tuple:
     """`relu_attention`'s inputs: scores with no +inf or NaN (ReLU would turn +inf into NaN at the masked
     entries, inf times the mask's 0), checked as `attend` checks them, as a Tensor."""
-    scores = _scores_tensor("relu_attention", scores)
-    check_scores(scores._data, "relu", owner="relu_attention")
-    return scores, mask_for("relu_attention", scores, future)
+    return normaliser_inputs("relu_attention", scores, future, "relu")
 
 
 @register_normaliser("relu")
@@ -240,14 +241,15 @@ def check_normaliser_parameters(normaliser: str, parameters: dict, owner: str = 
         raise TypeError(f"{owner}: the normaliser {normaliser!r} {takes}; {', '.join(missing)} is missing")
 
 
-def check_scores(scores: np.ndarray, normaliser: str, owner: str = "attend") -> None:
+def check_scores(scores: np.ndarray, normaliser: str | None, owner: str = "attend") -> None:
     """ValueError if a score is +inf or NaN (inputs too large, or not finite): the softmax refuses such scores
-    itself, and another normaliser would turn them into NaN weights (ReLU: inf times the mask's 0) without a
-    word. One maximum, not a pass that checks each score."""
+    itself, and another normaliser would turn them into NaN weights (ReLU: inf times the mask's 0; softpick:
+    inf / inf) without a word. One maximum, not a pass that checks each score."""
     largest = scores.max() if scores.size else 0.0
     if np.isnan(largest) or largest == np.inf:
-        raise ValueError(f"{owner} ({normaliser}): the scores Q Kᵀ contain +inf or NaN (the inputs hold inf or NaN, "
-                         f"or are so large that their products overflow); a score must be a finite number")
+        raise ValueError(f"{owner}{f' ({normaliser})' if normaliser else ''}: the scores Q Kᵀ contain +inf or NaN "
+                         f"(the inputs hold inf or NaN, or are so large that their products overflow); a score must "
+                         f"be a finite number")
 
 
 def check_attention_shapes(queries: Tensor, keys: Tensor, values: Tensor) -> None:

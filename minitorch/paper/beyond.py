@@ -78,6 +78,7 @@ class Budget:
                 checks.integer("Budget", f"each of {name}", value, minimum=minimum)
             if len(set(values)) < len(values):  # a seed trained twice would count as two; a length fitted twice too
                 raise ValueError(f"Budget: {name} must be distinct, got {tuple(values)!r:.60}")
+            object.__setattr__(self, name, tuple(values))  # so that a Budget of lists == FULL, and hashes
         checks.integer("Budget", "zoo_max_steps", self.zoo_max_steps)
         checks.integer("Budget", "law_max_steps", self.law_max_steps)
         checks.flag("Budget", "quick", self.quick)
@@ -109,6 +110,7 @@ def mass_split(per_layer_weights, triggers) -> dict:
         if np.ndim(weights) != 4 or np.shape(triggers) != np.shape(weights)[:1]:
             raise ValueError(f"mass_split: per_layer_weights[{index}] has shape {np.shape(weights)} and triggers "
                              f"{np.shape(triggers)}; they must be (B, H, L, L) and (B,)")
+        metrics.measured_rows("mass_split", triggers, np.shape(weights)[-1])  # a mean over no row would be nan
     bos = np.mean([metrics.bos_mass_at_non_trigger_rows(w, triggers).mean() for w in per_layer_weights])
     total = np.mean([metrics.non_trigger_row_mass(w, triggers).mean() for w in per_layer_weights])
     return dict(bos=float(bos), content=float(total - bos), nowhere=float(1.0 - total))
@@ -171,7 +173,8 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
 
     Returns per-row lists (sequences averaged): ``content_keys`` (n = i), ``gap``, ``bound`` and ``delta``
     (the mean leak ρ_i; the key keeps the name results.json has always used), and ``slack_min``, the smallest
-    (gap - bound) over every sequence and row (never negative: the bound is a theorem).
+    (gap - bound) over every sequence and row (never negative: the bound is a theorem). Every row must be a
+    non-trigger row of some sequence: triggers that vary (`task.make_batch`), not the test set's one trigger.
     """
     config = getattr(model, "config", None)  # what build_model's models record of their architecture
     if not isinstance(config, dict) or not {"heads", "layers", "normaliser"} <= config.keys():
@@ -181,18 +184,17 @@ def score_gaps(model, x: np.ndarray, triggers: np.ndarray) -> dict:
         raise ValueError(f"score_gaps: needs a one-layer, one-head softmax model, got {model.name}")
     layer = attention_model("score_gaps", model).layers[0]
     xs, triggers = _sequences("score_gaps", model, x, triggers)  # float64: ρ may lie below float32's resolution
+    keep = metrics.measured_rows("score_gaps", triggers, xs.shape[1], each_row_from=2)[:, 2:]  # (B, L-2)
     queries, keys = xs @ layer.W_Q.weight.data.T, xs @ layer.W_K.weight.data.T  # (B, L, n), one head
     scores = queries @ keys.transpose(0, 2, 1)  # (B, L, L)
     length = xs.shape[1]
-    rows = np.arange(2, length)
-    future = causal_mask(length)
+    rows, future = np.arange(2, length), causal_mask(length)
     weights = softmax_attention(Tensor(scores), future).data  # (B, L, L), softmax over keys 0..i, in float64
     content_mean = np.nanmean(np.where(future, np.nan, scores)[:, rows, 1:], axis=-1)  # (B, L-2): mean_{1≤k≤i} s_ik
     gap = scores[:, rows, 0] - content_mean  # (B, L-2)
     leak = weights[:, :, 1:].sum(axis=-1)  # ρ_i = 1 - a_i0 = Σ_{k≥1} a_ik, accurate even when tiny
     leak, bos = leak[:, rows], weights[:, rows, 0]  # (B, L-2): row i sees n = i content keys
     bound = gap_bound(rows, leak, bos)
-    keep = metrics.non_trigger_rows(triggers, length)[:, rows]  # (B, L-2)
     mean_of = lambda values: [float(values[keep[:, r], r].mean()) for r in range(len(rows))]  # noqa: E731
     return dict(content_keys=rows.tolist(), gap=mean_of(gap), bound=mean_of(bound), delta=mean_of(leak),
                 slack_min=float((gap - bound)[keep].min()))
@@ -253,7 +255,7 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
               force: bool = False, shapes=("1x1", "2x2")) -> dict:
     """Train the models of `shapes` (of 1x1 and 2x2; softmax and ReLU) from every seed of `seeds`; write
     results.json and results.md into `out` (checked first, built aside and moved in whole, as `run_beyond`
-    does)."""
+    does; the command recorded is `seeds_command`'s)."""
     if not isinstance(shapes, (list, tuple)) or not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
         raise ValueError(f"run_seeds: shapes must be a list of some of '1x1' and '2x2', got {shapes!r}")
     shapes = list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))  # in SEED_MODELS' order
@@ -261,9 +263,9 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     if not seeds or len(set(seeds)) != len(seeds):
         raise ValueError(f"run_seeds: seeds must be distinct whole numbers >= 0, at least one, got {seeds}")
     quick, force = checks.flag("run_seeds", "quick", quick), checks.flag("run_seeds", "force", force)
+    log = checks.log_function("run_seeds", "log", log)  # called after the work: checked before it
     out, jobs = check_output_folder(out), checks.integer("run_seeds", "jobs", jobs)
-    command = ("reproduce --seeds" + (" --quick" if quick else "")
-               + (f" --only {','.join(shapes)}" if len(shapes) < 2 else ""))
+    command = seeds_command(seeds, quick, shapes)
     replacing = files_to_replace(out, SEED_FILES, recorded_run(out), command, force)
     started = time.perf_counter()
     tasks = [(shape, normaliser, seed, quick) for shape, normaliser in reversed(SEED_MODELS) for seed in seeds
@@ -282,6 +284,21 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
         raise
     log(f"seeds: wrote results.md and results.json to {out}/ in {results['wall_time_seconds']:.0f} s")
     return results
+
+
+def seeds_command(seeds, quick: bool, shapes) -> str:
+    """What results.json records as the command of a run_seeds run: the command line (``reproduce --seeds --quick
+    --only 1x1``) for its seeds, SEEDS, and otherwise the Python call, which names the seeds. A run of other seeds
+    is another run: the same command may replace its own earlier run, another one needs --force (`force`)."""
+    line = "reproduce --seeds" + " --quick" * quick + (f" --only {','.join(shapes)}" if len(shapes) < 2 else "")
+    return line if sorted(seeds) == list(SEEDS) else (
+        f"beyond.run_seeds(seeds={sorted(seeds)}, quick={quick}, shapes={tuple(shapes)})")
+
+
+def written_by(command: str) -> str:
+    """How results.md names what wrote it: ``python -m minitorch reproduce ...`` for a command line, else the
+    Python call recorded (a run the command line does not make: other seeds, another budget)."""
+    return f"`python -m minitorch {command}`" if command.startswith("reproduce") else f"`{command}` (in Python)"
 
 
 def seeds_table(runs: list[dict]) -> list[dict]:
@@ -318,7 +335,7 @@ def seeds_markdown(results: dict) -> str:
     shapes = results.get("shapes", ["1x1", "2x2"])
     lines = [f"# Seeds of the {' and '.join(shapes)} models"
              + (" (quick mode: small step budgets, not the paper's)" if results["quick"] else ""),
-             "", f"Written by `python -m minitorch {results.get('command', 'reproduce --seeds')}` in "
+             "", f"Written by {written_by(results.get('command', 'reproduce --seeds'))} in "
              f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
              f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "
              f"set (1,000 sequences, trigger at 1-based position 8). A head *sinks* if its mean BOS mass at the "
@@ -353,14 +370,17 @@ def run_beyond(out: str | Path = "figures/beyond", budget: Budget = FULL, jobs: 
 
     As `reproduce.reproduce` does, `out` is checked before any work, the run is built beside it and moved
     in only when it completes (an interrupted run leaves the previous results as they were), and an
-    earlier run of another command line in `out` is replaced, whole, only with `force`. Every model trains on
-    the training path, as in `reproduce.reproduce`.
+    earlier run of another command line in `out` is replaced, whole, only with `force` (a budget other than FULL
+    and QUICK records itself as the command: another run). Every model trains on the training path, as in
+    `reproduce.reproduce`.
     """
     if not isinstance(budget, Budget):
         raise TypeError(f"run_beyond: budget must be beyond.FULL, beyond.QUICK or a beyond.Budget(...), got "
                         f"{budget!r} ({type(budget).__name__})")
     out, jobs = check_output_folder(out), checks.integer("run_beyond", "jobs", jobs)
-    command = "reproduce --beyond" + (" --quick" if budget.quick else "")
+    log = checks.log_function("run_beyond", "log", log)  # called after the work: checked before it
+    command = {FULL: "reproduce --beyond", QUICK: "reproduce --beyond --quick"}.get(  # the command line's budgets
+        budget, f"beyond.run_beyond(budget={budget!r})")  # another budget is another run: --force to replace it
     replacing = files_to_replace(out, FILES, recorded_run(out), command, force)
     try:
         with building_aside(out, replacing) as staging:
@@ -443,7 +463,7 @@ def beyond_markdown(results: dict) -> str:
     """The tables of chapter 10."""
     _check_results("beyond_markdown", results, MARKDOWN_KEYS, ("quick", "wall_time_seconds"))
     lines = ["# Beyond the paper: results", "",
-             f"Written by `python -m minitorch reproduce --beyond{' --quick' if results['quick'] else ''}` "
+             f"Written by {written_by(results.get('command', 'reproduce --beyond' + ' --quick' * results['quick']))} "
              f"in {results['wall_time_seconds'] / 60:.1f} min.", "",
              "## The zoo (1 layer x 1 head; means over seeds; masses at non-trigger rows)", "",
              "| normaliser | stopped / seeds | steps | test MSE | max error, non-trigger rows | BOS | content "

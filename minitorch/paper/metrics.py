@@ -79,6 +79,24 @@ def non_trigger_rows(triggers: np.ndarray, length: int) -> np.ndarray:
     return (positions >= 1) & (positions != triggers[:, None])
 
 
+def measured_rows(owner: str, triggers, length: int, each_row_from: int | None = None) -> np.ndarray:
+    """`non_trigger_rows` (B, L) for a measure that averages over them, or a ValueError naming `owner` where it
+    would average over no row (NumPy's nan and warning, or its error at a minimum): sequences with no non-trigger
+    row (L < 3: row 0 is BOS's own, row 1 the trigger's) or, for a measure per row i >= `each_row_from`, a row
+    that is the trigger row of every sequence (the test set's fixed trigger leaves row 7 so)."""
+    length = checks.integer(owner, "length", length)
+    if length < 3:
+        raise ValueError(f"{owner}: sequences of length {length} have no non-trigger row (row 0 is BOS's own, "
+                         f"row j the trigger's); the measures need sequences of length L >= 3")
+    rows = non_trigger_rows(checks.positions(owner, "triggers", triggers, length), length)
+    empty = [] if each_row_from is None else [i for i in range(each_row_from, length) if not rows[:, i].any()]
+    if empty:
+        raise ValueError(f"{owner}: row {empty[0]} is the trigger row of every sequence (of length {length}), so "
+                         f"none gives its measure; give sequences with other triggers too (task.make_batch draws "
+                         f"them in 2..L-1), not one trigger for all")
+    return rows
+
+
 def _weights_and_triggers(weights, triggers):
     return _check(weights, triggers, "bos_mass_at_non_trigger_rows"), np.asarray(triggers)
 
@@ -154,10 +172,11 @@ def sink_share(per_layer_weights, key: int = 0, threshold: float = SINK_THRESHOL
 
 def head_table(per_layer_weights, triggers) -> list[dict]:
     """One row per (layer, head): the sink measures of chapter 09, for a list of (B, H, L, L) arrays, one per
-    layer, and triggers (B,)."""
+    layer, and triggers (B,); sequences of length L < 3 have no non-trigger row to measure (`measured_rows`)."""
     table = []
     for layer, weights in enumerate(per_layer("head_table", per_layer_weights)):
         weights = _check(weights, triggers, "head_table")
+        measured_rows("head_table", triggers, weights.shape[-1])  # a mean over no row would be nan
         bos = bos_mass_at_non_trigger_rows(weights, triggers)  # (B, H, L-2)
         mass = non_trigger_row_mass(weights, triggers)
         at_trigger = trigger_row(weights, triggers)  # (B, H, L)

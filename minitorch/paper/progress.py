@@ -23,6 +23,12 @@ def _is_terminal(stream) -> bool:
         return False
 
 
+def _writable(stream) -> bool:
+    """False if `stream` says it cannot be written (a file opened for reading); True if it has no say."""
+    writable = getattr(stream, "writable", None)
+    return not callable(writable) or bool(writable())
+
+
 def _in_notebook() -> bool:
     """True inside a Jupyter kernel (where IPython's display can update in place)."""
     ipython = sys.modules.get("IPython")
@@ -41,7 +47,7 @@ class ProgressBar:
     (for several processes sharing a terminal); it draws every 10 s by default.
     A stream that is not a terminal (a file, a pipe) always gets lines: a log
     holds no carriage returns. Every argument is checked when the bar is made (a width '24' would fail at the
-    first draw, mid-training).
+    first draw, mid-training; so would a closed stream).
     """
 
     def __init__(self, total: int, label: str = "", enabled: bool = True, min_interval: float | None = None,
@@ -55,6 +61,9 @@ class ProgressBar:
         if not callable(getattr(self.stream, "write", None)):
             raise TypeError(f"ProgressBar: stream must be a text stream with a write method (sys.stderr, an open "
                             f"file), got {stream!r:.80} ({type(stream).__name__})")
+        if getattr(self.stream, "closed", False) is True or not _writable(self.stream):  # failed at the first draw
+            raise ValueError(f"ProgressBar: stream must be open for writing (sys.stderr, open(path, 'w')), got "
+                             f"{stream!r:.80}, which is {'closed' if self.stream.closed else 'not writable'}")
         in_notebook = enabled and not lines and _in_notebook()
         if not lines and not in_notebook and not _is_terminal(self.stream):
             self.lines = lines = True

@@ -287,8 +287,7 @@ def reproduce(out: str | Path | None = None, quick: bool = False, only: list[str
     seed, jobs = checks.integer("reproduce", "seed", seed, minimum=0), checks.integer("reproduce", "jobs", jobs)
     quick, progress, force = (checks.flag("reproduce", name, value) for name, value in
                               (("quick", quick), ("progress", progress), ("force", force)))
-    if not callable(log):
-        raise TypeError(f"reproduce: log must be a function of one line (print, by default), got {log!r:.60}")
+    log = checks.log_function("reproduce", "log", log)
     out = check_output_folder(default_out(quick, only, seed) if out is None else out)
     command = run_command(quick, only, seed)
     earlier = recorded_run(out)

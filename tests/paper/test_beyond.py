@@ -241,7 +241,7 @@ def test_run_seeds_refuses_seeds_it_cannot_run(tmp_path):
 
 def test_run_seeds_of_one_shape_says_so_in_its_command_and_title(tmp_path, monkeypatch):
     monkeypatch.setattr(beyond, "train_seed", _fake_seed_run)
-    results = beyond.run_seeds(tmp_path, seeds=(0,), shapes=("1x1",), log=lambda message: None)
+    results = beyond.run_seeds(tmp_path, seeds=beyond.SEEDS, shapes=("1x1",), log=lambda message: None)
     assert results["command"] == "reproduce --seeds --only 1x1" and results["shapes"] == ["1x1"]
     assert {run["shape"] for run in results["runs"]} == {"1x1"}
     assert (tmp_path / "results.md").read_text().startswith("# Seeds of the 1x1 models")

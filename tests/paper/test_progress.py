@@ -67,6 +67,19 @@ def test_a_stream_without_write_is_refused_when_the_bar_is_made(stream):
         ProgressBar(10, "x", stream=stream, min_interval=0.0)  # not an AttributeError at the first draw
 
 
+@pytest.mark.parametrize("mode", ["w", "r"], ids=["closed", "opened-for-reading"])
+def test_a_stream_that_cannot_be_written_is_refused_when_the_bar_is_made(tmp_path, mode):
+    """A closed file was accepted, and the first draw failed mid-training in Python's words ("I/O operation on
+    closed file"), though the docstring says every argument is checked when the bar is made."""
+    (tmp_path / "c7.log").write_text("")
+    with open(tmp_path / "c7.log", mode) as stream:
+        if mode == "w":
+            stream.close()
+        with pytest.raises(ValueError, match=r"ProgressBar: stream must be open for writing .*, which is "
+                                             + ("closed" if mode == "w" else "not writable")):
+            ProgressBar(10, "x", stream=stream, min_interval=0.0)
+
+
 @pytest.mark.parametrize("total, error", [(float("nan"), ValueError), (float("inf"), ValueError), ("10", TypeError)])
 def test_a_total_that_is_no_finite_number_is_refused_when_the_bar_is_made(total, error):
     with pytest.raises(error, match=r"ProgressBar: total must be a finite number"):  # not int(nan) at a draw
