@@ -536,3 +536,30 @@ def test_seeds_table_refuses_a_seed_given_twice_as_budget_does():
     with pytest.raises(ValueError, match=r"^seeds_table: runs gives softmax_1x1 the seeds \[0, 1, 0, 1\], one of them "
                                          r"more than once; a seed given twice would count as two"):
         beyond.seeds_table([run(0), run(1)] * 2)
+
+
+@pytest.mark.parametrize("measure", ["probe", "score_gaps"])
+def test_triggers_of_another_batch_are_refused_where_x_marks_its_own(measure):
+    """probe(m, x, y, triggers of another batch) measured the wrong rows (a non-trigger error of 0.934 for 0.0091)
+    without a word: x marks each sequence's trigger, so the triggers given must be those."""
+    from minitorch.paper import beyond, task, train
+    from minitorch.paper.models import build_model
+
+    model = build_model(16, 1, 1, "softmax", False, seed=3)
+    x, y, triggers = task.make_batch(8, np.random.default_rng(1))
+    others = np.where(triggers == 2, 3, 2)  # every sequence's trigger moved
+    call = {"probe": lambda: train.probe(model, x, y, others),
+            "score_gaps": lambda: beyond.score_gaps(model, x, others)}[measure]
+    with pytest.raises(ValueError, match=rf"^{measure}: triggers\[0\] is {others[0]}, but x's sequence 0 marks its "
+                                         rf"trigger at \[{triggers[0]}\]; pass x's own triggers"):
+        call()
+
+
+def test_trigger_row_weights_names_contents_of_the_wrong_width():
+    from minitorch.paper import theory
+    from minitorch.paper.models import build_model
+
+    model = build_model(16, 1, 1, "softmax", False, seed=3)
+    with pytest.raises(ValueError, match=r"^trigger_row_weights: contents must be \(B, d\) with d = 13 content "
+                                         r"coordinates for a model of width 16, got shape \(2, 12\)"):
+        theory.trigger_row_weights(model, np.zeros((2, 12)), 7)

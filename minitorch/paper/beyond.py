@@ -42,7 +42,7 @@ from minitorch.paper.metrics import SINK_BOS_MASS
 from minitorch.paper.models import attention_model, build_model, for_training
 from minitorch.paper.reproduce import (ARCHITECTURES, TRAINING_DTYPE, evaluate, recorded_run,
                                        run_in_processes, train_one, write_record)
-from minitorch.paper.task import TEST_SEED, TEST_SIZE, TEST_TRIGGER, make_batch, make_test_set
+from minitorch.paper.task import TEST_SEED, TEST_SIZE, TEST_TRIGGER, make_batch, make_test_set, marked_triggers
 from minitorch.paper.theory.bounds import gap_bound
 from minitorch.paper.train import train
 from minitorch.tensor import Tensor, as_tensor, no_grad
@@ -142,7 +142,7 @@ def _sequences(owner: str, model, x, triggers) -> tuple[np.ndarray, np.ndarray]:
     if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
         raise ValueError(f"{owner}: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "
                          f"x {x.shape} and triggers {np.shape(triggers)}")
-    return x, checks.positions(owner, "triggers", triggers, x.shape[1])
+    return x, marked_triggers(owner, x, checks.positions(owner, "triggers", triggers, x.shape[1]))
 
 
 def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:
@@ -295,7 +295,7 @@ def seeds_command(seeds, quick: bool, shapes) -> str:
         f"beyond.run_seeds(seeds={sorted(seeds)}, quick={quick}, shapes={tuple(shapes)})")
 
 
-def written_by(command: str) -> str:
+def _written_by(command: str) -> str:
     """How results.md names what wrote it: ``python -m minitorch reproduce ...`` for a command line, else the
     Python call recorded (a run the command line does not make: other seeds, another budget)."""
     return f"`python -m minitorch {command}`" if command.startswith("reproduce") else f"`{command}` (in Python)"
@@ -335,7 +335,7 @@ def seeds_markdown(results: dict) -> str:
     shapes = results.get("shapes", ["1x1", "2x2"])
     lines = [f"# Seeds of the {' and '.join(shapes)} models"
              + (" (quick mode: small step budgets, not the paper's)" if results["quick"] else ""),
-             "", f"Written by {written_by(results.get('command', 'reproduce --seeds'))} in "
+             "", f"Written by {_written_by(results.get('command', 'reproduce --seeds'))} in "
              f"{results['wall_time_seconds'] / 60:.1f} min ({results['jobs']} processes; the training path of "
              f"`minitorch.fast`, float32). Each model with the paper's recipe from every seed; measured on the test "
              f"set (1,000 sequences, trigger at 1-based position 8). A head *sinks* if its mean BOS mass at the "
@@ -463,7 +463,7 @@ def beyond_markdown(results: dict) -> str:
     """The tables of chapter 10."""
     _check_results("beyond_markdown", results, MARKDOWN_KEYS, ("quick", "wall_time_seconds"))
     lines = ["# Beyond the paper: results", "",
-             f"Written by {written_by(results.get('command', 'reproduce --beyond' + ' --quick' * results['quick']))} "
+             f"Written by {_written_by(results.get('command', 'reproduce --beyond' + ' --quick' * results['quick']))} "
              f"in {results['wall_time_seconds'] / 60:.1f} min.", "",
              "## The zoo (1 layer x 1 head; means over seeds; masses at non-trigger rows)", "",
              "| normaliser | stopped / seeds | steps | test MSE | max error, non-trigger rows | BOS | content "

@@ -55,6 +55,8 @@ class ProgressBar:
         if checks.finite_number("ProgressBar", "total", total) < 0:  # nan has no place on a bar, nor -1
             raise ValueError(f"ProgressBar: total must be a number of steps >= 0, got {total}")
         enabled, lines = checks.flag("ProgressBar", "enabled", enabled), checks.flag("ProgressBar", "lines", lines)
+        if not isinstance(label, str):  # drawn in front of the bar: None would show as 'None [####...'
+            raise TypeError(f"ProgressBar: label must be a str, e.g. 'softmax 1x1', got {label!r:.60}")
         self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
         self.width = checks.integer("ProgressBar", "width", width)
         self.stream = sys.stderr if stream is None else stream

@@ -70,6 +70,19 @@ def _drawing_arguments(owner: str, batch, length, width, trigger, rng) -> tuple[
     return batch, length, width
 
 
+def marked_triggers(owner: str, x, triggers) -> np.ndarray:
+    """`triggers`, checked to be the positions x marks as each sequence's trigger (coordinate TRIGGER is 1 there):
+    the triggers of another batch would measure other rows without a word. x (B, L, n), triggers (B,) in 1..L-1."""
+    x, triggers = np.asarray(x), np.asarray(triggers)
+    unmarked = np.flatnonzero(x[np.arange(len(triggers)), triggers, TRIGGER] != 1.0)
+    if unmarked.size:
+        b = int(unmarked[0])
+        raise ValueError(f"{owner}: triggers[{b}] is {triggers[b]}, but x's sequence {b} marks its trigger at "
+                         f"{np.flatnonzero(x[b, :, TRIGGER] == 1.0).tolist()}; pass x's own triggers (make_batch "
+                         f"and make_test_set return them with x)")
+    return triggers
+
+
 def _targets_inputs(x, triggers, residual=False):
     """make_targets's inputs, checked: (x, triggers, residual)."""
     x, triggers = np.asarray(x), np.asarray(triggers)

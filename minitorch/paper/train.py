@@ -27,7 +27,7 @@ from minitorch.paper import metrics
 from minitorch.paper.models import AttentionModel, attention_model, finite_weights
 from minitorch.optim import Adam
 from minitorch.paper.progress import ProgressBar
-from minitorch.paper.task import SEQUENCE_LENGTH, TEST_TRIGGER, make_batch, make_test_set
+from minitorch.paper.task import SEQUENCE_LENGTH, TEST_TRIGGER, make_batch, make_test_set, marked_triggers
 from minitorch.tensor import Tensor, as_tensor, no_grad
 
 STOP_ERROR = 5e-3
@@ -85,6 +85,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
                          f"{np.shape(x)}, y {np.shape(y)} and triggers {np.shape(triggers)}")
+    triggers = marked_triggers("probe", x, checks.positions("probe", "triggers", triggers, np.shape(x)[1]))
     with no_grad():
         prediction, attention = model(x, return_attention=True)
     error = np.abs(prediction._data - y)  # (B, L, n)

@@ -506,6 +506,14 @@ def test_head_split_settles_at_the_last_record_where_a_head_crossed_the_threshol
         "no head ever crosses the threshold: the split is settled from the first record"
 
 
+def test_a_history_whose_steps_are_not_in_training_order_is_refused():
+    """Two histories joined (steps 0, 100, 0, 100) settled 'at step 100' where the head sank at the 4th record."""
+    joined = _history_of_two_heads([(0.1, 0.1), (0.95, 0.2), (0.1, 0.1), (0.95, 0.2)])
+    joined["step"] = [0, 100, 0, 100]
+    with pytest.raises(ValueError, match=r"^head_split_settled: the steps of history are not in training order"):
+        plotting.head_split_settled(joined)
+
+
 def test_head_bos_mass_figure_draws_one_line_per_head_coloured_by_its_final_verdict():
     history = _history_of_two_heads([(0.1, 0.1), (0.95, 0.2), (0.99, 0.3)])
     figure = plotting.head_bos_mass_figure({"two heads": history, "again": history})

@@ -118,3 +118,10 @@ def test_every_argument_of_the_bar_is_checked_when_it_is_made_as_total_and_strea
     operand type(s) for /: 'str' and 'int'"."""
     with pytest.raises(error, match=rf"ProgressBar: {culprit}"):
         ProgressBar(10, "x", stream=io.StringIO(), **{"min_interval": 0.0, argument: value})
+
+
+@pytest.mark.parametrize("label", [None, 5])
+def test_a_label_that_is_not_text_is_refused_when_the_bar_is_made(label):
+    """ProgressBar(10, label=None) drew 'None [####...': the label is text, checked with the other arguments."""
+    with pytest.raises(TypeError, match=r"^ProgressBar: label must be a str"):
+        ProgressBar(10, label=label, stream=io.StringIO())

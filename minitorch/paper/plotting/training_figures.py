@@ -124,6 +124,9 @@ def _head_history(owner: str, name: str, history) -> tuple[np.ndarray, np.ndarra
         shown = "not an array of numbers" if per_head is None else f"of shape {per_head.shape}"
         raise ValueError(f"{owner}: {name} must hold at least one record, each a step and its head_bos_mass (a list "
                          f"over layers of lists over heads); got {steps.size} step(s) and head_bos_mass {shown}")
+    if not (np.diff(steps) > 0).all():  # two histories joined, or reversed: 'from which step' would mean nothing
+        raise ValueError(f"{owner}: the steps of {name} are not in training order (each record after the one "
+                         f"before): got {steps.tolist()[:12]}")
     return steps, per_head
 
 

@@ -199,6 +199,9 @@ def trigger_row_weights(model: AttentionModel, contents, trigger: int) -> dict:
     if len(model.layers) != 1 or model.layers[0].heads != 1:
         raise ValueError(f"trigger_row_weights: Lemma 5 is about one layer with one head, got {model.name}")
     trigger = checks.integer("trigger_row_weights", "trigger", trigger, minimum=2)  # a content key before it
+    if np.ndim(contents) != 2 or np.shape(contents)[1] != model.config["width"] - 3:
+        raise ValueError(f"trigger_row_weights: contents must be (B, d) with d = {model.config['width'] - 3} content "
+                         f"coordinates for a model of width {model.config['width']}, got shape {np.shape(contents)}")
     _, (weights,) = predict_with_attention(model, all_equal_inputs(contents, trigger))
     row = weights[:, 0, trigger, :trigger + 1]  # (B, j+1): BOS, the j - 1 content keys, the trigger
     content = row[:, 1:trigger]  # (B, j-1): equal tokens, equal weights

@@ -30,6 +30,7 @@ DISPLAY_PRIORITY = ["text/html", "text/markdown", "image/svg+xml", "text/latex",
 # "chapter 04", "Chapters 07 and 08", "chapters 01-02": every two-digit number of the run is a reference.
 NUMBER_SEPARATOR = r"(?:,\s*|\s+and\s+|\s+or\s+|\s*(?:-|–|&ndash;)\s*)"
 CHAPTER_REFERENCE = re.compile(rf"\b([Cc]hapters?\s+)(\d\d(?:{NUMBER_SEPARATOR}\d\d)*)\b")
+NOTEBOOK_LINK = re.compile(r'href="(\d\d)_[^"/]*?\.ipynb(#[^"]*)?"')  # [see](02_x.ipynb#y), as Jupyter links
 SECTION_HEADING = re.compile(r'<h2 id="([^"]+)">(.*?)<a class="anchor-link"', re.S)
 LONG_CODE_LINE = 100  # characters: a longer line of code may wrap on paper (about 110 fit), and gets its mark
 CODE_BLOCK = re.compile(r'(<div class="highlight[^"]*"><pre>)(.*?)(</pre>)', re.S)  # a code cell's code, highlighted
@@ -77,6 +78,8 @@ def cells_html(notebook_json: str, chapter: Chapter, pages: dict[str, str], labe
             cell.source = mark_places(cell.source)  # filled in at the end of the build (measurements.py)
     body, _ = exporter.from_notebook_node(notebook, resources=resources)
     body = add_anchors(body, chapter.number, labels)
+    body = NOTEBOOK_LINK.sub(lambda link: f'href="{pages[link.group(1)]}{link.group(2) or ""}"' if link.group(1) in
+                             pages else link.group(0), body)  # a link to a chapter's notebook goes to its page
     body = CODE_BLOCK.sub(lambda match: match.group(1) + code_lines(match.group(2)) + match.group(3), body)
     return embed_local_images(body, chapter.path.parent)  # images the exporter's embed_images missed
 
