@@ -280,6 +280,20 @@ def test_hidden_names_get_a_row_under_a_visible_name_and_the_macos_litter_none(t
     assert open_copy(found["student .hidden-submission"], tmp_path / "scratch").name == "copy"
 
 
+def test_an_entry_whose_name_gives_no_student_name_is_graded_under_a_safe_visible_one(tmp_path):
+    """An entry named `.zip` became the student "": its results.json and feedback.md were written at the top of
+    feedback/ (its check log at the top of private/), and grades.csv had no row for it."""
+    subs = tmp_path / "subs"
+    a_copy(subs / "unnamed")
+    zipped(a_copy(tmp_path / "z"), subs / ".zip")
+    zipped(a_copy(tmp_path / "d"), subs / "..zip")
+    found = entries(subs)
+    assert sorted(found) == ["student .-submission", "student unnamed-submission", "unnamed"], (
+        f"every entry needs a student name that is a folder of its own in the gradebook: {sorted(found)}")
+    assert "is empty: the entry is named only .zip" in found["student unnamed-submission"].note
+    assert open_copy(found["student unnamed-submission"], tmp_path / "scratch").name == "copy"
+
+
 @pytest.mark.parametrize("names, flagged", [
     (["alice", "alice ", " alice", "bob"], ["alice", "alice ", " alice"]),
     (["\u00e9", "e\u0301", "Alice", "alice"], ["\u00e9", "e\u0301"]),

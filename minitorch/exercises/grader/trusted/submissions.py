@@ -79,16 +79,18 @@ def student_of(name: str) -> str:
 
 
 def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
-    """(the ID to grade `name` under, why it is not `name`, or ""): a name that is not printable, starts like a
-    hidden file or a formula, or is too long for a folder's name gets an unused safe name that says so."""
-    why = ("holds characters that are not printable" if shown(name) != name else
+    """(the ID to grade `name` under, why it is not `name`, or ""): a name that is empty (an entry named `.zip`:
+    its folders would be feedback/ and private/ themselves), not printable, starts like a hidden file or a formula,
+    or is too long for a folder's name gets an unused safe name that says so."""
+    why = ("is empty: the entry is named only .zip" if not name else
+           "holds characters that are not printable" if shown(name) != name else
            f"starts with {name[0]!r}: a spreadsheet opening grades.csv would run it as a formula"
            if name.startswith(FORMULA_STARTS) else
            "starts with a dot: its folders in the gradebook would be hidden" if name.startswith(".") else
            f"is longer than {MAX_NAME_BYTES} bytes" if len(name.encode()) > MAX_NAME_BYTES else "")
     if not why:
         return name, ""
-    base = ("student " if name.startswith((".", *FORMULA_STARTS)) else "") + shown(name)
+    base = ("student " if not name or name.startswith((".", *FORMULA_STARTS)) else "") + (shown(name) or "unnamed")
     if len(base.encode()) > MAX_NAME_BYTES:  # cut to fit, and told apart by a hash of the whole name
         digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         base = base.encode()[:MAX_NAME_BYTES - 40].decode("utf-8", "ignore") + "-" + digest
