@@ -24,6 +24,7 @@ NAME_MAX = 255  # bytes of one file or folder name, on most file systems
 MAX_NAME_BYTES = 200  # a student's ID names their folders in the gradebook (at most 255 bytes)
 OS_LITTER = ("__MACOSX", ".DS_Store")  # what macOS leaves beside the copies: no student
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes
+VENV_PARTS = {"pyvenv.cfg", "bin", "lib", "lib64", "include", "share", "etc", "Scripts", "Lib", "Include"}  # (venv)
 END_RECORD_SIZE = 22  # bytes of a zip's end-of-central-directory record, without its comment
 ONLY_THE_COPY = "submit your copy of the project only, without data or caches"
 
@@ -207,7 +208,8 @@ def find_project(folder: Path, shown_as: str = "") -> Path:
 
 def _walk(folder: Path, shown_as: str, skipped=()):
     """Every path under `folder`, links not followed, with a stack instead of recursion, leaving out the folders
-    named in `skipped` and, with them, Python environments; ExerciseError beyond MAX_DEPTH or MAX_FILES."""
+    named in `skipped` and, with them, a Python environment's own parts (VENV_PARTS beside a pyvenv.cfg: not the
+    folder, which may be the copy itself, made with `python -m venv .`); ExerciseError beyond MAX_DEPTH or MAX_FILES."""
     waiting, count = [(folder, 1)] if folder.is_dir() and not folder.is_symlink() else [], 0
     while waiting:
         current, depth = waiting.pop()
@@ -215,12 +217,13 @@ def _walk(folder: Path, shown_as: str, skipped=()):
             children = sorted(os.scandir(current), key=lambda child: child.name)
         except OSError:
             continue
+        venv = skipped and os.path.isfile(Path(current, "pyvenv.cfg"))
         for child in children:
             count += 1
             if count > MAX_FILES:
                 raise ExerciseError(f"{shown_as} holds more than {MAX_FILES:,} files and folders; {ONLY_THE_COPY}")
             is_folder = child.is_dir(follow_symlinks=False)
-            if is_folder and skipped and (child.name in skipped or os.path.isfile(Path(child.path, "pyvenv.cfg"))):
+            if (is_folder and child.name in skipped) or (venv and child.name in VENV_PARTS):
                 continue
             yield Path(child.path)
             if is_folder and depth >= MAX_DEPTH:
@@ -232,8 +235,8 @@ def _walk(folder: Path, shown_as: str, skipped=()):
 
 def content_hash(entry: Entry) -> str:
     """What the entry holds, as "sha256:HEX" (a .zip's bytes, or a folder's names and files without caches, .git
-    and Python environments), to see on resume whether it changed. ExerciseError, naming the reason, for an entry
-    beyond the limits or a file that cannot be read."""
+    and the parts of Python environments), to see on resume whether it changed. ExerciseError, naming the reason,
+    for an entry beyond the limits or a file that cannot be read."""
     if entry.problem:  # (a named pipe, a link: nothing is opened)
         return "not graded: " + entry.problem
     digest, total, top = hashlib.sha256(), 0, entry.path
