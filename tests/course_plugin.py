@@ -1,8 +1,7 @@
 """The course's pytest plugin (chapter 00): which minitorch is tested, the exercises' markers, the seed of the graded
 tests, the ``student`` fixture and the scoreboard. tests/conftest.py loads it.
 
-Markers (`MARKERS`, declared here as data: the project's top level is fixed by the developers' guide, so there is no
-pytest.ini to declare them in):
+Markers (`MARKERS`, declared here as data: the developers' guide fixes the top level, so there is no pytest.ini):
 - ``@pytest.mark.exercise("2.4")``: the test grades exercise 2.4, and gets the markers ``ex2_4`` and ``ch02``
   (``pytest -m ex2_4``); every exercise's and chapter's marker is declared, so ``--strict-markers`` works.
   ``requires_values=True``: a trivial answer passes the test (it checks a shape, a dtype, an input left unchanged);
@@ -117,10 +116,9 @@ def pytest_configure(config):
     if os.environ.get("MINITORCH_GRADER_PID", "").isdigit():  # a check process ends with the grade run that started
         try:  # it: SIGKILLed, that run can stop no one (the check process is in a session of its own)
             from minitorch.outputs import end_with_parent
+            end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
         except ImportError:  # (a grader's library without it: a test's tiny book)
             pass
-        else:
-            end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
     scoreboard = Scoreboard(config, root, seed)
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(StudentCode(scoreboard))
@@ -427,9 +425,8 @@ class Scoreboard:
         write(line("exercise", "title", None, "points"))
         for exercise_id, row in table.items():
             write(line(exercise_id, row["title"], row, f"{row['earned']:.2f}"))
-        totals = {key: sum(row[key] for row in table.values()) for key in (*STATUSES, "earned", "points", "max",
-                                                                              "hidden")}
-        totals["max"] = round(totals["max"], 6)
+        totals = {key: round(sum(row[key] for row in table.values()), 6)
+                  for key in (*STATUSES, "earned", "points", "max", "hidden")}
         write(line("total", "", totals, f"{totals['earned']:.2f}"))
         for note in self._notes(table, totals):
             write(note)
