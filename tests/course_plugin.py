@@ -172,20 +172,20 @@ def _check_scoreboard_json(path) -> None:
 
 
 def _check_exercise_markers(expression: str) -> None:
-    """`-m ex9_9` or `-m ch08` names no exercise, and `-m ch1` or `-m ex1.2` no marker (they are ch01 and ex1_2): say
-    so, with the valid ones, instead of deselecting everything."""
-    for chapter, number in re.findall(r"\bex(\d+)_(\d+)\b", expression):
+    """`-m ex9_9` or `-m ch08` names no exercise, and `-m ch1`, `-m ex1.2` or `-m EX1_2` no marker (they are ch01 and
+    ex1_2; markers are case-sensitive): say so, with the valid ones, instead of deselecting everything."""
+    for chapter, number in re.findall(r"(?i)\bex(\d+)_(\d+)\b", expression):
         if f"{chapter}.{number}" not in registry.EXERCISES:
             known = ", ".join(sorted(registry.EXERCISES, key=registry.sort_key))
             raise pytest.UsageError(f"-m {expression!r}: there is no exercise {chapter}.{number}; the exercises are "
                                     f"{known} (python -m minitorch.exercises list)")
-    for chapter in re.findall(r"\bch(\d+)\b", expression):
+    for chapter in re.findall(r"(?i)\bch(\d+)\b", expression):
         if int(chapter) not in CHAPTERS:
             raise pytest.UsageError(f"-m {expression!r}: chapter {chapter} has no graded exercises; the chapters "
                                     f"with exercises are {', '.join(f'{c:02d}' for c in CHAPTERS)}")
-    for name in sorted(set(re.findall(r"\b(?:ex|ch)\d[\w:+\-.\[\]\\/]*", expression)) - set(MARKERS)):  # (as -m reads)
+    for name in sorted(set(re.findall(r"(?i)\b(?:ex|ch)\d[\w:+\-.\[\]\\/]*", expression)) - set(MARKERS)):  # -m's names
         numbers = [int(number) for number in re.findall(r"\d+", name)]
-        meant = f"ch{numbers[0]:02d}" if name.startswith("ch") else "ex" + "_".join(map(str, numbers))
+        meant = f"ch{numbers[0]:02d}" if name[:2].lower() == "ch" else "ex" + "_".join(map(str, numbers))
         raise pytest.UsageError(f"-m {expression!r}: no test is marked {name}; " + (
             f"write {meant}" if meant in MARKERS else "exercise 3.2's tests are marked ex3_2, chapter 3's ch03"))
 

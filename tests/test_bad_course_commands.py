@@ -78,9 +78,11 @@ def test_gradescope_bundle_refuses_a_bad_number_before_building(tmp_path, argume
     (["-m", "ch08"], "chapter 08 has no graded exercises"),
     (["-m", "ch1"], "no test is marked ch1; write ch01"),
     (["-m", "ex1.2 or slow"], "no test is marked ex1.2; write ex1_2"),
+    (["-m", "EX1_2"], "no test is marked EX1_2; write ex1_2"),
+    (["-m", "not CH01"], "no test is marked CH01; write ch01"),
     (["--scoreboard-json={tmp}"], "is a folder; name a file"),
 ], ids=["timeout-nan", "timeout-inf", "seed", "no-such-exercise", "no-such-chapter", "chapter-without-its-zero",
-        "exercise-with-a-dot", "scoreboard-folder"])
+        "exercise-with-a-dot", "exercise-in-capitals", "chapter-in-capitals", "scoreboard-folder"])
 def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, arguments, culprit):
     arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
     completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments,
