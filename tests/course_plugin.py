@@ -16,7 +16,7 @@ Options:
   ``exercise_seed``); an instructor grades on a seed the students never saw.
 - ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON (see its --help).
 - ``--timeout S`` (pytest-timeout's; PYTEST_TIMEOUT, else MINITORCH_TEST_TIMEOUT, else 600): a test whose body runs
-  longer fails as timed out and the run goes on; 0 turns it off.
+  longer fails as timed out and the run goes on; 0 (or -p no:timeout) turns it off.
 
 The ``student`` fixture: a graded test reaches the student's code only through it, ``student.softmax(scores)`` (a
 probe of minitorch/exercises/grader/sandboxed/probes.py: data in, data out). In a student's own run the probe runs
@@ -62,6 +62,7 @@ MARKERS = {
     "exercise(id, requires_values=False)": "the test grades exercise `id`, e.g. '2.4'; requires_values=True: it pays "
                                            "only when the exercise's value tests pass",
     "slow": "takes more than a few seconds (deselect with -m 'not slow')",
+    "timeout(seconds)": "pytest-timeout's limit of the test's body (none with -p no:timeout, which declares no marker)",
     **{exercise.marker: f"tests of exercise {exercise.id}, {exercise.title}"
        for exercise in sorted(registry.EXERCISES.values(), key=lambda exercise: registry.sort_key(exercise.id))},
     **{f"ch{chapter:02d}": f"tests of the exercises of chapter {chapter:02d}" for chapter in range(1, 10)},
@@ -140,7 +141,7 @@ def pytest_runtest_makereport(item, call):
 def _setting(config, option: str, variables: tuple[str, ...], default, parse, kind: str):
     """The value of `option`, else of the first environment variable set, else `default`, parsed by `parse`; a usage
     error naming where it came from when it is not `kind` (NaN and infinity are never "no limit")."""
-    value, source = config.getoption(option), option
+    value, source = config.getoption(option, None), option  # (None: -p no:timeout, no such option)
     for variable in variables:
         if value is None and os.environ.get(variable):
             value, source = os.environ[variable], variable

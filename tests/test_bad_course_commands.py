@@ -92,6 +92,18 @@ def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, argumen
     assert "passed" not in completed.stdout
 
 
+def test_pytest_with_pytest_timeout_turned_off_runs_the_tests_without_a_time_limit():
+    """-p no:timeout (pytest-timeout's own way to turn it off, e.g. for pdb) stopped pytest with an INTERNALERROR,
+    "no option named '--timeout'"; the tests' own timeout markers must stay declared for --strict-markers."""
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:timeout",
+                                "--strict-markers", "-k", "line_length and course_plugin", "tests/test_line_length.py",
+                                "tests/exercises/test_exercises.py"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=300)
+    printed = completed.stdout + completed.stderr
+    assert completed.returncode == 0 and "1 passed" in completed.stdout, printed
+    assert "INTERNALERROR" not in printed and "Unknown pytest.mark" not in printed, printed
+
+
 def test_student_edition_refuses_a_destination_it_cannot_write_before_any_work(tmp_path):
     (tmp_path / "taken").write_text("a file")
     completed = _course("student-edition", str(tmp_path / "taken" / "edition"))
