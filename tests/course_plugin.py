@@ -231,9 +231,11 @@ class StudentCode:
 
     def __init__(self, scoreboard: Scoreboard):
         self.scoreboard, self.calls = scoreboard, None  # calls: made on first use, Direct() or the plan's WorkerPool
-        self.grading = bool(os.environ.get("MINITORCH_GRADING_PLAN"))
-        record = os.environ.get("MINITORCH_GRADING_RECORD")
-        self.record = Path(record) if record else None
+        plan, record = os.environ.get("MINITORCH_GRADING_PLAN"), os.environ.get("MINITORCH_GRADING_RECORD")
+        if plan and not os.path.isfile(plan):  # (left set in a shell, each graded test failed reading it)
+            raise pytest.UsageError(f"MINITORCH_GRADING_PLAN={plan}: no such file; the grader sets it for its check "
+                                    f"processes only: unset MINITORCH_GRADING_PLAN")
+        self.grading, self.record = bool(plan), Path(record) if record else None
 
     def _write(self, **event) -> None:
         if self.record is not None:

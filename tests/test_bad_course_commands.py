@@ -92,6 +92,17 @@ def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, argumen
     assert "passed" not in completed.stdout
 
 
+def test_a_grading_plan_variable_left_set_in_a_shell_is_refused_once_naming_it(tmp_path):
+    """MINITORCH_GRADING_PLAN (the grader's check processes' variable) naming a file that is gone made every graded
+    test error with pathlib's FileNotFoundError, and nothing named the variable."""
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "ex1_2",
+                                "tests/test_ops.py"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "MINITORCH_GRADING_PLAN": str(tmp_path / "gone.json")})
+    printed = completed.stdout + completed.stderr
+    assert completed.returncode == 4 and "MINITORCH_GRADING_PLAN=" in printed and "unset" in printed, printed
+    assert "FileNotFoundError" not in printed and "passed" not in completed.stdout, printed
+
+
 def test_pytest_with_pytest_timeout_turned_off_runs_the_tests_without_a_time_limit():
     """-p no:timeout (pytest-timeout's own way to turn it off, e.g. for pdb) stopped pytest with an INTERNALERROR,
     "no option named '--timeout'"; the tests' own timeout markers must stay declared for --strict-markers."""
