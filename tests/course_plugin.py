@@ -1,8 +1,7 @@
 """The course's pytest plugin (chapter 00): which minitorch is tested, the exercises' markers, the seed of the graded
 tests, the ``student`` fixture and the scoreboard. tests/conftest.py loads it.
 
-Markers (`MARKERS`, declared here as data: the project's top level is fixed by the developers' guide, so there is no
-pytest.ini to declare them in):
+Markers (`MARKERS`, declared here as data: the developers' guide fixes the top level, so there is no pytest.ini):
 - ``@pytest.mark.exercise("2.4")``: the test grades exercise 2.4, and gets the markers ``ex2_4`` and ``ch02``
   (``pytest -m ex2_4``); every exercise's and chapter's marker is declared, so ``--strict-markers`` works.
   ``requires_values=True``: a trivial answer passes the test (it checks a shape, a dtype, an input left unchanged);
@@ -17,7 +16,7 @@ Options:
   ``exercise_seed``); an instructor grades on a seed the students never saw.
 - ``--scoreboard-json PATH``: also write every test's outcome and the scoreboard as JSON (see its --help).
 - ``--timeout S`` (pytest-timeout's; PYTEST_TIMEOUT, else MINITORCH_TEST_TIMEOUT, else 600): a test whose body runs
-  longer fails as timed out and the run goes on; 0 turns it off.
+  longer fails as timed out and the run goes on; 0 (or -p no:timeout) turns it off.
 
 The ``student`` fixture: a graded test reaches the student's code only through it, ``student.softmax(scores)`` (a
 probe of minitorch/exercises/grader/sandboxed/probes.py: data in, data out). In a student's own run the probe runs
@@ -63,6 +62,7 @@ MARKERS = {
     "exercise(id, requires_values=False)": "the test grades exercise `id`, e.g. '2.4'; requires_values=True: it pays "
                                            "only when the exercise's value tests pass",
     "slow": "takes more than a few seconds (deselect with -m 'not slow')",
+    "timeout(seconds)": "pytest-timeout's limit of the test's body (none with -p no:timeout, which declares no marker)",
     **{exercise.marker: f"tests of exercise {exercise.id}, {exercise.title}"
        for exercise in sorted(registry.EXERCISES.values(), key=lambda exercise: registry.sort_key(exercise.id))},
     **{f"ch{chapter:02d}": f"tests of the exercises of chapter {chapter:02d}" for chapter in range(1, 10)},
@@ -117,10 +117,9 @@ def pytest_configure(config):
     if os.environ.get("MINITORCH_GRADER_PID", "").isdigit():  # a check process ends with the grade run that started
         try:  # it: SIGKILLed, that run can stop no one (the check process is in a session of its own)
             from minitorch.outputs import end_with_parent
+            end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
         except ImportError:  # (a grader's library without it: a test's tiny book)
             pass
-        else:
-            end_with_parent(int(os.environ["MINITORCH_GRADER_PID"]), signal.SIGKILL)
     scoreboard = Scoreboard(config, root, seed)
     config.pluginmanager.register(scoreboard)
     config.pluginmanager.register(StudentCode(scoreboard))
@@ -142,7 +141,7 @@ def pytest_runtest_makereport(item, call):
 def _setting(config, option: str, variables: tuple[str, ...], default, parse, kind: str):
     """The value of `option`, else of the first environment variable set, else `default`, parsed by `parse`; a usage
     error naming where it came from when it is not `kind` (NaN and infinity are never "no limit")."""
-    value, source = config.getoption(option), option
+    value, source = config.getoption(option, None), option  # (None: -p no:timeout, no such option)
     for variable in variables:
         if value is None and os.environ.get(variable):
             value, source = os.environ[variable], variable
@@ -174,20 +173,20 @@ def _check_scoreboard_json(path) -> None:
 
 
 def _check_exercise_markers(expression: str) -> None:
-    """`-m ex9_9` or `-m ch08` names no exercise, and `-m ch1` or `-m ex1.2` no marker (they are ch01 and ex1_2): say
-    so, with the valid ones, instead of deselecting everything."""
-    for chapter, number in re.findall(r"\bex(\d+)_(\d+)\b", expression):
+    """`-m ex9_9` or `-m ch08` names no exercise, and `-m ch1`, `-m ex1.2` or `-m EX1_2` no marker (they are ch01 and
+    ex1_2; markers are case-sensitive): say so, with the valid ones, instead of deselecting everything."""
+    for chapter, number in re.findall(r"(?i)\bex(\d+)_(\d+)\b", expression):
         if f"{chapter}.{number}" not in registry.EXERCISES:
             known = ", ".join(sorted(registry.EXERCISES, key=registry.sort_key))
             raise pytest.UsageError(f"-m {expression!r}: there is no exercise {chapter}.{number}; the exercises are "
                                     f"{known} (python -m minitorch.exercises list)")
-    for chapter in re.findall(r"\bch(\d+)\b", expression):
+    for chapter in re.findall(r"(?i)\bch(\d+)\b", expression):
         if int(chapter) not in CHAPTERS:
             raise pytest.UsageError(f"-m {expression!r}: chapter {chapter} has no graded exercises; the chapters "
                                     f"with exercises are {', '.join(f'{c:02d}' for c in CHAPTERS)}")
-    for name in sorted(set(re.findall(r"\b(?:ex|ch)\d[\w:+\-.\[\]\\/]*", expression)) - set(MARKERS)):  # (as -m reads)
+    for name in sorted(set(re.findall(r"(?i)\b(?:ex|ch)\d[\w:+\-.\[\]\\/]*", expression)) - set(MARKERS)):  # -m's names
         numbers = [int(number) for number in re.findall(r"\d+", name)]
-        meant = f"ch{numbers[0]:02d}" if name.startswith("ch") else "ex" + "_".join(map(str, numbers))
+        meant = f"ch{numbers[0]:02d}" if name[:2].lower() == "ch" else "ex" + "_".join(map(str, numbers))
         raise pytest.UsageError(f"-m {expression!r}: no test is marked {name}; " + (
             f"write {meant}" if meant in MARKERS else "exercise 3.2's tests are marked ex3_2, chapter 3's ch03"))
 
@@ -232,9 +231,11 @@ class StudentCode:
 
     def __init__(self, scoreboard: Scoreboard):
         self.scoreboard, self.calls = scoreboard, None  # calls: made on first use, Direct() or the plan's WorkerPool
-        self.grading = bool(os.environ.get("MINITORCH_GRADING_PLAN"))
-        record = os.environ.get("MINITORCH_GRADING_RECORD")
-        self.record = Path(record) if record else None
+        plan, record = os.environ.get("MINITORCH_GRADING_PLAN"), os.environ.get("MINITORCH_GRADING_RECORD")
+        if plan and not os.path.isfile(plan):  # (left set in a shell, each graded test failed reading it)
+            raise pytest.UsageError(f"MINITORCH_GRADING_PLAN={plan}: no such file; the grader sets it for its check "
+                                    f"processes only: unset MINITORCH_GRADING_PLAN")
+        self.grading, self.record = bool(plan), Path(record) if record else None
 
     def _write(self, **event) -> None:
         if self.record is not None:
@@ -427,9 +428,8 @@ class Scoreboard:
         write(line("exercise", "title", None, "points"))
         for exercise_id, row in table.items():
             write(line(exercise_id, row["title"], row, f"{row['earned']:.2f}"))
-        totals = {key: sum(row[key] for row in table.values()) for key in (*STATUSES, "earned", "points", "max",
-                                                                              "hidden")}
-        totals["max"] = round(totals["max"], 6)
+        totals = {key: round(sum(row[key] for row in table.values()), 6)
+                  for key in (*STATUSES, "earned", "points", "max", "hidden")}
         write(line("total", "", totals, f"{totals['earned']:.2f}"))
         for note in self._notes(table, totals):
             write(note)

@@ -78,9 +78,11 @@ def test_gradescope_bundle_refuses_a_bad_number_before_building(tmp_path, argume
     (["-m", "ch08"], "chapter 08 has no graded exercises"),
     (["-m", "ch1"], "no test is marked ch1; write ch01"),
     (["-m", "ex1.2 or slow"], "no test is marked ex1.2; write ex1_2"),
+    (["-m", "EX1_2"], "no test is marked EX1_2; write ex1_2"),
+    (["-m", "not CH01"], "no test is marked CH01; write ch01"),
     (["--scoreboard-json={tmp}"], "is a folder; name a file"),
 ], ids=["timeout-nan", "timeout-inf", "seed", "no-such-exercise", "no-such-chapter", "chapter-without-its-zero",
-        "exercise-with-a-dot", "scoreboard-folder"])
+        "exercise-with-a-dot", "exercise-in-capitals", "chapter-in-capitals", "scoreboard-folder"])
 def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, arguments, culprit):
     arguments = [argument.replace("{tmp}", str(tmp_path)) for argument in arguments]
     completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments,
@@ -88,6 +90,29 @@ def test_pytest_refuses_a_bad_option_naming_it_before_any_test(tmp_path, argumen
     assert completed.returncode == 4, completed.stdout + completed.stderr
     assert culprit in completed.stdout + completed.stderr, completed.stdout + completed.stderr
     assert "passed" not in completed.stdout
+
+
+def test_a_grading_plan_variable_left_set_in_a_shell_is_refused_once_naming_it(tmp_path):
+    """MINITORCH_GRADING_PLAN (the grader's check processes' variable) naming a file that is gone made every graded
+    test error with pathlib's FileNotFoundError, and nothing named the variable."""
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "ex1_2",
+                                "tests/test_ops.py"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                               env={**os.environ, "MINITORCH_GRADING_PLAN": str(tmp_path / "gone.json")})
+    printed = completed.stdout + completed.stderr
+    assert completed.returncode == 4 and "MINITORCH_GRADING_PLAN=" in printed and "unset" in printed, printed
+    assert "FileNotFoundError" not in printed and "passed" not in completed.stdout, printed
+
+
+def test_pytest_with_pytest_timeout_turned_off_runs_the_tests_without_a_time_limit():
+    """-p no:timeout (pytest-timeout's own way to turn it off, e.g. for pdb) stopped pytest with an INTERNALERROR,
+    "no option named '--timeout'"; the tests' own timeout markers must stay declared for --strict-markers."""
+    completed = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:timeout",
+                                "--strict-markers", "-k", "line_length and course_plugin", "tests/test_line_length.py",
+                                "tests/exercises/test_exercises.py"], cwd=ROOT, capture_output=True, text=True,
+                               timeout=300)
+    printed = completed.stdout + completed.stderr
+    assert completed.returncode == 0 and "1 passed" in completed.stdout, printed
+    assert "INTERNALERROR" not in printed and "Unknown pytest.mark" not in printed, printed
 
 
 def test_student_edition_refuses_a_destination_it_cannot_write_before_any_work(tmp_path):

@@ -976,6 +976,21 @@ def test_a_resume_keeps_the_recorded_settings_and_refuses_other_ones_naming_the_
     assert json.loads((out / "run.json").read_text())["grader_version"] == "v2"
 
 
+def test_a_resume_under_another_isolation_is_refused_as_other_settings_are(fake_class, monkeypatch):
+    """A class graded with --isolation none, resumed without it, kept every grade and rewrote run.json and
+    summary.md to say 'Isolation: bubblewrap': the record claimed a sandbox the grades were not made in."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    monkeypatch.setattr(sandbox, "choose", lambda *arguments: sandbox.Isolation("bubblewrap"))
+    status, printed = run()
+    assert status == 2 and "--isolation bubblewrap (recorded: none)" in printed and "--regrade" in printed, (
+        f"a resume under another isolation than the grades were made in should be refused, naming both: {printed}")
+    assert "NONE" in (out / "summary.md").read_text(), "the refused run must leave the record as it was"
+    fake.graded.clear()
+    assert run("--regrade")[0] == 0 and len(fake.graded) == 3, "--regrade grades everyone under the new isolation"
+    assert json.loads((out / "run.json").read_text())["isolation_kind"] == "bubblewrap"
+
+
 def test_a_changed_submission_is_regraded_on_resume_and_student_regrades_one(fake_class):
     submissions, out, fake, run = fake_class
     assert run("--only", ",".join(ONE))[0] == 0

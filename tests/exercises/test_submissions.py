@@ -115,6 +115,22 @@ def test_the_hash_sees_a_changed_file_and_not_caches_git_or_an_environment(tmp_p
     assert submissions.content_hash(submissions.Entry("ann", copy)) != before
 
 
+def test_a_copy_that_is_itself_a_python_environment_is_hashed_by_its_own_files(tmp_path):
+    """dave made a venv in his project folder (python -m venv .), one folder down in his entry: the hash skipped
+    every folder holding pyvenv.cfg, here the whole copy, so his resubmission was never regraded."""
+    copy = a_copy(tmp_path / "dave" / "week1")
+    (copy / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    before = submissions.content_hash(submissions.Entry("dave", tmp_path / "dave"))
+    for part in ("bin", "lib/python3.11/site-packages", "include"):
+        (copy / part).mkdir(parents=True)
+        (copy / part / "x").write_bytes(b"\0" * 100)
+    assert submissions.content_hash(submissions.Entry("dave", tmp_path / "dave")) == before, (
+        "what the environment installs is no code of the copy")
+    (copy / "minitorch" / "ops.py").write_text("x = 2\n")
+    assert submissions.content_hash(submissions.Entry("dave", tmp_path / "dave")) != before, (
+        "a resubmission is found by its content: a changed ops.py in a copy that is also a venv must be regraded")
+
+
 @pytest.mark.parametrize("shape", ["files", "bytes", "deep"])
 def test_an_entry_beyond_the_limits_gets_a_reason_from_the_hash_without_reading_it_all(tmp_path, monkeypatch, shape):
     """One student's entry never ends the run: a folder of too many files, too many bytes or folders nested
@@ -278,6 +294,20 @@ def test_hidden_names_get_a_row_under_a_visible_name_and_the_macos_litter_none(t
     assert sorted(found) == ["student ..dots-submission", "student .hidden-submission", "student .sneaky-submission"]
     assert "starts with a dot" in found["student .sneaky-submission"].note
     assert open_copy(found["student .hidden-submission"], tmp_path / "scratch").name == "copy"
+
+
+def test_an_entry_whose_name_gives_no_student_name_is_graded_under_a_safe_visible_one(tmp_path):
+    """An entry named `.zip` became the student "": its results.json and feedback.md were written at the top of
+    feedback/ (its check log at the top of private/), and grades.csv had no row for it."""
+    subs = tmp_path / "subs"
+    a_copy(subs / "unnamed")
+    zipped(a_copy(tmp_path / "z"), subs / ".zip")
+    zipped(a_copy(tmp_path / "d"), subs / "..zip")
+    found = entries(subs)
+    assert sorted(found) == ["student .-submission", "student unnamed-submission", "unnamed"], (
+        f"every entry needs a student name that is a folder of its own in the gradebook: {sorted(found)}")
+    assert "is empty: the entry is named only .zip" in found["student unnamed-submission"].note
+    assert open_copy(found["student unnamed-submission"], tmp_path / "scratch").name == "copy"
 
 
 @pytest.mark.parametrize("names, flagged", [

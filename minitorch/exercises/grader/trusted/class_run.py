@@ -75,16 +75,29 @@ def run_settings(args, root: Path, recorded: dict) -> tuple[dict, str]:
 
 
 def settings_differences(recorded: dict, wanted: dict) -> list[str]:
-    """What differs between the run recorded in run.json and this one, in words (never the seeds themselves)."""
+    """What differs between the run recorded in run.json and this one, in words (never the seeds themselves); the
+    isolation once `wanted` has it (it is chosen, a worker started, after the cheaper checks)."""
     differences = []
     for name, option in (("exercises", "exercises"), ("edition", "--edition"), ("grader_version", "grader"),
-                         ("timeout", "--timeout"), ("budget", "--budget"), ("exercise_seed", "")):
-        if recorded.get(name, wanted[name]) == wanted[name]:
+                         ("timeout", "--timeout"), ("budget", "--budget"), ("exercise_seed", ""),
+                         ("isolation_kind", "--isolation")):
+        if name not in wanted or recorded.get(name, wanted[name]) == wanted[name]:
             continue
         if name == "exercise_seed":
             differences.append("another --exercise-seed than the one recorded in run.json")
         else:
             differences.append(f"{option} {_in_words(wanted[name])} (recorded: {_in_words(recorded[name])})")
+    return differences
+
+
+def refused_unless_regrade(args, out: Path, recorded: dict, record: dict) -> list[str]:
+    """The differences of this run's settings from run.json's; ExerciseError naming them unless --regrade: a resume
+    under other settings would leave grades made under two in one gradebook, recorded as made under the last."""
+    differences = settings_differences(recorded, record)
+    if differences and not args.regrade:
+        raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
+                            f"To regrade every student with these settings add --regrade (adjustments.csv is "
+                            f"kept), or grade into a new --out")
     return differences
 
 
@@ -173,17 +186,13 @@ def grade_class(args, root: Path) -> int:
     record, source = run_settings(args, root, recorded or {})
     run = Run(record["exercises"], record["exercise_seed"], args.timeout, args.budget, sandbox.Isolation("none"), root)
     record["grader_version"] = run.version
-    differences = settings_differences(recorded or {}, record)
-    if differences and not args.regrade:
-        raise ExerciseError(f"{out} was graded with other settings; this run would use {'; '.join(differences)}. "
-                            f"To regrade every student with these settings add --regrade (adjustments.csv is "
-                            f"kept), or grade into a new --out")
+    refused_unless_regrade(args, out, recorded or {}, record)
     if (Path(root) / MANIFEST).exists():  # as gradescope-bundle refuses: no hidden tests, no reference answers
         raise ExerciseError(f"{root} is a student edition ({MANIFEST} exists): it holds no hidden tests, so the public "
                             f"tests would earn every point; grade from the full book, the instructor's checkout")
     out.mkdir(parents=True, exist_ok=True, mode=0o700)  # grades: for you only (give each student their folder)
     with only_run_in(out, recorded):
-        return _prepare_and_grade(args, root, out, run, record, recorded, found, source, differences)
+        return _prepare_and_grade(args, root, out, run, record, recorded, found, source)
 
 
 @contextlib.contextmanager
@@ -208,21 +217,24 @@ def only_run_in(out: Path, recorded: dict | None):
 
 
 def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, recorded: dict | None, found: dict,
-                       source: str, differences: list[str]) -> int:
-    """The checks that need OUT, the students to grade, the isolation; then run.json, and the grading."""
+                       source: str) -> int:
+    """The checks that need OUT, the isolation (refused if not the one recorded), the students to grade; then
+    run.json, and the grading."""
     refuse_unknown_students(out, read_adjustments(out, maximum_of(run.exercise_ids)), found,  # (a typo stops it)
                             f"are not in {args.submissions} (the names are its entries, a .zip without .zip; one "
                             f"whose name is hidden, not printable or a formula is graded as NAME-submission)")
+    ensure_open_files("grading")
+    guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
+               "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
+    run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
+    record["isolation_kind"] = run.isolation.kind  # (a resume under another is refused as other settings are)
+    differences = refused_unless_regrade(args, out, recorded or {}, record)
+    print(f"Isolation: {run.isolation.describe()}")
     found, hashes = submission_hashes(found)
     recorded_hashes = {} if differences else dict((recorded or {}).get("submissions", {}))
     recorded_results = {} if differences else dict((recorded or {}).get("results", {}))
     todo, kept, changed, altered = students_to_grade(args, found, out, run.exercise_ids, hashes, recorded_hashes,
                                                      recorded_results)
-    ensure_open_files("grading")
-    guarded = {"your library's reference answers": root / "minitorch" / "softmax.py", "your tests": root / "tests",
-               "the submissions": Path(args.submissions).resolve(), "the gradebook folder": out}
-    run.isolation = sandbox.choose(args.isolation, {what: str(path) for what, path in guarded.items()}, args.jobs)
-    print(f"Isolation: {run.isolation.describe()}")
     print(f"Grading {len(todo)} of {len(found)} students on exercises {', '.join(run.exercise_ids)} ({source}; "
           f"{args.timeout:g} s per test, {args.budget:g} s per student, {args.jobs} at a time)" + (
               f"; keeping {len(kept)} already graded (--regrade grades everyone again, --student NAME one)" if kept

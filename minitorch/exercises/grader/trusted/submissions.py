@@ -24,6 +24,7 @@ NAME_MAX = 255  # bytes of one file or folder name, on most file systems
 MAX_NAME_BYTES = 200  # a student's ID names their folders in the gradebook (at most 255 bytes)
 OS_LITTER = ("__MACOSX", ".DS_Store")  # what macOS leaves beside the copies: no student
 NOT_HASHED = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints", ".git"}  # what running or git changes
+VENV_PARTS = {"pyvenv.cfg", "bin", "lib", "lib64", "include", "share", "etc", "Scripts", "Lib", "Include"}  # (venv)
 END_RECORD_SIZE = 22  # bytes of a zip's end-of-central-directory record, without its comment
 ONLY_THE_COPY = "submit your copy of the project only, without data or caches"
 
@@ -79,16 +80,18 @@ def student_of(name: str) -> str:
 
 
 def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
-    """(the ID to grade `name` under, why it is not `name`, or ""): a name that is not printable, starts like a
-    hidden file or a formula, or is too long for a folder's name gets an unused safe name that says so."""
-    why = ("holds characters that are not printable" if shown(name) != name else
+    """(the ID to grade `name` under, why it is not `name`, or ""): a name that is empty (an entry named `.zip`:
+    its folders would be feedback/ and private/ themselves), not printable, starts like a hidden file or a formula,
+    or is too long for a folder's name gets an unused safe name that says so."""
+    why = ("is empty: the entry is named only .zip" if not name else
+           "holds characters that are not printable" if shown(name) != name else
            f"starts with {name[0]!r}: a spreadsheet opening grades.csv would run it as a formula"
            if name.startswith(FORMULA_STARTS) else
            "starts with a dot: its folders in the gradebook would be hidden" if name.startswith(".") else
            f"is longer than {MAX_NAME_BYTES} bytes" if len(name.encode()) > MAX_NAME_BYTES else "")
     if not why:
         return name, ""
-    base = ("student " if name.startswith((".", *FORMULA_STARTS)) else "") + shown(name)
+    base = ("student " if not name or name.startswith((".", *FORMULA_STARTS)) else "") + (shown(name) or "unnamed")
     if len(base.encode()) > MAX_NAME_BYTES:  # cut to fit, and told apart by a hash of the whole name
         digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         base = base.encode()[:MAX_NAME_BYTES - 40].decode("utf-8", "ignore") + "-" + digest
@@ -205,7 +208,8 @@ def find_project(folder: Path, shown_as: str = "") -> Path:
 
 def _walk(folder: Path, shown_as: str, skipped=()):
     """Every path under `folder`, links not followed, with a stack instead of recursion, leaving out the folders
-    named in `skipped` and, with them, Python environments; ExerciseError beyond MAX_DEPTH or MAX_FILES."""
+    named in `skipped` and, with them, a Python environment's own parts (VENV_PARTS beside a pyvenv.cfg: not the
+    folder, which may be the copy itself, made with `python -m venv .`); ExerciseError beyond MAX_DEPTH or MAX_FILES."""
     waiting, count = [(folder, 1)] if folder.is_dir() and not folder.is_symlink() else [], 0
     while waiting:
         current, depth = waiting.pop()
@@ -213,12 +217,13 @@ def _walk(folder: Path, shown_as: str, skipped=()):
             children = sorted(os.scandir(current), key=lambda child: child.name)
         except OSError:
             continue
+        venv = skipped and os.path.isfile(Path(current, "pyvenv.cfg"))
         for child in children:
             count += 1
             if count > MAX_FILES:
                 raise ExerciseError(f"{shown_as} holds more than {MAX_FILES:,} files and folders; {ONLY_THE_COPY}")
             is_folder = child.is_dir(follow_symlinks=False)
-            if is_folder and skipped and (child.name in skipped or os.path.isfile(Path(child.path, "pyvenv.cfg"))):
+            if (is_folder and child.name in skipped) or (venv and child.name in VENV_PARTS):
                 continue
             yield Path(child.path)
             if is_folder and depth >= MAX_DEPTH:
@@ -230,8 +235,8 @@ def _walk(folder: Path, shown_as: str, skipped=()):
 
 def content_hash(entry: Entry) -> str:
     """What the entry holds, as "sha256:HEX" (a .zip's bytes, or a folder's names and files without caches, .git
-    and Python environments), to see on resume whether it changed. ExerciseError, naming the reason, for an entry
-    beyond the limits or a file that cannot be read."""
+    and the parts of Python environments), to see on resume whether it changed. ExerciseError, naming the reason,
+    for an entry beyond the limits or a file that cannot be read."""
     if entry.problem:  # (a named pipe, a link: nothing is opened)
         return "not graded: " + entry.problem
     digest, total, top = hashlib.sha256(), 0, entry.path
