@@ -34,10 +34,10 @@ from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
                                      check_result_unchanged, checked_grad, checked_incoming_grad, checked_new_values,
-                                     checked_result_values, gradient_in_dtype, make_writable, mark_released,
-                                     named_float_array, read_only_view, root_of_the_graph, shared_versions,
-                                     summable_to_shape, unexplained, unsupported_backward_options,
-                                     wrote_read_only)
+                                     checked_op_values, checked_parents, checked_result_values, gradient_as_array,
+                                     gradient_in_dtype, make_writable, mark_released, named_float_array,
+                                     no_backward_rule, read_only_view, root_of_the_graph, shared_versions,
+                                     summable_to_shape, unexplained, unsupported_backward_options, wrote_read_only)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -101,9 +101,11 @@ class Tensor(TensorProtocols):
         parent requires a gradient and we are not inside `no_grad()`.
         """
         out = Tensor.__new__(Tensor)
-        out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
+        out._data = data if type(data) is np.ndarray else checked_op_values(op, data)  # (a reduction gives a number)
         if out._data.dtype is not _FLOAT64 and out._data.dtype is not _FLOAT32:  # (the usual case: two identities)
             out._data = checked_result_values(op, out._data)
+        if type(parents) is not tuple:
+            parents = checked_parents(op, parents)  # a list, as a tuple; one Tensor (x) for (x,) named
         owner = out._data.base  # (None for most results: a view's is the array it views)
         out._versions = [0] if owner is None else shared_versions(owner, parents)
         out._released = False
@@ -116,18 +118,27 @@ class Tensor(TensorProtocols):
             check_parents_are_tensors(op, parents)  # names the parent that is not a Tensor
             raise
         if out._requires_grad:
+            if not callable(backward_fn):  # None would make the result a leaf, cut from its parents
+                raise no_backward_rule(op, parents, backward_fn)
             out.parents = parents
             out.backward_fn = backward_fn
             # backward_fn reads these arrays later: they may not change until backward has run
             out.versions_used = tuple([parent._version for parent in parents])
-            out.version_made = out._versions[0]  # a backward may read the result itself (exp's does)
             for parent in parents:
                 parent._data.flags.writeable = False
                 parent._released = False
+                if parent._data is out._data:  # the parent's own array (an identity): one count of its changes
+                    out._versions = parent._versions
+            out.version_made = out._versions[0]  # a backward may read the result itself (exp's does)
             out._data.flags.writeable = False
         else:
+            if type(backward_fn) is str:  # from_op(data, parents, "op", rule): the arguments swapped
+                raise no_backward_rule(op, parents, backward_fn)
             out.parents = ()
             out.backward_fn = None
+            for parent in parents:
+                if parent._data is out._data:  # (see above)
+                    out._versions = parent._versions
         return out
 
     # ------------------------------------------------------------------
@@ -169,7 +180,8 @@ class Tensor(TensorProtocols):
             for parent, parent_grad in zip(node.parents, parent_grads):
                 if parent_grad is None or not parent.requires_grad:
                     continue
-                parent_grad = np.asarray(parent_grad)
+                if type(parent_grad) is not np.ndarray:  # a number (a reduction gives one); a Tensor is named
+                    parent_grad = gradient_as_array(node, parent_grads, parent_grad)
                 if parent_grad.shape != parent._data.shape:
                     parent_grad = unbroadcast(parent_grad, parent._data.shape, node.op)
                 if parent_grad.dtype != parent._data.dtype:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import numbers
 import reprlib
 
 import numpy as np
@@ -173,6 +174,47 @@ def checked_new_values(tensor, values) -> np.ndarray:
     return array
 
 
+def checked_op_values(op: str, data) -> np.ndarray:
+    """Tensor.from_op's `data` when it is not an ndarray: a number (a NumPy reduction gives one) as a 0-d array. A
+    Tensor is refused: its values are its .data, and the graph edge comes from `parents` and the backward rule."""
+    if isinstance(data, tensor_module.Tensor):
+        raise TypeError(f"Tensor.from_op('{op}'): data must be the result's values, an ndarray or a number, got a "
+                        f"Tensor; pass x.data (the graph is recorded from parents and backward_fn)")
+    if not isinstance(data, (np.ndarray, np.generic, numbers.Number)):
+        raise TypeError(f"Tensor.from_op('{op}'): data must be the result's values, an ndarray or a number, got "
+                        f"{type(data).__name__} {reprlib.repr(data)}")
+    return np.asarray(data)
+
+
+def checked_parents(op: str, parents) -> tuple:
+    """Tensor.from_op's `parents` when not a tuple: a list, as a tuple. One Tensor is refused: ``(x)`` is x itself,
+    whose rows would be taken for the parents (``(x,)`` is the tuple)."""
+    if isinstance(parents, list):
+        return tuple(parents)
+    if isinstance(parents, tensor_module.Tensor):
+        raise TypeError(f"Tensor.from_op('{op}'): parents must be a tuple of Tensors, got one Tensor; write (x,) "
+                        f"(with the comma: (x) is x itself)")
+    raise TypeError(f"Tensor.from_op('{op}'): parents must be a tuple (or list) of Tensors, got "
+                    f"{type(parents).__name__} {reprlib.repr(parents)}")
+
+
+def no_backward_rule(op, parents: tuple, backward_fn) -> TypeError:
+    """The error of Tensor.from_op given a `backward_fn` that is not callable: a str (the arguments swapped: data,
+    parents, backward_fn, op), or None or another value where a parent requires grad (the result would be a leaf,
+    and backward would never reach the parents)."""
+    if isinstance(backward_fn, str):
+        return TypeError(f"Tensor.from_op: backward_fn is the str {backward_fn!r} and op a {type(op).__name__}: "
+                         f"the two are swapped; the order is from_op(data, parents, backward_fn, op)")
+    position = next(index for index, parent in enumerate(parents) if parent.requires_grad)
+    if backward_fn is None:
+        return TypeError(f"Tensor.from_op('{op}'): backward_fn is None, but parent {position} requires grad, so the "
+                         f"result would be a leaf and backward would never reach its parents: give '{op}' a backward "
+                         f"rule (grad -> a tuple of one gradient per parent), or compute it under no_grad() or from "
+                         f"detached values (x.detach()) if it needs no gradient")
+    return TypeError(f"Tensor.from_op('{op}'): backward_fn must be callable (grad -> a tuple of one gradient per "
+                     f"parent), got {type(backward_fn).__name__} {reprlib.repr(backward_fn)}")
+
+
 def check_parents_are_tensors(op: str, parents: tuple) -> None:
     """Tensor.from_op records its parents in the graph: each is a Tensor (an ndarray has no gradient to give)."""
     for position, parent in enumerate(parents):
@@ -232,6 +274,17 @@ def check_backward_result(node, parent_grads) -> None:
             f"backward of '{node.op}' must return a tuple of {len(node.parents)} "
             f"gradient(s), one per input; it returned {returned}"
         )
+
+
+def gradient_as_array(node, parent_grads: tuple, grad) -> np.ndarray:
+    """A gradient that a backward rule returned as something other than an ndarray (a NumPy number, which a
+    reduction gives), as an array; a Tensor is refused, naming the input: its rule computed with the tensor
+    (``g * x``) where it reads the values (``g * x.data``)."""
+    if isinstance(grad, tensor_module.Tensor):
+        position = next(index for index, given in enumerate(parent_grads) if given is grad)
+        raise TypeError(f"backward of '{node.op}' returned a Tensor for input {position}; a backward rule returns "
+                        f"arrays: compute with the values, x.data, not the tensor x")
+    return np.asarray(grad)
 
 
 def gradient_in_dtype(op: str, grad: np.ndarray, dtype) -> np.ndarray:

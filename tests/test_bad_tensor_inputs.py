@@ -773,7 +773,7 @@ def test_an_in_place_operator_refuses_values_of_another_shape_and_changes_nothin
     if isinstance(other, str):
         other = tensor(np.ones((2, 2)))
     x = tensor([1.0, 2.0], requires_grad=requires_grad)
-    x = x * 1.0 if requires_grad else x  # not a leaf: the in-place change is recorded, as a new tensor
+    x = x * 1.0 if requires_grad else x  # not a leaf: the shape is checked before anything else
     version = x._version
     in_place = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv}[symbol]
     with pytest.raises(ValueError, match=rf"x {re.escape(symbol)} y: y of shape .* to x's shape \(2,\)"):
@@ -1576,3 +1576,70 @@ def test_a_backward_rule_that_writes_into_its_gradient_is_named():
     y = Tensor.from_op(x.data * 2, (x,), doubled_in_place, "double")
     with pytest.raises(ValueError, match=r"backward of 'double': its rule wrote into an array in place .*not g \*= 2"):
         y.sum().backward()
+
+
+def _from_op_misuse(kind):
+    """Tensor.from_op called the wrong way (round fifteen's E01, E06, E08, E09): the student's own operation."""
+    from minitorch import Tensor, tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    return {"no-backward-rule": lambda: Tensor.from_op(np.sin(x.data), (x,), None, "sin"),
+            "one-tensor-as-parents": lambda: Tensor.from_op(x.data * 2, (x), lambda g: (g * 2,), "double"),
+            "a-tensor-as-data": lambda: Tensor.from_op(x, (x,), lambda g: (g,), "ident"),
+            "rule-and-name-swapped": lambda: Tensor.from_op(x.data * 2, (x,), "double", lambda g: (g * 2,)),
+            }[kind]()
+
+
+@pytest.mark.parametrize("kind,said", [
+    ("no-backward-rule", r"from_op\('sin'\): backward_fn is None, but parent 0 requires grad.*give 'sin' a backward "
+                         r"rule.*no_grad\(\).*x\.detach\(\)"),
+    ("one-tensor-as-parents", r"from_op\('double'\): parents must be a tuple of Tensors, got one Tensor; write \(x,\)"),
+    ("a-tensor-as-data", r"from_op\('ident'\): data must be the result's values.*got a Tensor; pass x\.data"),
+    ("rule-and-name-swapped", r"backward_fn is the str 'double' and op a function: the two are swapped"),
+], ids=lambda value: value if value in ("no-backward-rule", "one-tensor-as-parents", "a-tensor-as-data",
+                                        "rule-and-name-swapped") else "")
+def test_tensor_from_op_names_a_missing_rule_a_bare_parent_tensor_data_and_swapped_arguments(kind, said):
+    with pytest.raises(TypeError, match=said):
+        _from_op_misuse(kind)  # at from_op, not later in backward (or never: a missing rule cut x off silently)
+
+
+def test_tensor_from_op_takes_parents_as_a_list_and_a_number_as_data():
+    from minitorch import Tensor, no_grad, tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Tensor.from_op(x.data * 2, [x], lambda g: (g * 2,), "double")
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0, 2.0], err_msg="parents given as a list must work as a tuple")
+    assert Tensor.from_op(np.float64(6.0), (x,), lambda g: (g * np.ones(3),), "total").item() == 6.0
+    with no_grad():  # nothing is recorded: no rule is needed
+        assert Tensor.from_op(np.sin(x.data), (x,), None, "sin").is_leaf
+
+
+def test_a_backward_rule_returning_a_tensor_is_named_with_the_input():
+    from minitorch import Tensor, tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Tensor.from_op(x.data ** 2, (x,), lambda g: (g * 2 * x,), "square")
+    with pytest.raises(TypeError, match=r"backward of 'square' returned a Tensor for input 0; a backward rule returns "
+                                        r"arrays: compute with the values, x\.data"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("grad_mode", [True, False], ids=["recorded", "under-no-grad"])
+def test_a_result_holding_its_parents_own_array_shares_its_count_of_changes(grad_mode):
+    """An identity written by hand (gradient reversal) returns x.data itself: a change through the result is a
+    change of x, and the graph that read x must refuse its backward, as for x.reshape(3)."""
+    from minitorch import Tensor, no_grad, tensor
+
+    x, w = tensor([1.0, 2.0, 3.0], requires_grad=True), tensor([1.0, 1.0, 1.0], requires_grad=True)
+    if grad_mode:
+        y = Tensor.from_op(x.data, (x,), lambda g: (-g,), "grad_reverse")
+    else:
+        with no_grad():
+            y = Tensor.from_op(x.data, (x,), lambda g: (-g,), "grad_reverse")
+    z = (x * w).sum()
+    with no_grad():
+        y += 10
+    with pytest.raises(RuntimeError, match=r"input 0 of 'mul' .* was given new values"):
+        z.backward()  # it gave w.grad [11, 12, 13], of values mul never read
+
