@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch import checks, tensor_checks
+from minitorch import checks, rule_checks
 from minitorch.tensor import Tensor, as_tensor
 
 
@@ -41,7 +41,7 @@ def softmax(scores, axis: int = -1) -> Tensor:
     return stable_softmax(scores, axis)
 
 
-@checks.inputs_checked_by(tensor_checks.stable_softmax_inputs)
+@checks.inputs_checked_by(rule_checks.stable_softmax_inputs)
 def stable_softmax(scores: Tensor, axis: int) -> Tensor:
     """Exercise 2.4: the softmax of `scores` (a Tensor with at least one element) along `axis`, forward
     and fused backward, as one graph node: ``Tensor.from_op(weights, (scores,), backward, "softmax")``.

@@ -34,10 +34,11 @@ from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
                                      check_result_unchanged, checked_grad, checked_incoming_grad, checked_new_values,
-                                     checked_op_values, checked_parents, checked_result_values, gradient_as_array,
-                                     gradient_in_dtype, make_writable, mark_released, named_float_array,
-                                     no_backward_rule, read_only_view, root_of_the_graph, shared_versions,
-                                     summable_to_shape, unexplained, unsupported_backward_options, wrote_read_only)
+                                     checked_op_values, checked_parents, checked_result_values, checked_shape,
+                                     gradient_as_array, gradient_in_dtype, make_writable, mark_released,
+                                     named_float_array, no_backward_rule, read_only_view, root_of_the_graph,
+                                     shared_versions, summable_to_shape, unexplained, unsupported_backward_options,
+                                     wrote_read_only)
 from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
 
 
@@ -373,14 +374,12 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     """
     if isinstance(shape, tuple) and grad.shape == shape:
         return grad  # nothing was broadcast (so chapter 01 runs before exercise 2.1 is written)
-    if not isinstance(shape, (tuple, list)) or not all(isinstance(size, (int, np.integer)) for size in shape):
-        raise TypeError(f"unbroadcast: shape must be a tuple of integers such as (3,) or (2, 3), got "
-                        f"{type(shape).__name__} {shape!r}")
+    shape = checked_shape("unbroadcast", shape)
     incoming_shape = grad.shape
-    if not broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
+    if not broadcasts_to(shape, incoming_shape):  # (checked before sum_to_shape is asked to fold it)
         raise unexplained(op, incoming_shape, shape)
-    grad = np.asarray(sum_to_shape(grad, tuple(shape)))
-    if grad.shape != tuple(shape):
+    grad = np.asarray(sum_to_shape(grad, shape))
+    if grad.shape != shape:
         raise unexplained(op, incoming_shape, shape)
     return grad
 

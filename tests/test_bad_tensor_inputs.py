@@ -172,6 +172,7 @@ def test_tensor_of_an_integer_beyond_64_bits_is_the_float_it_rounds_to():
 def _engine_call(name):
     import minitorch
     from minitorch.nn import Linear
+    from minitorch.tensor import sum_to_shape
 
     x = minitorch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     return {
@@ -187,6 +188,7 @@ def _engine_call(name):
         "linear-float-size": lambda: Linear(2.5, 3),
         "linear-zero-size": lambda: Linear(2, 0),
         "unbroadcast-int-shape": lambda: minitorch.unbroadcast(np.ones((2, 3)), 3),
+        "sum_to_shape-int-shape": lambda: sum_to_shape(np.ones((2, 3)), 3),  # exercise 2.1's, checked outside it
     }[name]
 
 
@@ -203,6 +205,7 @@ def _engine_call(name):
     ("linear-float-size", TypeError, "Linear: in_features must be an integer >= 1, got 2.5"),
     ("linear-zero-size", ValueError, "Linear: out_features must be an integer >= 1, got 0"),
     ("unbroadcast-int-shape", TypeError, r"unbroadcast: shape must be a tuple of integers .*, got int 3"),
+    ("sum_to_shape-int-shape", TypeError, r"sum_to_shape: shape must be a tuple of integers such as \(3,\).*got int 3"),
 ])
 def test_an_engine_operation_names_a_bad_argument(name, error, culprit):
     with pytest.raises(error, match=culprit):
@@ -1410,19 +1413,21 @@ def test_an_operation_given_no_tensor_names_itself(call, op):
         eval(call, {"minitorch": minitorch, "tensor": tensor})
 
 
-def test_a_result_too_large_for_memory_is_named_by_matmul_where_and_getitem():
+def test_a_result_too_large_for_memory_is_named_by_matmul_where_getitem_stack_and_concatenate():
     """Each asks NumPy for 74.5 GiB, under an address-space limit of 2 GiB (so the refusal is certain and quick)."""
     import subprocess
     import sys
 
     script = """
 import resource, numpy as np
-from minitorch import tensor, where
+from minitorch import concatenate, stack, tensor, where
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 rows, columns = np.zeros((10**5, 1), dtype=int), np.zeros((1, 10**5), dtype=int)
 for name, make in [("matmul", lambda: tensor(np.ones((10**5, 1))) @ tensor(np.ones((1, 10**5)))),
                    ("where", lambda: where(rows == 0, tensor(np.ones((1, 10**5))), 0.0)),
-                   ("getitem", lambda: tensor(np.ones((3, 3)))[rows, columns])]:
+                   ("getitem", lambda: tensor(np.ones((3, 3)))[rows, columns]),
+                   ("stack", lambda: stack([tensor(np.zeros(10**5))] * 10**5)),
+                   ("concatenate", lambda: concatenate([tensor(np.zeros((1, 10**5)))] * 10**5))]:
     try:
         make()
         print(name, "ran")
@@ -1430,7 +1435,7 @@ for name, make in [("matmul", lambda: tensor(np.ones((10**5, 1))) @ tensor(np.on
         print(name, "refused:", error)
 """
     shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    for name in ("matmul", "where", "getitem"):
+    for name in ("matmul", "where", "getitem", "stack", "concatenate"):
         assert f"{name} refused: {name}: the result for" in shown.stdout, \
             f"{name} must name itself when its result does not fit in memory:\n{shown.stdout}{shown.stderr}"
 
@@ -1593,8 +1598,9 @@ def _from_op_misuse(kind):
 @pytest.mark.parametrize("kind,said", [
     ("no-backward-rule", r"from_op\('sin'\): backward_fn is None, but parent 0 requires grad.*give 'sin' a backward "
                          r"rule.*no_grad\(\).*x\.detach\(\)"),
-    ("one-tensor-as-parents", r"from_op\('double'\): parents must be a tuple of Tensors, got one Tensor; write \(x,\)"),
-    ("a-tensor-as-data", r"from_op\('ident'\): data must be the result's values.*got a Tensor; pass x\.data"),
+    ("one-tensor-as-parents", r"from_op\('double'\): parents must be a tuple \(or list\) of Tensors, got Tensor; "
+                              r"write \(x,\)"),
+    ("a-tensor-as-data", r"from_op\('ident'\): data must be the result's values.*got Tensor; pass x\.data"),
     ("rule-and-name-swapped", r"backward_fn is the str 'double' and op a function: the two are swapped"),
 ], ids=lambda value: value if value in ("no-backward-rule", "one-tensor-as-parents", "a-tensor-as-data",
                                         "rule-and-name-swapped") else "")
