@@ -1649,3 +1649,20 @@ def test_a_result_holding_its_parents_own_array_shares_its_count_of_changes(grad
     with pytest.raises(RuntimeError, match=r"input 0 of 'mul' .* was given new values"):
         z.backward()  # it gave w.grad [11, 12, 13], of values mul never read
 
+
+
+@pytest.mark.parametrize("requires_grad", ["x", "y"])
+def test_an_in_place_operator_that_would_be_recorded_is_refused_rather_than_rebinding_x(requires_grad):
+    """``x += y`` changes x itself or is refused: a new tensor in x's place would leave an alias of x (a list
+    holding it, a module's attribute) with the old values, without a word."""
+    from minitorch import no_grad, tensor
+
+    acc = tensor([0.0, 0.0], requires_grad=requires_grad == "x") * 1.0
+    alias, w = acc, tensor([1.0, 2.0], requires_grad=requires_grad == "y")
+    with pytest.raises(RuntimeError, match=rf"x \+= y: {requires_grad} requires grad.*write x = x \+ y"):
+        acc += w
+    assert acc is alias and acc._version == 0, "a refused x += y must leave x as it was"
+    with no_grad():
+        acc += w  # not recorded: x's own values change
+    assert acc is alias
+    np.testing.assert_array_equal(alias.data, [1.0, 2.0])
