@@ -21,7 +21,7 @@ import reprlib
 
 import numpy as np
 
-from minitorch import checks, rule_checks, tensor_checks
+from minitorch import checks, tensor_checks
 from minitorch.tensor import Tensor, as_tensor
 
 
@@ -60,7 +60,7 @@ def add(a, b) -> Tensor:
     return Tensor.from_op(a._data + b._data, (a, b), backward, "add")
 
 
-@checks.inputs_checked_by(rule_checks.mul_backward_inputs)
+@checks.inputs_checked_by(checks.mul_backward_inputs)
 def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exercise 1.2: mul's backward rule. Given ``g = ∂ℓ/∂(ab)`` and the inputs' values, return
     ``(∂ℓ/∂a, ∂ℓ/∂b)`` as arrays (at the broadcast shape is fine: `unbroadcast` folds them)."""
@@ -116,7 +116,7 @@ def div(a, b) -> Tensor:
     return mul(a, pow(b, -1.0))
 
 
-@checks.inputs_checked_by(rule_checks.exp_backward_inputs)
+@checks.inputs_checked_by(checks.exp_backward_inputs)
 def exp_backward(grad: np.ndarray, out: np.ndarray) -> tuple[np.ndarray]:
     """Exercise 1.3: exp's backward rule. Given ``g = ∂ℓ/∂out`` and the forward's result ``out = e^a``,
     return ``(∂ℓ/∂a,)``."""
@@ -130,7 +130,7 @@ def exp(a) -> Tensor:
     return Tensor.from_op(out, (a,), lambda grad: exp_backward(grad, out), "exp")
 
 
-@checks.inputs_checked_by(rule_checks.log_backward_inputs)
+@checks.inputs_checked_by(checks.log_backward_inputs)
 def log_backward(grad: np.ndarray, a: np.ndarray) -> tuple[np.ndarray]:
     """Exercise 1.4: log's backward rule. Given ``g = ∂ℓ/∂(log a)`` and the input's value, return ``(∂ℓ/∂a,)``."""
     return (grad / a,)  # d(log a)/da = 1/a
@@ -179,7 +179,7 @@ def sigmoid(a) -> Tensor:
 # matrix product
 
 
-@checks.inputs_checked_by(rule_checks.matmul_backward_inputs)
+@checks.inputs_checked_by(checks.matmul_backward_inputs)
 def matmul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exercise 2.2: matmul's backward rule. For ``out = a @ b`` (NumPy's shapes: a 1-D operand is a
     vector) and ``G = ∂ℓ/∂out``, return ``(∂ℓ/∂a, ∂ℓ/∂b) = (G bᵀ, aᵀ G)``; batch axes may stay
@@ -257,7 +257,7 @@ def _normalise_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(axes) if ndim else ()  # a 0-d tensor has nothing to reduce
 
 
-@checks.inputs_checked_by(rule_checks.sum_backward_inputs)
+@checks.inputs_checked_by(checks.sum_backward_inputs)
 def sum_backward(grad: np.ndarray, shape: tuple, axes: tuple, keepdims: bool) -> tuple[np.ndarray]:
     """Exercise 2.3: sum's backward rule. For ``out = a.sum(axes, keepdims)`` with ``a`` of `shape`
     (`axes` a sorted tuple of axis indices) and ``g = ∂ℓ/∂out``, return ``(∂ℓ/∂a,)``, of `shape`."""

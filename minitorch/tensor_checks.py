@@ -9,7 +9,7 @@ an error that names it, never a silent wrong gradient.
   (with `shared_versions`, `mark_released`, `read_only_view`, `make_writable`: the change counts and flags).
 - `root_of_the_graph`, `summable_to_shape`: the inputs of the exercise functions of `minitorch.tensor`, checked
   outside their bodies (`checks.inputs_checked_by`), so that a student edition keeps them (those of the backward
-  rules and the softmax are `minitorch.rule_checks`').
+  rules are `minitorch.checks`', the softmax's `minitorch.softmax`').
 
 Values a backward needs may not change before it runs. A backward reads its operation's inputs (mul's
 ∂(ab)/∂a = b) or result (exp's) when it runs, not when the operation ran. Changing them in between would give

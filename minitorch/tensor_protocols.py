@@ -9,9 +9,9 @@ tensor compute without gradients, so a tensor that requires grad says so, and as
 saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
 ``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
 in-place operators (``x += y``) and ``x[index] = y`` change a tensor's own values, where no gradient is lost
-(where x or y requires grad, outside ``no_grad()``, they are refused: write ``x = x + y``); ``+t`` is t; ``%`` and ``//`` are refused (no gradient flows through them: compute them on ``t.data``), as are
-``&``, ``|``, ``^`` and ``~`` (a tensor holds floats: combine masks). (The arithmetic operators are
-`minitorch.ops`'.)
+(where x or y requires grad, outside ``no_grad()``, they are refused: write ``x = x + y``); ``+t`` is t; ``%``
+and ``//`` are refused (no gradient flows through them: compute them on ``t.data``), as are ``&``, ``|``, ``^``
+and ``~`` (a tensor holds floats: combine masks). (The arithmetic operators are `minitorch.ops`'.)
 """
 
 from __future__ import annotations
