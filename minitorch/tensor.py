@@ -39,7 +39,7 @@ from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array
                                      named_float_array, no_backward_rule, read_only_view, root_of_the_graph,
                                      shared_versions, summable_to_shape, unexplained, unsupported_backward_options,
                                      wrote_read_only)
-from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
+from minitorch.tensor_protocols import Mask, Size, TensorProtocols  # noqa: F401
 
 
 _FLOAT64, _FLOAT32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -295,7 +295,8 @@ class Tensor(TensorProtocols):
 
     @property
     def size(self) -> int:
-        return self._data.size
+        """The number of elements, an int; ``t.size(0)`` (PyTorch's method) is the length of axis 0 (`Size`)."""
+        return Size(self._data.shape)
 
     @property
     def dtype(self):

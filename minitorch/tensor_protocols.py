@@ -23,6 +23,7 @@ import reprlib
 
 import numpy as np
 
+from minitorch import checks
 from minitorch import tensor as tensor_module  # (Tensor itself is defined after this module is imported)
 
 
@@ -325,6 +326,26 @@ def _as_tuple(value) -> tuple:
 
 def _raw(x):
     return x._data if isinstance(x, TensorProtocols) else x
+
+
+class Size(int):
+    """``t.size``: the number of elements, an int, as NumPy's ``ndarray.size`` (the library and the chapters use it
+    so), that may also be called as PyTorch's method: ``t.size()`` is the shape, ``t.size(0)`` the length of axis 0.
+    (An int subclass: a property cannot be both a number and a method, and either idiom would otherwise fail, one
+    with "'int' object is not callable".)"""
+
+    def __new__(cls, shape: tuple):
+        size = super().__new__(cls, math.prod(shape))
+        size.shape = shape
+        return size
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[checks.axis("size", dim, len(self.shape), name="dim")]
+
+    def __reduce__(self):  # pickle and copy: int's would call Size(the number)
+        return Size, (self.shape,)
 
 
 class Mask(np.ndarray):
