@@ -84,6 +84,14 @@ def result_too_large(owner: str, inputs: str) -> MemoryError:
     return MemoryError(f"{owner}: the result for {inputs} does not fit in this machine's memory; use smaller sizes")
 
 
+def open_state(owner: str, state) -> None:
+    """ValueError if `state` (weights by name) is an NpzFile whose file was closed (np.load's with block was left):
+    its arrays can no longer be read, and NumPy would say "'NoneType' object has no attribute 'open'"."""
+    if isinstance(state, np.lib.npyio.NpzFile) and state.zip is None:
+        raise ValueError(f"{owner}: the .npz file is closed: pass dict(np.load(path)), or load inside the "
+                         f"`with np.load(path) as state:` block")
+
+
 def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> float:
     """`value` as a finite float > 0 (>= 0 with `allow_zero`), or an error naming `name`. A Decimal counts."""
     if type(value) is float and (0.0 < value < math.inf or (allow_zero and value == 0.0)):

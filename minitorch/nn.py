@@ -105,9 +105,7 @@ class Module:
         if not isinstance(state, Mapping):
             raise TypeError(f"load_state_dict for {type(self).__name__}: state must be a dict of parameter name -> "
                             f"array, as state_dict() returns, got {reprlib.repr(state)} ({type(state).__name__})")
-        if isinstance(state, np.lib.npyio.NpzFile) and state.zip is None:  # its arrays can no longer be read
-            raise ValueError(f"load_state_dict for {type(self).__name__}: the .npz file is closed: pass "
-                             f"dict(np.load(path)), or load inside the `with np.load(path) as state:` block")
+        checks.open_state(f"load_state_dict for {type(self).__name__}", state)  # not a closed NpzFile
         own = dict(self.named_parameters())
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))

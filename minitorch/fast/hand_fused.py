@@ -100,6 +100,7 @@ class NumpyStep:
     """
 
     def __init__(self, state: dict, config: dict, lr: float = 1e-4, betas=(0.9, 0.95), eps: float = 1e-8):
+        checks.open_state("NumpyStep", state)  # not a closed NpzFile
         missing = sorted({"width", "heads", "layers", "residual", "normaliser"} - set(config))
         if missing:
             raise ValueError(f"NumpyStep: the config lacks {', '.join(missing)} (pass the model's own: model.config)")
