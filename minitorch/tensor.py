@@ -99,7 +99,8 @@ class Tensor(TensorProtocols):
         """The result of operation `op` on `parents`.
 
         The graph edge (parents and backward_fn) is recorded only when a
-        parent requires a gradient and we are not inside `no_grad()`.
+        parent requires a gradient and we are not inside `no_grad()`. Refused, naming the mistake: parents not a
+        tuple (or list) of Tensors, data a Tensor, a backward_fn that is no function where the edge is recorded.
         """
         out = Tensor.__new__(Tensor)
         out._data = data if type(data) is np.ndarray else checked_op_values(op, data)  # (a reduction gives a number)
