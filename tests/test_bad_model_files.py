@@ -302,15 +302,3 @@ def test_load_state_dict_of_a_closed_npz_file_says_to_load_inside_the_with_block
                                          r"dict\(np\.load\(path\)\), or load inside the `with"):
         layer.load_state_dict(state)  # NumPy's own words: 'NoneType' object has no attribute 'open'
     np.testing.assert_array_equal(layer.weight.data, before["weight"], err_msg="a refused load changes nothing")
-
-
-def test_the_benchmarks_floor_given_a_closed_npz_file_says_so_too(tmp_path):
-    from minitorch.fast.hand_fused import NumpyStep
-    from minitorch.paper.models import build_model
-
-    model = build_model(4, 1, 1, "softmax", False)
-    np.savez(tmp_path / "model.npz", **model.state_dict())
-    with np.load(tmp_path / "model.npz") as state:
-        pass
-    with pytest.raises(ValueError, match=r"NumpyStep: the \.npz file is closed"):
-        NumpyStep(state, model.config)

@@ -89,3 +89,12 @@ def test_the_floors_softmax_names_a_row_with_every_key_masked_as_minitorchs_does
     scores = np.full((1, 2, 2), -np.inf)
     with pytest.raises(ValueError, match=r"every entry masked \(-inf\)"):
         hand_fused.softmax_normaliser(scores, np.triu(np.ones((2, 2), dtype=bool), k=1))
+
+
+def test_the_benchmarks_floor_given_a_closed_npz_file_says_so_too(tmp_path):
+    model = build_model(4, 1, 1, "softmax", False)
+    np.savez(tmp_path / "model.npz", **model.state_dict())
+    with np.load(tmp_path / "model.npz") as state:
+        pass
+    with pytest.raises(ValueError, match=r"NumpyStep: the \.npz file is closed"):
+        NumpyStep(state, model.config)
