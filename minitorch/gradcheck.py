@@ -88,7 +88,8 @@ def gradcheck(function, inputs, step: float = 1e-6, atol: float = 1e-6, rtol: fl
     analytic = [np.zeros_like(leaf.data) if leaf.grad is None else leaf.grad for leaf in leaves]
     return compare_with_finite_differences(name, [leaf.data for leaf in leaves], analytic, scalar_objective,
                                            step, atol, rtol,
-                                           explain=lambda: _infinite_note(output) + _kinks_note(output, step)
+                                           explain=lambda: _nondeterminism_note(name, scalar_objective)
+                                           + _infinite_note(output) + _kinks_note(output, step)
                                            + _rounding_note(leaves, step) + _low_precision_note(output, step)
                                            + _value_rounding_note(output, weights, step, atol))
 
@@ -172,6 +173,17 @@ def _kinks_note(output: Tensor, step: float) -> str:
         return ""
     return (f". The point is not differentiable: {'; '.join(notes)}. Check the gradient at a point away "
             f"from it (farther than step={step:g})")
+
+
+def _nondeterminism_note(name: str, objective) -> str:
+    """A sentence if the function gives two values at one point (it draws random numbers, or reads state that
+    changes between calls): a difference of its values then measures that change, whatever the backward rule."""
+    first, second = objective(), objective()
+    if first == second or (np.isnan(first) and np.isnan(second)):
+        return ""
+    return (f". {name} is not deterministic: at the same point it gave {first:.10g}, then {second:.10g}, so the "
+            f"central difference measures that change, not the gradient; check it without the randomness (no noise, "
+            f"or a generator seeded inside the function)")
 
 
 def _infinite_note(output: Tensor) -> str:

@@ -100,10 +100,12 @@ class Module:
         return {name: parameter._data.copy() for name, parameter in self.named_parameters()}
 
     def load_state_dict(self, state: dict) -> None:
-        """Copy values from `state` into the parameters (names and shapes must match)."""
+        """Copy values from `state` into the parameters (names and shapes must match), in place, as an optimizer
+        step changes them: a detached view of a parameter follows, and a graph built before refuses its backward."""
         if not isinstance(state, Mapping):
             raise TypeError(f"load_state_dict for {type(self).__name__}: state must be a dict of parameter name -> "
                             f"array, as state_dict() returns, got {reprlib.repr(state)} ({type(state).__name__})")
+        checks.open_state(f"load_state_dict for {type(self).__name__}", state)  # not a closed NpzFile
         own = dict(self.named_parameters())
         missing = sorted(set(own) - set(state))
         unexpected = sorted(set(state) - set(own))
@@ -127,11 +129,12 @@ class Module:
                     f"{parameter.shape} but the state holds shape {values.shape}"
                 )
             try:  # 1e40 into float32 would become inf
-                converted[name] = np.array(as_float_array(values, parameter.dtype))
+                converted[name] = as_float_array(values, parameter.dtype)
             except OverflowError as error:
                 raise ValueError(f"load_state_dict for {type(self).__name__}: parameter '{name}': {error}") from None
-        for name, parameter in own.items():  # new arrays: a graph built before still holds the old values
-            parameter.data = converted[name]
+        for name, parameter in own.items():
+            parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
+            parameter._data[...] = converted[name]  # in place, as the optimizers: a detached view follows
 
 
 def _parameters_held(value, name: str, holders: tuple):

@@ -60,7 +60,7 @@ def add(a, b) -> Tensor:
     return Tensor.from_op(a._data + b._data, (a, b), backward, "add")
 
 
-@checks.inputs_checked_by(tensor_checks.mul_backward_inputs)
+@checks.inputs_checked_by(checks.mul_backward_inputs)
 def mul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exercise 1.2: mul's backward rule. Given ``g = ∂ℓ/∂(ab)`` and the inputs' values, return
     ``(∂ℓ/∂a, ∂ℓ/∂b)`` as arrays (at the broadcast shape is fine: `unbroadcast` folds them)."""
@@ -116,7 +116,7 @@ def div(a, b) -> Tensor:
     return mul(a, pow(b, -1.0))
 
 
-@checks.inputs_checked_by(tensor_checks.exp_backward_inputs)
+@checks.inputs_checked_by(checks.exp_backward_inputs)
 def exp_backward(grad: np.ndarray, out: np.ndarray) -> tuple[np.ndarray]:
     """Exercise 1.3: exp's backward rule. Given ``g = ∂ℓ/∂out`` and the forward's result ``out = e^a``,
     return ``(∂ℓ/∂a,)``."""
@@ -130,7 +130,7 @@ def exp(a) -> Tensor:
     return Tensor.from_op(out, (a,), lambda grad: exp_backward(grad, out), "exp")
 
 
-@checks.inputs_checked_by(tensor_checks.log_backward_inputs)
+@checks.inputs_checked_by(checks.log_backward_inputs)
 def log_backward(grad: np.ndarray, a: np.ndarray) -> tuple[np.ndarray]:
     """Exercise 1.4: log's backward rule. Given ``g = ∂ℓ/∂(log a)`` and the input's value, return ``(∂ℓ/∂a,)``."""
     return (grad / a,)  # d(log a)/da = 1/a
@@ -179,7 +179,7 @@ def sigmoid(a) -> Tensor:
 # matrix product
 
 
-@checks.inputs_checked_by(tensor_checks.matmul_backward_inputs)
+@checks.inputs_checked_by(checks.matmul_backward_inputs)
 def matmul_backward(grad: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exercise 2.2: matmul's backward rule. For ``out = a @ b`` (NumPy's shapes: a 1-D operand is a
     vector) and ``G = ∂ℓ/∂out``, return ``(∂ℓ/∂a, ∂ℓ/∂b) = (G bᵀ, aᵀ G)``; batch axes may stay
@@ -257,7 +257,7 @@ def _normalise_axes(axis, ndim: int, op: str) -> tuple[int, ...]:
     return tuple(axes) if ndim else ()  # a 0-d tensor has nothing to reduce
 
 
-@checks.inputs_checked_by(tensor_checks.sum_backward_inputs)
+@checks.inputs_checked_by(checks.sum_backward_inputs)
 def sum_backward(grad: np.ndarray, shape: tuple, axes: tuple, keepdims: bool) -> tuple[np.ndarray]:
     """Exercise 2.3: sum's backward rule. For ``out = a.sum(axes, keepdims)`` with ``a`` of `shape`
     (`axes` a sorted tuple of axis indices) and ``g = ∂ℓ/∂out``, return ``(∂ℓ/∂a,)``, of `shape`."""
@@ -439,19 +439,9 @@ def masked_fill(a, mask, value: float) -> Tensor:
     return where(mask, Tensor(value, dtype=a.dtype), a)
 
 
-def _some_tensors(op: str, tensors) -> list[Tensor]:
-    """The tensors to join, at least one."""
-    if isinstance(tensors, Tensor):
-        raise TypeError(f"{op}: expected a list of tensors, got one Tensor; write {op}([a, b, ...])")
-    tensors = [as_tensor(t) for t in tensors]
-    if not tensors:
-        raise ValueError(f"{op}: got no tensors; it needs at least one to know the result's shape")
-    return tensors
-
-
 def concatenate(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis."""
-    tensors = _some_tensors("concatenate", tensors)
+    tensors = tensor_checks.tensors_to_join("concatenate", tensors)
     if tensors[0].ndim == 0:
         raise ValueError("concatenate: zero-dimensional tensors have no axis to join along; use stack")
     axis = checks.axis("concatenate", axis, tensors[0].ndim)
@@ -459,6 +449,8 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
         out = np.concatenate([t._data for t in tensors], axis=axis)
     except ValueError as error:
         raise ValueError(f"concatenate: shapes {[t.shape for t in tensors]} along axis {axis}: {error}") from None
+    except MemoryError:  # NumPy's words would not name concatenate
+        raise checks.result_too_large("concatenate", tensor_checks.shapes_joined(tensors, axis)) from None
     boundaries = np.cumsum([t.shape[axis] for t in tensors])[:-1]
 
     def backward(grad):
@@ -469,12 +461,15 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
 
 def stack(tensors, axis: int = 0) -> Tensor:
     """Join same-shape tensors along a new axis."""
-    tensors = _some_tensors("stack", tensors)
+    tensors = tensor_checks.tensors_to_join("stack", tensors)
     shapes = {t.shape for t in tensors}
     if len(shapes) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {[t.shape for t in tensors]}")
     axis = checks.axis("stack", axis, tensors[0].ndim, new=True)
-    out = np.stack([t._data for t in tensors], axis=axis)
+    try:
+        out = np.stack([t._data for t in tensors], axis=axis)
+    except MemoryError:
+        raise checks.result_too_large("stack", tensor_checks.shapes_joined(tensors, axis)) from None
 
     def backward(grad):
         return tuple(np.moveaxis(grad, axis, 0))  # one slice per input

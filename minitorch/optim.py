@@ -169,7 +169,7 @@ class Adam(Optimizer):
     averaged gradient, with both averages corrected for their start at zero.
     """
 
-    betas, eps, weight_decay = Setting(lambda owner, value: _checked_betas(owner, value)), _at_least_zero("eps"), \
+    betas, eps, weight_decay = Setting(lambda owner, value: checked_betas(owner, value)), _at_least_zero("eps"), \
         _at_least_zero("weight_decay")
 
     def __init__(self, parameters, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
@@ -199,7 +199,7 @@ class Adam(Optimizer):
                                          f"use eps > 0 (the default is 1e-8)")
 
 
-def _checked_betas(owner: str, betas) -> tuple[float, float]:
+def checked_betas(owner: str, betas) -> tuple[float, float]:
     """`betas` as a pair of floats (β1, β2) in [0, 1), or an error naming `owner` (β = 1 divides by 1 - β^t = 0)."""
     betas = tuple(betas.tolist()) if isinstance(betas, np.ndarray) and betas.shape == (2,) else betas
     if not isinstance(betas, (tuple, list)) or len(betas) != 2:
@@ -234,7 +234,7 @@ def _adam_inputs(theta, grad, m, v, t, lr, betas, eps, weight_decay) -> tuple:
     if (np.asarray(v) < 0).any():  # a mean of squared gradients; √v of a negative entry is nan
         raise ValueError(f"adam_update: v (the second moment, a mean of squared gradients) must not be negative, got "
                          f"{np.min(v)} among its entries")
-    return theta, grad, m, v, t, lr, _checked_betas("adam_update", betas), eps, weight_decay
+    return theta, grad, m, v, t, lr, checked_betas("adam_update", betas), eps, weight_decay
 
 
 @checks.inputs_checked_by(_adam_inputs)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from minitorch import checks, tensor_checks
+from minitorch import checks
 from minitorch.tensor import Tensor, as_tensor
 
 
@@ -41,7 +41,20 @@ def softmax(scores, axis: int = -1) -> Tensor:
     return stable_softmax(scores, axis)
 
 
-@checks.inputs_checked_by(tensor_checks.stable_softmax_inputs)
+def stable_softmax_inputs(scores, axis) -> tuple:
+    """`stable_softmax`'s inputs: a Tensor with at least one element and one of its axes."""
+    if not isinstance(scores, Tensor):
+        raise TypeError(f"stable_softmax: scores must be a Tensor, got {type(scores).__name__} (minitorch.softmax "
+                        f"takes arrays too)")
+    if not scores._data.size or not scores._data.ndim:
+        raise ValueError(f"stable_softmax: scores must have at least one axis and one element, got shape "
+                         f"{scores.shape} (minitorch.softmax takes these too)")
+    if type(axis) is not int or not -scores._data.ndim <= axis < scores._data.ndim:
+        axis = checks.axis("stable_softmax", axis, scores._data.ndim)
+    return scores, axis
+
+
+@checks.inputs_checked_by(stable_softmax_inputs)
 def stable_softmax(scores: Tensor, axis: int) -> Tensor:
     """Exercise 2.4: the softmax of `scores` (a Tensor with at least one element) along `axis`, forward
     and fused backward, as one graph node: ``Tensor.from_op(weights, (scores,), backward, "softmax")``.

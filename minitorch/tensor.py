@@ -34,11 +34,12 @@ from minitorch import checks
 from minitorch.tensor_checks import (DEFAULT_DTYPE, FLOAT_DTYPES, as_float_array, broadcasts_to,  # noqa: F401
                                      check_backward_result, check_inputs_unchanged, check_parents_are_tensors,
                                      check_result_unchanged, checked_grad, checked_incoming_grad, checked_new_values,
-                                     checked_result_values, gradient_in_dtype, make_writable, mark_released,
-                                     named_float_array, read_only_view, root_of_the_graph, shared_versions,
-                                     summable_to_shape, unexplained, unsupported_backward_options,
+                                     checked_op_values, checked_parents, checked_result_values, checked_shape,
+                                     gradient_as_array, gradient_in_dtype, make_writable, mark_released,
+                                     named_float_array, no_backward_rule, read_only_view, root_of_the_graph,
+                                     shared_versions, summable_to_shape, unexplained, unsupported_backward_options,
                                      wrote_read_only)
-from minitorch.tensor_protocols import Mask, TensorProtocols  # noqa: F401
+from minitorch.tensor_protocols import Mask, Size, TensorProtocols  # noqa: F401
 
 
 _FLOAT64, _FLOAT32 = np.dtype(np.float64), np.dtype(np.float32)
@@ -98,12 +99,15 @@ class Tensor(TensorProtocols):
         """The result of operation `op` on `parents`.
 
         The graph edge (parents and backward_fn) is recorded only when a
-        parent requires a gradient and we are not inside `no_grad()`.
+        parent requires a gradient and we are not inside `no_grad()`. Refused, naming the mistake: parents not a
+        tuple (or list) of Tensors, data a Tensor, a backward_fn that is no function where the edge is recorded.
         """
         out = Tensor.__new__(Tensor)
-        out._data = np.asarray(data)  # NumPy reductions and integer indexing return scalars, not arrays
+        out._data = data if type(data) is np.ndarray else checked_op_values(op, data)  # (a reduction gives a number)
         if out._data.dtype is not _FLOAT64 and out._data.dtype is not _FLOAT32:  # (the usual case: two identities)
             out._data = checked_result_values(op, out._data)
+        if type(parents) is not tuple:
+            parents = checked_parents(op, parents)  # a list, as a tuple; one Tensor (x) for (x,) named
         owner = out._data.base  # (None for most results: a view's is the array it views)
         out._versions = [0] if owner is None else shared_versions(owner, parents)
         out._released = False
@@ -116,18 +120,27 @@ class Tensor(TensorProtocols):
             check_parents_are_tensors(op, parents)  # names the parent that is not a Tensor
             raise
         if out._requires_grad:
+            if not callable(backward_fn):  # None would make the result a leaf, cut from its parents
+                raise no_backward_rule(op, parents, backward_fn)
             out.parents = parents
             out.backward_fn = backward_fn
             # backward_fn reads these arrays later: they may not change until backward has run
             out.versions_used = tuple([parent._version for parent in parents])
-            out.version_made = out._versions[0]  # a backward may read the result itself (exp's does)
             for parent in parents:
                 parent._data.flags.writeable = False
                 parent._released = False
+                if parent._data is out._data:  # the parent's own array (an identity): one count of its changes
+                    out._versions = parent._versions
+            out.version_made = out._versions[0]  # a backward may read the result itself (exp's does)
             out._data.flags.writeable = False
         else:
+            if type(backward_fn) is str:  # from_op(data, parents, "op", rule): the arguments swapped
+                raise no_backward_rule(op, parents, backward_fn)
             out.parents = ()
             out.backward_fn = None
+            for parent in parents:
+                if parent._data is out._data:  # (see above)
+                    out._versions = parent._versions
         return out
 
     # ------------------------------------------------------------------
@@ -169,7 +182,8 @@ class Tensor(TensorProtocols):
             for parent, parent_grad in zip(node.parents, parent_grads):
                 if parent_grad is None or not parent.requires_grad:
                     continue
-                parent_grad = np.asarray(parent_grad)
+                if type(parent_grad) is not np.ndarray:  # a number (a reduction gives one); a Tensor is named
+                    parent_grad = gradient_as_array(node, parent_grads, parent_grad)
                 if parent_grad.shape != parent._data.shape:
                     parent_grad = unbroadcast(parent_grad, parent._data.shape, node.op)
                 if parent_grad.dtype != parent._data.dtype:
@@ -282,7 +296,8 @@ class Tensor(TensorProtocols):
 
     @property
     def size(self) -> int:
-        return self._data.size
+        """The number of elements, an int; ``t.size(0)`` (PyTorch's method) is the length of axis 0 (`Size`)."""
+        return Size(self._data.shape)
 
     @property
     def dtype(self):
@@ -361,14 +376,12 @@ def unbroadcast(grad: np.ndarray, shape: tuple, op: str = "?") -> np.ndarray:
     """
     if isinstance(shape, tuple) and grad.shape == shape:
         return grad  # nothing was broadcast (so chapter 01 runs before exercise 2.1 is written)
-    if not isinstance(shape, (tuple, list)) or not all(isinstance(size, (int, np.integer)) for size in shape):
-        raise TypeError(f"unbroadcast: shape must be a tuple of integers such as (3,) or (2, 3), got "
-                        f"{type(shape).__name__} {shape!r}")
+    shape = checked_shape("unbroadcast", shape)
     incoming_shape = grad.shape
-    if not broadcasts_to(tuple(shape), incoming_shape):  # (checked before sum_to_shape is asked to fold it)
+    if not broadcasts_to(shape, incoming_shape):  # (checked before sum_to_shape is asked to fold it)
         raise unexplained(op, incoming_shape, shape)
-    grad = np.asarray(sum_to_shape(grad, tuple(shape)))
-    if grad.shape != tuple(shape):
+    grad = np.asarray(sum_to_shape(grad, shape))
+    if grad.shape != shape:
         raise unexplained(op, incoming_shape, shape)
     return grad
 

@@ -7,8 +7,9 @@ an error that names it, never a silent wrong gradient.
 - `check_backward_result`, `gradient_in_dtype`: what an operation's backward rule returned.
 - `check_inputs_unchanged`, `check_result_unchanged`: the values a backward needs did not change before it ran
   (with `shared_versions`, `mark_released`, `read_only_view`, `make_writable`: the change counts and flags).
-- `root_of_the_graph`, `summable_to_shape`, `mul_backward_inputs`, ...: the inputs of the engine's exercise
-  functions, checked outside their bodies (`checks.inputs_checked_by`), so that a student edition keeps them.
+- `root_of_the_graph`, `summable_to_shape`: the inputs of the exercise functions of `minitorch.tensor`, checked
+  outside their bodies (`checks.inputs_checked_by`), so that a student edition keeps them (those of the backward
+  rules are `minitorch.checks`', the softmax's `minitorch.softmax`').
 
 Values a backward needs may not change before it runs. A backward reads its operation's inputs (mul's
 ∂(ab)/∂a = b) or result (exp's) when it runs, not when the operation ran. Changing them in between would give
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import numbers
 import reprlib
 
 import numpy as np
@@ -138,7 +140,6 @@ def _narrowed(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return array.astype(dtype)
 
 
-
 def checked_grad(tensor, value):
     """``tensor.grad = value`` set by hand (``x.grad = None``, a gradient for an optimizer): None, or a float array
     of the tensor's shape. Any other value would be broadcast into the next backward's sum, or fail in it
@@ -173,6 +174,39 @@ def checked_new_values(tensor, values) -> np.ndarray:
     return array
 
 
+def checked_op_values(op: str, data) -> np.ndarray:
+    """Tensor.from_op's `data` when not an ndarray: a number (a NumPy reduction gives one), as a 0-d array. A Tensor
+    is refused: the result's values are arrays, and its graph edge comes from `parents` and the backward rule."""
+    if not isinstance(data, (np.ndarray, np.generic, numbers.Number)):
+        hint = "; pass x.data" if isinstance(data, tensor_module.Tensor) else f" {reprlib.repr(data)}"
+        raise TypeError(f"Tensor.from_op('{op}'): data must be the result's values, an ndarray or a number, got "
+                        f"{type(data).__name__}{hint}")
+    return np.asarray(data)
+
+
+def checked_parents(op: str, parents) -> tuple:
+    """Tensor.from_op's `parents` when not a tuple: a list, as a tuple. One Tensor is refused: ``(x)`` is x itself,
+    whose rows would be taken for the parents (``(x,)`` is the tuple)."""
+    if isinstance(parents, list):
+        return tuple(parents)
+    hint = "; write (x,) (with the comma: (x) is x itself)" if isinstance(parents, tensor_module.Tensor) else ""
+    raise TypeError(f"Tensor.from_op('{op}'): parents must be a tuple (or list) of Tensors, got "
+                    f"{type(parents).__name__}{hint}")
+
+
+def no_backward_rule(op, parents: tuple, backward_fn) -> TypeError:
+    """Tensor.from_op's error for a `backward_fn` that is a str (the arguments swapped), or None or not callable
+    where a parent requires grad (the result would be a leaf: backward would never reach the parents)."""
+    if isinstance(backward_fn, str):
+        return TypeError(f"Tensor.from_op: backward_fn is the str {backward_fn!r} and op a {type(op).__name__}: "
+                         f"the two are swapped; the order is from_op(data, parents, backward_fn, op)")
+    position = next(index for index, parent in enumerate(parents) if parent.requires_grad)
+    return TypeError(f"Tensor.from_op('{op}'): backward_fn is {reprlib.repr(backward_fn)}, but parent {position} "
+                     f"requires grad, so the result would be a leaf and backward would never reach its parents: give "
+                     f"'{op}' a backward rule (a function: grad -> a tuple of one gradient per parent), or compute it "
+                     f"under no_grad() or from detached values (x.detach()) if it needs no gradient")
+
+
 def check_parents_are_tensors(op: str, parents: tuple) -> None:
     """Tensor.from_op records its parents in the graph: each is a Tensor (an ndarray has no gradient to give)."""
     for position, parent in enumerate(parents):
@@ -200,26 +234,18 @@ def checked_incoming_grad(tensor, grad) -> np.ndarray:
     """The gradient `grad` given to ``tensor.backward(grad)`` (None: 1, for a single number), as an array of the
     tensor's shape and dtype."""
     if not tensor.requires_grad:
-        raise RuntimeError(
-            "backward() on a tensor that does not require grad: it was built "
-            "inside no_grad(), or from inputs none of which has "
-            "requires_grad=True. Create the leaves with requires_grad=True "
-            "and compute outside no_grad()."
-        )
+        raise RuntimeError("backward() on a tensor that does not require grad: it was built inside no_grad(), or from "
+                           "inputs none of which has requires_grad=True. Create the leaves with requires_grad=True "
+                           "and compute outside no_grad().")
     if grad is None:
         if tensor._data.size != 1:
-            raise RuntimeError(
-                f"backward() without a gradient needs a single-number tensor, "
-                f"but this one has shape {tensor.shape}. Reduce it first "
-                f"(e.g. loss = out.sum() or out.mean()), or pass "
-                f"grad=<array of shape {tensor.shape}>."
-            )
+            raise RuntimeError(f"backward() without a gradient needs a single-number tensor, but this one has shape "
+                               f"{tensor.shape}. Reduce it first (e.g. loss = out.sum() or out.mean()), or pass "
+                               f"grad=<array of shape {tensor.shape}>.")
         return np.ones_like(tensor._data)
     grad = named_float_array("backward(grad)", grad, tensor._data.dtype)
     if grad.shape != tensor.shape:
-        raise ValueError(
-            f"backward(grad): grad has shape {grad.shape} but the tensor has shape {tensor.shape}"
-        )
+        raise ValueError(f"backward(grad): grad has shape {grad.shape} but the tensor has shape {tensor.shape}")
     return grad
 
 
@@ -228,10 +254,18 @@ def check_backward_result(node, parent_grads) -> None:
     if not isinstance(parent_grads, tuple) or len(parent_grads) != len(node.parents):
         returned = (f"a tuple of {len(parent_grads)}" if isinstance(parent_grads, tuple)
                     else f"a {type(parent_grads).__name__}")
-        raise ValueError(
-            f"backward of '{node.op}' must return a tuple of {len(node.parents)} "
-            f"gradient(s), one per input; it returned {returned}"
-        )
+        raise ValueError(f"backward of '{node.op}' must return a tuple of {len(node.parents)} gradient(s), one per "
+                         f"input; it returned {returned}")
+
+
+def gradient_as_array(node, parent_grads: tuple, grad) -> np.ndarray:
+    """A gradient a backward rule returned that is not an ndarray (a reduction gives a NumPy number) as an array; a
+    Tensor is refused, naming the input: the rule computed with the tensor (g * x) where it reads values (x.data)."""
+    if isinstance(grad, tensor_module.Tensor):
+        position = next(index for index, given in enumerate(parent_grads) if given is grad)
+        raise TypeError(f"backward of '{node.op}' returned a Tensor for input {position}; a backward rule returns "
+                        f"arrays: compute with the values, x.data, not the tensor x")
+    return np.asarray(grad)
 
 
 def gradient_in_dtype(op: str, grad: np.ndarray, dtype) -> np.ndarray:
@@ -247,29 +281,29 @@ def check_inputs_unchanged(node) -> None:
     """Raise if an input of `node` changed since the forward pass read it (see the module docstring)."""
     for position, (parent, version) in enumerate(zip(node.parents, node.versions_used if node.parents else ())):
         if parent._version != version:
-            raise RuntimeError(
-                f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new values "
-                f"after '{node.op}' used it (version {version} then, {parent._version} now: its .data was "
-                f"replaced, changed in place, or taken after an earlier backward(), or an optimizer step "
-                f"changed it), so its gradient would come from the wrong values. Run the forward pass again "
-                f"from the changed tensor (to keep the old values, copy them first: old = x.data.copy())."
-            )
+            raise RuntimeError(f"backward: input {position} of '{node.op}' (shape {parent.shape}) was given new "
+                               f"values after '{node.op}' used it (version {version} then, {parent._version} now: its "
+                               f".data was replaced, changed in place, or taken after an earlier backward(), or an "
+                               f"optimizer step changed it), so its gradient would come from the wrong values. Run the "
+                               f"forward pass again from the changed tensor (to keep the old values, copy them first: "
+                               f"old = x.data.copy()).")
 
 
 def check_result_unchanged(node) -> None:
     """Raise if the result of `node` changed since its operation made it: a backward may read it (exp's does)."""
     if node.parents and node._version != node.version_made:
-        raise RuntimeError(
-            f"backward: the result of '{node.op}' (shape {node.shape}) was changed in place after '{node.op}' "
-            f"made it (version {node.version_made} then, {node._version} now: through a view or a detached copy "
-            f"of it, or an in-place operator under no_grad()), and the gradient must come from the values the "
-            f"forward pass used. Run the forward pass again, or change a copy (y * 1).")
+        raise RuntimeError(f"backward: the result of '{node.op}' (shape {node.shape}) was changed in place after "
+                           f"'{node.op}' made it (version {node.version_made} then, {node._version} now: through a "
+                           f"view or a detached copy of it, or an in-place operator under no_grad()), and the gradient "
+                           f"must come from the values the forward pass used. Run the forward pass again, or change a "
+                           f"copy (y * 1).")
 
 
 def shared_versions(owner: np.ndarray, parents: tuple) -> list:
     """The change count of an operation's result that views the memory of `owner`: its parent's when that is the
     parent's memory (a reshape, a slice, a transpose), so that a change through either counts for both; else a
-    count of its own."""
+    count of its own. (A result that is its parent's array itself, an identity, takes the parent's count in
+    Tensor.from_op's loop over the parents.)"""
     for parent in parents:
         if owner is parent._data or owner is parent._data.base:
             return parent._versions
@@ -314,14 +348,40 @@ def broadcasts_to(shape: tuple, broadcast_shape: tuple) -> bool:
         return False
 
 
+def checked_shape(owner: str, shape) -> tuple:
+    """`shape`, a tuple (or list) of integers, as a tuple, or a TypeError naming `owner` (`unbroadcast`,
+    `sum_to_shape`): a number such as 3 is no shape."""
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(size, (int, np.integer)) for size in shape):
+        raise TypeError(f"{owner}: shape must be a tuple of integers such as (3,) or (2, 3), got "
+                        f"{type(shape).__name__} {reprlib.repr(shape)}")
+    return tuple(shape)
+
+
 def summable_to_shape(grad, shape) -> tuple:
     """`sum_to_shape`'s inputs: an array and a shape it can be summed back to, i.e. one whose broadcast gives
     the array's shape (a gradient of shape (3,) was never broadcast from (2, 3))."""
-    grad, shape = np.asarray(grad), tuple(shape)
+    grad, shape = np.asarray(grad), checked_shape("sum_to_shape", shape)
     if not broadcasts_to(shape, grad.shape):
         raise ValueError(f"sum_to_shape: a gradient of shape {grad.shape} cannot be summed to shape {shape}: "
                          f"no broadcast of shape {shape} gives shape {grad.shape}")
     return grad, shape
+
+
+def tensors_to_join(op: str, tensors) -> list:
+    """The tensors `stack` or `concatenate` (`op`) is given to join: at least one, each a Tensor or made one."""
+    if isinstance(tensors, tensor_module.Tensor):
+        raise TypeError(f"{op}: expected a list of tensors, got one Tensor; write {op}([a, b, ...])")
+    tensors = [tensor_module.as_tensor(t) for t in tensors]
+    if not tensors:
+        raise ValueError(f"{op}: got no tensors; it needs at least one to know the result's shape")
+    return tensors
+
+
+def shapes_joined(tensors: list, axis: int) -> str:
+    """The inputs of a join, for a message: their number and shapes (a few), and the axis."""
+    shapes = sorted({t.shape for t in tensors}, key=str)
+    shown = ", ".join(str(shape) for shape in shapes[:3]) + (", ..." if len(shapes) > 3 else "")
+    return f"{len(tensors):,} tensors of shape {shown} along axis {axis}"
 
 
 def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
@@ -331,140 +391,3 @@ def unexplained(op: str, incoming_shape: tuple, shape: tuple) -> ValueError:
                           f"{tuple(shape)}: no broadcast of {tuple(shape)} gives {incoming_shape}")
     return ValueError(f"backward of '{op}' gave a gradient of shape {incoming_shape} for an input of shape "
                       f"{tuple(shape)}, and no broadcast explains it: a gradient must have its tensor's shape")
-
-
-# ----------------------------------------------------------------------
-# the inputs of the engine's other exercise functions: the backward rules (1.2-1.4, 2.2, 2.3) and the stable softmax
-# (2.4). These checks run in every backward pass, so the usual case costs type tests and a few shape comparisons.
-
-
-def _arrays(owner: str, **arrays) -> None:
-    """TypeError unless every one of `arrays` is an ndarray (or a NumPy number, as e^a of a 0-d array is)."""
-    for name, value in arrays.items():
-        if not isinstance(value, (np.ndarray, np.generic)):
-            *others, last = arrays
-            names = f"{', '.join(others)} and {last}" if others else last  # 'grad, a and b'
-            hint = " (a tensor's values are t.data)" if isinstance(value, tensor_module.Tensor) else ""
-            raise TypeError(f"{owner}: {names} must be ndarrays, got {type(value).__name__} for {name}{hint}")
-
-
-def _broadcast_shape(owner: str, a: np.ndarray, b: np.ndarray) -> tuple:
-    """The shape of a * b, or a ValueError naming `owner`, a and b."""
-    try:
-        return np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ValueError(f"{owner}: a {a.shape} and b {b.shape} cannot be broadcast together, so they are not the "
-                         f"inputs of one operation") from None
-
-
-def mul_backward_inputs(grad, a, b) -> tuple:
-    """`mul_backward`'s inputs: arrays, `grad` of the shape of a * b."""
-    if not (type(grad) is np.ndarray and type(a) is np.ndarray and type(b) is np.ndarray):
-        _arrays("mul_backward", grad=grad, a=a, b=b)
-    shape = grad.shape  # the usual cases: inputs of one shape, or one of them a single number
-    if not (shape == a.shape == b.shape or (shape == a.shape and not b.ndim) or (shape == b.shape and not a.ndim)):
-        expected = _broadcast_shape("mul_backward", a, b)
-        if grad.shape != expected:
-            raise ValueError(f"mul_backward: grad has shape {grad.shape}, expected {expected} (the shape of a * b, "
-                             f"a {a.shape} and b {b.shape} broadcast)")
-    return grad, a, b
-
-
-def _one_shape(owner: str, grad, name: str, other, what: str) -> tuple:
-    """`grad` and `other` (named `name`), arrays of one shape: an elementwise rule's inputs."""
-    if not (type(grad) is np.ndarray and type(other) is np.ndarray):
-        _arrays(owner, **{"grad": grad, name: other})
-    if grad.shape != other.shape:
-        raise ValueError(f"{owner}: grad {grad.shape} and {name} {other.shape} must have one shape ({what})")
-    return grad, other
-
-
-def exp_backward_inputs(grad, out) -> tuple:
-    """`exp_backward`'s inputs: arrays of one shape."""
-    return _one_shape("exp_backward", grad, "out", out, "grad is the gradient of out = e^a, elementwise")
-
-
-def log_backward_inputs(grad, a) -> tuple:
-    """`log_backward`'s inputs: arrays of one shape."""
-    return _one_shape("log_backward", grad, "a", a, "grad is the gradient of log a, elementwise")
-
-
-def _matmul_shape(a: np.ndarray, b: np.ndarray) -> tuple:
-    """The shape of a @ b (NumPy's rules: a 1-D operand is a vector), or a ValueError naming a and b."""
-    if not a.ndim or not b.ndim:
-        raise ValueError(f"matmul_backward: a {a.shape} and b {b.shape} must have at least one axis each")
-    inner = b.shape[-2] if b.ndim > 1 else b.shape[0]
-    if a.shape[-1] != inner:
-        raise ValueError(f"matmul_backward: a {a.shape} and b {b.shape} do not fit: a's last axis ({a.shape[-1]}) "
-                         f"must equal b's {'second-to-last' if b.ndim > 1 else 'only'} axis ({inner})")
-    batch_a, batch_b = a.shape[:-2], b.shape[:-2]
-    try:  # (a stack times one matrix, or stacks of one shape: no broadcast to work out)
-        batch = batch_a if batch_a == batch_b or not batch_b else batch_b if not batch_a else \
-            np.broadcast_shapes(batch_a, batch_b)
-    except ValueError:
-        raise ValueError(f"matmul_backward: the batch axes of a {a.shape} and b {b.shape} cannot be broadcast "
-                         f"together") from None
-    return batch + a.shape[-2:-1] + (b.shape[-1:] if b.ndim > 1 else ())  # (..., n, p) @ (..., p, m) -> (..., n, m)
-
-
-def matmul_backward_inputs(grad, a, b) -> tuple:
-    """`matmul_backward`'s inputs: arrays, `grad` of the shape of a @ b."""
-    if not (type(grad) is np.ndarray and type(a) is np.ndarray and type(b) is np.ndarray):
-        _arrays("matmul_backward", grad=grad, a=a, b=b)
-    a_shape, b_shape = a.shape, b.shape  # the usual case: matrices, or stacks of them of one shape
-    if len(a_shape) == len(b_shape) > 1 and a_shape[-1] == b_shape[-2] and a_shape[:-2] == b_shape[:-2] and \
-            grad.shape == a_shape[:-1] + b_shape[-1:]:
-        return grad, a, b
-    expected = _matmul_shape(a, b)
-    if grad.shape != expected:
-        raise ValueError(f"matmul_backward: grad has shape {grad.shape}, expected {expected} (the shape of a @ b, "
-                         f"for a {a.shape} and b {b.shape})")
-    return grad, a, b
-
-
-def _summed_axes(axes, shape: tuple) -> tuple:
-    """`axes` (a tuple of axis indices of `shape`, negatives allowed, or one index) as a sorted tuple."""
-    axes = axes if isinstance(axes, (tuple, list)) else (axes,)
-    normalised = []
-    for axis in axes:
-        if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-            raise TypeError(f"sum_backward: axes must be a tuple of axis indices, got {axes!r}")
-        if not -len(shape) <= axis < max(len(shape), 1):
-            raise ValueError(f"sum_backward: axis {axis} is out of range for shape {shape}")
-        normalised.append(int(axis) % max(len(shape), 1))
-    if len(set(normalised)) != len(normalised):
-        raise ValueError(f"sum_backward: axes {tuple(axes)} name the same axis twice")
-    return tuple(sorted(normalised)) if shape else ()
-
-
-def sum_backward_inputs(grad, shape, axes, keepdims) -> tuple:
-    """`sum_backward`'s inputs: an array `grad` of the shape of a sum over `axes` of a tensor of `shape`."""
-    if type(grad) is not np.ndarray:
-        _arrays("sum_backward", grad=grad)
-    if type(shape) is not tuple or not all([type(size) is int for size in shape]):
-        shape = checks.sizes("sum_backward", "shape", shape)
-    if type(axes) is not tuple or not all([type(axis) is int and 0 <= axis < len(shape) for axis in axes]):
-        axes = _summed_axes(axes, shape)
-    if keepdims is not True and keepdims is not False:
-        keepdims = checks.flag("sum_backward", "keepdims", keepdims)
-    if keepdims:
-        expected = tuple([1 if axis in axes else size for axis, size in enumerate(shape)])
-    else:
-        expected = tuple([size for axis, size in enumerate(shape) if axis not in axes])
-    if grad.shape != expected:
-        raise ValueError(f"sum_backward: grad has shape {grad.shape}, expected {expected} (shape {shape} summed over "
-                         f"axes {axes}{', kept as size 1' if keepdims else ''})")
-    return grad, shape, axes, keepdims
-
-
-def stable_softmax_inputs(scores, axis) -> tuple:
-    """`stable_softmax`'s inputs: a Tensor with at least one element and one of its axes."""
-    if not isinstance(scores, tensor_module.Tensor):
-        raise TypeError(f"stable_softmax: scores must be a Tensor, got {type(scores).__name__} (minitorch.softmax "
-                        f"takes arrays too)")
-    if not scores._data.size or not scores._data.ndim:
-        raise ValueError(f"stable_softmax: scores must have at least one axis and one element, got shape "
-                         f"{scores.shape} (minitorch.softmax takes these too)")
-    if type(axis) is not int or not -scores._data.ndim <= axis < scores._data.ndim:
-        axis = checks.axis("stable_softmax", axis, scores._data.ndim)
-    return scores, axis

@@ -8,10 +8,10 @@ tensor compute without gradients, so a tensor that requires grad says so, and as
 ``t.numpy()``); ``array += t`` changes the array's values, ``array + t`` is the tensor operation; ``pickle``
 saves a leaf, and refuses the result of a recorded operation (detach it first); ``copy.copy`` and
 ``copy.deepcopy`` likewise copy a leaf, with values of its own. Comparisons give boolean masks (`Mask`);
-in-place operators (``x += y``) and ``x[index] = y`` change a tensor's own values, where no gradient is lost;
-``+t`` is t; ``%`` and ``//`` are refused (no gradient flows through them: compute them on ``t.data``), as are
-``&``, ``|``, ``^`` and ``~`` (a tensor holds floats: combine masks). (The arithmetic operators are
-`minitorch.ops`'.)
+in-place operators (``x += y``) and ``x[index] = y`` change a tensor's own values, where no gradient is lost
+(where x or y requires grad, outside ``no_grad()``, they are refused: write ``x = x + y``); ``+t`` is t; ``%``
+and ``//`` are refused (no gradient flows through them: compute them on ``t.data``), as are ``&``, ``|``, ``^``
+and ``~`` (a tensor holds floats: combine masks). (The arithmetic operators are `minitorch.ops`'.)
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from __future__ import annotations
 import copy
 import math
 import numbers
-import operator
 import reprlib
 
 import numpy as np
 
+from minitorch import checks
 from minitorch import tensor as tensor_module  # (Tensor itself is defined after this module is imported)
 
 
@@ -158,7 +158,8 @@ class TensorProtocols:
 
     __hash__ = object.__hash__  # tensors are graph nodes, hashed by identity
 
-    # In-place operators (x += y): they change this tensor's own values (one version on), as in PyTorch.
+    # In-place operators (x += y): they change this tensor's own values (one version on), as in PyTorch; refused
+    # where recording applies (x or y requires grad, outside no_grad()): write x = x + y there.
     def __iadd__(self, other):
         return _in_place(self, other, "+=", np.add)
 
@@ -278,14 +279,16 @@ def _in_place(tensor, other, symbol: str, operation):
     if not isinstance(other, TensorProtocols):  # a str, None, a list of str: named here, not by a NumPy loop
         other = tensor_module.named_float_array(f"x {symbol} y", other, tensor.dtype)
     _check_keeps_shape(tensor, other, symbol)
-    if _recorded(tensor, other):
+    if _recorded(tensor, other):  # a new tensor, x = x + y, would leave every other name for x with the old values
         if tensor.is_leaf and tensor.requires_grad:
             raise RuntimeError(
                 f"x {symbol} ...: x is a leaf that requires grad (a parameter); changing it in place would be "
                 f"recorded nowhere. To update it, as an optimizer does: with minitorch.no_grad(): x {symbol} ...; "
                 f"for a new tensor: y = x {symbol[:-1]} ...")
-        return {"+=": operator.add, "-=": operator.sub, "*=": operator.mul, "/=": operator.truediv,
-                "**=": operator.pow}[symbol](tensor, other)  # recorded, as a new tensor
+        raise RuntimeError(
+            f"x {symbol} y: {'x' if tensor.requires_grad else 'y'} requires grad, and minitorch records no change in "
+            f"place (x's old values may be needed by its graph, and a new tensor in x's place would leave every "
+            f"other name for x with the old values): write x = x {symbol[:-1]} y, a new tensor of the graph")
     values = _own_values(tensor, f"x {symbol} ...", f"write y = x {symbol[:-1]} ...")
     operation(values, _raw(other), out=values, casting="same_kind")
     return tensor
@@ -323,6 +326,26 @@ def _as_tuple(value) -> tuple:
 
 def _raw(x):
     return x._data if isinstance(x, TensorProtocols) else x
+
+
+class Size(int):
+    """``t.size``: the number of elements, an int, as NumPy's ``ndarray.size`` (the library and the chapters use it
+    so), that may also be called as PyTorch's method: ``t.size()`` is the shape, ``t.size(0)`` the length of axis 0.
+    (An int subclass: a property cannot be both a number and a method, and either idiom would otherwise fail, one
+    with "'int' object is not callable".)"""
+
+    def __new__(cls, shape: tuple):
+        size = super().__new__(cls, math.prod(shape))
+        size.shape = shape
+        return size
+
+    def __call__(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[checks.axis("size", dim, len(self.shape), name="dim")]
+
+    def __reduce__(self):  # pickle and copy: int's would call Size(the number)
+        return Size, (self.shape,)
 
 
 class Mask(np.ndarray):

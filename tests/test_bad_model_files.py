@@ -287,3 +287,18 @@ def test_a_pipe_named_through_proc_self_fd_is_refused_as_a_pipe(writer):
     finally:
         os.close(reading)
         os.close(writing)
+
+
+def test_load_state_dict_of_a_closed_npz_file_says_to_load_inside_the_with_block(tmp_path):
+    from minitorch.nn import Linear
+
+    path = tmp_path / "linear.npz"
+    np.savez(path, **Linear(2, 2).state_dict())
+    with np.load(path) as state:
+        pass
+    layer = Linear(2, 2)
+    before = layer.state_dict()
+    with pytest.raises(ValueError, match=r"load_state_dict for Linear: the \.npz file is closed: pass "
+                                         r"dict\(np\.load\(path\)\), or load inside the `with"):
+        layer.load_state_dict(state)  # NumPy's own words: 'NoneType' object has no attribute 'open'
+    np.testing.assert_array_equal(layer.weight.data, before["weight"], err_msg="a refused load changes nothing")

@@ -251,3 +251,11 @@ def test_adam_changes_a_parameter_in_place_so_its_detached_view_follows_as_with_
         p.grad = np.ones(2)
         optimizer.step()
         np.testing.assert_array_equal(view.data, p.data, err_msg=f"{type(optimizer).__name__}: p.detach() went stale")
+
+
+def test_load_state_dict_changes_each_parameter_in_place_so_its_detached_view_follows_as_after_a_step():
+    layer = Linear(2, 2)
+    view = layer.weight.detach()
+    layer.load_state_dict({"weight": np.full((2, 2), 7.0), "bias": np.zeros(2)})
+    np.testing.assert_array_equal(view.data, np.full((2, 2), 7.0),
+                                  err_msg="load_state_dict gave the weight a new array: its detached view went stale")

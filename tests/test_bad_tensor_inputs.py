@@ -172,6 +172,7 @@ def test_tensor_of_an_integer_beyond_64_bits_is_the_float_it_rounds_to():
 def _engine_call(name):
     import minitorch
     from minitorch.nn import Linear
+    from minitorch.tensor import sum_to_shape
 
     x = minitorch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     return {
@@ -187,6 +188,7 @@ def _engine_call(name):
         "linear-float-size": lambda: Linear(2.5, 3),
         "linear-zero-size": lambda: Linear(2, 0),
         "unbroadcast-int-shape": lambda: minitorch.unbroadcast(np.ones((2, 3)), 3),
+        "sum_to_shape-int-shape": lambda: sum_to_shape(np.ones((2, 3)), 3),  # exercise 2.1's, checked outside it
     }[name]
 
 
@@ -203,6 +205,7 @@ def _engine_call(name):
     ("linear-float-size", TypeError, "Linear: in_features must be an integer >= 1, got 2.5"),
     ("linear-zero-size", ValueError, "Linear: out_features must be an integer >= 1, got 0"),
     ("unbroadcast-int-shape", TypeError, r"unbroadcast: shape must be a tuple of integers .*, got int 3"),
+    ("sum_to_shape-int-shape", TypeError, r"sum_to_shape: shape must be a tuple of integers such as \(3,\).*got int 3"),
 ])
 def test_an_engine_operation_names_a_bad_argument(name, error, culprit):
     with pytest.raises(error, match=culprit):
@@ -773,7 +776,7 @@ def test_an_in_place_operator_refuses_values_of_another_shape_and_changes_nothin
     if isinstance(other, str):
         other = tensor(np.ones((2, 2)))
     x = tensor([1.0, 2.0], requires_grad=requires_grad)
-    x = x * 1.0 if requires_grad else x  # not a leaf: the in-place change is recorded, as a new tensor
+    x = x * 1.0 if requires_grad else x  # not a leaf: the shape is checked before anything else
     version = x._version
     in_place = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv}[symbol]
     with pytest.raises(ValueError, match=rf"x {re.escape(symbol)} y: y of shape .* to x's shape \(2,\)"):
@@ -1410,19 +1413,21 @@ def test_an_operation_given_no_tensor_names_itself(call, op):
         eval(call, {"minitorch": minitorch, "tensor": tensor})
 
 
-def test_a_result_too_large_for_memory_is_named_by_matmul_where_and_getitem():
+def test_a_result_too_large_for_memory_is_named_by_matmul_where_getitem_stack_and_concatenate():
     """Each asks NumPy for 74.5 GiB, under an address-space limit of 2 GiB (so the refusal is certain and quick)."""
     import subprocess
     import sys
 
     script = """
 import resource, numpy as np
-from minitorch import tensor, where
+from minitorch import concatenate, stack, tensor, where
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 rows, columns = np.zeros((10**5, 1), dtype=int), np.zeros((1, 10**5), dtype=int)
 for name, make in [("matmul", lambda: tensor(np.ones((10**5, 1))) @ tensor(np.ones((1, 10**5)))),
                    ("where", lambda: where(rows == 0, tensor(np.ones((1, 10**5))), 0.0)),
-                   ("getitem", lambda: tensor(np.ones((3, 3)))[rows, columns])]:
+                   ("getitem", lambda: tensor(np.ones((3, 3)))[rows, columns]),
+                   ("stack", lambda: stack([tensor(np.zeros(10**5))] * 10**5)),
+                   ("concatenate", lambda: concatenate([tensor(np.zeros((1, 10**5)))] * 10**5))]:
     try:
         make()
         print(name, "ran")
@@ -1430,7 +1435,7 @@ for name, make in [("matmul", lambda: tensor(np.ones((10**5, 1))) @ tensor(np.on
         print(name, "refused:", error)
 """
     shown = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    for name in ("matmul", "where", "getitem"):
+    for name in ("matmul", "where", "getitem", "stack", "concatenate"):
         assert f"{name} refused: {name}: the result for" in shown.stdout, \
             f"{name} must name itself when its result does not fit in memory:\n{shown.stdout}{shown.stderr}"
 
@@ -1576,3 +1581,88 @@ def test_a_backward_rule_that_writes_into_its_gradient_is_named():
     y = Tensor.from_op(x.data * 2, (x,), doubled_in_place, "double")
     with pytest.raises(ValueError, match=r"backward of 'double': its rule wrote into an array in place .*not g \*= 2"):
         y.sum().backward()
+
+
+def _from_op_misuse(kind):
+    """Tensor.from_op called the wrong way (round fifteen's E01, E06, E08, E09): the student's own operation."""
+    from minitorch import Tensor, tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    return {"no-backward-rule": lambda: Tensor.from_op(np.sin(x.data), (x,), None, "sin"),
+            "one-tensor-as-parents": lambda: Tensor.from_op(x.data * 2, (x), lambda g: (g * 2,), "double"),
+            "a-tensor-as-data": lambda: Tensor.from_op(x, (x,), lambda g: (g,), "ident"),
+            "rule-and-name-swapped": lambda: Tensor.from_op(x.data * 2, (x,), "double", lambda g: (g * 2,)),
+            }[kind]()
+
+
+@pytest.mark.parametrize("kind,said", [
+    ("no-backward-rule", r"from_op\('sin'\): backward_fn is None, but parent 0 requires grad.*give 'sin' a backward "
+                         r"rule.*no_grad\(\).*x\.detach\(\)"),
+    ("one-tensor-as-parents", r"from_op\('double'\): parents must be a tuple \(or list\) of Tensors, got Tensor; "
+                              r"write \(x,\)"),
+    ("a-tensor-as-data", r"from_op\('ident'\): data must be the result's values.*got Tensor; pass x\.data"),
+    ("rule-and-name-swapped", r"backward_fn is the str 'double' and op a function: the two are swapped"),
+], ids=lambda value: value if value in ("no-backward-rule", "one-tensor-as-parents", "a-tensor-as-data",
+                                        "rule-and-name-swapped") else "")
+def test_tensor_from_op_names_a_missing_rule_a_bare_parent_tensor_data_and_swapped_arguments(kind, said):
+    with pytest.raises(TypeError, match=said):
+        _from_op_misuse(kind)  # at from_op, not later in backward (or never: a missing rule cut x off silently)
+
+
+def test_tensor_from_op_takes_parents_as_a_list_and_a_number_as_data():
+    from minitorch import Tensor, no_grad, tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Tensor.from_op(x.data * 2, [x], lambda g: (g * 2,), "double")
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad, [2.0, 2.0, 2.0], err_msg="parents given as a list must work as a tuple")
+    assert Tensor.from_op(np.float64(6.0), (x,), lambda g: (g * np.ones(3),), "total").item() == 6.0
+    with no_grad():  # nothing is recorded: no rule is needed
+        assert Tensor.from_op(np.sin(x.data), (x,), None, "sin").is_leaf
+
+
+def test_a_backward_rule_returning_a_tensor_is_named_with_the_input():
+    from minitorch import Tensor, tensor
+
+    x = tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Tensor.from_op(x.data ** 2, (x,), lambda g: (g * 2 * x,), "square")
+    with pytest.raises(TypeError, match=r"backward of 'square' returned a Tensor for input 0; a backward rule returns "
+                                        r"arrays: compute with the values, x\.data"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("grad_mode", [True, False], ids=["recorded", "under-no-grad"])
+def test_a_result_holding_its_parents_own_array_shares_its_count_of_changes(grad_mode):
+    """An identity written by hand (gradient reversal) returns x.data itself: a change through the result is a
+    change of x, and the graph that read x must refuse its backward, as for x.reshape(3)."""
+    from minitorch import Tensor, no_grad, tensor
+
+    x, w = tensor([1.0, 2.0, 3.0], requires_grad=True), tensor([1.0, 1.0, 1.0], requires_grad=True)
+    if grad_mode:
+        y = Tensor.from_op(x.data, (x,), lambda g: (-g,), "grad_reverse")
+    else:
+        with no_grad():
+            y = Tensor.from_op(x.data, (x,), lambda g: (-g,), "grad_reverse")
+    z = (x * w).sum()
+    with no_grad():
+        y += 10
+    with pytest.raises(RuntimeError, match=r"input 0 of 'mul' .* was given new values"):
+        z.backward()  # it gave w.grad [11, 12, 13], of values mul never read
+
+
+
+@pytest.mark.parametrize("requires_grad", ["x", "y"])
+def test_an_in_place_operator_that_would_be_recorded_is_refused_rather_than_rebinding_x(requires_grad):
+    """``x += y`` changes x itself or is refused: a new tensor in x's place would leave an alias of x (a list
+    holding it, a module's attribute) with the old values, without a word."""
+    from minitorch import no_grad, tensor
+
+    acc = tensor([0.0, 0.0], requires_grad=requires_grad == "x") * 1.0
+    alias, w = acc, tensor([1.0, 2.0], requires_grad=requires_grad == "y")
+    with pytest.raises(RuntimeError, match=rf"x \+= y: {requires_grad} requires grad.*write x = x \+ y"):
+        acc += w
+    assert acc is alias and acc._version == 0, "a refused x += y must leave x as it was"
+    with no_grad():
+        acc += w  # not recorded: x's own values change
+    assert acc is alias
+    np.testing.assert_array_equal(alias.data, [1.0, 2.0])

@@ -169,3 +169,21 @@ def test_a_failure_from_rounding_the_functions_values_says_so(function, step):
                                              r"above atol 1e-06: check where the values are smaller, or pass a "
                                              r"larger step"):
         gradcheck(function, [np.zeros(3)], step=step)
+
+
+def test_a_failure_of_a_function_that_is_not_deterministic_says_so():
+    rng = np.random.default_rng(1)
+
+    def noisy(t):
+        return t * t + minitorch.tensor(rng.normal(size=t.shape)) * 1e-3  # new noise at every call
+
+    with pytest.raises(GradcheckError, match=r"noisy is not deterministic: at the same point it gave .*, then .*, so "
+                                             r"the central difference measures that change, not the gradient"):
+        gradcheck(noisy, [np.ones(3)])
+
+    def doubled_wrongly(t):  # deterministic, with a wrong rule: no such note
+        return Tensor.from_op(t.data * 2, (t,), lambda g: (g * 3,), "double")
+
+    with pytest.raises(GradcheckError) as failure:
+        gradcheck(doubled_wrongly, [np.ones(3)])
+    assert "not deterministic" not in str(failure.value), "a deterministic function must not be called noisy"

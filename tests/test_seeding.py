@@ -54,3 +54,16 @@ def test_manual_seed_refuses_anything_but_a_non_negative_integer(seed):
 
 def test_manual_seed_is_exported_at_the_top_level():
     assert minitorch.manual_seed is manual_seed and minitorch.default_generator is default_generator
+
+
+def test_manual_seed_resets_a_generator_held_from_default_generator():
+    """manual_seed resets the one default generator in place (as torch.manual_seed): a generator taken before, e.g.
+    given as a layer's rng, draws the seed's numbers, not those of a stream that manual_seed replaced."""
+    manual_seed(5)
+    held = default_generator()
+    manual_seed(0)
+    drawn = held.standard_normal(3)
+    manual_seed(0)
+    np.testing.assert_array_equal(drawn, default_generator().standard_normal(3),
+                                  err_msg="the generator held from default_generator() was not reset by manual_seed")
+    assert held is default_generator(), "manual_seed must keep the default generator object"

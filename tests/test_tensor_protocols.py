@@ -55,3 +55,15 @@ def test_an_array_on_the_left_of_an_operator_still_gives_the_tensor_operation():
     np.testing.assert_allclose(x.grad, [0.5, 0.5], err_msg="array * tensor must stay in the graph")
     assert type(np.ones(2) < tensor([0.0, 2.0])).__name__ == "Mask", "a comparison gives a mask, either way round"
     np.testing.assert_array_equal(np.exp(tensor([0.0])), [1.0], err_msg="NumPy's ufuncs compute on the values")
+
+
+def test_size_is_numpys_count_of_elements_and_pytorchs_method_too():
+    """``t.size`` is an int (NumPy's ndarray.size, which the library uses); ``t.size(0)`` is PyTorch's call."""
+    import pickle
+
+    x = tensor(np.ones((2, 3)))
+    assert x.size == 6 and isinstance(x.size, int) and f"{x.size:,}" == "6" and x.size + 1 == 7, "size is the count"
+    assert x.size() == (2, 3) and x.size(0) == 2 and x.size(-1) == 3, "t.size(dim) is the length of axis dim"
+    assert pickle.loads(pickle.dumps(x.size))(1) == 3, "a size survives pickling"
+    with pytest.raises(ValueError, match=r"size: dim 2 is out of range for 2 axes"):
+        x.size(2)

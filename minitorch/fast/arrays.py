@@ -23,7 +23,8 @@ SHORT_AXIS = 32
 
 def max_along(x: np.ndarray, axis: int) -> np.ndarray:
     """``x.max(axis, keepdims=True)``; for a short axis, the running elementwise
-    maximum of its slices (one vectorised call per slice)."""
+    maximum of its slices (one vectorised call per slice). `x` may be any array-like, as NumPy's own max takes."""
+    x = np.asarray(x)  # (free for an array)
     axis = checks.axis("max_along", axis, x.ndim)
     if x.ndim and x.shape[axis] == 0:
         raise ValueError(f"max_along: axis {axis} of shape {x.shape} is empty; a maximum of nothing is undefined")
@@ -39,7 +40,8 @@ def max_along(x: np.ndarray, axis: int) -> np.ndarray:
 def sum_along(x: np.ndarray, axis: int) -> np.ndarray:
     """``x.sum(axis, keepdims=True)``; along the last axis, a product with a
     column of ones, which BLAS does faster for short rows (the same
-    terms, ±inf and NaN included; only the order of the additions may differ)."""
+    terms, ±inf and NaN included; only the order of the additions may differ). `x` may be any array-like."""
+    x = np.asarray(x)  # (free for an array)
     axis = checks.axis("sum_along", axis, x.ndim)  # (axis % ndim took any axis for the last one)
     if x.ndim == 0 or axis != x.ndim - 1:
         return x.sum(axis=axis, keepdims=True)

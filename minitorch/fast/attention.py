@@ -41,6 +41,9 @@ def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters:
     if projected.ndim < 3 or projected.shape[0] != 3:
         raise ValueError(f"attend_stacked: expected queries, keys and values stacked as (3, ..., L, d), "
                          f"got shape {projected.shape}")
+    attention.check_normaliser_parameters(normaliser, parameters, owner="attend_stacked")
+    if projected.shape[-2] == 0:  # no positions: the readable path's empty results (a maximum over none is refused)
+        return attention.attend(projected[0], projected[1], projected[2], normaliser, **parameters)
     queries, keys, values = projected._data
     scores = queries @ np.swapaxes(keys, -1, -2)  # (..., L, d) @ (..., d, L) -> (..., L, L)
     if normaliser != "softmax":  # (the softmax refuses such scores itself, as the readable path's does)

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from minitorch import checks
 from minitorch.fast.arrays import max_along, sum_along  # pure NumPy: the fastest max and sum over 16 keys
+from minitorch.optim import checked_betas
 
 
 def softmax_normaliser(scores: np.ndarray, future: np.ndarray):
@@ -98,6 +100,7 @@ class NumpyStep:
     """
 
     def __init__(self, state: dict, config: dict, lr: float = 1e-4, betas=(0.9, 0.95), eps: float = 1e-8):
+        checks.open_state("NumpyStep", state)  # not a closed NpzFile
         missing = sorted({"width", "heads", "layers", "residual", "normaliser"} - set(config))
         if missing:
             raise ValueError(f"NumpyStep: the config lacks {', '.join(missing)} (pass the model's own: model.config)")
@@ -107,7 +110,8 @@ class NumpyStep:
         self.residual, self.normaliser = config["residual"], config["normaliser"]
         if self.normaliser not in ("softmax", "relu"):
             raise ValueError(f"NumpyStep: only 'softmax' and 'relu' are written by hand, got {self.normaliser!r}")
-        self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0
+        betas, eps = checked_betas("NumpyStep", betas), checks.positive_number("NumpyStep", "eps", eps, allow_zero=True)
+        self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0  # (β = 1 would divide by 1 - β^t = 0, as in Adam)
         n, h = self.width, self.heads
         self.qkv, self.out = [], []  # per layer: (3, H, n, n) and (n, H*n)
         for layer in range(config["layers"]):

@@ -37,6 +37,7 @@ class FusedAttentionLayer(AttentionLayer):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
+        x = self.checked_input(x)
         batch, length, n = x.shape
         rows = x.reshape(batch * length, n)  # (B, L, n) -> (N, n), N = B*L
         projected = project_blocks(rows, self.W_Q.weight, self.W_K.weight, self.W_V.weight)  # (3H, N, n)
@@ -51,7 +52,7 @@ class FusedAttentionLayer(AttentionLayer):
 
     def gate(self, x: Tensor) -> Tensor:
         """σ(W_G^h x_i) of every head, as the forward pass computes it: (B, L, n) -> (H, B, L, n)."""
-        batch, length, n = x.shape
+        batch, length, n = self.checked_input(x).shape
         gate = ops.sigmoid(project_blocks(x.reshape(batch * length, n), self.W_G.weight))  # (H, N, n)
         return gate.reshape(self.heads, batch, length, n)
 
@@ -63,6 +64,8 @@ def project_blocks(rows: Tensor, *weights: Tensor) -> Tensor:
     W^b of n x n (row block h of W_Q is head h's matrix): ``out[b] = rows @ (W^b)ᵀ``. Backward,
     for G (k, N, n): ``∂ℓ/∂W^b = G[b]ᵀ rows`` and ``∂ℓ/∂rows = Σ_b G[b] W^b``.
     """
+    if not weights:  # (NumPy's words would be of concatenating nothing)
+        raise ValueError("project_blocks: give at least one weight (m*n, n) to apply to the rows")
     width = rows.shape[-1]
     if rows.ndim != 2 or any(w.ndim != 2 or w.shape[1] != width or w.shape[0] % width for w in weights):
         raise ValueError(f"project_blocks: rows must be (N, n) and every weight (m*n, n) for the same n, got rows "

@@ -78,6 +78,7 @@ class AttentionLayer(Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """x: (B, L, n). Returns (output (B, L, n), weights (B, H, L, L))."""
+        x = self.checked_input(x)
         queries = self.split_heads(self.W_Q(x))  # (B, L, H*n) -> (H, B, L, n): q^h_i = W_Q^h x_i
         keys = self.split_heads(self.W_K(x))  # (H, B, L, n)
         values = self.split_heads(self.W_V(x))  # (H, B, L, n)
@@ -87,6 +88,15 @@ class AttentionLayer(Module):
             heads_out = heads_out * self.gate(x)
         update = self.W_O(self.merge_heads(heads_out))  # (H, B, L, n) -> (B, L, H*n) -> (B, L, n)
         return update, weights.permute(1, 0, 2, 3)  # weights (H, B, L, L) -> (B, H, L, L)
+
+    def checked_input(self, x) -> Tensor:
+        """`x` as a Tensor (an array becomes one) of shape (B, L, n) for this layer's width n, or a ValueError naming
+        its shape: the heads are split from a (B, L, H*n) projection, which another shape would not give."""
+        x = as_tensor(x, like=self.W_Q.weight)
+        if x.ndim != 3 or x.shape[-1] != self.width:
+            raise ValueError(f"{type(self).__name__}: x must have shape (B, L, {self.width}) (batch, positions, "
+                             f"width), got {x.shape}")
+        return x
 
     def split_heads(self, projected: Tensor) -> Tensor:
         """(B, L, H*n) -> (H, B, L, n): columns h*n..(h+1)*n, head h's, become slice h."""
@@ -105,7 +115,7 @@ class AttentionLayer(Module):
 
     def gate(self, x: Tensor) -> Tensor:
         """The output gate σ(W_G^h x_i) of every head: (B, L, n) -> (H, B, L, n)."""
-        return ops.sigmoid(self.split_heads(self.W_G(x)))
+        return ops.sigmoid(self.split_heads(self.W_G(self.checked_input(x))))
 
 
 class AttentionModel(Module):

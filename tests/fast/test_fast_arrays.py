@@ -32,3 +32,10 @@ def test_masked_entries_and_non_finite_values_pass_through_like_numpy():
 def test_an_axis_the_array_does_not_have_is_refused_naming_the_helper(call, culprit):
     with pytest.raises(ValueError, match=culprit):
         call()
+
+
+def test_the_helpers_take_array_likes_as_numpys_reductions_do():
+    rows = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_array_equal(sum_along(rows, -1), [[3.0], [7.0]], err_msg="sum_along of a list")
+    np.testing.assert_array_equal(max_along(rows, 0), [[3.0, 4.0]], err_msg="max_along of a list")
+    assert max_along(5.0, 0) == 5.0 and sum_along((1.0, 2.0), 0) == [3.0], "a number and a tuple too"

@@ -115,3 +115,21 @@ def test_attend_stacked_names_an_array_given_for_a_tensor():
     with pytest.raises(TypeError, match=r"attend_stacked: projected must be a Tensor of shape \(3, ..., L, d\), got "
                                         r"ndarray"):
         attend_stacked(np.zeros((3, 1, 4, 2)), "softmax")
+
+
+def test_attend_stacked_names_a_parameter_its_normaliser_does_not_take():
+    stacked = minitorch.tensor(np.random.default_rng(0).normal(size=(3, 1, 4, 2)), requires_grad=True)
+    with pytest.raises(TypeError, match=r"attend_stacked: sink_logit=.* is not a parameter of the normaliser "
+                                        r"'softmax', which takes no parameters"):
+        attend_stacked(stacked, "softmax", sink_logit=minitorch.tensor(0.0))  # not '_scores_as_tensor() got ...'
+
+
+@pytest.mark.parametrize("normaliser", ["softmax", "relu"])
+def test_attend_stacked_of_no_positions_gives_the_readable_paths_empty_results(normaliser):
+    stacked = minitorch.tensor(np.zeros((3, 2, 0, 4)), requires_grad=True)
+    fused = attend_stacked(stacked, normaliser)
+    readable = attention.attend(stacked[0], stacked[1], stacked[2], normaliser)
+    assert [t.shape for t in fused] == [t.shape for t in readable] == [(2, 0, 4), (2, 0, 0)], \
+        "L = 0: the fused attention must give what the readable one gives (it refused a maximum over no keys)"
+    fused[0].sum().backward()
+    assert stacked.grad.shape == (3, 2, 0, 4)

@@ -1,7 +1,9 @@
 """Specification of minitorch.fast.layer's two products: each is its readable composition, to the last bit,
-and its gradient matches finite differences."""
+and its gradient matches finite differences; the fused layer checks its input as the readable one does."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -60,7 +62,22 @@ def test_both_products_give_the_engines_composition_bit_for_bit(dtype):
      r"project_blocks: .*\[\(8, 8\), \(8, 7\)\]"),
     (lambda t: apply_output_blocks(t(np.ones((2, 3, 4, 8))), t(np.ones((5, 8)))),
      r"apply_output_blocks: heads_out must be \(H, B, L, n\) and W_O \(n, H\*n\), got \(2, 3, 4, 8\) and \(5, 8\)"),
-], ids=["project-weights-of-two-widths", "project-weights-not-of-n-columns", "output-weight-of-another-shape"])
+    (lambda t: project_blocks(t(np.ones((2, 3)))), r"project_blocks: give at least one weight"),
+], ids=["project-weights-of-two-widths", "project-weights-not-of-n-columns", "output-weight-of-another-shape",
+        "project-no-weights"])
 def test_the_block_products_name_weights_of_the_wrong_shape(call, culprit):
     with pytest.raises(ValueError, match=culprit):
         call(minitorch.tensor)
+
+
+@pytest.mark.parametrize("fused", [False, True], ids=["readable", "fused"])
+@pytest.mark.parametrize("shape", [(3, 8), (2, 3, 7), (1, 2, 3, 8)], ids=["no-batch-axis", "width-7", "four-axes"])
+def test_an_attention_layer_names_an_input_that_is_not_batch_positions_width(fused, shape):
+    from minitorch import fast
+    from minitorch.paper.models import build_model
+
+    model = build_model(8, 1, 1, "softmax", False)
+    layer = (fast.speed_up(model) if fused else model).layers[0]
+    with pytest.raises(ValueError, match=rf"{type(layer).__name__}: x must have shape \(B, L, 8\) .*got "
+                                         rf"{re.escape(str(shape))}"):
+        layer(minitorch.tensor(np.ones(shape)))  # not 'not enough values to unpack (expected 3, got 2)'

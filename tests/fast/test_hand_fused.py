@@ -72,8 +72,11 @@ def test_the_floor_names_a_config_or_input_that_does_not_fit_the_weights(change,
 
 @pytest.mark.parametrize("change, culprit", [({"lr": -0.1}, r"lr \(the learning rate\) must be a finite number > 0"),
                                              ({"lr": float("nan")}, r"lr \(the learning rate\) must be a finite"),
+                                             ({"betas": (1.0, 1.0)}, r"betas must lie in \[0, 1\)"),  # divided by 0
+                                             ({"betas": 0.9}, r"betas must be a pair \(beta1, beta2\)"),
+                                             ({"eps": -1e-8}, r"eps must be a finite number >= 0"),
                                              ({"config": "no residual"}, r"the config lacks residual")])
-def test_the_floor_refuses_a_learning_rate_or_config_adam_would_refuse(change, culprit):
+def test_the_floor_refuses_a_learning_rate_betas_eps_or_config_adam_would_refuse(change, culprit):
     model = build_model(4, 1, 1, "softmax", False)
     config = dict(model.config)
     if change.pop("config", None):
@@ -86,3 +89,12 @@ def test_the_floors_softmax_names_a_row_with_every_key_masked_as_minitorchs_does
     scores = np.full((1, 2, 2), -np.inf)
     with pytest.raises(ValueError, match=r"every entry masked \(-inf\)"):
         hand_fused.softmax_normaliser(scores, np.triu(np.ones((2, 2), dtype=bool), k=1))
+
+
+def test_the_benchmarks_floor_given_a_closed_npz_file_says_so_too(tmp_path):
+    model = build_model(4, 1, 1, "softmax", False)
+    np.savez(tmp_path / "model.npz", **model.state_dict())
+    with np.load(tmp_path / "model.npz") as state:
+        pass
+    with pytest.raises(ValueError, match=r"NumpyStep: the \.npz file is closed"):
+        NumpyStep(state, model.config)
