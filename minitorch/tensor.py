@@ -138,9 +138,6 @@ class Tensor(TensorProtocols):
                 raise no_backward_rule(op, parents, backward_fn)
             out.parents = ()
             out.backward_fn = None
-            for parent in parents:
-                if parent._data is out._data:  # (see above)
-                    out._versions = parent._versions
         return out
 
     # ------------------------------------------------------------------

@@ -302,8 +302,8 @@ def check_result_unchanged(node) -> None:
 def shared_versions(owner: np.ndarray, parents: tuple) -> list:
     """The change count of an operation's result that views the memory of `owner`: its parent's when that is the
     parent's memory (a reshape, a slice, a transpose), so that a change through either counts for both; else a
-    count of its own. (A result that is its parent's array itself, an identity, takes the parent's count in
-    Tensor.from_op's loop over the parents.)"""
+    count of its own. (A recorded result that is its parent's array itself, an identity, takes the parent's count
+    in Tensor.from_op's loop over the parents; one made under no_grad does not: that loop is not run there.)"""
     for parent in parents:
         if owner is parent._data or owner is parent._data.base:
             return parent._versions
