@@ -1067,18 +1067,26 @@ def test_a_copy_of_a_chapter_beside_it_is_left_out_and_named(tiny_book, copy):
     assert copy in not_chapters(tiny_book) and "a copy of a chapter" in not_chapters(tiny_book)
 
 
+def _two_chapter_book(tmp_path, first: str, second: str, first_ends_with: str) -> Path:
+    """A book built from two chapters named `first` and `second`, the first's opening cell ending with the markdown
+    `first_ends_with`; the book's folder."""
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    _notebook(chapters / first, "Chapter 01 — One", "print(1)")
+    _notebook(chapters / second, "Chapter 02 — Two", "print(2)")
+    notebook = nbformat.read(chapters / first, as_version=4)
+    notebook.cells[0].source += "\n\n" + first_ends_with
+    nbformat.write(notebook, chapters / first)
+    out = tmp_path / "book"
+    assert build_book(out, chapters_dir=chapters, readme=tmp_path / "none.md", report=_quiet) == []
+    return out
+
+
 def test_a_link_to_a_chapters_notebook_goes_to_its_page(tmp_path):
     """[next](02_second.ipynb), a link as Jupyter writes it between notebooks, was left as href="02_second.ipynb",
     a file the book does not have: it is linked to the chapter's page, its fragment kept."""
-    chapters = tmp_path / "chapters"
-    chapters.mkdir()
-    _notebook(chapters / "01_first.ipynb", "Chapter 01 — One", "print(1)")
-    _notebook(chapters / "02_second.ipynb", "Chapter 02 — Two", "print(2)")
-    notebook = nbformat.read(chapters / "01_first.ipynb", as_version=4)
-    notebook.cells[0].source += "\n\n[the next one](02_second.ipynb) and [its end](02_second.ipynb#the-end)."
-    nbformat.write(notebook, chapters / "01_first.ipynb")
-    out = tmp_path / "book"
-    assert build_book(out, chapters_dir=chapters, readme=tmp_path / "none.md", report=_quiet) == []
+    out = _two_chapter_book(tmp_path, "01_first.ipynb", "02_second.ipynb",
+                            "[the next one](02_second.ipynb) and [its end](02_second.ipynb#the-end).")
     page = (out / "01_first.html").read_text(encoding="utf-8")
     assert 'href="02_second.html"' in page and 'href="02_second.html#the-end"' in page, "links not to the page"
     assert 'href="02_second.ipynb' not in page, "a link to the notebook, which the book does not have, was kept"
@@ -1087,15 +1095,7 @@ def test_a_link_to_a_chapters_notebook_goes_to_its_page(tmp_path):
 def test_a_chapter_whose_name_a_url_would_misread_is_linked_url_escaped_everywhere(tmp_path):
     """'02_what next?.ipynb' was linked as href="02_what next?.html": a browser takes '?' for a query and opens
     '02_what next', which does not exist. Every link to a page or a notebook is URL-escaped (02_what%20next%3F)."""
-    chapters = tmp_path / "chapters"
-    chapters.mkdir()
-    _notebook(chapters / "01_intro.ipynb", "Chapter 01 — Intro", "print('see chapter 02')")
-    _notebook(chapters / "02_what next?.ipynb", "Chapter 02 — What next?", "print('after chapter 01')")
-    notebook = nbformat.read(chapters / "01_intro.ipynb", as_version=4)
-    notebook.cells[0].source += "\n\nChapter 02 comes next."
-    nbformat.write(notebook, chapters / "01_intro.ipynb")
-    out = tmp_path / "book"
-    assert build_book(out, chapters_dir=chapters, readme=tmp_path / "none.md", report=_quiet) == []
+    out = _two_chapter_book(tmp_path, "01_intro.ipynb", "02_what next?.ipynb", "Chapter 02 comes next.")
     _check_pages(out, ["01_intro.ipynb", "02_what next?.ipynb"])  # every local href resolves to a file
     for name in ("index.html", "01_intro.html", "02_what next?.html", "print.html", "_static/search-index.js"):
         text = (out / name).read_text(encoding="utf-8")
