@@ -39,6 +39,11 @@ def flag(owner: str, name: str, value) -> bool:
     return bool(value)
 
 
+def is_exponent(value) -> bool:
+    """Whether `value` is a constant exponent as ``x ** p`` and ``x **= p`` take it: a real number, not a bool."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (numbers.Real, np.floating, np.integer))
+
+
 def log_function(owner: str, name: str, value):
     """`value` if it can be called with one line of text, as `print` can, or a TypeError naming `owner` and
     `name`: None, or a function of no argument (``lambda: None``, to silence it), would fail at the first line, in

@@ -83,7 +83,7 @@ def pow(a, exponent) -> Tensor:
     """a ** exponent, for a constant (Python number) exponent."""
     a = as_tensor(a)
     exponent = float(exponent) if isinstance(exponent, decimal.Decimal) else exponent  # as the optimizers take it
-    if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (numbers.Real, np.floating, np.integer)):
+    if not checks.is_exponent(exponent):
         raise TypeError(
             f"pow: the exponent must be a Python number, got {type(exponent).__name__}; "
             f"for a tensor exponent write exp(b * log(a))"

@@ -173,7 +173,7 @@ class TensorProtocols:
         return _in_place(self, other, "/=", np.true_divide)
 
     def __ipow__(self, exponent):  # a number, as for x ** p
-        if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (numbers.Real, np.number)):
+        if not checks.is_exponent(exponent):
             raise TypeError(f"x **= p: the exponent must be a Python number, got {type(exponent).__name__}")
         return _in_place(self, exponent, "**=", np.power)
 
