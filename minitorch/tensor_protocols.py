@@ -23,7 +23,7 @@ import reprlib
 
 import numpy as np
 
-from minitorch import checks
+from minitorch import checks, tensor_checks
 from minitorch import tensor as tensor_module  # (Tensor itself is defined after this module is imported)
 
 
@@ -266,8 +266,8 @@ def _assign(tensor, index, other) -> None:
         tensor_module.named_float_array("x[...] = y", other, tensor.dtype)
     try:  # checked before anything changes
         selected = np.shape(tensor._data[index])
-    except (IndexError, TypeError, OverflowError) as error:
-        raise type(error)(f"x[index] = y on a tensor of shape {tensor.shape}: {error}") from None
+    except tensor_checks.INDEX_ERRORS as error:
+        raise tensor_checks.bad_index("", "x[index] = y", tensor.shape, error) from None
     if not tensor_module.broadcasts_to(np.shape(values), selected):
         raise ValueError(f"x[index] = y: y of shape {np.shape(values)} does not broadcast to the shape {selected} of "
                          f"the elements x[index] selects")

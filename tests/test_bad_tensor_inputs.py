@@ -901,6 +901,19 @@ def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, c
         np.testing.assert_array_equal(x[fine].data, x.data[fine], err_msg=f"x[{fine!r}] is NumPy's indexing")
 
 
+@pytest.mark.parametrize("index", [slice(None, None, 0), (0, slice(1, None, 0)), 2**63],
+                         ids=["zero-step", "zero-step-in-tuple", "beyond-64-bits"])
+def test_reading_and_assigning_through_a_bad_index_are_refused_in_one_line_naming_the_index_and_shape(index):
+    from minitorch import tensor
+
+    x = tensor([[1.0, 2.0], [3.0, 4.0]])
+    for operation, culprit in [(lambda: x[index], r"^getitem: x\[.*\] on a tensor of shape \(2, 2\): "),
+                               (lambda: x.__setitem__(index, 0.0), r"^x\[index\] = y on a tensor of shape \(2, 2\): ")]:
+        with pytest.raises((IndexError, ValueError), match=culprit + r"(slice step cannot be zero|an index is out)"):
+            operation()
+    assert x.data.tolist() == [[1.0, 2.0], [3.0, 4.0]], "a refused assignment changed the tensor's values"
+
+
 @pytest.mark.parametrize("arguments,error,culprit", [
     (dict(seed="a"), TypeError, r"gradcheck: seed must be an integer >= 0, got 'a' \(str\)"),
     (dict(seed=-1), ValueError, "gradcheck: seed must be an integer >= 0, got -1"),
