@@ -106,7 +106,12 @@ class TensorProtocols:
         if self.size != 1:
             raise TypeError(f"format(tensor, {spec!r}): a format spec needs a tensor of one element, got shape "
                             f"{self.shape}; format t.item() of a single number, or each element")
-        return format(self._data.item(), spec)
+        try:
+            return format(self._data.item(), spec)
+        except ValueError as error:  # Python's words speak of a float the caller never had
+            raise ValueError(f"format(tensor, {spec!r}): a tensor of one element formats as its number, a float, "
+                             f"and {spec!r} is no float format spec ({error}); use one such as '.4f', or str(t)"
+                             ) from None
 
     def __round__(self, ndigits=None):
         """``round(t)``, ``round(t, 2)``: a tensor of the values rounded (halves to even, as NumPy and PyTorch).
