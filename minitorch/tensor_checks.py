@@ -73,6 +73,9 @@ def as_float_array(data, dtype) -> np.ndarray:
     except ValueError as error:  # e.g. nested lists of unequal lengths
         raise ValueError(f"cannot make a Tensor from this {type(data).__name__}: {error}") from None
     if array.dtype == object:  # e.g. an integer too large for 64 bits, which a float can still hold
+        if array.ndim == 0 and hasattr(data, "__iter__"):  # a generator, map, dict.values(): to NumPy one object
+            raise TypeError(f"cannot make a Tensor from {type(data).__name__}: expected a number, a (nested) list of "
+                            f"numbers or an ndarray; pass list(values) for values that come one at a time")
         if any(item is None for item in array.ravel()):  # float(None) is not an error to NumPy: it gives nan
             raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding None: every element must "
                             f"be a number (write float('nan') for a missing value)")

@@ -157,7 +157,11 @@ def _tensor_of(data, **options):
     (_tensor_of([1j]), TypeError, "complex128"),
     (lambda: _tensor_of([_tensor_of(1.0)(), _tensor_of(2.0)()])(), TypeError, r"list of Tensors.*stack"),
     (_tensor_of([1.0], requires_grad="False"), TypeError, r"requires_grad must be True or False, got 'False'"),
-], ids=["None", "str", "dict", "ragged", "int-beyond-float", "complex", "list-of-tensors", "requires-grad-str"])
+    (_tensor_of(x for x in [1.0, 2.0]), TypeError, r"^cannot make a Tensor from generator: .* pass list\(values\)"),
+    (_tensor_of(map(float, [1, 2])), TypeError, r"^cannot make a Tensor from map: .* pass list\(values\)"),
+    (_tensor_of({"a": 1.0}.values()), TypeError, r"^cannot make a Tensor from dict_values: .* pass list\(values\)"),
+], ids=["None", "str", "dict", "ragged", "int-beyond-float", "complex", "list-of-tensors", "requires-grad-str",
+        "generator", "map", "dict-values"])
 def test_tensor_construction_names_what_was_passed(make, error, culprit):
     with pytest.raises(error, match=culprit):
         make()
