@@ -43,17 +43,27 @@ class Module:
     constant tensor in an attribute of its own.
     """
 
+    optional_parameters: tuple = ()  # the parameters a subclass may turn off, holding None (Linear's bias)
+
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __setattr__(self, name: str, value) -> None:
         """A parameter replaced by something that is not one would silently leave parameters() and stop training:
         refused (``m.weight = m.weight * 1`` too). A leaf tensor that requires grad is a Parameter in all but name
-        (gradcheck of a module's weights gives it such leaves): it becomes one, and stays in parameters()."""
-        if isinstance(vars(self).get(name), Parameter) and not isinstance(value, Parameter):
+        (gradcheck of a module's weights gives it such leaves): it becomes one, and stays in parameters(). A
+        parameter turned off (`optional_parameters`: ``Linear(2, 2, bias=False).bias`` is None) is one too: it
+        takes a Parameter, or such a leaf, or None, as PyTorch's takes a Parameter or None."""
+        old = vars(self).get(name)
+        if (isinstance(old, Parameter) or (old is None and value is not None and name in self.optional_parameters)) \
+                and not isinstance(value, Parameter):
             if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
                 value.__class__ = Parameter  # the same object, so its gradient still reaches whoever holds it
                 return object.__setattr__(self, name, value)
+            if old is None:
+                raise TypeError(f"{type(self).__name__}.{name} is a Parameter turned off (None); give it a Parameter "
+                                f"(nn.Parameter(values)) or None (a {_kind(value)} would be used by forward but be "
+                                f"missing from parameters())")
             raise TypeError(f"{type(self).__name__}.{name} is a Parameter; give it a Parameter (nn.Parameter(values)), "
                             f"or change its values with {name}.data = ... (a {_kind(value)} would drop it from "
                             f"parameters() and it would stop training)")
@@ -213,6 +223,8 @@ class Linear(Module):
     Weights are drawn from N(0, init_std^2) with `rng` (minitorch's seeded
     default generator if None); the bias, if any, starts at zero.
     """
+
+    optional_parameters = ("bias",)  # None with bias=False
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  init_std: float = 0.02, rng: np.random.Generator | None = None, dtype=np.float64):

@@ -383,14 +383,9 @@ def getitem(a, index) -> Tensor:
 
     try:
         values = a._data[index]
-    except (IndexError, TypeError, OverflowError, MemoryError) as error:  # NumPy's says what an index may hold
+    except tensor_checks.INDEX_ERRORS as error:  # NumPy's says what an index may hold
         shown = ", ".join(reprlib.repr(part) for part in parts)
-        if isinstance(error, MemoryError):  # index arrays of shapes (1e5, 1) and (1, 1e5) pick 1e10 elements
-            raise checks.result_too_large("getitem", f"x[{shown}] on a tensor of shape {a.shape}") from None
-        if isinstance(error, OverflowError):  # an integer beyond 64 bits: out of bounds for any axis
-            raise IndexError(f"getitem: x[{shown}] on a tensor of shape {a.shape}: an index is out of bounds "
-                             f"(beyond 64 bits)") from None
-        raise type(error)(f"getitem: x[{shown}] on a tensor of shape {a.shape}: {error}") from None
+        raise tensor_checks.bad_index("getitem", f"x[{shown}]", a.shape, error) from None
     return Tensor.from_op(values, (a,), backward, "getitem")
 
 

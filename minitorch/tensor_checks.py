@@ -4,6 +4,7 @@ an error that names it, never a silent wrong gradient.
 - `as_float_array`: the values a tensor is made from (numbers, nested lists of numbers, ndarrays).
 - `checked_grad`, `checked_new_values`, `checked_incoming_grad`: a gradient or values set by hand, and the
   gradient given to ``backward(grad)`` (`named_float_array`, `unsupported_backward_options`).
+- `bad_index`: an index NumPy cannot take (`INDEX_ERRORS`), for ``x[index]`` and ``x[index] = y`` alike.
 - `check_backward_result`, `gradient_in_dtype`: what an operation's backward rule returned.
 - `check_inputs_unchanged`, `check_result_unchanged`: the values a backward needs did not change before it ran
   (with `shared_versions`, `mark_released`, `read_only_view`, `make_writable`: the change counts and flags).
@@ -72,6 +73,9 @@ def as_float_array(data, dtype) -> np.ndarray:
     except ValueError as error:  # e.g. nested lists of unequal lengths
         raise ValueError(f"cannot make a Tensor from this {type(data).__name__}: {error}") from None
     if array.dtype == object:  # e.g. an integer too large for 64 bits, which a float can still hold
+        if array.ndim == 0 and hasattr(data, "__iter__"):  # a generator, map, dict.values(): to NumPy one object
+            raise TypeError(f"cannot make a Tensor from {type(data).__name__}: expected a number, a (nested) list of "
+                            f"numbers or an ndarray; pass list(values) for values that come one at a time")
         if any(item is None for item in array.ravel()):  # float(None) is not an error to NumPy: it gives nan
             raise TypeError(f"cannot make a Tensor from a {type(data).__name__} holding None: every element must "
                             f"be a number (write float('nan') for a missing value)")
@@ -112,6 +116,21 @@ def named_float_array(owner: str, data, dtype) -> np.ndarray:
         return as_float_array(data, dtype)
     except (TypeError, ValueError, OverflowError) as error:
         raise type(error)(f"{owner}: {error}") from None
+
+
+INDEX_ERRORS = (IndexError, TypeError, ValueError, OverflowError, MemoryError)  # NumPy's for an index (a zero step:
+# ValueError; an integer beyond 64 bits: OverflowError; index arrays of shapes (1e5, 1) and (1, 1e5): MemoryError)
+
+
+def bad_index(owner: str, indexing: str, shape: tuple, error: Exception) -> Exception:
+    """One of `INDEX_ERRORS` raised by ``values[index]`` for `indexing` (as written, e.g. ``x[::0]``) on a tensor of
+    `shape`, in words that name them, after `owner` ("" where `indexing` names the operation: x[index] = y)."""
+    where = f"{indexing} on a tensor of shape {shape}"
+    if isinstance(error, MemoryError):
+        return checks.result_too_large(owner or indexing, where)
+    if isinstance(error, OverflowError):  # out of bounds for any axis
+        error = IndexError("an index is out of bounds (beyond 64 bits)")
+    return type(error)(f"{owner}: {where}: {error}" if owner else f"{where}: {error}")
 
 
 def unsupported_backward_options(options: dict) -> TypeError:

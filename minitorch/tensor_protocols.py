@@ -23,7 +23,7 @@ import reprlib
 
 import numpy as np
 
-from minitorch import checks
+from minitorch import checks, tensor_checks
 from minitorch import tensor as tensor_module  # (Tensor itself is defined after this module is imported)
 
 
@@ -106,7 +106,12 @@ class TensorProtocols:
         if self.size != 1:
             raise TypeError(f"format(tensor, {spec!r}): a format spec needs a tensor of one element, got shape "
                             f"{self.shape}; format t.item() of a single number, or each element")
-        return format(self._data.item(), spec)
+        try:
+            return format(self._data.item(), spec)
+        except ValueError as error:  # Python's words speak of a float the caller never had
+            raise ValueError(f"format(tensor, {spec!r}): a tensor of one element formats as its number, a float, "
+                             f"and {spec!r} is no float format spec ({error}); use one such as '.4f', or str(t)"
+                             ) from None
 
     def __round__(self, ndigits=None):
         """``round(t)``, ``round(t, 2)``: a tensor of the values rounded (halves to even, as NumPy and PyTorch).
@@ -266,8 +271,8 @@ def _assign(tensor, index, other) -> None:
         tensor_module.named_float_array("x[...] = y", other, tensor.dtype)
     try:  # checked before anything changes
         selected = np.shape(tensor._data[index])
-    except (IndexError, TypeError, OverflowError) as error:
-        raise type(error)(f"x[index] = y on a tensor of shape {tensor.shape}: {error}") from None
+    except tensor_checks.INDEX_ERRORS as error:
+        raise tensor_checks.bad_index("", "x[index] = y", tensor.shape, error) from None
     if not tensor_module.broadcasts_to(np.shape(values), selected):
         raise ValueError(f"x[index] = y: y of shape {np.shape(values)} does not broadcast to the shape {selected} of "
                          f"the elements x[index] selects")

@@ -123,6 +123,26 @@ def test_a_parameter_replaced_by_a_non_parameter_is_refused(replacement):
     assert len(layer.parameters()) == 2 and isinstance(layer.weight, Parameter)
 
 
+@pytest.mark.parametrize("replacement", ["a computed tensor", "a constant tensor", "an array", "a number"])
+def test_a_parameter_turned_off_given_a_non_parameter_is_refused(replacement):
+    layer = Linear(2, 2, bias=False)
+    value = {"a constant tensor": lambda: tensor(np.zeros(2)), "a computed tensor": lambda: layer.weight[0] * 0,
+             "an array": lambda: np.zeros(2), "a number": lambda: 0.5}[replacement]()
+    with pytest.raises(TypeError, match=r"^Linear.bias is a Parameter turned off \(None\); give it a Parameter "
+                                        r"\(nn.Parameter\(values\)\) or None"):
+        layer.bias = value
+    assert layer.bias is None and len(layer.parameters()) == 1, "a refused bias must leave the layer without one"
+
+
+@pytest.mark.parametrize("replacement", ["a Parameter", "a leaf that requires grad"])
+def test_a_parameter_turned_off_given_a_parameter_is_in_parameters_and_trains(replacement):
+    layer = Linear(2, 2, bias=False)
+    layer.bias = Parameter(np.zeros(2)) if replacement == "a Parameter" else tensor(np.zeros(2), requires_grad=True)
+    assert [name for name, _ in layer.named_parameters()] == ["weight", "bias"], "the bias forward adds is listed"
+    layer(np.ones((1, 2))).sum().backward()
+    np.testing.assert_array_equal(layer.bias.grad, [1.0, 1.0], err_msg="the new bias gets its gradient")
+
+
 @pytest.mark.parametrize("method", ["parameters", "state_dict", "zero_grad"])
 @pytest.mark.parametrize("holder", ["list", "dict", "list in a sub-module"])
 @pytest.mark.parametrize("replacement,kind", [

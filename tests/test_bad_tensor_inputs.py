@@ -157,7 +157,11 @@ def _tensor_of(data, **options):
     (_tensor_of([1j]), TypeError, "complex128"),
     (lambda: _tensor_of([_tensor_of(1.0)(), _tensor_of(2.0)()])(), TypeError, r"list of Tensors.*stack"),
     (_tensor_of([1.0], requires_grad="False"), TypeError, r"requires_grad must be True or False, got 'False'"),
-], ids=["None", "str", "dict", "ragged", "int-beyond-float", "complex", "list-of-tensors", "requires-grad-str"])
+    (_tensor_of(x for x in [1.0, 2.0]), TypeError, r"^cannot make a Tensor from generator: .* pass list\(values\)"),
+    (_tensor_of(map(float, [1, 2])), TypeError, r"^cannot make a Tensor from map: .* pass list\(values\)"),
+    (_tensor_of({"a": 1.0}.values()), TypeError, r"^cannot make a Tensor from dict_values: .* pass list\(values\)"),
+], ids=["None", "str", "dict", "ragged", "int-beyond-float", "complex", "list-of-tensors", "requires-grad-str",
+        "generator", "map", "dict-values"])
 def test_tensor_construction_names_what_was_passed(make, error, culprit):
     with pytest.raises(error, match=culprit):
         make()
@@ -899,6 +903,19 @@ def test_indexing_with_what_is_not_an_index_names_getitem_and_the_index(index, c
         x[index]
     for fine in (np.int64(1), [0, 1], np.array([True, False]), (Ellipsis, None, slice(0, 1)), (0, -1), range(2)):
         np.testing.assert_array_equal(x[fine].data, x.data[fine], err_msg=f"x[{fine!r}] is NumPy's indexing")
+
+
+@pytest.mark.parametrize("index", [slice(None, None, 0), (0, slice(1, None, 0)), 2**63],
+                         ids=["zero-step", "zero-step-in-tuple", "beyond-64-bits"])
+def test_reading_and_assigning_through_a_bad_index_are_refused_in_one_line_naming_the_index_and_shape(index):
+    from minitorch import tensor
+
+    x = tensor([[1.0, 2.0], [3.0, 4.0]])
+    for operation, culprit in [(lambda: x[index], r"^getitem: x\[.*\] on a tensor of shape \(2, 2\): "),
+                               (lambda: x.__setitem__(index, 0.0), r"^x\[index\] = y on a tensor of shape \(2, 2\): ")]:
+        with pytest.raises((IndexError, ValueError), match=culprit + r"(slice step cannot be zero|an index is out)"):
+            operation()
+    assert x.data.tolist() == [[1.0, 2.0], [3.0, 4.0]], "a refused assignment changed the tensor's values"
 
 
 @pytest.mark.parametrize("arguments,error,culprit", [

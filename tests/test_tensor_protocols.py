@@ -18,6 +18,14 @@ def test_a_tensor_of_one_number_formats_as_that_number():
         format(tensor([1.0, 2.0]), ".2f")
 
 
+@pytest.mark.parametrize("spec", ["s", "d", "x"])
+def test_a_spec_a_float_does_not_take_names_the_tensor_and_the_spec(spec):
+    with pytest.raises(ValueError, match=rf"^format\(tensor, '{spec}'\): a tensor of one element formats as its "
+                                         rf"number, a float, and '{spec}' is no float format spec"):
+        format(tensor(1.5), spec)
+    assert format(tensor(1.5), ">6.2e") == format(1.5, ">6.2e"), "a float's spec still formats the number"
+
+
 def test_round_gives_a_tensor_of_the_rounded_values_without_a_gradient():
     rounded = round(tensor([2.5, 3.5, -1.26]))
     np.testing.assert_array_equal(rounded.data, [2.0, 4.0, -1.0], err_msg="halves round to even, as NumPy's")

@@ -40,9 +40,11 @@ def max_along(x: np.ndarray, axis: int) -> np.ndarray:
 def sum_along(x: np.ndarray, axis: int) -> np.ndarray:
     """``x.sum(axis, keepdims=True)``; along the last axis, a product with a
     column of ones, which BLAS does faster for short rows (the same
-    terms, ±inf and NaN included; only the order of the additions may differ). `x` may be any array-like."""
+    terms, ±inf and NaN included; only the order of the additions may differ). `x` may be any array-like; one
+    not of floats is summed by NumPy, which counts booleans (a product ORs them) and widens small integers (a
+    product would wrap around in int8)."""
     x = np.asarray(x)  # (free for an array)
     axis = checks.axis("sum_along", axis, x.ndim)  # (axis % ndim took any axis for the last one)
-    if x.ndim == 0 or axis != x.ndim - 1:
+    if x.ndim == 0 or axis != x.ndim - 1 or x.dtype.kind != "f":
         return x.sum(axis=axis, keepdims=True)
     return x @ np.ones((x.shape[-1], 1), dtype=x.dtype)  # (..., k) @ (k, 1) -> (..., 1)

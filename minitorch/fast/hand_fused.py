@@ -104,22 +104,27 @@ class NumpyStep:
         missing = sorted({"width", "heads", "layers", "residual", "normaliser"} - set(config))
         if missing:
             raise ValueError(f"NumpyStep: the config lacks {', '.join(missing)} (pass the model's own: model.config)")
-        if not (isinstance(lr, (int, float, np.floating)) and np.isfinite(lr) and lr > 0):
-            raise ValueError(f"NumpyStep: lr (the learning rate) must be a finite number > 0, got {lr!r}")
-        self.width, self.heads = config["width"], config["heads"]
-        self.residual, self.normaliser = config["residual"], config["normaliser"]
+        lr = checks.positive_number("NumpyStep", "lr (the learning rate)", lr)  # as the optimizers check it
+        self.width, self.heads, layers = (checks.integer("NumpyStep", f"config['{key}']", config[key])
+                                          for key in ("width", "heads", "layers"))  # as the models check them
+        self.residual = checks.flag("NumpyStep", "config['residual']", config["residual"])  # as build_model does
+        self.normaliser = config["normaliser"]
         if self.normaliser not in ("softmax", "relu"):
             raise ValueError(f"NumpyStep: only 'softmax' and 'relu' are written by hand, got {self.normaliser!r}")
         betas, eps = checked_betas("NumpyStep", betas), checks.positive_number("NumpyStep", "eps", eps, allow_zero=True)
         self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0  # (β = 1 would divide by 1 - β^t = 0, as in Adam)
         n, h = self.width, self.heads
         self.qkv, self.out = [], []  # per layer: (3, H, n, n) and (n, H*n)
-        for layer in range(config["layers"]):
+        for layer in range(layers):
             prefix = f"layers.{layer}."
             for name, shape in [(f"W_{p}", (h * n, n)) for p in "QKV"] + [("W_O", (n, h * n))]:
-                if np.shape(state.get(prefix + name + ".weight")) != shape:  # (a missing key has shape ())
+                weight = np.asarray(state.get(prefix + name + ".weight"))
+                if weight.shape != shape:  # (a missing key has shape ())
                     raise ValueError(f"NumpyStep: {prefix}{name}.weight must have shape {shape} for the config's "
-                                     f"width {n} and {h} heads, got {np.shape(state.get(prefix + name + '.weight'))}")
+                                     f"width {n} and {h} heads, got {weight.shape}")
+                if weight.dtype.kind != "f":  # Adam's moments take the weights' dtype: an int one fails at a step
+                    raise TypeError(f"NumpyStep: the state's weights must be float arrays, got {weight.dtype} for "
+                                    f"{prefix}{name}.weight")
             stacked = np.stack([state[prefix + f"W_{p}.weight"] for p in "QKV"])  # (3, H*n, n)
             self.qkv.append(np.ascontiguousarray(stacked.reshape(3, h, n, n)))  # row block h is head h
             self.out.append(np.array(state[prefix + "W_O.weight"]))

@@ -259,9 +259,7 @@ def check_projections(owner: str, name: str, layer: AttentionLayer) -> None:
 def build_model(width: int, heads: int, layers: int, normaliser: str, residual: bool, seed: int = 0,
                 dtype=np.float64) -> AttentionModel:
     """The model a configuration describes (as stored in ``model.config``)."""
-    if not isinstance(residual, (bool, np.bool_)):
-        raise TypeError(f"build_model: residual must be True or False, got {residual!r}")
-    if residual:
+    if checks.flag("build_model", "residual", residual):
         return ResidualModel(width, heads, layers, normaliser, seed, dtype)
     if layers != 1:
         raise ValueError(f"build_model: a non-residual model has exactly 1 layer, got layers={layers}")

@@ -39,3 +39,13 @@ def test_the_helpers_take_array_likes_as_numpys_reductions_do():
     np.testing.assert_array_equal(sum_along(rows, -1), [[3.0], [7.0]], err_msg="sum_along of a list")
     np.testing.assert_array_equal(max_along(rows, 0), [[3.0, 4.0]], err_msg="max_along of a list")
     assert max_along(5.0, 0) == 5.0 and sum_along((1.0, 2.0), 0) == [3.0], "a number and a tuple too"
+
+
+@pytest.mark.parametrize("x", [np.array([True, True, True]), np.array([[100, 100]], dtype=np.int8),
+                               np.array([[2**62, 2**62]], dtype=np.uint64), np.array([[1 + 2j, 3j]])],
+                         ids=["bool", "int8", "uint64", "complex"])
+def test_sum_along_of_an_array_not_of_floats_equals_numpys_sum(x):
+    expected = x.sum(axis=-1, keepdims=True)
+    result = sum_along(x, -1)
+    assert result.dtype == expected.dtype, f"sum_along of {x.dtype} gave {result.dtype}, NumPy's sum {expected.dtype}"
+    np.testing.assert_array_equal(result, expected, err_msg=f"sum_along of {x.dtype} differs from NumPy's sum")

@@ -85,6 +85,28 @@ def test_the_floor_refuses_a_learning_rate_betas_eps_or_config_adam_would_refuse
         NumpyStep(model.state_dict(), config, **change)
 
 
+@pytest.mark.parametrize("change, culprit", [
+    ({"lr": True}, r"lr \(the learning rate\) must be a finite number > 0, got True \(bool\)"),
+    ({"residual": "no"}, r"config\['residual'\] must be True or False, got 'no' \(str\)"),
+    ({"layers": "1"}, r"config\['layers'\] must be an integer >= 1, got '1' \(str\)"),
+    ({"width": 4.0}, r"config\['width'\] must be an integer >= 1, got 4.0 \(float\)"),
+    ({"heads": True}, r"config\['heads'\] must be an integer >= 1, got True \(bool\)"),
+    ({"state": "int"}, r"the state's weights must be float arrays, got int64 for layers.0.W_Q.weight"),
+], ids=["lr-true", "residual-str", "layers-str", "width-float", "heads-bool", "int-weights"])
+def test_the_floor_refuses_a_setting_of_another_type_as_the_optimizers_and_build_model_do(change, culprit):
+    model = build_model(4, 1, 1, "softmax", False)
+    state, config, options = model.state_dict(), dict(model.config), {}
+    for key, value in change.items():
+        if key == "lr":
+            options["lr"] = value
+        elif key == "state":
+            state = {name: weights.astype(np.int64) for name, weights in state.items()}
+        else:
+            config[key] = value
+    with pytest.raises(TypeError, match=rf"^NumpyStep: {culprit}"):
+        NumpyStep(state, config, **options)  # at construction: not a wrong model, nor NumPy's words at a step
+
+
 def test_the_floors_softmax_names_a_row_with_every_key_masked_as_minitorchs_does():
     scores = np.full((1, 2, 2), -np.inf)
     with pytest.raises(ValueError, match=r"every entry masked \(-inf\)"):
