@@ -245,11 +245,16 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
      r"adjustments.csv, line 2: points '0_5' is not a number"),
     ("student,points,late_penalty,comment\nbob,0,1_0%,\n", r"line 2: late_penalty '1_0' is not a number"),
     ("student,points,late_penalty,comment\nbob,\u0661,0,\n", r"line 2: points '\u0661' is not a number"),
+    ("student,points,late_penalty,comment\nbob,,%,\n", r"line 2: late_penalty '%' is not a number"),  # read as 0
+    ("student,points,late_penalty,comment\n,,,\n,-2,,late\n",  # the blank row is skipped, the -2 was too
+     r"adjustments.csv, line 3: points, a late_penalty or a comment but no student"),
 ], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice",
-        "an-underscore-in-points", "an-underscore-in-a-share", "an-arabic-digit"])
+        "an-underscore-in-points", "an-underscore-in-a-share", "an-arabic-digit", "a-share-without-its-number",
+        "a-change-for-no-one"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
-    """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote or a column
-    named twice is refused with the file's line, not read as something else."""
+    """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote, a column named
+    twice, a share without its number or a change naming no student is refused with the file's line, not read as
+    something else (or dropped)."""
     from minitorch.exercises.grader.trusted.gradebook import read_adjustments
     from minitorch.exercises.registry import ExerciseError
 
