@@ -641,12 +641,18 @@ def test_an_edition_after_an_earlier_week_names_what_students_bring_and_says_so(
     assert "Your own answers to exercise(s) 1.1, 1.2, 1.3, 1.4 come from an earlier edition" in readme
 
 
-def test_an_edition_handing_out_an_exercise_also_named_as_handed_out_before_is_refused(tmp_path):
+@pytest.mark.parametrize("arguments, said", [
+    (["--only", "3.1", "--handed-out-before", "3.1"], "3.1 are both handed out and handed out before"),
+    (["--only", "2.1", "--release", "1.1,1.2", "--handed-out-before", "1.1,1.2"],
+     "1.1, 1.2 are both released and handed out before"),
+], ids=["handed-out-and-before", "released-and-before"])
+def test_an_edition_naming_an_exercise_in_two_of_its_options_is_refused(tmp_path, arguments, said):
     """--only 3.1 --handed-out-before 3.1 wrote an edition that stubs 3.1 for the students to write and tells them
-    to bring their own 3.1 from an earlier edition; contradictory, as --only 3.1 --release 3.1 is."""
-    completed = _course("student-edition", str(tmp_path / "edition"), "--only", "3.1", "--handed-out-before", "3.1")
-    assert completed.returncode == 2 and "3.1 are both handed out and handed out before" in completed.stderr, (
-        f"the contradiction should be refused naming 3.1; got: {completed.stderr}")
+    to bring their own 3.1 from an earlier edition; --release 1.1 --handed-out-before 1.1 dropped the second option
+    while the summary said it was kept. Contradictory, as --only 3.1 --release 3.1 is."""
+    completed = _course("student-edition", str(tmp_path / "edition"), *arguments)
+    assert completed.returncode == 2 and said in completed.stderr and completed.stderr.count("\n") == 1, (
+        f"the contradiction should be refused in one line naming the exercises ({said}); got: {completed.stderr}")
     assert not (tmp_path / "edition").exists(), "a refused edition must write nothing"
 
 
