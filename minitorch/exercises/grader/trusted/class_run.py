@@ -246,9 +246,9 @@ def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, reco
               f"recorded (changed since, or written by an earlier grader): {', '.join(map(shown, altered))}")
     _say_who_left(args, out, found)
     _notes(args, out, run.seed, recorded)
-    record.update(isolation=run.isolation.describe(), submissions={
-        student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
-        results={student: digest for student, digest in recorded_results.items() if student in kept},
+    record.update(isolation=run.isolation.describe(), submissions={  # (a student's earlier grade stays until the new
+        student: digest for student, digest in recorded_hashes.items() if student in found},  # one is complete)
+        results={student: digest for student, digest in recorded_results.items() if student in found},
         found={student: entry.path.name for student, entry in found.items()},  # (canvas-csv: submitted, not graded)
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     write_run(out, record)  # before any student: a resume compares its settings with these
