@@ -671,7 +671,8 @@ def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one
 @pytest.mark.parametrize("limit, low, refusal", [
     ("RLIMIT_NOFILE", 12, "grading needs at least 256 open files"),
     ("RLIMIT_FSIZE", 32 << 10, "grading needs files of up to 64 MiB, and this shell allows 32 KiB (ulimit -f 32)"),
-], ids=["open-files", "file-size"])
+    ("RLIMIT_AS", 512 << 20, "of address space per process, and this shell allows 0.5 GiB (ulimit -v 524288)"),
+], ids=["open-files", "file-size", "address-space"])
 @pytest.mark.parametrize("soft_only", [True, False], ids=["a low soft limit", "a low hard limit"])
 def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_path, soft_only, limit, low, refusal):
     """Under `ulimit -n 12`, a right answer must not be recorded as 0 points, 'crashed', with no word; nor under
@@ -696,6 +697,22 @@ def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_pat
     else:
         assert completed.returncode == 1 and refusal in completed.stderr, completed.stderr
         assert "Traceback" not in completed.stderr and "bubblewrap" not in completed.stderr, completed.stderr
+
+
+@the_full_book
+def test_grading_under_a_hard_limit_on_address_space_above_its_needs_grades(tmp_path):
+    """Under `ulimit -v 3000000` (more than a worker gets) grade failed with prlimit's words, 'collecting the
+    grader's own tests found none': the check process's limit tried to raise the hard limit, which only root may."""
+    import resource
+
+    shutil.copytree(ROOT / "minitorch", tmp_path / "subs" / "ann" / "minitorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # this book's answers: a right copy
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"), "--out",
+                                str(tmp_path / "out"), "--only", "3.1", "--isolation", "none", "--jobs", "1"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)))
+    assert completed.returncode == 0 and "ann: 1 / 1" in completed.stdout, (
+        f"a hard limit above the grader's own cost a right copy its point:\n{completed.stdout}{completed.stderr}")
 
 
 @pytest.mark.skipif(os.geteuid() != 0 and shutil.which("bwrap") is None, reason="no sandbox here to start a worker in")
