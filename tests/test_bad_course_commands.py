@@ -245,11 +245,16 @@ def test_a_run_record_that_is_a_named_pipe_is_refused_without_waiting(tmp_path, 
      r"adjustments.csv, line 2: points '0_5' is not a number"),
     ("student,points,late_penalty,comment\nbob,0,1_0%,\n", r"line 2: late_penalty '1_0' is not a number"),
     ("student,points,late_penalty,comment\nbob,\u0661,0,\n", r"line 2: points '\u0661' is not a number"),
+    ("student,points,late_penalty,comment\nbob,,%,\n", r"line 2: late_penalty '%' is not a number"),  # read as 0
+    ("student,points,late_penalty,comment\n,,,\n,-2,,late\n",  # the blank row is skipped, the -2 was too
+     r"adjustments.csv, line 3: points, a late_penalty or a comment but no student"),
 ], ids=["negative-penalty", "unquoted-comma", "not-utf-8", "a-fifo", "an-open-quote", "a-column-twice",
-        "an-underscore-in-points", "an-underscore-in-a-share", "an-arabic-digit"])
+        "an-underscore-in-points", "an-underscore-in-a-share", "an-arabic-digit", "a-share-without-its-number",
+        "a-change-for-no-one"])
 def test_a_bad_adjustments_file_is_named_with_its_line(tmp_path, text, message):
-    """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote or a column
-    named twice is refused with the file's line, not read as something else."""
+    """A bonus given as a penalty, a comment cut at a comma, a Latin-1 file, a FIFO, an open quote, a column named
+    twice, a share without its number or a change naming no student is refused with the file's line, not read as
+    something else (or dropped)."""
     from minitorch.exercises.grader.trusted.gradebook import read_adjustments
     from minitorch.exercises.registry import ExerciseError
 
@@ -636,12 +641,18 @@ def test_an_edition_after_an_earlier_week_names_what_students_bring_and_says_so(
     assert "Your own answers to exercise(s) 1.1, 1.2, 1.3, 1.4 come from an earlier edition" in readme
 
 
-def test_an_edition_handing_out_an_exercise_also_named_as_handed_out_before_is_refused(tmp_path):
+@pytest.mark.parametrize("arguments, said", [
+    (["--only", "3.1", "--handed-out-before", "3.1"], "3.1 are both handed out and handed out before"),
+    (["--only", "2.1", "--release", "1.1,1.2", "--handed-out-before", "1.1,1.2"],
+     "1.1, 1.2 are both released and handed out before"),
+], ids=["handed-out-and-before", "released-and-before"])
+def test_an_edition_naming_an_exercise_in_two_of_its_options_is_refused(tmp_path, arguments, said):
     """--only 3.1 --handed-out-before 3.1 wrote an edition that stubs 3.1 for the students to write and tells them
-    to bring their own 3.1 from an earlier edition; contradictory, as --only 3.1 --release 3.1 is."""
-    completed = _course("student-edition", str(tmp_path / "edition"), "--only", "3.1", "--handed-out-before", "3.1")
-    assert completed.returncode == 2 and "3.1 are both handed out and handed out before" in completed.stderr, (
-        f"the contradiction should be refused naming 3.1; got: {completed.stderr}")
+    to bring their own 3.1 from an earlier edition; --release 1.1 --handed-out-before 1.1 dropped the second option
+    while the summary said it was kept. Contradictory, as --only 3.1 --release 3.1 is."""
+    completed = _course("student-edition", str(tmp_path / "edition"), *arguments)
+    assert completed.returncode == 2 and said in completed.stderr and completed.stderr.count("\n") == 1, (
+        f"the contradiction should be refused in one line naming the exercises ({said}); got: {completed.stderr}")
     assert not (tmp_path / "edition").exists(), "a refused edition must write nothing"
 
 
@@ -660,7 +671,8 @@ def test_a_legal_255_byte_name_is_written_not_refused_for_a_longer_temporary_one
 @pytest.mark.parametrize("limit, low, refusal", [
     ("RLIMIT_NOFILE", 12, "grading needs at least 256 open files"),
     ("RLIMIT_FSIZE", 32 << 10, "grading needs files of up to 64 MiB, and this shell allows 32 KiB (ulimit -f 32)"),
-], ids=["open-files", "file-size"])
+    ("RLIMIT_AS", 512 << 20, "of address space per process, and this shell allows 0.5 GiB (ulimit -v 524288)"),
+], ids=["open-files", "file-size", "address-space"])
 @pytest.mark.parametrize("soft_only", [True, False], ids=["a low soft limit", "a low hard limit"])
 def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_path, soft_only, limit, low, refusal):
     """Under `ulimit -n 12`, a right answer must not be recorded as 0 points, 'crashed', with no word; nor under
@@ -685,6 +697,22 @@ def test_grading_under_a_low_limit_raises_it_or_stops_before_any_student(tmp_pat
     else:
         assert completed.returncode == 1 and refusal in completed.stderr, completed.stderr
         assert "Traceback" not in completed.stderr and "bubblewrap" not in completed.stderr, completed.stderr
+
+
+@the_full_book
+def test_grading_under_a_hard_limit_on_address_space_above_its_needs_grades(tmp_path):
+    """Under `ulimit -v 3000000` (more than a worker gets) grade failed with prlimit's words, 'collecting the
+    grader's own tests found none': the check process's limit tried to raise the hard limit, which only root may."""
+    import resource
+
+    shutil.copytree(ROOT / "minitorch", tmp_path / "subs" / "ann" / "minitorch",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # this book's answers: a right copy
+    completed = subprocess.run([sys.executable, "-m", "minitorch.exercises", "grade", str(tmp_path / "subs"), "--out",
+                                str(tmp_path / "out"), "--only", "3.1", "--isolation", "none", "--jobs", "1"],
+                               cwd=ROOT, capture_output=True, text=True, timeout=600,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)))
+    assert completed.returncode == 0 and "ann: 1 / 1" in completed.stdout, (
+        f"a hard limit above the grader's own cost a right copy its point:\n{completed.stdout}{completed.stderr}")
 
 
 @pytest.mark.skipif(os.geteuid() != 0 and shutil.which("bwrap") is None, reason="no sandbox here to start a worker in")

@@ -88,6 +88,23 @@ def test_an_option_given_twice_is_refused_in_every_command(tmp_path, capsys, mai
     assert not any(tmp_path.iterdir()), "a refused command must write nothing"
 
 
+def test_the_instructors_chapter_gives_several_students_as_the_command_takes_them():
+    """Chapter 11 said `--student ann` could be repeated, which grade refuses as it refuses every option given
+    twice: the book must show the one form the command takes, a comma-separated list."""
+    import json
+    import re
+
+    from minitorch.exercises.__main__ import _parser
+
+    cells = json.loads((ROOT / "chapters" / "11_for_instructors.ipynb").read_text(encoding="utf-8"))["cells"]
+    text = "".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    shown = re.findall(r"`(--student [^`]+)`", text)
+    assert shown and "repeat it" not in text, "chapter 11 should show --student with several names as one list"
+    for snippet in shown:
+        args = _parser().parse_args(["grade", "subs", "--out", "grades", *snippet.split()])
+        assert args.student == [snippet.split()[1]], f"grade reads the book's `{snippet}` otherwise: {args.student}"
+
+
 @pytest.mark.parametrize("main,arguments", [
     (_minitorch, ["reproduce", "--only", "1x1,"]),
     (_minitorch, ["book", "--only", "01,,02"]),

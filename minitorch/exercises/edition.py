@@ -147,10 +147,13 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if again:  # students would be told to bring their own answer to an exercise this edition stubs for them
         raise ExerciseError(f"exercise(s) {', '.join(again)} are both handed out and handed out before; hand an "
                             f"exercise out in this edition, or name it in --handed-out-before, not both")
+    given = sorted(set(released) & set(_ids(before)), key=sort_key)
+    if given:  # students would be told to bring their own answer to an exercise whose answer the edition holds
+        raise ExerciseError(f"exercise(s) {', '.join(given)} are both released and handed out before; release an "
+                            f"exercise's answer, or name it in --handed-out-before, not both")
     try:
         with building_aside(dest) as building:
-            summary = _build(building, selected, root, released, sorted(set(before) - set(released), key=sort_key),
-                             table)
+            summary = _build(building, selected, root, released, sorted(set(_ids(before)), key=sort_key), table)
     except OutputPathError as error:  # (dest a mount point, which the built edition cannot be moved onto)
         raise ExerciseError(f"{error} (nothing was written)") from None
     os.chmod(dest, 0o755)  # a class (or its TAs) must be able to read it, whatever the umask

@@ -126,6 +126,15 @@ def ensure_file_size(what: str, needed: int) -> None:
         errno.EFBIG, f"{what} needs files of up to {needed >> 20} MiB, and this shell allows {_file_size(hard)}"))
 
 
+def ensure_address_space(what: str, needed: int) -> None:
+    """Raise the limit on a process's address space (``ulimit -v``) to `needed` bytes, else an OSError (ENOMEM)
+    saying that `what` needs more. Under a lower hard limit the grader's sandbox cannot set its own (prlimit fails,
+    in its words), which looked like a grader with no tests."""
+    _raise_soft_limit(resource.RLIMIT_AS, needed, lambda hard: OSError(
+        errno.ENOMEM, f"{what} needs {needed / 2**30:g} GiB of address space per process, and this shell allows "
+                      f"{hard / 2**30:.2g} GiB (ulimit -v {hard // 1024}): raise the limit (ulimit -v unlimited)"))
+
+
 class _Stopped:
     """The signal that asked the command to stop (SIGINT unless a handler here saw another), and when."""
     signum = signal.SIGINT

@@ -421,6 +421,33 @@ def test_a_crash_of_the_grader_gives_score_0_and_says_the_autograder_failed(tmp_
     assert sorted(path.name for path in results_path.parent.iterdir()) == ["results.json"]
 
 
+@pytest.mark.parametrize("failure", ["a grading package missing", "the check process failing"])
+def test_a_grader_failure_that_says_what_happened_is_one_line_without_a_traceback(tmp_path, monkeypatch, capsys,
+                                                                                 failure):
+    """A python3 without pytest-timeout (the bundle run before setup.sh) printed a traceback, and its advice named
+    the book's requirements.txt, not the bundle's own grading-requirements.txt that setup.sh installs."""
+    root, results_path = layout(tmp_path, SETTINGS)
+    find_spec = gradescope.importlib.util.find_spec
+    if failure == "a grading package missing":
+        monkeypatch.setattr(gradescope.importlib.util, "find_spec",
+                            lambda name, *rest: None if name == "pytest_timeout" else find_spec(name, *rest))
+        said = "lacks pytest-timeout: run setup.sh (or pip install -r grading-requirements.txt), then run_autograder"
+    else:
+        said = "the check process ended with status 4 before any test ran"
+
+    def graded(*arguments):
+        if failure == "a grading package missing":
+            raise AssertionError("nothing is graded without the grading packages")
+        raise grading.CheckProcessFailed(said)
+
+    monkeypatch.setattr(gradescope, "_grade", graded)
+    results = gradescope.run(root, source=root / "source")
+    printed = capsys.readouterr()
+    assert results["score"] == 0 and said in results["output"] and "Error:" not in results["output"], (
+        results["output"])
+    assert "Traceback" not in printed.err + printed.out, f"one line, no traceback:\n{printed.err}"
+
+
 def test_a_submission_without_the_book_gives_score_0_and_tells_the_student_what_to_submit(tmp_path):
     root, results_path = layout(tmp_path, SETTINGS)
     shutil.rmtree(root / "submission")

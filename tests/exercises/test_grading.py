@@ -1259,6 +1259,53 @@ def test_a_signal_that_would_end_grade_takes_the_ctrl_c_path(fake_class, signal_
     assert status == 0 and "Grading 1 of 3 students" in printed, printed
 
 
+@pytest.mark.parametrize("regraded", ["named with --student", "its submission changed"])
+def test_a_regrade_stopped_half_way_keeps_the_students_earlier_grade(fake_class, regraded):
+    """Ctrl-C while cat was graded again dropped cat's earlier row from grades.csv (and run.json) while saying that
+    nothing of the students being graded was written: the earlier grade stays until the new one is complete."""
+    submissions, out, fake, run = fake_class
+    assert run("--only", ",".join(ONE))[0] == 0
+    earlier = grades_of(out)["cat"]
+    fake.block.add("cat")
+    if regraded == "its submission changed":
+        (submissions / "cat" / "minitorch" / "ops.py").write_text("# cat's copy, changed\n")
+    finished = threading.Event()
+
+    def stop_while_cat_is_graded():
+        if fake.blocking.wait(60) and not finished.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sender = threading.Thread(target=stop_while_cat_is_graded)
+    sender.start()
+    try:
+        status, printed = run(*(["--student", "cat"] if regraded.startswith("named") else []))
+    finally:
+        finished.set()
+        fake.blocking.set()
+        sender.join()
+    assert status == 130 and "Interrupted" in printed, printed
+    assert grades_of(out).get("cat") == earlier, (
+        f"cat's earlier grade must stay until a new one is complete; grades.csv holds {sorted(grades_of(out))}")
+    assert "cat" in json.loads((out / "run.json").read_text())["results"], "run.json forgot cat's earlier grade"
+    fake.block.clear()
+    status, printed = run(*(["--student", "cat"] if regraded.startswith("named") else []))
+    assert status == 0 and "Grading 1 of 3 students" in printed, f"the same command grades cat again:\n{printed}"
+
+
+def test_copies_of_another_edition_than_the_one_graded_are_said_once_and_cost_nothing(capsys):
+    """--edition of another week graded a class on the wrong exercises with no word, though every copy's own
+    edition.json said which it was: a note, once; the copies still decide nothing."""
+    from minitorch.exercises.grader.trusted import class_run
+
+    rows = [{"extra_data": {"handed_out": handed_out}} for handed_out in (["1.1", "1.2"], ["1.2", "1.1"], None)]
+    class_run._say_other_editions(rows, ["2.1", "2.2"], "/editions/week-2")
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1 and "2 of 3 copies are of another edition" in printed and (
+        "hands out 1.1, 1.2; this run grades 2.1, 2.2" in printed and "--edition /editions/week-2" in printed), printed
+    class_run._say_other_editions(rows, ["1.1", "1.2"], "/editions/week-1")
+    assert capsys.readouterr().out == "", "copies of the edition graded need no note, whatever their order"
+
+
 def test_a_second_grade_into_a_gradebook_being_graded_is_refused(fake_class):
     """Two grade runs into one --out a second apart (a TA and the instructor) both graded the same students, each on
     a fresh seed of its own, and run.json kept one: the gradebook mixed students graded on two seeds."""

@@ -28,7 +28,7 @@ from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries, student_of
 from minitorch.exercises.registry import (MANIFEST, ExerciseError, chosen, load_exercises, read_manifest_data,
-                                          secret_output_refused, select)
+                                          secret_output_refused, select, sort_key)
 from minitorch.outputs import OutputPathError, check_output_folder, scratch_folder, write_atomically
 from minitorch.tools.exit_policy import STOPPING_SIGNALS, describe_os_error, ensure_open_files, stopped_by
 
@@ -246,9 +246,9 @@ def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, reco
               f"recorded (changed since, or written by an earlier grader): {', '.join(map(shown, altered))}")
     _say_who_left(args, out, found)
     _notes(args, out, run.seed, recorded)
-    record.update(isolation=run.isolation.describe(), submissions={
-        student: digest for student, digest in recorded_hashes.items() if student in found and student not in todo},
-        results={student: digest for student, digest in recorded_results.items() if student in kept},
+    record.update(isolation=run.isolation.describe(), submissions={  # (a student's earlier grade stays until the new
+        student: digest for student, digest in recorded_hashes.items() if student in found},  # one is complete)
+        results={student: digest for student, digest in recorded_results.items() if student in found},
         found={student: entry.path.name for student, entry in found.items()},  # (canvas-csv: submitted, not graded)
         graded_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     write_run(out, record)  # before any student: a resume compares its settings with these
@@ -339,7 +339,21 @@ def _grade_all(args, out: Path, run: Run, record: dict, found: dict, todo: dict,
           f"{out / FEEDBACK_FOLDER}; {out / PRIVATE_FOLDER} (the full failures, on the hidden inputs) is yours only")
     if failed:
         print(f"NOT graded (run again to retry): {', '.join(failed)}")
+    _say_other_editions(rows, run.exercise_ids, record.get("edition", ""))
     return 1 if failed else 0
+
+
+def _say_other_editions(rows: list[dict], exercise_ids: list[str], edition: str) -> None:
+    """A note if copies' own edition.json hands out other exercises than --edition's: the edition of another week,
+    given by mistake, grades a whole class on the wrong exercises. (The copies still decide nothing.)"""
+    other = [sorted(row["extra_data"]["handed_out"], key=sort_key) for row in rows
+             if row["extra_data"].get("handed_out") is not None and set(row["extra_data"]["handed_out"]) != set(
+                 exercise_ids)]
+    if edition and other:
+        most = max(other, key=other.count)
+        print(f"Note: {len(other)} of {len(rows)} copies are of another edition (their edition.json hands out "
+              f"{', '.join(most) or 'nothing'}{' or others' if other.count(most) < len(other) else ''}; this run "
+              f"grades {', '.join(exercise_ids)}): is --edition {edition} the one you handed out?")
 
 
 def _minutes(seconds: float) -> str:

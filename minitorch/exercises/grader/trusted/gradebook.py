@@ -204,7 +204,9 @@ def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjus
     for row, line in rows:
         student, where = (row.get("student") or "").strip(), f"{path}, line {line}"
         penalty, comment = (row.get("late_penalty") or "").strip(), (row.get("comment") or "").strip()
-        if not student:
+        if not student:  # (a wholly blank row is skipped; a change for no one would be lost)
+            if any((row.get(column) or "").strip() for column in ADJUSTMENT_COLUMNS[1:]):
+                raise ExerciseError(f"{where}: points, a late_penalty or a comment but no student; name the student")
             continue
         if None in row:  # more cells than columns: an unquoted comma in the comment, most likely
             raise ExerciseError(f"{where}: more cells than the header's columns; put a comment with a comma in "
@@ -214,7 +216,7 @@ def read_adjustments(out: Path, maximum: float | None = None) -> dict[str, Adjus
         adjustment = found.setdefault(student, Adjustment())
         adjustment.points += _number(row.get("points"), where, "points")
         if penalty.endswith("%"):
-            adjustment.penalty_share += _number(penalty[:-1], where, "late_penalty") / 100
+            adjustment.penalty_share += _number(penalty, where, "late_penalty", share=True) / 100
         else:
             adjustment.penalty_points += _number(penalty, where, "late_penalty")
         adjustment.comments += [comment] if comment else []
@@ -239,13 +241,16 @@ def _refuse_beyond(adjustment: Adjustment, maximum: float, where: str) -> None:
                             f"a typo? (100% takes off every autograded point)")
 
 
-def _number(text, where: str, column: str) -> float:
-    """A cell as a number written plainly (2, -1.5, .5, 1e2): Python's float reads "1_0" as 10 and "١" as 1, which no
-    spreadsheet writes; a typo, refused."""
+def _number(text, where: str, column: str, share: bool = False) -> float:
+    """A cell as a number written plainly (2, -1.5, .5, 1e2; with `share`, followed by %), an empty cell as 0:
+    Python's float reads "1_0" as 10 and "١" as 1, which no spreadsheet writes, and "%" alone lacks its number; a
+    typo, refused."""
     text = (text or "").strip()
-    value = float(text) if PLAIN_NUMBER.fullmatch(text) else 0.0 if not text else math.nan
+    number = text.removesuffix("%").strip() if share else text
+    value = float(number) if PLAIN_NUMBER.fullmatch(number) else 0.0 if not text else math.nan
     if not math.isfinite(value):
-        raise ExerciseError(f"{where}: {column} {text!r} is not a number (write 2, -1.5, or for late_penalty 10%)")
+        raise ExerciseError(f"{where}: {column} {number or text!r} is not a number (write 2, -1.5, or for "
+                            f"late_penalty 10%)")
     return value
 
 

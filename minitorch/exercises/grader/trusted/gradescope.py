@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import fnmatch
+import importlib.util
 import io
 import json
 import math
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from minitorch import checks
 from minitorch.exercises.edition import TEMPLATES, git_commit
+from minitorch.exercises.grader.trusted.grading import CheckProcessFailed
 from minitorch.exercises.grader.trusted.student_text import shown
 from minitorch.exercises.grader.trusted.submissions import Entry, find_project, unpack, unzip_name
 from minitorch.exercises.registry import (MANIFEST, NOT_COPIED, ROOT, Exercise, ExerciseError, is_hidden_test,
@@ -56,6 +58,10 @@ OPTIONAL_SETTINGS = {"hidden_tests": (list, "a list"), "hidden_visibility": (str
 
 class SubmissionError(ValueError):
     """The submission holds no gradable copy of the book; the message tells the student what to submit."""
+
+
+class SetupMissing(Exception):
+    """The Python running the bundle lacks a package grading imports; the message says what to install."""
 
 
 def build_bundle(out_zip, exercises: list[Exercise], *, seed: int | None = None, timeout: float,
@@ -202,14 +208,20 @@ def run(autograder_root: Path, source: Path = ROOT) -> dict:
     started, settings, autograder_root = time.monotonic(), {}, Path(autograder_root)
     try:
         settings = read_settings(Path(source) / SETTINGS_NAME)
+        lacking = [name for name in GRADING_PACKAGES if importlib.util.find_spec(name.replace("-", "_")) is None]
+        if lacking:  # (the check process would stop with the book's advice, written for a checkout, in a traceback)
+            raise SetupMissing(f"python3 ({sys.executable}) lacks {', '.join(lacking)}: run setup.sh (or pip install "
+                               f"-r {PINNED_NAME}), then run_autograder again")
         with scratch_folder("minitorch-grading-", mode=0o711) as scratch:
             results = _grade(autograder_root / "submission", scratch, settings, source, started)
     except SubmissionError as error:
         results = failed_results(f"Your submission could not be graded: {error}")
-    except Exception as error:  # the grader's fault, not the student's: say so, and keep the traceback for the log
-        traceback.print_exc()
-        results = failed_results(f"The autograder failed: {type(error).__name__}: {error}. Nothing was graded; "
-                                 f"please tell your instructor.")
+    except Exception as error:  # the grader's fault, not the student's: say so, and keep a bug's traceback for the log
+        said = isinstance(error, (SetupMissing, CheckProcessFailed))  # (those say what happened in their line)
+        if not said:
+            traceback.print_exc()
+        results = failed_results(f"The autograder failed: {'' if said else type(error).__name__ + ': '}{error}. "
+                                 f"Nothing was graded; please tell your instructor.")
     results = _with_lateness(results, autograder_root / "submission_metadata.json", settings.get("late_penalty", 0.0))
     results["execution_time"] = round(time.monotonic() - started)
     write_atomically(autograder_root / "results" / "results.json", json.dumps(results, indent=1, ensure_ascii=False)

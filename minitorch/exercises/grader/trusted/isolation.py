@@ -17,6 +17,7 @@ import grp
 import json
 import os
 import pwd
+import resource
 import re
 import secrets
 import shutil
@@ -34,7 +35,7 @@ from pathlib import Path
 from minitorch.exercises.grader.trusted.worker_library import WORKER_SCRIPT, link_or_copy
 from minitorch.exercises.registry import ExerciseError
 from minitorch.outputs import scratch_folder
-from minitorch.tools.exit_policy import ensure_file_size
+from minitorch.tools.exit_policy import ensure_address_space, ensure_file_size
 
 KINDS = ("bubblewrap", "chroot", "none")
 SANDBOX_ROOT = "/grading"  # inside the sandbox: SANDBOX_ROOT/lib (its library, read-only), SANDBOX_ROOT/home
@@ -115,7 +116,8 @@ def choose(requested: str = "auto", guarded: dict[str, str] | None = None, stude
     the worker a path of `guarded` ({what: path}). Memory: the machine's share of one of `students_at_once`."""
     if requested not in ("auto", *KINDS):
         raise IsolationError(f"--isolation must be auto, {', '.join(KINDS)}; got {requested!r}")
-    ensure_file_size("grading", WORKER_FILE_SIZE)  # else prlimit cannot set the workers' limit, in any isolation
+    ensure_file_size("grading", WORKER_FILE_SIZE)  # else prlimit cannot set the workers' limits, in any isolation
+    ensure_address_space("grading", max(worker_memory(students_at_once), CHECK_PROCESS_MEMORY))
     guarded, problems = dict(guarded or {}), []
     for kind in ("bubblewrap", "chroot") if requested == "auto" else (requested,):
         try:
@@ -144,9 +146,8 @@ def _isolation(kind: str, students_at_once: int, passed_over: str) -> Isolation:
                                                                    text=True, timeout=60).stdout  # (0.7 and later)
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         raise IsolationError(f"what a worker needs could not be gathered ({str(error)[:300]})") from None
-    memory = min([WORKER_MEMORY] + [int(0.6 * limit) // max(1, students_at_once) for limit in _memory_limits()])
     return Isolation(kind, tree=tree, readable_folders=_python_folders() if kind == "bubblewrap" and not tree else [],
-                     memory=memory, sized_tmpfs=sized, passed_over=passed_over,
+                     memory=worker_memory(students_at_once), sized_tmpfs=sized, passed_over=passed_over,
                      systemd=root and kind != "none" and os.path.isdir("/run/systemd/system"))
 
 
@@ -179,6 +180,11 @@ def _python_folders() -> list[str]:
     folders = sorted({os.path.realpath(path) for path in candidates if os.path.isdir(path)} - set(system))
     return system + [folder for folder in folders if not any(folder.startswith(other + os.sep)
                                                              for other in system + folders)]
+
+
+def worker_memory(students_at_once: int) -> int:
+    """The address space of a worker: WORKER_MEMORY, or less, the machine's share of one of `students_at_once`."""
+    return min([WORKER_MEMORY] + [int(0.6 * limit) // max(1, students_at_once) for limit in _memory_limits()])
 
 
 def _memory_limits() -> list[int]:
@@ -371,9 +377,12 @@ def processes_of_run(marker: str, variable: str = RUN_MARKER_VARIABLE) -> list[i
 
 
 def check_process_limits() -> list[str]:
-    """The command prefix that runs a check process under CHECK_PROCESS_MEMORY of address space: a request that
-    slipped past every check fails alone. (A soft limit: the workers it starts set their own.)"""
-    return ["prlimit", f"--as={CHECK_PROCESS_MEMORY}:unlimited", "--"] if shutil.which("prlimit") else []
+    """The command prefix that runs a check process under CHECK_PROCESS_MEMORY of address space (or the hard limit it
+    inherits, if lower): a request that slipped past every check fails alone. A soft limit, the hard one kept (only
+    root may raise it): the workers it starts set their own."""
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    soft = CHECK_PROCESS_MEMORY if hard == resource.RLIM_INFINITY else min(CHECK_PROCESS_MEMORY, hard)
+    return ["prlimit", f"--as={soft}:", "--"] if shutil.which("prlimit") else []
 
 
 class MachineWatch:
