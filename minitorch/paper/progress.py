@@ -9,6 +9,7 @@ whatever metrics the caller passes.
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 
@@ -27,6 +28,18 @@ def _writable(stream) -> bool:
     """False if `stream` says it cannot be written (a file opened for reading); True if it has no say."""
     writable = getattr(stream, "writable", None)
     return not callable(writable) or bool(writable())
+
+
+def _closed(stream) -> bool:
+    """True if `stream` says it is closed."""
+    return getattr(stream, "closed", False) is True
+
+
+def _binary(stream) -> bool:
+    """True if `stream` takes bytes, not text: a binary file (open(path, 'wb')) or buffer (io.BytesIO)."""
+    if isinstance(stream, io.TextIOBase):
+        return False
+    return isinstance(stream, (io.RawIOBase, io.BufferedIOBase)) or "b" in str(getattr(stream, "mode", ""))
 
 
 def _in_notebook() -> bool:
@@ -54,16 +67,21 @@ class ProgressBar:
                  stream=None, width: int = 24, lines: bool = False):
         if checks.finite_number("ProgressBar", "total", total) < 0:  # nan has no place on a bar, nor -1
             raise ValueError(f"ProgressBar: total must be a number of steps >= 0, got {total}")
+        if total != int(total):  # 10 steps of 10.5 would read 'stopped early'
+            raise ValueError(f"ProgressBar: total must be a whole number of steps, got {total}")
         enabled, lines = checks.flag("ProgressBar", "enabled", enabled), checks.flag("ProgressBar", "lines", lines)
         if not isinstance(label, str):  # drawn in front of the bar: None would show as 'None [####...'
             raise TypeError(f"ProgressBar: label must be a str, e.g. 'softmax 1x1', got {label!r:.60}")
-        self.total, self.label, self.enabled, self.lines = total, label, enabled, lines
+        self.total, self.label, self.enabled, self.lines = int(total), label, enabled, lines
         self.width = checks.integer("ProgressBar", "width", width)
         self.stream = sys.stderr if stream is None else stream
         if not callable(getattr(self.stream, "write", None)):
             raise TypeError(f"ProgressBar: stream must be a text stream with a write method (sys.stderr, an open "
                             f"file), got {stream!r:.80} ({type(stream).__name__})")
-        if getattr(self.stream, "closed", False) is True or not _writable(self.stream):  # failed at the first draw
+        if _binary(self.stream):  # the first draw's str would fail in Python's words, mid-training
+            raise TypeError(f"ProgressBar: stream must be a text stream (sys.stderr, open(path, 'w')), got "
+                            f"{stream!r:.80} ({type(stream).__name__}), which takes bytes")
+        if _closed(self.stream) or not _writable(self.stream):  # failed at the first draw
             raise ValueError(f"ProgressBar: stream must be open for writing (sys.stderr, open(path, 'w')), got "
                              f"{stream!r:.80}, which is {'closed' if self.stream.closed else 'not writable'}")
         in_notebook = enabled and not lines and _in_notebook()
@@ -91,7 +109,7 @@ class ProgressBar:
         if final and step < self.total:  # stopped before the budget: an empty bar would read as a failure
             return (f"{self.label} done: {step} steps (stopped early; at most {self.total}) {elapsed:.1f}s "
                     f"{rate:.0f} step/s {shown}").strip()
-        filled = int(self.width * step / max(self.total, 1))
+        filled = min(int(self.width * step / max(self.total, 1)), self.width)  # past the total: a full bar
         bar = "#" * filled + "-" * (self.width - filled)
         return f"{self.label} [{bar}] {step}/{self.total} {elapsed:.1f}s {rate:.0f} step/s {shown}".strip()
 
@@ -103,6 +121,9 @@ class ProgressBar:
             return
         self.last_draw = now
         text = self._text(step, metrics, final)
+        if self.handle is None and _closed(self.stream):  # checked when made, but a `with open(...)` may end first
+            raise ValueError(f"ProgressBar: its stream {self.stream!r:.80} was closed after the bar was made; close "
+                             f"the bar (bar.close(step)) before its stream")
         if self.handle is not None:
             self.handle.update({"text/plain": text}, raw=True)
         elif self.lines:

@@ -556,3 +556,105 @@ def test_an_animation_of_a_diverged_run_names_the_snapshot_that_is_not_finite(tm
     with pytest.raises(ValueError, match=r"snapshot_sets\['a'\]\[1\] \(step 5\) holds nan or inf") as refusal:
         plotting.attention_animation({"a": [(0, np.zeros((1, 1, 4, 4))), (5, weights)]}, tmp_path / "nan.gif")
     assert not (tmp_path / "nan.gif").exists(), f"a map of nan must be refused, not drawn blank: {refusal.value}"
+
+
+_SNAPSHOTS = [(step, np.zeros((1, 1, 4, 4))) for step in (0, 10)]
+
+
+@pytest.mark.parametrize("call, culprit", [
+    (lambda: plotting.sink_forming_figure({key: value * 2 for key, value in _HISTORY.items()}, _SNAPSHOTS, "t"),
+     r"sink_forming_figure: the steps of history are not in training order .*got \[0, 10, 0, 10\]"),
+    (lambda: plotting.sink_forming_figure({**_HISTORY, "step": [10, 0]}, _SNAPSHOTS, "t"),
+     r"sink_forming_figure: the steps of history are not in training order"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, _SNAPSHOTS, "t", compare={**_HISTORY, "step": [10, 0]}),
+     r"sink_forming_figure: the steps of compare are not in training order"),
+    (lambda: plotting.sink_forming_figure(_HISTORY, _SNAPSHOTS * 2, "t"),
+     r"sink_forming_figure: the steps of snapshots are not in training order .*got \[0, 10, 0, 10\]"),
+    (lambda: plotting.attention_animation({"a": _SNAPSHOTS[::-1]}, "unwritten.gif"),
+     r"attention_animation: the steps of snapshot_sets\['a'\] are not in training order"),
+], ids=["histories-joined", "history-reversed", "compare-reversed", "snapshots-joined", "animation-reversed"])
+def test_the_training_figures_refuse_steps_out_of_training_order_as_the_head_figures_do(call, culprit):
+    """Two histories joined (training further restarts at step 0) drew one curve running back to step 0."""
+    figures_before = plotting.plt.get_fignums()
+    with pytest.raises(ValueError, match=culprit):
+        call()
+    assert plotting.plt.get_fignums() == figures_before, "a refused figure must leave no figure open"
+
+
+@pytest.mark.parametrize("count, error", [(-2, ValueError), (2.5, TypeError)])
+def test_sink_forming_figure_names_a_snapshot_count_that_is_no_count(count, error):
+    with pytest.raises(error, match=rf"^sink_forming_figure: snapshot_count must be an integer >= 0, got {count}"):
+        plotting.sink_forming_figure(_HISTORY, _SNAPSHOTS, "t", snapshot_count=count)  # not np.linspace's words
+    figure = plotting.sink_forming_figure(_HISTORY, _SNAPSHOTS, "t", snapshot_count=0)
+    assert len(figure.axes) == 1, "snapshot_count=0 draws the curves and no snapshot"
+    plotting.plt.close(figure)
+
+
+def test_heatmap_draws_weights_above_one_beyond_the_scale_not_as_one():
+    """A ReLU weight of 5 was drawn in the colour of 1, under a colour bar ending at 1, without a word."""
+    fig, ax = plotting.plt.subplots()
+    image = plotting.attention_heatmap(ax, np.full((3, 3), 5.0))
+    assert image.get_clim() == (0.0, 1.0), "the scale stays 0..1, so that maps compare by eye"
+    assert image.cmap(image.norm(5.0)) != image.cmap(image.norm(1.0)), "a weight of 5 must not look like 1"
+    assert image.colorbar.extend == "max", "the colour bar ends in a tip of the colour of weights above 1"
+    plotting.plt.close(fig)
+    fig, ax = plotting.plt.subplots()
+    assert plotting.attention_heatmap(ax, np.eye(3)).colorbar.extend == "neither", \
+        "a map of weights in 0..1 gets a plain colour bar"
+    plotting.plt.close(fig)
+
+
+@pytest.mark.parametrize("call, culprit", [
+    (lambda: plotting.attention_heatmap(plotting.plt.subplots()[1], np.zeros((0, 0))),
+     r"attention_heatmap: expected an \(L, L\) map with L >= 1, got shape \(0, 0\)"),
+    (lambda: plotting.attention_heatmap(plotting.plt.subplots()[1], np.full((2, 2), np.inf)),
+     r"attention_heatmap: weights hold inf \(did the run diverge\?\)"),
+    (lambda: plotting.head_grid_figure([np.full((1, 4, 4), np.inf)], "t"),
+     r"head_grid_figure: per_layer_weights\[0\] holds nan or inf attention weights \(did the run diverge\?\)"),
+    (lambda: plotting.head_grid_figure([np.eye(4)[None], np.full((1, 4, 4), np.nan)], "t"),
+     r"head_grid_figure: per_layer_weights\[1\] holds nan or inf"),
+    (lambda: plotting.single_layer_figure(np.ones((2, 4, 4)) / 4, np.full((2, 4, 4), np.nan)),
+     r"single_layer_figure: relu_weights holds nan or inf"),
+], ids=["empty-map", "heatmap-of-inf", "grid-of-inf", "grid-of-nan", "fig3-of-nan"])
+def test_the_map_figures_refuse_a_map_they_cannot_draw_as_the_animation_does(call, culprit):
+    """A map of inf was drawn in the colour of 1 in every cell, and an empty one as an empty axes with matplotlib's
+    warnings, without a word of ours."""
+    with pytest.raises(ValueError, match=culprit):
+        call()
+    plotting.plt.close("all")
+
+
+def test_error_vs_bos_mass_refuses_an_upper_bound_below_the_measured_error():
+    point = dict(label="a", worst_case_error=0.1, bos_mass_min=0.5, worst_case_error_upper=0.05)
+    with pytest.raises(ValueError, match=r"^plot_error_vs_bos_mass: trained\[0\]\['worst_case_error_upper'\] 0.05 "
+                                         r"is below its worst_case_error 0.1"):
+        plotting.plot_error_vs_bos_mass(_FAMILY, [point])  # it drew a bar pointing left
+
+
+def test_head_split_settled_refuses_a_bos_mass_that_is_no_number():
+    """A diverged run's nan counted as 'not sinking', so the split 'changed' at its step."""
+    history = {"step": [0, 5], "head_bos_mass": [[[0.95]], [[np.nan]]]}
+    with pytest.raises(ValueError, match=r"^head_split_settled: history\['head_bos_mass'\] at step 5 holds nan"):
+        plotting.head_split_settled(history)
+
+
+def test_an_animation_writes_nothing_beside_its_path_and_removes_what_a_killed_one_left(tmp_path, monkeypatch):
+    """A SIGTERM left an empty hidden .movie.gif.writing-*.gif beside the GIF, which no later run removed: the GIF
+    is written in a scratch folder, and one that no process holds any more is deleted by the next animation."""
+    from matplotlib.animation import PillowWriter
+
+    scratch_parent = tmp_path / "tmp"
+    (scratch_parent / "minitorch-animation-abcd1234").mkdir(parents=True)  # as a killed animation leaves it
+    monkeypatch.setattr("tempfile.tempdir", str(scratch_parent))
+    out, seen = tmp_path / "out", []
+    out.mkdir()
+    grab = PillowWriter.grab_frame
+
+    def looking(writer, **options):
+        seen.append(sorted(entry.name for entry in out.iterdir()))
+        grab(writer, **options)
+
+    monkeypatch.setattr(PillowWriter, "grab_frame", looking)
+    plotting.attention_animation({"a": _SNAPSHOTS}, out / "movie.gif")
+    assert seen and all(names == [] for names in seen), f"files beside the GIF while it was written: {seen}"
+    assert list(scratch_parent.iterdir()) == [], "the scratch folder a killed animation left must be deleted"

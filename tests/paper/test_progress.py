@@ -125,3 +125,42 @@ def test_a_label_that_is_not_text_is_refused_when_the_bar_is_made(label):
     """ProgressBar(10, label=None) drew 'None [####...': the label is text, checked with the other arguments."""
     with pytest.raises(TypeError, match=r"^ProgressBar: label must be a str"):
         ProgressBar(10, label=label, stream=io.StringIO())
+
+
+def test_a_stream_closed_after_the_bar_was_made_is_named_at_the_next_draw():
+    """A bar that outlived its `with open(...)` block failed with Python's "I/O operation on closed file", naming
+    neither the bar nor its stream."""
+    stream = io.StringIO()
+    bar = ProgressBar(10, "x", stream=stream, min_interval=0.0)
+    stream.close()
+    with pytest.raises(ValueError, match=r"^ProgressBar: its stream .* was closed after the bar was made"):
+        bar.update(3)
+
+
+@pytest.mark.parametrize("binary", ["buffer", "file"])
+def test_a_binary_stream_is_refused_when_the_bar_is_made(tmp_path, binary):
+    """ProgressBar(stream=io.BytesIO()) was accepted, then the first draw failed mid-training with "a bytes-like
+    object is required, not 'str'"."""
+    with (io.BytesIO() if binary == "buffer" else open(tmp_path / "log", "wb")) as stream:
+        with pytest.raises(TypeError, match=r"^ProgressBar: stream must be a text stream .*which takes bytes"):
+            ProgressBar(10, "x", stream=stream, min_interval=0.0)
+
+
+@pytest.mark.parametrize("total, step", [(10, 30), (0, 5)])
+def test_a_step_past_the_total_fills_the_bar_and_no_more(total, step):
+    """update(30) of a bar of 10 steps drew 72 '#' in a bar 24 wide; a bar of 0 steps drew 120, at close too."""
+    stream = io.StringIO()
+    bar = ProgressBar(total, "x", stream=stream, lines=True, min_interval=0.0)
+    bar.update(step)
+    bar.close(step)
+    for line in stream.getvalue().splitlines():
+        assert f"[{'#' * 24}] {step}/{total} " in line, f"the bar must be full and 24 wide, got {line!r}"
+
+
+def test_a_fractional_total_is_refused_and_a_whole_float_one_is_shown_as_an_integer():
+    """ProgressBar(10.5) reported a run that did its 10 steps as 'stopped early; at most 10.5'."""
+    with pytest.raises(ValueError, match=r"^ProgressBar: total must be a whole number of steps, got 10.5$"):
+        ProgressBar(10.5, "x", stream=io.StringIO())
+    stream = io.StringIO()
+    ProgressBar(10.0, "x", stream=stream, lines=True, min_interval=0.0).close(10)
+    assert " 10/10 " in stream.getvalue(), f"a total of 10.0 steps is 10 steps, got {stream.getvalue()!r}"

@@ -2,7 +2,7 @@
 
 Conventions follow the paper's figures: keys on the x axis, queries on the
 y axis, positions labelled 1-based (BOS is position 1, the test trigger is
-position 8), colour scale fixed to [0, 1] (ReLU weights above 1 saturate).
+position 8), colour scale fixed to [0, 1] (ReLU weights above 1 are drawn in red, beyond it).
 Every function returns a matplotlib Figure; `save` writes it to disk.
 
 - `error_vs_bos_mass`: Theorem 1 against trained models (chapter 05).

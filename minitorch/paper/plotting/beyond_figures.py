@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
-from minitorch.paper.plotting.attention_maps import attention_heatmap
+from minitorch.paper.plotting.attention_maps import attention_heatmap, scale_bar
 from minitorch.paper.plotting.canvas import plt
 
 
@@ -56,7 +56,7 @@ def zoo_maps_figure(zoo: list[dict]) -> plt.Figure:
         image = attention_heatmap(ax, np.array(run["mean_map"]), name, colour_bar=False)
         ax.set_xlabel("key", fontsize=8)
         ax.set_ylabel("query", fontsize=8)
-    fig.colorbar(image, ax=axes[0].tolist(), fraction=0.02, pad=0.01)
+    scale_bar(fig, image, [run["mean_map"] for run in first.values()], ax=axes[0].tolist(), fraction=0.02, pad=0.01)
     return fig
 
 

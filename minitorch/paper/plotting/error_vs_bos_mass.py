@@ -130,7 +130,7 @@ TRAINED_KEYS = ("label", "worst_case_error", "bos_mass_min")  # what plot_error_
 def check_trained(trained, owner: str = "plot_error_vs_bos_mass", names: list[str] | None = None) -> list:
     """`trained` (None for no points) as a list of points, each with the keys and numbers the plot reads, or an
     error naming the entry and the key: an error δ̂ >= 0, a BOS mass >= 0 (at most 1 if `covered`: a softmax
-    row's weights sum to 1; an uncovered ReLU head's may exceed 1), a bound on δ >= 0 if given.
+    row's weights sum to 1; an uncovered ReLU head's may exceed 1), a bound on δ >= δ̂ if given.
     A caller that read the points from a file gives `owner` and `names` (one per point) to name them as the file
     does (`reproduce.redraw_error_vs_bos_mass`: the results.json and the model), not as this function's argument."""
     if trained is None:
@@ -138,7 +138,7 @@ def check_trained(trained, owner: str = "plot_error_vs_bos_mass", names: list[st
     trained = checks.records(owner, "trained", trained, TRAINED_KEYS, "one trained model's point", allow_empty=True)
     for index, point in enumerate(trained):
         name = f"trained[{index}]" if names is None else names[index]
-        checks.positive_number(owner, f"{name}['worst_case_error']", point["worst_case_error"], allow_zero=True)
+        error = checks.positive_number(owner, f"{name}['worst_case_error']", point["worst_case_error"], allow_zero=True)
         mass = checks.positive_number(owner, f"{name}['bos_mass_min']", point["bos_mass_min"], allow_zero=True)
         covered = checks.flag(owner, f"{name}['covered']", point.get("covered", True))
         if covered and mass > 1:
@@ -146,6 +146,9 @@ def check_trained(trained, owner: str = "plot_error_vs_bos_mass", names: list[st
                              f"softmax row's weights sum to 1), got {mass!r}; a head whose BOS mass may exceed 1 "
                              f"(ReLU) is a point with covered=False")
         if point.get("worst_case_error_upper", np.inf) != np.inf:  # inf, or no key: no bound proved
-            checks.positive_number(owner, f"{name}['worst_case_error_upper']", point["worst_case_error_upper"],
-                                   allow_zero=True)
+            upper = checks.positive_number(owner, f"{name}['worst_case_error_upper']", point["worst_case_error_upper"],
+                                           allow_zero=True)
+            if upper < error:  # δ̂ <= δ <= upper: the bar would point left, from δ̂ to a bound it breaks
+                raise ValueError(f"{owner}: {name}['worst_case_error_upper'] {upper!r} is below its worst_case_error "
+                                 f"{error!r}; a proved upper bound on the error is at least the error measured")
     return trained

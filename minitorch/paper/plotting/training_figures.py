@@ -3,15 +3,13 @@ each head's BOS mass, and an animated GIF of the maps."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from minitorch import checks
-from minitorch.outputs import checked_path, temporary_prefix, write_atomically
-from minitorch.paper.plotting.attention_maps import attention_heatmap
+from minitorch.outputs import checked_path, scratch_folder, write_atomically
+from minitorch.paper.plotting.attention_maps import attention_heatmap, check_finite_maps, scale_bar
 from minitorch.paper.plotting.canvas import plt
 
 
@@ -25,10 +23,13 @@ def sink_forming_figure(history: dict, snapshots: list, title: str, compare: dic
     """
     checks.record("sink_forming_figure", "history", history, HISTORY_KEYS, "TrainingResult.history")
     checks.columns("sink_forming_figure", "history", history, HISTORY_KEYS)  # one number per record each
+    _check_training_order("sink_forming_figure", "history", history["step"])
     if compare is not None:
         checks.record("sink_forming_figure", "compare", compare, ("step", "bos_mass_mean"), "another history")
         checks.columns("sink_forming_figure", "compare", compare, ("step", "bos_mass_mean"))
+        _check_training_order("sink_forming_figure", "compare", compare["step"])
     _check_snapshots("sink_forming_figure", snapshots)
+    snapshot_count = checks.integer("sink_forming_figure", "snapshot_count", snapshot_count, minimum=0)
     picks = _spread(len(snapshots), snapshot_count)
     fig = plt.figure(figsize=(3.2 * max(len(picks), 3), 7.2), constrained_layout=True)
     grid = fig.add_gridspec(2, max(len(picks), 1), height_ratios=[1.1, 1])
@@ -124,27 +125,32 @@ def _head_history(owner: str, name: str, history) -> tuple[np.ndarray, np.ndarra
         shown = "not an array of numbers" if per_head is None else f"of shape {per_head.shape}"
         raise ValueError(f"{owner}: {name} must hold at least one record, each a step and its head_bos_mass (a list "
                          f"over layers of lists over heads); got {steps.size} step(s) and head_bos_mass {shown}")
-    if not (np.diff(steps) > 0).all():  # two histories joined, or reversed: 'from which step' would mean nothing
-        raise ValueError(f"{owner}: the steps of {name} are not in training order (each record after the one "
-                         f"before): got {steps.tolist()[:12]}")
+    _check_training_order(owner, name, steps)
+    if not np.isfinite(per_head).all():  # nan is no verdict: it would count as 'not sinking', without a word
+        record = int(np.nonzero(~np.isfinite(per_head).reshape(len(per_head), -1).all(axis=1))[0][0])
+        raise ValueError(f"{owner}: {name}['head_bos_mass'] at step {steps[record]} holds nan or inf (did the run "
+                         f"diverge?)")
     return steps, per_head
 
 
+def _check_training_order(owner: str, name: str, steps) -> None:
+    """A ValueError unless the steps of `name` (a history's, or its snapshots') rise from each record to the next:
+    two histories joined, or one reversed, would draw a curve running back in time, or settle 'at' a wrong step."""
+    if not (np.diff(steps) > 0).all():
+        raise ValueError(f"{owner}: the steps of {name} are not in training order (each record after the one "
+                         f"before): got {np.asarray(steps).tolist()[:12]}")
+
+
 def _check_snapshots(owner: str, snapshots, name: str = "snapshots") -> None:
-    """A TypeError unless `snapshots` is a list of (step, weights (layers, H, L, L)) pairs, as `train` keeps."""
+    """A TypeError unless `snapshots` is a list of (step, weights (layers, H, L, L)) pairs, as `train` keeps, or a
+    ValueError unless their steps are in training order."""
     for index, snapshot in enumerate(checks.snapshots(owner, name, snapshots)):
         if np.ndim(snapshot[1]) != 4:
             raise TypeError(f"{owner}: {name}[{index}] must be a pair (step, weights (layers, H, L, L)), got "
                             f"{snapshot!r:.60}")
-
-
-def _check_finite_maps(owner: str, snapshots, name: str) -> None:
-    """A ValueError naming the first snapshot whose attention weights hold nan or inf (a run that diverged): an
-    animation would draw those cells blank, frame after frame, without a word (as `sink_scrubber_html` refuses)."""
-    for index, (step, weights) in enumerate(snapshots):
-        if not np.isfinite(np.asarray(weights, dtype=float)).all():
-            raise ValueError(f"{owner}: {name}[{index}] (step {step}) holds nan or inf attention weights (did the "
-                             f"run diverge?); the animation draws only finite weights")
+    steps = [step for step, _ in snapshots]
+    checks.real_numbers(owner, f"the steps of {name}", steps)
+    _check_training_order(owner, name, steps)
 
 
 def _spread(count: int, wanted: int) -> list[int]:
@@ -161,14 +167,15 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
     first layer and head. A model that stopped training earlier than the
     others keeps showing its last snapshot.
     """
-    from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.animation import FuncAnimation
 
     if not isinstance(snapshot_sets, dict) or not snapshot_sets:
         raise ValueError(f"attention_animation: snapshot_sets must be a non-empty dict {{panel title: snapshots}}, "
                          f"got {snapshot_sets!r:.60}")
     for title, snapshots in snapshot_sets.items():
         _check_snapshots("attention_animation", snapshots, f"snapshot_sets[{title!r}]")
-        _check_finite_maps("attention_animation", snapshots, f"snapshot_sets[{title!r}]")
+        check_finite_maps("attention_animation", {f"snapshot_sets[{title!r}][{index}] (step {step})": weights
+                                                  for index, (step, weights) in enumerate(snapshots)}, "the animation")
     fps = checks.positive_number("attention_animation", "fps", fps)  # 0 frames a second: no frame ever ends
     if not 0.01 <= fps <= 100:  # a GIF's frame lasts a whole number of hundredths of a second, at most 65535
         raise ValueError(f"attention_animation: fps must lie in 0.01..100 (a GIF's frame lasts 10 ms to 655 s), "
@@ -184,7 +191,8 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
                              constrained_layout=True)
     images = [attention_heatmap(ax, snapshot_sets[t][0][1][0, 0], t, colour_bar=False)
               for ax, t in zip(axes[0], titles)]
-    fig.colorbar(images[-1], ax=axes[0].tolist(), fraction=0.03, pad=0.02)
+    scale_bar(fig, images[-1], [weights[0, 0] for snapshots in snapshot_sets.values() for _, weights in snapshots],
+              ax=axes[0].tolist(), fraction=0.03, pad=0.02)
 
     def draw(frame):
         for ax, image, title in zip(axes[0], images, titles):
@@ -194,13 +202,22 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
             ax.set_title(f"{title}, step {step}" + (" (stopped)" if frame >= len(snapshots) - 1 else ""), fontsize=9)
         return images
 
-    animation = FuncAnimation(fig, draw, frames=frames, blit=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=temporary_prefix(path, "writing"), suffix=".gif")
-    os.close(handle)
-    try:  # written aside, then moved into place: an earlier animation stays whole if this stops half-way
+    try:
+        _write_gif(FuncAnimation(fig, draw, frames=frames, blit=False), path, fps)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def _write_gif(animation, path: Path, fps: float) -> None:
+    """Write `animation` as a GIF into a scratch folder, then move it into `path` whole (`write_atomically`): an
+    earlier animation stays whole if this stops half-way, and what a SIGTERM or SIGKILL leaves in the scratch folder
+    is deleted by the next animation (`scratch_folder`), not left hidden beside `path`."""
+    from matplotlib.animation import PillowWriter
+
+    with scratch_folder("minitorch-animation-") as scratch:
         try:
-            animation.save(temporary, writer=PillowWriter(fps=fps))
+            animation.save(scratch / "animation.gif", writer=PillowWriter(fps=fps))
         except Exception as error:
             if isinstance(error.__context__, KeyboardInterrupt):  # the writer failed closing a file Ctrl-C cut short
                 raise KeyboardInterrupt from None
@@ -208,9 +225,4 @@ def attention_animation(snapshot_sets: dict, path, fps: int = 8) -> Path:
                 raise MemoryError("attention_animation: Pillow ran out of memory reducing a frame to a GIF's 256 "
                                   "colours ('quantization error')") from error  # C quantizer's allocation fails
             raise
-        write_atomically(path, Path(temporary).read_bytes(), option="attention_animation: path")  # (its mode)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-        plt.close(fig)
-    return path
-
+        write_atomically(path, (scratch / "animation.gif").read_bytes(), option="attention_animation: path")
