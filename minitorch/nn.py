@@ -53,8 +53,12 @@ class Module:
         refused (``m.weight = m.weight * 1`` too). A leaf tensor that requires grad is a Parameter in all but name
         (gradcheck of a module's weights gives it such leaves): it becomes one, and stays in parameters(). A
         parameter turned off (`optional_parameters`: ``Linear(2, 2, bias=False).bias`` is None) is one too: it
-        takes a Parameter, or such a leaf, or None, as PyTorch's takes a Parameter or None."""
+        takes a Parameter, or such a leaf, or None, as PyTorch's takes a Parameter or None. An attribute named as
+        one of Module's methods (``self.parameters = [...]``) would hide it from a later call: refused."""
         old = vars(self).get(name)
+        if old is None and name in _METHODS:  # (only a new attribute: one of these names never gets set)
+            raise TypeError(f"{type(self).__name__}.{name} would hide the method Module.{name}(), so a later "
+                            f"call of it would fail; choose another name (such as self.my_{name.lstrip('_')})")
         if (isinstance(old, Parameter) or (old is None and value is not None and name in self.optional_parameters)) \
                 and not isinstance(value, Parameter):
             if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
@@ -145,6 +149,11 @@ class Module:
         for name, parameter in own.items():
             parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
             parameter._data[...] = converted[name]  # in place, as the optimizers: a detached view follows
+
+
+# Module's own methods, which an attribute of the same name would hide (forward is each subclass's to define)
+_METHODS = frozenset(name for name, value in vars(Module).items()
+                     if callable(value) and not name.startswith("__") and name != "forward")
 
 
 def _parameters_held(value, name: str, holders: tuple):

@@ -1191,6 +1191,23 @@ def test_a_parameter_or_module_set_on_the_class_is_refused_naming_it(shared):
     assert len(model.parameters()) >= 1, "a parameter set on the instance is in parameters()"
 
 
+@pytest.mark.parametrize("name", ["parameters", "named_parameters", "state_dict", "load_state_dict", "zero_grad"])
+def test_an_attribute_named_as_a_module_method_is_refused_at_the_assignment_naming_the_method(name):
+    """self.parameters = [...] would hide parameters(), and the optimizer's call fail later in Python's words."""
+    from minitorch.nn import Module, Parameter
+
+    class Model(Module):
+        def __init__(self):
+            setattr(self, name, [Parameter([1.0])])
+
+    with pytest.raises(TypeError, match=rf"^Model\.{name} would hide the method Module\.{name}\(\), .*another name"):
+        Model()
+    model = Module()
+    model.forward = lambda x: x  # forward is each model's own to define: no error
+    model.params = [Parameter([1.0])]
+    assert model(3) == 3 and len(model.parameters()) == 1, "forward and other names are set as before"
+
+
 def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_itself_is_named():
     from minitorch.nn import Linear, Module
 
