@@ -146,6 +146,7 @@ class Module:
                 converted[name] = as_float_array(values, parameter.dtype)
             except OverflowError as error:
                 raise ValueError(f"load_state_dict for {type(self).__name__}: parameter '{name}': {error}") from None
+        _refuse_disagreeing_names(self, own, converted)
         for name, parameter in own.items():
             parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
             parameter._data[...] = converted[name]  # in place, as the optimizers: a detached view follows
@@ -196,6 +197,18 @@ def _distinct_names(module: Module, named):
                              f"'0' and 0, or a key holding a dot, make one name twice), so state_dict() would keep "
                              f"only one; use distinct string keys without dots")
         yield name, parameter
+
+
+def _refuse_disagreeing_names(module: Module, own: dict, values: dict) -> None:
+    """A parameter shared under two names (``self.b = self.a``) given different `values` for them: refused, as
+    the last name's would silently win; state_dict() gives both the same."""
+    first_names = {}
+    for name, parameter in own.items():
+        first = first_names.setdefault(id(parameter), name)
+        if first != name and not np.array_equal(values[first], values[name], equal_nan=True):
+            raise ValueError(f"load_state_dict for {type(module).__name__}: {first} and {name} are one parameter "
+                             f"(a shared module or parameter) but the state gives them different values; give "
+                             f"both the same values")
 
 
 def _kind(value) -> str:
