@@ -121,11 +121,7 @@ class Module:
                             f"array, as state_dict() returns, got {reprlib.repr(state)} ({type(state).__name__})")
         checks.open_state(f"load_state_dict for {type(self).__name__}", state)  # not a closed NpzFile
         own = dict(self.named_parameters())
-        missing = sorted(set(own) - set(state))
-        unexpected = sorted(set(state) - set(own))
-        if missing or unexpected:
-            raise ValueError(f"load_state_dict for {type(self).__name__}: missing keys {_few(missing)}, "
-                             f"unexpected keys {_few(unexpected)}")
+        checks.state_keys(f"load_state_dict for {type(self).__name__}", state, own)
         converted = {}
         for name, parameter in own.items():  # every value checked before any parameter changes
             try:
@@ -232,11 +228,6 @@ def _refuse_shared_class_attributes(module: Module) -> None:
                 raise TypeError(f"{cls.__name__}.{name} is a {type(value).__name__} set on the class, which "
                                 f"parameters() does not search (and every instance would share it); set it in "
                                 f"__init__ instead: self.{name} = ...")
-
-
-def _few(names: list, shown: int = 5) -> str:
-    """A list of names for a message, the first few of a long one: a model of 200,000 layers has 800,000."""
-    return str(names) if len(names) <= shown else f"{names[:shown]} and {len(names) - shown:,} more"
 
 
 class Linear(Module):
