@@ -112,6 +112,20 @@ def open_state(owner: str, state) -> None:
                          f"`with np.load(path) as state:` block")
 
 
+def state_keys(owner: str, state, expected, hint: str = "") -> None:
+    """ValueError naming the keys `expected` of `state` (weights by name) that it lacks, and those it holds beyond
+    them: a weight left over would silently go unused (a deeper model's layer, a misspelt name)."""
+    missing = sorted(set(expected) - set(state), key=str)
+    unexpected = sorted(set(state) - set(expected), key=str)  # (key=str: a key 0 beside 'a' is named, not a crash)
+    if missing or unexpected:
+        raise ValueError(f"{owner}: missing keys {_few(missing)}, unexpected keys {_few(unexpected)}{hint}")
+
+
+def _few(names: list, shown: int = 5) -> str:
+    """A list of names for a message, the first few of a long one: a model of 200,000 layers has 800,000."""
+    return str(names) if len(names) <= shown else f"{names[:shown]} and {len(names) - shown:,} more"
+
+
 def positive_number(owner: str, name: str, value, allow_zero: bool = False) -> float:
     """`value` as a finite float > 0 (>= 0 with `allow_zero`), or an error naming `name`. A Decimal counts."""
     if type(value) is float and (0.0 < value < math.inf or (allow_zero and value == 0.0)):

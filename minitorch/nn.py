@@ -53,8 +53,12 @@ class Module:
         refused (``m.weight = m.weight * 1`` too). A leaf tensor that requires grad is a Parameter in all but name
         (gradcheck of a module's weights gives it such leaves): it becomes one, and stays in parameters(). A
         parameter turned off (`optional_parameters`: ``Linear(2, 2, bias=False).bias`` is None) is one too: it
-        takes a Parameter, or such a leaf, or None, as PyTorch's takes a Parameter or None."""
+        takes a Parameter, or such a leaf, or None, as PyTorch's takes a Parameter or None. An attribute named as
+        one of Module's methods (``self.parameters = [...]``) would hide it from a later call: refused."""
         old = vars(self).get(name)
+        if old is None and name in _METHODS:  # (only a new attribute: one of these names never gets set)
+            raise TypeError(f"{type(self).__name__}.{name} would hide the method Module.{name}(), so a later "
+                            f"call of it would fail; choose another name (such as self.my_{name.lstrip('_')})")
         if (isinstance(old, Parameter) or (old is None and value is not None and name in self.optional_parameters)) \
                 and not isinstance(value, Parameter):
             if isinstance(value, Tensor) and value.is_leaf and value.requires_grad:
@@ -117,11 +121,7 @@ class Module:
                             f"array, as state_dict() returns, got {reprlib.repr(state)} ({type(state).__name__})")
         checks.open_state(f"load_state_dict for {type(self).__name__}", state)  # not a closed NpzFile
         own = dict(self.named_parameters())
-        missing = sorted(set(own) - set(state))
-        unexpected = sorted(set(state) - set(own))
-        if missing or unexpected:
-            raise ValueError(f"load_state_dict for {type(self).__name__}: missing keys {_few(missing)}, "
-                             f"unexpected keys {_few(unexpected)}")
+        checks.state_keys(f"load_state_dict for {type(self).__name__}", state, own)
         converted = {}
         for name, parameter in own.items():  # every value checked before any parameter changes
             try:
@@ -142,9 +142,15 @@ class Module:
                 converted[name] = as_float_array(values, parameter.dtype)
             except OverflowError as error:
                 raise ValueError(f"load_state_dict for {type(self).__name__}: parameter '{name}': {error}") from None
+        _refuse_disagreeing_names(self, own, converted)
         for name, parameter in own.items():
             parameter._prepare_to_change()  # writable, one version on: a graph that read it refuses a backward
             parameter._data[...] = converted[name]  # in place, as the optimizers: a detached view follows
+
+
+# Module's own methods, which an attribute of the same name would hide (forward is each subclass's to define)
+_METHODS = frozenset(name for name, value in vars(Module).items()
+                     if callable(value) and not name.startswith("__") and name != "forward")
 
 
 def _parameters_held(value, name: str, holders: tuple):
@@ -189,6 +195,18 @@ def _distinct_names(module: Module, named):
         yield name, parameter
 
 
+def _refuse_disagreeing_names(module: Module, own: dict, values: dict) -> None:
+    """A parameter shared under two names (``self.b = self.a``) given different `values` for them: refused, as
+    the last name's would silently win; state_dict() gives both the same."""
+    first_names = {}
+    for name, parameter in own.items():
+        first = first_names.setdefault(id(parameter), name)
+        if first != name and not np.array_equal(values[first], values[name], equal_nan=True):
+            raise ValueError(f"load_state_dict for {type(module).__name__}: {first} and {name} are one parameter "
+                             f"(a shared module or parameter) but the state gives them different values; give "
+                             f"both the same values")
+
+
 def _kind(value) -> str:
     """What `value`, found where a Parameter belongs, is, in a message's words."""
     if not isinstance(value, Tensor):
@@ -210,11 +228,6 @@ def _refuse_shared_class_attributes(module: Module) -> None:
                 raise TypeError(f"{cls.__name__}.{name} is a {type(value).__name__} set on the class, which "
                                 f"parameters() does not search (and every instance would share it); set it in "
                                 f"__init__ instead: self.{name} = ...")
-
-
-def _few(names: list, shown: int = 5) -> str:
-    """A list of names for a message, the first few of a long one: a model of 200,000 layers has 800,000."""
-    return str(names) if len(names) <= shown else f"{names[:shown]} and {len(names) - shown:,} more"
 
 
 class Linear(Module):

@@ -303,7 +303,8 @@ class Tensor(TensorProtocols):
     def __repr__(self) -> str:
         grad = ", requires_grad=True" if self.requires_grad else ""
         body = np.array2string(self._data, precision=4, separator=", ", prefix="Tensor(")
-        return f"Tensor({body}{grad})"
+        shape = f", shape={self._data.shape}" if self._data.size == 0 and self._data.shape != (0,) else ""  # NumPy's
+        return f"Tensor({body}{shape}{grad})"
 
     def astype(self, dtype) -> "Tensor":
         """A copy converted to `dtype` (float32 or float64), differentiable as PyTorch's ``x.to(dtype)``.

@@ -1191,6 +1191,45 @@ def test_a_parameter_or_module_set_on_the_class_is_refused_naming_it(shared):
     assert len(model.parameters()) >= 1, "a parameter set on the instance is in parameters()"
 
 
+@pytest.mark.parametrize("name", ["parameters", "named_parameters", "state_dict", "load_state_dict", "zero_grad"])
+def test_an_attribute_named_as_a_module_method_is_refused_at_the_assignment_naming_the_method(name):
+    """self.parameters = [...] would hide parameters(), and the optimizer's call fail later in Python's words."""
+    from minitorch.nn import Module, Parameter
+
+    class Model(Module):
+        def __init__(self):
+            setattr(self, name, [Parameter([1.0])])
+
+    with pytest.raises(TypeError, match=rf"^Model\.{name} would hide the method Module\.{name}\(\), .*another name"):
+        Model()
+    model = Module()
+    model.forward = lambda x: x  # forward is each model's own to define: no error
+    model.params = [Parameter([1.0])]
+    assert model(3) == 3 and len(model.parameters()) == 1, "forward and other names are set as before"
+
+
+def test_load_state_dict_refuses_two_names_of_one_shared_parameter_given_different_values():
+    """A layer shared under two names is one parameter: a state giving the names different values is a mistake
+    (the last would silently win); a state that agrees, as state_dict() gives, loads."""
+    from minitorch.nn import Linear, Module
+
+    class Tied(Module):
+        def __init__(self):
+            self.first = Linear(2, 2)
+            self.second = self.first
+
+    model = Tied()
+    state = model.state_dict()
+    state["first.weight"], state["second.weight"] = np.ones((2, 2)), np.zeros((2, 2))
+    before = model.first.weight.data.copy()
+    with pytest.raises(ValueError, match=r"^load_state_dict for Tied: first\.weight and second\.weight are one "
+                                         r"parameter .*different values"):
+        model.load_state_dict(state)
+    np.testing.assert_array_equal(model.first.weight.data, before, err_msg="a refused load changed the weight")
+    state["second.weight"] = np.ones((2, 2))
+    model.load_state_dict(state)
+    np.testing.assert_array_equal(model.second.weight.data, np.ones((2, 2)), err_msg="an agreeing state loads")
+
 def test_attributes_that_hold_no_modules_are_left_alone_and_a_list_that_holds_itself_is_named():
     from minitorch.nn import Linear, Module
 

@@ -54,6 +54,17 @@ def test_every_result_holds_an_ndarray_even_when_it_is_a_single_number(make):
         f"a one-number result should still hold a 0-d ndarray, got {type(out.data).__name__}")
 
 
+
+@pytest.mark.parametrize("shape,requires_grad,shown", [
+    ((0, 3), False, "Tensor([], shape=(0, 3))"),
+    ((2, 0), False, "Tensor([], shape=(2, 0))"),
+    ((0, 3), True, "Tensor([], shape=(0, 3), requires_grad=True)"),
+    ((0,), False, "Tensor([])"),
+])
+def test_the_repr_of_an_empty_tensor_shows_its_shape_as_numpys_does(shape, requires_grad, shown):
+    shown_by_repr = repr(Tensor(np.zeros(shape), requires_grad=requires_grad))
+    assert shown_by_repr == shown, f"an empty tensor of shape {shape} reads {shown_by_repr}, expected {shown}"
+
 # ----------------------------------------------------------------------
 # exercise 1.1: topological_order
 #

@@ -114,10 +114,11 @@ class NumpyStep:
         betas, eps = checked_betas("NumpyStep", betas), checks.positive_number("NumpyStep", "eps", eps, allow_zero=True)
         self.lr, self.betas, self.eps, self.t = lr, betas, eps, 0  # (β = 1 would divide by 1 - β^t = 0, as in Adam)
         n, h = self.width, self.heads
-        self.qkv, self.out = [], []  # per layer: (3, H, n, n) and (n, H*n)
+        self.qkv, self.out, used = [], [], []  # per layer: (3, H, n, n) and (n, H*n); the state's keys read
         for layer in range(layers):
             prefix = f"layers.{layer}."
             for name, shape in [(f"W_{p}", (h * n, n)) for p in "QKV"] + [("W_O", (n, h * n))]:
+                used.append(prefix + name + ".weight")
                 weight = np.asarray(state.get(prefix + name + ".weight"))
                 if weight.shape != shape:  # (a missing key has shape ())
                     raise ValueError(f"NumpyStep: {prefix}{name}.weight must have shape {shape} for the config's "
@@ -128,6 +129,8 @@ class NumpyStep:
             stacked = np.stack([state[prefix + f"W_{p}.weight"] for p in "QKV"])  # (3, H*n, n)
             self.qkv.append(np.ascontiguousarray(stacked.reshape(3, h, n, n)))  # row block h is head h
             self.out.append(np.array(state[prefix + "W_O.weight"]))
+        checks.state_keys("NumpyStep", state, used, f" (config['layers'] is {layers}: a weight left over would not be "
+                                                    f"trained; pass the model's own config, model.config)")
         self.params = self.qkv + self.out
         self.moments = [(np.zeros_like(p), np.zeros_like(p)) for p in self.params]
 

@@ -70,6 +70,17 @@ def test_the_floor_names_a_config_or_input_that_does_not_fit_the_weights(change,
                                                                           np.ones((1, 4, x_width)))
 
 
+@pytest.mark.parametrize("layers, extra, culprit", [
+    (1, {}, r"unexpected keys \['layers\.1\.W_K\.weight', .*\(config\['layers'\] is 1: "),
+    (2, {"layers.0.W_Q.bias": np.zeros(16)}, r"unexpected keys \['layers\.0\.W_Q\.bias'\]"),
+], ids=["config-of-fewer-layers", "a-key-it-does-not-read"])
+def test_the_floor_refuses_a_state_holding_weights_the_config_leaves_unread(layers, extra, culprit):
+    """A state of two layers and a config of one: the floor would time and train a shallower model than the state's,
+    so it refuses the keys it would not read, as load_state_dict does."""
+    model = build_model(16, 1, 2, "softmax", True)
+    with pytest.raises(ValueError, match=rf"^NumpyStep: missing keys \[\], {culprit}"):
+        NumpyStep(dict(model.state_dict(), **extra), dict(model.config, layers=layers))
+
 @pytest.mark.parametrize("change, culprit", [({"lr": -0.1}, r"lr \(the learning rate\) must be a finite number > 0"),
                                              ({"lr": float("nan")}, r"lr \(the learning rate\) must be a finite"),
                                              ({"betas": (1.0, 1.0)}, r"betas must lie in \[0, 1\)"),  # divided by 0
