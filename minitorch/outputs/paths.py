@@ -2,12 +2,13 @@
 so that minutes of work are never lost to a path that could not have been read or written.
 
 An output path (`check_output_folder`, `check_output_file`) that is empty, the filesystem root, a file where a
-folder is wanted, not writable, inside (or around) the command's own input, or inside the project's sources
-fails at once, in one line that names the option. The rule for every path a command reads or writes
-(`checked_path`, used by those checks and by `check_input_file`): a name longer than the file system allows
-(255 bytes) or a symbolic-link loop is reported before any work, in one line, as is a path below a file
-('afile/m.npz': afile is a file, not a missing folder); a file that is read must be a regular file (a FIFO would
-block the reader forever, a device never ends).
+folder is wanted (or a folder where a file is), not writable, inside (or around) the command's own input, or
+inside the project's sources fails at once, in one line that names the option; so does an output folder that holds
+the user's world (the home or the current folder, a folder above them, a folder of the system), even with --force.
+The rule for every path a command reads or writes (`checked_path`, used by those checks and by `check_input_file`):
+a name longer than the file system allows (255 bytes) or a symbolic-link loop is reported before any work, in one
+line, as is a path below a file ('afile/m.npz': afile is a file, not a missing folder); a file that is read must be
+a regular file (a FIFO would block the reader forever, a device never ends).
 
 How a checked output is then written (aside, and moved into place whole) is `minitorch.outputs.atomic_writes`.
 This module uses only the standard library.
@@ -166,13 +167,37 @@ def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
     """`path` as an absolute folder path that the command may create or replace, or OutputPathError.
 
     `inputs` are the paths the command reads (a folder of submissions, of chapters): the output may be
-    neither inside one of them nor hold one of them."""
+    neither inside one of them nor hold one of them. Nor may it be a folder of the user's world
+    (`_the_users_world`), whatever the command's --force."""
     target = _checked_path(path, option)
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{option} {path}: is a file, not a folder; name a folder (it is created if needed)")
     _check_apart_from(target, path, option, inputs)
+    world = _the_users_world(target)
+    if world:
+        raise OutputPathError(f"{option} {path}: {target} is {world}, which holds far more than this command's "
+                              f"output; choose a folder of its own (a new one is created)")
     _check_writable(target, path, option)
     return target
+
+
+def _the_users_world(target: Path) -> str | None:
+    """What the folder `target` is, if it holds the user's world rather than one command's output: the home folder,
+    the current folder, a folder above either, or a folder of the system (the root's own folders and theirs, such
+    as /usr/share; /tmp itself, though not the folders in it). No command writes into one, not even with --force,
+    which would replace a book's folder whole: `book --force --out ~` deleted every file of the home folder."""
+    places = {"the home folder": os.path.expanduser("~")}
+    try:
+        places["the current folder"] = os.getcwd()
+    except FileNotFoundError:  # (a deleted working folder is above nothing)
+        pass
+    places = {what: Path(os.path.realpath(place)) for what, place in places.items() if os.path.isabs(place)}
+    depth, temporary = len(target.parts) - 1, Path(os.path.realpath(tempfile.gettempdir()))
+    named = [what for what, place in places.items() if target == place]
+    named += ["a folder of the system"] * (depth <= 1 or (depth == 2 and target.parent != temporary)
+                                           or target == temporary)
+    named += [f"a folder above {what} ({place})" for what, place in places.items() if target in place.parents]
+    return named[0] if named else None
 
 
 @dataclass(frozen=True)
