@@ -332,6 +332,24 @@ def test_force_never_replaces_the_home_or_the_current_folder(tmp_path, monkeypat
         assert file_hashes(tmp_path) == before, f"{' '.join(force)}: every file of {what} must be kept"
 
 
+@pytest.mark.parametrize("command", ["reproduce --quick --only 1x1", "reproduce --beyond --quick"])
+def test_force_never_deletes_a_folder_named_like_a_file_the_run_writes(tmp_path, monkeypatch, capsys, command):
+    """`reproduce --force` deleted the user's folder results.md/ with the drafts in it, to write its results.md."""
+    from minitorch.__main__ import main
+
+    out = tmp_path / "DIR"
+    (out / "results.md").mkdir(parents=True)
+    (out / "results.md" / "draft.txt").write_text("chapter draft")
+    monkeypatch.setattr("minitorch.paper.reproduce._reproduce_into", _no_work)
+    monkeypatch.setattr("minitorch.paper.beyond._run_beyond_into", _no_work)
+    for force in ([], ["--force"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(command.split() + ["--out", str(out), *force])
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exit_info.value.code == 2 and "results.md is a folder" in error and "add --force" not in error, error
+        assert (out / "results.md" / "draft.txt").read_text() == "chapter draft", "the user's draft must be kept"
+
+
 def test_the_books_own_runs_are_recognised_as_such(tmp_path):
     from minitorch.paper.beyond import FILES
     from minitorch.paper.reproduce import ARCHITECTURES, recorded_run, run_files

@@ -202,6 +202,16 @@ def test_files_to_replace_refuses_what_no_run_recorded_unless_forced(tmp_path, f
     assert files_to_replace(target, files, None, "reproduce", force=True) == [in_the_way]
 
 
+@pytest.mark.parametrize("force", [False, True])
+def test_files_to_replace_refuses_a_folder_where_a_file_goes_even_with_force(tmp_path, force):
+    """`reproduce --force` deleted the user's folder results.md/, drafts and all, to write its results.md."""
+    target = _folder_with(tmp_path, "out", {"results.md/draft.txt": "chapter draft"})
+    with pytest.raises(OutputPathError) as raised:
+        files_to_replace(target, ["results.md", "models/m.npz"], None, "reproduce", force=force)
+    message = str(raised.value)
+    assert message.startswith(f"--out {target}: results.md is a folder") and "add --force" not in message, message
+
+
 def test_files_to_replace_replaces_a_rerun_whole_and_a_different_run_only_with_force(tmp_path):
     target = _folder_with(tmp_path, "out", {"old.png": "old", "results.json": "{}"})
     earlier = RecordedRun("reproduce --quick", ("old.png", "results.json"))

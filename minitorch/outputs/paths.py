@@ -218,14 +218,21 @@ def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, 
     has no --force, and the error says to delete or rename the file); a user's file named by mistake
     (``--json thesis.txt``) is never replaced unasked. Without `own`, any regular file is."""
     target = _checked_path(path, option, file=True)
-    if target.is_dir():
-        raise OutputPathError(f"{option} {path}: is a folder; name a file")
+    refuse_a_folder_where_a_file_goes(target, path, option)
     _check_replaceable_file(path, target, option, OutputPathError)
     if own is not None:
         refuse_a_file_not_its_own(target, path, option, own, force)
     _check_apart_from(target, path, option, inputs)
     _check_writable(target, path, option)
     return target
+
+
+def refuse_a_folder_where_a_file_goes(target: Path, shown, option: str, name: str = "",
+                                      fix: str = "name a file") -> None:
+    """OutputPathError if `target`, where a command writes a file (`name`, if given, within the folder `shown`), is a
+    folder: not even --force replaces one, since it may hold anything (a user's drafts) and all of it would go."""
+    if target.is_dir():
+        raise OutputPathError(f"{option} {shown}: {name + ' ' if name else ''}is a folder; {fix}")
 
 
 def refuse_a_file_not_its_own(target: Path, shown, option: str, own: OwnFile, force: bool | None = False) -> None:
