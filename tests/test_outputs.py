@@ -50,11 +50,13 @@ def test_an_output_folder_that_holds_the_users_world_is_refused_naming_it_and_ne
     assert "--force" not in message, f"the refusal must not advise --force, which would delete it all: {message}"
 
 
-@pytest.mark.parametrize("inside", ["home", "current", "tmp"])
+@pytest.mark.parametrize("inside", ["home", "current", "tmp", "two-below-the-root"])
 def test_a_new_folder_inside_the_home_the_current_or_the_temporary_folder_is_accepted(tmp_path, monkeypatch, inside):
+    """A folder still to be made holds nothing of the user's, wherever it is (/data/book, /mnt/usb/book too)."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    path = {"home": "~/book", "current": "book", "tmp": "/tmp/a-book-of-its-own"}[inside]
+    path = {"home": "~/book", "current": "book", "tmp": "/tmp/a-book-of-its-own",
+            "two-below-the-root": "/srv/a-book-of-its-own"}[inside]
     assert check_output_folder(path) == Path(os.path.realpath(os.path.expanduser(path))), \
         f"{path} is a folder of its own, and must be accepted"
 

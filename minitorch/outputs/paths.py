@@ -173,7 +173,7 @@ def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{option} {path}: is a file, not a folder; name a folder (it is created if needed)")
     _check_apart_from(target, path, option, inputs)
-    world = _the_users_world(target)
+    world = _the_users_world(target) if target.exists() else None  # (a folder still to be made holds nothing)
     if world:
         raise OutputPathError(f"{option} {path}: {target} is {world}, which holds far more than this command's "
                               f"output; choose a folder of its own (a new one is created)")
@@ -184,8 +184,9 @@ def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
 def _the_users_world(target: Path) -> str | None:
     """What the folder `target` is, if it holds the user's world rather than one command's output: the home folder,
     the current folder, a folder above either, or a folder of the system (the root's own folders and theirs, such
-    as /usr/share; /tmp itself, though not the folders in it). No command writes into one, not even with --force,
-    which would replace a book's folder whole: `book --force --out ~` deleted every file of the home folder."""
+    as /usr/share; /tmp itself, though not the folders in it). No command writes into one that exists, not even
+    with --force, which would replace a book's folder whole: `book --force --out ~` deleted every file of the home
+    folder."""
     places = {"the home folder": os.path.expanduser("~")}
     try:
         places["the current folder"] = os.getcwd()
