@@ -303,6 +303,53 @@ def test_force_replaces_the_earlier_run_whole_and_keeps_every_other_file(tmp_pat
     assert recorded_run(out).command == "reproduce --quick --only 1x1" and set(recorded_run(out).files) == own
 
 
+@pytest.mark.parametrize("command", ["book --no-pdf", "reproduce --quick --only 1x1", "reproduce --beyond --quick"])
+@pytest.mark.parametrize("place", ["~", "."])
+def test_force_never_replaces_the_home_or_the_current_folder(tmp_path, monkeypatch, capsys, command, place):
+    """`book --force --out ~` deleted every file of the home folder, as the refusal without --force had advised."""
+    from minitorch.__main__ import main
+
+    home, here = tmp_path / "home", tmp_path / "here"  # stand-ins: the real home is never named
+    for folder in (home, here):
+        (folder / "Documents").mkdir(parents=True)
+        (folder / "Documents" / "tax.txt").write_text("the user's taxes")
+        (folder / ".bashrc").write_text("the user's shell")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(here)
+    for work in ["minitorch.paper.reproduce._reproduce_into", "minitorch.paper.beyond._run_beyond_into",
+                 "minitorch.tools.book.build.execute_all"]:
+        monkeypatch.setattr(work, _no_work)
+    before, folder = file_hashes(tmp_path), {"~": home, ".": here}[place]
+    for force in ([], ["--force"]):
+        try:
+            status = main(command.split() + ["--out", place, *force])
+        except SystemExit as exit_info:
+            status = exit_info.code
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        what = {"~": "the home folder", ".": "the current folder"}[place]
+        assert status == 2 and f"--out {place}: {folder} is {what}" in error, error
+        assert "choose a folder of its own" in error and "--force" not in error, f"never advise --force: {error}"
+        assert file_hashes(tmp_path) == before, f"{' '.join(force)}: every file of {what} must be kept"
+
+
+@pytest.mark.parametrize("command", ["reproduce --quick --only 1x1", "reproduce --beyond --quick"])
+def test_force_never_deletes_a_folder_named_like_a_file_the_run_writes(tmp_path, monkeypatch, capsys, command):
+    """`reproduce --force` deleted the user's folder results.md/ with the drafts in it, to write its results.md."""
+    from minitorch.__main__ import main
+
+    out = tmp_path / "DIR"
+    (out / "results.md").mkdir(parents=True)
+    (out / "results.md" / "draft.txt").write_text("chapter draft")
+    monkeypatch.setattr("minitorch.paper.reproduce._reproduce_into", _no_work)
+    monkeypatch.setattr("minitorch.paper.beyond._run_beyond_into", _no_work)
+    for force in ([], ["--force"]):
+        with pytest.raises(SystemExit) as exit_info:
+            main(command.split() + ["--out", str(out), *force])
+        error = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exit_info.value.code == 2 and "results.md is a folder" in error and "add --force" not in error, error
+        assert (out / "results.md" / "draft.txt").read_text() == "chapter draft", "the user's draft must be kept"
+
+
 def test_the_books_own_runs_are_recognised_as_such(tmp_path):
     from minitorch.paper.beyond import FILES
     from minitorch.paper.reproduce import ARCHITECTURES, recorded_run, run_files

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,40 @@ def test_an_output_folder_that_cannot_be_right_is_refused_naming_the_option(path
     with pytest.raises(OutputPathError, match=reason) as raised:
         check_output_folder(path, option="--out")
     assert str(raised.value).startswith("--out"), f"the message should name the option: {raised.value}"
+
+
+@pytest.mark.parametrize("place, what", [
+    ("home", "is the home folder"), ("above-home", "is a folder above the home folder"),
+    ("current", "is the current folder"), ("above-current", "is a folder above the current folder"),
+    ("/tmp", "is a folder of the system"), ("/usr", "is a folder of the system"),
+    ("/usr/share", "is a folder of the system"), ("/var/tmp", "is a folder of the system")])
+def test_an_output_folder_that_holds_the_users_world_is_refused_naming_it_and_never_advising_force(
+        tmp_path, monkeypatch, place, what):
+    """`book --force --out ~` deleted the whole home folder, and the refusal without --force advised just that (for
+    /tmp and /usr/share too): such a folder is refused for every command, with or without --force."""
+    home, current = tmp_path / "home", tmp_path / "work" / "here"
+    home.mkdir()
+    current.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))  # a stand-in home: the real one is never named
+    monkeypatch.chdir(current)
+    path = {"home": "~", "above-home": str(tmp_path), "current": ".", "above-current": ".."}.get(place, place)
+    with pytest.raises(OutputPathError) as raised:
+        check_output_folder(path, option="--out")
+    message = str(raised.value)
+    shown = Path(os.path.realpath(os.path.expanduser(path)))
+    assert message.startswith(f"--out {path}: {shown} {what}") and "choose a folder of its own" in message, message
+    assert "--force" not in message, f"the refusal must not advise --force, which would delete it all: {message}"
+
+
+@pytest.mark.parametrize("inside", ["home", "current", "tmp", "two-below-the-root"])
+def test_a_new_folder_inside_the_home_the_current_or_the_temporary_folder_is_accepted(tmp_path, monkeypatch, inside):
+    """A folder still to be made holds nothing of the user's, wherever it is (/data/book, /mnt/usb/book too)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    path = {"home": "~/book", "current": "book", "tmp": "/tmp/a-book-of-its-own",
+            "two-below-the-root": "/srv/a-book-of-its-own"}[inside]
+    assert check_output_folder(path) == Path(os.path.realpath(os.path.expanduser(path))), \
+        f"{path} is a folder of its own, and must be accepted"
 
 
 def test_an_output_folder_that_is_a_file_or_below_a_file_is_refused(tmp_path):
@@ -167,6 +202,16 @@ def test_files_to_replace_refuses_what_no_run_recorded_unless_forced(tmp_path, f
     with pytest.raises(OutputPathError, match=f"--out .*holds {in_the_way} where this run writes.*--force"):
         files_to_replace(target, files, None, "reproduce")
     assert files_to_replace(target, files, None, "reproduce", force=True) == [in_the_way]
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_files_to_replace_refuses_a_folder_where_a_file_goes_even_with_force(tmp_path, force):
+    """`reproduce --force` deleted the user's folder results.md/, drafts and all, to write its results.md."""
+    target = _folder_with(tmp_path, "out", {"results.md/draft.txt": "chapter draft"})
+    with pytest.raises(OutputPathError) as raised:
+        files_to_replace(target, ["results.md", "models/m.npz"], None, "reproduce", force=force)
+    message = str(raised.value)
+    assert message.startswith(f"--out {target}: results.md is a folder") and "add --force" not in message, message
 
 
 def test_files_to_replace_replaces_a_rerun_whole_and_a_different_run_only_with_force(tmp_path):

@@ -2,12 +2,13 @@
 so that minutes of work are never lost to a path that could not have been read or written.
 
 An output path (`check_output_folder`, `check_output_file`) that is empty, the filesystem root, a file where a
-folder is wanted, not writable, inside (or around) the command's own input, or inside the project's sources
-fails at once, in one line that names the option. The rule for every path a command reads or writes
-(`checked_path`, used by those checks and by `check_input_file`): a name longer than the file system allows
-(255 bytes) or a symbolic-link loop is reported before any work, in one line, as is a path below a file
-('afile/m.npz': afile is a file, not a missing folder); a file that is read must be a regular file (a FIFO would
-block the reader forever, a device never ends).
+folder is wanted (or a folder where a file is), not writable, inside (or around) the command's own input, or
+inside the project's sources fails at once, in one line that names the option; so does an output folder that holds
+the user's world (the home or the current folder, a folder above them, a folder of the system), even with --force.
+The rule for every path a command reads or writes (`checked_path`, used by those checks and by `check_input_file`):
+a name longer than the file system allows (255 bytes) or a symbolic-link loop is reported before any work, in one
+line, as is a path below a file ('afile/m.npz': afile is a file, not a missing folder); a file that is read must be
+a regular file (a FIFO would block the reader forever, a device never ends).
 
 How a checked output is then written (aside, and moved into place whole) is `minitorch.outputs.atomic_writes`.
 This module uses only the standard library.
@@ -166,13 +167,38 @@ def check_output_folder(path, option: str = "--out", inputs=()) -> Path:
     """`path` as an absolute folder path that the command may create or replace, or OutputPathError.
 
     `inputs` are the paths the command reads (a folder of submissions, of chapters): the output may be
-    neither inside one of them nor hold one of them."""
+    neither inside one of them nor hold one of them. Nor may it be a folder of the user's world
+    (`_the_users_world`), whatever the command's --force."""
     target = _checked_path(path, option)
     if target.exists() and not target.is_dir():
         raise OutputPathError(f"{option} {path}: is a file, not a folder; name a folder (it is created if needed)")
     _check_apart_from(target, path, option, inputs)
+    world = _the_users_world(target) if target.exists() else None  # (a folder still to be made holds nothing)
+    if world:
+        raise OutputPathError(f"{option} {path}: {target} is {world}, which holds far more than this command's "
+                              f"output; choose a folder of its own (a new one is created)")
     _check_writable(target, path, option)
     return target
+
+
+def _the_users_world(target: Path) -> str | None:
+    """What the folder `target` is, if it holds the user's world rather than one command's output: the home folder,
+    the current folder, a folder above either, or a folder of the system (the root's own folders and theirs, such
+    as /usr/share; /tmp itself, though not the folders in it). No command writes into one that exists, not even
+    with --force, which would replace a book's folder whole: `book --force --out ~` deleted every file of the home
+    folder."""
+    places = {"the home folder": os.path.expanduser("~")}
+    try:
+        places["the current folder"] = os.getcwd()
+    except FileNotFoundError:  # (a deleted working folder is above nothing)
+        pass
+    places = {what: Path(os.path.realpath(place)) for what, place in places.items() if os.path.isabs(place)}
+    depth, temporary = len(target.parts) - 1, Path(os.path.realpath(tempfile.gettempdir()))
+    named = [what for what, place in places.items() if target == place]
+    named += ["a folder of the system"] * (depth <= 1 or (depth == 2 and target.parent != temporary)
+                                           or target == temporary)
+    named += [f"a folder above {what} ({place})" for what, place in places.items() if target in place.parents]
+    return named[0] if named else None
 
 
 @dataclass(frozen=True)
@@ -193,14 +219,21 @@ def check_output_file(path, option: str, inputs=(), own: OwnFile | None = None, 
     has no --force, and the error says to delete or rename the file); a user's file named by mistake
     (``--json thesis.txt``) is never replaced unasked. Without `own`, any regular file is."""
     target = _checked_path(path, option, file=True)
-    if target.is_dir():
-        raise OutputPathError(f"{option} {path}: is a folder; name a file")
+    refuse_a_folder_where_a_file_goes(target, path, option)
     _check_replaceable_file(path, target, option, OutputPathError)
     if own is not None:
         refuse_a_file_not_its_own(target, path, option, own, force)
     _check_apart_from(target, path, option, inputs)
     _check_writable(target, path, option)
     return target
+
+
+def refuse_a_folder_where_a_file_goes(target: Path, shown, option: str, name: str = "",
+                                      fix: str = "name a file") -> None:
+    """OutputPathError if `target`, where a command writes a file (`name`, if given, within the folder `shown`), is a
+    folder: not even --force replaces one, since it may hold anything (a user's drafts) and all of it would go."""
+    if target.is_dir():
+        raise OutputPathError(f"{option} {shown}: {name + ' ' if name else ''}is a folder; {fix}")
 
 
 def refuse_a_file_not_its_own(target: Path, shown, option: str, own: OwnFile, force: bool | None = False) -> None:

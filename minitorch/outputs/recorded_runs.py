@@ -18,7 +18,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from minitorch.outputs.paths import OutputPathError, _check_replaceable_file, json_record
+from minitorch.outputs.paths import (OutputPathError, _check_replaceable_file, json_record,
+                                     refuse_a_folder_where_a_file_goes)
 
 @dataclass(frozen=True)
 class RecordedRun:
@@ -102,8 +103,11 @@ def files_to_replace(target, planned, earlier: RecordedRun | None, command: str,
 
     Without `force`, OutputPathError (naming --force) refuses an earlier run of another command line, and
     anything in the way of a planned file that no earlier run recorded (a file named ``models`` where a
-    folder of models goes)."""
+    folder of models goes). A folder where a planned file goes is refused even with `force`."""
     target = Path(target)
+    for name in sorted(planned):  # (a folder of the user's named like a planned file: its files would all go)
+        refuse_a_folder_where_a_file_goes(target / name, target, option, name, "this run writes a file there; move or "
+                                          "rename the folder, or choose another folder (--force replaces no folder)")
     # a record lists files: a folder named there (a hand-edited or damaged record) is never deleted on its word
     replacing = {name for name in earlier.files if not (target / name).is_dir()} if earlier else set()
     if earlier and earlier.command != command and not force:
@@ -159,8 +163,8 @@ def _refuse_files_through_links(target: Path, names, replacing, option: str) -> 
 
 
 def _in_the_way(target: Path, names) -> set[str]:
-    """The entries of `target` that writing the files `names` would replace: a file or folder of the same
-    name, or a non-folder where one of their folders goes."""
+    """The entries of `target` that writing the files `names` would replace: a file of the same name (a folder
+    is refused before), or a non-folder where one of their folders goes."""
     found = set()
     for name in names:
         parts = PurePosixPath(name).parts

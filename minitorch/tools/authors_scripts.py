@@ -16,8 +16,10 @@ checked before the scripts run. ``--only`` runs some of the three (1x1, 2x2, 4x4
 part of this repository: CHECKOUT is a clone you made yourself
 (``git clone https://github.com/YuvMilo/sinks-are-provably-necessary``).
 
-Where PyTorch (and tqdm, which the scripts import) or the checkout is missing, the command says so and skips,
-with exit status 0: the comparison is optional. ``figures/authors_scripts.md`` is the log of one such run.
+Where PyTorch (and tqdm, which the scripts import) is missing, the command says so and skips, with exit status 0:
+the comparison is optional. CHECKOUT is checked first, as --log is: a path that is no clone of the author's code
+is refused (exit status 2) before the packages are looked for, so no one installs PyTorch to learn of it.
+``figures/authors_scripts.md`` is the log of one such run.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPEN
 # one redraw of the scripts' tqdm bar, e.g. "Training (softmax):   2%|▏   | 960/50000 [00:01<01:10, ...]"
 PROGRESS = re.compile(r"Training \((?P<label>[^)]*)\):[^|\r\n]*\|[^|\r\n]*\|\s*(?P<count>\d+)/(?P<total>\d+)")
 COMMAND = "python -m minitorch.tools.authors_scripts"
+CLONE = "https://github.com/YuvMilo/sinks-are-provably-necessary"
 LOG_START = f"# A run of the author's released scripts\n\nMade by `{COMMAND} "  # how every log_markdown begins
 
 
@@ -151,19 +154,19 @@ def main(argv=None) -> int:
         log = None if args.log is None else check_output_file(args.log, "--log", own=OWN_LOG, force=args.force)
     except OutputPathError as error:
         parser.error(str(error))
-    checkout = Path(args.checkout)
+    checkout = Path(args.checkout)  # checked before the packages, as --log is: no one installs PyTorch to learn it
+    if not checkout.is_dir():
+        parser.error(f"{checkout}: {'is a file, not a folder' if checkout.exists() else 'no such folder'}; name the "
+                     f"folder of a clone of the author's code (git clone {CLONE})")
+    absent = sorted({arguments[0] for _, arguments in SCRIPTS if not (checkout / arguments[0]).is_file()})
+    if absent:
+        parser.error(f"{checkout} is not a checkout of the author's code: it has no {', '.join(absent)} (git clone "
+                     f"{CLONE}, then name its folder)")
     missing = missing_requirements()
     if missing:
         print(f"skipped: the author's scripts need {', '.join(missing)}, not installed here (pip install "
               f"{' '.join(missing)}; the book itself needs none of them)")
         return 0
-    if not checkout.is_dir():
-        print(f"skipped: no checkout of the author's code at {checkout} (git clone "
-              "https://github.com/YuvMilo/sinks-are-provably-necessary, then name its folder)")
-        return 0
-    absent = sorted({arguments[0] for _, arguments in SCRIPTS if not (checkout / arguments[0]).is_file()})
-    if absent:
-        parser.error(f"{checkout} is not a checkout of the author's code: it has no {', '.join(absent)}")
     found, runs = versions(checkout), []
     started = time.perf_counter()
     command = (f"{COMMAND} CHECKOUT" + (f" --log {args.log}" if args.log else "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bad_input_helpers import ROOT
 from minitorch.tools import authors_scripts
 
 # what the author's scripts print on stderr when not on a terminal: one redraw of the tqdm bar per line
@@ -32,18 +33,37 @@ def test_the_last_line_of_each_bar_is_kept_as_printed():
     assert lines["softmax"].startswith("Training (softmax):") and "960/50000" in lines["softmax"]
 
 
+def _a_checkout(folder):
+    """A stand-in for a clone of the author's code: its three scripts' files, empty."""
+    (folder / "figure_code").mkdir(parents=True)
+    for _, arguments in authors_scripts.SCRIPTS:
+        (folder / arguments[0]).write_text("")
+    return folder
+
+
 def test_without_pytorch_the_command_skips_and_says_why(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(authors_scripts, "missing_requirements", lambda: ["torch"])
-    assert authors_scripts.main([str(tmp_path)]) == 0
+    assert authors_scripts.main([str(_a_checkout(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert out.startswith("skipped:") and "torch" in out, "the skip must name what is missing"
 
 
-def test_without_a_checkout_the_command_skips_and_says_where_to_get_one(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(authors_scripts, "missing_requirements", lambda: [])
-    assert authors_scripts.main([str(tmp_path / "nowhere")]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("skipped: no checkout") and "git clone" in out
+@pytest.mark.parametrize("installed", [True, False], ids=["with-pytorch", "without-pytorch"])
+@pytest.mark.parametrize("kind, reason", [("missing", "no such folder"), ("a-file", "is a file, not a folder"),
+                                          ("empty", "is not a checkout of the author's code"),
+                                          ("this-project", "is not a checkout of the author's code")])
+def test_a_checkout_that_is_none_is_refused_by_name_before_the_packages_are_looked_for(
+        monkeypatch, capsys, tmp_path, installed, kind, reason):
+    """Without PyTorch, a checkout that does not exist, is a file, is empty or is this project was met with only
+    "skipped: ... need torch" and status 0: the user learned what was wrong after installing PyTorch."""
+    monkeypatch.setattr(authors_scripts, "missing_requirements", lambda: [] if installed else ["torch"])
+    (tmp_path / "thesis.txt").write_text("a file")
+    checkout = {"missing": tmp_path / "nowhere", "a-file": tmp_path / "thesis.txt", "empty": tmp_path,
+                "this-project": ROOT}[kind]
+    with pytest.raises(SystemExit) as stop:
+        authors_scripts.main([str(checkout)])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and f"{checkout}" in error and reason in error and "git clone" in error, error
 
 
 def test_a_folder_without_the_authors_scripts_is_refused_by_name(monkeypatch, capsys, tmp_path):
