@@ -85,7 +85,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
                          f"{np.shape(x)}, y {np.shape(y)} and triggers {np.shape(triggers)}")
-    triggers = marked_triggers("probe", x, checks.positions("probe", "triggers", triggers, np.shape(x)[1]))
+    triggers = marked_triggers("probe", x, triggers)
     with no_grad():
         prediction, attention = model(x, return_attention=True)
     error = np.abs(prediction._data - y)  # (B, L, n)
