@@ -307,6 +307,25 @@ def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(functio
     assert list(tmp_path.iterdir()) == [], f"{function} must write nothing for a model it refuses"
 
 
+@pytest.mark.parametrize("key, value, culprit", [
+    ("residual", True, r"the model's config says residual=True, but it is a SingleLayerModel \(residual=False\)"),
+    ("dtype", "float32", r"model.layers\[0\] is an attention layer with \{.*'dtype': 'float64'\}; the model's "
+                         r"config describes \{.*'dtype': 'float32'\}"),
+], ids=["residual", "dtype"])
+def test_a_config_edited_to_describe_another_model_is_refused_before_it_is_saved(key, value, culprit, tmp_path):
+    """A single-layer model whose config said residual=True saved a file that loaded as a ResidualModel, whose
+    outputs differ by the input added back; config['dtype'] edited to float32 loaded its weights rounded."""
+    from minitorch.paper.models import build_model, save_model
+
+    model = build_model(16, 1, 1, "softmax", False)
+    model.config[key] = value
+    for name, call in (("save_model", lambda: save_model(model, tmp_path / "model.npz")),
+                       ("SingleLayerModel", lambda: model(np.zeros((1, 3, 16))))):
+        with pytest.raises(ValueError, match=rf"^{name}: {culprit}"):
+            call()
+    assert list(tmp_path.iterdir()) == [], "save_model must write nothing for a model it refuses"
+
+
 @pytest.mark.parametrize("change,error,culprit", [
     (dict(zoo_seeds=()), ValueError, r"^Budget: zoo_seeds must be a non-empty tuple of integers"),
     (dict(law_lengths=()), ValueError, r"^Budget: law_lengths must be a non-empty tuple"),
