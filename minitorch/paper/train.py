@@ -65,6 +65,8 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
     target = np.asarray(target, dtype=prediction.dtype)
     if target.shape != prediction.shape:
         raise ValueError(f"mse_loss: prediction {prediction.shape} and target {target.shape} must have the same shape")
+    if not target.size:  # NumPy's mean of nothing is nan, with a warning
+        raise ValueError(f"mse_loss: prediction and target of shape {target.shape} hold no elements to average")
     difference = prediction._data - target
 
     def backward(grad):
