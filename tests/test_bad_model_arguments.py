@@ -141,7 +141,7 @@ def _paper_function_call(name):
         return beyond.Budget(**{**dict(zoo_seeds=(0,), zoo_max_steps=1, law_lengths=(8,), law_max_steps=1,
                                        seeds_4x4=(0,), quick=True), **changed})
 
-    weights = np.full((2, 1, 4, 4), 0.25)  # (B, H, L, L)
+    weights = np.tril(np.full((2, 1, 4, 4), 0.25))  # (B, H, L, L), causal
     identity = np.eye(16)
     history = {"step": [0, 50], "head_bos_mass": [[[0.1]], [[0.95]]]}
     return {
@@ -305,6 +305,25 @@ def test_the_functions_that_walk_the_layers_name_what_is_wrong_with_them(functio
     with pytest.raises(error, match=f"{function}: {culprit}"):
         call()
     assert list(tmp_path.iterdir()) == [], f"{function} must write nothing for a model it refuses"
+
+
+@pytest.mark.parametrize("key, value, culprit", [
+    ("residual", True, r"the model's config says residual=True, but it is a SingleLayerModel \(residual=False\)"),
+    ("dtype", "float32", r"model.layers\[0\] is an attention layer with \{.*'dtype': 'float64'\}; the model's "
+                         r"config describes \{.*'dtype': 'float32'\}"),
+], ids=["residual", "dtype"])
+def test_a_config_edited_to_describe_another_model_is_refused_before_it_is_saved(key, value, culprit, tmp_path):
+    """A single-layer model whose config said residual=True saved a file that loaded as a ResidualModel, whose
+    outputs differ by the input added back; config['dtype'] edited to float32 loaded its weights rounded."""
+    from minitorch.paper.models import build_model, save_model
+
+    model = build_model(16, 1, 1, "softmax", False)
+    model.config[key] = value
+    for name, call in (("save_model", lambda: save_model(model, tmp_path / "model.npz")),
+                       ("SingleLayerModel", lambda: model(np.zeros((1, 3, 16))))):
+        with pytest.raises(ValueError, match=rf"^{name}: {culprit}"):
+            call()
+    assert list(tmp_path.iterdir()) == [], "save_model must write nothing for a model it refuses"
 
 
 @pytest.mark.parametrize("change,error,culprit", [
@@ -480,8 +499,8 @@ def test_measures_over_non_trigger_rows_refuse_sequences_that_have_none(function
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # NumPy's warning instead of our error is a failure too
         with pytest.raises(ValueError, match=rf"^{function}: sequences of length 2 have no non-trigger row .*L >= 3"):
-            call([np.full((2, 1, 2, 2), 0.5)], np.array([1, 1]))
-        assert call([np.full((2, 1, 3, 3), 1 / 3)], np.array([1, 2])), "L = 3 has a non-trigger row: measured"
+            call([np.tril(np.full((2, 1, 2, 2), 0.5))], np.array([1, 1]))
+        assert call([np.tril(np.full((2, 1, 3, 3), 1 / 3))], np.array([1, 2])), "L = 3 has a non-trigger row: measured"
 
 
 @pytest.mark.parametrize("length,trigger", [(3, 2), (16, 7)], ids=["length-3", "the-test-sets-trigger"])
@@ -538,21 +557,39 @@ def test_seeds_table_refuses_a_seed_given_twice_as_budget_does():
         beyond.seeds_table([run(0), run(1)] * 2)
 
 
-@pytest.mark.parametrize("measure", ["probe", "score_gaps"])
+@pytest.mark.parametrize("measure", ["probe", "score_gaps", "row_errors", "worst_case"])
 def test_triggers_of_another_batch_are_refused_where_x_marks_its_own(measure):
     """probe(m, x, y, triggers of another batch) measured the wrong rows (a non-trigger error of 0.934 for 0.0091)
-    without a word: x marks each sequence's trigger, so the triggers given must be those."""
-    from minitorch.paper import beyond, task, train
+    without a word: x marks each sequence's trigger, so the triggers given must be those (the theory's row_errors and
+    worst_case measured errors against the targets of the wrong trigger)."""
+    from minitorch.paper import beyond, task, theory, train
     from minitorch.paper.models import build_model
 
     model = build_model(16, 1, 1, "softmax", False, seed=3)
     x, y, triggers = task.make_batch(8, np.random.default_rng(1))
     others = np.where(triggers == 2, 3, 2)  # every sequence's trigger moved
     call = {"probe": lambda: train.probe(model, x, y, others),
-            "score_gaps": lambda: beyond.score_gaps(model, x, others)}[measure]
+            "score_gaps": lambda: beyond.score_gaps(model, x, others),
+            "row_errors": lambda: theory.row_errors(model, x, others),
+            "worst_case": lambda: theory.worst_case(model, inputs=(x, others))}[measure]
     with pytest.raises(ValueError, match=rf"^{measure}: triggers\[0\] is {others[0]}, but x's sequence 0 marks its "
                                          rf"trigger at \[{triggers[0]}\]; pass x's own triggers"):
         call()
+
+
+@pytest.mark.parametrize("triggers, culprit", [
+    (np.array([7, 7]), r"triggers holds 2 position\(s\) for x's 4 sequences; pass x's own triggers"),
+    (np.array([7, 7, 7, 40]), r"triggers must be a list of integers in 1..15 \(L = 16\), got 40"),
+    (np.array([7, 7, 7, 7.0]), r"triggers must be a list of integers in 1..15, got 7.0 \(float\)"),
+], ids=["fewer-triggers-than-sequences", "a-trigger-beyond-the-sequence", "floats"])
+def test_marked_triggers_checks_one_position_per_sequence_in_range_before_reading_x(triggers, culprit):
+    """Two triggers for four sequences passed as "x's own" (only the first two were compared) and a trigger of 40
+    failed in NumPy's IndexError."""
+    from minitorch.paper import task
+
+    x, _, _ = task.make_test_set(size=4)
+    with pytest.raises(ValueError if "40" in culprit or "holds" in culprit else TypeError, match=rf"^me: {culprit}"):
+        task.marked_triggers("me", x, triggers)
 
 
 def test_trigger_row_weights_names_contents_of_the_wrong_width():

@@ -136,6 +136,39 @@ def test_every_normaliser_called_on_its_own_refuses_scores_of_inf_or_nan(name, b
         pytest.fail(f"the normaliser {name!r} gave the weights {weights.data.tolist()} for a score of {bad}")
 
 
+def _inf_at(position, shape=(1, 1, 3, 4), value=np.inf) -> np.ndarray:
+    array = np.ones(shape)
+    array[position] = value
+    return array
+
+
+@pytest.mark.parametrize("normaliser", ["softmax", "relu", "softpick", "sigmoid"])
+@pytest.mark.parametrize("queries, keys, values, culprit", [
+    (np.full((1, 1, 3, 4), -np.inf), np.full((1, 1, 3, 4), np.inf), None, "queries, keys and values"),
+    (np.ones((1, 1, 3, 4)), np.ones((1, 1, 3, 4)), _inf_at((0, 0, 1, 0)), "values"),  # 0 · inf on row 0
+    (np.ones((1, 1, 3, 4)), np.ones((1, 1, 3, 4)), _inf_at((0, 0, 2, 3), value=np.nan), "values"),
+    (np.ones((1, 1, 3, 4)), _inf_at((0, 0, 2, 0), value=-np.inf), np.ones((1, 1, 3, 4)), "keys"),  # key 2 "masked"
+], ids=["minus-inf-queries", "an-inf-value", "a-nan-value", "a-minus-inf-key"])
+@pytest.mark.parametrize("path", ["readable", "fast"])
+def test_attend_names_queries_keys_or_values_that_are_not_finite(normaliser, queries, keys, values, culprit, path):
+    """-inf scores were read as masked keys (weight 0) and an inf value gave NaN outputs, each without a word where
+    the softmax refuses a row of -inf scores; both paths now name the inputs that hold inf or NaN."""
+    import minitorch.paper  # noqa: F401  (registers the sink-free normalisers)
+    from minitorch.fast.attention import attend_stacked
+    from minitorch.paper.attention import attend
+
+    values = queries if values is None else values
+    ours = rf"attend \({normaliser}\): the {culprit} hold inf or NaN; attention needs finite numbers"
+    if normaliser == "softmax" and culprit.startswith("queries"):  # every score -inf: the softmax's own refusal
+        ours = r"softmax: a slice along the softmax axis has every entry masked \(-inf\)"
+    with pytest.raises(ValueError, match=ours):
+        if path == "fast":
+            output, _ = attend_stacked(tensor(np.stack([queries, keys, values])), normaliser)
+        else:
+            output, _ = attend(tensor(queries), tensor(keys), tensor(values), normaliser)
+        pytest.fail(f"attend ({normaliser}) gave {output.data.tolist()} instead of refusing the inputs")
+
+
 def test_all_equal_inputs_needs_a_content_coordinate():
     from minitorch.paper import theory
 

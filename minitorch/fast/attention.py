@@ -55,6 +55,7 @@ def attend_stacked(projected: Tensor, normaliser: str = "softmax", **parameters:
         weights = Tensor.from_op(weights, (), None, "weights")
     else:
         weights, normaliser_backward = _through_a_small_graph(scores, normaliser, parameters, needs_grad)
+    attention.check_finite_inputs(normaliser, scores, values, queries, keys)  # as the readable path checks them
     output = weights._data @ values  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
     def backward(grad):

@@ -19,6 +19,7 @@ do without a sink.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field
 
@@ -67,16 +68,28 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
     output_gate = checks.flag("register_normaliser", "output_gate", output_gate)
 
     def register(function):
+        if not callable(function):
+            raise TypeError(f"register_normaliser: a normaliser must be a function (scores, future) -> weights, got "
+                            f"{function!r:.60} ({type(function).__name__})")
         taken = NORMALISERS.get(name)
-        same_place = (function.__module__, function.__qualname__)
-        redefined = taken is not None and (taken.__module__, taken.__qualname__) == same_place
+        redefined = taken is not None and _defined_at(taken) == _defined_at(function)
         if taken is not None and not redefined:  # re-running the cell that defines it is fine
-            raise ValueError(f"register_normaliser: the name {name!r} is taken by {taken.__qualname__}; "
+            raise ValueError(f"register_normaliser: the name {name!r} is taken by {_defined_at(taken)}; "
                              f"known: {sorted(NORMALISERS)}")
         NORMALISERS[name] = function
         NORMALISER_OPTIONS[name] = NormaliserOptions(dict(parameters or {}), output_gate)
         return function
     return register
+
+
+def _defined_at(function) -> str:
+    """Where a normaliser is defined, ``module.qualified_name``: a function's own, a callable object's class's, a
+    partial's written around its function's; the same again when the cell that registers it runs again."""
+    if isinstance(function, functools.partial):
+        return f"functools.partial({_defined_at(function.func)})"
+    if not hasattr(function, "__qualname__"):  # a callable object
+        function = type(function)
+    return f"{getattr(function, '__module__', None)}.{function.__qualname__}"
 
 
 def get_normaliser(name: str):
@@ -188,6 +201,7 @@ def attend(queries: Tensor, keys: Tensor, values: Tensor, normaliser: str = "sof
         check_scores(scores._data, normaliser)
     weights = get_normaliser(normaliser)(scores, causal_mask(scores.shape[-1]), **parameters)  # (..., L, L)
     check_normaliser_result(normaliser, weights, scores.shape)
+    check_finite_inputs(normaliser, scores._data, values._data, queries._data, keys._data)
     return weights @ values, weights.detach()  # (..., L, L) @ (..., L, d) -> (..., L, d)
 
 
@@ -205,19 +219,29 @@ def check_normaliser_result(normaliser: str, weights, shape: tuple) -> None:
                          f"(..., L, L), got {weights.shape}")
     if normaliser not in ("softmax", "relu"):  # the book's two mask by construction (exercises 3.2, 3.3)
         check_no_weight_on_future_keys(normaliser, weights._data)
-        if (weights._data < 0).any():  # the metrics refuse such weights only later, after the training
-            first = tuple(int(index) for index in np.argwhere(weights._data < 0)[0])
-            raise ValueError(f"attend: the normaliser {normaliser!r} gave the weight {weights._data[first]:.3g} (row "
-                             f"{first[-2]}, key {first[-1]}); attention weights are >= 0, as every normaliser's are "
-                             f"(a negative weight would subtract a value)")
+        usable = (weights._data >= 0) & (weights._data < np.inf)  # False at a negative weight, NaN and inf
+        if not usable.all():  # the metrics refuse such weights only later, after the training
+            first = tuple(int(index) for index in np.argwhere(~usable)[0])
+            weight = weights._data[first]
+            why = ("attention weights are >= 0, as every normaliser's are (a negative weight would subtract a value)"
+                   if weight < 0 else "attention weights are finite numbers (NaN or inf makes every output it "
+                   "reaches NaN)")
+            raise ValueError(f"attend: the normaliser {normaliser!r} gave the weight {weight:.3g} (row {first[-2]}, "
+                             f"key {first[-1]}); {why}")
+
+
+def weight_on_a_future_key(weights: np.ndarray) -> tuple | None:
+    """The index (..., row i, key k) of the first weight other than 0 on a future key k > i of `weights`
+    (..., L, L), or None: a causal map has none."""
+    leaks = (weights != 0) & causal_mask(weights.shape[-1])  # (..., L, L): True where a future key got weight
+    return tuple(int(index) for index in np.argwhere(leaks)[0]) if leaks.any() else None
 
 
 def check_no_weight_on_future_keys(normaliser: str, weights: np.ndarray) -> None:
     """ValueError unless a registered normaliser gave every future key (k > i) weight exactly 0: one that ignores
     the mask `future` lets a query read later tokens, and its model would be no causal model."""
-    leaks = (weights != 0) & causal_mask(weights.shape[-1])  # (..., L, L): True where a future key got weight
-    if leaks.any():
-        first = tuple(int(index) for index in np.argwhere(leaks)[0])  # (..., row, key) of the first such weight
+    first = weight_on_a_future_key(weights)
+    if first is not None:
         row, key = first[-2:]
         raise ValueError(f"attend: the normaliser {normaliser!r} put weight {weights[first]:.3g} on a "
                          f"future key (row {row}, key {key}); a causal normaliser gives every key k > i weight 0 "
@@ -250,6 +274,22 @@ def check_scores(scores: np.ndarray, normaliser: str | None, owner: str = "atten
         raise ValueError(f"{owner}{f' ({normaliser})' if normaliser else ''}: the scores Q Kᵀ contain +inf or NaN "
                          f"(the inputs hold inf or NaN, or are so large that their products overflow); a score must "
                          f"be a finite number")
+
+
+def check_finite_inputs(normaliser: str, scores: np.ndarray, values: np.ndarray, queries: np.ndarray,
+                        keys: np.ndarray) -> None:
+    """ValueError naming the inputs that hold inf or NaN, once the normaliser has run (the softmax refuses +inf and
+    NaN scores itself, `check_scores` does for the others), if a score Q Kᵀ is -inf or a value is not finite: every
+    normaliser reads a -inf score as a masked key, weight 0, and an inf value makes NaN outputs even where its weight
+    is 0 (0 · inf), without a word. One minimum and one pass over the values."""
+    if (not scores.size or scores.min() > -np.inf) and np.isfinite(values).all():
+        return  # the usual case
+    held = [name for name, array in (("queries", queries), ("keys", keys), ("values", values))
+            if not np.isfinite(array).all()]
+    culprit = (f"the {', '.join(held[:-1])}{' and ' if held[:-1] else ''}{held[-1]} hold inf or NaN" if held else
+               "the scores Q Kᵀ contain -inf: the queries and keys are so large that their products overflow")
+    raise ValueError(f"attend ({normaliser}): {culprit}; attention needs finite numbers (the causal mask, not an "
+                     f"input, hides a key from a query)")
 
 
 def check_attention_shapes(queries: Tensor, keys: Tensor, values: Tensor) -> None:

@@ -142,7 +142,7 @@ def _sequences(owner: str, model, x, triggers) -> tuple[np.ndarray, np.ndarray]:
     if x.ndim != 3 or x.shape[-1] != model.config["width"] or np.shape(triggers) != x.shape[:1]:
         raise ValueError(f"{owner}: x must have shape (B, L, {model.config['width']}) and triggers (B,), got "
                          f"x {x.shape} and triggers {np.shape(triggers)}")
-    return x, marked_triggers(owner, x, checks.positions(owner, "triggers", triggers, x.shape[1]))
+    return x, marked_triggers(owner, x, triggers)
 
 
 def learned_extras(model, x: np.ndarray, triggers: np.ndarray) -> dict:

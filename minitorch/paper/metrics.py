@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from minitorch import checks
+from minitorch.paper.attention import weight_on_a_future_key
 
 # Two thresholds, two definitions of "sinks":
 SINK_BOS_MASS = 0.9  # this book's: a head sinks if its mean BOS mass at non-trigger rows is at least this
@@ -35,8 +36,8 @@ SINK_THRESHOLD = 0.3  # Gu et al.'s ε (ICLR 2025): a head sinks at key k if α_
 
 
 def _check(weights: np.ndarray, triggers=None, owner: str = "metrics") -> np.ndarray:
-    """`weights` as (B, H, L, L) numbers >= 0 (every normaliser's are), or an error naming `owner`; `triggers`,
-    if given, must be B integers j in 1..L-1 (`checks.positions`)."""
+    """`weights` as (B, H, L, L) numbers >= 0 and 0 on future keys (every normaliser's are), or an error naming
+    `owner`; `triggers`, if given, must be B integers j in 1..L-1 (`checks.positions`)."""
     weights = np.asarray(weights)
     if weights.ndim == 3:
         weights = weights[:, None]  # (B, L, L) -> (B, 1, L, L): one head
@@ -48,6 +49,11 @@ def _check(weights: np.ndarray, triggers=None, owner: str = "metrics") -> np.nda
     if (weights < 0).any():  # Gu's score divides by a row's sum: -a would read as an all-zero row
         raise ValueError(f"{owner}: attention weights must be >= 0 (a normaliser's output), got a weight of "
                          f"{weights.min()}")
+    leak = weight_on_a_future_key(weights)  # a transposed map would give α_k > 1 and a BOS mass of 0
+    if leak is not None:
+        raise ValueError(f"{owner}: attention weights must be 0 on every future key (k > i), as a causal map's are; "
+                         f"got {weights[leak]:.3g} at sequence {leak[0]}, head {leak[1]}, row {leak[2]}, key "
+                         f"{leak[3]} (is the map transposed? its axes are (B, H, query i, key k))")
     if triggers is None:
         return weights
     if np.shape(triggers) != (weights.shape[0],):
@@ -117,9 +123,10 @@ def bos_mass_at_non_trigger_rows(weights: np.ndarray, triggers: np.ndarray) -> n
 
 def non_trigger_row_mass(weights, triggers) -> np.ndarray:
     """Total weight ``Σ_k a_ik`` of each non-trigger row: (B, H, L-2). The rows are picked by
-    `bos_mass_at_non_trigger_rows` (exercise 3.4), given an array whose every key holds its row's total."""
+    `bos_mass_at_non_trigger_rows` (exercise 3.4), given a causal map whose key 0 holds its row's total."""
     weights = _check(weights, triggers, "non_trigger_row_mass")
-    totals = np.broadcast_to(weights.sum(axis=-1, keepdims=True), weights.shape)  # (B, H, L, L): Σ_k a_ik, each k
+    totals = np.zeros_like(weights)
+    totals[..., 0] = weights.sum(axis=-1)  # (B, H, L, L): Σ_k a_ik at key 0, which every row sees
     return bos_mass_at_non_trigger_rows(totals, triggers)
 
 

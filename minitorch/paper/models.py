@@ -207,8 +207,9 @@ def finite_weights(owner: str, model: AttentionModel, when: str = "") -> None:
 
 def check_layers(owner: str, model: AttentionModel) -> list:
     """``model.layers``, once checked to be the stack ``model.config`` describes: as many attention layers as it
-    says (at least one), each of its width, heads and normaliser; or an error naming `owner`, the position and
-    what is there. Forward passes, metrics and the theory walk this list and trust every layer to attend."""
+    says (at least one), each of its width, heads, normaliser and dtype, of its kind (residual or not); or an error
+    naming `owner`, the position and what is there. Forward passes, metrics and the theory walk this list and trust
+    every layer to attend."""
     layers, config = model.layers, model.config
     if not isinstance(layers, (list, tuple)):
         raise TypeError(f"{owner}: model.layers must be a list of attention layers, got {type(layers).__name__}")
@@ -219,7 +220,8 @@ def check_layers(owner: str, model: AttentionModel) -> list:
         if not isinstance(layer, AttentionLayer):
             raise TypeError(f"{owner}: model.layers[{index}] is a {type(layer).__name__}, not an attention layer "
                             f"(AttentionLayer); every layer of this model attends")
-        built = dict(width=layer.width, heads=layer.heads, normaliser=layer.normaliser)
+        built = dict(width=layer.width, heads=layer.heads, normaliser=layer.normaliser,
+                     dtype=layer.W_Q.weight.dtype.name)
         described = {key: config[key] for key in built}
         if built != described:
             raise ValueError(f"{owner}: model.layers[{index}] is an attention layer with {built}; the model's "
@@ -228,6 +230,11 @@ def check_layers(owner: str, model: AttentionModel) -> list:
     if len(layers) != config["layers"]:
         raise ValueError(f"{owner}: model.layers holds {len(layers)} attention layers; the model's config says "
                          f"{config['layers']}")
+    residual = config.get("residual")
+    if not isinstance(residual, (bool, np.bool_)) or residual != model.residual:  # it would load as the other kind
+        raise ValueError(f"{owner}: the model's config says residual={residual!r}, but it is a "
+                         f"{type(model).__name__} (residual={model.residual}), fixed by its kind; build the other "
+                         f"kind: build_model(..., residual={not model.residual})")
     return layers
 
 

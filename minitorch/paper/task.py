@@ -72,8 +72,15 @@ def _drawing_arguments(owner: str, batch, length, width, trigger, rng) -> tuple[
 
 def marked_triggers(owner: str, x, triggers) -> np.ndarray:
     """`triggers`, checked to be the positions x marks as each sequence's trigger (coordinate TRIGGER is 1 there):
-    the triggers of another batch would measure other rows without a word. x (B, L, n), triggers (B,) in 1..L-1."""
-    x, triggers = np.asarray(x), np.asarray(triggers)
+    the triggers of another batch would measure other rows without a word. x (B, L, n), triggers (B,) in 1..L-1
+    (`checks.positions`), one per sequence."""
+    x = np.asarray(x)
+    if x.ndim != 3 or x.shape[-1] <= TRIGGER:
+        raise ValueError(f"{owner}: x must have shape (B, L, n), got {x.shape}")
+    triggers = checks.positions(owner, "triggers", triggers, x.shape[1])
+    if len(triggers) != len(x):
+        raise ValueError(f"{owner}: triggers holds {len(triggers)} position(s) for x's {len(x)} sequences; pass x's "
+                         f"own triggers, one per sequence (make_batch and make_test_set return them with x)")
     unmarked = np.flatnonzero(x[np.arange(len(triggers)), triggers, TRIGGER] != 1.0)
     if unmarked.size:
         b = int(unmarked[0])

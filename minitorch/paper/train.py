@@ -65,6 +65,8 @@ def mse_loss(prediction: Tensor, target) -> Tensor:
     target = np.asarray(target, dtype=prediction.dtype)
     if target.shape != prediction.shape:
         raise ValueError(f"mse_loss: prediction {prediction.shape} and target {target.shape} must have the same shape")
+    if not target.size:  # NumPy's mean of nothing is nan, with a warning
+        raise ValueError(f"mse_loss: prediction and target of shape {target.shape} hold no elements to average")
     difference = prediction._data - target
 
     def backward(grad):
@@ -85,7 +87,7 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
                          f"{np.shape(x)}, y {np.shape(y)} and triggers {np.shape(triggers)}")
-    triggers = marked_triggers("probe", x, checks.positions("probe", "triggers", triggers, np.shape(x)[1]))
+    triggers = marked_triggers("probe", x, triggers)
     with no_grad():
         prediction, attention = model(x, return_attention=True)
     error = np.abs(prediction._data - y)  # (B, L, n)

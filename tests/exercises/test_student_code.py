@@ -264,7 +264,7 @@ def test_the_generic_probe_calls_an_exercise_on_data_with_tensors_in_and_out_as_
                    Direct().call("3.2", scores, future)):
         assert isinstance(answer, np.ndarray), f"the generic probe answered a {type(answer).__name__}, not an array"
         np.testing.assert_allclose(answer, expected, err_msg="the generic probe's answer differs from the probe's")
-    weights, triggers = np.full((1, 1, 4, 4), 0.25), np.array([2])
+    weights, triggers = np.tril(np.full((1, 1, 4, 4), 0.25)), np.array([2])  # a causal map
     np.testing.assert_array_equal(Direct().call("3.4", weights, triggers),
                                   Direct().bos_mass_at_non_trigger_rows(weights, triggers))
 

@@ -10,6 +10,8 @@ definitions on seeded inputs of other sizes.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -414,7 +416,9 @@ def test_a_registered_normaliser_is_usable_by_a_model_by_name(monkeypatch):
      r"attend: the normaliser 'broken' put weight 0.333 on a future key \(row 0, key 1\); a causal normaliser"),
     (lambda scores, future: minitorch.where(future, 0.0, scores * 0.0 - 1.0), ValueError,  # the metrics refused later
      r"attend: the normaliser 'broken' gave the weight -1 \(row 0, key 0\); attention weights are >= 0"),
-], ids=["wrong-shape", "an-ndarray", "weight-on-future-keys", "negative-weights"])
+    (lambda scores, future: (scores * np.nan).masked_fill(future, 0.0), ValueError,  # NaN on every visible key
+     r"attend: the normaliser 'broken' gave the weight nan \(row 0, key 0\); attention weights are finite numbers"),
+], ids=["wrong-shape", "an-ndarray", "weight-on-future-keys", "negative-weights", "nan-weights"])
 @pytest.mark.parametrize("path", ["readable", "fast"])
 def test_attend_names_a_registered_normaliser_whose_weights_are_no_causal_weights_of_the_scores_shape(
         normalise, error, culprit, path, monkeypatch):
@@ -427,6 +431,28 @@ def test_attend_names_a_registered_normaliser_whose_weights_are_no_causal_weight
     model = build_model(16, 1, 1, "broken", False)
     with pytest.raises(error, match=culprit):
         (fast.speed_up(model) if path == "fast" else model)(np.zeros((1, 3, 16)))
+
+
+class _CallableSoftmax:
+    def __call__(self, scores, future):
+        return attention.softmax_attention(scores, future)
+
+
+@pytest.mark.parametrize("make, same_as", [(lambda: functools.partial(attention.relu_attention), "relu"),
+                                           (_CallableSoftmax, "softmax")], ids=["a-partial", "a-callable-object"])
+def test_any_function_registers_as_a_normaliser_and_registers_again_under_its_name(make, same_as, monkeypatch):
+    """A partial or a callable object has no __qualname__: registering one failed in Python's AttributeError."""
+    monkeypatch.setattr(attention, "NORMALISERS", dict(attention.NORMALISERS))  # the entry goes with the test
+    monkeypatch.setattr(attention, "NORMALISER_OPTIONS", dict(attention.NORMALISER_OPTIONS))
+    attention.register_normaliser("wrapped")(make())
+    attention.register_normaliser("wrapped")(make())  # the cell run again
+    queries = minitorch.tensor(np.arange(12.0).reshape(1, 3, 4) / 10)
+    weights, expected = (attend(queries, queries, queries, name)[1].data for name in ("wrapped", same_as))
+    np.testing.assert_array_equal(weights, expected, err_msg=f"the registered normaliser is not {same_as}'s")
+    with pytest.raises(ValueError, match="register_normaliser: the name 'softmax' is taken"):
+        attention.register_normaliser("softmax")(make())
+    with pytest.raises(TypeError, match=r"register_normaliser: a normaliser must be a function .*got 3 \(int\)"):
+        attention.register_normaliser("three")(3)
 
 
 def test_a_taken_normaliser_name_cannot_be_silently_replaced():

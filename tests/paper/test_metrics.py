@@ -263,7 +263,8 @@ def test_sink_share_is_the_share_of_heads_over_all_layers_whose_bos_alpha_exceed
 @pytest.mark.exercise("9.1")
 def test_sink_share_counts_only_alpha_strictly_above_the_threshold(student):
     half_on_bos = np.zeros((4, 1, L, L))
-    half_on_bos[..., 0] = half_on_bos[..., 1] = 0.5  # every row: 1/2 on BOS, 1/2 on key 1, so alpha_0 = 1/2 exactly
+    half_on_bos[:, :, :L // 2, 0] = 1.0  # rows 0..7 all on BOS, rows 8..15 all on key 1: alpha_0 = 8/16 = 1/2 exactly
+    half_on_bos[:, :, L // 2:, 1] = 1.0
     assert student.sink_share([half_on_bos], threshold=0.5) == 0.0, (
         "a head with alpha_0 equal to eps does not sink (alpha_0 > eps)")
     assert student.sink_share([half_on_bos], threshold=0.5 - 1e-9) == 1.0
@@ -304,7 +305,7 @@ def test_head_table_has_one_row_per_layer_and_head_with_the_sink_measures():
 
 
 def _valid_weights(batch=3, length=L) -> np.ndarray:
-    return np.full((batch, 1, length, length), 1 / length)  # (B, 1, L, L): rows that sum to 1 (checks look no further)
+    return np.full((batch, 1, length, length), 1 / length) * visible_keys(length)  # (B, 1, L, L): causal, >= 0
 
 
 @pytest.mark.parametrize("function", ["bos_mass_at_non_trigger_rows", "non_trigger_row_mass", "trigger_row"])
@@ -393,3 +394,22 @@ def test_sink_share_refuses_a_threshold_outside_0_to_1(threshold):
 def test_non_trigger_rows_refuses_a_length_too_large_for_memory_before_allocating(triggers, length, what):
     with pytest.raises(MemoryError, match=rf"non_trigger_rows: {what} would need [\d,.]+ GiB \(the limit is 4 GiB\)"):
         non_trigger_rows(triggers, length)
+
+
+@pytest.mark.parametrize("measure", [
+    lambda weights: metrics.gu_sink_scores(weights),
+    lambda weights: metrics.bos_mass_at_non_trigger_rows(weights, np.full(len(weights), 7)),
+    lambda weights: metrics.non_trigger_row_mass(weights, np.full(len(weights), 7)),
+    lambda weights: metrics.trigger_row(weights, np.full(len(weights), 7)),
+    lambda weights: metrics.zero_row_share(weights),
+    lambda weights: metrics.sink_share([weights], key=3),
+    lambda weights: metrics.head_table([weights], np.full(len(weights), 7)),
+], ids=["gu_sink_scores", "bos_mass", "row_mass", "trigger_row", "zero_row_share", "sink_share", "head_table"])
+def test_every_measure_refuses_a_map_with_weight_on_future_keys(measure):
+    """A transposed map (queries and keys swapped) gave α_k above 1 and a BOS mass of 0, and a map that sinks on a
+    key rows 0..2 cannot see counted as a sink there, each without a word: a causal map is 0 above its diagonal."""
+    transposed = running_average(batch=3).swapaxes(-1, -2)
+    with pytest.raises(ValueError, match=r"attention weights must be 0 on every future key \(k > i\).* row 0, key 1 "
+                                         r"\(is the map transposed"):
+        result = measure(transposed)
+        pytest.fail(f"a transposed attention map was measured as {result!r:.80} instead of refused")

@@ -184,7 +184,7 @@ def test_runs_given_as_a_list_are_named_and_a_numpy_trigger_is_a_plain_number():
     np.int64(2) is taken as the number 2, so json.dumps can write it."""
     from minitorch.paper.scrubber import sink_scrubber_html
 
-    snapshots = [(0, np.full((1, 1, 8, 8), 1 / 8))]
+    snapshots = [(0, np.tril(np.full((1, 1, 8, 8), 1 / 8)))]  # a causal map
     with pytest.raises(TypeError, match=r"sink_scrubber_html: runs must be a non-empty dict \{name:"):
         sink_scrubber_html([("a", snapshots)])
     assert "sink-scrubber" in sink_scrubber_html({"a": snapshots}, trigger=np.int64(2))
@@ -222,3 +222,12 @@ def test_a_page_that_renames_ids_keeps_the_scrubber_and_its_printed_strip(tmp_pa
         labels[STRIP_SNAPSHOTS - 1] == "step 140: BOS 0.97", labels
     assert re.search(r'<span class="scrubber-screen">Drag the slider', page) and "@media print" in page, \
         "'Drag the slider' is for the screen only; the print rules hide it"
+
+
+def test_the_scrubber_refuses_a_map_with_weight_on_future_keys():
+    """Rows 0..7 of a reversed identity read only future keys; its BOS mass came from row 8 alone, without a word."""
+    reversed_identity = np.eye(9)[::-1]
+    with pytest.raises(ValueError, match=r"must be 0 on every future key \(k > i\).*row 0, key 8"):
+        bos_mass_at_non_trigger_rows(reversed_identity, trigger=7)
+    with pytest.raises(ValueError, match=r"must be 0 on every future key"):
+        sink_scrubber_html({"a": [(0, reversed_identity[None, None])]}, trigger=7)

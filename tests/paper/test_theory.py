@@ -433,6 +433,15 @@ def test_theorem1_holds_row_by_row_along_the_softmax_family():
             f"c={scale}: min BOS mass {measured['bos_mass_min']:.6f} is below Theorem 1's bound {bound:.6f}"
 
 
+@pytest.mark.parametrize("argument", [dict(sharpness=-1e4), dict(sharpness=0.0), dict(separation=-60.0)])
+def test_fixed_trigger_counterexample_takes_a_sharpness_and_a_separation_above_0(argument):
+    """With G < 0 the far keys get the weight: the model returned had a worst-case error of 7, no counterexample."""
+    name, value = next(iter(argument.items()))
+    with pytest.raises(ValueError, match=rf"fixed_trigger_counterexample: {name} must be a finite number > 0, got "
+                                         rf"{value}"):
+        theory.fixed_trigger_counterexample(**argument)
+
+
 def test_fixed_trigger_counterexample_shows_why_theorem1_needs_two_trigger_positions():
     model = theory.fixed_trigger_counterexample(trigger=7)
     fixed = theory.worst_case(model, triggers=(7,), size_per_trigger=64)
@@ -505,6 +514,14 @@ def test_separating_corner_lemma_on_random_subspaces():
             assert np.all(distance >= 0.5 - 1e-12), "z + e_t should be at ∞-distance >= 1/2 from S"
     with pytest.raises(ValueError, match="dimension"):
         theory.separating_corner(rng.normal(size=(n - 1, n)))
+
+
+@pytest.mark.parametrize("words", [np.zeros((0, n)), np.eye(n)[2:4]], ids=["no-word", "two-content-directions"])
+def test_separating_corner_refuses_words_whose_span_lacks_e_t_minus_e_b(words):
+    """No word gave λ = e_b and λ · (z + e_t) = 0, though the docstring promises at least 1/2, without a word."""
+    with pytest.raises(ValueError, match=r"separating_corner: S must contain e_t - e_b \(Theorem 2's premise.*"
+                                         r"the corner found gives λ · \(z \+ e_t\) = 0, not the promised >= 1/2"):
+        theory.separating_corner(words)
 
 
 @pytest.mark.parametrize("x, shape", [([[0.0] * WIDTH] * 3, r"\(3, 16\)"), (np.zeros((1, 3, 15)), r"\(1, 3, 15\)"),
@@ -713,9 +730,21 @@ def test_theorem2_bound_refuses_premises_that_would_bound_a_mass_above_1(error, 
     ([np.eye(n)] * 3 + [[["x"] * n] * n], r"W_O must be finite numbers"),
 ])
 def test_load_head_refuses_matrices_that_are_not_finite_numbers_and_leaves_the_model_as_it_was(matrices, culprit):
-    model = _tiny_model()
+    _refused_and_unchanged(_tiny_model(), matrices, (TypeError, ValueError), culprit)
+
+
+def test_load_head_refuses_values_beyond_a_float32_models_range_and_leaves_it_as_it_was():
+    """1e40 written into a float32 model became inf, with only NumPy's "overflow encountered in cast"."""
+    from minitorch.paper.models import build_model
+
+    model = build_model(n, 1, 1, "softmax", False, dtype=np.float32)
+    _refused_and_unchanged(model, [np.eye(n)] * 3 + [np.eye(n) * 1e40], OverflowError,
+                           r"W_O: a value of size 1e\+40 does not fit in float32")
+
+
+def _refused_and_unchanged(model, matrices, error, culprit):
     before = {name: values.copy() for name, values in model.state_dict().items()}
-    with pytest.raises((TypeError, ValueError), match=rf"load_head: {culprit}"):
+    with pytest.raises(error, match=rf"load_head: {culprit}"):
         theory.load_head(model, 0, 0, *matrices)
     assert all(np.array_equal(model.state_dict()[name], values) for name, values in before.items()), (
         "load_head changed the model before refusing a matrix")

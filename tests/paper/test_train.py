@@ -48,6 +48,12 @@ def test_mse_gradient_matches_finite_differences():
     gradcheck(lambda prediction: mse_loss(prediction, target), [np.random.default_rng(2).normal(size=(2, 3, 4))])
 
 
+def test_mse_refuses_a_prediction_and_target_with_no_elements():
+    """An empty pair gave a loss of nan, with NumPy's "Mean of empty slice"."""
+    with pytest.raises(ValueError, match=r"mse_loss: prediction and target of shape \(0, 3\) hold no elements"):
+        mse_loss(Tensor(np.zeros((0, 3)), requires_grad=True), np.zeros((0, 3)))
+
+
 def test_mse_refuses_a_target_of_another_shape():
     with pytest.raises(ValueError, match=r"\(2, 3, 4\).*\(3, 4\)"):
         mse_loss(Tensor(np.zeros((2, 3, 4))), np.zeros((3, 4)))

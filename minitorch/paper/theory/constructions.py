@@ -21,6 +21,7 @@ import numpy as np
 from minitorch import checks
 from minitorch.paper.models import AttentionModel, ResidualModel, SingleLayerModel, attention_model
 from minitorch.paper.task import BOS, SEQUENCE_LENGTH, TEST_TRIGGER, TRIGGER, WIDTH
+from minitorch.tensor_checks import named_float_array
 
 MIN_WIDTH = 4  # BOS flag, trigger flag, at least one content coordinate, bias channel
 
@@ -45,14 +46,17 @@ def load_head(model: AttentionModel, layer: int, head: int, W_Q, W_K, W_V, W_O) 
     attention = _layer_with_head("load_head", model, layer, head)
     width = attention.width
     block = slice(head * width, (head + 1) * width)
-    for name, matrix in dict(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O).items():
+    matrices = dict(W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O)
+    for name, matrix in matrices.items():  # all four checked before any is written: a refused one changes nothing
         matrix = checks.real_numbers("load_head", name, matrix)
         if matrix.shape != (width, width):
             raise ValueError(f"load_head: {name} must have shape ({width}, {width}), got {matrix.shape}")
-    attention.W_Q.weight.data[block, :] = W_Q
-    attention.W_K.weight.data[block, :] = W_K
-    attention.W_V.weight.data[block, :] = W_V
-    attention.W_O.weight.data[:, block] = W_O
+        # in the model's dtype: 1e40 would become inf in a float32 model, with only NumPy's warning
+        matrices[name] = named_float_array(f"load_head: {name}", matrix, attention.W_Q.weight.dtype)
+    attention.W_Q.weight.data[block, :] = matrices["W_Q"]
+    attention.W_K.weight.data[block, :] = matrices["W_K"]
+    attention.W_V.weight.data[block, :] = matrices["W_V"]
+    attention.W_O.weight.data[:, block] = matrices["W_O"]
     return model
 
 
@@ -185,10 +189,12 @@ def fixed_trigger_counterexample(trigger: int = TEST_TRIGGER, sharpness: float =
     corner. Non-trigger rows score BOS ``G d`` and content key k ``G Σ_m c_k[m]``
     (G = sharpness): keys far from the corner get weight ``e^{-G ||c_k - 1||_1}``,
     keys at the corner tie with BOS. The trigger's value is tuned to this one j,
-    so the model fails when the trigger moves: Theorem 1 needs two positions.
+    so the model fails when the trigger moves: Theorem 1 needs two positions. G and the
+    separation M are numbers > 0.
     """
-    sharpness = checks.finite_number("fixed_trigger_counterexample", "sharpness", sharpness)
-    separation = checks.finite_number("fixed_trigger_counterexample", "separation", separation)
+    # G < 0 would give the far keys the weight; M <= 0 would let content queries read the trigger key
+    sharpness = checks.positive_number("fixed_trigger_counterexample", "sharpness", sharpness)
+    separation = checks.positive_number("fixed_trigger_counterexample", "separation", separation)
     e_0, e_t, e_b, content = unit_vectors(width)
     trigger = checks.integer("fixed_trigger_counterexample", "trigger", trigger, minimum=1)
     if trigger >= SEQUENCE_LENGTH:

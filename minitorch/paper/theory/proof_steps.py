@@ -245,7 +245,13 @@ def separating_corner(words: np.ndarray, tolerance: float = 1e-10) -> tuple[np.n
     functional /= np.abs(functional).sum()
     sign_t = 1.0 if functional[TRIGGER] >= 0 else -1.0
     z = np.where(functional[2:width - 1] >= 0, 1.0, -1.0) * sign_t
-    return z, functional * sign_t
+    functional *= sign_t
+    reach = functional @ np.concatenate([[0.0, 1.0], z, [0.0]])  # λ · (z + e_t): >= 1/2 once λ_t = λ_b
+    if reach < 0.5 - 1e-9:  # (no word at all gives S = {0}, and λ may be e_b)
+        raise ValueError(f"separating_corner: S must contain e_t - e_b (Theorem 2's premise; value_words puts it "
+                         f"first), but the span of these {len(words)} word(s) does not: the corner found gives "
+                         f"λ · (z + e_t) = {reach:.3g}, not the promised >= 1/2")
+    return z, functional
 
 
 def residual_streams(model: ResidualModel, x: np.ndarray) -> tuple[list, list]:

@@ -21,7 +21,7 @@ from minitorch import checks
 from minitorch.paper.metrics import bos_mass_at_non_trigger_rows
 from minitorch.paper.models import AttentionModel, attention_model, finite_weights, for_training
 from minitorch.paper.task import (BOS, SEQUENCE_LENGTH, TEST_SEED, TRIGGER, WIDTH, make_batch, make_targets,
-                                  make_test_set)
+                                  make_test_set, marked_triggers)
 from minitorch.paper.theory.bounds import TRAINING_TRIGGERS
 from minitorch.paper.theory.constructions import MIN_WIDTH, construction_worst_case, softmax_construction
 from minitorch.tensor import no_grad
@@ -105,6 +105,7 @@ def predict_with_attention(model: AttentionModel, x: np.ndarray) -> tuple[np.nda
 
 def row_errors(model: AttentionModel, x: np.ndarray, triggers: np.ndarray) -> np.ndarray:
     """``||ŷ_i - y_i||_∞`` for every sequence and row: (B, L)."""
+    triggers = marked_triggers("row_errors", x, triggers)  # another batch's would measure other rows
     prediction, _ = predict_with_attention(model, x)
     return np.abs(prediction - make_targets(x, triggers, residual=model.residual)).max(axis=-1)
 
@@ -142,7 +143,7 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
         raise TypeError(f"worst_case: inputs must be a pair (x, triggers), x (B, L, n) and triggers (B,), as "
                         f"stress_inputs returns them, got {got}")
     x, positions = stress_inputs(size_per_trigger, seed, triggers, width=model.config["width"]) \
-        if inputs is None else inputs
+        if inputs is None else (inputs[0], marked_triggers("worst_case", *inputs))
     prediction, attention = predict_with_attention(model, x)
     error = np.abs(prediction - make_targets(x, positions, residual=model.residual))
     bos = np.stack([bos_mass_at_non_trigger_rows(weights, positions) for weights in attention])  # (layers, B, H, L-2)
