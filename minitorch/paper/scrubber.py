@@ -23,7 +23,6 @@ from minitorch import checks
 from minitorch.paper import metrics
 from minitorch.paper.task import TEST_TRIGGER
 
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728")  # matplotlib's first four, as in the book's figures
 STRIP_SNAPSHOTS = 6  # the printed strip: each run's map at this many steps, first and last included
 # The printed page swaps the slider for the strip (the rules go with the scrubber, so printing works anywhere).
 PRINT_STYLE = (".sink-scrubber .scrubber-paper{display:none}"
