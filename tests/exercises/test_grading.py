@@ -1037,6 +1037,29 @@ def test_a_results_json_changed_in_the_handed_back_folder_never_decides_the_grad
     assert grades_of(out)["bob"]["total"] == "0", f"bob failed: {grades_of(out)['bob']}"
 
 
+def test_a_student_whose_private_answers_are_gone_is_graded_again_so_similarity_compares_everyone(fake_class):
+    """private/ moved away, then a resume: 'Graded 0 students', and similarity.md rewritten as '0 students compared
+    ... No two students share an answer' though ann and cat share one; deleting feedback/ grades everyone again."""
+    submissions, out, fake, run = fake_class
+    shared = {"1.2": {"fingerprint": "a" * 20, "nodes": 40}}
+    fake.answers.update(ann=shared, cat=shared)
+    assert run("--only", ",".join(ONE))[0] == 0
+    assert "| ann, cat |" in (out / "similarity.md").read_text(), "the fake class should share an answer"
+    shutil.rmtree(out / "private")
+    fake.graded.clear()
+    status, printed = run()
+    assert status == 0 and sorted(student for student, _ in fake.graded) == ["ann", "bob", "cat"], (
+        f"every student whose private answers are gone should be graded again: {printed}")
+    assert "answers.json is gone" in printed, f"the run should say why it grades them again: {printed}"
+    table = (out / "similarity.md").read_text()
+    assert "3 students compared" in table and "| ann, cat |" in table, f"similarity.md compared too few: {table}"
+    (out / "private" / "bob" / "answers.json").unlink()
+    fake.graded.clear()
+    status, printed = run("--student", "ann")
+    assert sorted(student for student, _ in fake.graded) == ["ann", "bob"], (
+        f"--student grades bob again too, whose answers are gone: {printed}")
+
+
 def test_a_student_whose_entry_left_the_submissions_is_named_not_dropped_silently(fake_class):
     """bob's copy taken out of SUBMISSIONS: his row left grades.csv with no word, his feedback folder still there."""
     submissions, out, fake, run = fake_class
