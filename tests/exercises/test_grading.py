@@ -384,6 +384,17 @@ def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(t
     assert "the instructor's hidden tests, on inputs of their own, grade the other" in completed.stdout
 
 
+def test_selecting_only_an_exercise_the_edition_did_not_hand_out_says_so(tmp_path):
+    """`pytest -m ex1_3` in an edition without 1.3 ended with "8 skipped" and no reason, while `-m ch01` said which
+    exercises the edition did not hand out."""
+    project = tiny_project(tmp_path / "tiny")  # exercise 1.2 a stub
+    (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.1"]}))
+    completed = run_pytest(project, "-m", "ex1_2")
+    assert "1 skipped" in completed.stdout and "exercise scoreboard" not in completed.stdout, completed.stdout
+    assert "wait for exercise(s) 1.2, which this edition did not hand out (it hands out 1.1)" in completed.stdout, (
+        f"a run of only an exercise not handed out should say so, not just 'skipped': {completed.stdout}")
+
+
 def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
     project = tiny_project(tmp_path / "tiny", solved=True)
     completed = run_pytest(project, f"--scoreboard-json={tmp_path / 'missing' / 'board.json'}")
