@@ -217,8 +217,7 @@ def exercise_seed(pytestconfig) -> int:
 
 
 def _exercise_of(item) -> str | None:
-    mark = item.get_closest_marker("exercise")
-    return str(mark.args[0]) if mark is not None else None
+    return str(mark.args[0]) if (mark := item.get_closest_marker("exercise")) is not None else None
 
 
 def _chapter_of(exercise_id: str) -> str:
@@ -411,11 +410,11 @@ class Scoreboard:
         return result
 
     def write_scoreboard(self, terminalreporter) -> None:
-        table = self.exercise_table()
-        if not table:
-            return
-        write, width = terminalreporter.write_line, max(len(row["title"]) for row in table.values()) + 2
-        terminalreporter.section(f"exercise scoreboard (seed {self.seed})", sep="=")
+        """The exercises that count, then the notes: those alone if none ran (`-m ex3_1` of one not handed out)."""
+        table, write = self.exercise_table(), terminalreporter.write_line
+        totals = {key: round(sum(row[key] for row in table.values()), 6)
+                  for key in (*STATUSES, "earned", "points", "max", "hidden")}
+        width = max([len(row["title"]) for row in table.values()], default=0) + 2
 
         def line(name, title, row, earned):
             counts = [row["passed"], row["failed"] + sum(row[kind] for kind in FAILURE_KINDS), row["not attempted"],
@@ -425,12 +424,12 @@ class Scoreboard:
             return (f"{name:<9}{title:<{width}}" + "".join(f"{count:>{len(column) + 2}}" for column, count in zip(
                 COLUMNS, counts)) + f"{earned:>10}{out_of}")
 
-        write(line("exercise", "title", None, "points"))
-        for exercise_id, row in table.items():
-            write(line(exercise_id, row["title"], row, f"{row['earned']:.2f}"))
-        totals = {key: round(sum(row[key] for row in table.values()), 6)
-                  for key in (*STATUSES, "earned", "points", "max", "hidden")}
-        write(line("total", "", totals, f"{totals['earned']:.2f}"))
+        if table:
+            terminalreporter.section(f"exercise scoreboard (seed {self.seed})", sep="=")
+            write(line("exercise", "title", None, "points"))
+            for exercise_id, row in table.items():
+                write(line(exercise_id, row["title"], row, f"{row['earned']:.2f}"))
+            write(line("total", "", totals, f"{totals['earned']:.2f}"))
         for note in self._notes(table, totals):
             write(note)
 
@@ -462,9 +461,10 @@ class Scoreboard:
         if own:
             notes.append(f"blocked tests wait for exercise(s) {', '.join(own)}: finish those first")
         if inherited:  # neither handed out nor released (or released from a copy that still had their stubs)
-            notes.append(f"blocked tests also wait for exercise(s) {', '.join(inherited)}, which this edition did not "
-                         f"hand out: they are stubs here (an edition keeps only the answers the instructor released), "
-                         f"and their tests do not count")
+            handed_out = ", ".join(sorted(self.counted, key=registry.sort_key)) or "none"
+            notes.append(f"blocked tests {'also ' * bool(own)}wait for exercise(s) {', '.join(inherited)}, which this "
+                         f"edition did not hand out (it hands out {handed_out}): they are stubs here (an edition keeps "
+                         f"only the answers the instructor released), and their tests do not count")
         return notes
 
     def pytest_sessionfinish(self, session, exitstatus):

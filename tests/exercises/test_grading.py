@@ -384,6 +384,17 @@ def test_the_scoreboard_of_an_untouched_edition_counts_only_what_it_handed_out(t
     assert "the instructor's hidden tests, on inputs of their own, grade the other" in completed.stdout
 
 
+def test_selecting_only_an_exercise_the_edition_did_not_hand_out_says_so(tmp_path):
+    """`pytest -m ex1_3` in an edition without 1.3 ended with "8 skipped" and no reason, while `-m ch01` said which
+    exercises the edition did not hand out."""
+    project = tiny_project(tmp_path / "tiny")  # exercise 1.2 a stub
+    (project / "minitorch" / "exercises" / "edition.json").write_text(json.dumps({"handed_out": ["1.1"]}))
+    completed = run_pytest(project, "-m", "ex1_2")
+    assert "1 skipped" in completed.stdout and "exercise scoreboard" not in completed.stdout, completed.stdout
+    assert "wait for exercise(s) 1.2, which this edition did not hand out (it hands out 1.1)" in completed.stdout, (
+        f"a run of only an exercise not handed out should say so, not just 'skipped': {completed.stdout}")
+
+
 def test_the_scoreboard_json_folder_is_checked_before_any_test_runs(tmp_path):
     project = tiny_project(tmp_path / "tiny", solved=True)
     completed = run_pytest(project, f"--scoreboard-json={tmp_path / 'missing' / 'board.json'}")
@@ -1035,6 +1046,29 @@ def test_a_results_json_changed_in_the_handed_back_folder_never_decides_the_grad
         f"bob's edited results.json must be regraded, not kept: {printed}")
     assert "is not the one the grader recorded" in printed and "bob" in printed, printed
     assert grades_of(out)["bob"]["total"] == "0", f"bob failed: {grades_of(out)['bob']}"
+
+
+def test_a_student_whose_private_answers_are_gone_is_graded_again_so_similarity_compares_everyone(fake_class):
+    """private/ moved away, then a resume: 'Graded 0 students', and similarity.md rewritten as '0 students compared
+    ... No two students share an answer' though ann and cat share one; deleting feedback/ grades everyone again."""
+    submissions, out, fake, run = fake_class
+    shared = {"1.2": {"fingerprint": "a" * 20, "nodes": 40}}
+    fake.answers.update(ann=shared, cat=shared)
+    assert run("--only", ",".join(ONE))[0] == 0
+    assert "| ann, cat |" in (out / "similarity.md").read_text(), "the fake class should share an answer"
+    shutil.rmtree(out / "private")
+    fake.graded.clear()
+    status, printed = run()
+    assert status == 0 and sorted(student for student, _ in fake.graded) == ["ann", "bob", "cat"], (
+        f"every student whose private answers are gone should be graded again: {printed}")
+    assert "answers.json is gone" in printed, f"the run should say why it grades them again: {printed}"
+    table = (out / "similarity.md").read_text()
+    assert "3 students compared" in table and "| ann, cat |" in table, f"similarity.md compared too few: {table}"
+    (out / "private" / "bob" / "answers.json").unlink()
+    fake.graded.clear()
+    status, printed = run("--student", "ann")
+    assert sorted(student for student, _ in fake.graded) == ["ann", "bob"], (
+        f"--student grades bob again too, whose answers are gone: {printed}")
 
 
 def test_a_student_whose_entry_left_the_submissions_is_named_not_dropped_silently(fake_class):

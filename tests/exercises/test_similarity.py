@@ -122,6 +122,14 @@ def test_the_table_pairs_shared_answers_names_the_books_own_and_counts_short_gro
     assert "&lt;b&gt;dan&lt;/b&gt; | tests/test\\_x.py: helper" in table, "names are text, not markup"
 
 
+def test_students_whose_answers_are_gone_are_named_as_not_compared_never_as_sharing_nothing():
+    """similarity.md of a gradebook whose private/ was moved away said '0 students compared' and 'No two students
+    share an answer', as if the class shared nothing."""
+    table = similarity.similarity_markdown({}, ["3.5"], {}, missing=["ann", "bob"])
+    assert "2 graded student(s) not compared" in table and "ann, bob" in table, f"name who was not compared: {table}"
+    assert "No two students share" not in table, f"0 students compared cannot say no two share: {table}"
+
+
 def test_a_class_without_shared_answers_says_so():
     answers = {"ann": {"3.5": similarity.fingerprint(ORIGINAL)},
                "bob": {"3.5": similarity.fingerprint(INDEPENDENT_LOOP)}}

@@ -126,9 +126,12 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
                       recorded_hashes: dict[str, str], recorded_results: dict[str, str]
                       ) -> tuple[dict[str, Entry], list[str], list[str], list[str]]:
     """(the entries to grade, the students kept, those regraded because their submission changed, and those
-    regraded because their results.json in feedback/ is not the one recorded: the handed-back folder is no record)."""
+    regraded because a file grade wrote of theirs is not as written: their results.json in feedback/ is not the one
+    recorded (the handed-back folder is no record), or their private/STUDENT/answers.json is gone (similarity.md
+    compares those))."""
     complete = {student for student in found if is_complete(out / FEEDBACK_FOLDER / student, ids)}
-    altered = sorted(student for student in complete if recorded_results.get(student) != results_digest(out, student))
+    altered = sorted(student for student in complete if recorded_results.get(student) != results_digest(out, student)
+                     or answers_gone(out, student))
     complete -= set(altered)
     if args.student:
         named = [_student_named(name, found) for part in args.student for name in part.split(",") if name.strip()]
@@ -153,6 +156,11 @@ def _student_named(name: str, found: dict[str, Entry]) -> str:
         if candidate in found or candidate in by_entry:
             return candidate if candidate in found else by_entry[candidate]
     return name.strip()
+
+
+def answers_gone(out: Path, student: str) -> bool:
+    """True if OUT/private/STUDENT/answers.json, which grade writes for every student it grades, is not there."""
+    return not (out / PRIVATE_FOLDER / student / "answers.json").is_file()
 
 
 def is_complete(out_dir: Path, exercise_ids) -> bool:
@@ -241,9 +249,14 @@ def _prepare_and_grade(args, root: Path, out: Path, run: Run, record: dict, reco
               else ""))
     if changed:
         print(f"Regrading {len(changed)} whose submission changed since it was graded: {', '.join(changed)}")
-    if altered:
-        print(f"Regrading {len(altered)} whose {FEEDBACK_FOLDER}/STUDENT/results.json is not the one the grader "
-              f"recorded (changed since, or written by an earlier grader): {', '.join(map(shown, altered))}")
+    gone = [student for student in altered if answers_gone(out, student)]
+    if gone:
+        print(f"Regrading {len(gone)} whose {PRIVATE_FOLDER}/STUDENT/answers.json is gone (similarity.md compares "
+              f"those): {', '.join(map(shown, gone))}")
+    if set(altered) - set(gone):
+        print(f"Regrading {len(altered) - len(gone)} whose {FEEDBACK_FOLDER}/STUDENT/results.json is not the one "
+              f"the grader recorded (changed since, or written by an earlier grader): "
+              f"{', '.join(shown(student) for student in altered if student not in gone)}")
     _say_who_left(args, out, found)
     _notes(args, out, run.seed, recorded)
     record.update(isolation=run.isolation.describe(), submissions={  # (a student's earlier grade stays until the new

@@ -354,16 +354,17 @@ def write_gradebook(out: Path, exercise_ids, run: dict, students=None, grader_ro
     write_atomically(out / "grades.csv", grades_csv(rows, exercise_ids, adjustments))
     write_atomically(out / "summary.md", summary_markdown(rows, exercise_ids, run))
     if compare_answers:
-        answers = {}
+        answers, missing = {}, []
         for student in (row["extra_data"]["student"] for row in rows):
             try:
                 answers[student] = dict(json.loads((out / PRIVATE_FOLDER / student / "answers.json").read_text()))
             except (OSError, ValueError, TypeError):
-                continue
+                missing.append(student)  # (named in similarity.md: never a table claiming to compare them)
         fingerprinted = any(isinstance(event, dict) and event.get("fingerprint") for found in answers.values()
                             for event in found.values())
         known = similarity.known_sources(grader_root) if grader_root is not None and fingerprinted else {}
-        write_atomically(out / "similarity.md", similarity.similarity_markdown(answers, exercise_ids, known))
+        table = similarity.similarity_markdown(answers, exercise_ids, known, missing)
+        write_atomically(out / "similarity.md", table)
     return rows
 
 

@@ -125,8 +125,9 @@ def shared_answers(answers: dict[str, dict], exercise_ids, known: dict[str, str]
     return sorted(rows, key=lambda row: (sort_key(row["exercise"]), -len(row["students"]), row["students"]))
 
 
-def similarity_markdown(answers: dict[str, dict], exercise_ids, known: dict[str, str]) -> str:
-    """similarity.md: the shared answers as a table an instructor reads in a minute."""
+def similarity_markdown(answers: dict[str, dict], exercise_ids, known: dict[str, str], missing=()) -> str:
+    """similarity.md: the shared answers as a table an instructor reads in a minute; the `missing` students (graded,
+    their private/STUDENT/answers.json gone) are named as not compared."""
     rows = shared_answers(answers, exercise_ids, known)
     unreadable = sum((found.get(exercise_id) or {}).get("fingerprint", "") is None
                      for found in answers.values() for exercise_id in exercise_ids)
@@ -136,8 +137,13 @@ def similarity_markdown(answers: dict[str, dict], exercise_ids, known: dict[str,
              f"The same answer is not proof of copying: an exercise has few ways to be written, and a group of "
              f"answers shorter than {SHORT} syntax nodes is counted, not named. Read the copies before you decide.",
              ""]
+    if missing:
+        lines += [f"**{len(missing)} graded student(s) not compared: their private/STUDENT/answers.json is gone or "
+                  f"unreadable ({', '.join(map(in_markdown, missing[:NAMES_LISTED]))}"
+                  f"{', ...' if len(missing) > NAMES_LISTED else ''}). Run grade again: it grades them again.**", ""]
     if not rows:
-        lines.append("No two students share an answer, and no answer is the same as a function of the book.")
+        lines.append(f"No two {'of the students compared' if missing else 'students'} share an answer, and no answer "
+                     f"is the same as a function of the book.")
     else:
         lines += ["| exercise | students | the same as the book's | size (nodes) |", "| --- | --- | --- | ---: |"]
     for row in rows:
