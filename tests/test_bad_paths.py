@@ -88,6 +88,24 @@ def test_a_deleted_working_folder_is_named_as_such(tmp_path, monkeypatch):
         check_output_folder("runs/quick")
 
 
+@pytest.mark.parametrize("check", ["folder", "file", "input", "a figure", "a model"])
+def test_a_home_folder_of_no_user_is_named_not_a_pathlib_traceback(check):
+    """'~nosuchuser/x' made pathlib raise RuntimeError('Could not determine home directory.'), a traceback naming no
+    path, from every command's --out, --json and --chapters and from a figure's or a model's path."""
+    import matplotlib.pyplot as plt
+
+    from minitorch.outputs import PathError, check_input_file, check_output_file, check_output_folder
+    from minitorch.paper.plotting import canvas
+
+    path = "~no-user-has-this-name/out.png"
+    calls = {"folder": lambda: check_output_folder(path, "--out"), "file": lambda: check_output_file(path, "--json"),
+             "input": lambda: check_input_file(path, "--chapters"), "a model": lambda: load_model(path),
+             "a figure": lambda: canvas.save(plt.figure(), path)}
+    with pytest.raises(PathError, match="~no-user-has-this-name names no home folder on this machine") as refused:
+        calls[check]()
+    assert "\n" not in str(refused.value), f"one line: {refused.value}"
+
+
 @pytest.mark.parametrize("length", [200, 246, 251])
 def test_save_model_of_a_legal_long_name_leaves_room_for_its_temporary_name(tmp_path, length):
     """M18: a 250-character name failed on its temporary name, '.<name>.<random>.tmp'."""

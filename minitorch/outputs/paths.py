@@ -45,9 +45,9 @@ class UnwritableFileError(PathError, OSError):
 
 def given_path(path, option: str, error=PathError, file: bool = False) -> Path:
     """`path` as a Path, or TypeError naming `option` if it is no path (a number, None, bytes), or `error` if it
-    is empty (or only spaces: Path('') is '.') or holds a NUL character, which no file name can (Python's own
-    'embedded null byte' names neither). With `file`, the path must name a file: 'out/' or 'out/.' names a
-    folder, though Path('out/') drops the slash."""
+    is empty (or only spaces: Path('') is '.'), holds a NUL character, which no file name can (Python's own
+    'embedded null byte' names neither), or starts with '~name' of no user here. With `file`, the path must name a
+    file: 'out/' or 'out/.' names a folder, though Path('out/') drops the slash."""
     if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
         raise TypeError(f"{option}: expected a path (a str or a pathlib.Path), got {type(path).__name__} {path!r}")
     if not os.fspath(path).strip():  # Path('') is '.', the current folder
@@ -59,6 +59,11 @@ def given_path(path, option: str, error=PathError, file: bool = False) -> Path:
         ending = os.path.basename(path) or os.sep
         raise error(f"{option} {os.fspath(path)!r}: names a folder (it ends with {ending!r}), not a file; add the "
                     f"file's name (pathlib would drop the end and take the file {os.path.normpath(path)!r} instead)")
+    try:
+        Path(path).expanduser()  # (callers expand '~' later; pathlib's error for '~name' names no path)
+    except RuntimeError:
+        raise error(f"{option} {os.fspath(path)!r}: {os.fspath(path).split(os.sep)[0]} names no home folder on this "
+                    f"machine (no such user); give the path in full") from None
     return Path(path)
 
 
