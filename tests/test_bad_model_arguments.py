@@ -195,6 +195,8 @@ def _paper_function_call(name):
                                                                             test_size=10**9),
         "measured-rows-from-row-minus-1": lambda: metrics.measured_rows("me", [2], 5, each_row_from=-1),
         "measured-rows-from-bos-row": lambda: metrics.measured_rows("me", [2], 5, each_row_from=0),
+        "seeds-command-of-no-seed": lambda: beyond.seeds_command([], True, ["1x1"]),  # a command run_seeds refuses
+        "seeds-command-a-seed-twice": lambda: beyond.seeds_command([1, 1], True, ["1x1"]),
     }[name]
 
 
@@ -247,6 +249,9 @@ def _paper_function_call(name):
      r"^softmax_family: each test set of test_size sequences of shape \(1000000000, 16, 16\) would need"),
     ("measured-rows-from-row-minus-1", ValueError, r"^me: each_row_from must be an integer >= 1, got -1"),
     ("measured-rows-from-bos-row", ValueError, r"^me: each_row_from must be an integer >= 1, got 0"),
+    ("seeds-command-of-no-seed", ValueError,
+     r"^seeds_command: seeds must be distinct whole numbers >= 0, at least one, got \[\]"),
+    ("seeds-command-a-seed-twice", ValueError, r"^seeds_command: seeds must be distinct .*, got \[1, 1\]"),
 ])
 def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, culprit):
     with pytest.raises(error, match=culprit) as raised:
