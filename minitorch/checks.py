@@ -32,6 +32,15 @@ def integer(owner: str, name: str, value, minimum: int = 1, maximum: int | None 
     return int(value)
 
 
+def seeds(owner: str, values) -> list:
+    """`values` as a list of distinct whole numbers >= 0, at least one, or an error naming `owner`: a seed given twice
+    would count as two runs, and no seed is no run."""
+    values = [integer(owner, "seed", seed, minimum=0) for seed in values]
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"{owner}: seeds must be distinct whole numbers >= 0, at least one, got {values}")
+    return values
+
+
 def flag(owner: str, name: str, value) -> bool:
     """`value` as a bool, or a TypeError: only True or False (NumPy's too), since bool('False') is True."""
     if not isinstance(value, (bool, np.bool_)):

@@ -143,6 +143,9 @@ def _paper_function_call(name):
 
     weights = np.tril(np.full((2, 1, 4, 4), 0.25))  # (B, H, L, L), causal
     identity = np.eye(16)
+    x, y, triggers = make_test_set(size=2)
+    with_nan = y.copy()
+    with_nan[0, 0, 0] = np.nan
     history = {"step": [0, 50], "head_bos_mass": [[[0.1]], [[0.95]]]}
     return {
         "make-test-set-length-5": lambda: make_test_set(length=5),  # not "make_inputs: trigger must lie in 1..4"
@@ -184,6 +187,16 @@ def _paper_function_call(name):
         "value-map-layer-2": lambda: theory.value_map(tiny_model(), 2, 0),
         "head-split-threshold-1.5": lambda: plotting.head_split_settled(history, sink_bos_mass=1.5),
         "head-bos-mass-figure-threshold-0": lambda: plotting.head_bos_mass_figure({"m": history}, sink_bos_mass=0),
+        "probe-an-empty-test-set": lambda: training.probe(tiny_model(), x[:0], y[:0], triggers[:0]),  # nan, then NumPy
+        "probe-targets-of-strings": lambda: training.probe(tiny_model(), x, y.astype(str), triggers),
+        "probe-targets-with-nan": lambda: training.probe(tiny_model(), x, with_nan, triggers),  # a loss of nan
+        "softmax-family-test-size-0": lambda: theory.softmax_family([1.0], size_per_trigger=1, test_size=0),
+        "softmax-family-test-size-too-large": lambda: theory.softmax_family([1.0], size_per_trigger=1,
+                                                                            test_size=10**9),
+        "measured-rows-from-row-minus-1": lambda: metrics.measured_rows("me", [2], 5, each_row_from=-1),
+        "measured-rows-from-bos-row": lambda: metrics.measured_rows("me", [2], 5, each_row_from=0),
+        "seeds-command-of-no-seed": lambda: beyond.seeds_command([], True, ["1x1"]),  # a command run_seeds refuses
+        "seeds-command-a-seed-twice": lambda: beyond.seeds_command([1, 1], True, ["1x1"]),
     }[name]
 
 
@@ -228,6 +241,17 @@ def _paper_function_call(name):
     ("head-split-threshold-1.5", ValueError,  # no head can reach it: the answer 0 meant nothing
      r"^head_split_settled: sink_bos_mass must be a number in \(0, 1\] \(a BOS mass lies in \[0, 1\]\), got 1.5"),
     ("head-bos-mass-figure-threshold-0", ValueError, r"^head_bos_mass_figure: sink_bos_mass must be a number in"),
+    ("probe-an-empty-test-set", ValueError, r"^probe: x holds no sequences \(shape \(0, 16, 16\)\); give at least one"),
+    ("probe-targets-of-strings", TypeError, r"^probe: y must be finite numbers, got [\s\S]*\(dtype <U32\)"),
+    ("probe-targets-with-nan", ValueError, r"^probe: y must be finite numbers, got array\(\[\[\[ *nan"),
+    ("softmax-family-test-size-0", ValueError, r"^softmax_family: test_size must be an integer >= 1, got 0"),
+    ("softmax-family-test-size-too-large", MemoryError,
+     r"^softmax_family: each test set of test_size sequences of shape \(1000000000, 16, 16\) would need"),
+    ("measured-rows-from-row-minus-1", ValueError, r"^me: each_row_from must be an integer >= 1, got -1"),
+    ("measured-rows-from-bos-row", ValueError, r"^me: each_row_from must be an integer >= 1, got 0"),
+    ("seeds-command-of-no-seed", ValueError,
+     r"^seeds_command: seeds must be distinct whole numbers >= 0, at least one, got \[\]"),
+    ("seeds-command-a-seed-twice", ValueError, r"^seeds_command: seeds must be distinct .*, got \[1, 1\]"),
 ])
 def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, culprit):
     with pytest.raises(error, match=culprit) as raised:

@@ -259,9 +259,7 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     if not isinstance(shapes, (list, tuple)) or not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
         raise ValueError(f"run_seeds: shapes must be a list of some of '1x1' and '2x2', got {shapes!r}")
     shapes = list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))  # in SEED_MODELS' order
-    seeds = [checks.integer("run_seeds", "seed", seed, minimum=0) for seed in seeds]
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"run_seeds: seeds must be distinct whole numbers >= 0, at least one, got {seeds}")
+    seeds = checks.seeds("run_seeds", seeds)
     quick, force = checks.flag("run_seeds", "quick", quick), checks.flag("run_seeds", "force", force)
     log = checks.log_function("run_seeds", "log", log)  # called after the work: checked before it
     out, jobs = check_output_folder(out), checks.integer("run_seeds", "jobs", jobs)
@@ -290,6 +288,7 @@ def seeds_command(seeds, quick: bool, shapes) -> str:
     """What results.json records as the command of a run_seeds run: the command line (``reproduce --seeds --quick
     --only 1x1``) for its seeds, SEEDS, and otherwise the Python call, which names the seeds. A run of other seeds
     is another run: the same command may replace its own earlier run, another one needs --force (`force`)."""
+    seeds = checks.seeds("seeds_command", seeds)  # the command of no seed is one run_seeds refuses
     line = "reproduce --seeds" + " --quick" * quick + (f" --only {','.join(shapes)}" if len(shapes) < 2 else "")
     return line if sorted(seeds) == list(SEEDS) else (
         f"beyond.run_seeds(seeds={sorted(seeds)}, quick={quick}, shapes={tuple(shapes)})")

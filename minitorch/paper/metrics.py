@@ -95,6 +95,8 @@ def measured_rows(owner: str, triggers, length: int, each_row_from: int | None =
         raise ValueError(f"{owner}: sequences of length {length} have no non-trigger row (row 0 is BOS's own, "
                          f"row j the trigger's); the measures need sequences of length L >= 3")
     rows = non_trigger_rows(checks.positions(owner, "triggers", triggers, length), length)
+    if each_row_from is not None:  # row 0 is BOS's own, never a non-trigger row: from 0 every map would be refused
+        each_row_from = checks.integer(owner, "each_row_from", each_row_from, minimum=1, maximum=length - 1)
     empty = [] if each_row_from is None else [i for i in range(each_row_from, length) if not rows[:, i].any()]
     if empty:
         raise ValueError(f"{owner}: row {empty[0]} is the trigger row of every sequence (of length {length}), so "

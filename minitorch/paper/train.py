@@ -87,6 +87,9 @@ def probe(model: AttentionModel, x: np.ndarray, y: np.ndarray, triggers: np.ndar
     if np.ndim(x) != 3 or np.shape(y) != np.shape(x) or np.shape(triggers) != np.shape(x)[:1]:
         raise ValueError(f"probe: x and its targets y must have one shape (B, L, n) and triggers (B,), got x "
                          f"{np.shape(x)}, y {np.shape(y)} and triggers {np.shape(triggers)}")
+    if not len(x):  # every measure is a mean or a maximum over the sequences: of none, nan or NumPy's error
+        raise ValueError(f"probe: x holds no sequences (shape {np.shape(x)}); give at least one")
+    y = checks.check_real_numbers("probe", "y", y)  # 'abc' is no target, nan no error to measure
     triggers = marked_triggers("probe", x, triggers)
     with no_grad():
         prediction, attention = model(x, return_attention=True)

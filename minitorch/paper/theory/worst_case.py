@@ -172,6 +172,8 @@ def softmax_family(scales, size_per_trigger: int = 32, seed: int = 0, test_size:
     if scales.ndim != 1:
         raise TypeError(f"softmax_family: scales must be a list of numbers (one scale c per construction), got "
                         f"{scales.tolist()!r:.80}; write softmax_family([c]) for one")
+    test_size = checks.integer("softmax_family", "test_size", test_size)  # not make_test_set's size, never given
+    checks.memory("softmax_family", "each test set of test_size sequences", (test_size, SEQUENCE_LENGTH, WIDTH))
     stress = stress_inputs(size_per_trigger, seed, triggers)
     test_x, _, test_triggers = make_test_set(size=test_size)
     random_x, _, random_triggers = make_batch(test_size, np.random.default_rng(TEST_SEED))
