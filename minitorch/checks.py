@@ -217,11 +217,19 @@ def number_argument(name: str, **limits):
 def inputs_checked_by(check):
     """Decorator: the function receives its inputs as ``check(*args, **kwargs)`` returns them (a tuple, in
     the function's order), checked and converted. An exercise's function keeps the library's checks of its
-    inputs outside its body this way, so that its body is what the exercise asks for."""
+    inputs outside its body this way, so that its body is what the exercise asks for. A call that does not fit
+    the signature (an argument missing, one too many, a misspelt keyword) is named as the function's own: Python
+    would name the check, a function the caller never called."""
     def decorate(function):
         @functools.wraps(function)
         def checked(*args, **kwargs):
-            return function(*check(*args, **kwargs))
+            try:
+                inputs = check(*args, **kwargs)
+            except TypeError as error:
+                if error.__traceback__.tb_next is not None:  # raised inside the check: its own words
+                    raise
+                raise TypeError(str(error).replace(f"{check.__name__}()", f"{function.__name__}()")) from None
+            return function(*inputs)
         return checked
     return decorate
 

@@ -458,6 +458,23 @@ def test_an_engine_exercise_checks_its_inputs_outside_its_body(module, function)
     assert "raise" not in body and "checks." not in body, f"the body of {function} should hold only the answer"
 
 
+@pytest.mark.parametrize("module,function", [
+    ("tensor", "topological_order"), ("tensor", "sum_to_shape"), ("ops", "mul_backward"), ("ops", "exp_backward"),
+    ("ops", "log_backward"), ("ops", "matmul_backward"), ("ops", "sum_backward"), ("softmax", "stable_softmax"),
+    ("optim", "adam_update"), ("paper.metrics", "sink_share"), ("paper.attention", "causal_mask"),
+])
+@pytest.mark.parametrize("call", ["no-argument", "a-misspelt-keyword"])
+def test_a_call_that_does_not_fit_a_checked_functions_signature_names_that_function(module, function, call):
+    """The check that wraps an exercise's function takes its arguments first: Python's error for a missing argument or
+    an unknown keyword named the check (`_adam_inputs() missing ...`), a function the caller never called."""
+    import importlib
+
+    checked = getattr(importlib.import_module(f"minitorch.{module}"), function)
+    with pytest.raises(TypeError) as refused:
+        checked() if call == "no-argument" else checked(*[None] * 9, no_such_argument=1)
+    assert str(refused.value).startswith(f"{function}() "), f"the error should name {function}: {refused.value}"
+
+
 def test_the_arguments_numpy_would_take_still_work():
     import minitorch
     from minitorch import optim, tensor
