@@ -31,6 +31,9 @@ class FusedAttentionLayer(AttentionLayer):
     @classmethod
     def taking_over(cls, layer: AttentionLayer) -> "FusedAttentionLayer":
         """A fused layer holding `layer`'s own parameters (the same objects: training one trains both)."""
+        if not isinstance(layer, AttentionLayer):  # (another module's attributes would fail at the first call)
+            raise TypeError(f"{cls.__name__}.taking_over: layer must be an AttentionLayer (a model's layers[i]), got "
+                            f"{type(layer).__name__}")
         fused = cls.__new__(cls)
         vars(fused).update(vars(layer))
         return fused

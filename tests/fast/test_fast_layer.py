@@ -81,3 +81,13 @@ def test_an_attention_layer_names_an_input_that_is_not_batch_positions_width(fus
     with pytest.raises(ValueError, match=rf"{type(layer).__name__}: x must have shape \(B, L, 8\) .*got "
                                          rf"{re.escape(str(shape))}"):
         layer(minitorch.tensor(np.ones(shape)))  # not 'not enough values to unpack (expected 3, got 2)'
+
+
+@pytest.mark.parametrize("layer", [minitorch.nn.Linear(2, 2), None])
+def test_a_fused_layer_takes_over_only_an_attention_layer(layer):
+    """taking_over copies a layer's attributes: another module's were taken without a word, and the first call
+    failed with "'FusedAttentionLayer' object has no attribute 'W_Q'"."""
+    from minitorch.fast.layer import FusedAttentionLayer
+
+    with pytest.raises(TypeError, match="taking_over: layer must be an AttentionLayer"):
+        FusedAttentionLayer.taking_over(layer)
