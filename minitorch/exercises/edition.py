@@ -135,25 +135,23 @@ def make_student_edition(dest, selected: list[Exercise], root: Path = ROOT, rele
     if copy is not None:  # (an edition): every copy made of it, and grade, would find a second edition inside
         raise ExerciseError(f"{dest} lies inside {copy}, a copy of the project (an edition?); choose a folder outside "
                             f"it (nothing was written)")
-    overlap = sorted(set(_ids(selected)) & set(released), key=sort_key)
-    if overlap:
-        raise ExerciseError(f"exercise(s) {', '.join(overlap)} are both handed out and released; hand out an "
-                            f"exercise, or release its answer, not both")
+    handed_out, before_ids = set(_ids(selected)), set(_ids(before))
+    for named, in_both, fix in (  # (what the options say checked first, then what root holds)
+            (handed_out & set(released), "handed out and released", "hand out an exercise, or release its answer"),
+            (handed_out & before_ids, "handed out and handed out before",  # a stub, and bring your own answer
+             "hand an exercise out in this edition, or name it in --handed-out-before"),
+            (set(released) & before_ids, "released and handed out before",  # the answer, and bring your own
+             "release an exercise's answer, or name it in --handed-out-before")):
+        if named:
+            raise ExerciseError(f"exercise(s) {', '.join(sorted(named, key=sort_key))} are both {in_both}; {fix}, "
+                                f"not both")
     stubs = _stubs_among(root, released, table)
     if stubs:  # (an edition made from an edition: its stubs would be handed out as the released answers)
         raise ExerciseError(f"{root} holds no answer to exercise(s) {', '.join(stubs)}: their functions are stubs (a "
                             f"student edition?), so they cannot be released; make the edition from the full book")
-    again = sorted(set(_ids(selected)) & set(_ids(before)), key=sort_key)
-    if again:  # students would be told to bring their own answer to an exercise this edition stubs for them
-        raise ExerciseError(f"exercise(s) {', '.join(again)} are both handed out and handed out before; hand an "
-                            f"exercise out in this edition, or name it in --handed-out-before, not both")
-    given = sorted(set(released) & set(_ids(before)), key=sort_key)
-    if given:  # students would be told to bring their own answer to an exercise whose answer the edition holds
-        raise ExerciseError(f"exercise(s) {', '.join(given)} are both released and handed out before; release an "
-                            f"exercise's answer, or name it in --handed-out-before, not both")
     try:
         with building_aside(dest) as building:
-            summary = _build(building, selected, root, released, sorted(set(_ids(before)), key=sort_key), table)
+            summary = _build(building, selected, root, released, sorted(before_ids, key=sort_key), table)
     except OutputPathError as error:  # (dest a mount point, which the built edition cannot be moved onto)
         raise ExerciseError(f"{error} (nothing was written)") from None
     os.chmod(dest, 0o755)  # a class (or its TAs) must be able to read it, whatever the umask
