@@ -42,6 +42,28 @@ def test_bench_json_replaces_its_own_file_and_refuses_the_users(tmp_path, monkey
     assert json.loads(thesis.read_text())["steps"] == {"softmax 1x1": {}}
 
 
+@pytest.mark.skipif(importlib.util.find_spec("minitorch.fast.hand_fused") is None,
+                    reason="a student edition has no NumPy floor: bench stops before writing")
+def test_bench_json_keeps_a_file_saved_there_while_it_measured_and_prints_the_measurements(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """--json was checked only before minutes of measuring: a file someone saved there meanwhile (another run's
+    results.json, the user's notes) was replaced at the end without a word."""
+    from minitorch.tools import bench
+
+    notes = tmp_path / "notes.json"
+
+    def measuring_while_the_user_saves(*arguments):
+        notes.write_text("my notes")
+        return _no_measuring()
+
+    monkeypatch.setattr(bench, "run_steps", measuring_while_the_user_saves)
+    assert bench.main(["--json", str(notes)]) == 1, "bench must say it could not write its file"
+    error = capsys.readouterr().err
+    assert notes.read_text() == "my notes", "the file saved while bench measured must be kept"
+    assert "holds a file that is not" in error and '"softmax 1x1": {}' in error, (
+        f"the error should name the file and give the measurements instead: {error}")
+
+
 @the_full_book
 def test_gradescope_bundle_refuses_to_replace_the_users_own_zip(tmp_path):
     import subprocess

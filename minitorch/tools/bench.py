@@ -445,6 +445,12 @@ def main(argv=None) -> int:
             print(error, file=sys.stderr)
             return 1
     if json_path:
+        try:  # again: a file saved there while bench measured is someone's too (reproduce and book check again)
+            check_output_file(args.json, "--json", own=OWN_JSON, force=args.force)
+        except OutputPathError as error:
+            print(f"bench: {error}; the measurements follow here instead:\n{json.dumps(results, indent=2)}",
+                  file=sys.stderr)
+            return 1
         write_atomically(json_path, json.dumps(results, indent=2) + "\n")
     return 0
 
