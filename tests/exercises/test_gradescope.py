@@ -815,6 +815,18 @@ def test_a_late_submission_loses_the_documented_share_and_is_told_why(tmp_path, 
     assert many["score"] == 0.0, "the penalty stops at the whole score"
 
 
+@pytest.mark.parametrize("percent, days, said",
+                         [(0.4, 1, "0.4%"), (12.5, 1, "12.5%"), (0.1, 3, "0.3%"), (10, 2, "20%")])
+def test_the_late_penalty_names_the_share_taken_off_as_given_never_rounded(percent, days, said):
+    """A share that is not a whole percent was shown rounded: "0% of the score" for 0.4%, "12%" for 12.5%."""
+    due = "2026-03-01T00:00:00+00:00"
+    created = f"2026-03-{days:02d}T12:00:00+00:00"
+    results = gradescope.apply_lateness({"score": 3.0, "tests": []}, {"created_at": created,
+                                                                     "assignment": {"due_date": due}}, percent)
+    output = results["tests"][-1]["output"]
+    assert f": {said} of the score" in output, f"{days} day(s) at {percent}% a day should say {said}: {output}"
+
+
 @pytest.mark.parametrize("metadata", [{"created_at": "not a date", "assignment": {"due_date": "2026-12-08T10:00:00"}},
                                       ["a list"], "{not json"], ids=["bad-date", "a-list", "not-json"])
 def test_metadata_that_cannot_be_read_is_one_line_of_the_log_and_graded_as_on_time(tmp_path, monkeypatch, capsys,

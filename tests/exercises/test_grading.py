@@ -1450,6 +1450,33 @@ def test_canvas_csv_refuses_a_roster_student_whose_submission_was_found_but_not_
         f"if he handed in nothing: {printed.getvalue()}")
 
 
+def test_a_name_typed_in_another_unicode_form_than_the_entrys_names_that_student_everywhere(fake_class, tmp_path):
+    """An entry macOS named with a decomposed é (NFD) was not the josé typed (NFC) in adjustments.csv, after
+    --student or in a roster: each was refused, or left the graded student an empty cell, naming a name that looks
+    the same."""
+    from minitorch.exercises import __main__ as exercises_cli
+    submissions, out, fake, run = fake_class
+    entry, typed = "jose\u0301", "jos\u00e9"
+    shutil.copytree(submissions / "ann", submissions / entry)
+    assert run("--only", ",".join(ONE))[0] == 0
+    (out / "adjustments.csv").write_text(f"student,points,late_penalty,comment\n{typed},1,,\n", encoding="utf-8")
+    status, printed = run("--only", ",".join(ONE), "--student", typed)
+    assert status == 0, f"--student and adjustments.csv should name the entry whatever the Unicode form: {printed}"
+    maximum = sum(EXERCISES[i].points for i in ONE)
+    assert grades_of(out)[entry]["total"] == str(maximum + 1), "the adjustment typed in NFC belongs to the entry"
+    assert (submissions / entry).is_dir() and not (submissions / typed).exists(), "the entry on disk is never renamed"
+    roster, canvas = tmp_path / "roster.csv", tmp_path / "canvas.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,submission\n\"J, Jose\",301,,,S1,"
+                      f"{typed}\nAnn A,302,,,S1,ann\nBob B,303,,,S1,bob\nCat C,304,,,S1,cat\n", encoding="utf-8")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        status = exercises_cli.main(["canvas-csv", str(out), "--roster", str(roster), "--assignment", "W", "--to",
+                                     str(canvas), "--leave-out-unlisted"])
+    assert status == 0 and "have no submission" not in printed.getvalue(), printed.getvalue()
+    assert [row[-1] for row in csv.reader(canvas.open())][1] == str(maximum + 1), (
+        "the roster's josé (NFC) should get the grade of the entry josé (NFD)")
+
+
 @pytest.mark.parametrize("roster_rows, adjustments, refusal", [
     ('ann,Ann,1\nbob,"Bob,2\n', "", r"roster.csv, line 3: not a well-formed CSV .*a quote left open"),
     ("ann,Ann,1\nbob,Bob\n", "", r"the row of 'Bob' has fewer cells than the header's 3 columns"),

@@ -330,6 +330,16 @@ def test_names_that_read_as_another_or_end_in_a_space_are_flagged_as_look_alikes
         assert ascii(student) in found[student].note, f"the note should tell the forms apart: {found[student].note}"
 
 
+def test_a_name_is_matched_as_spelled_first_then_in_the_composed_unicode_form_and_never_guessed():
+    """A name typed with a composed é named no entry macOS wrote with a decomposed one (and the other way)."""
+    composed, decomposed = "jos\u00e9", "jose\u0301"
+    assert submissions.named(composed, ["ann", decomposed]) == decomposed, "the forms of one name name one student"
+    assert submissions.named(decomposed, ["ann", composed]) == composed, "the forms of one name name one student"
+    assert submissions.named(decomposed, [composed, decomposed]) == decomposed, "the name as spelled comes first"
+    assert submissions.named("jose", [composed, decomposed, "ann"]) is None, "an e without an accent is another name"
+    assert submissions.named("josé ", ["ann"]) is None, "no student of that name: None, not a guess"
+
+
 def test_a_name_too_long_for_a_folder_with_a_suffix_is_cut_to_fit_and_stays_unique(tmp_path):
     subs = tmp_path / "subs"
     for last in "ab":

@@ -26,7 +26,7 @@ from minitorch.exercises.grader.trusted.gradebook import (ADJUSTMENTS_NAME, FEED
 from minitorch.exercises.grader.trusted.grading import Run, grade_submission, results_json
 from minitorch.exercises.grader.trusted.worker_library import StudentFiles
 from minitorch.exercises.grader.trusted.student_text import shown
-from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries, student_of
+from minitorch.exercises.grader.trusted.submissions import Entry, content_hash, entries, named, student_of
 from minitorch.exercises.registry import (MANIFEST, ExerciseError, chosen, load_exercises, read_manifest_data,
                                           secret_output_refused, select, sort_key)
 from minitorch.outputs import OutputPathError, check_output_folder, scratch_folder, write_atomically
@@ -149,12 +149,13 @@ def students_to_grade(args, found: dict[str, Entry], out: Path, ids: list[str], 
 
 
 def _student_named(name: str, found: dict[str, Entry]) -> str:
-    """The student `--student NAME` means: NAME as written or without spaces at its ends, or the entry of that name
-    graded under a safe one (the entry '-rf' as 'student -rf-submission')."""
-    by_entry = {student_of(entry.path.name): student for student, entry in found.items()}
+    """The student `--student NAME` means: NAME as written (or in another Unicode form) or without spaces at its ends,
+    or the entry of that name graded under a safe one (the entry '-rf' as 'student -rf-submission')."""
+    by_name = {**{student_of(entry.path.name): student for student, entry in found.items()},
+               **{student: student for student in found}}  # (a student's own name first)
     for candidate in (name, name.strip()):
-        if candidate in found or candidate in by_entry:
-            return candidate if candidate in found else by_entry[candidate]
+        if (match := named(candidate, by_name)) is not None:
+            return by_name[match]
     return name.strip()
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from minitorch.exercises.registry import EXERCISES, ExerciseError, sort_key
 from minitorch.exercises.grader.trusted import similarity
 from minitorch.exercises.grader.trusted.student_text import csv_cell, in_markdown, shown
-from minitorch.exercises.grader.trusted.submissions import student_of
+from minitorch.exercises.grader.trusted.submissions import named, student_of
 from minitorch.outputs import write_atomically
 
 FEEDBACK_FOLDER, PRIVATE_FOLDER = "feedback", "private"
@@ -273,11 +273,21 @@ def _strict_csv(text: str, path) -> tuple[list[str], list[tuple[dict, int]]]:
 
 def refuse_unknown_students(out: Path, adjustments: dict, students, who: str) -> None:
     """ExerciseError if adjustments.csv names a student not among `students` (`who` says where the names are):
-    that adjustment would be lost."""
-    unknown = sorted(set(adjustments) - set(students))
+    that adjustment would be lost; or names one student in two spellings (Unicode forms), whose rows would not add."""
+    matched = [named(cell, students) for cell in adjustments]
+    unknown = sorted(cell for cell, student in zip(adjustments, matched) if student is None)
     if unknown:
         raise ExerciseError(f"{Path(out) / ADJUSTMENTS_NAME} names student(s) {', '.join(unknown)}, who {who}: fix "
                             f"the names, or their adjustments would be lost")
+    twice = sorted(cell for cell, student in zip(adjustments, matched) if matched.count(student) > 1)
+    if twice:
+        raise ExerciseError(f"{Path(out) / ADJUSTMENTS_NAME} names {', '.join(map(ascii, twice))}, one student in "
+                            f"two Unicode forms (accents composed and decomposed); write the name one way")
+
+
+def adjustments_of(adjustments: dict[str, Adjustment], students) -> dict[str, Adjustment]:
+    """Student -> Adjustment, adjustments.csv's names matched to `students` as `named` matches them."""
+    return {named(cell, students): adjustment for cell, adjustment in adjustments.items()}
 
 
 def maximum_of(exercise_ids) -> int:
@@ -288,13 +298,14 @@ def grades_csv(rows: list[dict], exercise_ids, adjustments: dict[str, Adjustment
     """student,total,max_total,<points per exercise>,autograded,adjustment,late_penalty,comment,flags: total is
     autograded + adjustment - late_penalty, never below 0; text cells read as text in a spreadsheet."""
     ids, text = sorted(exercise_ids, key=sort_key), io.StringIO()
+    mine = adjustments_of(adjustments or {}, [graded["extra_data"]["student"] for graded in rows])
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(["student", "total", "max_total", *ids, "autograded", "adjustment", "late_penalty", "comment",
                      "flags"])
     for graded in rows:
         extra, score = graded["extra_data"], graded["score"]
         earned = [points(extra["exercises"][i]["earned"]) if i in extra["exercises"] else "" for i in ids]
-        adjustment = (adjustments or {}).get(extra["student"], Adjustment())
+        adjustment = mine.get(extra["student"], Adjustment())
         writer.writerow([csv_cell(extra["student"]), points(adjustment.total(score)), extra["max_score"], *earned,
                          points(score), points(adjustment.points), points(adjustment.late_penalty(score)),
                          csv_cell("; ".join(adjustment.comments)), csv_cell("; ".join(extra["flags"]))])
@@ -374,7 +385,7 @@ def _refuse_not_graded(roster_path: Path, roster: list[dict], cells: list[str], 
     was found but not graded (grade --student graded others only, or a run was stopped)."""
     submitted = {student_of(name) for student, entry in not_graded.items() for name in (student, entry)}
     waiting = [row["Student"] for row, cell, student in zip(roster, cells, matched) if student is None and (
-        student_of(cell) in submitted or student_of(cell.strip()) in submitted)]
+        named(student_of(cell), submitted) is not None or named(student_of(cell.strip()), submitted) is not None)]
     if waiting:
         raise ExerciseError(f"{roster_path}: {', '.join(map(shown, waiting))} handed in a submission that is not "
                             f"graded yet (the last grade run found it, but graded other students only); their cells "
@@ -419,7 +430,8 @@ def canvas_csv(grades: list[dict], roster_path: Path, assignment: str, entries: 
         for name in (student, (entries or {}).get(student, student)):
             names.setdefault(student_of(name), student)
     cells = [row.get("submission") or "" for row in roster]  # as written first: grade keeps 'alice ' apart
-    matched = [names.get(student_of(cell), names.get(student_of(cell.strip()))) for cell in cells]  # row -> student
+    matched = [names.get(named(student_of(cell), names), names.get(named(student_of(cell.strip()), names)))
+               for cell in cells]  # row -> student
     twice = sorted({student for student in matched if student is not None and matched.count(student) > 1})
     if twice:
         raise ExerciseError(f"{roster_path}: the submission of {twice[0]!r} is in two rows; each student has one")

@@ -367,8 +367,8 @@ def apply_lateness(results: dict, metadata: dict, percent_per_day: float) -> dic
     share = min(1.0, days * percent_per_day / 100)
     penalty = round(score * share, 6)
     note = {"name": "late penalty", "score": -penalty, "max_score": 0, "status": "failed", "visibility": "visible",
-            "output": f"Submitted {days} day(s) after the due date: {share:.0%} of the score ({penalty:g} points) is "
-                      f"taken off ({percent_per_day:g}% per started day)."}
+            "output": f"Submitted {days} day(s) after the due date: {share * 100:g}% of the score ({penalty:g} points) "
+                      f"is taken off ({percent_per_day:g}% per started day)."}
     return {**results, "score": round(score - penalty, 6), "tests": [*results.get("tests", []), note]}
 
 

@@ -79,6 +79,16 @@ def student_of(name: str) -> str:
     return name[:-4] if name.lower().endswith(".zip") else name
 
 
+def named(name: str, names) -> str | None:
+    """The one of `names` that `name` (typed in adjustments.csv, after --student, in a roster) names: the one spelled
+    the same, else the only one that differs in its Unicode form alone (an é typed is one character, NFC; in a name
+    macOS gave a file, two, NFD); None if none. The names on disk are never changed."""
+    if name in names:
+        return name
+    alike = [other for other in names if unicodedata.normalize("NFC", other) == unicodedata.normalize("NFC", name)]
+    return alike[0] if len(alike) == 1 else None
+
+
 def _safe_student(name: str, taken: set[str]) -> tuple[str, str]:
     """(the ID to grade `name` under, why it is not `name`, or ""): a name that is empty (an entry named `.zip`:
     its folders would be feedback/ and private/ themselves), not printable, starts like a hidden file or a formula,
