@@ -105,7 +105,8 @@ def _write_weights_with(value):
     (_write_config(json.dumps(dict(width=16, heads=1, layers=1, normaliser="softmax", colour="red"))), "colour"),
     (_write_config(json.dumps(dict(width=16, heads=-1, layers=1, normaliser="softmax", residual=False))), "heads"),
 ], ids=["random-bytes", "nan-weight", "inf-weight", "object-weights", "pickled-npy", "complex-weights", "200k-layers",
-        "width-1e6", "empty", "truncated", "foreign-npz", "config-not-json", "config-nested-too-deep", "unknown-key", "bad-value"])
+        "width-1e6", "empty", "truncated", "foreign-npz", "config-not-json", "config-nested-too-deep", "unknown-key",
+        "bad-value"])
 def test_load_model_names_the_file_and_what_is_wrong(tmp_path, write, culprit):
     path = tmp_path / "model.npz"
     write(path)
