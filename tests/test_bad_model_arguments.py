@@ -132,7 +132,7 @@ def _infinite_model():
 
 
 def _paper_function_call(name):
-    from minitorch.paper import beyond, metrics, plotting, scrubber, theory
+    from minitorch.paper import beyond, metrics, plotting, reproduce, scrubber, theory
     from minitorch.paper import train as training
     from minitorch.paper.models import build_model
     from minitorch.paper.task import make_batch, make_test_set
@@ -197,6 +197,13 @@ def _paper_function_call(name):
         "measured-rows-from-bos-row": lambda: metrics.measured_rows("me", [2], 5, each_row_from=0),
         "seeds-command-of-no-seed": lambda: beyond.seeds_command([], True, ["1x1"]),  # a command run_seeds refuses
         "seeds-command-a-seed-twice": lambda: beyond.seeds_command([1, 1], True, ["1x1"]),
+        "seeds-command-quick-yes": lambda: beyond.seeds_command([0], "yes", ["1x1"]),  # not str * str
+        "seeds-command-shape-3x3": lambda: beyond.seeds_command([0], True, ["3x3"]),  # a command run_seeds refuses
+        "seeds-command-shapes-a-string": lambda: beyond.seeds_command([0], True, "1x1"),  # not split into letters
+        "run-command-quick-yes": lambda: reproduce.run_command("yes", ["1x1"], 0),
+        "run-command-seed-minus-1": lambda: reproduce.run_command(True, ["1x1"], -1),  # a command reproduce refuses
+        "worst-case-of-no-sequences": lambda: theory.worst_case(build_model(16, 1, 1, "softmax", False),
+                                                                inputs=(np.zeros((0, 16, 16)), np.zeros(0, int))),
     }[name]
 
 
@@ -252,6 +259,14 @@ def _paper_function_call(name):
     ("seeds-command-of-no-seed", ValueError,
      r"^seeds_command: seeds must be distinct whole numbers >= 0, at least one, got \[\]"),
     ("seeds-command-a-seed-twice", ValueError, r"^seeds_command: seeds must be distinct .*, got \[1, 1\]"),
+    ("seeds-command-quick-yes", TypeError, r"^seeds_command: quick must be True or False, got 'yes' \(str\)"),
+    ("seeds-command-shape-3x3", ValueError,
+     r"^seeds_command: shapes must be a list of some of '1x1' and '2x2', got \['3x3'\]"),
+    ("seeds-command-shapes-a-string", ValueError, r"^seeds_command: shapes must be a list .*, got '1x1'$"),
+    ("run-command-quick-yes", TypeError, r"^run_command: quick must be True or False, got 'yes' \(str\)"),
+    ("run-command-seed-minus-1", ValueError, r"^run_command: seed must be an integer >= 0, got -1"),
+    ("worst-case-of-no-sequences", ValueError,
+     r"^worst_case: inputs hold no sequences \(x of shape \(0, 16, 16\)\); give at least one"),
 ])
 def test_the_paper_functions_name_a_bad_argument_before_any_work(name, error, culprit):
     with pytest.raises(error, match=culprit) as raised:

@@ -76,8 +76,20 @@ def _write_complex_weights(path):
                  **{name: values + 1j for name, values in model.state_dict().items()})
 
 
+def _write_weights_with(value):
+    def write(path):
+        model = tiny_model()
+        state = {name: np.array(values) for name, values in model.state_dict().items()}
+        state["layers.0.W_V.weight"][0, 0] = value
+        with open(path, "wb") as file:
+            np.savez(file, __config__=np.array(json.dumps(model.config)), **state)
+    return write
+
+
 @pytest.mark.parametrize("write,culprit", [
     (_write_random_bytes, "neither an .npz archive"),
+    (_write_weights_with(np.nan), "layers.0.W_V.weight holds 1 NaN or inf value(s) of 256"),  # not the scores blamed
+    (_write_weights_with(np.inf), "layers.0.W_V.weight holds 1 NaN or inf value(s) of 256"),
     (_write_object_weights, "stores Python objects, not arrays of numbers"),
     (_write_pickled_npy, "stores Python objects, not arrays of numbers"),
     (_write_complex_weights, "'layers.0.W_Q.weight' holds complex128 values"),
@@ -92,8 +104,9 @@ def _write_complex_weights(path):
     (_write_config('{"width": ' * 5000), "its config is JSON nested too deep to read"),  # json's RecursionError
     (_write_config(json.dumps(dict(width=16, heads=1, layers=1, normaliser="softmax", colour="red"))), "colour"),
     (_write_config(json.dumps(dict(width=16, heads=-1, layers=1, normaliser="softmax", residual=False))), "heads"),
-], ids=["random-bytes", "object-weights", "pickled-npy", "complex-weights", "200k-layers", "width-1e6", "empty",
-        "truncated", "foreign-npz", "config-not-json", "config-nested-too-deep", "unknown-key", "bad-value"])
+], ids=["random-bytes", "nan-weight", "inf-weight", "object-weights", "pickled-npy", "complex-weights", "200k-layers",
+        "width-1e6", "empty", "truncated", "foreign-npz", "config-not-json", "config-nested-too-deep", "unknown-key",
+        "bad-value"])
 def test_load_model_names_the_file_and_what_is_wrong(tmp_path, write, culprit):
     path = tmp_path / "model.npz"
     write(path)

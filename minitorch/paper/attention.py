@@ -20,6 +20,7 @@ do without a sink.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from dataclasses import dataclass, field
 
@@ -71,6 +72,7 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
         if not callable(function):
             raise TypeError(f"register_normaliser: a normaliser must be a function (scores, future) -> weights, got "
                             f"{function!r:.60} ({type(function).__name__})")
+        _takes_scores_and_future(name, function, parameters or {})
         taken = NORMALISERS.get(name)
         redefined = taken is not None and _defined_at(taken) == _defined_at(function)
         if taken is not None and not redefined:  # re-running the cell that defines it is fine
@@ -80,6 +82,21 @@ def register_normaliser(name: str, parameters: dict | None = None, output_gate: 
         NORMALISER_OPTIONS[name] = NormaliserOptions(dict(parameters or {}), output_gate)
         return function
     return register
+
+
+def _takes_scores_and_future(name: str, function, parameters: dict) -> None:
+    """TypeError unless `function` can be called as attend calls a normaliser: ``(scores, future, **parameters)``
+    (a function whose signature Python cannot read is let through)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None, None, **dict.fromkeys(parameters))
+    except TypeError:
+        takes = f" and its parameters {sorted(parameters)} by name" if parameters else ""
+        raise TypeError(f"register_normaliser: the normaliser {name!r} must take (scores, future){takes}, got a "
+                        f"function of {signature}") from None
 
 
 def _defined_at(function) -> str:

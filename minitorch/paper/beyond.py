@@ -2,25 +2,22 @@
 
 Four experiments the paper did not run, each written to ``figures/beyond/``:
 
-1. **The zoo.** Every normaliser (`minitorch.paper.attention.NORMALISERS`: softmax,
-   ReLU and the sink-free family of `minitorch.paper.sink_free`) trained on the task
-   as a 1 layer x 1 head model, several seeds. At the non-trigger rows, where
-   the right output is 0, where does the attention mass go: to BOS (a sink),
-   to the content keys, or *nowhere* (rows that sum to less than 1)?
+1. **The zoo.** Every normaliser (`minitorch.paper.attention.NORMALISERS`: softmax, ReLU and the sink-free family
+   of `minitorch.paper.sink_free`) trained on the task as a 1 layer x 1 head model, several seeds. At the
+   non-trigger rows, where the right output is 0, where does the attention mass go: to BOS (a sink), to the
+   content keys, or *nowhere* (rows that sum to less than 1)?
 2. **The log T law.** Softmax 1x1 models trained at L = 8, 16, 32, 64. To put
    mass ``1 - ρ`` on BOS against n content keys (ρ, the row's leak: chapter 10's
    name, apart from the worst-case error δ), the BOS score must beat the content
    scores' mean by at least ``log n + log((1 - ρ)/ρ)`` (chapter 10 derives it from
    Jensen's inequality). We measure that gap row by row.
-3. **Seeds.** The 4 layer x 4 head softmax model over 10 seeds: the share of
-   heads that sink, layer by layer, and the spread of steps to the stop.
-4. **The price of a sink.** Along training, the error left at non-trigger
-   rows against the BOS mass: softmax can only reach a small error by
-   sinking, the sink-free normalisers need not.
+3. **Seeds.** The 4 layer x 4 head softmax model over 10 seeds: the share of heads that sink, layer by layer, and
+   the spread of steps to the stop.
+4. **The price of a sink.** Along training, the error left at non-trigger rows against the BOS mass: softmax can
+   only reach a small error by sinking, the sink-free normalisers need not.
 
-Apart from these, ``python -m minitorch reproduce --seeds`` (`run_seeds`) trains the
-1x1 and 2x2 models, softmax and ReLU, from ten seeds each: the spread of their
-steps, sinking heads and BOS mass (chapter 10, section 5).
+Apart from these, ``python -m minitorch reproduce --seeds`` (`run_seeds`) trains the 1x1 and 2x2 models, softmax
+and ReLU, from ten seeds each: the spread of their steps, sinking heads and BOS mass (chapter 10, section 5).
 
 Every run is seeded; the runs are independent, so `jobs` > 1 trains them
 side by side in separate processes without changing a number.
@@ -256,10 +253,7 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     """Train the models of `shapes` (of 1x1 and 2x2; softmax and ReLU) from every seed of `seeds`; write
     results.json and results.md into `out` (checked first, built aside and moved in whole, as `run_beyond`
     does; the command recorded is `seeds_command`'s)."""
-    if not isinstance(shapes, (list, tuple)) or not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
-        raise ValueError(f"run_seeds: shapes must be a list of some of '1x1' and '2x2', got {shapes!r}")
-    shapes = list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))  # in SEED_MODELS' order
-    seeds = checks.seeds("run_seeds", seeds)
+    shapes, seeds = seed_shapes("run_seeds", shapes), checks.seeds("run_seeds", seeds)
     quick, force = checks.flag("run_seeds", "quick", quick), checks.flag("run_seeds", "force", force)
     log = checks.log_function("run_seeds", "log", log)  # called after the work: checked before it
     out, jobs = check_output_folder(out), checks.integer("run_seeds", "jobs", jobs)
@@ -284,11 +278,19 @@ def run_seeds(out: str | Path = "runs/seeds", seeds=SEEDS, quick: bool = False, 
     return results
 
 
+def seed_shapes(owner: str, shapes) -> list:
+    """`shapes` (a list of some of '1x1' and '2x2', not one string) in SEED_MODELS' order, or a ValueError."""
+    if not isinstance(shapes, (list, tuple)) or not shapes or any(shape not in ("1x1", "2x2") for shape in shapes):
+        raise ValueError(f"{owner}: shapes must be a list of some of '1x1' and '2x2', got {shapes!r}")
+    return list(dict.fromkeys(shape for shape, _ in SEED_MODELS if shape in shapes))
+
+
 def seeds_command(seeds, quick: bool, shapes) -> str:
     """What results.json records as the command of a run_seeds run: the command line (``reproduce --seeds --quick
     --only 1x1``) for its seeds, SEEDS, and otherwise the Python call, which names the seeds. A run of other seeds
     is another run: the same command may replace its own earlier run, another one needs --force (`force`)."""
-    seeds = checks.seeds("seeds_command", seeds)  # the command of no seed is one run_seeds refuses
+    seeds = checks.seeds("seeds_command", seeds)  # the command of arguments run_seeds refuses names no run
+    quick, shapes = checks.flag("seeds_command", "quick", quick), seed_shapes("seeds_command", shapes)
     line = "reproduce --seeds" + " --quick" * quick + (f" --only {','.join(shapes)}" if len(shapes) < 2 else "")
     return line if sorted(seeds) == list(SEEDS) else (
         f"beyond.run_seeds(seeds={sorted(seeds)}, quick={quick}, shapes={tuple(shapes)})")

@@ -72,7 +72,7 @@ class AttentionLayer(Module):
             if hasattr(self, name):
                 raise ValueError(f"AttentionLayer: normaliser {normaliser!r} names a parameter {name!r}, "
                                  f"which would replace the layer's attribute of that name")
-            setattr(self, name, Parameter(initial(heads), dtype=dtype))  # e.g. sink_logit: (H, 1, 1, 1)
+            setattr(self, name, _initial_parameter(normaliser, name, initial(heads), dtype))
         if self.output_gate:
             self.W_G = Linear(width, heads * width, **linear)
 
@@ -195,14 +195,33 @@ def attention_model(owner: str, model) -> AttentionModel:
     return model
 
 
-def finite_weights(owner: str, model: AttentionModel, when: str = "") -> None:
-    """ValueError naming `owner` and the first parameter that holds NaN or inf (`when`: "before any step"): what
-    follows would be NaN and blame something else (training, the learning rate; the theory, a NaN error)."""
+def _initial_parameter(normaliser: str, name: str, value, dtype) -> Parameter:
+    """The Parameter `name` of a layer of `normaliser`, from its initialiser's `value` (e.g. sink_logit: zeros of
+    shape (H, 1, 1, 1)), or an error naming both: the initialiser is the user's own function."""
+    try:
+        return Parameter(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise TypeError(f"AttentionLayer: the initial value of parameter {name!r} of normaliser {normaliser!r} must "
+                        f"be an array of numbers, got {value!r:.60} ({type(value).__name__})") from None
+
+
+def non_finite_weight(model: AttentionModel) -> str:
+    """How the first parameter of `model` that holds NaN or inf does (``layers.0.W_Q.weight holds 64 NaN or inf
+    value(s) of 64``), or "" when every weight is finite."""
     for name, parameter in model.named_parameters():
         bad = ~np.isfinite(parameter._data)
         if bad.any():
-            raise ValueError(f"{owner}: the model's {name} holds {int(bad.sum())} NaN or inf value(s) of "
-                             f"{bad.size}{' ' + when if when else ''}; build the model afresh or load finite weights")
+            return f"{name} holds {int(bad.sum())} NaN or inf value(s) of {bad.size}"
+    return ""
+
+
+def finite_weights(owner: str, model: AttentionModel, when: str = "") -> None:
+    """ValueError naming `owner` and the first parameter that holds NaN or inf (`when`: "before any step"): what
+    follows would be NaN and blame something else (training, the learning rate; the theory, a NaN error)."""
+    bad = non_finite_weight(model)
+    if bad:
+        raise ValueError(f"{owner}: the model's {bad}{' ' + when if when else ''}; build the model afresh or load "
+                         f"finite weights")
 
 
 def check_layers(owner: str, model: AttentionModel) -> list:
@@ -390,4 +409,6 @@ def load_model(path) -> AttentionModel:
         model.load_state_dict(state)
     except (TypeError, ValueError, KeyError) as error:
         raise not_a_model(f"its config or weights do not describe a model: {error}") from None
+    if non_finite_weight(model):  # the first forward pass would blame the scores or the values
+        raise not_a_model(non_finite_weight(model))
     return model

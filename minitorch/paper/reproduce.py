@@ -247,8 +247,10 @@ def default_out(quick: bool = False, only: list[str] | None = None, seed: int = 
 
 def run_command(quick: bool, only: list[str], seed: int) -> str:
     """The command line that names a run, e.g. ``reproduce --quick --only 1x1``: runs with the same one write
-    the same files, so one may replace the other's without --force."""
+    the same files, so one may replace the other's without --force. Its arguments are checked as reproduce's are:
+    a command line that reproduce would refuse names no run."""
     only = selected(only, "run_command")
+    quick, seed = checks.flag("run_command", "quick", quick), checks.integer("run_command", "seed", seed, minimum=0)
     partial = set(only) != set(ARCHITECTURES)
     return " ".join(["reproduce"] + ["--quick"] * quick + (["--only", ",".join(only)] if partial else [])
                     + (["--seed", str(seed)] if seed else []))
@@ -334,8 +336,10 @@ def _reproduce_into(out: Path, quick: bool, only: list[str], seed: int, progress
     return results, len(written)
 
 
-def write_record(out: Path, results: dict, indent: int = 2) -> None:
-    """Write ``results.json`` last, listing every file of the run (itself included) under "files"."""
+def write_record(out: str | Path, results: dict, indent: int = 2) -> None:
+    """Write ``results.json`` last into the folder `out`, listing every file of the run (itself included) under
+    "files"."""
+    out = Path(out)
     results["files"] = sorted(set(written_files(out)) | {"results.json"})
     write_atomically(out / "results.json", json.dumps(results, indent=indent, default=_as_json))
 

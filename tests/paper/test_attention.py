@@ -455,6 +455,33 @@ def test_any_function_registers_as_a_normaliser_and_registers_again_under_its_na
         attention.register_normaliser("three")(3)
 
 
+@pytest.mark.parametrize("function, parameters, culprit", [
+    (lambda scores: scores, None, r"'takes_one' must take \(scores, future\), got a function of \(scores\)"),
+    (lambda scores, future: scores, {"alpha": lambda heads: np.zeros(heads)},
+     r"'takes_one' must take \(scores, future\) and its parameters \['alpha'\] by name, got a function of"),
+], ids=["one-argument", "no-parameter"])
+def test_register_normaliser_names_a_normaliser_that_cannot_take_what_attend_gives_it(function, parameters, culprit,
+                                                                                         monkeypatch):
+    """attend calls it as (scores, future, **parameters): Python's words on the first forward named neither."""
+    monkeypatch.setattr(attention, "NORMALISERS", dict(attention.NORMALISERS))  # the entry goes with the test
+    monkeypatch.setattr(attention, "NORMALISER_OPTIONS", dict(attention.NORMALISER_OPTIONS))
+    with pytest.raises(TypeError, match="^register_normaliser: the normaliser " + culprit):
+        attention.register_normaliser("takes_one", parameters=parameters)(function)
+    assert "takes_one" not in attention.NORMALISERS, "a refused normaliser was registered"
+
+
+def test_a_normaliser_parameter_whose_initial_value_is_no_number_is_named_with_its_normaliser(monkeypatch):
+    from minitorch.paper.models import build_model
+
+    monkeypatch.setattr(attention, "NORMALISERS", dict(attention.NORMALISERS))  # the entry goes with the test
+    monkeypatch.setattr(attention, "NORMALISER_OPTIONS", dict(attention.NORMALISER_OPTIONS))
+    attention.register_normaliser("worded", parameters={"scale": lambda heads: "zero"})(
+        lambda scores, future, scale: attention.softmax_attention(scores, future))
+    with pytest.raises(TypeError, match=r"^AttentionLayer: the initial value of parameter 'scale' of normaliser "
+                                        r"'worded' must be an array of numbers, got 'zero' \(str\)"):
+        build_model(16, 1, 1, "worded", False)
+
+
 def test_a_taken_normaliser_name_cannot_be_silently_replaced():
     with pytest.raises(ValueError, match="taken"):
         @attention.register_normaliser("softmax")

@@ -624,6 +624,15 @@ def test_the_map_figures_refuse_a_map_they_cannot_draw_as_the_animation_does(cal
     plotting.plt.close("all")
 
 
+def test_attention_heatmap_takes_colour_bar_as_true_or_false_only():
+    """colour_bar='no' drew a colour bar: any non-empty string is true."""
+    fig, ax = plotting.plt.subplots()
+    with pytest.raises(TypeError, match=r"^attention_heatmap: colour_bar must be True or False, got 'no' \(str\)"):
+        plotting.attention_heatmap(ax, np.eye(3), colour_bar="no")
+    assert len(fig.axes) == 1, "a refused call drew a colour bar"
+    plotting.plt.close(fig)
+
+
 def test_error_vs_bos_mass_refuses_an_upper_bound_below_the_measured_error():
     point = dict(label="a", worst_case_error=0.1, bos_mass_min=0.5, worst_case_error_upper=0.05)
     with pytest.raises(ValueError, match=r"^plot_error_vs_bos_mass: trained\[0\]\['worst_case_error_upper'\] 0.05 "

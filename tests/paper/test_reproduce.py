@@ -119,6 +119,14 @@ def test_a_worker_killed_by_the_system_is_one_clear_error_not_a_broken_pool():
         run_in_processes([os.abort, os.abort], [(), ()], jobs=2)
 
 
+def test_write_record_takes_its_folder_as_a_str_as_every_path_argument_does(tmp_path):
+    from minitorch.paper.reproduce import write_record
+
+    write_record(str(tmp_path / "run"), {"loss": 1.5})
+    written = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    assert written["loss"] == 1.5, f"results.json does not hold what write_record was given: {written}"
+
+
 def test_write_record_stores_numpy_numbers_as_json_numbers_and_names_what_it_cannot(tmp_path):
     from minitorch.paper.reproduce import write_record
 

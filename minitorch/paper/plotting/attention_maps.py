@@ -20,6 +20,7 @@ def attention_heatmap(ax, weights: np.ndarray, title: str = "", colour_bar: bool
         raise TypeError(f"attention_heatmap: ax must be a matplotlib Axes to draw on, e.g. fig, ax = plt.subplots(); "
                         f"got {type(ax).__name__}")
     weights = checks.real_numbers("attention_heatmap", "weights", weights, finite=False)  # nan: a blank cell
+    colour_bar = checks.flag("attention_heatmap", "colour_bar", colour_bar)  # 'no' would draw one
     if weights.ndim != 2 or weights.shape[0] != weights.shape[1] or weights.size == 0:
         raise ValueError(f"attention_heatmap: expected an (L, L) map with L >= 1, got shape {weights.shape}")
     if np.isinf(weights).any():  # no weight is infinite: it would be drawn as the largest

@@ -144,6 +144,8 @@ def worst_case(model: AttentionModel, triggers=TRAINING_TRIGGERS, size_per_trigg
                         f"stress_inputs returns them, got {got}")
     x, positions = stress_inputs(size_per_trigger, seed, triggers, width=model.config["width"]) \
         if inputs is None else (inputs[0], marked_triggers("worst_case", *inputs))
+    if len(x) == 0:  # no error to take the largest of (as probe refuses an empty test set)
+        raise ValueError(f"worst_case: inputs hold no sequences (x of shape {np.shape(x)}); give at least one")
     prediction, attention = predict_with_attention(model, x)
     error = np.abs(prediction - make_targets(x, positions, residual=model.residual))
     bos = np.stack([bos_mass_at_non_trigger_rows(weights, positions) for weights in attention])  # (layers, B, H, L-2)
